@@ -1,0 +1,13 @@
+"""API Gateway (REST, proxy integration) -> the HTTP API."""
+
+from typing import Any
+
+from jobrunner.api.app import handle
+from jobrunner.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, context)

@@ -1,0 +1,13 @@
+"""Async invoke from the tick -> scan one (minute, segment) partition."""
+
+from typing import Any
+
+from jobrunner.entrypoints import run_scan
+from jobrunner.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return run_scan(event)

@@ -1,0 +1,1 @@
+"""Implementations of ``jobrunner.ports``: one package per port, one module per backend."""

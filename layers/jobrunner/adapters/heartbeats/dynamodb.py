@@ -1,0 +1,169 @@
+"""HeartbeatStore on DynamoDB (moto's server locally).
+
+Table layout (key: ``segment`` N, ``minute`` N):
+- ``minute = 0``: the segment's summary item: ``watermark`` (epoch ms of the last fully scanned
+  minute), ``last_heartbeat``, ``last_owner``, ``published_total``.
+- ``minute = <epoch ms>``: one item per scanned partition: ``owner``, ``lease_expires`` (epoch ms),
+  ``done``, ``published``, and ``expires_at`` (epoch s, the table's TTL attribute) for clean-up.
+All lease changes are conditional writes, so two scans can never both hold one partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
+from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
+
+SUMMARY = 0
+KEEP_PARTITION_ITEMS_S = 3 * 24 * 3600
+
+
+def _n(value: int | float) -> dict[str, str]:
+    return {"N": str(int(value))}
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoDBHeartbeatStore(HeartbeatStore):
+    def __init__(self, table_name: str, dynamodb_client: Any) -> None:
+        self._table = table_name
+        self._client = dynamodb_client
+
+    def _key(self, segment: int, minute: int) -> dict[str, Any]:
+        return {"segment": _n(segment), "minute": _n(minute)}
+
+    def _conditional_update(self, **kwargs: Any) -> bool:
+        try:
+            self._client.update_item(TableName=self._table, **kwargs)
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return False
+            raise Unavailable(f"heartbeat table: {exc}") from exc
+        except BotoCoreError as exc:
+            raise Unavailable(f"heartbeat table: {exc}") from exc
+        return True
+
+    def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+        now_ms = to_epoch_ms(now)
+        return self._conditional_update(
+            Key=self._key(segment, to_epoch_ms(bucket)),
+            UpdateExpression="SET #o = :o, #d = :f, lease_expires = :e, expires_at = :x, started_at = :now"
+            " ADD attempts :one",
+            ConditionExpression="attribute_not_exists(#d) OR (#d = :f AND"
+            " (attribute_not_exists(lease_expires) OR lease_expires <= :now OR #o = :o))",
+            ExpressionAttributeNames={"#o": "owner", "#d": "done"},
+            ExpressionAttributeValues={
+                ":o": {"S": owner}, ":e": _n(now_ms + ttl_s * 1000), ":now": _n(now_ms),
+                ":x": _n(now_ms // 1000 + KEEP_PARTITION_ITEMS_S), ":f": {"BOOL": False},
+                ":one": _n(1),
+            },
+        )
+
+    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+        return self._conditional_update(
+            Key=self._key(segment, to_epoch_ms(bucket)),
+            UpdateExpression="SET lease_expires = :e",
+            ConditionExpression="#o = :o AND #d = :f",
+            ExpressionAttributeNames={"#o": "owner", "#d": "done"},
+            ExpressionAttributeValues={
+                ":o": {"S": owner}, ":e": _n(to_epoch_ms(now) + ttl_s * 1000), ":f": {"BOOL": False},
+            },
+        )
+
+    def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
+        return self._conditional_update(
+            Key=self._key(segment, to_epoch_ms(bucket)),
+            UpdateExpression="SET #d = :t, published = :p, finished_at = :now",
+            ConditionExpression="#o = :o",
+            ExpressionAttributeNames={"#o": "owner", "#d": "done"},
+            ExpressionAttributeValues={
+                ":o": {"S": owner}, ":t": {"BOOL": True}, ":p": _n(published), ":now": _n(to_epoch_ms(now)),
+            },
+        )
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self._table: {"Keys": keys[start:start + 100], "ConsistentRead": True}}
+            while request:
+                try:
+                    response = self._client.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as exc:
+                    raise Unavailable(f"heartbeat table: {exc}") from exc
+                items += response.get("Responses", {}).get(self._table, [])
+                request = response.get("UnprocessedKeys") or {}
+        return items
+
+    def segments(self, segments: Iterable[int]) -> list[SegmentState]:
+        items = self._batch_get([self._key(s, SUMMARY) for s in segments])
+        states = [
+            SegmentState(
+                segment=int(item["segment"]["N"]),
+                watermark=from_epoch_ms(int(item["watermark"]["N"])) if "watermark" in item else None,
+                last_heartbeat=(
+                    from_epoch_ms(int(item["last_heartbeat"]["N"])) if "last_heartbeat" in item else None
+                ),
+                last_owner=item.get("last_owner", {}).get("S"),
+                published_total=int(item.get("published_total", {}).get("N", "0")),
+            )
+            for item in items
+        ]
+        return sorted(states, key=lambda s: s.segment)
+
+    def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
+        items = self._batch_get([self._key(s, to_epoch_ms(b)) for s, b in keys])
+        return [
+            PartitionState(
+                segment=int(item["segment"]["N"]),
+                bucket=from_epoch_ms(int(item["minute"]["N"])),
+                owner=item.get("owner", {}).get("S"),
+                lease_expires_at=(
+                    from_epoch_ms(int(item["lease_expires"]["N"])) if "lease_expires" in item else None
+                ),
+                done=bool(item.get("done", {}).get("BOOL", False)),
+                published=int(item.get("published", {}).get("N", "0")),
+            )
+            for item in items
+        ]
+
+    def advance_watermark(self, segment: int, bucket: datetime) -> None:
+        self._conditional_update(
+            Key=self._key(segment, SUMMARY),
+            UpdateExpression="SET watermark = :w",
+            ConditionExpression="attribute_not_exists(watermark) OR watermark < :w",
+            ExpressionAttributeValues={":w": _n(to_epoch_ms(bucket))},
+        )
+
+    def beat(self, segment: int, owner: str, now: datetime, published: int) -> None:
+        self._conditional_update(
+            Key=self._key(segment, SUMMARY),
+            UpdateExpression="SET last_heartbeat = :now, last_owner = :o ADD published_total :p",
+            ExpressionAttributeValues={":now": _n(to_epoch_ms(now)), ":o": {"S": owner}, ":p": _n(published)},
+        )
+
+
+def ensure_table(dynamodb_client: Any, table_name: str) -> None:
+    """Create the heartbeat table when missing (the local stack; in AWS the CDK app owns it)."""
+    try:
+        dynamodb_client.describe_table(TableName=table_name)
+        return
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
+    dynamodb_client.create_table(
+        TableName=table_name,
+        KeySchema=[{"AttributeName": "segment", "KeyType": "HASH"},
+                   {"AttributeName": "minute", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "segment", "AttributeType": "N"},
+                              {"AttributeName": "minute", "AttributeType": "N"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb_client.get_waiter("table_exists").wait(TableName=table_name)

@@ -1,0 +1,1 @@
+"""Implementations of one port; see jobrunner.ports."""

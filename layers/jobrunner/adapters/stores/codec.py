@@ -1,0 +1,111 @@
+"""Row <-> domain conversions shared by the CQL store (kept apart so the store stays about queries)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    JobState,
+    Lane,
+    RetryPolicy,
+    ScheduledExecution,
+    Trigger,
+)
+from jobrunner.domain.schedules import schedule_from_dict
+from jobrunner.domain.time import utc
+
+
+def _ts(value: datetime | None) -> datetime | None:
+    return utc(value) if value is not None else None
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def job_from_row(row: Any) -> Job:
+    return Job(
+        user_id=row.user_id,
+        job_id=row.job_id,
+        schedule=schedule_from_dict(json.loads(row.schedule)),
+        payload=json.loads(row.payload),
+        topic=row.topic,
+        created_at=utc(row.created_at),
+        updated_at=utc(row.updated_at),
+        state=JobState(row.state),
+        version=row.version,
+        retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
+        next_run_at=_ts(row.next_run_at),
+        last_run_at=_ts(row.last_run_at),
+        last_execution_id=row.last_execution_id,
+        last_status=ExecutionStatus(row.last_status) if row.last_status else None,
+    )
+
+
+def job_values(job: Job) -> tuple[Any, ...]:
+    """Values in the column order of ``INSERT_JOB``."""
+    return (
+        job.user_id, job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
+        job.state.value, job.version, dumps(asdict(job.retry)), job.created_at, job.updated_at,
+        job.next_run_at, job.last_run_at, job.last_execution_id,
+        job.last_status.value if job.last_status else None,
+    )
+
+
+def scheduled_from_row(row: Any) -> ScheduledExecution:
+    return ScheduledExecution(
+        bucket=utc(row.next_execution_time),
+        segment=row.segment,
+        lane=Lane(row.lane),
+        due_at=utc(row.due_at),
+        job_id=row.job_id,
+        execution_id=row.execution_id,
+        user_id=row.user_id,
+        scheduled_at=utc(row.scheduled_at),
+        attempt=row.attempt,
+        job_version=row.job_version,
+        trigger=Trigger(row.trigger),
+    )
+
+
+def scheduled_values(row: ScheduledExecution) -> tuple[Any, ...]:
+    """Values in the column order of ``INSERT_SCHEDULED``."""
+    return (
+        row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id,
+        row.user_id, row.scheduled_at, row.attempt, row.job_version, row.trigger.value,
+    )
+
+
+def scheduled_key(row: ScheduledExecution) -> tuple[Any, ...]:
+    return (row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id)
+
+
+def record_from_row(row: Any) -> ExecutionRecord:
+    return ExecutionRecord(
+        job_id=row.job_id,
+        scheduled_at=utc(row.execution_time),
+        attempt=row.attempt,
+        execution_id=row.execution_id,
+        user_id=row.user_id,
+        status=ExecutionStatus(row.status),
+        trigger=Trigger(row.trigger),
+        due_at=utc(row.due_at),
+        published_at=_ts(row.published_at),
+        finished_at=_ts(row.finished_at),
+        error=row.error,
+    )
+
+
+def record_values(record: ExecutionRecord) -> tuple[Any, ...]:
+    """Values in the column order of ``INSERT_RECORD``."""
+    return (
+        record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id,
+        record.status.value, record.trigger.value, record.due_at, record.published_at,
+        record.finished_at, record.error,
+    )

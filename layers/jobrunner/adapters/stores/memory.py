@@ -1,0 +1,78 @@
+"""An in-memory JobStore for fast unit tests of the services (never a stand-in for integration tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+from jobrunner.ports import Completion, JobStore
+
+_RowKey = tuple[datetime, int, Lane, datetime, str, str]
+
+
+def _row_key(row: ScheduledExecution) -> _RowKey:
+    return (row.bucket, row.segment, row.lane, row.due_at, row.job_id, row.execution_id)
+
+
+class MemoryJobStore(JobStore):
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.jobs: dict[tuple[str, str], Job] = {}
+        self.rows: dict[_RowKey, ScheduledExecution] = {}
+        self.records: dict[tuple[str, datetime, int], ExecutionRecord] = {}
+
+    def create(self, job: Job, first: ScheduledExecution | None) -> None:
+        with self._lock:
+            self.jobs[(job.user_id, job.job_id)] = job
+            if first is not None:
+                self.rows[_row_key(first)] = first
+
+    def get(self, user_id: str, job_id: str) -> Job | None:
+        with self._lock:
+            return self.jobs.get((user_id, job_id))
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        with self._lock:
+            return {k: self.jobs[k] for k in keys if k in self.jobs}
+
+    def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]:
+        with self._lock:
+            keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane))
+        for key in keys:  # like a paged read: rows removed meanwhile are not returned
+            with self._lock:
+                row = self.rows.get(key)
+            if row is not None:
+                yield row
+
+    def complete(self, completions: Sequence[Completion]) -> None:
+        with self._lock:
+            for c in completions:
+                record = c.record
+                self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
+                if c.following is not None:
+                    self.rows[_row_key(c.following)] = c.following
+                job = self.jobs.get((c.done.user_id, c.done.job_id))
+                if job is not None:
+                    changes: dict[str, object] = {
+                        "last_run_at": record.published_at,
+                        "last_execution_id": record.execution_id,
+                        "last_status": record.status,
+                    }
+                    if c.sets_next_run:
+                        changes["next_run_at"] = c.next_run_at
+                    self.jobs[(job.user_id, job.job_id)] = replace(job, **changes)  # type: ignore[arg-type]
+                self.rows.pop(_row_key(c.done), None)
+
+    def drop(self, rows: Sequence[ScheduledExecution]) -> None:
+        with self._lock:
+            for row in rows:
+                self.rows.pop(_row_key(row), None)
+
+    def history(self, job_id: str, limit: int) -> list[ExecutionRecord]:
+        with self._lock:
+            mine = [r for (j, _, _), r in self.records.items() if j == job_id]
+        mine.sort(key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
+        return mine[:limit]

@@ -1,0 +1,48 @@
+"""Connecting the driver: plain Cassandra locally; Amazon Keyspaces (TLS + SigV4) in AWS.
+
+``connect`` is the only place that builds a ``Cluster``; adapters take the ``Session`` it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
+from cassandra.policies import DCAwareRoundRobinPolicy, RoundRobinPolicy
+
+
+@dataclass(frozen=True)
+class CassandraSettings:
+    contact_points: tuple[str, ...] = ("127.0.0.1",)
+    port: int = 9042
+    keyspace: str = "jobrunner"
+    #: "cassandra" (plain, local or self-managed) or "keyspaces" (Amazon Keyspaces).
+    mode: str = "cassandra"
+    region: str = "us-east-1"
+    ca_bundle: str | None = None
+    local_dc: str | None = None
+    request_timeout_s: float = 10.0
+
+
+def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
+    """A session with LOCAL_QUORUM as the default consistency; ``keyspace=False`` for migrations."""
+    if settings.mode == "keyspaces":
+        from jobrunner.adapters.stores.keyspaces import keyspaces_cluster
+
+        cluster = keyspaces_cluster(settings)
+    else:
+        policy = DCAwareRoundRobinPolicy(settings.local_dc) if settings.local_dc else RoundRobinPolicy()
+        profile = ExecutionProfile(
+            consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+            load_balancing_policy=policy,
+            request_timeout=settings.request_timeout_s,
+        )
+        cluster = Cluster(
+            list(settings.contact_points), port=settings.port, protocol_version=4,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        )
+    session = cluster.connect()
+    if keyspace:
+        session.set_keyspace(settings.keyspace)
+    return session

@@ -1,0 +1,72 @@
+"""Settings from the environment: the same variables configure Lambda and the local stack.
+
+| variable | default | meaning |
+|---|---|---|
+| JOBRUNNER_SEGMENTS | 16 | number of segments (parallel scans per minute) |
+| JOBRUNNER_TOPIC | jobs | default topic of executions |
+| JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
+| JOBRUNNER_MAX_PAYLOAD_BYTES | 65536 | largest payload accepted, serialized |
+| CASSANDRA_CONTACT_POINTS | 127.0.0.1 | comma-separated hosts |
+| CASSANDRA_PORT | 9042 | CQL port (9142 for Keyspaces) |
+| CASSANDRA_KEYSPACE | jobrunner | keyspace |
+| CASSANDRA_MODE | cassandra | cassandra, or keyspaces (TLS + SigV4) |
+| KAFKA_BOOTSTRAP | 127.0.0.1:9092 | bootstrap servers |
+| KAFKA_SECURITY | plaintext | plaintext, or msk-iam |
+| HEARTBEAT_TABLE | jobrunner-heartbeats | DynamoDB table of leases and watermarks |
+| DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
+| SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes |
+| AWS_REGION | us-east-1 | region |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from jobrunner.adapters.publishers.kafka import KafkaSettings
+from jobrunner.adapters.stores.session import CassandraSettings
+
+
+@dataclass(frozen=True)
+class Settings:
+    segments: int
+    topic: str
+    allowed_topics: frozenset[str]
+    max_payload_bytes: int
+    cassandra: CassandraSettings
+    kafka: KafkaSettings
+    heartbeat_table: str
+    dynamodb_endpoint: str | None
+    scan_function: str
+    region: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        region = env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1"))
+        topic = env.get("JOBRUNNER_TOPIC", "jobs")
+        allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
+        return cls(
+            segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
+            topic=topic,
+            allowed_topics=frozenset(allowed | {topic}),
+            max_payload_bytes=int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(64 * 1024))),
+            cassandra=CassandraSettings(
+                contact_points=tuple(env.get("CASSANDRA_CONTACT_POINTS", "127.0.0.1").split(",")),
+                port=int(env.get("CASSANDRA_PORT", "9042")),
+                keyspace=env.get("CASSANDRA_KEYSPACE", "jobrunner"),
+                mode=env.get("CASSANDRA_MODE", "cassandra"),
+                region=region,
+                ca_bundle=env.get("CASSANDRA_CA_BUNDLE"),
+            ),
+            kafka=KafkaSettings(
+                bootstrap=env.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
+                security=env.get("KAFKA_SECURITY", "plaintext"),
+                region=region,
+            ),
+            heartbeat_table=env.get("HEARTBEAT_TABLE", "jobrunner-heartbeats"),
+            dynamodb_endpoint=env.get("DYNAMODB_ENDPOINT") or None,
+            scan_function=env.get("SCAN_FUNCTION_NAME", "jobrunner-scan"),
+            region=region,
+        )

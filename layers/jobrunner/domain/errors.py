@@ -1,0 +1,28 @@
+"""Domain errors. The API maps each to one HTTP status in one place (``api/errors.py``)."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base class of every error the services raise on purpose."""
+
+
+class InvalidField(DomainError):
+    """A request field is wrong; ``field`` is its dotted path, ``reason`` says why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class JobNotFound(DomainError):
+    """No such job for this tenant (also raised for another tenant's job, so ids do not leak)."""
+
+
+class Conflict(DomainError):
+    """The request contradicts the job's current state (e.g. resuming a cancelled job)."""
+
+
+class Unavailable(DomainError):
+    """A backing service (database, broker) cannot be reached; the caller may retry."""

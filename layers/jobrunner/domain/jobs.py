@@ -1,0 +1,144 @@
+"""Jobs, scheduled executions and execution records.
+
+Two status fields, written by different parties so that they never overwrite each other:
+- ``Job.state`` is the user's intent (ACTIVE, PAUSED, CANCELLED), written only by the API.
+- ``Job.last_status`` is the state of the latest execution, written only by the scan and results.
+The status a user sees (``Job.status``) is derived from both.
+
+Every change of intent or schedule bumps ``Job.version``; a scheduled execution carries the version
+it was planned under, and the scan drops rows whose version is stale. That single rule implements
+cancel, pause, resume and schedule changes without deleting rows that a scan may be reading.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from jobrunner.domain.schedules import Schedule
+from jobrunner.domain.time import to_epoch_ms
+
+
+class JobState(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    CANCELLED = "CANCELLED"
+
+
+class JobStatus(StrEnum):
+    """What the API reports: PENDING -> SCHEDULED -> RUNNING -> SUCCESS | FAILED, plus PAUSED, CANCELLED."""
+
+    PENDING = "PENDING"
+    SCHEDULED = "SCHEDULED"
+    RUNNING = "RUNNING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+    PAUSED = "PAUSED"
+    CANCELLED = "CANCELLED"
+
+
+class ExecutionStatus(StrEnum):
+    SCHEDULED = "SCHEDULED"
+    RUNNING = "RUNNING"  # published to Kafka, handed to the workers
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+
+
+class Trigger(StrEnum):
+    SCHEDULE = "SCHEDULE"
+    MANUAL = "MANUAL"
+    RETRY = "RETRY"
+
+
+class Lane(StrEnum):
+    """Where in its partition a scheduled execution is written.
+
+    PLANNED rows are written before their minute's scan can have started and are read once by it;
+    LATE rows are written when the scan may already be running and are polled by it every second.
+    """
+
+    PLANNED = "P"
+    LATE = "L"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 0
+    initial_delay_s: float = 10.0
+    multiplier: float = 2.0
+    max_delay_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class Job:
+    user_id: str
+    job_id: str
+    schedule: Schedule
+    payload: Any
+    topic: str
+    created_at: datetime
+    updated_at: datetime
+    state: JobState = JobState.ACTIVE
+    version: int = 1
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    next_run_at: datetime | None = None
+    last_run_at: datetime | None = None
+    last_execution_id: str | None = None
+    last_status: ExecutionStatus | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        if self.state is JobState.CANCELLED:
+            return JobStatus.CANCELLED
+        if self.state is JobState.PAUSED:
+            return JobStatus.PAUSED
+        if self.last_status in (ExecutionStatus.RUNNING, ExecutionStatus.SUCCESS, ExecutionStatus.FAILED):
+            if self.next_run_at is None or self.last_status is ExecutionStatus.RUNNING:
+                return JobStatus(self.last_status.value)
+        return JobStatus.SCHEDULED if self.next_run_at is not None else JobStatus.PENDING
+
+    def with_changes(self, **changes: Any) -> Job:
+        return replace(self, **changes)
+
+
+def execution_id_for(job_id: str, scheduled_at: datetime, attempt: int, trigger: Trigger) -> str:
+    """Deterministic id of one attempt of one fire: every copy of it (after a crash) carries the same id."""
+    name = f"{job_id}|{to_epoch_ms(scheduled_at)}|{attempt}|{trigger.value}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"jobrunner:{name}"))
+
+
+@dataclass(frozen=True)
+class ScheduledExecution:
+    """A row of ``task_schedule``: one attempt of one fire, waiting for its scan."""
+
+    bucket: datetime
+    segment: int
+    lane: Lane
+    due_at: datetime
+    job_id: str
+    execution_id: str
+    user_id: str
+    scheduled_at: datetime
+    attempt: int
+    job_version: int
+    trigger: Trigger
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """A row of ``task_history``: what happened to one attempt."""
+
+    job_id: str
+    scheduled_at: datetime
+    attempt: int
+    execution_id: str
+    user_id: str
+    status: ExecutionStatus
+    trigger: Trigger
+    due_at: datetime
+    published_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None

@@ -1,0 +1,27 @@
+"""The Kafka message contract of an execution (DESIGN.md, "Kafka messages")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobrunner.domain.jobs import Job, ScheduledExecution
+from jobrunner.domain.time import rfc3339
+
+
+def execution_message(job: Job, row: ScheduledExecution) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(key, value, headers) of the message that hands ``row`` to the workers."""
+    value = {
+        "execution_id": row.execution_id,
+        "job_id": job.job_id,
+        "user_id": job.user_id,
+        "scheduled_at": rfc3339(row.scheduled_at),
+        "attempt": row.attempt,
+        "trigger": row.trigger.value,
+        "payload": job.payload,
+    }
+    headers = {
+        "execution_id": row.execution_id,
+        "scheduled_at": value["scheduled_at"],
+        "attempt": str(row.attempt),
+    }
+    return job.job_id, value, headers

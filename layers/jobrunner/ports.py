@@ -1,0 +1,183 @@
+"""The ports: every interface the services need from the outside world, with its contract.
+
+Adapters live in ``jobrunner.adapters.<kind>.<backend>``; each has an in-memory twin, and the
+contract tests in ``tests/contract`` run the same assertions against both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+
+
+class Clock(ABC):
+    """Time, injected so that tests never sleep on the wall clock."""
+
+    @abstractmethod
+    def now(self) -> datetime:
+        """The current instant, timezone-aware UTC."""
+
+    @abstractmethod
+    def sleep_until(self, instant: datetime) -> None:
+        """Block until ``now() >= instant`` (returns at once if it already is)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Everything that follows one published execution, written atomically by ``JobStore.complete``."""
+
+    done: ScheduledExecution
+    record: ExecutionRecord
+    following: ScheduledExecution | None
+    next_run_at: datetime | None
+    #: False for manual runs and retries, which leave the job's regular next run as it is.
+    sets_next_run: bool = True
+
+
+class JobStore(ABC):
+    """Jobs, their scheduled executions and their history (Cassandra / Keyspaces in production).
+
+    Contract:
+    - ``create`` writes the job and its first scheduled execution atomically: after it returns the
+      job exists with a run that some scan will see; if it raises, neither may exist or both do
+      (a retried create with the same job is idempotent).
+    - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
+      ``due_at``, reading page by page (memory stays bounded by the page size).
+    - ``complete`` atomically records the history row, writes the following execution (if any),
+      updates the job's run fields and removes the completed row; replaying it is harmless.
+    - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
+    - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
+    - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
+    """
+
+    @abstractmethod
+    def create(self, job: Job, first: ScheduledExecution | None) -> None: ...
+
+    @abstractmethod
+    def get(self, user_id: str, job_id: str) -> Job | None: ...
+
+    @abstractmethod
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        """Jobs by (user_id, job_id); missing ones are absent from the result."""
+
+    @abstractmethod
+    def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]: ...
+
+    @abstractmethod
+    def complete(self, completions: Sequence[Completion]) -> None: ...
+
+    @abstractmethod
+    def drop(self, rows: Sequence[ScheduledExecution]) -> None: ...
+
+    @abstractmethod
+    def history(self, job_id: str, limit: int) -> list[ExecutionRecord]:
+        """The newest ``limit`` execution records of a job, newest first."""
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    topic: str
+    key: str
+    value: dict[str, Any]
+    headers: dict[str, str]
+
+
+class PublishError(Exception):
+    """Some messages were not acknowledged; ``failed`` holds their indexes in the published batch."""
+
+    def __init__(self, failed: Sequence[int], cause: str) -> None:
+        super().__init__(f"{len(failed)} message(s) not acknowledged: {cause}")
+        self.failed = list(failed)
+
+
+class Publisher(ABC):
+    """The message bus (Kafka / MSK in production).
+
+    Contract: ``publish`` returns only when every message is acknowledged by the broker (acks=all);
+    otherwise it raises ``PublishError`` naming the unacknowledged ones, which the caller must treat
+    as not published (they may still have been written: at-least-once).
+    """
+
+    @abstractmethod
+    def publish(self, messages: Sequence[OutboundMessage]) -> None: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections (flushes first)."""
+
+
+@dataclass(frozen=True)
+class SegmentState:
+    segment: int
+    watermark: datetime | None
+    last_heartbeat: datetime | None = None
+    last_owner: str | None = None
+    published_total: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    segment: int
+    bucket: datetime
+    owner: str | None
+    lease_expires_at: datetime | None
+    done: bool
+    published: int = 0
+
+
+class HeartbeatStore(ABC):
+    """Leases, heartbeats and watermarks of the scans (DynamoDB in production).
+
+    Contract:
+    - A lease is per (segment, bucket). ``acquire`` succeeds for at most one owner at a time: when
+      there is no lease, the lease has expired, or the caller already owns it; never once the
+      partition is done.
+    - ``renew`` extends the caller's lease and returns False when the caller no longer owns it
+      (the scan must then stop publishing).
+    - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
+    - ``advance_watermark`` only ever moves a segment's watermark forward.
+    - ``beat`` records a heartbeat and adds to the segment's counters.
+    """
+
+    @abstractmethod
+    def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool: ...
+
+    @abstractmethod
+    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool: ...
+
+    @abstractmethod
+    def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...
+
+    @abstractmethod
+    def segments(self, segments: Iterable[int]) -> list[SegmentState]: ...
+
+    @abstractmethod
+    def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
+        """States of the given (segment, bucket) partitions; ones never leased are absent."""
+
+    @abstractmethod
+    def advance_watermark(self, segment: int, bucket: datetime) -> None: ...
+
+    @abstractmethod
+    def beat(self, segment: int, owner: str, now: datetime, published: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    segment: int
+    bucket: datetime
+
+
+class Invoker(ABC):
+    """Starts a scan asynchronously (async Lambda invoke in production).
+
+    Contract: ``invoke_scan`` returns once the request is durably accepted; it does not wait for the
+    scan. A request may be delivered more than once; the scan's lease makes that harmless.
+    """
+
+    @abstractmethod
+    def invoke_scan(self, request: ScanRequest) -> None: ...

@@ -1,0 +1,1 @@
+"""Use cases. Pure: they talk to the world only through ``jobrunner.ports``."""

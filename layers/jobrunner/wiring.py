@@ -1,0 +1,111 @@
+"""Builds the services from settings: the one place adapters are chosen and clients created.
+
+Nothing connects at import time; each client is created on first use and then reused (a Lambda
+execution environment keeps it across invocations).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from jobrunner.adapters.clocks.system import SystemClock
+from jobrunner.config import Settings
+from jobrunner.services.jobs import JobRules, JobService
+from jobrunner.services.scan import ScanRules, ScanService
+from jobrunner.services.tick import TickRules, TickService
+
+if TYPE_CHECKING:
+    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher
+
+
+class Container:
+    """Lazily built adapters and services; pass any port to override it (tests, the local stack)."""
+
+    def __init__(
+        self, settings: Settings, *, store: JobStore | None = None, publisher: Publisher | None = None,
+        heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._publisher = publisher
+        self._heartbeats = heartbeats
+        self._invoker = invoker
+        self.clock: Clock = clock or SystemClock()
+
+    @functools.cached_property
+    def store(self) -> JobStore:
+        if self._store is None:
+            from jobrunner.adapters.stores.cassandra import CassandraJobStore
+            from jobrunner.adapters.stores.session import connect
+
+            self._store = CassandraJobStore(connect(self.settings.cassandra))
+        return self._store
+
+    @functools.cached_property
+    def publisher(self) -> Publisher:
+        if self._publisher is None:
+            from jobrunner.adapters.publishers.kafka import KafkaPublisher
+
+            self._publisher = KafkaPublisher(self.settings.kafka)
+        return self._publisher
+
+    def boto3_client(self, service: str) -> Any:
+        import boto3
+
+        endpoint = self.settings.dynamodb_endpoint if service == "dynamodb" else None
+        return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint)
+
+    @functools.cached_property
+    def heartbeats(self) -> HeartbeatStore:
+        if self._heartbeats is None:
+            from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
+
+            self._heartbeats = DynamoDBHeartbeatStore(self.settings.heartbeat_table, self.boto3_client("dynamodb"))
+        return self._heartbeats
+
+    @functools.cached_property
+    def invoker(self) -> Invoker:
+        if self._invoker is None:
+            from jobrunner.adapters.invokers.lambda_ import LambdaInvoker
+
+            self._invoker = LambdaInvoker(self.settings.scan_function, self.boto3_client("lambda"))
+        return self._invoker
+
+    @functools.cached_property
+    def jobs(self) -> JobService:
+        rules = JobRules(
+            segment_count=self.settings.segments,
+            default_topic=self.settings.topic,
+            allowed_topics=self.settings.allowed_topics,
+            max_payload_bytes=self.settings.max_payload_bytes,
+        )
+        return JobService(self.store, self.clock, rules)
+
+    @functools.cached_property
+    def ticks(self) -> TickService:
+        return TickService(self.heartbeats, self.invoker, TickRules(segment_count=self.settings.segments))
+
+    @functools.cached_property
+    def scans(self) -> ScanService:
+        return ScanService(
+            self.store, self.publisher, self.heartbeats, self.clock,
+            ScanRules(segment_count=self.settings.segments),
+        )
+
+
+_container: Container | None = None
+
+
+def container() -> Container:
+    """The process-wide container (Lambda: built on the first invocation, reused after)."""
+    global _container
+    if _container is None:
+        _container = Container(Settings.from_env())
+    return _container
+
+
+def install(custom: Container) -> None:
+    """Make ``custom`` the process-wide container (the local stack and tests)."""
+    global _container
+    _container = custom
