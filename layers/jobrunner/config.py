@@ -21,11 +21,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jobrunner.adapters.publishers.kafka import KafkaSettings
 from jobrunner.adapters.stores.session import CassandraSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @dataclass(frozen=True)

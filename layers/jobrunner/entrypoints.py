@@ -6,8 +6,7 @@ same code.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -15,6 +14,9 @@ from jobrunner.domain.schedules import parse_instant
 from jobrunner.observability import logger, metrics
 from jobrunner.ports import ScanRequest
 from jobrunner.wiring import container
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 def run_tick(event: dict[str, Any]) -> dict[str, Any]:

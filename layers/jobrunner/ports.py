@@ -7,12 +7,14 @@ contract tests in ``tests/contract`` run the same assertions against both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from datetime import datetime
+
+    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 
 
 class Clock(ABC):

@@ -52,9 +52,11 @@ class Container:
 
     def boto3_client(self, service: str) -> Any:
         import boto3
+        from botocore.config import Config
 
         endpoint = self.settings.dynamodb_endpoint if service == "dynamodb" else None
-        return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint)
+        config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
+        return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
     @functools.cached_property
     def heartbeats(self) -> HeartbeatStore:

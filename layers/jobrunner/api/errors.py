@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 
-def error_response(status: HTTPStatus, error: str, message: str, errors: list[ErrorDetail] | None = None) -> Response[Any]:
+def error_response(
+    status: HTTPStatus, error: str, message: str, errors: list[ErrorDetail] | None = None
+) -> Response[Any]:
     body = ErrorOut(error=error, message=message, errors=errors or [])
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
 

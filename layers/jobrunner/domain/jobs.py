@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.schedules import Schedule
 from jobrunner.domain.time import to_epoch_ms
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from jobrunner.domain.schedules import Schedule
 
 
 class JobState(StrEnum):
@@ -95,9 +98,8 @@ class Job:
             return JobStatus.CANCELLED
         if self.state is JobState.PAUSED:
             return JobStatus.PAUSED
-        if self.last_status in (ExecutionStatus.RUNNING, ExecutionStatus.SUCCESS, ExecutionStatus.FAILED):
-            if self.next_run_at is None or self.last_status is ExecutionStatus.RUNNING:
-                return JobStatus(self.last_status.value)
+        if self.last_status is ExecutionStatus.RUNNING or (self.last_status and self.next_run_at is None):
+            return JobStatus(self.last_status.value)
         return JobStatus.SCHEDULED if self.next_run_at is not None else JobStatus.PENDING
 
     def with_changes(self, **changes: Any) -> Job:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import Job, ScheduledExecution
 from jobrunner.domain.time import rfc3339
+
+if TYPE_CHECKING:
+    from jobrunner.domain.jobs import Job, ScheduledExecution
 
 
 def execution_message(job: Job, row: ScheduledExecution) -> tuple[str, dict[str, Any], dict[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField, JobNotFound
@@ -40,7 +40,7 @@ class NewJob:
     schedule: Schedule
     payload: Any
     topic: str | None = None
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 def plan_execution(

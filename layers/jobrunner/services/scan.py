@@ -19,7 +19,6 @@ import heapq
 import itertools
 import logging
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -41,6 +40,8 @@ from jobrunner.ports import Completion, OutboundMessage, PublishError
 from jobrunner.services.jobs import plan_execution
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
 
 log = logging.getLogger(__name__)

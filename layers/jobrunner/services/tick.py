@@ -69,8 +69,9 @@ class TickService:
             self._advance(segment, buckets, known, report)
             backlog = [b for b in buckets if self._needs_scan(known.get((segment, b)), now)]
             chosen = backlog[: self._rules.max_catch_up]
-            if target in backlog and target not in chosen:
-                chosen.append(target)  # the on-time minute is never starved by a backlog
+            for urgent in (target - MINUTE, target):  # the running and the next minute never wait
+                if urgent in backlog and urgent not in chosen:
+                    chosen.append(urgent)
             for bucket in chosen:
                 request = ScanRequest(segment=segment, bucket=bucket)
                 self._invoker.invoke_scan(request)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from jobrunner.domain.time import utc
 from jobrunner.ports import Clock
+
+if TYPE_CHECKING:
+    from datetime import datetime, timedelta
 
 
 class ManualClock(Clock):

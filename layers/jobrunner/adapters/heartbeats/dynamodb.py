@@ -10,15 +10,17 @@ All lease changes are conditional writes, so two scans can never both hold one p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import datetime
 
 SUMMARY = 0
 KEEP_PARTITION_ITEMS_S = 3 * 24 * 3600
@@ -29,7 +31,8 @@ def _n(value: int | float) -> dict[str, str]:
 
 
 def _conditional_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    code: str = exc.response.get("Error", {}).get("Code", "")
+    return code == "ConditionalCheckFailedException"
 
 
 class DynamoDBHeartbeatStore(HeartbeatStore):

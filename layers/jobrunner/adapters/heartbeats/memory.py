@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class MemoryHeartbeatStore(HeartbeatStore):

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from jobrunner.ports import OutboundMessage, Publisher, PublishError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,7 @@ class KafkaPublisher(Publisher):
         for index, future in futures:
             try:
                 future.get(timeout=0)
-            except Exception as exc:  # noqa: BLE001 - any failure means "not acknowledged"
+            except Exception as exc:
                 failed.append(index)
                 cause = cause or f"{type(exc).__name__}: {exc}"
         if failed:

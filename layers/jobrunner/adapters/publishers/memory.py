@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from jobrunner.ports import OutboundMessage, Publisher, PublishError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class MemoryPublisher(Publisher):

@@ -7,8 +7,6 @@ no secondary index, no ALLOW FILTERING.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cassandra import ConsistencyLevel, DriverException
@@ -18,11 +16,15 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement
 
 from jobrunner.adapters.stores import codec
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 from jobrunner.ports import Completion, JobStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from datetime import datetime
+
     from cassandra.cluster import Session
+
+    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 
 T = TypeVar("T")
 
@@ -92,7 +94,7 @@ class CassandraJobStore(JobStore):
     def _batch(self) -> BatchStatement:
         return BatchStatement(batch_type=BatchType.LOGGED, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
-    def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any]]]) -> list[Any]:
+    def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
         if not statements:
             return []
         results = _guard(lambda: execute_concurrent(
@@ -133,7 +135,7 @@ class CassandraJobStore(JobStore):
             yield codec.scheduled_from_row(row)
 
     def complete(self, completions: Sequence[Completion]) -> None:
-        statements = []
+        statements: list[tuple[Any, Sequence[Any] | None]] = []
         for c in completions:
             batch = self._batch()
             record = c.record

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -19,6 +18,9 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import utc
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 def _ts(value: datetime | None) -> datetime | None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 from jobrunner.ports import Completion, JobStore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
 _RowKey = tuple[datetime, int, Lane, datetime, str, str]
 

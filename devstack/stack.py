@@ -1,0 +1,130 @@
+"""The whole system in one process, against real Cassandra, real Kafka and moto's DynamoDB.
+
+- the api handler behind a local HTTP server (API Gateway's part),
+- a ticker aligned to the wall-clock minute sending EventBridge-shaped events to the tick handler,
+- a thread-pool invoker running the scan handler as an async Lambda invoke would.
+The handlers are the very functions deployed to Lambda (``functions/*/handler.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+from jobrunner import wiring
+from jobrunner.adapters.heartbeats.dynamodb import ensure_table
+from jobrunner.adapters.invokers.threads import ThreadInvoker
+from jobrunner.adapters.publishers.topics import DEAD_LETTERS, JOBS, RESULTS, ensure_topics
+from jobrunner.adapters.stores.migrate import migrate
+from jobrunner.config import Settings
+from jobrunner.domain.time import minute_bucket, rfc3339
+
+from devstack import servers, tokens
+from devstack.gateway import serve
+from devstack.lambda_context import LocalContext
+
+log = logging.getLogger(__name__)
+
+
+def scheduled_event(minute: datetime) -> dict[str, Any]:
+    """An EventBridge 'Scheduled Event' for ``minute``, as the minute rule would send it."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "000000000000",
+        "time": rfc3339(minute).replace(".000Z", "Z"),
+        "region": "local",
+        "resources": ["arn:aws:events:local:000000000000:rule/jobrunner-minute"],
+        "detail": {},
+    }
+
+
+@dataclass
+class LocalStack:
+    settings: Settings
+    host: str = "127.0.0.1"
+    port: int = 8080
+    tenant: str = "demo"
+    token: str = ""
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> LocalStack:
+        from functions.api.handler import handler as api_handler
+        from functions.scan.handler import handler as scan_handler
+
+        self._bootstrap()
+        invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")))
+        self.invoker = invoker
+        self.container = wiring.Container(self.settings, invoker=invoker)
+        wiring.install(self.container)
+        self.server = serve(api_handler, tokens.load, self.host, self.port)
+        self.port = self.server.server_address[1]
+        self.token = tokens.token_for(self.tenant)
+        self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
+        ticker = threading.Thread(target=self._ticker, name="ticker", daemon=True)
+        ticker.start()
+        self._threads.append(ticker)
+        return self
+
+    def _bootstrap(self) -> None:
+        migrate(self.settings.cassandra)
+        ensure_topics(self.settings.kafka.bootstrap, [JOBS, RESULTS, DEAD_LETTERS, *self.settings.allowed_topics])
+        dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
+                                endpoint_url=self.settings.dynamodb_endpoint)
+        ensure_table(dynamodb, self.settings.heartbeat_table)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def tick(self, minute: datetime) -> dict[str, Any]:
+        from functions.tick.handler import handler as tick_handler
+
+        result: dict[str, Any] = tick_handler(scheduled_event(minute_bucket(minute)), LocalContext("jobrunner-tick"))
+        return result
+
+    def _ticker(self) -> None:
+        """Tick once a minute, one second into it (EventBridge fires anywhere inside its minute)."""
+        while not self._stop.is_set():
+            now = datetime.now(UTC)
+            next_tick = minute_bucket(now) + timedelta(minutes=1, seconds=1)
+            if self._stop.wait((next_tick - now).total_seconds()):
+                return
+            try:
+                self.tick(next_tick)
+            except Exception:
+                log.exception("tick failed; the next one catches up")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.invoker.shutdown(wait=False)
+
+
+def use_local_aws_credentials() -> None:
+    """moto accepts any credentials; set dummy ones so that boto3 never looks for real ones."""
+    for key, value in (("AWS_ACCESS_KEY_ID", "local"), ("AWS_SECRET_ACCESS_KEY", "local"),
+                       ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(key, value)
+
+
+def local_settings(endpoints: servers.Endpoints, **overrides: str) -> Settings:
+    use_local_aws_credentials()
+    env = {
+        "CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host,
+        "CASSANDRA_PORT": str(endpoints.cassandra_port),
+        "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
+        "DYNAMODB_ENDPOINT": endpoints.dynamodb_endpoint,
+        "AWS_REGION": "us-east-1",
+        **overrides,
+    }
+    return Settings.from_env(env)
