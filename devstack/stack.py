@@ -17,7 +17,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+
+from devstack import servers, tokens
+from devstack.gateway import serve
+from devstack.lambda_context import LocalContext
 from jobrunner import wiring
+from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
 from jobrunner.adapters.publishers.topics import DEAD_LETTERS, JOBS, RESULTS, ensure_topics
@@ -25,11 +30,23 @@ from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 
-from devstack import servers, tokens
-from devstack.gateway import serve
-from devstack.lambda_context import LocalContext
-
 log = logging.getLogger(__name__)
+
+
+class Stopping(Exception):
+    """Raised inside running scans when the local stack stops (like a Lambda cut off mid-scan)."""
+
+
+class StoppableClock(SystemClock):
+    """The wall clock, except that sleeping raises ``Stopping`` once the stack is stopping."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._stop = stop
+
+    def sleep_until(self, instant: datetime) -> None:
+        delay = (instant - datetime.now(UTC)).total_seconds()
+        if self._stop.wait(max(0.0, delay)) or self._stop.is_set():
+            raise Stopping
 
 
 def scheduled_event(minute: datetime) -> dict[str, Any]:
@@ -62,9 +79,10 @@ class LocalStack:
         from functions.scan.handler import handler as scan_handler
 
         self._bootstrap()
-        invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")))
+        invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
+                                quiet=(Stopping,))
         self.invoker = invoker
-        self.container = wiring.Container(self.settings, invoker=invoker)
+        self.container = wiring.Container(self.settings, invoker=invoker, clock=StoppableClock(self._stop))
         wiring.install(self.container)
         self.server = serve(api_handler, tokens.load, self.host, self.port)
         self.port = self.server.server_address[1]
@@ -107,7 +125,8 @@ class LocalStack:
     def stop(self) -> None:
         self._stop.set()
         self.server.shutdown()
-        self.invoker.shutdown(wait=False)
+        self.invoker.shutdown(wait=True)
+        self.container.publisher.close()
 
 
 def use_local_aws_credentials() -> None:

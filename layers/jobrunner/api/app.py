@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from jobrunner.api import errors
-from jobrunner.api.schemas import ExecutionOut, ExecutionsOut, JobIn, JobOut
+from jobrunner.api.schemas import ErrorOut, ExecutionOut, ExecutionsOut, JobIn, JobOut
 from jobrunner.api.tenancy import tenant_of
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import rfc3339
@@ -45,6 +45,13 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
+@app.get("/openapi.json", include_in_schema=False)
+def openapi() -> Response[Any]:
+    """The OpenAPI document, generated from the routes and models above."""
+    return Response(status_code=HTTPStatus.OK, content_type=content_types.APPLICATION_JSON,
+                    body=app.get_openapi_json_schema(title="Distributed Job Runner", version="1"))
+
+
 @app.post("/jobs")
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
@@ -76,6 +83,17 @@ def list_executions(
     return _json(HTTPStatus.OK, ExecutionsOut(items=items))
 
 
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+
+
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Entry point shared by the Lambda function and the local HTTP server."""
+    """Entry point shared by the Lambda function and the local HTTP server.
+
+    Authentication is checked before anything else, so an anonymous caller learns nothing, not
+    even whether its body would have been valid.
+    """
+    if event.get("path") not in PUBLIC_PATHS and tenant_of(event) is None:
+        body = ErrorOut(error="unauthenticated", message="no authenticated tenant").model_dump_json()
+        return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
+                "isBase64Encoded": False}
     return app.resolve(event, context)

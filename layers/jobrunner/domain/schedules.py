@@ -64,6 +64,8 @@ def parse_interval(value: str, field: str) -> timedelta:
         raise InvalidField(field, f"not an ISO 8601 duration: {value!r} (e.g. PT5M, PT1H, P1D)") from None
     if not isinstance(parsed, timedelta):
         raise InvalidField(field, "years and months have no fixed length; use a cron schedule")
+    if parsed % timedelta(milliseconds=1):
+        raise InvalidField(field, "must be a whole number of milliseconds")
     if parsed < MIN_INTERVAL:
         raise InvalidField(field, f"must be at least {int(MIN_INTERVAL.total_seconds())} seconds")
     return parsed

@@ -265,7 +265,9 @@ class ScanService:
         following = None
         next_run_at = None
         if row.trigger is Trigger.SCHEDULE and job.schedule.recurring:
-            next_run_at = job.schedule.next_fire_after(max(row.scheduled_at, now))
+            # From the fire just published, not from now: a scan running late (after missed ticks
+            # or a crash) replays every missed fire, one after another, instead of skipping them.
+            next_run_at = job.schedule.next_fire_after(row.scheduled_at)
             if next_run_at is not None:
                 following = plan_execution(
                     job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE

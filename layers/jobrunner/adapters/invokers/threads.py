@@ -18,8 +18,12 @@ log = logging.getLogger(__name__)
 class ThreadInvoker(Invoker):
     """Calls ``handler(event, None)`` on a worker thread for every request; errors are logged, as Lambda would."""
 
-    def __init__(self, handler: Callable[[dict[str, Any], Any], Any], max_workers: int = 64) -> None:
+    def __init__(
+        self, handler: Callable[[dict[str, Any], Any], Any], max_workers: int = 64,
+        quiet: tuple[type[BaseException], ...] = (),
+    ) -> None:
         self._handler = handler
+        self._quiet = quiet
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="scan")
         self.futures: list[Future[Any]] = []
 
@@ -30,9 +34,11 @@ class ThreadInvoker(Invoker):
     def _run(self, event: dict[str, Any]) -> Any:
         try:
             return self._handler(event, None)
+        except self._quiet:
+            return None
         except Exception:
             log.exception("scan %s failed", event)
             raise
 
     def shutdown(self, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        self._pool.shutdown(wait=wait, cancel_futures=True)

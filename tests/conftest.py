@@ -1,0 +1,65 @@
+"""Shared fixtures. Tests that need servers start them (or reuse running ones); none is ever skipped."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from devstack import servers
+from devstack.stack import LocalStack, local_settings, use_local_aws_credentials
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from jobrunner.config import Settings
+
+
+@pytest.fixture(scope="session")
+def endpoints() -> servers.Endpoints:
+    use_local_aws_credentials()
+    return servers.ensure_all()
+
+
+@pytest.fixture(scope="session")
+def run_id() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
+    """Settings isolated per test session: own keyspace and heartbeat table, shared servers."""
+    return local_settings(
+        endpoints,
+        CASSANDRA_KEYSPACE=f"jr_test_{run_id}",
+        HEARTBEAT_TABLE=f"jobrunner-heartbeats-{run_id}",
+        JOBRUNNER_SEGMENTS="4",
+    )
+
+
+@pytest.fixture(scope="session")
+def cassandra_session(settings: Settings) -> Iterator[Any]:
+    from jobrunner.adapters.stores.migrate import migrate
+    from jobrunner.adapters.stores.session import connect
+
+    migrate(settings.cassandra)
+    session = connect(settings.cassandra)
+    yield session
+    session.execute(f"DROP KEYSPACE IF EXISTS {settings.cassandra.keyspace}", timeout=60)
+    session.cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_client(settings: Settings) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", region_name=settings.region, endpoint_url=settings.dynamodb_endpoint)
+
+
+@pytest.fixture(scope="session")
+def local_stack(settings: Settings, cassandra_session: Any) -> Iterator[LocalStack]:
+    """The whole system (api over HTTP, ticker, scans) on the real servers, on a free port."""
+    stack = LocalStack(settings, port=0, tenant=f"tenant-{uuid.uuid4().hex[:8]}").start()
+    yield stack
+    stack.stop()

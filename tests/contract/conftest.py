@@ -1,0 +1,35 @@
+"""Backends for the contract tests: every port's in-memory adapter and its real one run the same tests."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore, ensure_table
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.adapters.stores.memory import MemoryJobStore
+
+if TYPE_CHECKING:
+    from jobrunner.config import Settings
+    from jobrunner.ports import HeartbeatStore, JobStore
+
+
+@pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
+def job_store(request: pytest.FixtureRequest) -> JobStore:
+    if request.param == "memory":
+        return MemoryJobStore()
+    return CassandraJobStore(request.getfixturevalue("cassandra_session"), page_size=3)
+
+
+@pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.integration)])
+def heartbeat_store(request: pytest.FixtureRequest) -> HeartbeatStore:
+    if request.param == "memory":
+        return MemoryHeartbeatStore()
+    settings: Settings = request.getfixturevalue("settings")
+    client: Any = request.getfixturevalue("dynamodb_client")
+    table = f"{settings.heartbeat_table}-contract-{uuid.uuid4().hex[:6]}"
+    ensure_table(client, table)
+    return DynamoDBHeartbeatStore(table, client)

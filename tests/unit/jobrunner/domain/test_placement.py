@@ -1,0 +1,51 @@
+"""Placement: which (bucket, lane) a writer uses so that the bucket's scan is sure to see the row."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from jobrunner.domain.jobs import Lane
+from jobrunner.domain.placement import OPEN_AHEAD, SETTLE, place
+
+BUCKET = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+MS = timedelta(milliseconds=1)
+
+
+def test_far_future_execution_goes_to_its_own_bucket_in_the_planned_lane() -> None:
+    due = BUCKET + timedelta(seconds=30)
+    assert place(due, BUCKET - timedelta(hours=3)) == (BUCKET, Lane.PLANNED)
+
+
+def test_lane_is_planned_until_open_ahead_before_the_bucket_then_late() -> None:
+    due = BUCKET + timedelta(seconds=30)
+    assert place(due, BUCKET - OPEN_AHEAD - MS) == (BUCKET, Lane.PLANNED)
+    assert place(due, BUCKET - OPEN_AHEAD) == (BUCKET, Lane.LATE)
+    assert place(due, BUCKET + timedelta(seconds=20)) == (BUCKET, Lane.LATE)
+
+
+@pytest.mark.parametrize(
+    "due",
+    [BUCKET - timedelta(hours=1), BUCKET + timedelta(seconds=20), BUCKET + timedelta(seconds=23)],
+    ids=["overdue", "now", "imminent"],
+)
+def test_overdue_or_imminent_execution_goes_to_the_bucket_of_now_plus_settle(due: datetime) -> None:
+    # Given a writer at 10:05:57, whose write may land up to SETTLE later (10:06:02)
+    now = BUCKET + timedelta(seconds=57)
+    # When it places an execution due before then
+    bucket, lane = place(due, now)
+    # Then the row goes to the bucket being scanned then (10:06), never to 10:05 whose scan may be over
+    assert bucket == BUCKET + timedelta(minutes=1) == (now + SETTLE).replace(second=0)
+    assert lane is Lane.LATE
+
+
+def test_imminent_execution_stays_in_the_current_bucket_while_settle_fits() -> None:
+    now = BUCKET + timedelta(seconds=54)
+    assert place(now + timedelta(seconds=1), now) == (BUCKET, Lane.LATE)
+
+
+def test_placement_is_in_utc() -> None:
+    due = datetime(2026, 11, 22, 12, 5, 30, tzinfo=timezone(timedelta(hours=2)))
+    bucket, _ = place(due, BUCKET - timedelta(hours=3))
+    assert bucket == BUCKET and bucket.utcoffset() == timedelta(0)

@@ -1,0 +1,244 @@
+"""ScanService: publish every row of one (minute, segment) partition at its due instant, exactly once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lane, Trigger, execution_id_for
+from jobrunner.domain.schedules import At, Every
+from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from jobrunner.domain.schedules import Schedule
+    from jobrunner.ports import OutboundMessage
+
+MINUTE = timedelta(minutes=1)
+BUCKET = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
+SUBMITTED = BUCKET - timedelta(minutes=30)
+DISPATCHED = BUCKET - timedelta(seconds=30)  # the tick of 10:00 starts the scan of 10:01 ahead of time
+
+
+def at(second: int, minute: int = 1) -> datetime:
+    return datetime(2026, 11, 22, 10, minute, second, tzinfo=UTC)
+
+
+class ScriptedClock(ManualClock):
+    """A ManualClock that runs an action when a sleep passes its instant (something happening mid-scan)."""
+
+    def __init__(self, start: datetime) -> None:
+        super().__init__(start)
+        self.script: list[tuple[datetime, Callable[[], None]]] = []
+
+    def sleep_until(self, instant: datetime) -> None:
+        while self.script and self.script[0][0] <= instant:
+            when, action = self.script.pop(0)
+            super().sleep_until(when)
+            action()
+        super().sleep_until(instant)
+
+
+class TimedPublisher(MemoryPublisher):
+    """Records the clock's time at each successful publish."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.times: list[datetime] = []
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+        super().publish(messages)
+        self.times.extend(self.clock.now() for _ in messages)
+
+
+@dataclass
+class World:
+    clock: ScriptedClock = field(default_factory=lambda: ScriptedClock(SUBMITTED))
+    store: MemoryJobStore = field(default_factory=MemoryJobStore)
+    heartbeats: MemoryHeartbeatStore = field(default_factory=MemoryHeartbeatStore)
+
+    def __post_init__(self) -> None:
+        self.publisher = TimedPublisher(self.clock)
+        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1))
+        self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1))
+
+    def submit(self, schedule: Schedule, payload: Any = None) -> Job:
+        self.clock.set(SUBMITTED)
+        return self.jobs.submit("alice", NewJob(schedule, {"n": 1} if payload is None else payload))
+
+    def scan(self) -> ScanReport:
+        self.clock.set(DISPATCHED)
+        return self.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+
+    def job(self, job: Job) -> Job:
+        return self.store.jobs[(job.user_id, job.job_id)]
+
+    def published(self) -> list[tuple[str, datetime]]:
+        return [(m.value["execution_id"], t) for m, t in zip(self.publisher.sent, self.publisher.times, strict=True)]
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_each_row_is_published_at_its_due_instant(world: World) -> None:
+    jobs = [world.submit(At(at(s))) for s in (40, 0, 17)]
+    report = world.scan()
+    assert [t for _, t in world.published()] == [at(0), at(17), at(40)]
+    assert {m.key for m in world.publisher.sent} == {j.job_id for j in jobs}
+    assert (report.acquired, report.finished, report.published, report.errors) == (True, True, 3, 0)
+    assert world.store.rows == {}
+
+
+def test_message_follows_the_kafka_contract(world: World) -> None:
+    job = world.submit(At(at(17)), payload={"report": "daily", "ids": [1, 2]})
+    world.scan()
+    [message] = world.publisher.sent
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    assert (message.topic, message.key) == ("jobs", job.job_id)
+    value = json.loads(json.dumps(message.value))  # it must survive JSON serialization
+    assert {k: value[k] for k in ("execution_id", "job_id", "user_id", "scheduled_at", "attempt", "payload")} == {
+        "execution_id": execution_id,
+        "job_id": job.job_id,
+        "user_id": "alice",
+        "scheduled_at": "2026-11-22T10:01:17.000Z",
+        "attempt": 1,
+        "payload": {"report": "daily", "ids": [1, 2]},
+    }
+    assert message.headers == {
+        "execution_id": execution_id, "scheduled_at": "2026-11-22T10:01:17.000Z", "attempt": "1"
+    }
+
+
+def test_one_time_job_is_recorded_running_and_gets_no_next_row(world: World) -> None:
+    job = world.submit(At(at(17)))
+    world.scan()
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    record = world.store.records[(job.job_id, at(17), 1)]
+    assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(17))
+    stored = world.job(job)
+    assert (stored.next_run_at, stored.last_execution_id, stored.status) == (None, execution_id, JobStatus.RUNNING)
+    assert world.store.rows == {}
+
+
+def test_every_job_gets_its_next_row_and_next_run_at(world: World) -> None:
+    # Given a job every minute starting at 10:01:10
+    job = world.submit(Every(timedelta(minutes=1), start=at(10)))
+    # When the 10:01 partition is scanned
+    world.scan()
+    # Then 10:01:10 is published and the 10:02:10 run is planned in the next bucket
+    assert [t for _, t in world.published()] == [at(10)]
+    [following] = world.store.rows.values()
+    assert (following.bucket, following.due_at, following.attempt) == (at(0, minute=2), at(10, minute=2), 1)
+    assert following.execution_id == execution_id_for(job.job_id, at(10, minute=2), 1, Trigger.SCHEDULE)
+    stored = world.job(job)
+    assert (stored.next_run_at, stored.last_run_at, stored.status) == (at(10, minute=2), at(10), JobStatus.RUNNING)
+
+
+def test_runs_planned_into_the_partition_being_scanned_are_published_by_it(world: World) -> None:
+    # Given a job every 20 s from 10:01:10: its next runs land in the late lane of the same bucket
+    world.submit(Every(timedelta(seconds=20), start=at(10)))
+    # When the 10:01 partition is scanned
+    report = world.scan()
+    # Then all three fires of the minute are published on time, and the fourth waits in bucket 10:02
+    assert [t for _, t in world.published()] == [at(10), at(30), at(50)]
+    assert report.published == 3
+    [following] = world.store.rows.values()
+    assert (following.bucket, following.due_at) == (at(0, minute=2), at(10, minute=2))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"state": JobState.CANCELLED}, {"state": JobState.PAUSED}, {"version": 2}],
+    ids=["cancelled", "paused", "stale-version"],
+)
+def test_rows_of_cancelled_paused_or_replanned_jobs_are_dropped(world: World, change: dict[str, Any]) -> None:
+    # Given a planned row whose job changed after it was written
+    job = world.submit(At(at(17)))
+    world.store.jobs[(job.user_id, job.job_id)] = job.with_changes(**change)
+    # When the partition is scanned
+    report = world.scan()
+    # Then nothing is published and the row is gone
+    assert world.publisher.sent == []
+    assert (report.dropped, report.finished) == (1, True)
+    assert world.store.rows == {} and world.store.records == {}
+
+
+def test_a_finished_partition_is_not_scanned_again(world: World) -> None:
+    world.submit(At(at(17)))
+    assert world.scan().finished
+    again = world.scan()
+    assert (again.acquired, again.published) == (False, 0)
+    assert len(world.publisher.sent) == 1
+
+
+def test_a_partition_leased_by_a_live_scan_is_left_to_it(world: World) -> None:
+    world.submit(At(at(17)))
+    assert world.heartbeats.acquire(0, BUCKET, "scan:other", DISPATCHED, 30)
+    assert world.scan().acquired is False
+    assert world.publisher.sent == []
+
+
+def test_publish_failure_is_retried_within_the_scan(world: World) -> None:
+    # Given a broker that fails the first publish
+    job = world.submit(At(at(17)))
+    world.publisher.fail_next = 1
+    # When the partition is scanned
+    report = world.scan()
+    # Then the execution is published once, one backoff later, and fully recorded
+    assert world.published() == [(execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE), at(18))]
+    assert (report.errors, report.published, report.finished) == (1, 1, True)
+    assert len(world.store.records) == 1
+    assert world.store.rows == {}
+
+
+def test_rows_written_to_the_late_lane_during_the_scan_are_published(world: World) -> None:
+    # Given jobs submitted while the scan runs: one due later this minute, one overdue (within tolerance)
+    submitted: dict[str, str] = {}
+    placed: list[tuple[datetime, Lane]] = []
+
+    def submit_late(name: str, due: datetime) -> Callable[[], None]:
+        def action() -> None:
+            job = world.jobs.submit("alice", NewJob(At(due), {}))
+            submitted[name] = job.job_id
+            placed.extend((r.bucket, r.lane) for r in world.store.rows.values() if r.job_id == job.job_id)
+
+        return action
+
+    world.clock.script = [(at(20), submit_late("later", at(40))), (at(45), submit_late("overdue", at(44)))]
+    # When the partition is scanned
+    world.scan()
+    # Then both rows were written to the late lane of this bucket, and both are published once
+    due = {"later": at(40), "overdue": at(44)}
+    ids = {name: execution_id_for(job_id, due[name], 1, Trigger.SCHEDULE) for name, job_id in submitted.items()}
+    assert placed == [(BUCKET, Lane.LATE), (BUCKET, Lane.LATE)]
+    published = world.published()
+    assert [e for e, _ in published] == [ids["later"], ids["overdue"]]
+    assert published[0][1] == at(40)
+    assert at(45) <= published[1][1] <= at(46)  # picked up by the next poll of the late lane
+    assert {r.execution_id for r in world.store.records.values()} == set(ids.values())
+
+
+def test_watermark_advances_when_the_previous_minute_is_the_watermark(world: World) -> None:
+    world.heartbeats.advance_watermark(0, BUCKET - MINUTE)
+    world.scan()
+    assert world.heartbeats.segments([0])[0].watermark == BUCKET
+
+
+def test_watermark_stays_behind_a_gap(world: World) -> None:
+    world.heartbeats.advance_watermark(0, BUCKET - 2 * MINUTE)
+    assert world.scan().finished
+    assert world.heartbeats.segments([0])[0].watermark == BUCKET - 2 * MINUTE
