@@ -8,15 +8,19 @@ The handlers are the very functions deployed to Lambda (``functions/*/handler.py
 
 from __future__ import annotations
 
+import base64
+import importlib.util
 import logging
 import os
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
+from kafka import KafkaConsumer
 
 from devstack import servers, tokens
 from devstack.gateway import serve
@@ -31,6 +35,7 @@ from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 
 log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Stopping(Exception):
@@ -47,6 +52,23 @@ class StoppableClock(SystemClock):
         delay = (instant - datetime.now(UTC)).total_seconds()
         if self._stop.wait(max(0.0, delay)) or self._stop.is_set():
             raise Stopping
+
+
+def msk_event(batches: dict[Any, list[Any]]) -> dict[str, Any]:
+    """Kafka records in the shape of an Amazon MSK event-source event."""
+    return {
+        "eventSource": "aws:kafka",
+        "records": {
+            f"{tp.topic}-{tp.partition}": [
+                {
+                    "topic": r.topic, "partition": r.partition, "offset": r.offset, "timestamp": r.timestamp,
+                    "key": base64.b64encode(r.key or b"").decode(), "value": base64.b64encode(r.value).decode(),
+                }
+                for r in records
+            ]
+            for tp, records in batches.items()
+        },
+    }
 
 
 def scheduled_event(minute: datetime) -> dict[str, Any]:
@@ -71,6 +93,9 @@ class LocalStack:
     port: int = 8080
     tenant: str = "demo"
     token: str = ""
+    #: Also run examples/worker.py, so executions reach SUCCESS or FAILED locally.
+    example_worker: bool = True
+    worker: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -88,10 +113,50 @@ class LocalStack:
         self.port = self.server.server_address[1]
         self.token = tokens.token_for(self.tenant)
         self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
-        ticker = threading.Thread(target=self._ticker, name="ticker", daemon=True)
-        ticker.start()
-        self._threads.append(ticker)
+        for name, target in (("ticker", self._ticker), ("results", self._results_loop)):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if self.example_worker:
+            self._start_example_worker()
         return self
+
+    def _results_loop(self) -> None:
+        """The MSK trigger of the results function: batches of `job-results` records, as Lambda gets them."""
+        from functions.results.handler import handler as results_handler
+
+        consumer = KafkaConsumer(
+            self.settings.results_topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","),
+            group_id=f"jobrunner-results-{self.settings.cassandra.keyspace}", enable_auto_commit=False,
+            auto_offset_reset="earliest", max_poll_records=100,
+        )
+        try:
+            while not self._stop.is_set():
+                batches = consumer.poll(timeout_ms=500)
+                if not batches:
+                    continue
+                try:
+                    results_handler(msk_event(batches), LocalContext("jobrunner-results"))
+                    consumer.commit()
+                except Exception:
+                    log.exception("results batch failed; it is retried")
+                    for tp, records in batches.items():
+                        consumer.seek(tp, records[0].offset)
+                    self._stop.wait(1)
+        finally:
+            consumer.close()
+
+    def _start_example_worker(self) -> None:
+        spec = importlib.util.spec_from_file_location("example_worker", ROOT / "examples" / "worker.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        group = f"example-{self.settings.cassandra.keyspace}"
+        self.worker = module.build(self.settings.kafka.bootstrap, group_id=group)
+        thread = threading.Thread(target=self.worker.run, kwargs={"install_signal_handlers": False},
+                                  name="example-worker", daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def _bootstrap(self) -> None:
         migrate(self.settings.cassandra)
@@ -124,6 +189,8 @@ class LocalStack:
 
     def stop(self) -> None:
         self._stop.set()
+        if self.worker is not None:
+            self.worker.stopping.set()
         self.server.shutdown()
         self.invoker.shutdown(wait=True)
         self.container.publisher.close()

@@ -5,6 +5,8 @@
 | JOBRUNNER_SEGMENTS | 16 | number of segments (parallel scans per minute) |
 | JOBRUNNER_TOPIC | jobs | default topic of executions |
 | JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
+| JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
+| JOBRUNNER_DLQ_TOPIC | job-dlq | where exhausted executions go |
 | JOBRUNNER_MAX_PAYLOAD_BYTES | 65536 | largest payload accepted, serialized |
 | CASSANDRA_CONTACT_POINTS | 127.0.0.1 | comma-separated hosts |
 | CASSANDRA_PORT | 9042 | CQL port (9142 for Keyspaces) |
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 class Settings:
     segments: int
     topic: str
+    results_topic: str
+    dead_letter_topic: str
     allowed_topics: frozenset[str]
     max_payload_bytes: int
     cassandra: CassandraSettings
@@ -53,6 +57,8 @@ class Settings:
         return cls(
             segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
             topic=topic,
+            results_topic=env.get("JOBRUNNER_RESULTS_TOPIC", "job-results"),
+            dead_letter_topic=env.get("JOBRUNNER_DLQ_TOPIC", "job-dlq"),
             allowed_topics=frozenset(allowed | {topic}),
             max_payload_bytes=int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(64 * 1024))),
             cassandra=CassandraSettings(

@@ -6,13 +6,18 @@ same code.
 
 from __future__ import annotations
 
+import base64
+import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.observability import logger, metrics
 from jobrunner.ports import ScanRequest
+from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import container
 
 if TYPE_CHECKING:
@@ -44,3 +49,44 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     }
     logger.info("scan", extra=result)
     return result
+
+
+def parse_report(value: bytes) -> WorkerReport | None:
+    """A ``job-results`` message, or None when it is not one (counted and skipped, never retried)."""
+    try:
+        data = json.loads(value)
+        status = str(data["status"]).upper()
+        if status not in ("SUCCESS", "FAILED"):
+            return None
+        scheduled_at = data.get("scheduled_at")
+        attempt = data.get("attempt")
+        return WorkerReport(
+            execution_id=str(data["execution_id"]), job_id=str(data["job_id"]), success=status == "SUCCESS",
+            error=str(data["error"])[:2000] if data.get("error") else None,
+            scheduled_at=parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None,
+            attempt=int(attempt) if attempt is not None else None,
+        )
+    except (ValueError, KeyError, TypeError, InvalidField):
+        return None
+
+
+def run_results(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` is an MSK event-source batch: ``{"records": {"topic-partition": [{"value": base64}, ...]}}``.
+
+    Store or broker failures raise, so the event source retries the batch; applying a result twice is
+    harmless (a finished execution ignores further results).
+    """
+    results = container().results
+    outcomes: Counter[str] = Counter()
+    for records in (event.get("records") or {}).values():
+        for record in records:
+            report = parse_report(base64.b64decode(record.get("value") or b""))
+            outcomes["ignored_malformed" if report is None else results.apply(report)] += 1
+    for outcome, count in outcomes.items():
+        metrics.add_metric(name=f"Results_{outcome}", unit=MetricUnit.Count, value=count)
+    if outcomes.get("retrying"):
+        metrics.add_metric(name="Retries", unit=MetricUnit.Count, value=outcomes["retrying"])
+    if outcomes.get("dead_lettered"):
+        metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=outcomes["dead_lettered"])
+    logger.info("results", extra=dict(outcomes))
+    return dict(outcomes)

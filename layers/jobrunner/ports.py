@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import datetime
 
-    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+    from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, ScheduledExecution
 
 
 class Clock(ABC):
@@ -39,6 +39,8 @@ class Completion:
     next_run_at: datetime | None
     #: False for manual runs and retries, which leave the job's regular next run as it is.
     sets_next_run: bool = True
+    #: The TIMEOUT row that fails the execution if it has not reported in time (jobs with a timeout).
+    watchdog: ScheduledExecution | None = None
 
 
 class JobStore(ABC):
@@ -77,8 +79,49 @@ class JobStore(ABC):
     def drop(self, rows: Sequence[ScheduledExecution]) -> None: ...
 
     @abstractmethod
-    def history(self, job_id: str, limit: int) -> list[ExecutionRecord]:
-        """The newest ``limit`` execution records of a job, newest first."""
+    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
+        """The newest ``limit`` execution records of a job, newest first; with ``before`` (scheduled_at,
+        attempt), only records older than that one (the next page)."""
+
+    @abstractmethod
+    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
+        """Overwrite the job's user-controlled fields (state, version, schedule, payload, topic, retry,
+        timeout, updated_at, next_run_at) and write ``next_row``, atomically."""
+
+    @abstractmethod
+    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+        """Insert scheduled executions (manual runs); idempotent."""
+
+    @abstractmethod
+    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        """A page of the tenant's jobs in job_id order, and the opaque cursor of the next page (None at
+        the end). A cursor is only meaningful to the store that made it."""
+
+    @abstractmethod
+    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
+        """Bind (tenant, key) to ``job_id`` unless already bound; returns the binding that won (job_id,
+        fingerprint). Linearizable: of concurrent claims exactly one wins."""
+
+    @abstractmethod
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None: ...
+
+    @abstractmethod
+    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        """The record with ``execution_id`` among the job's newest ``scan_limit`` records."""
+
+    @abstractmethod
+    def finish(self, outcome: Outcome) -> None:
+        """Write an execution's outcome atomically: its record, the retry (if any), the job's last status."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a result (or a timeout) changes."""
+
+    record: ExecutionRecord
+    retry: ScheduledExecution | None
+    #: The job's ``last_status`` to write, or None to leave the job alone (a result for an older run).
+    job_status: ExecutionStatus | None
 
 
 @dataclass(frozen=True)

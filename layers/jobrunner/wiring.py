@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.config import Settings
 from jobrunner.services.jobs import JobRules, JobService
+from jobrunner.services.results import ResultRules, ResultsService
 from jobrunner.services.scan import ScanRules, ScanService
+from jobrunner.services.segments import SegmentService
 from jobrunner.services.tick import TickRules, TickService
 
 if TYPE_CHECKING:
@@ -89,11 +91,20 @@ class Container:
         return TickService(self.heartbeats, self.invoker, TickRules(segment_count=self.settings.segments))
 
     @functools.cached_property
+    def results(self) -> ResultsService:
+        rules = ResultRules(segment_count=self.settings.segments, dead_letter_topic=self.settings.dead_letter_topic)
+        return ResultsService(self.store, self.publisher, self.clock, rules)
+
+    @functools.cached_property
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
-            ScanRules(segment_count=self.settings.segments),
+            ScanRules(segment_count=self.settings.segments), results=self.results,
         )
+
+    @functools.cached_property
+    def segments(self) -> SegmentService:
+        return SegmentService(self.heartbeats, self.clock, self.settings.segments)
 
 
 _container: Container | None = None

@@ -7,36 +7,50 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import BaseModel
 
 from jobrunner.api import errors
-from jobrunner.api.schemas import ErrorOut, ExecutionOut, ExecutionsOut, JobIn, JobOut
+from jobrunner.api.cursors import decode_execution_cursor, encode_execution_cursor
+from jobrunner.api.schemas import (
+    ErrorOut,
+    ExecutionOut,
+    ExecutionsOut,
+    JobIn,
+    JobOut,
+    JobPatchIn,
+    JobsOut,
+    ResumeIn,
+    RunOut,
+    SegmentOut,
+    SegmentsOut,
+)
 from jobrunner.api.tenancy import tenant_of
+from jobrunner.domain.errors import DomainError
+from jobrunner.domain.jobs import JobStatus
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import rfc3339
-from jobrunner.services.jobs import NewJob
+from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.wiring import container
 
 app = APIGatewayRestResolver(enable_validation=True)
 errors.register(app)
 
+JobId = Annotated[str, Path(min_length=1, max_length=64)]
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 
-class Unauthenticated(Exception):
+
+class Unauthenticated(DomainError):
     pass
-
-
-@app.exception_handler(Unauthenticated)
-def _unauthenticated(_: Unauthenticated) -> Response[Any]:
-    return errors.error_response(HTTPStatus.UNAUTHORIZED, "unauthenticated", "no authenticated tenant")
 
 
 def _tenant() -> str:
     tenant = tenant_of(app.current_event.raw_event)
-    if tenant is None:
+    if tenant is None:  # handle() refuses these first; this keeps the type honest
         raise Unauthenticated
     return tenant
 
 
-def _json(status: HTTPStatus, body: Any) -> Response[Any]:
+def _json(status: HTTPStatus, body: BaseModel) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
 
 
@@ -47,43 +61,100 @@ def health() -> dict[str, str]:
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[Any]:
-    """The OpenAPI document, generated from the routes and models above."""
+    """The OpenAPI document, generated from the routes and models in this package."""
     return Response(status_code=HTTPStatus.OK, content_type=content_types.APPLICATION_JSON,
                     body=app.get_openapi_json_schema(title="Distributed Job Runner", version="1"))
 
 
-@app.post("/jobs")
+@app.post("/jobs", responses={201: {"description": "created"}, 200: {"description": "idempotent repeat"}})
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
-    new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy())
-    job = container().jobs.submit(tenant, new)
-    return _json(HTTPStatus.CREATED, JobOut.of(job))
+    new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
+                 timeout_s=body.timeout_s)
+    job, created = container().jobs.submit(tenant, new, body.idempotency_key)
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
+
+
+@app.get("/jobs")
+def list_jobs(
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+) -> Response[Any]:
+    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor, status)
+    return _json(HTTPStatus.OK, JobsOut(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
 
 @app.get("/jobs/<job_id>")
-def get_job(job_id: Annotated[str, Path(max_length=64)]) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.get(_tenant(), job_id)))
+def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> Response[Any]:
+    services = container()
+    job = services.jobs.get(_tenant(), job_id)
+    return _json(HTTPStatus.OK, JobOut.of(job, services.jobs.preview(job, preview) if preview else None))
+
+
+@app.patch("/jobs/<job_id>")
+def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
+    services = container()
+    tenant = _tenant()
+    current = services.jobs.get(tenant, job_id)
+    changes = JobChanges(
+        schedule=schedule_from_dict(body.schedule.model_dump(exclude_none=True)) if body.schedule else None,
+        payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
+        retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
+        timeout_set="timeout_s" in body.model_fields_set,
+    )
+    return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes)))
+
+
+@app.delete("/jobs/<job_id>")
+def cancel_job(job_id: JobId) -> Response[Any]:
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.cancel(_tenant(), job_id)))
+
+
+@app.post("/jobs/<job_id>/pause")
+def pause_job(job_id: JobId) -> Response[Any]:
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.pause(_tenant(), job_id)))
+
+
+@app.post("/jobs/<job_id>/resume")
+def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -> Response[Any]:
+    catch_up = body.catch_up if body is not None else False
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up)))
+
+
+@app.post("/jobs/<job_id>/run")
+def run_job(job_id: JobId) -> Response[Any]:
+    row = container().jobs.run_now(_tenant(), job_id)
+    out = RunOut(execution_id=row.execution_id, job_id=row.job_id, due_at=rfc3339(row.due_at),
+                 trigger=row.trigger.value)
+    return _json(HTTPStatus.ACCEPTED, out)
 
 
 @app.get("/jobs/<job_id>/executions")
 def list_executions(
-    job_id: Annotated[str, Path(max_length=64)], limit: Annotated[int, Query(ge=1, le=500)] = 50
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response[Any]:
-    records = container().jobs.executions(_tenant(), job_id, limit)
+    before = decode_execution_cursor(cursor) if cursor else None
+    records = container().jobs.executions(_tenant(), job_id, limit, before)
+    next_cursor = encode_execution_cursor(records[-1]) if len(records) == limit else None
+    return _json(HTTPStatus.OK, ExecutionsOut(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor))
+
+
+@app.get("/segments")
+def list_segments() -> Response[Any]:
+    _tenant()
     items = [
-        ExecutionOut(
-            execution_id=r.execution_id, scheduled_at=rfc3339(r.scheduled_at), attempt=r.attempt,
-            status=r.status.value, trigger=r.trigger.value, due_at=rfc3339(r.due_at),
-            published_at=rfc3339(r.published_at) if r.published_at else None,
-            finished_at=rfc3339(r.finished_at) if r.finished_at else None, error=r.error,
+        SegmentOut(
+            segment=h.segment, watermark=rfc3339(h.watermark) if h.watermark else None, lag_s=h.lag_s,
+            last_heartbeat=rfc3339(h.last_heartbeat) if h.last_heartbeat else None, last_owner=h.last_owner,
+            published_total=h.published_total, healthy=h.healthy,
         )
-        for r in records
+        for h in container().segments.health()
     ]
-    return _json(HTTPStatus.OK, ExecutionsOut(items=items))
-
-
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+    return _json(HTTPStatus.OK, SegmentsOut(items=items))
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from jobrunner.domain.jobs import Job, RetryPolicy
+from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy
 from jobrunner.domain.time import rfc3339
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class Strict(BaseModel):
@@ -35,26 +38,57 @@ class BackoffIn(Strict):
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: JsonValue = Field(default_factory=dict, description="any JSON value, size-limited")
-    topic: str | None = Field(None, min_length=1, max_length=249)
-    max_retries: int = Field(0, ge=0, le=20)
+    topic: str | None = Field(None, min_length=1, max_length=249, description="an allowed topic; default jobs")
+    max_retries: int = Field(0, ge=0, le=20, description="retries after the first attempt fails")
     backoff: BackoffIn | None = None
+    timeout_s: int | None = Field(None, ge=1, le=86_400, description="an execution not reported by then fails")
+    idempotency_key: str | None = Field(None, min_length=1, max_length=128,
+                                        description="same key and tenant: the same job (200), never a second")
 
     def retry_policy(self) -> RetryPolicy:
-        backoff = self.backoff or BackoffIn()
-        return RetryPolicy(
-            max_retries=self.max_retries, initial_delay_s=backoff.initial_delay_s,
-            multiplier=backoff.multiplier, max_delay_s=backoff.max_delay_s,
-        )
+        return _retry(self.max_retries, self.backoff)
+
+
+def _retry(max_retries: int, backoff: BackoffIn | None) -> RetryPolicy:
+    backoff = backoff or BackoffIn()
+    return RetryPolicy(
+        max_retries=max_retries, initial_delay_s=backoff.initial_delay_s,
+        multiplier=backoff.multiplier, max_delay_s=backoff.max_delay_s,
+    )
+
+
+class JobPatchIn(Strict):
+    """Only the fields present change; they take effect from the next fire."""
+
+    schedule: ScheduleIn | None = None
+    payload: JsonValue = None
+    topic: str | None = Field(None, min_length=1, max_length=249)
+    max_retries: int | None = Field(None, ge=0, le=20)
+    backoff: BackoffIn | None = None
+    timeout_s: int | None = Field(None, ge=1, le=86_400)
+
+    def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
+        if self.max_retries is None and self.backoff is None:
+            return None
+        backoff = self.backoff or BackoffIn(initial_delay_s=current.initial_delay_s,
+                                            multiplier=current.multiplier, max_delay_s=current.max_delay_s)
+        return _retry(current.max_retries if self.max_retries is None else self.max_retries, backoff)
+
+
+class ResumeIn(Strict):
+    catch_up: bool = Field(False, description="run the fires missed while paused, one after another")
 
 
 class JobOut(BaseModel):
     job_id: str
+    state: str
     status: str
     schedule: dict[str, Any]
     payload: JsonValue
     topic: str
     max_retries: int
     backoff: BackoffIn
+    timeout_s: int | None
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -62,14 +96,16 @@ class JobOut(BaseModel):
     last_status: str | None
     created_at: str
     updated_at: str
+    next_runs: list[str] | None = Field(None, description="the next fire times, when asked with ?preview=N")
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, next_runs: list[datetime] | None = None) -> JobOut:
         def ts(value: Any) -> str | None:
             return rfc3339(value) if value is not None else None
 
         return cls(
-            job_id=job.job_id, status=job.status.value, schedule=job.schedule.to_dict(), payload=job.payload,
+            job_id=job.job_id, state=job.state.value, status=job.status.value, timeout_s=job.timeout_s,
+            schedule=job.schedule.to_dict(), payload=job.payload,
             topic=job.topic, max_retries=job.retry.max_retries,
             backoff=BackoffIn(initial_delay_s=job.retry.initial_delay_s, multiplier=job.retry.multiplier,
                               max_delay_s=job.retry.max_delay_s),
@@ -77,7 +113,34 @@ class JobOut(BaseModel):
             last_execution_id=job.last_execution_id,
             last_status=job.last_status.value if job.last_status else None,
             created_at=rfc3339(job.created_at), updated_at=rfc3339(job.updated_at),
+            next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
         )
+
+
+class JobsOut(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = None
+
+
+class RunOut(BaseModel):
+    execution_id: str
+    job_id: str
+    due_at: str
+    trigger: str
+
+
+class SegmentOut(BaseModel):
+    segment: int
+    watermark: str | None
+    lag_s: float | None
+    last_heartbeat: str | None
+    last_owner: str | None
+    published_total: int
+    healthy: bool
+
+
+class SegmentsOut(BaseModel):
+    items: list[SegmentOut]
 
 
 class ExecutionOut(BaseModel):
@@ -90,6 +153,15 @@ class ExecutionOut(BaseModel):
     published_at: str | None
     finished_at: str | None
     error: str | None
+
+    @classmethod
+    def of(cls, r: ExecutionRecord) -> ExecutionOut:
+        return cls(
+            execution_id=r.execution_id, scheduled_at=rfc3339(r.scheduled_at), attempt=r.attempt,
+            status=r.status.value, trigger=r.trigger.value, due_at=rfc3339(r.due_at),
+            published_at=rfc3339(r.published_at) if r.published_at else None,
+            finished_at=rfc3339(r.finished_at) if r.finished_at else None, error=r.error,
+        )
 
 
 class ExecutionsOut(BaseModel):

@@ -54,6 +54,9 @@ class Trigger(StrEnum):
     SCHEDULE = "SCHEDULE"
     MANUAL = "MANUAL"
     RETRY = "RETRY"
+    #: Not published: at its due instant the scan checks that the execution it names has reported,
+    #: and fails it (then retries or dead-letters it) when it has not.
+    TIMEOUT = "TIMEOUT"
 
 
 class Lane(StrEnum):
@@ -87,6 +90,8 @@ class Job:
     state: JobState = JobState.ACTIVE
     version: int = 1
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Seconds an execution may run without reporting before it counts as failed (None: no limit).
+    timeout_s: int | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

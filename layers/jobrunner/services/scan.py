@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
+    from jobrunner.services.results import ResultsService
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class ScanReport:
     published: int = 0
     dropped: int = 0
     errors: int = 0
+    expired: int = 0  # watchdog rows handled
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
 
@@ -123,8 +125,9 @@ class _LeaseLost(Exception):
 class ScanService:
     def __init__(
         self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
-        rules: ScanRules, owner_prefix: str = "scan",
+        rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
     ) -> None:
+        self._results = results
         self._store = store
         self._publisher = publisher
         self._heartbeats = heartbeats
@@ -214,6 +217,12 @@ class ScanService:
     ) -> list[Completion]:
         """Publish due rows; returns completions still to write (the rest are written or requeued)."""
         retry_at = now + self._rules.retry_backoff
+        watchdogs = [r for r in rows if r.trigger is Trigger.TIMEOUT]
+        if watchdogs:
+            self._expire(watchdogs, retry_at, due, report)
+            rows = [r for r in rows if r.trigger is not Trigger.TIMEOUT]
+            if not rows:
+                return []
         try:
             jobs = self._store.get_many(sorted({(r.user_id, r.job_id) for r in rows}))
         except Unavailable as exc:
@@ -256,6 +265,19 @@ class ScanService:
             completions.append(self._completion(row, job, published_at))
         return self._complete(completions, report)
 
+    def _expire(self, watchdogs: list[ScheduledExecution], retry_at: datetime, due: _Due, report: ScanReport) -> None:
+        """Watchdog rows are not published: each fails its execution if that has not reported yet."""
+        for row in watchdogs:
+            try:
+                if self._results is not None:
+                    self._results.expire(row)
+                self._store.drop([row])
+                report.expired += 1
+            except (Unavailable, PublishError) as exc:
+                log.warning("watchdog %s failed, retrying: %s", row.execution_id, exc)
+                report.errors += 1
+                due.add(row, not_before=retry_at)
+
     def _completion(self, row: ScheduledExecution, job: Job, now: datetime) -> Completion:
         record = ExecutionRecord(
             job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
@@ -272,9 +294,15 @@ class ScanService:
                 following = plan_execution(
                     job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE
                 )
+        watchdog = None
+        if job.timeout_s is not None:
+            watchdog = plan_execution(
+                job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
+                trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at,
+            )
         return Completion(
             done=row, record=record, following=following, next_run_at=next_run_at,
-            sets_next_run=row.trigger is Trigger.SCHEDULE,
+            sets_next_run=row.trigger is Trigger.SCHEDULE, watchdog=watchdog,
         )
 
     def _complete(self, completions: list[Completion], report: ScanReport) -> list[Completion]:

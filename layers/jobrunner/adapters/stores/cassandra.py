@@ -7,16 +7,18 @@ no secondary index, no ALLOW FILTERING.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cassandra import ConsistencyLevel, DriverException
+from cassandra import ConsistencyLevel, DriverException, InvalidRequest
 from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 
 from jobrunner.adapters.stores import codec
-from jobrunner.domain.errors import Unavailable
-from jobrunner.ports import Completion, JobStore
+from jobrunner.domain.errors import InvalidField, Unavailable
+from jobrunner.ports import Completion, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -29,9 +31,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 INSERT_JOB = (
-    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, retry, created_at,"
-    " updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, retry, timeout_s,"
+    " created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 UPDATE_JOB_RUN = (
@@ -58,10 +60,23 @@ INSERT_RECORD = (
     " due_at, published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_RECORDS = "SELECT * FROM task_history WHERE job_id = ? LIMIT ?"
+SELECT_RECORDS_UNTIL = "SELECT * FROM task_history WHERE job_id = ? AND execution_time <= ? LIMIT ?"
+SELECT_RECORD = "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt = ?"
+UPDATE_JOB_USER_FIELDS = (
+    "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, retry = ?, timeout_s = ?,"
+    " updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ?"
+)
+UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
+SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ?"
+CLAIM_IDEMPOTENCY_KEY = (
+    "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
+    " VALUES (?, ?, ?, ?, toTimestamp(now())) IF NOT EXISTS"
+)
 
 STATEMENTS = (
     INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_RUN_AND_NEXT, INSERT_SCHEDULED, SELECT_SCHEDULED,
-    DELETE_SCHEDULED, INSERT_RECORD, SELECT_RECORDS,
+    DELETE_SCHEDULED, INSERT_RECORD, SELECT_RECORDS, SELECT_RECORDS_UNTIL, SELECT_RECORD, UPDATE_JOB_USER_FIELDS,
+    UPDATE_JOB_LAST_STATUS, SELECT_JOBS, CLAIM_IDEMPOTENCY_KEY,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -140,8 +155,9 @@ class CassandraJobStore(JobStore):
             batch = self._batch()
             record = c.record
             batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
-            if c.following is not None:
-                batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(c.following))
+            for row in (c.following, c.watchdog):
+                if row is not None:
+                    batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(row))
             run = (record.published_at, record.execution_id, record.status.value)
             key = (c.done.user_id, c.done.job_id)
             if c.sets_next_run:
@@ -156,6 +172,68 @@ class CassandraJobStore(JobStore):
         stmt = self._stmt(DELETE_SCHEDULED)
         self._run_concurrently([(stmt, codec.scheduled_key(row)) for row in rows])
 
-    def history(self, job_id: str, limit: int) -> list[ExecutionRecord]:
-        result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS), (job_id, limit)))
-        return [codec.record_from_row(row) for row in result]
+    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
+        if before is None:
+            result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS), (job_id, limit)))
+            return [codec.record_from_row(row) for row in result]
+        # Rows at the cursor's own instant are read again and filtered here: a plain slice on the
+        # first clustering column is what every backend (Keyspaces included) supports.
+        params = (job_id, before[0], limit + before[1])
+        result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS_UNTIL), params))
+        records = [codec.record_from_row(row) for row in result]
+        return [r for r in records if (r.scheduled_at, r.attempt) < before][:limit]
+
+    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
+        batch = self._batch()
+        batch.add(self._stmt(UPDATE_JOB_USER_FIELDS), (*codec.job_user_fields(job), job.user_id, job.job_id))
+        if next_row is not None:
+            batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(next_row))
+        _guard(lambda: self._session.execute(batch))
+
+    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+        stmt = self._stmt(INSERT_SCHEDULED)
+        self._run_concurrently([(stmt, codec.scheduled_values(row)) for row in rows])
+
+    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        stmt = self._stmt(SELECT_JOBS)
+        try:
+            paging_state = base64.urlsafe_b64decode(cursor.encode()) if cursor else None
+        except (ValueError, binascii.Error):
+            raise InvalidField("cursor", "not a cursor this API returned") from None
+        bound = stmt.bind((user_id,))
+        bound.fetch_size = limit
+        try:
+            result = self._session.execute(bound, paging_state=paging_state)
+        except InvalidRequest:
+            raise InvalidField("cursor", "not a cursor this API returned") from None
+        except _DRIVER_ERRORS as exc:
+            raise Unavailable(f"database unavailable: {exc}") from exc
+        jobs = [codec.job_from_row(row) for row in result.current_rows]
+        next_state = result.paging_state if result.has_more_pages else None
+        return jobs, base64.urlsafe_b64encode(next_state).decode() if next_state else None
+
+    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
+        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind((user_id, key, job_id, fingerprint))
+        bound.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+        row = _guard(lambda: self._session.execute(bound).one())
+        if row.applied:
+            return job_id, fingerprint
+        return row.job_id, row.fingerprint
+
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
+        params = (job_id, scheduled_at, attempt)
+        row = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
+        return codec.record_from_row(row) if row is not None else None
+
+    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
+
+    def finish(self, outcome: Outcome) -> None:
+        batch = self._batch()
+        record = outcome.record
+        batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
+        if outcome.retry is not None:
+            batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(outcome.retry))
+        if outcome.job_status is not None:
+            batch.add(self._stmt(UPDATE_JOB_LAST_STATUS), (outcome.job_status.value, record.user_id, record.job_id))
+        _guard(lambda: self._session.execute(batch))

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
-from jobrunner.ports import Completion, JobStore
+from jobrunner.ports import Completion, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -26,6 +26,7 @@ class MemoryJobStore(JobStore):
         self.jobs: dict[tuple[str, str], Job] = {}
         self.rows: dict[_RowKey, ScheduledExecution] = {}
         self.records: dict[tuple[str, datetime, int], ExecutionRecord] = {}
+        self.idempotency: dict[tuple[str, str], tuple[str, str]] = {}
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
         with self._lock:
@@ -55,8 +56,9 @@ class MemoryJobStore(JobStore):
             for c in completions:
                 record = c.record
                 self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
-                if c.following is not None:
-                    self.rows[_row_key(c.following)] = c.following
+                for row in (c.following, c.watchdog):
+                    if row is not None:
+                        self.rows[_row_key(row)] = row
                 job = self.jobs.get((c.done.user_id, c.done.job_id))
                 if job is not None:
                     changes: dict[str, object] = {
@@ -74,8 +76,54 @@ class MemoryJobStore(JobStore):
             for row in rows:
                 self.rows.pop(_row_key(row), None)
 
-    def history(self, job_id: str, limit: int) -> list[ExecutionRecord]:
+    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
         with self._lock:
             mine = [r for (j, _, _), r in self.records.items() if j == job_id]
         mine.sort(key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
+        if before is not None:
+            mine = [r for r in mine if (r.scheduled_at, r.attempt) < before]
         return mine[:limit]
+
+    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
+        with self._lock:
+            current = self.jobs.get((job.user_id, job.job_id))
+            if current is not None:  # the run fields belong to the scan and results
+                job = replace(job, last_run_at=current.last_run_at, last_execution_id=current.last_execution_id,
+                              last_status=current.last_status)
+            self.jobs[(job.user_id, job.job_id)] = job
+            if next_row is not None:
+                self.rows[_row_key(next_row)] = next_row
+
+    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+        with self._lock:
+            for row in rows:
+                self.rows[_row_key(row)] = row
+
+    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        with self._lock:
+            mine = sorted((j for (u, _), j in self.jobs.items() if u == user_id), key=lambda j: j.job_id)
+        if cursor is not None:
+            mine = [j for j in mine if j.job_id > cursor]
+        page = mine[:limit]
+        return page, (page[-1].job_id if len(mine) > limit else None)
+
+    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
+        with self._lock:
+            return self.idempotency.setdefault((user_id, key), (job_id, fingerprint))
+
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
+        with self._lock:
+            return self.records.get((job_id, scheduled_at, attempt))
+
+    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
+
+    def finish(self, outcome: Outcome) -> None:
+        with self._lock:
+            record = outcome.record
+            self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
+            if outcome.retry is not None:
+                self.rows[_row_key(outcome.retry)] = outcome.retry
+            job = self.jobs.get((record.user_id, record.job_id))
+            if job is not None and outcome.job_status is not None:
+                self.jobs[(job.user_id, job.job_id)] = replace(job, last_status=outcome.job_status)

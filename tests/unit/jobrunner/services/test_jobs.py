@@ -32,7 +32,7 @@ def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service:
     # Given a one-time job due well after the tick that dispatches its minute
     due = datetime(2026, 11, 22, 10, 5, 30, tzinfo=UTC)
     # When it is submitted
-    job = service.submit("alice", NewJob(At(due), {"n": 1}))
+    job = service.submit("alice", NewJob(At(due), {"n": 1}))[0]
     # Then the job and exactly one row for its first run are stored, in its own bucket's planned lane
     assert store.jobs == {("alice", job.job_id): job}
     [row] = store.rows.values()
@@ -48,13 +48,13 @@ def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service:
 def test_imminent_job_goes_to_the_late_lane_of_the_bucket_being_scanned(
     store: MemoryJobStore, service: JobService
 ) -> None:
-    job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))
+    job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))[0]
     [row] = store.rows.values()
     assert (row.bucket, row.lane, row.due_at) == (datetime(2026, 11, 22, 10, 0, tzinfo=UTC), Lane.LATE, job.next_run_at)
 
 
 def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJobStore, service: JobService) -> None:
-    job = service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))
+    job = service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))[0]
     assert job.schedule == Every(timedelta(hours=1), start=NOW + timedelta(hours=1))
     assert store.jobs[("alice", job.job_id)].schedule == job.schedule
     [row] = store.rows.values()
@@ -62,12 +62,12 @@ def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJob
 
 
 def test_allowed_topic_is_kept(service: JobService) -> None:
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}, topic="reports")).topic == "reports"
+    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}, topic="reports"))[0].topic == "reports"
 
 
 def test_payload_at_the_size_limit_is_accepted(service: JobService) -> None:
     payload = "x" * 98  # 100 bytes once serialized with its quotes
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), payload)).payload == payload
+    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), payload))[0].payload == payload
 
 
 def test_at_up_to_five_minutes_in_the_past_runs_at_once(store: MemoryJobStore, service: JobService) -> None:
@@ -100,7 +100,7 @@ def test_rejected_submission_names_the_field_and_writes_nothing(
 
 
 def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -> None:
-    job = service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))
+    job = service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[0]
     assert service.get("alice", job.job_id) == job
     with pytest.raises(JobNotFound):
         service.get("mallory", job.job_id)

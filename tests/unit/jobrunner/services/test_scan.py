@@ -76,7 +76,7 @@ class World:
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
         self.clock.set(SUBMITTED)
-        return self.jobs.submit("alice", NewJob(schedule, {"n": 1} if payload is None else payload))
+        return self.jobs.submit("alice", NewJob(schedule, {"n": 1} if payload is None else payload))[0]
 
     def scan(self) -> ScanReport:
         self.clock.set(DISPATCHED)
@@ -212,7 +212,7 @@ def test_rows_written_to_the_late_lane_during_the_scan_are_published(world: Worl
 
     def submit_late(name: str, due: datetime) -> Callable[[], None]:
         def action() -> None:
-            job = world.jobs.submit("alice", NewJob(At(due), {}))
+            job = world.jobs.submit("alice", NewJob(At(due), {}))[0]
             submitted[name] = job.job_id
             placed.extend((r.bucket, r.lane) for r in world.store.rows.values() if r.job_id == job.job_id)
 

@@ -1,0 +1,39 @@
+"""An example worker: ``python examples/worker.py`` (reads KAFKA_BOOTSTRAP, default 127.0.0.1:9092).
+
+Job types it understands (the payload's ``type``):
+- ``echo`` (and any payload without a type): prints the execution and succeeds;
+- ``flaky``: fails while ``attempt <= payload["fail_attempts"]``, then succeeds (shows retries);
+- ``fail``: always fails (shows dead letters after the last retry).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from jobrunner.worker import Execution, Worker
+
+
+def build(bootstrap: str, group_id: str = "example-workers") -> Worker:
+    worker = Worker(bootstrap=bootstrap, group_id=group_id)
+
+    @worker.handler(None)
+    @worker.handler("echo")
+    def echo(execution: Execution) -> None:
+        print(f"[worker] {execution.scheduled_at} attempt {execution.attempt}: {execution.payload}", flush=True)
+
+    @worker.handler("flaky")
+    def flaky(execution: Execution) -> None:
+        if execution.attempt <= int(execution.payload.get("fail_attempts", 1)):
+            raise RuntimeError(f"flaky failure on attempt {execution.attempt}")
+
+    @worker.handler("fail")
+    def fail(execution: Execution) -> None:
+        raise RuntimeError("this job always fails")
+
+    return worker
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    build(os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")).run()

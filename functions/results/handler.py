@@ -1,0 +1,13 @@
+"""MSK trigger on `job-results` -> record outcomes, retry failures with backoff, dead-letter the rest."""
+
+from typing import Any
+
+from jobrunner.entrypoints import run_results
+from jobrunner.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return run_results(event)

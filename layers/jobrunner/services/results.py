@@ -1,0 +1,123 @@
+"""Results: move each execution to SUCCESS or FAILED, retry failures with backoff, dead-letter the rest.
+
+A result arrives from a worker on ``job-results``; a timeout is noticed by the scan when the
+watchdog row planned at publish time comes due and the execution has still not reported. Both end
+in ``conclude``. Results for unknown, cancelled or already finished executions are ignored and
+counted, never raised, so a bad message can never block the stream.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, ScheduledExecution, Trigger
+from jobrunner.domain.retry import retry_delay, should_retry
+from jobrunner.domain.time import rfc3339
+from jobrunner.ports import OutboundMessage, Outcome
+from jobrunner.services.jobs import plan_execution
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+    from jobrunner.ports import Clock, JobStore, Publisher
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """A message on ``job-results``. ``scheduled_at`` and ``attempt`` are optional (our worker helper
+    sends them; they make the lookup a point read)."""
+
+    execution_id: str
+    job_id: str
+    success: bool
+    error: str | None = None
+    scheduled_at: datetime | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class ResultRules:
+    segment_count: int
+    dead_letter_topic: str = "job-dlq"
+
+
+@dataclass
+class ResultCounters:
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+
+class ResultsService:
+    def __init__(
+        self, store: JobStore, publisher: Publisher, clock: Clock, rules: ResultRules,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._clock = clock
+        self._rules = rules
+        self._jitter = jitter
+        self.counters = ResultCounters()
+
+    def apply(self, report: WorkerReport) -> str:
+        """Apply one worker report; returns what happened (also counted in ``counters``)."""
+        record = None
+        if report.scheduled_at is not None and report.attempt is not None:
+            record = self._store.record(report.job_id, report.scheduled_at, report.attempt)
+        if record is None or record.execution_id != report.execution_id:
+            record = self._store.find_record(report.job_id, report.execution_id)
+        return self._count(self._conclude(record, report.success, report.error))
+
+    def expire(self, watchdog: ScheduledExecution) -> str:
+        """The watchdog of an execution came due: fail the execution if it has not reported."""
+        record = self._store.record(watchdog.job_id, watchdog.scheduled_at, watchdog.attempt)
+        if record is None or record.status is not ExecutionStatus.RUNNING:
+            return self._count("watchdog_cleared")
+        job = self._store.get(record.user_id, record.job_id)
+        timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
+        return self._count("timed_out_" + self._conclude(record, False, f"no result within {timeout}"))
+
+    def _count(self, outcome: str) -> str:
+        self.counters.outcomes[outcome] += 1
+        return outcome
+
+    def _conclude(self, record: ExecutionRecord | None, success: bool, error: str | None) -> str:
+        if record is None:
+            return "ignored_unknown"
+        if record.status in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED):
+            return "ignored_finished"
+        job = self._store.get(record.user_id, record.job_id)
+        if job is None or job.state is JobState.CANCELLED:
+            return "ignored_cancelled"
+        now = self._clock.now()
+        latest = job.last_execution_id == record.execution_id
+        status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
+        finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
+        if success:
+            self._store.finish(Outcome(finished, None, status if latest else None))
+            return "succeeded"
+        if should_retry(job.retry, record.attempt):
+            due = now + retry_delay(job.retry, record.attempt, self._jitter())
+            retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
+                                   attempt=record.attempt + 1, scheduled_at=record.scheduled_at)
+            self._store.finish(Outcome(finished, retry, ExecutionStatus.SCHEDULED if latest else None))
+            return "retrying"
+        # Dead-letter first: if the write after it fails, the result is retried and the dead letter
+        # may be sent twice (same execution_id), but never lost.
+        self._publisher.publish([dead_letter(job, finished, self._rules.dead_letter_topic)])
+        self._store.finish(Outcome(finished, None, status if latest else None))
+        return "dead_lettered"
+
+
+def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:
+    value: dict[str, Any] = {
+        "execution_id": record.execution_id, "job_id": job.job_id, "user_id": job.user_id,
+        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.payload,
+        "error": record.error,
+    }
+    headers = {"execution_id": record.execution_id, "scheduled_at": value["scheduled_at"],
+               "attempt": str(record.attempt)}
+    return OutboundMessage(topic=topic, key=job.job_id, value=value, headers=headers)

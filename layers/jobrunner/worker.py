@@ -1,0 +1,146 @@
+"""Writing workers: one function per job type; consume -> run -> report, at least once.
+
+```python
+from jobrunner.worker import Execution, Worker
+
+worker = Worker(bootstrap="127.0.0.1:9092")
+
+@worker.handler("send-report")          # runs executions whose payload has "type": "send-report"
+def send_report(execution: Execution) -> None:
+    ...                                 # return: SUCCESS; raise: FAILED (retried with the job's backoff)
+
+worker.run()                            # until SIGTERM / SIGINT, then finishes the batch in hand
+```
+
+Guarantees: an offset is committed only after the result of its execution is acknowledged by
+Kafka, so a crash re-delivers rather than loses (at least once). Executions already done by this
+process are recognised by ``execution_id`` and not run again. Messages of one job share a key, hence
+a partition, hence a worker, so a redelivery usually lands where the first copy ran; make handlers
+idempotent on ``execution_id`` for the rare case where it does not (a rebalance after a crash).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Execution"], Any]
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution handed to a worker (the ``jobs`` message)."""
+
+    execution_id: str
+    job_id: str
+    user_id: str
+    scheduled_at: str
+    attempt: int
+    trigger: str
+    payload: Any
+
+    @property
+    def type(self) -> str | None:
+        return self.payload.get("type") if isinstance(self.payload, dict) else None
+
+
+class _Seen:
+    """A bounded set of recently finished execution ids."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, execution_id: str) -> bool:
+        return execution_id in self._ids
+
+    def add(self, execution_id: str) -> None:
+        self._ids[execution_id] = None
+        if len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+
+
+class Worker:
+    def __init__(
+        self, *, bootstrap: str = "127.0.0.1:9092", topic: str = "jobs", results_topic: str = "job-results",
+        group_id: str = "jobrunner-workers", consumer: Any = None, producer: Any = None, remember: int = 100_000,
+    ) -> None:
+        self._topic = topic
+        self._results_topic = results_topic
+        self._consumer = consumer or KafkaConsumer(
+            topic, bootstrap_servers=bootstrap.split(","), group_id=group_id, enable_auto_commit=False,
+            auto_offset_reset="earliest", max_poll_records=100,
+        )
+        self._producer = producer or KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all", linger_ms=5)
+        self._handlers: dict[str | None, Handler] = {}
+        self._seen = _Seen(remember)
+        self.stopping = threading.Event()
+        self.processed = 0
+
+    def handler(self, job_type: str | None = None) -> Callable[[Handler], Handler]:
+        """Register the function for executions whose payload ``type`` is ``job_type`` (None: any other)."""
+
+        def register(fn: Handler) -> Handler:
+            self._handlers[job_type] = fn
+            return fn
+
+        return register
+
+    def run(self, install_signal_handlers: bool = True) -> None:
+        """Consume until ``stopping`` is set (SIGTERM/SIGINT set it when this runs in the main thread)."""
+        if install_signal_handlers and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stopping.set())
+        try:
+            while not self.stopping.is_set():
+                batches = self._consumer.poll(timeout_ms=500)
+                for messages in batches.values():
+                    for message in messages:
+                        self._process(message.value)
+                if batches:
+                    self._producer.flush()
+                    self._consumer.commit()  # only after every result of the batch is acknowledged
+        finally:
+            self._producer.flush()
+            self._consumer.close()
+            self._producer.close()
+
+    def _process(self, raw: bytes) -> None:
+        try:
+            data = json.loads(raw)
+            execution = Execution(**{k: data[k] for k in Execution.__dataclass_fields__ if k != "trigger"},
+                                  trigger=data.get("trigger", "SCHEDULE"))
+        except (ValueError, KeyError, TypeError):
+            log.warning("skipping a message that is not an execution")
+            return
+        if execution.execution_id in self._seen:
+            log.info("execution %s already done here; skipping the duplicate", execution.execution_id)
+            return
+        handler = self._handlers.get(execution.type) or self._handlers.get(None)
+        result: dict[str, Any] = {
+            "execution_id": execution.execution_id, "job_id": execution.job_id,
+            "scheduled_at": execution.scheduled_at, "attempt": execution.attempt,
+        }
+        if handler is None:
+            result.update(status="FAILED", error=f"no handler for job type {execution.type!r}")
+        else:
+            try:
+                handler(execution)
+                result["status"] = "SUCCESS"
+            except Exception as exc:
+                result.update(status="FAILED", error="".join(traceback.format_exception_only(exc)).strip()[:2000])
+        self._producer.send(self._results_topic, key=execution.job_id.encode(),
+                            value=json.dumps(result).encode())
+        self._seen.add(execution.execution_id)
+        self.processed += 1
