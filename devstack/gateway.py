@@ -45,7 +45,12 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
 
 
 def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, port: int) -> ThreadingHTTPServer:
-    """Start serving on a daemon thread; ``tokens()`` maps bearer tokens to tenants (read per request)."""
+    """Start serving on a daemon thread; ``tokens()`` maps bearer tokens to tenants (read per request).
+
+    Like one Lambda execution environment, the handler takes one event at a time: the Powertools
+    resolver keeps per-request state on the app object, so concurrent calls would trample each other.
+    """
+    one_at_a_time = threading.Lock()
 
     class Adapter(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -61,7 +66,8 @@ def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, por
             auth = headers.get("authorization", "")
             tenant = tokens().get(auth[7:].strip()) if auth.lower().startswith("bearer ") else None
             event = to_event(self.command, self.path, headers, body, tenant)
-            response = handler(event, LocalContext(function_name="jobrunner-api"))
+            with one_at_a_time:
+                response = handler(event, LocalContext(function_name="jobrunner-api"))
             payload = response.get("body") or ""
             data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode("utf-8")
             out_headers = dict(response.get("headers") or {})

@@ -22,7 +22,8 @@ Everything created at run time lives under ``<repo>/.local`` (git-ignored)::
 
 Environment overrides: ``CASSANDRA_HOST``/``KAFKA_HOST``/``MOTO_HOST`` (default 127.0.0.1),
 ``CASSANDRA_PORT``, ``CASSANDRA_STORAGE_PORT``, ``KAFKA_PORT``, ``KAFKA_CONTROLLER_PORT``,
-``MOTO_PORT``, and ``JAVA_HOME`` (used only if it is a JDK 17).
+``MOTO_PORT``, ``DEVSTACK_HOME`` (instead of ``<repo>/.local``) and ``JAVA_HOME`` (used only if it
+is a JDK 17).
 
 Command line::
 
@@ -60,7 +61,9 @@ log = logging.getLogger(__name__)
 
 DEVSTACK_DIR = Path(__file__).resolve().parent
 REPO_ROOT = DEVSTACK_DIR.parent
-LOCAL_DIR = REPO_ROOT / ".local"
+#: Where jars, data, logs and pid files live; a second, independent set of servers (the fault suite)
+#: runs with its own DEVSTACK_HOME and its own ports.
+LOCAL_DIR = Path(os.environ.get("DEVSTACK_HOME") or REPO_ROOT / ".local").resolve()
 DATA_DIR = LOCAL_DIR / "data"
 LOG_DIR = LOCAL_DIR / "logs"
 RUN_DIR = LOCAL_DIR / "run"

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from kafka import KafkaConsumer
@@ -33,6 +33,9 @@ from jobrunner.adapters.publishers.topics import DEAD_LETTERS, JOBS, RESULTS, en
 from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
+
+if TYPE_CHECKING:
+    from jobrunner.ports import Invoker
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +98,10 @@ class LocalStack:
     token: str = ""
     #: Also run examples/worker.py, so executions reach SUCCESS or FAILED locally.
     example_worker: bool = True
+    #: Tick every minute by itself (the fault suite sends its own ticks instead).
+    auto_tick: bool = True
+    #: Where scans run; default: a thread pool in this process, like async Lambda invokes.
+    invoker: Invoker | None = None
     worker: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -104,16 +111,19 @@ class LocalStack:
         from functions.scan.handler import handler as scan_handler
 
         self._bootstrap()
-        invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
-                                quiet=(Stopping,))
-        self.invoker = invoker
-        self.container = wiring.Container(self.settings, invoker=invoker, clock=StoppableClock(self._stop))
+        if self.invoker is None:
+            self.invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
+                                         quiet=(Stopping,))
+        self.container = wiring.Container(self.settings, invoker=self.invoker, clock=StoppableClock(self._stop))
         wiring.install(self.container)
         self.server = serve(api_handler, tokens.load, self.host, self.port)
         self.port = self.server.server_address[1]
         self.token = tokens.token_for(self.tenant)
-        self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
-        for name, target in (("ticker", self._ticker), ("results", self._results_loop)):
+        loops = [("results", self._results_loop)]
+        if self.auto_tick:
+            self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
+            loops.append(("ticker", self._ticker))
+        for name, target in loops:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -192,7 +202,8 @@ class LocalStack:
         if self.worker is not None:
             self.worker.stopping.set()
         self.server.shutdown()
-        self.invoker.shutdown(wait=True)
+        if isinstance(self.invoker, ThreadInvoker):
+            self.invoker.shutdown(wait=True)
         self.container.publisher.close()
 
 

@@ -55,19 +55,28 @@ def parse_report(value: bytes) -> WorkerReport | None:
     """A ``job-results`` message, or None when it is not one (counted and skipped, never retried)."""
     try:
         data = json.loads(value)
-        status = str(data["status"]).upper()
-        if status not in ("SUCCESS", "FAILED"):
-            return None
-        scheduled_at = data.get("scheduled_at")
-        attempt = data.get("attempt")
-        return WorkerReport(
-            execution_id=str(data["execution_id"]), job_id=str(data["job_id"]), success=status == "SUCCESS",
-            error=str(data["error"])[:2000] if data.get("error") else None,
-            scheduled_at=parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None,
-            attempt=int(attempt) if attempt is not None else None,
-        )
-    except (ValueError, KeyError, TypeError, InvalidField):
+    except ValueError:
         return None
+    if not isinstance(data, dict):
+        return None
+    execution_id, job_id, status = data.get("execution_id"), data.get("job_id"), data.get("status")
+    scheduled_at, attempt, error = data.get("scheduled_at"), data.get("attempt"), data.get("error")
+    if not (isinstance(execution_id, str) and execution_id and isinstance(job_id, str) and job_id):
+        return None
+    if not isinstance(status, str) or status.upper() not in ("SUCCESS", "FAILED"):
+        return None
+    if scheduled_at is not None and not isinstance(scheduled_at, str):
+        return None
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1):
+        return None
+    try:
+        when = parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None
+    except InvalidField:
+        return None
+    return WorkerReport(
+        execution_id=execution_id, job_id=job_id, success=status.upper() == "SUCCESS",
+        error=str(error)[:2000] if error else None, scheduled_at=when, attempt=attempt,
+    )
 
 
 def run_results(event: dict[str, Any]) -> dict[str, Any]:

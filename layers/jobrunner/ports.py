@@ -34,7 +34,6 @@ class Completion:
     """Everything that follows one published execution, written atomically by ``JobStore.complete``."""
 
     done: ScheduledExecution
-    record: ExecutionRecord
     following: ScheduledExecution | None
     next_run_at: datetime | None
     #: False for manual runs and retries, which leave the job's regular next run as it is.
@@ -52,8 +51,11 @@ class JobStore(ABC):
       (a retried create with the same job is idempotent).
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
       ``due_at``, reading page by page (memory stays bounded by the page size).
-    - ``complete`` atomically records the history row, writes the following execution (if any),
-      updates the job's run fields and removes the completed row; replaying it is harmless.
+    - ``start`` records, before an execution is published, its history row (status RUNNING) and the
+      job's run fields (last run, last execution, last status), atomically per execution, so that a
+      worker's result can never arrive for an execution the store does not know.
+    - ``complete``, after the publish, atomically writes the following execution (if any) and the
+      watchdog, updates the job's next run and removes the completed row; replaying it is harmless.
     - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
     - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
@@ -71,6 +73,9 @@ class JobStore(ABC):
 
     @abstractmethod
     def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]: ...
+
+    @abstractmethod
+    def start(self, records: Sequence[ExecutionRecord]) -> None: ...
 
     @abstractmethod
     def complete(self, completions: Sequence[Completion]) -> None: ...

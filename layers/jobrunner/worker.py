@@ -14,7 +14,8 @@ worker.run()                            # until SIGTERM / SIGINT, then finishes 
 
 Guarantees: an offset is committed only after the result of its execution is acknowledged by
 Kafka, so a crash re-delivers rather than loses (at least once). Executions already done by this
-process are recognised by ``execution_id`` and not run again. Messages of one job share a key, hence
+process are recognised by ``execution_id``: not run again, but their result is reported
+again. Messages of one job share a key, hence
 a partition, hence a worker, so a redelivery usually lands where the first copy ran; make handlers
 idempotent on ``execution_id`` for the rare case where it does not (a rebalance after a crash).
 """
@@ -56,25 +57,25 @@ class Execution:
 
 
 class _Seen:
-    """A bounded set of recently finished execution ids."""
+    """The results of recently finished executions, by execution id (bounded, oldest forgotten first)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._results: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
-    def __contains__(self, execution_id: str) -> bool:
-        return execution_id in self._ids
+    def get(self, execution_id: str) -> dict[str, Any] | None:
+        return self._results.get(execution_id)
 
-    def add(self, execution_id: str) -> None:
-        self._ids[execution_id] = None
-        if len(self._ids) > self._size:
-            self._ids.popitem(last=False)
+    def add(self, execution_id: str, result: dict[str, Any]) -> None:
+        self._results[execution_id] = result
+        if len(self._results) > self._size:
+            self._results.popitem(last=False)
 
 
 class Worker:
     def __init__(
         self, *, bootstrap: str = "127.0.0.1:9092", topic: str = "jobs", results_topic: str = "job-results",
-        group_id: str = "jobrunner-workers", consumer: Any = None, producer: Any = None, remember: int = 100_000,
+        group_id: str = "jobrunner-workers", consumer: Any = None, producer: Any = None, remember: int = 20_000,
     ) -> None:
         self._topic = topic
         self._results_topic = results_topic
@@ -124,8 +125,12 @@ class Worker:
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a message that is not an execution")
             return
-        if execution.execution_id in self._seen:
-            log.info("execution %s already done here; skipping the duplicate", execution.execution_id)
+        earlier = self._seen.get(execution.execution_id)
+        if earlier is not None:
+            # A duplicate (the scheduler re-published after a crash): do not run it again, but report
+            # again, in case the first report was lost with the crash.
+            log.info("execution %s already done here; reporting its result again", execution.execution_id)
+            self._report(execution, earlier)
             return
         handler = self._handlers.get(execution.type) or self._handlers.get(None)
         result: dict[str, Any] = {
@@ -140,7 +145,9 @@ class Worker:
                 result["status"] = "SUCCESS"
             except Exception as exc:
                 result.update(status="FAILED", error="".join(traceback.format_exception_only(exc)).strip()[:2000])
-        self._producer.send(self._results_topic, key=execution.job_id.encode(),
-                            value=json.dumps(result).encode())
-        self._seen.add(execution.execution_id)
+        self._report(execution, result)
+        self._seen.add(execution.execution_id, result)
         self.processed += 1
+
+    def _report(self, execution: Execution, result: dict[str, Any]) -> None:
+        self._producer.send(self._results_topic, key=execution.job_id.encode(), value=json.dumps(result).encode())

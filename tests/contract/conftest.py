@@ -13,6 +13,8 @@ from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.memory import MemoryJobStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from jobrunner.config import Settings
     from jobrunner.ports import HeartbeatStore, JobStore
 
@@ -22,6 +24,36 @@ def job_store(request: pytest.FixtureRequest) -> JobStore:
     if request.param == "memory":
         return MemoryJobStore()
     return CassandraJobStore(request.getfixturevalue("cassandra_session"), page_size=3)
+
+
+@pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
+def job_store_instances(request: pytest.FixtureRequest) -> Callable[[], JobStore]:
+    """Makes store instances over the same data, as separate Lambda invocations would each have one.
+
+    In memory the data lives in the instance, so every call returns that one instance.
+    """
+    if request.param == "memory":
+        store = MemoryJobStore()
+        return lambda: store
+    session = request.getfixturevalue("cassandra_session")
+    return lambda: CassandraJobStore(session, page_size=3)
+
+
+@pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
+def job_store_own_session(request: pytest.FixtureRequest) -> Iterator[JobStore]:
+    """A store on a session of its own, for tests whose input may break the connection they use."""
+    if request.param == "memory":
+        yield MemoryJobStore()
+        return
+    from jobrunner.adapters.stores.session import connect
+
+    request.getfixturevalue("cassandra_session")  # the keyspace exists
+    settings: Settings = request.getfixturevalue("settings")
+    session = connect(settings.cassandra)
+    try:
+        yield CassandraJobStore(session, page_size=3)
+    finally:
+        session.cluster.shutdown()
 
 
 @pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.integration)])

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
+import pytest
+
+from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
+from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import (
     ExecutionRecord,
     ExecutionStatus,
@@ -17,7 +23,10 @@ from jobrunner.domain.jobs import (
     execution_id_for,
 )
 from jobrunner.domain.schedules import At, Every
-from jobrunner.ports import Completion, JobStore
+from jobrunner.ports import Completion, JobStore, Outcome
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 NOW = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
 BUCKET = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
@@ -46,7 +55,8 @@ def unique_segment() -> int:
 
 
 def test_create_then_get_round_trips_every_field(job_store: JobStore) -> None:
-    job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3)
+    job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
+                   paused_at=NOW + timedelta(seconds=5, milliseconds=250))
     job_store.create(job, None)
     assert job_store.get(job.user_id, job.job_id) == job
 
@@ -78,24 +88,64 @@ def test_scheduled_streams_one_lane_in_due_order(job_store: JobStore) -> None:
     assert planned[0] == make_row(job, BUCKET, segment=segment)
 
 
-def test_complete_records_history_plans_the_next_run_and_removes_the_row(job_store: JobStore) -> None:
+def running_record(row: ScheduledExecution, published_at: datetime) -> ExecutionRecord:
+    """The record the scan starts for ``row`` before publishing it."""
+    return ExecutionRecord(
+        job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt, execution_id=row.execution_id,
+        user_id=row.user_id, status=ExecutionStatus.RUNNING, trigger=row.trigger, due_at=row.due_at,
+        published_at=published_at,
+    )
+
+
+def test_start_records_the_execution_and_the_jobs_run_fields(job_store: JobStore) -> None:
+    # Given two jobs, each with a row about to be published
     segment = unique_segment()
-    job = make_job()
+    jobs = [make_job(), make_job()]
+    rows = [make_row(job, BUCKET + timedelta(seconds=10), segment=segment) for job in jobs]
+    for job, row in zip(jobs, rows, strict=True):
+        job_store.create(job, row)
+    published = BUCKET + timedelta(seconds=10, milliseconds=12)
+    records = [running_record(row, published) for row in rows]
+    # When the scan starts both executions in one call, then replays it
+    job_store.start(records)
+    job_store.start(records)  # replaying is harmless
+    # Then each execution is in its job's history, RUNNING, and each job's run fields name it
+    for job, row, record in zip(jobs, rows, records, strict=True):
+        assert job_store.history(job.job_id, 10) == [record]
+        assert job_store.record(job.job_id, row.scheduled_at, 1) == record
+        stored = job_store.get(job.user_id, job.job_id)
+        assert stored == job.with_changes(
+            last_run_at=published, last_execution_id=row.execution_id, last_status=ExecutionStatus.RUNNING
+        )  # the run fields only: next_run_at and the user's fields are as they were
+    # and the rows are left for complete
+    left = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+    assert sorted(left, key=lambda r: r.job_id) == sorted(rows, key=lambda r: r.job_id)
+
+
+def test_complete_plans_the_next_run_and_removes_the_row(job_store: JobStore) -> None:
+    # Given a started execution of a job with a timeout
+    segment = unique_segment()
+    job = make_job(timeout_s=30)
     row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
     job_store.create(job, row)
-    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
-    record = ExecutionRecord(
-        job_id=job.job_id, scheduled_at=row.scheduled_at, attempt=1, execution_id=row.execution_id,
-        user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=row.due_at,
-        published_at=published,
+    record = running_record(row, published)
+    job_store.start([record])
+    # When its publish is acknowledged and complete writes what follows, twice
+    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    watchdog = ScheduledExecution(
+        bucket=BUCKET, segment=segment, lane=Lane.LATE, due_at=published + timedelta(seconds=30), job_id=job.job_id,
+        execution_id=execution_id_for(job.job_id, row.scheduled_at, 1, Trigger.TIMEOUT), user_id=job.user_id,
+        scheduled_at=row.scheduled_at, attempt=1, job_version=job.version, trigger=Trigger.TIMEOUT,
     )
-    completion = Completion(done=row, record=record, following=following, next_run_at=following.due_at)
+    completion = Completion(done=row, following=following, next_run_at=following.due_at, watchdog=watchdog)
     job_store.complete([completion])
     job_store.complete([completion])  # replaying is harmless
-
+    # Then the row is gone, the following row and the watchdog wait in their partitions
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
     assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
+    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [watchdog]
+    # and the job's next run is the following one, its run fields still those start wrote
     assert job_store.history(job.job_id, 10) == [record]
     stored = job_store.get(job.user_id, job.job_id)
     assert stored is not None
@@ -103,6 +153,45 @@ def test_complete_records_history_plans_the_next_run_and_removes_the_row(job_sto
         following.due_at, published, row.execution_id, ExecutionStatus.RUNNING
     )
     assert stored.payload == job.payload  # the run fields only
+
+
+def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) -> None:
+    # Given a started execution whose worker reported before the scan completed it (a fast worker)
+    segment = unique_segment()
+    job = make_job()
+    row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
+    job_store.create(job, row)
+    published = BUCKET + timedelta(seconds=10, milliseconds=12)
+    job_store.start([running_record(row, published)])
+    succeeded = ExecutionRecord(
+        job_id=job.job_id, scheduled_at=row.scheduled_at, attempt=1, execution_id=row.execution_id,
+        user_id=job.user_id, status=ExecutionStatus.SUCCESS, trigger=Trigger.SCHEDULE, due_at=row.due_at,
+        published_at=published, finished_at=published + timedelta(seconds=1),
+    )
+    job_store.finish(Outcome(succeeded, None, ExecutionStatus.SUCCESS))
+    # When the scan completes it
+    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    job_store.complete([Completion(done=row, following=following, next_run_at=following.due_at)])
+    # Then the SUCCESS survives: complete wrote neither the record nor the job's run fields
+    assert job_store.history(job.job_id, 10) == [succeeded]
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored == job.with_changes(
+        next_run_at=following.due_at, last_run_at=published, last_execution_id=row.execution_id,
+        last_status=ExecutionStatus.SUCCESS,
+    )
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+
+
+def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
+    segment = unique_segment()
+    job = make_job()
+    row = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, row)
+    job_store.complete([Completion(done=row, following=None, next_run_at=None)])
+    assert job_store.history(job.job_id, 10) == []
+    assert job_store.record(job.job_id, BUCKET, 1) is None
+    assert job_store.get(job.user_id, job.job_id) == job.with_changes(next_run_at=None)
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
 
 
 def test_complete_of_a_manual_run_keeps_the_next_run(job_store: JobStore) -> None:
@@ -114,9 +203,11 @@ def test_complete_of_a_manual_run_keeps_the_next_run(job_store: JobStore) -> Non
         user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=Trigger.MANUAL, due_at=row.due_at,
         published_at=BUCKET,
     )
-    job_store.complete([Completion(done=row, record=record, following=None, next_run_at=None, sets_next_run=False)])
+    job_store.start([record])
+    job_store.complete([Completion(done=row, following=None, next_run_at=None, sets_next_run=False)])
     stored = job_store.get(job.user_id, job.job_id)
     assert stored is not None and stored.next_run_at == job.next_run_at
+    assert (stored.last_run_at, stored.last_execution_id) == (BUCKET, row.execution_id)
 
 
 def test_drop_removes_rows_without_history(job_store: JobStore) -> None:
@@ -133,15 +224,453 @@ def test_drop_removes_rows_without_history(job_store: JobStore) -> None:
 def test_history_is_newest_first_and_limited(job_store: JobStore) -> None:
     job = make_job()
     job_store.create(job, None)
-    completions = []
-    for minute in range(4):
-        row = make_row(job, BUCKET + timedelta(minutes=minute), segment=unique_segment())
-        record = ExecutionRecord(
-            job_id=job.job_id, scheduled_at=row.scheduled_at, attempt=1, execution_id=row.execution_id,
-            user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=row.due_at,
-            published_at=row.due_at,
-        )
-        completions.append(Completion(done=row, record=record, following=None, next_run_at=None))
-    job_store.complete(completions)
+    rows = [make_row(job, BUCKET + timedelta(minutes=minute), segment=unique_segment()) for minute in range(4)]
+    job_store.start([running_record(row, row.due_at) for row in rows])
+    job_store.complete([Completion(done=row, following=None, next_run_at=None) for row in rows])
     newest = job_store.history(job.job_id, 3)
     assert [r.scheduled_at for r in newest] == [BUCKET + timedelta(minutes=m) for m in (3, 2, 1)]
+
+
+# -- helpers for the job-management and results parts of the contract ------------------------------
+
+
+def make_record(
+    job: Job, scheduled_at: datetime, attempt: int = 1, status: ExecutionStatus = ExecutionStatus.FAILED,
+    trigger: Trigger = Trigger.SCHEDULE, error: str | None = "boom",
+) -> ExecutionRecord:
+    return ExecutionRecord(
+        job_id=job.job_id, scheduled_at=scheduled_at, attempt=attempt,
+        execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger), user_id=job.user_id,
+        status=status, trigger=trigger, due_at=scheduled_at, published_at=scheduled_at + timedelta(milliseconds=15),
+        finished_at=scheduled_at + timedelta(seconds=3) if status is not ExecutionStatus.RUNNING else None,
+        error=error if status is ExecutionStatus.FAILED else None,
+    )
+
+
+def run_once(store: JobStore, job: Job, row: ScheduledExecution, following: ScheduledExecution | None) -> None:
+    """What the scan does around publishing ``row``: it starts the execution (the run fields of the job
+    change), publishes it, then completes it."""
+    store.start([make_record(job, row.scheduled_at, status=ExecutionStatus.RUNNING)])
+    store.complete([Completion(done=row, following=following, next_run_at=following.due_at if following else None)])
+
+
+def all_pages(store: JobStore, user: str, limit: int) -> tuple[list[str], list[int]]:
+    """Follow the cursors to the end: (job ids in the order returned, size of each page)."""
+    ids: list[str] = []
+    sizes: list[int] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = store.list_jobs(user, limit, cursor)
+        ids += [job.job_id for job in page]
+        sizes.append(len(page))
+        assert len(sizes) < 100, "the cursors never end"
+        if cursor is None:
+            return ids, sizes
+
+
+def all_jobs(store: JobStore, user: str) -> list[Job]:
+    """Every job of ``user``, following the cursors."""
+    jobs: list[Job] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = store.list_jobs(user, 3, cursor)
+        jobs += page
+        if cursor is None:
+            return jobs
+
+
+def all_pages_from(store: JobStore, user: str, cursor: str | None) -> tuple[list[str], int]:
+    """The job ids of every page from ``cursor`` on, and how many pages that took."""
+    ids: list[str] = []
+    pages = 0
+    while cursor is not None:
+        page, cursor = store.list_jobs(user, 2, cursor)
+        ids += [job.job_id for job in page]
+        pages += 1
+    return ids, pages
+
+
+# -- update and schedule ------------------------------------------------------------------------------
+
+
+def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(job_store: JobStore) -> None:
+    # Given a job whose first run the scan has published (the run fields are set)
+    segment = unique_segment()
+    job = make_job()
+    first = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
+    job_store.create(job, first)
+    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    run_once(job_store, job, first, following)
+    ran = job_store.get(job.user_id, job.job_id)
+    assert ran is not None and ran.last_status is ExecutionStatus.RUNNING
+    # When the API saves a new version from its copy read before the run (stale run fields)
+    later = BUCKET + timedelta(minutes=30)
+    edited = job.with_changes(
+        schedule=Every(every=timedelta(minutes=2), start=later), payload={"n": 2}, topic="reports",
+        state=JobState.ACTIVE, version=2, retry=RetryPolicy(max_retries=5, initial_delay_s=1, multiplier=3,
+                                                            max_delay_s=60),
+        timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1), next_run_at=later,
+    )
+    next_row = make_row(edited, later, segment=segment, bucket=later)
+    job_store.update(edited, next_row)
+    # Then every user-controlled field is the new one, the run fields are the scan's, and the row is there
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored == edited.with_changes(
+        last_run_at=ran.last_run_at, last_execution_id=ran.last_execution_id, last_status=ran.last_status
+    )
+    assert list(job_store.scheduled(later, segment, Lane.PLANNED)) == [next_row]
+    assert next_row.job_version == 2
+
+
+def test_update_without_a_next_row_writes_no_row(job_store: JobStore) -> None:
+    segment = unique_segment()
+    job = make_job()
+    row = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, row)
+    paused = job.with_changes(state=JobState.PAUSED, version=2, next_run_at=None, updated_at=NOW + timedelta(seconds=1))
+    job_store.update(paused, None)
+    assert job_store.get(job.user_id, job.job_id) == paused
+    # the row planned under version 1 is left for its scan to drop
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]
+
+
+def test_update_keeps_the_creation_time(job_store: JobStore) -> None:
+    # created_at is not among the fields update overwrites (ports.JobStore.update)
+    job = make_job()
+    job_store.create(job, None)
+    job_store.update(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), None)
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None and stored.created_at == NOW
+
+
+def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:
+    segment = unique_segment()
+    job = make_job()
+    job_store.create(job, None)
+    manual = ScheduledExecution(
+        bucket=BUCKET, segment=segment, lane=Lane.LATE, due_at=BUCKET + timedelta(seconds=3), job_id=job.job_id,
+        execution_id=execution_id_for(job.job_id, BUCKET + timedelta(seconds=3), 1, Trigger.MANUAL),
+        user_id=job.user_id, scheduled_at=BUCKET + timedelta(seconds=3), attempt=1, job_version=1,
+        trigger=Trigger.MANUAL,
+    )
+    planned = make_row(job, BUCKET + timedelta(seconds=1), segment=segment)
+    job_store.schedule([manual, planned])
+    job_store.schedule([manual])  # a retried request
+    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [manual]
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [planned]
+    assert job_store.get(job.user_id, job.job_id) == job  # rows only
+
+
+# -- list_jobs ----------------------------------------------------------------------------------------
+
+
+def test_list_jobs_pages_through_all_of_a_tenants_jobs_in_job_id_order(job_store: JobStore) -> None:
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    mine = [make_job(user) for _ in range(7)]
+    for job in [*mine, make_job(), make_job()]:
+        job_store.create(job, None)
+    ids, sizes = all_pages(job_store, user, 3)
+    assert ids == sorted(j.job_id for j in mine)
+    assert all(size <= 3 for size in sizes) and sizes[:2] == [3, 3]
+    first_page, _ = job_store.list_jobs(user, 3, None)
+    assert first_page == sorted(mine, key=lambda j: j.job_id)[:3]  # whole jobs, not just ids
+
+
+def test_list_jobs_of_an_exact_number_of_pages_ends(job_store: JobStore) -> None:
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    mine = [make_job(user) for _ in range(4)]
+    for job in mine:
+        job_store.create(job, None)
+    # (a backend may only learn on the following, empty page that the list has ended)
+    ids, sizes = all_pages(job_store, user, 2)
+    assert ids == sorted(j.job_id for j in mine)
+    assert sizes in ([2, 2], [2, 2, 0])
+
+
+def test_list_jobs_of_a_tenant_without_jobs_is_empty(job_store: JobStore) -> None:
+    assert job_store.list_jobs(f"nobody-{uuid.uuid4().hex[:6]}", 10, None) == ([], None)
+
+
+def test_list_jobs_is_scoped_to_the_tenant_even_with_another_tenants_cursor(job_store: JobStore) -> None:
+    alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))
+    for user in (alice, bob):
+        for _ in range(4):
+            job_store.create(make_job(user), None)
+    _, alice_cursor = job_store.list_jobs(alice, 2, None)
+    assert alice_cursor is not None
+    # Bob replaying Alice's cursor may get any page of his own jobs, never one of hers
+    page, _ = job_store.list_jobs(bob, 10, alice_cursor)
+    assert {j.user_id for j in page} <= {bob}
+    assert {j.user_id for j in all_jobs(job_store, bob)} == {bob}
+
+
+def test_list_jobs_cursor_works_on_another_instance_of_the_store(
+    job_store_instances: Callable[[], JobStore],
+) -> None:
+    # Given a cursor made by one instance (one Lambda invocation)
+    writer = job_store_instances()
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    mine = sorted((make_job(user) for _ in range(5)), key=lambda j: j.job_id)
+    for job in mine:
+        writer.create(job, None)
+    first, cursor = writer.list_jobs(user, 2, None)
+    assert cursor is not None
+    # When the next page is asked of another instance (the next request)
+    rest, _ = all_pages_from(job_store_instances(), user, cursor)
+    # Then it continues where the first page ended
+    assert [j.job_id for j in first] + rest == [j.job_id for j in mine]
+
+
+def test_list_jobs_cursor_names_the_last_job_of_the_page(job_store: JobStore) -> None:
+    # The cursor is the same for every store: the last job id of the page, behind a version prefix
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    mine = sorted((make_job(user) for _ in range(3)), key=lambda j: j.job_id)
+    for job in mine:
+        job_store.create(job, None)
+    first, cursor = job_store.list_jobs(user, 2, None)
+    assert cursor is not None
+    assert decode_job_cursor(cursor) == first[-1].job_id == mine[1].job_id
+    assert cursor == encode_job_cursor(mine[1].job_id)
+    assert job_store.list_jobs(user, 2, cursor) == ([mine[2]], None)
+
+
+def test_list_jobs_continues_after_the_cursors_job_id_even_if_that_job_is_gone(job_store: JobStore) -> None:
+    # Paging is by job_id > the cursor's id: a job that disappeared between two pages loses no other one
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    jobs = [make_job(user, job_id=job_id) for job_id in ("job-a", "job-c", "job-e")]
+    for job in jobs:
+        job_store.create(job, None)
+    assert job_store.list_jobs(user, 10, encode_job_cursor("job-b")) == (jobs[1:], None)
+    assert job_store.list_jobs(user, 1, encode_job_cursor("job-b")) == (
+        [jobs[1]], encode_job_cursor("job-c")
+    )
+    assert job_store.list_jobs(user, 10, encode_job_cursor("job-e")) == ([], None)
+
+
+def b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "garbage", "AAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "!!!", "zzzz-not-a-job-id", "j1:job-a", b64(b"j1:"),
+        b64(b"j2:job-a"), b64(b"job-a"), b64(b"j1:\xff\xfe"), "\u00e9t\u00e9",
+    ],
+    ids=[
+        "word", "zero-bytes", "long-zero-bytes", "punctuation", "looks-like-an-id", "not-encoded", "empty-job-id",
+        "other-version", "no-prefix", "not-utf8", "not-ascii",
+    ],
+)
+def test_list_jobs_rejects_a_cursor_it_did_not_make(job_store_own_session: JobStore, cursor: str) -> None:
+    # A garbage cursor is the caller's mistake (422 naming "cursor"), never a 5xx, never a broken session
+    store = job_store_own_session
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    job = make_job(user)
+    store.create(job, None)
+    with_garbage = outcome_of(lambda: store.list_jobs(user, 2, cursor))
+    afterwards = outcome_of(lambda: store.list_jobs(user, 2, None))  # the store must still work
+    assert (with_garbage, afterwards) == ("InvalidField(cursor)", "answered")
+
+
+def outcome_of(call: Callable[[], object]) -> str:
+    """What a call did, as a short comparable string (so that a failure shows what happened instead)."""
+    try:
+        call()
+    except InvalidField as exc:
+        return f"InvalidField({exc.field})"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "answered"
+
+
+# -- idempotency keys ---------------------------------------------------------------------------------
+
+
+def test_first_claim_of_an_idempotency_key_wins(job_store: JobStore) -> None:
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    key = f"key-{uuid.uuid4().hex}"
+    assert job_store.claim_idempotency_key(user, key, "job-1", "fp-1") == ("job-1", "fp-1")
+    # a second claim (a retried or a different request) gets the winner's job and fingerprint
+    assert job_store.claim_idempotency_key(user, key, "job-2", "fp-2") == ("job-1", "fp-1")
+    assert job_store.claim_idempotency_key(user, key, "job-1", "fp-1") == ("job-1", "fp-1")
+
+
+def test_idempotency_keys_are_per_tenant(job_store: JobStore) -> None:
+    key = f"key-{uuid.uuid4().hex}"
+    alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))
+    assert job_store.claim_idempotency_key(alice, key, "job-a", "fp") == ("job-a", "fp")
+    assert job_store.claim_idempotency_key(bob, key, "job-b", "fp") == ("job-b", "fp")
+    assert job_store.claim_idempotency_key(alice, key + "-other", "job-c", "fp") == ("job-c", "fp")
+
+
+# -- records: point read, lookup by execution id, finish -----------------------------------------------
+
+
+def test_record_is_a_point_read_by_fire_and_attempt(job_store: JobStore) -> None:
+    job = make_job()
+    job_store.create(job, None)
+    records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
+    records.append(make_record(job, BUCKET + timedelta(minutes=1)))
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    assert job_store.record(job.job_id, BUCKET, 2) == records[1]
+    assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1) == records[2]
+    assert job_store.record(job.job_id, BUCKET, 3) is None
+    assert job_store.record(job.job_id, BUCKET + timedelta(seconds=1), 1) is None
+    assert job_store.record(str(uuid.uuid4()), BUCKET, 1) is None
+
+
+def test_find_record_by_execution_id(job_store: JobStore) -> None:
+    job = make_job()
+    job_store.create(job, None)
+    records = [make_record(job, BUCKET + timedelta(minutes=m), attempt) for m in range(3) for attempt in (1, 2)]
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    for record in records:
+        assert job_store.find_record(job.job_id, record.execution_id) == record
+    assert job_store.find_record(job.job_id, str(uuid.uuid4())) is None
+    # only among the newest scan_limit records
+    oldest = records[0]
+    assert job_store.find_record(job.job_id, oldest.execution_id, scan_limit=5) is None
+    assert job_store.find_record(job.job_id, oldest.execution_id, scan_limit=6) == oldest
+
+
+def test_finish_upserts_the_record_writes_the_retry_and_the_jobs_last_status(job_store: JobStore) -> None:
+    # Given a published execution (record RUNNING, job's last_status RUNNING)
+    segment = unique_segment()
+    job = make_job(schedule=At(at=BUCKET), next_run_at=BUCKET)
+    row = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, row)
+    run_once(job_store, job, row, None)
+    # When it fails and a retry is planned
+    failed = make_record(job, BUCKET, status=ExecutionStatus.FAILED, error="exit 3")
+    retry = ScheduledExecution(
+        bucket=BUCKET + timedelta(minutes=1), segment=segment, lane=Lane.LATE, due_at=BUCKET + timedelta(seconds=67),
+        job_id=job.job_id, execution_id=execution_id_for(job.job_id, BUCKET, 2, Trigger.RETRY), user_id=job.user_id,
+        scheduled_at=BUCKET, attempt=2, job_version=job.version, trigger=Trigger.RETRY,
+    )
+    job_store.finish(Outcome(failed, retry, ExecutionStatus.SCHEDULED))
+    # Then the record is replaced, the retry waits in its partition and the job says SCHEDULED
+    assert job_store.history(job.job_id, 10) == [failed]
+    assert job_store.record(job.job_id, BUCKET, 1) == failed
+    assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None
+    assert (stored.last_status, stored.last_execution_id) == (ExecutionStatus.SCHEDULED, row.execution_id)
+    job_store.finish(Outcome(failed, retry, ExecutionStatus.SCHEDULED))  # replaying is harmless
+    assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
+
+
+def test_finish_without_job_status_leaves_the_job_alone(job_store: JobStore) -> None:
+    job = make_job()
+    row = make_row(job, BUCKET, segment=unique_segment())
+    job_store.create(job, row)
+    run_once(job_store, job, row, None)
+    before = job_store.get(job.user_id, job.job_id)
+    succeeded = make_record(job, BUCKET, status=ExecutionStatus.SUCCESS)
+    job_store.finish(Outcome(succeeded, None, None))  # a result for an older run
+    assert job_store.get(job.user_id, job.job_id) == before
+    assert job_store.record(job.job_id, BUCKET, 1) == succeeded
+
+
+def test_finish_with_job_status_writes_only_the_last_status(job_store: JobStore) -> None:
+    job = make_job()
+    row = make_row(job, BUCKET, segment=unique_segment())
+    job_store.create(job, row)
+    run_once(job_store, job, row, None)
+    before = job_store.get(job.user_id, job.job_id)
+    assert before is not None
+    job_store.finish(Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None, ExecutionStatus.SUCCESS))
+    assert job_store.get(job.user_id, job.job_id) == before.with_changes(last_status=ExecutionStatus.SUCCESS)
+
+
+# -- history paging -------------------------------------------------------------------------------------
+
+
+def newest_first(records: list[ExecutionRecord]) -> list[ExecutionRecord]:
+    return sorted(records, key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
+
+
+def history_pages(store: JobStore, job_id: str, limit: int) -> list[list[ExecutionRecord]]:
+    """Page as the API does: the next cursor is the last record of a full page; a short page is the end."""
+    pages: list[list[ExecutionRecord]] = []
+    before: tuple[datetime, int] | None = None
+    while True:
+        page = store.history(job_id, limit, before)
+        pages.append(page)
+        assert len(pages) < 100, "the pages never end"
+        if len(page) < limit:
+            return pages
+        before = (page[-1].scheduled_at, page[-1].attempt)
+
+
+def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
+    job = make_job()
+    job_store.create(job, None)
+    records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    assert job_store.history(job.job_id, 2, (BUCKET + timedelta(minutes=3), 1)) == [records[2], records[1]]
+    assert job_store.history(job.job_id, 10, (BUCKET, 1)) == []
+    assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1)) == newest_first(records)
+
+
+def test_history_pages_of_single_attempts(job_store: JobStore) -> None:
+    job = make_job()
+    job_store.create(job, None)
+    records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(7)]
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    pages = history_pages(job_store, job.job_id, 3)
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [r for page in pages for r in page] == newest_first(records)
+
+
+def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_store: JobStore) -> None:
+    # Given fires at 10:05 (attempts 1-3), 10:06 (attempts 1-3) and 10:07 (attempt 1)
+    job = make_job()
+    job_store.create(job, None)
+    t0, t1, t2 = (BUCKET + timedelta(minutes=m) for m in range(3))
+    by_key = {
+        (t, attempt): make_record(job, t, attempt)
+        for t, attempts in ((t0, 3), (t1, 3), (t2, 1))
+        for attempt in range(1, attempts + 1)
+    }
+    for record in by_key.values():
+        job_store.finish(Outcome(record, None, None))
+
+    def keys(limit: int, before: tuple[datetime, int]) -> list[tuple[datetime, int]]:
+        return [(r.scheduled_at, r.attempt) for r in job_store.history(job.job_id, limit, before)]
+
+    # a page filled by the lower attempts of the cursor's own fire
+    assert keys(2, (t1, 3)) == [(t1, 2), (t1, 1)]
+    # the rest of the cursor's fire, then the older fire, newest attempt first
+    assert keys(3, (t1, 2)) == [(t1, 1), (t0, 3), (t0, 2)]
+    # nothing left of the cursor's fire: the older fire only, and never a newer one
+    assert keys(10, (t1, 1)) == [(t0, 3), (t0, 2), (t0, 1)]
+    # a cursor attempt above any stored one: the whole fire, then older ones
+    assert keys(10, (t1, 7)) == [(t1, 3), (t1, 2), (t1, 1), (t0, 3), (t0, 2), (t0, 1)]
+    # a cursor between fires
+    assert keys(10, (t1 + timedelta(seconds=30), 1)) == [(t1, 3), (t1, 2), (t1, 1), (t0, 3), (t0, 2), (t0, 1)]
+    # and the records are whole
+    assert job_store.history(job.job_id, 1, (t1, 2)) == [by_key[(t1, 1)]]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4])
+def test_history_pages_through_retried_executions(job_store: JobStore, limit: int) -> None:
+    # Given fires each retried up to three times: several records share one scheduled_at
+    job = make_job()
+    job_store.create(job, None)
+    records = [
+        make_record(job, BUCKET + timedelta(minutes=m), attempt)
+        for m, attempts in enumerate((3, 1, 2, 3))
+        for attempt in range(1, attempts + 1)
+    ]
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    # When every page is read, each starting after the last record of the one before
+    pages = history_pages(job_store, job.job_id, limit)
+    # Then every record comes exactly once, newest first, and only the last page is short
+    assert [r for page in pages for r in page] == newest_first(records)
+    assert all(len(page) == limit for page in pages[:-1])

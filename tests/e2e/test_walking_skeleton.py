@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from devstack import tokens
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.domain.time import to_epoch_ms
 from tests.support.kafka_watch import Received, TopicWatch
+from tests.support.stack_api import api, eventually
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,12 +31,6 @@ def jobs_topic(local_stack: LocalStack) -> Iterator[TopicWatch]:
     watch = TopicWatch(local_stack.settings.kafka.bootstrap, "jobs")
     yield watch
     watch.close()
-
-
-def api(stack: LocalStack, method: str, path: str, body: Any = None, raw: str | None = None) -> requests.Response:
-    headers = {"Authorization": f"Bearer {stack.token}", "content-type": "application/json"}
-    return requests.request(method, stack.url + path, json=body if raw is None else None,
-                            data=raw, headers=headers, timeout=10)
 
 
 def for_job(job_id: str) -> Any:
@@ -85,16 +79,6 @@ def test_one_time_and_recurring_jobs_are_published_at_their_due_second(
     job = api(local_stack, "GET", f"/jobs/{every_id}").json()
     assert parse_instant(job["next_run_at"], "next_run_at") == every_first + timedelta(minutes=1)
     assert job["last_execution_id"] == every_msg.value["execution_id"]
-
-
-def eventually(read: Any, expected: Any, timeout_s: float = 20) -> Any:
-    """Poll ``read()`` until it returns ``expected`` or the time is up; returns the last value read."""
-    deadline = time.monotonic() + timeout_s
-    value = read()
-    while value != expected and time.monotonic() < deadline:
-        time.sleep(0.2)
-        value = read()
-    return value
 
 
 def assert_on_time(message: Received, due: datetime) -> None:

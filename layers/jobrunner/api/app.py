@@ -82,7 +82,7 @@ def list_jobs(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     status: Annotated[JobStatus | None, Query()] = None,
 ) -> Response[Any]:
-    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor, status)
+    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor or None, status)
     return _json(HTTPStatus.OK, JobsOut(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
 

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import ExecutionRecord
 
 
+MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+MAX_ATTEMPT = 1000
+
+
 def encode_execution_cursor(record: ExecutionRecord) -> str:
     raw = f"{to_epoch_ms(record.scheduled_at)}:{record.attempt}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -22,7 +26,9 @@ def encode_execution_cursor(record: ExecutionRecord) -> str:
 def decode_execution_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        epoch_ms, attempt = raw.split(":")
-        return from_epoch_ms(int(epoch_ms)), int(attempt)
-    except (ValueError, UnicodeDecodeError):
+        epoch_ms, attempt = (int(part) for part in raw.split(":"))
+        if not (0 <= epoch_ms <= MAX_EPOCH_MS and 1 <= attempt <= MAX_ATTEMPT):
+            raise ValueError(raw)
+        return from_epoch_ms(epoch_ms), attempt
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidField("cursor", "not a cursor this API returned") from None

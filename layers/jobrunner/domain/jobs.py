@@ -92,6 +92,8 @@ class Job:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: Seconds an execution may run without reporting before it counts as failed (None: no limit).
     timeout_s: int | None = None
+    #: When the job was last paused (resume with catch-up replays the fires missed since then).
+    paused_at: datetime | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

@@ -188,7 +188,7 @@ class JobService:
         job = self._active_or_paused(user_id, job_id)
         if job.state is JobState.PAUSED:
             return job
-        return self._save(job, state=JobState.PAUSED, next_run_at=None)
+        return self._save(job, state=JobState.PAUSED, next_run_at=None, paused_at=self._clock.now())
 
     def resume(self, user_id: str, job_id: str, catch_up: bool = False) -> Job:
         """Resume from the first fire after now; with ``catch_up``, from the first fire after the pause, so
@@ -197,7 +197,7 @@ class JobService:
         if job.state is JobState.ACTIVE:
             return job
         now = self._clock.now()
-        since = job.updated_at if catch_up else now
+        since = (job.paused_at or now) if catch_up else now
         first = job.schedule.next_fire_after(since - timedelta(milliseconds=1) if catch_up else since)
         if first is None:
             raise Conflict("the schedule has no fire left after now; nothing to resume")

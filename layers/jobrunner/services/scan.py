@@ -3,7 +3,8 @@
 One scan owns one partition through a lease. It streams the PLANNED lane in due order, polls the
 LATE lane about every second (rows written after the scan may have started), and for each group of
 due rows: reads their jobs, drops rows that are stale (cancelled, paused or re-planned job), publishes
-the rest, then atomically records history, plans the next run and removes the row.
+the rest, having first recorded each one as RUNNING (so that no worker result can arrive for an
+execution the store does not know), then atomically plans the next run and removes the row.
 
 Failure handling, in order of the steps:
 - publish fails: the rows stay in the partition and are retried with backoff within the scan;
@@ -76,6 +77,12 @@ class ScanReport:
     lateness_ms: list[float] = field(default_factory=list)
 
 
+def _identity(row: ScheduledExecution) -> tuple[object, ...]:
+    """A row's identity: its clustering key plus the version it was planned under. Two rows of one
+    execution (one stale, one re-planned) are two rows; the scan decides which one is publishable."""
+    return (row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
+
+
 class _Due:
     """Rows waiting to be published, ordered by due instant (planned stream merged with late polls)."""
 
@@ -83,14 +90,15 @@ class _Due:
         self._planned = planned
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
-        self.seen: set[str] = set()
+        #: Rows already taken, by identity (a late-lane poll returns the rows it returned before).
+        self.seen: set[tuple[object, ...]] = set()
         self._head: ScheduledExecution | None = None
         self._advance_head()
 
     def _advance_head(self) -> None:
-        self._head = next((r for r in self._planned if r.execution_id not in self.seen), None)
+        self._head = next((r for r in self._planned if _identity(r) not in self.seen), None)
         if self._head is not None:
-            self.seen.add(self._head.execution_id)
+            self.seen.add(_identity(self._head))
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
         heapq.heappush(self._heap, (max(row.due_at, not_before or row.due_at), next(self._order), row))
@@ -204,8 +212,8 @@ class ScanService:
     def _poll_late(self, segment: int, bucket: datetime, due: _Due) -> bool:
         try:
             for row in self._store.scheduled(bucket, segment, Lane.LATE):
-                if row.execution_id not in due.seen:
-                    due.seen.add(row.execution_id)
+                if _identity(row) not in due.seen:
+                    due.seen.add(_identity(row))
                     due.add(row)
         except Unavailable as exc:
             log.warning("late lane poll of %s/%s failed: %s", segment, bucket, exc)
@@ -242,6 +250,16 @@ class ScanService:
                 report.dropped += len(stale)
             except Unavailable:
                 report.errors += 1  # harmless: a later scan drops them again
+        published_at = self._clock.now()
+        records = [self._record(row, published_at) for row, _ in live]
+        try:
+            self._store.start(records)
+        except Unavailable as exc:
+            log.warning("history writes failed, retrying: %s", exc)
+            report.errors += 1
+            for row, _ in live:
+                due.add(row, not_before=retry_at)
+            return []
         messages = []
         for row, job in live:
             key, value, headers = execution_message(job, row)
@@ -254,16 +272,24 @@ class ScanService:
                 log.warning("publish failed for %d of %d, retrying: %s", len(exc.failed), len(messages), exc)
                 report.errors += 1
                 failed = set(exc.failed)
-        published_at = self._clock.now()
+        acked_at = self._clock.now()
         completions = []
         for index, (row, job) in enumerate(live):
             if index in failed:
                 due.add(row, not_before=retry_at)
                 continue
             report.published += 1
-            report.lateness_ms.append((published_at - row.due_at).total_seconds() * 1000)
-            completions.append(self._completion(row, job, published_at))
+            report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
+            completions.append(self._completion(row, job, acked_at))
         return self._complete(completions, report)
+
+    @staticmethod
+    def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
+        return ExecutionRecord(
+            job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
+            execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
+            trigger=row.trigger, due_at=row.due_at, published_at=now,
+        )
 
     def _expire(self, watchdogs: list[ScheduledExecution], retry_at: datetime, due: _Due, report: ScanReport) -> None:
         """Watchdog rows are not published: each fails its execution if that has not reported yet."""
@@ -279,11 +305,6 @@ class ScanService:
                 due.add(row, not_before=retry_at)
 
     def _completion(self, row: ScheduledExecution, job: Job, now: datetime) -> Completion:
-        record = ExecutionRecord(
-            job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
-            execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
-            trigger=row.trigger, due_at=row.due_at, published_at=now,
-        )
         following = None
         next_run_at = None
         if row.trigger is Trigger.SCHEDULE and job.schedule.recurring:
@@ -301,7 +322,7 @@ class ScanService:
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at,
             )
         return Completion(
-            done=row, record=record, following=following, next_run_at=next_run_at,
+            done=row, following=following, next_run_at=next_run_at,
             sets_next_run=row.trigger is Trigger.SCHEDULE, watchdog=watchdog,
         )
 

@@ -42,6 +42,7 @@ def producer_config(settings: KafkaSettings) -> dict[str, Any]:
         "retries": 10,
         "request_timeout_ms": 15_000,
         "reconnect_backoff_max_ms": 2_000,
+        "max_block_ms": 10_000,  # a send never blocks the scan longer than this when the broker is away
     }
     if settings.compression:
         config["compression_type"] = settings.compression

@@ -7,22 +7,21 @@ no secondary index, no ALLOW FILTERING.
 
 from __future__ import annotations
 
-import base64
-import binascii
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cassandra import ConsistencyLevel, DriverException, InvalidRequest
+from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 
 from jobrunner.adapters.stores import codec
-from jobrunner.domain.errors import InvalidField, Unavailable
+from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
+from jobrunner.domain.errors import Unavailable
 from jobrunner.ports import Completion, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from datetime import datetime
 
     from cassandra.cluster import Session
 
@@ -32,18 +31,15 @@ T = TypeVar("T")
 
 INSERT_JOB = (
     "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, retry, timeout_s,"
-    " created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " paused_at, created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 UPDATE_JOB_RUN = (
     "UPDATE job_table SET last_run_at = ?, last_execution_id = ?, last_status = ?"
     " WHERE user_id = ? AND job_id = ?"
 )
-UPDATE_JOB_RUN_AND_NEXT = (
-    "UPDATE job_table SET last_run_at = ?, last_execution_id = ?, last_status = ?, next_run_at = ?"
-    " WHERE user_id = ? AND job_id = ?"
-)
+UPDATE_JOB_NEXT_RUN = "UPDATE job_table SET next_run_at = ? WHERE user_id = ? AND job_id = ?"
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule (next_execution_time, segment, lane, due_at, job_id, execution_id, user_id,"
     " scheduled_at, attempt, job_version, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -60,23 +56,27 @@ INSERT_RECORD = (
     " due_at, published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_RECORDS = "SELECT * FROM task_history WHERE job_id = ? LIMIT ?"
-SELECT_RECORDS_UNTIL = "SELECT * FROM task_history WHERE job_id = ? AND execution_time <= ? LIMIT ?"
+SELECT_RECORDS_SAME_TIME = (
+    "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt < ? LIMIT ?"
+)
+SELECT_RECORDS_BEFORE = "SELECT * FROM task_history WHERE job_id = ? AND execution_time < ? LIMIT ?"
 SELECT_RECORD = "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt = ?"
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, retry = ?, timeout_s = ?,"
-    " updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ?"
+    " paused_at = ?, updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ?"
 )
 UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
-SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ?"
+SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
+SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
     "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
-    " VALUES (?, ?, ?, ?, toTimestamp(now())) IF NOT EXISTS"
+    " VALUES (?, ?, ?, ?, ?) IF NOT EXISTS"
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_RUN_AND_NEXT, INSERT_SCHEDULED, SELECT_SCHEDULED,
-    DELETE_SCHEDULED, INSERT_RECORD, SELECT_RECORDS, SELECT_RECORDS_UNTIL, SELECT_RECORD, UPDATE_JOB_USER_FIELDS,
-    UPDATE_JOB_LAST_STATUS, SELECT_JOBS, CLAIM_IDEMPOTENCY_KEY,
+    INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_NEXT_RUN, INSERT_SCHEDULED, SELECT_SCHEDULED,
+    DELETE_SCHEDULED, INSERT_RECORD, SELECT_RECORDS, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
+    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -149,21 +149,25 @@ class CassandraJobStore(JobStore):
                 return
             yield codec.scheduled_from_row(row)
 
+    def start(self, records: Sequence[ExecutionRecord]) -> None:
+        statements: list[tuple[Any, Sequence[Any] | None]] = []
+        for record in records:
+            batch = self._batch()
+            batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
+            batch.add(self._stmt(UPDATE_JOB_RUN), (record.published_at, record.execution_id, record.status.value,
+                                                   record.user_id, record.job_id))
+            statements.append((batch, None))
+        self._run_concurrently(statements)
+
     def complete(self, completions: Sequence[Completion]) -> None:
         statements: list[tuple[Any, Sequence[Any] | None]] = []
         for c in completions:
             batch = self._batch()
-            record = c.record
-            batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
             for row in (c.following, c.watchdog):
                 if row is not None:
                     batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(row))
-            run = (record.published_at, record.execution_id, record.status.value)
-            key = (c.done.user_id, c.done.job_id)
             if c.sets_next_run:
-                batch.add(self._stmt(UPDATE_JOB_RUN_AND_NEXT), (*run, c.next_run_at, *key))
-            else:
-                batch.add(self._stmt(UPDATE_JOB_RUN), (*run, *key))
+                batch.add(self._stmt(UPDATE_JOB_NEXT_RUN), (c.next_run_at, c.done.user_id, c.done.job_id))
             batch.add(self._stmt(DELETE_SCHEDULED), codec.scheduled_key(c.done))
             statements.append((batch, None))
         self._run_concurrently(statements)
@@ -176,12 +180,16 @@ class CassandraJobStore(JobStore):
         if before is None:
             result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS), (job_id, limit)))
             return [codec.record_from_row(row) for row in result]
-        # Rows at the cursor's own instant are read again and filtered here: a plain slice on the
-        # first clustering column is what every backend (Keyspaces included) supports.
-        params = (job_id, before[0], limit + before[1])
-        result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS_UNTIL), params))
-        records = [codec.record_from_row(row) for row in result]
-        return [r for r in records if (r.scheduled_at, r.attempt) < before][:limit]
+        # The rest of the cursor's own instant (lower attempts), then older instants: two plain slices.
+        at, attempt = before
+        same = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS_SAME_TIME), (job_id, at, attempt, limit)))
+        records = [codec.record_from_row(row) for row in same]
+        if len(records) < limit:
+            older = _guard(lambda: self._session.execute(
+                self._stmt(SELECT_RECORDS_BEFORE), (job_id, at, limit - len(records))
+            ))
+            records += [codec.record_from_row(row) for row in older]
+        return records
 
     def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
         batch = self._batch()
@@ -195,25 +203,18 @@ class CassandraJobStore(JobStore):
         self._run_concurrently([(stmt, codec.scheduled_values(row)) for row in rows])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
-        stmt = self._stmt(SELECT_JOBS)
-        try:
-            paging_state = base64.urlsafe_b64decode(cursor.encode()) if cursor else None
-        except (ValueError, binascii.Error):
-            raise InvalidField("cursor", "not a cursor this API returned") from None
-        bound = stmt.bind((user_id,))
-        bound.fetch_size = limit
-        try:
-            result = self._session.execute(bound, paging_state=paging_state)
-        except InvalidRequest:
-            raise InvalidField("cursor", "not a cursor this API returned") from None
-        except _DRIVER_ERRORS as exc:
-            raise Unavailable(f"database unavailable: {exc}") from exc
-        jobs = [codec.job_from_row(row) for row in result.current_rows]
-        next_state = result.paging_state if result.has_more_pages else None
-        return jobs, base64.urlsafe_b64encode(next_state).decode() if next_state else None
+        after = decode_job_cursor(cursor) if cursor else None
+        if after is None:
+            result = _guard(lambda: self._session.execute(self._stmt(SELECT_JOBS), (user_id, limit + 1)))
+        else:
+            result = _guard(lambda: self._session.execute(self._stmt(SELECT_JOBS_AFTER), (user_id, after, limit + 1)))
+        jobs = [codec.job_from_row(row) for row in result]
+        page = jobs[:limit]
+        return page, encode_job_cursor(page[-1].job_id) if len(jobs) > limit else None
 
     def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
-        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind((user_id, key, job_id, fingerprint))
+        claimed_at = datetime.now(UTC)
+        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind((user_id, key, job_id, fingerprint, claimed_at))
         bound.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
         row = _guard(lambda: self._session.execute(bound).one())
         if row.applied:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 from jobrunner.ports import Completion, JobStore, Outcome
 
@@ -51,24 +52,26 @@ class MemoryJobStore(JobStore):
             if row is not None:
                 yield row
 
+    def start(self, records: Sequence[ExecutionRecord]) -> None:
+        with self._lock:
+            for record in records:
+                self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
+                job = self.jobs.get((record.user_id, record.job_id))
+                if job is not None:
+                    self.jobs[(job.user_id, job.job_id)] = replace(
+                        job, last_run_at=record.published_at, last_execution_id=record.execution_id,
+                        last_status=record.status,
+                    )
+
     def complete(self, completions: Sequence[Completion]) -> None:
         with self._lock:
             for c in completions:
-                record = c.record
-                self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
                 for row in (c.following, c.watchdog):
                     if row is not None:
                         self.rows[_row_key(row)] = row
                 job = self.jobs.get((c.done.user_id, c.done.job_id))
-                if job is not None:
-                    changes: dict[str, object] = {
-                        "last_run_at": record.published_at,
-                        "last_execution_id": record.execution_id,
-                        "last_status": record.status,
-                    }
-                    if c.sets_next_run:
-                        changes["next_run_at"] = c.next_run_at
-                    self.jobs[(job.user_id, job.job_id)] = replace(job, **changes)  # type: ignore[arg-type]
+                if job is not None and c.sets_next_run:
+                    self.jobs[(job.user_id, job.job_id)] = replace(job, next_run_at=c.next_run_at)
                 self.rows.pop(_row_key(c.done), None)
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
@@ -88,8 +91,8 @@ class MemoryJobStore(JobStore):
         with self._lock:
             current = self.jobs.get((job.user_id, job.job_id))
             if current is not None:  # the run fields belong to the scan and results
-                job = replace(job, last_run_at=current.last_run_at, last_execution_id=current.last_execution_id,
-                              last_status=current.last_status)
+                job = replace(job, created_at=current.created_at, last_run_at=current.last_run_at,
+                              last_execution_id=current.last_execution_id, last_status=current.last_status)
             self.jobs[(job.user_id, job.job_id)] = job
             if next_row is not None:
                 self.rows[_row_key(next_row)] = next_row
@@ -103,9 +106,10 @@ class MemoryJobStore(JobStore):
         with self._lock:
             mine = sorted((j for (u, _), j in self.jobs.items() if u == user_id), key=lambda j: j.job_id)
         if cursor is not None:
-            mine = [j for j in mine if j.job_id > cursor]
+            after = decode_job_cursor(cursor)
+            mine = [j for j in mine if j.job_id > after]
         page = mine[:limit]
-        return page, (page[-1].job_id if len(mine) > limit else None)
+        return page, (encode_job_cursor(page[-1].job_id) if len(mine) > limit else None)
 
     def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
         with self._lock:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
-from cassandra.policies import DCAwareRoundRobinPolicy, RoundRobinPolicy
+from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, RoundRobinPolicy
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
         cluster = Cluster(
             list(settings.contact_points), port=settings.port, protocol_version=4,
             execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            # A restarted node is found again within seconds (the default backs off to 10 minutes).
+            reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
         )
     session = cluster.connect()
     if keyspace:

@@ -157,10 +157,48 @@ def test_schedule_from_dict_prefixes_fields_with_the_given_path() -> None:
     assert caught.value.field == "jobs.0.schedule.every"
 
 
-def test_unsupported_kind_is_named() -> None:
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        ({"at": "2026-11-22T10:00:00Z"}, "at"),
+        ({"every": "PT5M"}, "every"),
+        ({"cron": "*/5 * * * *"}, "cron"),
+        ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H"}, "iso8601"),
+    ],
+)
+def test_every_kind_is_supported(data: dict[str, str], kind: str) -> None:
+    assert schedule_from_dict(data).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"timezone": "UTC"}, "schedule"),
+        ({"at": "2026-11-22T10:00:00Z", "timezone": "UTC"}, "schedule.timezone"),
+        ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H", "timezone": "UTC"}, "schedule.timezone"),
+        ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H", "start": "2026-11-22T10:00:00Z"}, "schedule.start"),
+        ({"cron": "* * * * *", "end": "2026-11-22T10:00:00Z"}, "schedule.end"),
+        ({"cron": "* * * * *", "iso8601": "R5/2026-11-22T10:00:00Z/PT1H"}, "schedule"),
+    ],
+    ids=[
+        "timezone-alone", "at-with-timezone", "iso8601-with-timezone", "iso8601-with-start", "cron-with-end",
+        "two-kinds",
+    ],
+)
+def test_keys_of_other_kinds_are_named(data: dict[str, str], field: str) -> None:
     with pytest.raises(InvalidField) as caught:
-        schedule_from_dict({"cron": "*/5 * * * *"})
-    assert caught.value.field == "schedule.cron"
+        schedule_from_dict(data)
+    assert caught.value.field == field
+
+
+def test_the_package_still_exports_what_the_module_did() -> None:
+    from jobrunner.domain import schedules
+
+    for name in (
+        "At", "Every", "Schedule", "schedule_from_dict", "parse_instant", "parse_interval", "MIN_INTERVAL",
+        "AT_PAST_TOLERANCE", "Cron", "RepeatingInterval",
+    ):
+        assert hasattr(schedules, name), name
 
 
 def test_parse_interval_reasons() -> None:
@@ -170,6 +208,13 @@ def test_parse_interval_reasons() -> None:
         parse_interval("PT9.999S", "f")
     assert parse_interval("PT10S", "f") == timedelta(seconds=10)
     assert parse_interval("P1W", "f") == timedelta(days=7)
+
+
+@pytest.mark.parametrize("value", [1795000000000, None, ["2026-11-22T10:00:00Z"], {"at": "x"}])
+def test_parse_instant_rejects_what_is_not_a_string(value: object) -> None:
+    with pytest.raises(InvalidField, match="not an RFC 3339 date-time") as caught:
+        parse_instant(value, "scheduled_at")
+    assert caught.value.field == "scheduled_at"
 
 
 def test_parse_instant_converts_offsets_to_utc() -> None:

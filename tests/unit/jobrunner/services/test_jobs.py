@@ -1,18 +1,32 @@
-"""JobService: validation, and the job stored together with its first scheduled run."""
+"""JobService: validation, the job stored with its first run, idempotent submission, lists and management.
+
+Management stories end with a scan of the partition concerned (memory adapters, manual clock), since
+what a change means is what the scan then publishes or drops.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import InvalidField, JobNotFound
-from jobrunner.domain.jobs import JobStatus, Lane, Trigger, execution_id_for
+from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound
+from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
-from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.domain.time import minute_bucket
+from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+
+if TYPE_CHECKING:
+    from jobrunner.domain.jobs import ScheduledExecution
+    from jobrunner.ports import OutboundMessage
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 RULES = JobRules(segment_count=16, allowed_topics=frozenset({"jobs", "reports"}), max_payload_bytes=100)
@@ -24,8 +38,13 @@ def store() -> MemoryJobStore:
 
 
 @pytest.fixture
-def service(store: MemoryJobStore) -> JobService:
-    return JobService(store, ManualClock(NOW), RULES)
+def clock() -> ManualClock:
+    return ManualClock(NOW)
+
+
+@pytest.fixture
+def service(store: MemoryJobStore, clock: ManualClock) -> JobService:
+    return JobService(store, clock, RULES)
 
 
 def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service: JobService) -> None:
@@ -106,3 +125,558 @@ def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -
         service.get("mallory", job.job_id)
     with pytest.raises(JobNotFound):
         service.executions("mallory", job.job_id)
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def at(minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 11, 22, 10, minute, second, tzinfo=UTC)
+
+
+#: A bucket far enough ahead of NOW that rows written now go to its planned lane.
+BUCKET = at(10)
+
+
+def scan(
+    store: MemoryJobStore, clock: ManualClock, job: Job, bucket: datetime
+) -> tuple[ScanReport, list[OutboundMessage]]:
+    """Run the scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, to its end."""
+    clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
+    publisher = MemoryPublisher()
+    scans = ScanService(store, publisher, MemoryHeartbeatStore(), clock, ScanRules(segment_count=RULES.segment_count))
+    report = scans.scan(ScanRequest(segment=segment_of(job.job_id, RULES.segment_count), bucket=bucket))
+    return report, publisher.sent
+
+
+def rows_of(store: MemoryJobStore, job: Job) -> list[ScheduledExecution]:
+    return sorted((r for r in store.rows.values() if r.job_id == job.job_id), key=lambda r: (r.due_at, r.job_version))
+
+
+def stored(store: MemoryJobStore, job: Job) -> Job:
+    return store.jobs[(job.user_id, job.job_id)]
+
+
+def every_minute(service: JobService, payload: object = None) -> Job:
+    return service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), payload or {"n": 1}))[0]
+
+
+# -- idempotent submission --------------------------------------------------------------------------------
+
+
+def test_same_key_and_same_request_returns_the_first_job(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job submitted with an idempotency key (an every without start: anchored at submission)
+    new = NewJob(Every(timedelta(minutes=5)), {"n": 1}, retry=RetryPolicy(max_retries=2), timeout_s=60)
+    first, created = service.submit("alice", new, "key-1")
+    # When the client retries the same request later (its first answer was lost)
+    clock.advance(timedelta(seconds=30))
+    again, created_again = service.submit("alice", new, "key-1")
+    # Then it gets the same job, not a second one, and is told it was not created now
+    assert (created, created_again) == (True, False)
+    assert again == first
+    assert list(store.jobs) == [("alice", first.job_id)]
+    assert len(store.rows) == 1
+
+
+def test_same_key_with_a_different_request_is_a_conflict(store: MemoryJobStore, service: JobService) -> None:
+    first = service.submit("alice", NewJob(At(BUCKET), {"n": 1}), "key-1")[0]
+    for different in (NewJob(At(BUCKET), {"n": 2}), NewJob(At(BUCKET + timedelta(seconds=1)), {"n": 1}),
+                      NewJob(At(BUCKET), {"n": 1}, topic="reports"), NewJob(At(BUCKET), {"n": 1}, timeout_s=5),
+                      NewJob(At(BUCKET), {"n": 1}, retry=RetryPolicy(max_retries=1))):
+        with pytest.raises(Conflict):
+            service.submit("alice", different, "key-1")
+    assert store.jobs == {("alice", first.job_id): first}
+    assert len(store.rows) == 1
+
+
+def test_idempotency_keys_belong_to_their_tenant(store: MemoryJobStore, service: JobService) -> None:
+    new = NewJob(At(BUCKET), {"n": 1})
+    alices, _ = service.submit("alice", new, "key-1")
+    bobs, created = service.submit("bob", new, "key-1")
+    assert created and bobs.job_id != alices.job_id
+    assert set(store.jobs) == {("alice", alices.job_id), ("bob", bobs.job_id)}
+
+
+def test_claimed_key_whose_job_was_never_written_creates_it_under_the_claimed_id(
+    store: MemoryJobStore, service: JobService
+) -> None:
+    # Given a first request that claimed the key and then died before writing its job
+    new = NewJob(At(BUCKET), {"n": 1})
+    store.claim_idempotency_key("alice", "key-1", "job-of-the-first-request", new.fingerprint())
+    # When the client retries
+    job, created = service.submit("alice", new, "key-1")
+    # Then the job is created, under the id the key is bound to, with its first run
+    assert (job.job_id, created) == ("job-of-the-first-request", True)
+    assert store.jobs == {("alice", "job-of-the-first-request"): job}
+    [row] = store.rows.values()
+    assert (row.job_id, row.due_at) == ("job-of-the-first-request", BUCKET)
+    assert row.execution_id == execution_id_for("job-of-the-first-request", BUCKET, 1, Trigger.SCHEDULE)
+    assert row.segment == segment_of("job-of-the-first-request", RULES.segment_count)
+    # and a further retry finds it
+    assert service.submit("alice", new, "key-1") == (job, False)
+
+
+def test_claimed_key_of_a_different_request_is_a_conflict_even_without_its_job(
+    store: MemoryJobStore, service: JobService
+) -> None:
+    store.claim_idempotency_key("alice", "key-1", "job-of-the-first-request", "another-fingerprint")
+    with pytest.raises(Conflict):
+        service.submit("alice", NewJob(At(BUCKET), {}), "key-1")
+    assert store.jobs == {} and store.rows == {}
+
+
+def test_rejected_request_does_not_claim_the_key(store: MemoryJobStore, service: JobService) -> None:
+    with pytest.raises(InvalidField):
+        service.submit("alice", NewJob(At(BUCKET), {}, topic="payroll"), "key-1")
+    assert store.idempotency == {}
+    _, created = service.submit("alice", NewJob(At(BUCKET), {}), "key-1")
+    assert created
+
+
+# -- list with a status filter ------------------------------------------------------------------------
+
+
+class CountingStore(MemoryJobStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.list_calls: list[int] = []
+
+    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        self.list_calls.append(limit)
+        return super().list_jobs(user_id, limit, cursor)
+
+
+def submit_many(service: JobService, count: int) -> list[Job]:
+    jobs = [service.submit("alice", NewJob(At(BUCKET), {"i": i}))[0] for i in range(count)]
+    return sorted(jobs, key=lambda j: j.job_id)
+
+
+def follow(service: JobService, limit: int, status: JobStatus | None) -> tuple[list[Job], int]:
+    """Every job of alice's list, following the cursors; and how many requests that took."""
+    found: list[Job] = []
+    cursor: str | None = None
+    requests = 0
+    while True:
+        page, cursor = service.list_jobs("alice", limit, cursor, status)
+        assert len(page) <= limit
+        found += page
+        requests += 1
+        if cursor is None:
+            return found, requests
+
+
+def test_list_without_filter_is_the_stores_pages(service: JobService) -> None:
+    jobs = submit_many(service, 5)
+    service.submit("bob", NewJob(At(BUCKET), {}))
+    found, requests = follow(service, 2, None)
+    assert (found, requests) == (jobs, 3)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 10])
+def test_list_by_status_finds_every_matching_job_across_pages(service: JobService, limit: int) -> None:
+    jobs = submit_many(service, 7)
+    paused = [service.pause("alice", jobs[i].job_id) for i in (1, 4, 5)]
+    cancelled = service.cancel("alice", jobs[6].job_id)
+    assert follow(service, limit, JobStatus.PAUSED)[0] == paused
+    assert follow(service, limit, JobStatus.CANCELLED)[0] == [cancelled]
+    assert [j.job_id for j in follow(service, limit, JobStatus.SCHEDULED)[0]] == [jobs[i].job_id for i in (0, 2, 3)]
+    assert follow(service, limit, JobStatus.RUNNING)[0] == []
+
+
+def test_list_by_status_reads_a_bounded_number_of_pages_and_answers_with_a_cursor(clock: ManualClock) -> None:
+    # Given many jobs, of which only the last in job_id order is paused
+    store = CountingStore()
+    service = JobService(store, clock, RULES)
+    jobs = submit_many(service, MAX_PAGES_PER_LIST + 5)
+    paused = service.pause("alice", jobs[-1].job_id)
+    # When the paused jobs are listed one per page
+    page, cursor = service.list_jobs("alice", 1, None, JobStatus.PAUSED)
+    # Then the first answer is empty, after MAX_PAGES_PER_LIST store reads, and has a cursor to go on with
+    assert (page, len(store.list_calls)) == ([], MAX_PAGES_PER_LIST)
+    assert cursor is not None
+    page, cursor = service.list_jobs("alice", 1, cursor, JobStatus.PAUSED)
+    assert (page, cursor) == ([paused], None)
+
+
+def test_list_by_status_asks_the_store_only_for_what_is_missing(clock: ManualClock) -> None:
+    store = CountingStore()
+    service = JobService(store, clock, RULES)
+    jobs = submit_many(service, 6)
+    for job in jobs[:4]:
+        service.pause("alice", job.job_id)
+    page, cursor = service.list_jobs("alice", 3, None, JobStatus.PAUSED)
+    assert [j.job_id for j in page] == [j.job_id for j in jobs[:3]]
+    assert cursor is not None and store.list_calls == [3]
+
+
+# -- preview ------------------------------------------------------------------------------------------
+
+
+def test_preview_lists_the_next_fires_from_the_next_run(service: JobService) -> None:
+    job = every_minute(service)
+    assert service.preview(job, 3) == [BUCKET, at(11), at(12)]
+    assert service.preview(job, 0) == []
+
+
+def test_preview_stops_where_the_schedule_ends(service: JobService) -> None:
+    ending = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET, end=at(11, 30)), {}))[0]
+    assert service.preview(ending, 5) == [BUCKET, at(11)]
+    once = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    assert service.preview(once, 5) == [BUCKET]
+
+
+def test_preview_of_a_paused_or_cancelled_job_is_empty(service: JobService) -> None:
+    paused = service.pause("alice", every_minute(service).job_id)
+    cancelled = service.cancel("alice", every_minute(service).job_id)
+    assert service.preview(paused, 3) == [] and service.preview(cancelled, 3) == []
+
+
+# -- cancel ----------------------------------------------------------------------------------------------
+
+
+def test_cancel_bumps_the_version_and_the_planned_row_is_then_dropped_by_its_scan(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job with its first run planned
+    job = every_minute(service)
+    [planned] = rows_of(store, job)
+    # When it is cancelled
+    clock.advance(timedelta(seconds=5))
+    cancelled = service.cancel("alice", job.job_id)
+    # Then it is a new version with no next run; the planned row stays for its scan, which drops it
+    assert (cancelled.state, cancelled.status, cancelled.version, cancelled.next_run_at) == (
+        JobState.CANCELLED, JobStatus.CANCELLED, 2, None
+    )
+    assert cancelled.updated_at == clock.now()
+    assert stored(store, job) == cancelled
+    assert rows_of(store, job) == [planned]
+    report, sent = scan(store, clock, job, BUCKET)
+    assert (sent, report.dropped) == ([], 1)
+    assert store.rows == {} and store.records == {}
+
+
+def test_cancel_is_idempotent(store: MemoryJobStore, service: JobService, clock: ManualClock) -> None:
+    job = every_minute(service)
+    cancelled = service.cancel("alice", job.job_id)
+    clock.advance(timedelta(minutes=1))
+    assert service.cancel("alice", job.job_id) == cancelled
+    assert stored(store, job).version == 2
+
+
+def test_another_tenant_cannot_cancel(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    with pytest.raises(JobNotFound):
+        service.cancel("mallory", job.job_id)
+    assert stored(store, job) == job
+
+
+# -- pause and resume -----------------------------------------------------------------------------------
+
+
+def test_pause_stops_the_job_and_its_planned_row_is_dropped(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    job = every_minute(service)
+    paused = service.pause("alice", job.job_id)
+    assert (paused.state, paused.status, paused.version, paused.next_run_at, paused.paused_at) == (
+        JobState.PAUSED, JobStatus.PAUSED, 2, None, NOW
+    )
+    assert stored(store, job) == paused
+    assert len(rows_of(store, job)) == 1  # only the row planned under version 1
+    assert service.pause("alice", job.job_id) == paused  # idempotent
+    report, sent = scan(store, clock, job, BUCKET)
+    assert (sent, report.dropped) == ([], 1)
+
+
+def test_cancelled_job_cannot_be_paused_or_resumed(service: JobService) -> None:
+    job = every_minute(service)
+    service.cancel("alice", job.job_id)
+    with pytest.raises(Conflict):
+        service.pause("alice", job.job_id)
+    with pytest.raises(Conflict):
+        service.resume("alice", job.job_id)
+
+
+def test_resuming_an_active_job_changes_nothing(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    assert service.resume("alice", job.job_id) == job
+    assert stored(store, job).version == 1 and len(store.rows) == 1
+
+
+def test_resume_runs_from_the_first_fire_after_now_without_backlog(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10, paused before its first fire
+    job = every_minute(service)
+    service.pause("alice", job.job_id)
+    # When it is resumed at 10:15:30
+    clock.set(at(15, 30))
+    resumed = service.resume("alice", job.job_id)
+    # Then it runs again from 10:16; the fires of 10:10 to 10:15 are skipped
+    assert (resumed.state, resumed.status, resumed.version, resumed.next_run_at) == (
+        JobState.ACTIVE, JobStatus.SCHEDULED, 3, at(16)
+    )
+    new_row = rows_of(store, job)[-1]
+    assert (new_row.due_at, new_row.job_version, new_row.trigger) == (at(16), 3, Trigger.SCHEDULE)
+    _, sent = scan(store, clock, job, at(15))
+    assert sent == []
+
+
+def test_resume_with_catch_up_replays_the_fires_missed_while_paused(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10, paused at 10:00:10 before its first fire
+    job = every_minute(service)
+    service.pause("alice", job.job_id)
+    # When it is resumed with catch_up at 10:15:30
+    clock.set(at(15, 30))
+    resumed = service.resume("alice", job.job_id, catch_up=True)
+    # Then its next run is the first fire after the pause, due at once (late lane of the running minute)
+    assert resumed.next_run_at == BUCKET
+    new_row = rows_of(store, job)[-1]
+    assert (new_row.due_at, new_row.bucket, new_row.lane, new_row.job_version) == (BUCKET, at(15), Lane.LATE, 3)
+    # and the scan of that minute publishes every missed fire, one after another, oldest first
+    _, sent = scan(store, clock, job, at(15))
+    assert [m.value["scheduled_at"] for m in sent] == [f"2026-11-22T10:{m}:00.000Z" for m in range(10, 16)]
+
+
+def test_resume_with_catch_up_counts_from_the_pause_even_after_an_edit(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10, paused at 10:00:10, whose payload is edited at 10:12 while paused
+    job = every_minute(service)
+    service.pause("alice", job.job_id)
+    clock.set(at(12))
+    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    # When it is resumed with catch_up at 10:15:30
+    clock.set(at(15, 30))
+    resumed = service.resume("alice", job.job_id, catch_up=True)
+    # Then the fires missed while paused still start at the first one after the pause (10:10)
+    assert resumed.next_run_at == BUCKET
+
+
+def test_resume_with_catch_up_counts_from_the_latest_pause(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10, paused at 10:00:10, resumed at 10:11:30, paused again at 10:13:30
+    # and edited at 10:14:30 while paused
+    job = every_minute(service)
+    service.pause("alice", job.job_id)
+    clock.set(at(11, 30))
+    service.resume("alice", job.job_id)
+    clock.set(at(13, 30))
+    assert service.pause("alice", job.job_id).paused_at == at(13, 30)
+    clock.set(at(14, 30))
+    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    assert stored(store, job).paused_at == at(13, 30)  # an edit is not a pause
+    # When it is resumed with catch_up at 10:15:30
+    clock.set(at(15, 30))
+    resumed = service.resume("alice", job.job_id, catch_up=True)
+    # Then only the fires missed since the second pause are replayed: from 10:14, not 10:10 nor 10:15
+    assert resumed.next_run_at == at(14)
+
+
+def test_resuming_a_one_time_job_whose_time_has_passed_is_a_conflict(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    job = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    paused = service.pause("alice", job.job_id)
+    clock.set(at(15))
+    with pytest.raises(Conflict):
+        service.resume("alice", job.job_id)
+    assert stored(store, job) == paused
+    # with catch_up the missed fire runs at once
+    assert service.resume("alice", job.job_id, catch_up=True).next_run_at == BUCKET
+
+
+def test_resuming_a_one_time_job_before_its_time(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    job = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    service.pause("alice", job.job_id)
+    clock.set(at(5))
+    resumed = service.resume("alice", job.job_id)
+    assert (resumed.next_run_at, resumed.status) == (BUCKET, JobStatus.SCHEDULED)
+    _, sent = scan(store, clock, job, BUCKET)
+    assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [
+        (execution_id_for(job.job_id, BUCKET, 1, Trigger.SCHEDULE), {})
+    ]
+
+
+def test_pause_then_resume_shortly_before_the_run_publishes_it_once(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job due at 10:10:00 whose row was planned long before
+    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    # When it is paused and resumed a minute before its run (the new row goes to the late lane)
+    clock.set(BUCKET - timedelta(seconds=60))
+    service.pause("alice", job.job_id)
+    service.resume("alice", job.job_id)
+    # Then the scan publishes the run exactly once
+    _, sent = scan(store, clock, job, BUCKET)
+    assert [m.value["execution_id"] for m in sent] == [execution_id_for(job.job_id, BUCKET, 1, Trigger.SCHEDULE)]
+
+
+# -- run now ---------------------------------------------------------------------------------------------
+
+
+def test_run_now_plans_a_manual_run_due_now_in_the_late_lane(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    job = every_minute(service)
+    clock.set(at(3, 20))
+    row = service.run_now("alice", job.job_id)
+    assert (row.trigger, row.due_at, row.scheduled_at, row.attempt, row.job_version) == (
+        Trigger.MANUAL, at(3, 20), at(3, 20), 1, 1
+    )
+    assert (row.bucket, row.lane) == (minute_bucket(at(3, 25)), Lane.LATE)
+    assert row.execution_id == execution_id_for(job.job_id, at(3, 20), 1, Trigger.MANUAL)
+    assert row in store.rows.values()
+    assert stored(store, job) == job  # the regular schedule is untouched
+    # and the scan of the running minute publishes it right away
+    _, sent = scan(store, clock, job, at(3))
+    assert [(m.value["execution_id"], m.value["trigger"]) for m in sent] == [(row.execution_id, "MANUAL")]
+    assert stored(store, job).next_run_at == BUCKET
+
+
+def test_run_now_is_allowed_on_a_paused_job(store: MemoryJobStore, service: JobService, clock: ManualClock) -> None:
+    job = every_minute(service)
+    paused = service.pause("alice", job.job_id)
+    row = service.run_now("alice", job.job_id)
+    _, sent = scan(store, clock, job, row.bucket)
+    assert [m.value["execution_id"] for m in sent] == [row.execution_id]
+    after = stored(store, job)
+    assert (after.state, after.version, after.next_run_at) == (JobState.PAUSED, paused.version, None)
+
+
+def test_run_now_of_a_cancelled_job_is_a_conflict(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    service.cancel("alice", job.job_id)
+    before = dict(store.rows)
+    with pytest.raises(Conflict):
+        service.run_now("alice", job.job_id)
+    with pytest.raises(JobNotFound):
+        service.run_now("mallory", job.job_id)
+    assert store.rows == before
+
+
+# -- change (PATCH) ----------------------------------------------------------------------------------------
+
+
+def test_schedule_change_replans_from_now(store: MemoryJobStore, service: JobService, clock: ManualClock) -> None:
+    # Given a job every minute from 10:10
+    job = every_minute(service)
+    # When, at 10:03, it is changed to hourly (without start: the first fire is an interval from now)
+    clock.set(at(3))
+    changed = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(hours=1))))
+    # Then its next run is 11:03 under version 2; the 10:10 row is left to be dropped by its scan
+    assert changed.schedule == Every(timedelta(hours=1), start=at(3) + timedelta(hours=1))
+    assert (changed.next_run_at, changed.version, changed.updated_at) == (at(3) + timedelta(hours=1), 2, at(3))
+    old, new = rows_of(store, job)
+    assert (old.due_at, old.job_version) == (BUCKET, 1)
+    assert (new.due_at, new.job_version, new.lane) == (at(3) + timedelta(hours=1), 2, Lane.PLANNED)
+    report, sent = scan(store, clock, job, BUCKET)
+    assert (sent, report.dropped) == ([], 1)
+
+
+def test_payload_change_keeps_the_next_run_and_replans_the_same_execution_under_the_new_version(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    job = every_minute(service, payload={"n": 1})
+    [before] = rows_of(store, job)
+    clock.set(at(2))
+    changed = service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    assert (changed.payload, changed.next_run_at, changed.version, changed.schedule) == (
+        {"n": 2}, BUCKET, 2, job.schedule
+    )
+    [after] = rows_of(store, job)  # planned into the same place: the row is rewritten
+    assert (after.execution_id, after.due_at, after.job_version) == (before.execution_id, BUCKET, 2)
+    _, sent = scan(store, clock, job, BUCKET)
+    assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [(before.execution_id, {"n": 2})]
+
+
+def test_payload_change_shortly_before_the_run_is_published_once_with_the_new_payload(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job due at 10:10:00 whose row was planned long before (planned lane)
+    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    # When its payload changes a minute before the run (the re-planned row goes to the late lane)
+    clock.set(BUCKET - timedelta(seconds=60))
+    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    # Then the scan publishes the run exactly once, with the new payload
+    _, sent = scan(store, clock, job, BUCKET)
+    assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [
+        (execution_id_for(job.job_id, BUCKET, 1, Trigger.SCHEDULE), {"n": 2})
+    ]
+
+
+def test_other_fields_change_from_the_next_fire(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    retry = RetryPolicy(max_retries=3, initial_delay_s=1, multiplier=3, max_delay_s=30)
+    changed = service.change("alice", job.job_id, JobChanges(topic="reports", retry=retry, timeout_s=30,
+                                                              timeout_set=True))
+    assert (changed.topic, changed.retry, changed.timeout_s, changed.payload) == ("reports", retry, 30, job.payload)
+    cleared = service.change("alice", job.job_id, JobChanges(timeout_s=None, timeout_set=True))
+    assert (cleared.timeout_s, cleared.topic, cleared.version) == (None, "reports", 3)
+
+
+def test_change_of_a_cancelled_job_is_a_conflict(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    cancelled = service.cancel("alice", job.job_id)
+    with pytest.raises(Conflict):
+        service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    assert stored(store, job) == cancelled
+
+
+def test_change_of_a_paused_job_plans_no_run(store: MemoryJobStore, service: JobService, clock: ManualClock) -> None:
+    job = every_minute(service)
+    service.pause("alice", job.job_id)
+    changed = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(hours=1)),
+                                                              payload={"n": 2}, payload_set=True))
+    assert (changed.state, changed.next_run_at, changed.version, changed.payload) == (
+        JobState.PAUSED, None, 3, {"n": 2}
+    )
+    assert len(rows_of(store, job)) == 1  # still only the row of version 1
+    # resuming later plans from the new schedule
+    clock.advance(timedelta(minutes=1))
+    assert service.resume("alice", job.job_id).next_run_at == NOW + timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        (JobChanges(topic="payroll"), "topic"),
+        (JobChanges(payload="x" * 99, payload_set=True), "payload"),
+        (JobChanges(timeout_s=0, timeout_set=True), "timeout_s"),
+        (JobChanges(timeout_s=24 * 3600 + 1, timeout_set=True), "timeout_s"),
+        (JobChanges(schedule=At(NOW - timedelta(minutes=6))), "schedule"),
+        (JobChanges(schedule=Every(timedelta(minutes=1), start=NOW - timedelta(hours=2),
+                                   end=NOW - timedelta(hours=1))), "schedule"),
+    ],
+    ids=["topic", "payload", "timeout-zero", "timeout-too-long", "at-in-past", "every-ended"],
+)
+def test_rejected_change_names_the_field_and_writes_nothing(
+    store: MemoryJobStore, service: JobService, changes: JobChanges, field: str
+) -> None:
+    job = every_minute(service)
+    rows = dict(store.rows)
+    with pytest.raises(InvalidField) as caught:
+        service.change("alice", job.job_id, changes)
+    assert caught.value.field == field
+    assert stored(store, job) == job and store.rows == rows
+
+
+def test_another_tenant_cannot_change_pause_resume_or_run(store: MemoryJobStore, service: JobService) -> None:
+    job = every_minute(service)
+    rows = dict(store.rows)
+    for action in (
+        lambda: service.change("mallory", job.job_id, JobChanges(payload={}, payload_set=True)),
+        lambda: service.pause("mallory", job.job_id),
+        lambda: service.resume("mallory", job.job_id, catch_up=True),
+        lambda: service.run_now("mallory", job.job_id),
+    ):
+        with pytest.raises(JobNotFound):
+            action()
+    assert stored(store, job) == job and store.rows == rows

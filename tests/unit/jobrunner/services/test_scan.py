@@ -13,6 +13,7 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lane, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import ScanRequest
@@ -22,6 +23,7 @@ from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from jobrunner.domain.jobs import ExecutionRecord
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage
 
@@ -202,6 +204,66 @@ def test_publish_failure_is_retried_within_the_scan(world: World) -> None:
     assert world.published() == [(execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE), at(18))]
     assert (report.errors, report.published, report.finished) == (1, 1, True)
     assert len(world.store.records) == 1
+    # the record and the job's run fields are those of the publish that went through
+    assert world.store.records[(job.job_id, at(17), 1)].published_at == at(18)
+    assert world.job(job).last_run_at == at(18)
+    assert world.store.rows == {}
+
+
+class CheckingPublisher(TimedPublisher):
+    """Notes, at each publish, what the store already knows of each execution being published."""
+
+    def __init__(self, clock: ManualClock, store: MemoryJobStore) -> None:
+        super().__init__(clock)
+        self.store = store
+        self.known_at_publish: list[tuple[ExecutionStatus | None, str | None]] = []
+
+    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+        for m in messages:
+            record = self.store.find_record(m.value["job_id"], m.value["execution_id"])
+            job = self.store.get(m.value["user_id"], m.value["job_id"])
+            self.known_at_publish.append((record.status if record else None, job.last_execution_id if job else None))
+        super().publish(messages)
+
+
+def test_an_execution_is_recorded_running_before_it_is_published(world: World) -> None:
+    # Given a worker fast enough to report before the scan has completed the row
+    job = world.submit(At(at(17)))
+    world.publisher = publisher = CheckingPublisher(world.clock, world.store)
+    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    # When the partition is scanned
+    world.scan()
+    # Then, when the message went out, its record (RUNNING) and the job's run fields were already stored
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    assert publisher.known_at_publish == [(ExecutionStatus.RUNNING, execution_id)]
+
+
+class FailingStartStore(MemoryJobStore):
+    """A store whose next ``start`` calls fail (the history write of the scan)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def start(self, records: Sequence[ExecutionRecord]) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise Unavailable("database unavailable")
+        super().start(records)
+
+
+def test_an_execution_whose_record_cannot_be_written_is_not_published_until_it_is() -> None:
+    # Given a store that fails the first history write
+    world = World(store=FailingStartStore(failures=1))
+    job = world.submit(At(at(17)))
+    # When the partition is scanned
+    report = world.scan()
+    # Then nothing went out unrecorded: the execution is published once, one backoff later, and recorded
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    assert world.published() == [(execution_id, at(18))]
+    assert (report.errors, report.published, report.finished) == (1, 1, True)
+    record = world.store.records[(job.job_id, at(17), 1)]
+    assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(18))
     assert world.store.rows == {}
 
 

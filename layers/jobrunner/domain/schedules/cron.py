@@ -1,0 +1,299 @@
+"""``cron``: a five-field cron expression read on the wall clock of an IANA time zone.
+
+croniter does the calendar matching, kept at arm's length:
+- it only sees naive wall-clock times: with aware datetimes croniter 7 applies daylight-saving rules of its
+  own (a 02:30 daily cron fires twice on a fall-back night, a skipped 02:30 fires at 03:00), so this module
+  maps wall-clock times to instants itself, with the policy stated on ``Cron``;
+- it only sees each field as ``*`` or a plain list of numbers, built from the values this module parses:
+  croniter 7 reads any one-value range ``a-a`` as ``*`` (``0-0 * * * *`` would fire every minute) and
+  accepts extensions (``L``, ``W``, ``#``, ``?``, ``H``, seconds, years) that are not part of our syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from jobrunner.domain.errors import InvalidField
+from jobrunner.domain.schedules.base import MILLISECOND
+from jobrunner.domain.time import utc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+#: Longer than any clock change on record (Samoa skipped a whole day in December 2011).
+_LONGEST_JUMP = timedelta(hours=25)
+_SECOND = timedelta(seconds=1)
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_MONTH_NAMES = {name: n for n, name in enumerate(_MONTHS, 1)}
+_DAY_NAMES = {name: n for n, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
+_LONGEST_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_ITEM = re.compile(r"(?:(?P<star>\*)|(?P<low>[0-9]+|[A-Za-z]+)(?:-(?P<high>[0-9]+|[A-Za-z]+))?)(?:/(?P<step>[0-9]+))?")
+#: Names ZoneInfo can load that are not time zones to schedule in: the machine's own zone, a legacy
+#: rules file, and the duplicate trees (``right/`` counts leap seconds, which datetime cannot).
+_NOT_ZONES = ("localtime", "posixrules", "Factory")
+_NOT_ZONE_TREES = ("right/", "posix/")
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+    size: int  # how many distinct values: '*' is low..low+size-1, and values wrap modulo low+size
+    names: Mapping[str, int]
+
+
+_FIELDS = (
+    _Field("minute", 0, 59, 60, {}),
+    _Field("hour", 0, 23, 24, {}),
+    _Field("day-of-month", 1, 31, 31, {}),
+    _Field("month", 1, 12, 12, _MONTH_NAMES),
+    _Field("day-of-week", 0, 7, 7, _DAY_NAMES),  # 0 and 7 are both Sunday
+)
+
+
+@dataclass(frozen=True)
+class Cron:
+    """Fires at the wall-clock times a five-field cron expression names, in ``timezone``.
+
+    Fields: minute hour day-of-month month day-of-week, with numbers, JAN-DEC and SUN-SAT (0 or 7 is
+    Sunday), ``*``, ranges ``a-b``, steps ``*/n`` and ``a-b/n``, and lists. When both day fields are
+    restricted (anything but a bare ``*``), a day matches if either does; otherwise both must match.
+
+    Daylight saving: each matching wall-clock time fires exactly once, at the UTC instant zoneinfo gives
+    it with ``fold=0``:
+    - a time that occurs twice (clocks go back) fires at its first occurrence only; the repeated stretch
+      does not fire again. An hourly cron fires once for the repeated hour; an every-minute cron pauses
+      for the length of the repeat (an hour of real time in Europe and North America).
+    - a time that does not exist (clocks go forward) fires shifted forward by the length of the gap:
+      02:30 in a 02:00->03:00 gap fires at 03:30 new time. Where that lands on an instant the cron fires
+      at anyway (03:00 for ``0 * * * *``), the two are one fire, so hourly and every-minute crons keep
+      firing once per real hour or minute across the gap.
+    """
+
+    cron: str
+    timezone: str = "UTC"
+    kind: ClassVar[str] = "cron"
+    _zone: tzinfo = field(init=False, repr=False, compare=False)
+    _walls: str = field(init=False, repr=False, compare=False)  # the expression as croniter is given it
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_zone", UTC if self.timezone == "UTC" else ZoneInfo(self.timezone))
+        object.__setattr__(self, "_walls", _compile(self.cron, "cron"))
+
+    @property
+    def recurring(self) -> bool:
+        return True
+
+    def first_fire(self, now: datetime) -> datetime | None:
+        """The first fire at or after ``now``."""
+        return self.next_fire_after(utc(now) - MILLISECOND)
+
+    def next_fire_after(self, instant: datetime) -> datetime | None:
+        try:
+            return self._next_fire_after(utc(instant))
+        except OverflowError:  # a wall-clock time on 9999-12-31 whose UTC instant is in year 10000
+            return None
+
+    def _next_fire_after(self, t: datetime) -> datetime | None:
+        zone = self._zone
+        wall = t.astimezone(zone).replace(tzinfo=None)
+        walls = croniter(self._walls, wall)
+        best: datetime | None = None
+        # Times skipped by a gap that ended less than a gap ago fire after t, though their wall-clock
+        # times are before t's: 02:30 fires at 03:30 new time, after t = 03:10.
+        gap = _recent_gap(t, zone)
+        if gap:
+            skipped = _next_wall(walls, wall - gap)
+            if skipped is not None and skipped <= wall and not _exists(skipped, zone):
+                best = _instant(skipped, zone)  # > t, as skipped > wall - gap
+        cursor = wall
+        while (following := _next_wall(walls, cursor)) is not None:
+            fire = _instant(following, zone)
+            if not _exists(following, zone):
+                # Skipped by a coming gap, so shifted forward: a time just after the gap may fire earlier.
+                best = fire if best is None else min(best, fire)
+                cursor = _first_second(following, lambda w: _exists(w, zone)) - _SECOND
+            elif fire <= t:
+                # t is in the second pass of a repeated stretch, whose times fired in the first pass.
+                cursor = _first_second(following, lambda w: not _repeated(w, zone)) - _SECOND
+            else:
+                return fire if best is None else min(best, fire)
+        return best
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cron": self.cron, "timezone": self.timezone}
+
+
+def parse_cron(value: Any, path: str) -> str:
+    """Validate a five-field cron expression; returns it with single spaces between the fields."""
+    if not isinstance(value, str):
+        raise InvalidField(path, "must be a string, e.g. '0 9 * * MON-FRI'")
+    fields = value.split()
+    if value.strip().startswith("@"):
+        raise InvalidField(path, "macros such as @daily are not supported; use five fields, e.g. '0 0 * * *'")
+    if len(fields) in (6, 7):
+        raise InvalidField(
+            path, f"has {len(fields)} fields; seconds and years are not supported: use five fields "
+            "(minute hour day-of-month month day-of-week)"
+        )
+    if len(fields) != 5:
+        raise InvalidField(path, f"needs five fields (minute hour day-of-month month day-of-week), got {len(fields)}")
+    expression = " ".join(fields)
+    _compile(expression, path)
+    return expression
+
+
+def _compile(expression: str, path: str) -> str:
+    """Validate the five fields; returns the expression as croniter is given it: each field ``*`` or a
+    plain list of numbers, days already combined by our rule (see ``Cron``)."""
+    fields = expression.split()
+    minutes, hours, days, months, weekdays = (
+        _field_values(text, spec, path) for text, spec in zip(fields, _FIELDS, strict=True)
+    )
+    days_restricted, weekdays_restricted = fields[2] != "*", fields[4] != "*"
+    if days_restricted and not weekdays_restricted and not any(
+        d <= _LONGEST_MONTH[m - 1] for m in months for d in days
+    ):
+        raise InvalidField(path, "never fires: no month in the expression has those days")
+    # Every day matches when a restricted day field covers its whole range: either side of the "or"
+    # matches, or the "and" is with a field matching every day. Then both are '*' for croniter.
+    every_day = (days_restricted and len(days) == _FIELDS[2].size) or (
+        weekdays_restricted and len(weekdays) == _FIELDS[4].size
+    )
+    return " ".join(
+        _plain(values, spec, restricted)
+        for values, spec, restricted in zip(
+            (minutes, hours, days, months, weekdays),
+            _FIELDS,
+            (True, True, days_restricted and not every_day, True, weekdays_restricted and not every_day),
+            strict=True,
+        )
+    )
+
+
+def _plain(values: frozenset[int], spec: _Field, restricted: bool) -> str:
+    if not restricted or len(values) == spec.size:
+        return "*"
+    return ",".join(str(v) for v in sorted(values))
+
+
+def parse_timezone(value: Any, path: str) -> str:
+    """Validate an IANA time zone name (``UTC``, ``Europe/Paris``, ``America/New_York``, ...)."""
+    hint = "use an IANA time zone name such as 'Europe/Paris' or 'UTC'"
+    if not isinstance(value, str):
+        raise InvalidField(path, f"must be a string; {hint}")
+    if value == "UTC":
+        return value
+    if value in _NOT_ZONES or value.startswith(_NOT_ZONE_TREES):
+        raise InvalidField(path, f"{value!r} is not a time zone; {hint}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise InvalidField(path, f"unknown time zone {value!r}; {hint}") from None
+    return value
+
+
+def _field_values(text: str, spec: _Field, path: str) -> frozenset[int]:
+    """The values a cron field matches (Sunday as 0), raising ``InvalidField`` with a precise reason."""
+    values: set[int] = set()
+    for item in text.split(","):
+        match = _ITEM.fullmatch(item)
+        if match is None:
+            names = " or names" if spec.names else ""
+            raise InvalidField(
+                path, f"{spec.name} field {text!r} is not valid: use numbers{names}, '*', ranges a-b, "
+                "steps */n or a-b/n, and lists a,b"
+            )
+        if match["star"]:
+            low, high = spec.low, spec.low + spec.size - 1
+        else:
+            low = _value(match["low"], spec, path)
+            high = _value(match["high"], spec, path) if match["high"] else low
+            if match["step"] and not match["high"]:
+                raise InvalidField(path, f"{spec.name} step {item!r} needs a range: use */n or a-b/n")
+            if high < low:
+                raise InvalidField(path, f"{spec.name} range {item!r} goes backwards")
+        step = int(match["step"]) if match["step"] else 1
+        if not 1 <= step < spec.size:
+            raise InvalidField(path, f"{spec.name} step in {item!r} must be from 1 to {spec.size - 1}")
+        values.update(v % (spec.low + spec.size) for v in range(low, high + 1, step))
+    return frozenset(values)
+
+
+def _value(token: str, spec: _Field, path: str) -> int:
+    if token.isdigit():
+        number = int(token)
+        if not spec.low <= number <= spec.high:
+            raise InvalidField(path, f"{spec.name} {number} is out of range {spec.low}-{spec.high}")
+        return number
+    named = spec.names.get(token.upper())
+    if named is None:
+        if spec.names:
+            first, *_, last = spec.names
+            raise InvalidField(path, f"{token!r} is not a {spec.name} name ({first}-{last})")
+        raise InvalidField(path, f"{spec.name} {token!r} is not a number")
+    return named
+
+
+# --- wall clock <-> instants ------------------------------------------------------------------------
+
+
+def _next_wall(walls: croniter, after: datetime) -> datetime | None:
+    """The first wall-clock time the expression matches strictly after ``after`` (None past year 9999)."""
+    try:
+        return walls.get_next(datetime, start_time=after)
+    except (ValueError, OverflowError):  # CroniterBadDateError is a ValueError
+        return None
+
+
+def _instant(wall: datetime, zone: tzinfo) -> datetime:
+    """Where a wall-clock time fires: ``fold=0`` is the first of a repeated time and, for a skipped time,
+    the offset before the gap, which shifts it forward by the gap's length (PEP 495)."""
+    return utc(wall.replace(tzinfo=zone, fold=0))
+
+
+def _exists(wall: datetime, zone: tzinfo) -> bool:
+    return wall.replace(tzinfo=zone).astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
+
+
+def _repeated(wall: datetime, zone: tzinfo) -> bool:
+    first, second = wall.replace(tzinfo=zone, fold=0), wall.replace(tzinfo=zone, fold=1)
+    return first.utcoffset() != second.utcoffset() and _exists(wall, zone)
+
+
+def _offset(instant: datetime, zone: tzinfo) -> timedelta:
+    return instant.astimezone(zone).utcoffset() or timedelta(0)
+
+
+def _recent_gap(t: datetime, zone: tzinfo) -> timedelta:
+    """The length of a forward clock change that ended less than its own length before ``t``, else zero."""
+    now = _offset(t, zone)
+    jump = now - _offset(t - _LONGEST_JUMP, zone)
+    if jump <= timedelta(0) or _offset(t - jump, zone) == now:
+        return timedelta(0)
+    return jump
+
+
+def _first_second(start: datetime, holds: Callable[[datetime], bool]) -> datetime:
+    """The first whole second after ``start`` (where ``holds`` is false) at which ``holds`` is true.
+
+    A binary search over the next day: the condition is a clock change ending, so it stays true once true.
+    """
+    base = start.replace(microsecond=0)
+    low, high = 0, int(_LONGEST_JUMP.total_seconds())
+    if not holds(base + high * _SECOND):
+        return base + high * _SECOND  # no change ends within reach: move on as far as allowed
+    while high - low > 1:
+        middle = (low + high) // 2
+        if holds(base + middle * _SECOND):
+            high = middle
+        else:
+            low = middle
+    return base + high * _SECOND

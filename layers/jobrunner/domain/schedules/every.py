@@ -1,0 +1,59 @@
+"""``every``: a fixed ISO 8601 duration (no years or months; use ``cron`` or ``iso8601`` for calendar periods),
+firing at ``start + k * every`` for k >= 0, optionally until ``end`` (inclusive). Without ``start`` the first
+fire is one interval after submission, like a rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+import isodate
+
+from jobrunner.domain.time import rfc3339, utc
+
+
+@dataclass(frozen=True)
+class Every:
+    every: timedelta
+    start: datetime | None = None
+    end: datetime | None = None
+    kind: ClassVar[str] = "every"
+
+    @property
+    def recurring(self) -> bool:
+        return True
+
+    def anchored(self, now: datetime) -> Every:
+        """This spec with ``start`` fixed: one interval after ``now`` when none was given."""
+        if self.start is not None:
+            return self
+        return Every(every=self.every, start=utc(now) + self.every, end=self.end)
+
+    def first_fire(self, now: datetime) -> datetime | None:
+        spec = self.anchored(now)
+        assert spec.start is not None
+        if spec.start >= now:
+            return spec.start if spec.end is None or spec.start <= spec.end else None
+        return spec.next_fire_after(now - timedelta(milliseconds=1))
+
+    def next_fire_after(self, instant: datetime) -> datetime | None:
+        if self.start is None:
+            raise ValueError("an unanchored every schedule has no fire times; call anchored() first")
+        if instant < self.start:
+            candidate = self.start
+        else:
+            steps = (instant - self.start) // self.every + 1
+            candidate = self.start + steps * self.every
+        if self.end is not None and candidate > self.end:
+            return None
+        return utc(candidate)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"every": isodate.duration_isoformat(self.every)}
+        if self.start is not None:
+            out["start"] = rfc3339(self.start)
+        if self.end is not None:
+            out["end"] = rfc3339(self.end)
+        return out

@@ -1,0 +1,131 @@
+"""The job lifecycle end to end on the real servers: retries, dead letters, cancel, pause, resume, manual runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from devstack import tokens
+from jobrunner.domain.schedules import parse_instant
+from tests.support.kafka_watch import TopicWatch
+from tests.support.stack_api import api, eventually
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from devstack.stack import LocalStack
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def dead_letters(local_stack: LocalStack) -> Iterator[TopicWatch]:
+    watch = TopicWatch(local_stack.settings.kafka.bootstrap, "job-dlq")
+    yield watch
+    watch.close()
+
+
+@pytest.fixture
+def jobs_topic(local_stack: LocalStack) -> Iterator[TopicWatch]:
+    watch = TopicWatch(local_stack.settings.kafka.bootstrap, "jobs")
+    yield watch
+    watch.close()
+
+
+def soon(seconds: float = 3) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
+
+
+def submit(stack: LocalStack, body: dict[str, Any]) -> dict[str, Any]:
+    response = api(stack, "POST", "/jobs", body)
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def executions(stack: LocalStack, job_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = api(stack, "GET", f"/jobs/{job_id}/executions").json()["items"]
+    return sorted(items, key=lambda e: e["attempt"])
+
+
+def test_a_job_that_fails_twice_then_succeeds_shows_three_attempts_with_backoff(local_stack: LocalStack) -> None:
+    # Given a job the example worker fails on attempts 1 and 2, with retries backing off from 2 s
+    job = submit(local_stack, {
+        "schedule": {"at": soon()}, "payload": {"type": "flaky", "fail_attempts": 2},
+        "max_retries": 3, "backoff": {"initial_delay_s": 2, "multiplier": 2, "max_delay_s": 60},
+    })
+    # When it runs, Then its executions end as FAILED, FAILED, SUCCESS
+    history = eventually(lambda: executions(local_stack, job["job_id"]),
+                         lambda h: [e["status"] for e in h] == ["FAILED", "FAILED", "SUCCESS"], timeout_s=90)
+    assert [(e["attempt"], e["status"], e["trigger"]) for e in history] == [
+        (1, "FAILED", "SCHEDULE"), (2, "FAILED", "RETRY"), (3, "SUCCESS", "RETRY")
+    ]
+    assert "flaky failure on attempt 1" in history[0]["error"]
+    # And the retries waited at least half their base delay (2 s, then 4 s: equal jitter)
+    published = [parse_instant(e["published_at"], "published_at") for e in history]
+    assert published[1] - published[0] >= timedelta(seconds=1)
+    assert published[2] - published[1] >= timedelta(seconds=2)
+    assert api(local_stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "SUCCESS"
+
+
+def test_a_job_that_always_fails_is_dead_lettered_after_its_retries(
+    local_stack: LocalStack, dead_letters: TopicWatch
+) -> None:
+    job = submit(local_stack, {
+        "schedule": {"at": soon()}, "payload": {"type": "fail"}, "max_retries": 1,
+        "backoff": {"initial_delay_s": 1, "multiplier": 1, "max_delay_s": 1},
+    })
+    received = dead_letters.wait_for(lambda r: any(m.key == job["job_id"] for m in r), timeout_s=90)
+    [letter] = [m for m in received if m.key == job["job_id"]]
+    assert letter.value["attempt"] == 2 and "always fails" in letter.value["error"]
+    assert letter.value["payload"] == {"type": "fail"}
+    history = eventually(lambda: executions(local_stack, job["job_id"]),
+                         lambda h: [e["status"] for e in h] == ["FAILED", "FAILED"])
+    assert [e["status"] for e in history] == ["FAILED", "FAILED"]
+    assert api(local_stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "FAILED"
+
+
+def test_cancel_stops_every_further_execution(local_stack: LocalStack, jobs_topic: TopicWatch) -> None:
+    # Given a recurring job every 10 s that has run at least once
+    job = submit(local_stack, {"schedule": {"every": "PT10S", "start": soon(2)}})
+    jobs_topic.wait_for(lambda r: any(m.key == job["job_id"] for m in r), timeout_s=60)
+    # When it is cancelled
+    cancelled = api(local_stack, "DELETE", f"/jobs/{job['job_id']}").json()
+    cancelled_at = datetime.now(UTC)
+    assert (cancelled["status"], cancelled["next_run_at"]) == ("CANCELLED", None)
+    # Then nothing more is published for it (its next run was already planned in a partition)
+    jobs_topic.wait_for(lambda r: False, timeout_s=22)
+    after = [m for m in jobs_topic.received if m.key == job["job_id"] and m.timestamp_ms > cancelled_at.timestamp() * 1000]
+    assert after == []
+    assert api(local_stack, "POST", f"/jobs/{job['job_id']}/run").status_code == 409
+
+
+def test_pause_holds_and_resume_continues_without_a_backlog(local_stack: LocalStack, jobs_topic: TopicWatch) -> None:
+    job = submit(local_stack, {"schedule": {"every": "PT10S", "start": soon(30)}})
+    paused = api(local_stack, "POST", f"/jobs/{job['job_id']}/pause").json()
+    assert (paused["status"], paused["next_run_at"]) == ("PAUSED", None)
+    # While paused, the run planned for +30 s is dropped; a manual run still goes through
+    run = api(local_stack, "POST", f"/jobs/{job['job_id']}/run")
+    assert run.status_code == 202 and run.json()["trigger"] == "MANUAL"
+    received = jobs_topic.wait_for(lambda r: any(m.key == job["job_id"] for m in r), timeout_s=30)
+    assert [m.value["trigger"] for m in received if m.key == job["job_id"]] == ["MANUAL"]
+    eventually(lambda: [e["status"] for e in executions(local_stack, job["job_id"])], ["SUCCESS"])
+    # When resumed, the next run is the first fire after now, not a burst of the missed ones
+    resumed = api(local_stack, "POST", f"/jobs/{job['job_id']}/resume").json()
+    next_run = parse_instant(resumed["next_run_at"], "next_run_at")
+    assert resumed["status"] == "SCHEDULED"
+    assert datetime.now(UTC) - timedelta(seconds=1) < next_run <= datetime.now(UTC) + timedelta(seconds=41)
+
+
+def test_another_tenant_cannot_see_or_touch_a_job(local_stack: LocalStack) -> None:
+    job = submit(local_stack, {"schedule": {"every": "PT1H"}})
+    stranger = tokens.add("stranger")
+    for method, path in [("GET", ""), ("GET", "/executions"), ("DELETE", ""), ("POST", "/pause"),
+                         ("POST", "/resume"), ("POST", "/run"), ("PATCH", "")]:
+        body = {"payload": {"x": 1}} if method == "PATCH" else None
+        response = api(local_stack, method, f"/jobs/{job['job_id']}{path}", body, token=stranger)
+        assert response.status_code == 404, (method, path, response.text)
+    assert api(local_stack, "GET", "/jobs", token=stranger).json()["items"] == []
+    assert api(local_stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "SCHEDULED"

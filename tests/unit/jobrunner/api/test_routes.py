@@ -1,0 +1,477 @@
+"""Every route of the HTTP API, tenancy on every job route, and bad input on every field.
+
+Same approach as ``test_app.py``: API Gateway REST (v1) proxy events through the Lambda entry point,
+with memory adapters and a manual clock installed in the process-wide container.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from jobrunner import wiring
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.api.app import handle
+from jobrunner.config import Settings
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
+from jobrunner.ports import Outcome
+from jobrunner.wiring import Container
+
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+HOURLY = {"schedule": {"every": "PT1H"}, "payload": {"n": 1}}
+
+
+def event(
+    method: str, path: str, body: Any = None, tenant: str | None = "alice", query: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event; a str body is sent as is, anything else as JSON."""
+    context: dict[str, Any] = {"requestId": "req-1", "stage": "test", "httpMethod": method, "path": path}
+    if tenant is not None:
+        context["authorizer"] = {"principalId": tenant}
+    return {
+        "resource": path, "path": path, "httpMethod": method,
+        "headers": {"Content-Type": "application/json"}, "multiValueHeaders": {},
+        "queryStringParameters": query or None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": None, "stageVariables": None, "requestContext": context,
+        "body": body if body is None or isinstance(body, str) else json.dumps(body), "isBase64Encoded": False,
+    }
+
+
+def call(
+    method: str, path: str, body: Any = None, tenant: str | None = "alice", query: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    response = handle(event(method, path, body, tenant, query), None)
+    return int(response["statusCode"]), json.loads(response["body"])
+
+
+@dataclass
+class World:
+    store: MemoryJobStore
+    heartbeats: MemoryHeartbeatStore
+    clock: ManualClock
+
+    def submit(self, body: dict[str, Any] | None = None, tenant: str = "alice") -> dict[str, Any]:
+        status, job = call("POST", "/jobs", body or HOURLY, tenant)
+        assert status == 201, job
+        return job
+
+    def state(self) -> Any:
+        """Everything the API may write, to prove that a refused request wrote nothing."""
+        return copy.deepcopy((self.store.jobs, self.store.rows, self.store.records, self.store.idempotency))
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> World:
+    monkeypatch.setattr(wiring, "_container", None)  # restored after the test
+    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
+    wiring.install(Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_MAX_PAYLOAD_BYTES": "1000",
+                           "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports"}),
+        store=store, publisher=MemoryPublisher(), heartbeats=heartbeats, invoker=RecordingInvoker(), clock=clock,
+    ))
+    return World(store, heartbeats, clock)
+
+
+def fields(answer: dict[str, Any]) -> set[str]:
+    """The fields an error names; a query parameter ``x`` is named ``query.x``."""
+    return {e["field"].removeprefix("query.").removeprefix("path.") for e in answer.get("errors", [])}
+
+
+# -- GET /jobs ------------------------------------------------------------------------------------------------
+
+
+def follow(query: dict[str, str], tenant: str = "alice") -> tuple[list[str], list[int]]:
+    ids: list[str] = []
+    sizes: list[int] = []
+    cursor = None
+    while True:
+        status, page = call("GET", "/jobs", tenant=tenant, query={**query, **({"cursor": cursor} if cursor else {})})
+        assert status == 200, page
+        ids += [j["job_id"] for j in page["items"]]
+        sizes.append(len(page["items"]))
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return ids, sizes
+
+
+def test_list_jobs_pages_with_limit_and_cursor(world: World) -> None:
+    jobs = sorted(world.submit()["job_id"] for _ in range(5))
+    world.submit(tenant="bob")
+    ids, sizes = follow({"limit": "2"})
+    assert (ids, sizes) == (jobs, [2, 2, 1])
+    status, page = call("GET", "/jobs")
+    assert status == 200 and [j["job_id"] for j in page["items"]] == jobs and page["next_cursor"] is None
+
+
+def test_list_jobs_by_status(world: World) -> None:
+    jobs = sorted(world.submit()["job_id"] for _ in range(5))
+    for job_id in (jobs[1], jobs[3]):
+        assert call("POST", f"/jobs/{job_id}/pause")[0] == 200
+    assert follow({"limit": "1", "status": "PAUSED"})[0] == [jobs[1], jobs[3]]
+    assert follow({"status": "SCHEDULED"})[0] == [jobs[0], jobs[2], jobs[4]]
+    assert follow({"status": "CANCELLED"})[0] == []
+
+
+# -- GET /jobs/{id} ------------------------------------------------------------------------------------------
+
+
+def test_get_job_with_a_preview_of_the_next_runs(world: World) -> None:
+    job = world.submit({"schedule": {"every": "PT15M", "start": "2026-11-22T10:30:00Z"}})
+    status, body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "3"})
+    assert status == 200
+    assert body["next_runs"] == ["2026-11-22T10:30:00.000Z", "2026-11-22T10:45:00.000Z", "2026-11-22T11:00:00.000Z"]
+    assert {k: v for k, v in body.items() if k != "next_runs"} == {k: v for k, v in job.items() if k != "next_runs"}
+    assert call("GET", f"/jobs/{job['job_id']}")[1]["next_runs"] is None
+
+
+# -- PATCH, DELETE, pause, resume, run ---------------------------------------------------------------------
+
+
+def test_patch_changes_only_the_given_fields(world: World) -> None:
+    job = world.submit({**HOURLY, "max_retries": 2, "backoff": {"initial_delay_s": 5, "multiplier": 3,
+                                                                "max_delay_s": 60}, "timeout_s": 30})
+    status, body = call("PATCH", f"/jobs/{job['job_id']}", {"payload": {"n": 2}, "topic": "reports"})
+    assert status == 200
+    assert (body["payload"], body["topic"], body["version"], body["next_run_at"]) == (
+        {"n": 2}, "reports", 2, job["next_run_at"]
+    )
+    assert (body["max_retries"], body["backoff"], body["timeout_s"]) == (2, job["backoff"], 30)
+    # max_retries alone keeps the backoff; backoff alone keeps max_retries; a null timeout clears it
+    body = call("PATCH", f"/jobs/{job['job_id']}", {"max_retries": 4})[1]
+    assert (body["max_retries"], body["backoff"]) == (4, job["backoff"])
+    body = call("PATCH", f"/jobs/{job['job_id']}", {"backoff": {"initial_delay_s": 1}})[1]
+    assert (body["max_retries"], body["backoff"]) == (4, {"initial_delay_s": 1.0, "multiplier": 2.0,
+                                                          "max_delay_s": 300.0})
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"timeout_s": None})[1]["timeout_s"] is None
+    assert world.store.jobs[("alice", job["job_id"])].version == 5
+
+
+def test_patch_schedule_replans_from_now(world: World) -> None:
+    job = world.submit()
+    world.clock.advance(timedelta(minutes=7))
+    status, body = call("PATCH", f"/jobs/{job['job_id']}", {"schedule": {"every": "PT10M"}})
+    assert status == 200
+    assert (body["schedule"], body["next_run_at"]) == (
+        {"every": "PT10M", "start": "2026-11-22T10:17:00.000Z"}, "2026-11-22T10:17:00.000Z"
+    )
+
+
+def test_delete_cancels_and_is_idempotent(world: World) -> None:
+    job = world.submit()
+    status, body = call("DELETE", f"/jobs/{job['job_id']}")
+    assert (status, body["state"], body["status"], body["next_run_at"], body["version"]) == (
+        200, "CANCELLED", "CANCELLED", None, 2
+    )
+    assert call("DELETE", f"/jobs/{job['job_id']}") == (200, body)
+    # a cancelled job can no longer be changed, paused, resumed or run
+    for method, path, payload in (("PATCH", "", {"payload": {}}), ("POST", "/pause", None),
+                                  ("POST", "/resume", None), ("POST", "/run", None)):
+        status, answer = call(method, f"/jobs/{job['job_id']}{path}", payload)
+        assert (status, answer["error"]) == (409, "conflict"), path
+
+
+def test_pause_and_resume_without_body(world: World) -> None:
+    job = world.submit({"schedule": {"every": "PT10M", "start": "2026-11-22T10:10:00Z"}})
+    status, body = call("POST", f"/jobs/{job['job_id']}/pause")
+    assert (status, body["status"], body["next_run_at"]) == (200, "PAUSED", None)
+    world.clock.set(NOW + timedelta(minutes=35))
+    status, body = call("POST", f"/jobs/{job['job_id']}/resume")
+    assert (status, body["status"], body["next_run_at"]) == (200, "SCHEDULED", "2026-11-22T10:40:00.000Z")
+
+
+@pytest.mark.parametrize(
+    ("body", "next_run_at"),
+    [
+        ({"catch_up": True}, "2026-11-22T10:10:00.000Z"),
+        ({"catch_up": False}, "2026-11-22T10:40:00.000Z"),
+        ({}, "2026-11-22T10:40:00.000Z"),
+        ("", "2026-11-22T10:40:00.000Z"),
+    ],
+    ids=["catch-up", "no-catch-up", "empty-object", "empty-body"],
+)
+def test_resume_with_body(world: World, body: Any, next_run_at: str) -> None:
+    job = world.submit({"schedule": {"every": "PT10M", "start": "2026-11-22T10:10:00Z"}})
+    call("POST", f"/jobs/{job['job_id']}/pause")
+    world.clock.set(NOW + timedelta(minutes=35))
+    status, answer = call("POST", f"/jobs/{job['job_id']}/resume", body)
+    assert (status, answer["next_run_at"]) == (200, next_run_at)
+
+
+def test_resume_of_a_one_time_job_whose_time_passed_is_a_conflict(world: World) -> None:
+    job = world.submit({"schedule": {"at": "2026-11-22T10:10:00Z"}})
+    call("POST", f"/jobs/{job['job_id']}/pause")
+    world.clock.set(NOW + timedelta(minutes=20))
+    assert call("POST", f"/jobs/{job['job_id']}/resume")[0] == 409
+
+
+def test_run_answers_202_with_the_manual_execution(world: World) -> None:
+    job = world.submit()
+    world.clock.set(NOW + timedelta(seconds=42))
+    status, body = call("POST", f"/jobs/{job['job_id']}/run")
+    assert status == 202
+    assert body == {
+        "execution_id": execution_id_for(job["job_id"], NOW + timedelta(seconds=42), 1, Trigger.MANUAL),
+        "job_id": job["job_id"], "due_at": "2026-11-22T10:00:42.000Z", "trigger": "MANUAL",
+    }
+    assert body["execution_id"] in {r.execution_id for r in world.store.rows.values()}
+
+
+# -- executions ---------------------------------------------------------------------------------------------
+
+
+def add_history(world: World, job_id: str, fires: int, attempts: int = 1) -> list[str]:
+    """Finished records of ``fires`` fires, newest last; returns their execution ids newest first."""
+    ids = []
+    for minute in range(fires):
+        scheduled_at = NOW + timedelta(minutes=minute)
+        for attempt in range(1, attempts + 1):
+            execution_id = execution_id_for(job_id, scheduled_at, attempt, Trigger.SCHEDULE)
+            world.store.finish(Outcome(ExecutionRecord(
+                job_id=job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=execution_id,
+                user_id="alice", status=ExecutionStatus.SUCCESS, trigger=Trigger.SCHEDULE, due_at=scheduled_at,
+                published_at=scheduled_at, finished_at=scheduled_at + timedelta(seconds=1),
+            ), None, None))
+            ids.append(execution_id)
+    return ids[::-1]
+
+
+@pytest.mark.parametrize(("fires", "attempts", "limit"), [(5, 1, 2), (4, 1, 2), (3, 3, 2), (1, 1, 50)])
+def test_executions_page_with_cursor_newest_first(world: World, fires: int, attempts: int, limit: int) -> None:
+    job = world.submit()
+    expected = add_history(world, job["job_id"], fires, attempts)
+    seen: list[str] = []
+    cursor = None
+    for _ in range(20):
+        status, page = call("GET", f"/jobs/{job['job_id']}/executions",
+                            query={"limit": str(limit), **({"cursor": cursor} if cursor else {})})
+        assert status == 200, page
+        assert len(page["items"]) <= limit
+        seen += [item["execution_id"] for item in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected
+
+
+def test_execution_fields(world: World) -> None:
+    job = world.submit()
+    [execution_id] = add_history(world, job["job_id"], 1)
+    status, page = call("GET", f"/jobs/{job['job_id']}/executions")
+    assert status == 200
+    assert page == {"items": [{
+        "execution_id": execution_id, "scheduled_at": "2026-11-22T10:00:00.000Z", "attempt": 1,
+        "status": "SUCCESS", "trigger": "SCHEDULE", "due_at": "2026-11-22T10:00:00.000Z",
+        "published_at": "2026-11-22T10:00:00.000Z", "finished_at": "2026-11-22T10:00:01.000Z", "error": None,
+    }], "next_cursor": None}
+
+
+# -- segments, openapi -------------------------------------------------------------------------------------
+
+
+def test_segments_report_watermark_lag_and_health(world: World) -> None:
+    world.heartbeats.advance_watermark(1, NOW - timedelta(minutes=1))
+    world.heartbeats.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
+    world.heartbeats.advance_watermark(2, NOW - timedelta(minutes=10))
+    status, body = call("GET", "/segments")
+    assert status == 200
+    assert [s["segment"] for s in body["items"]] == [0, 1, 2, 3]
+    assert body["items"][1] == {
+        "segment": 1, "watermark": "2026-11-22T09:59:00.000Z", "lag_s": 0.0,
+        "last_heartbeat": "2026-11-22T09:59:40.000Z", "last_owner": "scan:abc", "published_total": 7, "healthy": True,
+    }
+    assert (body["items"][2]["lag_s"], body["items"][2]["healthy"]) == (540.0, False)
+    assert (body["items"][0]["watermark"], body["items"][0]["healthy"]) == (None, False)
+    assert call("GET", "/segments", tenant=None)[0] == 401
+
+
+def test_openapi_lists_every_route(world: World) -> None:
+    status, document = call("GET", "/openapi.json", tenant=None)
+    assert status == 200
+    routes = {(path, method) for path, item in document["paths"].items() for method in item}
+    assert routes >= {
+        ("/health", "get"), ("/jobs", "post"), ("/jobs", "get"), ("/jobs/{job_id}", "get"),
+        ("/jobs/{job_id}", "patch"), ("/jobs/{job_id}", "delete"), ("/jobs/{job_id}/pause", "post"),
+        ("/jobs/{job_id}/resume", "post"), ("/jobs/{job_id}/run", "post"), ("/jobs/{job_id}/executions", "get"),
+        ("/segments", "get"),
+    }
+    jobs_get = {p["name"] for p in document["paths"]["/jobs"]["get"]["parameters"]}
+    assert jobs_get >= {"limit", "cursor", "status"}
+
+
+# -- tenancy: another tenant's job is "not found" on every route, and nothing changes -----------------------
+
+JOB_ROUTES = [
+    ("GET", "", None, None),
+    ("GET", "", None, {"preview": "3"}),
+    ("PATCH", "", {"payload": {"stolen": True}}, None),
+    ("PATCH", "", {"schedule": {"every": "PT10S"}}, None),
+    ("DELETE", "", None, None),
+    ("POST", "/pause", None, None),
+    ("POST", "/resume", None, None),
+    ("POST", "/resume", {"catch_up": True}, None),
+    ("POST", "/run", None, None),
+    ("GET", "/executions", None, None),
+    ("GET", "/executions", None, {"limit": "1"}),
+]
+JOB_ROUTE_IDS = ["get", "get-preview", "patch-payload", "patch-schedule", "delete", "pause", "resume",
+                 "resume-catch-up", "run", "executions", "executions-limit"]
+
+
+@pytest.mark.parametrize(("method", "suffix", "body", "query"), JOB_ROUTES, ids=JOB_ROUTE_IDS)
+def test_another_tenants_job_is_not_found_and_untouched(
+    world: World, method: str, suffix: str, body: Any, query: dict[str, str] | None
+) -> None:
+    # Given Alice's job, paused so that resume would change it too, with some history
+    job = world.submit()
+    call("POST", f"/jobs/{job['job_id']}/pause")
+    add_history(world, job["job_id"], 2)
+    before = world.state()
+    # When Mallory uses its id
+    status, answer = call(method, f"/jobs/{job['job_id']}{suffix}", body, tenant="mallory", query=query)
+    # Then she is told there is no such job, exactly as for an id that does not exist, and nothing changed
+    assert (status, answer["error"]) == (404, "not_found")
+    missing_status, missing = call(method, f"/jobs/no-such-job{suffix}", body, tenant="mallory", query=query)
+    assert (missing_status, missing["message"].replace("no-such-job", job["job_id"])) == (404, answer["message"])
+    assert world.state() == before
+
+
+def test_another_tenant_lists_none_of_alices_jobs(world: World) -> None:
+    world.submit()
+    call("POST", f"/jobs/{world.submit()['job_id']}/pause")
+    for query in ({}, {"status": "PAUSED"}, {"status": "SCHEDULED", "limit": "1"}):
+        assert call("GET", "/jobs", tenant="mallory", query=query) == (200, {"items": [], "next_cursor": None})
+
+
+def test_another_tenant_reusing_an_idempotency_key_gets_a_job_of_its_own(world: World) -> None:
+    alices = world.submit({**HOURLY, "idempotency_key": "k-1"})
+    status, mallorys = call("POST", "/jobs", {**HOURLY, "idempotency_key": "k-1"}, tenant="mallory")
+    assert status == 201 and mallorys["job_id"] != alices["job_id"]
+    assert world.store.jobs[("alice", alices["job_id"])].payload == {"n": 1}
+
+
+# -- idempotent submission ----------------------------------------------------------------------------------
+
+
+def test_post_with_an_idempotency_key_twice_answers_201_then_200_with_the_same_job(world: World) -> None:
+    body = {**HOURLY, "idempotency_key": "order-42"}
+    first_status, first = call("POST", "/jobs", body)
+    world.clock.advance(timedelta(seconds=3))
+    second_status, second = call("POST", "/jobs", body)
+    assert (first_status, second_status) == (201, 200)
+    assert second == first
+    assert len(world.store.jobs) == 1 and len(world.store.rows) == 1
+    status, answer = call("POST", "/jobs", {**body, "payload": {"n": 2}})
+    assert (status, answer["error"]) == (409, "conflict")
+    assert len(world.store.jobs) == 1
+
+
+# -- bad input on every field of every route: 4xx naming the field, nothing written -------------------------
+
+def b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+OVERFLOWING_CURSOR = b64(b"99999999999999999999999:1")
+
+BAD_INPUT: list[tuple[str, str, Any, dict[str, str] | None, str]] = [
+    # GET /jobs
+    ("GET", "/jobs", None, {"limit": "0"}, "limit"),
+    ("GET", "/jobs", None, {"limit": "501"}, "limit"),
+    ("GET", "/jobs", None, {"limit": "ten"}, "limit"),
+    ("GET", "/jobs", None, {"status": "DONE"}, "status"),
+    ("GET", "/jobs", None, {"cursor": "not-a-cursor"}, "cursor"),
+    ("GET", "/jobs", None, {"cursor": "x" * 2049}, "cursor"),
+    ("GET", "/jobs", None, {"cursor": b64(b"j1:")}, "cursor"),
+    ("GET", "/jobs", None, {"cursor": b64(b"x1:some-job")}, "cursor"),
+    # GET /jobs/{id}
+    ("GET", "/jobs/{id}", None, {"preview": "-1"}, "preview"),
+    ("GET", "/jobs/{id}", None, {"preview": "51"}, "preview"),
+    ("GET", "/jobs/{id}", None, {"preview": "three"}, "preview"),
+    ("GET", "/jobs/" + "j" * 65, None, None, "job_id"),
+    # PATCH /jobs/{id}
+    ("PATCH", "/jobs/{id}", {"colour": "red"}, None, "colour"),
+    ("PATCH", "/jobs/{id}", '{"payload": ', None, "body"),
+    ("PATCH", "/jobs/{id}", {"schedule": {"every": "PT5S"}}, None, "schedule.every"),
+    ("PATCH", "/jobs/{id}", {"schedule": {"every": "PT5M", "colour": "red"}}, None, "schedule.colour"),
+    ("PATCH", "/jobs/{id}", {"schedule": {}}, None, "schedule"),
+    ("PATCH", "/jobs/{id}", {"topic": "payroll"}, None, "topic"),
+    ("PATCH", "/jobs/{id}", {"topic": ""}, None, "topic"),
+    ("PATCH", "/jobs/{id}", {"payload": "x" * 1000}, None, "payload"),
+    ("PATCH", "/jobs/{id}", {"timeout_s": 0}, None, "timeout_s"),
+    ("PATCH", "/jobs/{id}", {"timeout_s": 86_401}, None, "timeout_s"),
+    ("PATCH", "/jobs/{id}", {"max_retries": 21}, None, "max_retries"),
+    ("PATCH", "/jobs/{id}", {"max_retries": -1}, None, "max_retries"),
+    ("PATCH", "/jobs/{id}", {"backoff": {"initial_delay_s": 0}}, None, "backoff.initial_delay_s"),
+    ("PATCH", "/jobs/{id}", {"backoff": {"multiplier": 0.5}}, None, "backoff.multiplier"),
+    ("PATCH", "/jobs/{id}", {"backoff": {"max_delay_s": 86_401}}, None, "backoff.max_delay_s"),
+    ("PATCH", "/jobs/{id}", {"backoff": {"jitter": 1}}, None, "backoff.jitter"),
+    # POST /jobs/{id}/resume
+    ("POST", "/jobs/{id}/resume", {"catchup": True}, None, "catchup"),
+    ("POST", "/jobs/{id}/resume", {"catch_up": "maybe"}, None, "catch_up"),
+    ("POST", "/jobs/{id}/resume", '{"catch_up": tru', None, "body"),
+    # GET /jobs/{id}/executions
+    ("GET", "/jobs/{id}/executions", None, {"limit": "0"}, "limit"),
+    ("GET", "/jobs/{id}/executions", None, {"limit": "501"}, "limit"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": "not-a-cursor"}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": OVERFLOWING_CURSOR}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": "x" * 65}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": b64(b"-1:1")}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": b64(b"253402300800000:1")}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": b64(b"0:0")}, "cursor"),
+    ("GET", "/jobs/{id}/executions", None, {"cursor": b64(b"0:1001")}, "cursor"),
+    # POST /jobs
+    ("POST", "/jobs", {**HOURLY, "timeout_s": 0}, None, "timeout_s"),
+    ("POST", "/jobs", {**HOURLY, "timeout_s": 86_401}, None, "timeout_s"),
+    ("POST", "/jobs", {**HOURLY, "timeout_s": "soon"}, None, "timeout_s"),
+    ("POST", "/jobs", {**HOURLY, "max_retries": 21}, None, "max_retries"),
+    ("POST", "/jobs", {**HOURLY, "max_retries": "many"}, None, "max_retries"),
+    ("POST", "/jobs", {**HOURLY, "backoff": {"initial_delay_s": -1}}, None, "backoff.initial_delay_s"),
+    ("POST", "/jobs", {**HOURLY, "backoff": {"multiplier": 11}}, None, "backoff.multiplier"),
+    ("POST", "/jobs", {**HOURLY, "backoff": {"max_delay_s": 0}}, None, "backoff.max_delay_s"),
+    ("POST", "/jobs", {**HOURLY, "backoff": {"colour": "red"}}, None, "backoff.colour"),
+    ("POST", "/jobs", {**HOURLY, "backoff": 5}, None, "backoff"),
+    ("POST", "/jobs", {**HOURLY, "idempotency_key": "k" * 129}, None, "idempotency_key"),
+    ("POST", "/jobs", {**HOURLY, "idempotency_key": ""}, None, "idempotency_key"),
+    ("POST", "/jobs", {**HOURLY, "topic": "payroll"}, None, "topic"),
+    ("POST", "/jobs", {**HOURLY, "payload": {"blob": "x" * 1000}}, None, "payload"),
+    ("POST", "/jobs", {**HOURLY, "schedule": {"at": "2026-11-22T10:30:00Z", "every": "PT5M"}}, None, "schedule"),
+]
+
+
+def bad_input_id(case: tuple[str, str, Any, dict[str, str] | None, str]) -> str:
+    method, path, _, query, field = case
+    route = path.replace("/jobs/{id}", "/jobs/id").replace("j" * 65, "long-id").strip("/").replace("/", "-")
+    detail = next(iter(query.values()))[:12] if query else ""
+    return f"{method}-{route}-{field}{'=' + detail if detail else ''}"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "query", "field"), BAD_INPUT,
+                         ids=[bad_input_id(c) for c in BAD_INPUT])
+def test_bad_input_names_the_field_and_writes_nothing(
+    world: World, method: str, path: str, body: Any, query: dict[str, str] | None, field: str
+) -> None:
+    job = world.submit()
+    add_history(world, job["job_id"], 1)
+    before = world.state()
+    status, answer = call(method, path.replace("{id}", job["job_id"]), body, query=query)
+    assert 400 <= status < 500 and status != 404, answer
+    assert field in fields(answer), answer
+    assert world.state() == before
+
+
+def test_bad_input_from_an_anonymous_caller_is_401_first(world: World) -> None:
+    job = world.submit()
+    for method, path, body, query, _ in BAD_INPUT:
+        status, answer = call(method, path.replace("{id}", job["job_id"]), body, tenant=None, query=query)
+        assert (status, answer["error"]) == (401, "unauthenticated"), (method, path)

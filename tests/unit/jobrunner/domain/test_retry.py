@@ -1,0 +1,66 @@
+"""Retry policy: exponential backoff with equal jitter, capped; ``max_retries`` counts retries, not attempts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from itertools import pairwise
+
+import pytest
+
+from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.retry import retry_delay, should_retry
+
+POLICY = RetryPolicy(max_retries=5, initial_delay_s=10.0, multiplier=2.0, max_delay_s=300.0)
+
+
+@pytest.mark.parametrize(("failed_attempt", "base_s"), [(1, 10), (2, 20), (3, 40), (4, 80), (5, 160)])
+def test_delay_lies_in_half_base_to_base(failed_attempt: int, base_s: float) -> None:
+    assert retry_delay(POLICY, failed_attempt, 0.0) == timedelta(seconds=base_s / 2)
+    assert retry_delay(POLICY, failed_attempt, 0.5) == timedelta(seconds=base_s * 3 / 4)
+    # jitter is drawn from [0, 1): the delay approaches the base but never reaches it
+    assert timedelta(seconds=base_s / 2) < retry_delay(POLICY, failed_attempt, 0.999999) < timedelta(seconds=base_s)
+
+
+def test_delay_grows_by_the_multiplier() -> None:
+    delays = [retry_delay(POLICY, attempt, 0.25) for attempt in range(1, 6)]
+    assert [later / earlier for earlier, later in pairwise(delays)] == [2.0, 2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("failed_attempt", [6, 7, 20])
+def test_delay_is_capped_at_max_delay(failed_attempt: int) -> None:
+    # 10 * 2**5 = 320 > 300: from the sixth failure on, the base is the cap
+    assert retry_delay(POLICY, failed_attempt, 0.0) == timedelta(seconds=150)
+    assert retry_delay(POLICY, failed_attempt, 0.999999) < timedelta(seconds=300)
+
+
+def test_cap_holds_for_the_largest_policy_the_api_accepts() -> None:
+    policy = RetryPolicy(max_retries=20, initial_delay_s=86_400, multiplier=10, max_delay_s=86_400)
+    assert retry_delay(policy, 21, 0.0) == timedelta(seconds=43_200)
+
+
+def test_multiplier_one_is_a_constant_delay() -> None:
+    policy = RetryPolicy(max_retries=3, initial_delay_s=30, multiplier=1.0, max_delay_s=300)
+    assert {retry_delay(policy, attempt, 0.0) for attempt in (1, 2, 3)} == {timedelta(seconds=15)}
+
+
+def test_delay_never_collapses_to_zero() -> None:
+    assert retry_delay(RetryPolicy(initial_delay_s=0.002), 1, 0.0) == timedelta(milliseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("max_retries", "failed_attempt", "expected"),
+    [(0, 1, False), (1, 1, True), (1, 2, False), (2, 1, True), (2, 2, True), (2, 3, False), (20, 20, True),
+     (20, 21, False)],
+)
+def test_should_retry_counts_retries_after_the_first_attempt(
+    max_retries: int, failed_attempt: int, expected: bool
+) -> None:
+    assert should_retry(RetryPolicy(max_retries=max_retries), failed_attempt) is expected
+
+
+def test_with_two_retries_three_attempts_run() -> None:
+    policy = RetryPolicy(max_retries=2)
+    attempts = [1]
+    while should_retry(policy, attempts[-1]):
+        attempts.append(attempts[-1] + 1)
+    assert attempts == [1, 2, 3]

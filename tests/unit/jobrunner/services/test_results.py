@@ -1,0 +1,446 @@
+"""ResultsService: results and timeouts move executions to SUCCESS or FAILED, retry with backoff, dead-letter.
+
+The unit tests set the store up as the scan leaves it after publishing (a RUNNING record); the stories
+at the end drive the whole loop with memory adapters and a manual clock: scan -> worker report ->
+retry row -> next scan.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    Lane,
+    RetryPolicy,
+    Trigger,
+    execution_id_for,
+)
+from jobrunner.domain.placement import place
+from jobrunner.domain.schedules import At, Every, parse_instant
+from jobrunner.ports import Completion, ScanRequest
+from jobrunner.services.jobs import JobRules, JobService, NewJob, plan_execution
+from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
+from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from jobrunner.domain.jobs import ScheduledExecution
+    from jobrunner.ports import OutboundMessage
+
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)  # the job's (first) fire
+JITTER = 0.5
+RETRY = RetryPolicy(max_retries=2, initial_delay_s=10, multiplier=2, max_delay_s=300)
+
+
+@dataclass
+class World:
+    jitter: float = JITTER
+    clock: ManualClock = field(default_factory=lambda: ManualClock(NOW))
+    store: MemoryJobStore = field(default_factory=MemoryJobStore)
+    publisher: MemoryPublisher = field(default_factory=MemoryPublisher)
+    heartbeats: MemoryHeartbeatStore = field(default_factory=MemoryHeartbeatStore)
+
+    def __post_init__(self) -> None:
+        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1))
+        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
+                                      jitter=lambda: self.jitter)
+        self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1),
+                                 results=self.results)
+
+    def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
+        new = NewJob(schedule or At(FIRE), {"report": "daily"}, retry=retry, timeout_s=timeout_s)
+        return self.jobs.submit("alice", new)[0]
+
+    def publish(self, job: Job, scheduled_at: datetime = FIRE, attempt: int = 1,
+                trigger: Trigger = Trigger.SCHEDULE) -> ExecutionRecord:
+        """Leave the store as the scan does once it has published this execution."""
+        row = plan_execution(self.job(job), scheduled_at, self.clock.now(), 1, trigger=trigger, attempt=attempt,
+                             scheduled_at=scheduled_at)
+        record = ExecutionRecord(
+            job_id=job.job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=row.execution_id,
+            user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=trigger, due_at=row.due_at,
+            published_at=self.clock.now(),
+        )
+        self.store.start([record])
+        self.store.complete([Completion(done=row, following=None, next_run_at=None,
+                                        sets_next_run=trigger is Trigger.SCHEDULE)])
+        self.store.rows.clear()  # the first run's own row is done
+        return record
+
+    def report(self, record: ExecutionRecord, success: bool, error: str | None = None, hint: bool = True) -> str:
+        return self.results.apply(WorkerReport(
+            execution_id=record.execution_id, job_id=record.job_id, success=success, error=error,
+            scheduled_at=record.scheduled_at if hint else None, attempt=record.attempt if hint else None,
+        ))
+
+    def job(self, job: Job) -> Job:
+        return self.store.jobs[(job.user_id, job.job_id)]
+
+    def record(self, job: Job, attempt: int, scheduled_at: datetime = FIRE) -> ExecutionRecord:
+        return self.store.records[(job.job_id, scheduled_at, attempt)]
+
+    def snapshot(self) -> tuple[Any, ...]:
+        return copy.deepcopy((self.store.jobs, self.store.rows, self.store.records, self.publisher.sent))
+
+    def scan(self, bucket: datetime) -> ScanReport:
+        self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
+        return self.scans.scan(ScanRequest(segment=0, bucket=bucket))
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+@pytest.fixture
+def running(world: World) -> tuple[Job, ExecutionRecord]:
+    """A one-time job with two retries whose first attempt was published at its fire."""
+    job = world.submit()
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    world.clock.set(FIRE + timedelta(seconds=42))  # the worker reports 42 s later
+    return job, record
+
+
+# -- success and failure --------------------------------------------------------------------------------
+
+
+def test_success_finishes_the_record_and_the_job(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    job, record = running
+    assert world.report(record, True) == "succeeded"
+    assert world.record(job, 1) == replace(
+        record, status=ExecutionStatus.SUCCESS, finished_at=FIRE + timedelta(seconds=42), error=None
+    )
+    assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.SUCCESS, JobStatus.SUCCESS)
+    assert world.store.rows == {} and world.publisher.sent == []
+    assert world.results.counters.outcomes == {"succeeded": 1}
+
+
+def test_failure_with_retries_left_plans_the_next_attempt_after_a_backoff(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    job, record = running
+    now = world.clock.now()
+    assert world.report(record, False, "ValueError: no data") == "retrying"
+    failed = world.record(job, 1)
+    assert (failed.status, failed.error, failed.finished_at) == (ExecutionStatus.FAILED, "ValueError: no data", now)
+    [retry] = world.store.rows.values()
+    # base 10 s, equal jitter 0.5: 7.5 s
+    assert (retry.trigger, retry.attempt, retry.scheduled_at, retry.due_at) == (
+        Trigger.RETRY, 2, FIRE, now + timedelta(seconds=7.5)
+    )
+    assert retry.execution_id == execution_id_for(job.job_id, FIRE, 2, Trigger.RETRY)
+    assert (retry.bucket, retry.lane) == place(retry.due_at, now)
+    assert (retry.job_version, retry.user_id, retry.job_id) == (job.version, "alice", job.job_id)
+    assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.SCHEDULED, JobStatus.SCHEDULED)
+    assert world.publisher.sent == []
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.25, 0.999999])
+def test_retry_is_due_between_half_the_base_and_the_base(jitter: float) -> None:
+    world = World(jitter=jitter)
+    job = world.submit()
+    world.clock.set(FIRE)
+    world.report(world.publish(job), False)
+    [retry] = world.store.rows.values()
+    assert FIRE + timedelta(seconds=5) <= retry.due_at < FIRE + timedelta(seconds=10)
+
+
+def test_later_attempts_back_off_longer(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    job, _ = running
+    world.clock.set(FIRE + timedelta(minutes=1))
+    second = world.publish(job, attempt=2, trigger=Trigger.RETRY)
+    assert world.report(second, False, "again") == "retrying"
+    [retry] = world.store.rows.values()
+    assert (retry.attempt, retry.due_at) == (3, FIRE + timedelta(minutes=1, seconds=15))  # base 20 s
+
+
+def test_failure_without_retries_left_is_dead_lettered(world: World) -> None:
+    job = world.submit(retry=RetryPolicy(max_retries=0))
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    assert world.report(record, False, "KeyError: 'id'") == "dead_lettered"
+    [letter] = world.publisher.sent
+    assert (letter.topic, letter.key) == ("job-dlq", job.job_id)
+    assert letter.value == {
+        "execution_id": record.execution_id, "job_id": job.job_id, "user_id": "alice",
+        "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 1, "payload": {"report": "daily"},
+        "error": "KeyError: 'id'",
+    }
+    assert letter.headers == {"execution_id": record.execution_id, "scheduled_at": "2026-11-22T10:10:00.000Z",
+                              "attempt": "1"}
+    assert world.record(job, 1).status is ExecutionStatus.FAILED
+    assert world.store.rows == {}
+    assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.FAILED, JobStatus.FAILED)
+
+
+def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: World) -> None:
+    results = ResultsService(world.store, world.publisher, world.clock,
+                             ResultRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5)
+    job = world.submit()
+    world.clock.set(FIRE + timedelta(minutes=2))
+    third = world.publish(job, attempt=3, trigger=Trigger.RETRY)
+    outcome = results.apply(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3))
+    assert outcome == "dead_lettered"
+    [letter] = world.publisher.sent
+    assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("payroll-dlq", 3, "failed")
+
+
+def test_result_of_an_older_run_leaves_the_jobs_status_alone(world: World) -> None:
+    # Given a recurring job whose 10:10 run was published, then its 10:11 run
+    job = world.submit(schedule=Every(timedelta(minutes=1), start=FIRE))
+    world.clock.set(FIRE)
+    first = world.publish(job)
+    world.clock.set(FIRE + timedelta(minutes=1))
+    world.publish(job, scheduled_at=FIRE + timedelta(minutes=1))
+    # When the 10:10 run reports
+    assert world.report(first, True) == "succeeded"
+    # Then its record is finished, and the job still shows its latest run as running
+    assert world.record(job, 1).status is ExecutionStatus.SUCCESS
+    assert world.job(job).last_status is ExecutionStatus.RUNNING
+
+
+# -- results that change nothing ------------------------------------------------------------------------
+
+
+def test_result_for_an_unknown_execution_is_ignored(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    job, _ = running
+    before = world.snapshot()
+    outcome = world.results.apply(WorkerReport("no-such-execution", job.job_id, False, "x"))
+    assert outcome == world.results.apply(WorkerReport("x", "no-such-job", True, None, FIRE, 1)) == "ignored_unknown"
+    assert world.snapshot() == before
+    assert world.results.counters.outcomes == {"ignored_unknown": 2}
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["after-success", "after-failure"])
+@pytest.mark.parametrize("second", [True, False], ids=["success", "failure"])
+def test_result_for_a_finished_execution_is_ignored(
+    world: World, running: tuple[Job, ExecutionRecord], first: bool, second: bool
+) -> None:
+    _, record = running
+    world.report(record, first, "boom")
+    before = world.snapshot()
+    world.clock.advance(timedelta(seconds=5))
+    assert world.report(record, second, "again") == "ignored_finished"
+    assert world.snapshot() == before  # no second retry, no second dead letter
+    assert world.results.counters.outcomes["ignored_finished"] == 1
+
+
+def test_result_for_a_cancelled_job_is_ignored(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    job, record = running
+    world.jobs.cancel("alice", job.job_id)
+    before = world.snapshot()
+    assert world.report(record, False, "boom") == "ignored_cancelled"
+    assert world.snapshot() == before
+    assert world.results.counters.outcomes == {"ignored_cancelled": 1}
+
+
+def test_result_without_fire_and_attempt_is_found_by_execution_id(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    job, record = running
+    assert world.report(record, True, hint=False) == "succeeded"
+    assert world.record(job, 1).status is ExecutionStatus.SUCCESS
+
+
+def test_result_with_a_wrong_hint_is_found_by_execution_id(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    job, record = running
+    wrong = WorkerReport(record.execution_id, job.job_id, True, None, FIRE + timedelta(seconds=1), 7)
+    assert world.results.apply(wrong) == "succeeded"
+    assert world.record(job, 1).status is ExecutionStatus.SUCCESS
+
+
+def test_outcomes_are_counted(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    job, record = running
+    world.report(record, False)
+    world.report(record, False)
+    world.results.apply(WorkerReport("nope", job.job_id, True))
+    assert world.results.counters.outcomes == {"retrying": 1, "ignored_finished": 1, "ignored_unknown": 1}
+
+
+# -- timeouts (the watchdog) ----------------------------------------------------------------------------
+
+
+def watchdog_of(world: World, job: Job, record: ExecutionRecord) -> ScheduledExecution:
+    assert job.timeout_s is not None and record.published_at is not None
+    return plan_execution(job, record.published_at + timedelta(seconds=job.timeout_s),
+                          world.clock.now(), 1, trigger=Trigger.TIMEOUT, attempt=record.attempt,
+                          scheduled_at=record.scheduled_at)
+
+
+def test_watchdog_fails_a_silent_execution_and_retries_it(world: World) -> None:
+    job = world.submit(timeout_s=30)
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    world.clock.set(FIRE + timedelta(seconds=30))
+    assert world.results.expire(watchdog_of(world, job, record)) == "timed_out_retrying"
+    failed = world.record(job, 1)
+    assert (failed.status, failed.error, failed.finished_at) == (
+        ExecutionStatus.FAILED, "no result within 30 s", FIRE + timedelta(seconds=30)
+    )
+    [retry] = world.store.rows.values()
+    assert (retry.trigger, retry.attempt, retry.due_at) == (Trigger.RETRY, 2, FIRE + timedelta(seconds=37.5))
+
+
+def test_watchdog_of_the_last_attempt_dead_letters_it(world: World) -> None:
+    job = world.submit(retry=RetryPolicy(max_retries=1), timeout_s=30)
+    world.clock.set(FIRE + timedelta(minutes=1))
+    record = world.publish(job, attempt=2, trigger=Trigger.RETRY)
+    world.clock.advance(timedelta(seconds=30))
+    assert world.results.expire(watchdog_of(world, job, record)) == "timed_out_dead_lettered"
+    [letter] = world.publisher.sent
+    assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("job-dlq", 2, "no result within 30 s")
+    assert world.store.rows == {}
+
+
+@pytest.mark.parametrize("success", [True, False])
+def test_watchdog_of_a_reported_execution_is_cleared(world: World, success: bool) -> None:
+    job = world.submit(timeout_s=30)
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    world.clock.advance(timedelta(seconds=10))
+    world.report(record, success)
+    before = world.snapshot()
+    world.clock.advance(timedelta(seconds=20))
+    assert world.results.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
+    assert world.snapshot() == before
+
+
+def test_watchdog_of_an_unknown_execution_is_cleared(world: World) -> None:
+    job = world.submit(timeout_s=30)
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    world.store.records.clear()
+    assert world.results.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
+
+
+# -- stories: the whole loop with memory adapters ---------------------------------------------------------
+
+
+def report_of(message: OutboundMessage, success: bool, error: str | None = None) -> WorkerReport:
+    """What our worker sends back for ``message``."""
+    value = message.value
+    return WorkerReport(execution_id=value["execution_id"], job_id=value["job_id"], success=success, error=error,
+                        scheduled_at=parse_instant(value["scheduled_at"], "scheduled_at"), attempt=value["attempt"])
+
+
+def test_a_job_that_fails_twice_then_succeeds(world: World) -> None:
+    # Given a one-time job with two retries (10 s initial delay, doubling) and a worker that fails twice
+    job = world.submit()
+    worker_says = {1: False, 2: False, 3: True}
+    published: list[tuple[int, datetime, str]] = []
+    reported: list[datetime] = []
+    # When each execution's partition is scanned and the worker reports after the scan
+    bucket = FIRE
+    for _ in range(3):
+        sent_before = len(world.publisher.sent)
+        report = world.scan(bucket)
+        [message] = world.publisher.sent[sent_before:]
+        assert report.published == 1
+        published_at = world.job(job).last_run_at
+        assert published_at is not None
+        published.append((message.value["attempt"], published_at, message.value["trigger"]))
+        reported.append(world.clock.now())
+        attempt = message.value["attempt"]
+        world.results.apply(report_of(message, worker_says[attempt], None if worker_says[attempt] else "exit 1"))
+        retries = list(world.store.rows.values())
+        if retries:
+            [retry] = retries
+            assert retry.lane is Lane.LATE
+            bucket = retry.bucket
+    # Then attempts 1, 2, 3 ran, each retry after its backoff (7.5 s, then 15 s, jitter 0.5)
+    assert [(a, trigger) for a, _, trigger in published] == [(1, "SCHEDULE"), (2, "RETRY"), (3, "RETRY")]
+    assert published[0][1] == FIRE
+    assert published[1][1] - reported[0] == timedelta(seconds=7.5)
+    assert published[2][1] - reported[1] == timedelta(seconds=15)
+    # and the history shows them newest first: SUCCESS, FAILED, FAILED, all of the 10:10 fire
+    history = world.store.history(job.job_id, 10)
+    assert [(r.attempt, r.status, r.error) for r in history] == [
+        (3, ExecutionStatus.SUCCESS, None),
+        (2, ExecutionStatus.FAILED, "exit 1"),
+        (1, ExecutionStatus.FAILED, "exit 1"),
+    ]
+    assert {r.scheduled_at for r in history} == {FIRE}
+    assert len({r.execution_id for r in history}) == 3
+    assert (world.job(job).status, world.job(job).last_execution_id) == (JobStatus.SUCCESS, history[0].execution_id)
+    assert world.store.rows == {}
+    assert [m.topic for m in world.publisher.sent] == ["jobs"] * 3  # nothing dead-lettered
+    assert world.results.counters.outcomes == {"retrying": 2, "succeeded": 1}
+
+
+def test_a_job_whose_worker_never_reports_is_failed_by_its_watchdog_and_dead_lettered(world: World) -> None:
+    # Given a one-time job with a 30 s timeout and one retry, and a worker that never reports
+    job = world.submit(retry=RetryPolicy(max_retries=1, initial_delay_s=10), timeout_s=30)
+    # When its minute is scanned: attempt 1 at 10:10:00, its watchdog at :30 fails it, attempt 2 at :37.5
+    first = world.scan(FIRE)
+    # and the next minute's scan meets attempt 2's watchdog at 10:11:07.5
+    second = world.scan(FIRE + timedelta(minutes=1))
+    # Then both attempts were published, each failed by its watchdog, and the last one dead-lettered
+    jobs_sent = [m for m in world.publisher.sent if m.topic == "jobs"]
+    assert [m.value["attempt"] for m in jobs_sent] == [1, 2]
+    [letter] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert (letter.key, letter.value["attempt"], letter.value["error"]) == (job.job_id, 2, "no result within 30 s")
+    assert letter.value["execution_id"] == jobs_sent[1].value["execution_id"]
+    history = world.store.history(job.job_id, 10)
+    assert [(r.attempt, r.status, r.error) for r in history] == [
+        (2, ExecutionStatus.FAILED, "no result within 30 s"), (1, ExecutionStatus.FAILED, "no result within 30 s"),
+    ]
+    assert history[1].finished_at == FIRE + timedelta(seconds=30)
+    assert history[0].published_at == FIRE + timedelta(seconds=37.5)
+    assert history[0].finished_at == FIRE + timedelta(seconds=67.5)
+    assert (first.published, first.expired, second.published, second.expired) == (2, 1, 0, 1)
+    assert (world.job(job).status, world.job(job).last_status) == (JobStatus.FAILED, ExecutionStatus.FAILED)
+    assert world.store.rows == {}
+    assert world.results.counters.outcomes == {"timed_out_retrying": 1, "timed_out_dead_lettered": 1}
+
+
+class PromptClock(ManualClock):
+    """A manual clock that lets a worker run whenever the scan waits: results arrive while it scans."""
+
+    def __init__(self, start: datetime) -> None:
+        super().__init__(start)
+        self.worker: Callable[[], None] = lambda: None
+
+    def sleep_until(self, instant: datetime) -> None:
+        self.worker()
+        super().sleep_until(instant)
+
+
+def test_a_job_that_reports_in_time_is_left_alone_by_its_watchdog() -> None:
+    # Given a job with a 30 s timeout and a worker that reports success as soon as the scan waits
+    clock = PromptClock(NOW)
+    world = World(clock=clock)
+    job = world.submit(timeout_s=30)
+    answered: list[OutboundMessage] = []
+
+    def worker() -> None:
+        for message in world.publisher.sent[len(answered):]:
+            answered.append(message)
+            world.results.apply(report_of(message, True))
+
+    clock.worker = worker
+    # When its minute is scanned
+    report = world.scan(FIRE)
+    # Then the watchdog comes due, finds the execution finished and does nothing more
+    assert (report.published, report.expired) == (1, 1)
+    assert world.results.counters.outcomes == {"succeeded": 1, "watchdog_cleared": 1}
+    assert world.job(job).status is JobStatus.SUCCESS
+    assert world.store.rows == {}
+    assert [m.topic for m in world.publisher.sent] == ["jobs"]

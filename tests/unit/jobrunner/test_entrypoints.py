@@ -1,0 +1,281 @@
+"""Entry points of the results function: parsing ``job-results`` messages and applying an MSK batch."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner import wiring
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.config import Settings
+from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPolicy, Trigger
+from jobrunner.domain.messages import execution_message
+from jobrunner.domain.schedules import At
+from jobrunner.entrypoints import parse_report, run_results
+from jobrunner.ports import Completion
+from jobrunner.services.jobs import NewJob, plan_execution
+from jobrunner.services.results import WorkerReport
+from jobrunner.wiring import Container
+from jobrunner.worker import Worker
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
+
+
+# -- parse_report ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Message:
+    value: bytes
+
+
+class _OneBatch:
+    def __init__(self, value: bytes) -> None:
+        self._batches = [{("jobs", 0): [_Message(value)]}]
+        self.stop: Callable[[], None] = lambda: None
+
+    def poll(self, timeout_ms: int = 0) -> dict[tuple[str, int], list[_Message]]:
+        if self._batches:
+            return self._batches.pop(0)
+        self.stop()
+        return {}
+
+    def commit(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Producer:
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+
+    def send(self, topic: str, key: bytes, value: bytes) -> None:
+        self.values.append(value)
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def worker_result(message: dict[str, Any], fails: bool) -> bytes:
+    """What our worker helper sends to ``job-results`` after running ``message``."""
+    consumer = _OneBatch(json.dumps(message).encode())
+    producer = _Producer()
+    worker = Worker(consumer=consumer, producer=producer)
+    consumer.stop = worker.stopping.set
+
+    def handle(_: Any) -> None:
+        if fails:
+            raise ValueError("bad input")
+
+    worker.handler()(handle)
+    worker.run(install_signal_handlers=False)
+    [value] = producer.values
+    return value
+
+
+SCAN_MESSAGE = {
+    "execution_id": "e-1", "job_id": "job-1", "user_id": "alice", "scheduled_at": "2026-11-22T10:10:00.000Z",
+    "attempt": 2, "trigger": "RETRY", "payload": {"type": "x"},
+}
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["success", "failure"])
+def test_parses_what_our_worker_sends(fails: bool) -> None:
+    report = parse_report(worker_result(SCAN_MESSAGE, fails))
+    assert report == WorkerReport(
+        execution_id="e-1", job_id="job-1", success=not fails, error="ValueError: bad input" if fails else None,
+        scheduled_at=FIRE, attempt=2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS"}, WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED"}, WorkerReport("e-1", "job-1", False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "error": "exit 3"},
+         WorkerReport("e-1", "job-1", False, "exit 3")),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "success"}, WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "extra": [1]},
+         WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "scheduled_at": "2026-11-22T11:10:00+01:00",
+          "attempt": 1}, WorkerReport("e-1", "job-1", True, None, FIRE, 1)),
+    ],
+    ids=["success", "failure", "failure-with-error", "lowercase-status", "unknown-field", "offset-and-attempt"],
+)
+def test_parses_the_minimal_form_of_the_design(message: dict[str, Any], expected: WorkerReport) -> None:
+    assert parse_report(json.dumps(message).encode()) == expected
+
+
+def test_long_errors_are_cut() -> None:
+    value = json.dumps({"execution_id": "e", "job_id": "j", "status": "FAILED", "error": "x" * 5000}).encode()
+    report = parse_report(value)
+    assert report is not None and report.error == "x" * 2000
+
+
+MINIMAL = {"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"", b"not json", b"\xff\xfe", b"null", b"[]", b'"SUCCESS"', b"42",
+        json.dumps({"job_id": "job-1", "status": "SUCCESS"}).encode(),
+        json.dumps({"execution_id": "e-1", "status": "SUCCESS"}).encode(),
+        json.dumps({"execution_id": "e-1", "job_id": "job-1"}).encode(),
+        json.dumps({**MINIMAL, "status": "DONE"}).encode(),
+        json.dumps({**MINIMAL, "status": "RUNNING"}).encode(),
+        json.dumps({**MINIMAL, "scheduled_at": "yesterday"}).encode(),
+        json.dumps({**MINIMAL, "scheduled_at": "2026-11-22T10:10:00"}).encode(),
+        json.dumps({**MINIMAL, "attempt": "two"}).encode(),
+        json.dumps({**MINIMAL, "attempt": [1]}).encode(),
+        json.dumps({**MINIMAL, "scheduled_at": 1795000000000}).encode(),
+        json.dumps({**MINIMAL, "execution_id": None}).encode(),
+        json.dumps({**MINIMAL, "job_id": None}).encode(),
+        json.dumps({**MINIMAL, "execution_id": ""}).encode(),
+        json.dumps({**MINIMAL, "job_id": ""}).encode(),
+        json.dumps({**MINIMAL, "execution_id": 42}).encode(),
+        json.dumps({**MINIMAL, "job_id": ["job-1"]}).encode(),
+        json.dumps({**MINIMAL, "status": ["SUCCESS"]}).encode(),
+        json.dumps({**MINIMAL, "attempt": 0}).encode(),
+        json.dumps({**MINIMAL, "attempt": -1}).encode(),
+        json.dumps({**MINIMAL, "attempt": True}).encode(),
+        json.dumps({**MINIMAL, "attempt": 1.5}).encode(),
+        json.dumps({**MINIMAL, "attempt": 2.0}).encode(),
+        json.dumps({**MINIMAL, "attempt": "2"}).encode(),
+        json.dumps({**MINIMAL, "scheduled_at": {"at": "2026-11-22T10:10:00Z"}}).encode(),
+    ],
+    ids=[
+        "empty", "not-json", "not-utf8", "null", "array", "string", "number", "no-execution-id", "no-job-id",
+        "no-status", "unknown-status", "running-status", "bad-scheduled-at", "scheduled-at-without-offset",
+        "bad-attempt", "attempt-array", "scheduled-at-number", "null-execution-id", "null-job-id",
+        "empty-execution-id", "empty-job-id", "number-execution-id", "array-job-id", "array-status",
+        "attempt-zero", "attempt-negative", "attempt-boolean", "attempt-fraction", "attempt-float",
+        "attempt-string", "scheduled-at-object",
+    ],
+)
+def test_rejects_what_is_not_a_result(value: bytes) -> None:
+    # returns None (counted and skipped): a bad message must never raise and so block its partition
+    assert parse_report(value) is None
+
+
+# -- run_results ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(NOW)
+
+
+@pytest.fixture
+def container(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> Iterator[Container]:
+    monkeypatch.setattr(wiring, "_container", None)  # the process-wide container is restored afterwards
+    custom = Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=clock,
+    )
+    wiring.install(custom)
+    yield custom
+
+
+def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str, Any]]:
+    """A one-time job whose run the scan has published: its message (as a worker gets it) and a RUNNING record."""
+    job = services.jobs.submit("alice", NewJob(At(FIRE), {"n": 1}, retry=RetryPolicy(max_retries=max_retries)))[0]
+    row = plan_execution(job, FIRE, FIRE, 4, trigger=Trigger.SCHEDULE)
+    record = ExecutionRecord(
+        job_id=job.job_id, scheduled_at=FIRE, attempt=1, execution_id=row.execution_id, user_id="alice",
+        status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=FIRE, published_at=FIRE,
+    )
+    services.store.start([record])
+    services.store.complete([Completion(done=row, following=None, next_run_at=None)])
+    return job, execution_message(job, row)[1]
+
+
+def msk_event(*partitions: list[bytes | None]) -> dict[str, Any]:
+    """An MSK event-source batch: records grouped by topic-partition, values base64-encoded."""
+    records: dict[str, list[dict[str, Any]]] = {}
+    for number, values in enumerate(partitions):
+        records[f"job-results-{number}"] = [
+            {
+                "topic": "job-results", "partition": number, "offset": offset, "timestamp": 1795000000000,
+                "timestampType": "CREATE_TIME", "key": base64.b64encode(b"job").decode(), "headers": [],
+                **({"value": base64.b64encode(value).decode()} if value is not None else {}),
+            }
+            for offset, value in enumerate(values)
+        ]
+    return {"eventSource": "aws:kafka", "eventSourceArn": "arn:aws:kafka:...", "records": records}
+
+
+def test_run_results_applies_a_batch_and_counts_outcomes(container: Container, clock: ManualClock) -> None:
+    # Given three published executions, one of them with a retry left
+    succeeding, to_succeed = published(container)
+    retried, to_retry = published(container, max_retries=1)
+    _, to_dead_letter = published(container)
+    clock.set(FIRE + timedelta(seconds=30))
+    # When one MSK batch brings their results, a duplicate, strangers and garbage, over two partitions
+    event = msk_event(
+        [worker_result(to_succeed, False), worker_result(to_retry, True), b"garbage", None],
+        [worker_result(to_dead_letter, True), worker_result(to_succeed, False),
+         json.dumps({"execution_id": "nope", "job_id": succeeding.job_id, "status": "SUCCESS"}).encode()],
+    )
+    outcomes = run_results(event)
+    # Then every record is accounted for
+    assert outcomes == {"succeeded": 1, "retrying": 1, "dead_lettered": 1, "ignored_finished": 1,
+                        "ignored_unknown": 1, "ignored_malformed": 2}
+    store = container.store
+    assert isinstance(store, MemoryJobStore)
+    assert store.records[(succeeding.job_id, FIRE, 1)].status is ExecutionStatus.SUCCESS
+    retries = [r for r in store.rows.values() if r.trigger is Trigger.RETRY]
+    assert [(r.job_id, r.attempt) for r in retries] == [(retried.job_id, 2)]
+    publisher = container.publisher
+    assert isinstance(publisher, MemoryPublisher)
+    assert [(m.topic, m.value["execution_id"]) for m in publisher.sent] == [
+        ("job-dlq", to_dead_letter["execution_id"])
+    ]
+
+
+def test_run_results_of_an_empty_batch(container: Container) -> None:
+    assert run_results({"eventSource": "aws:kafka", "records": {}}) == {}
+    assert run_results({}) == {}
+
+
+class BrokenStore(MemoryJobStore):
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
+        raise Unavailable("database unavailable")
+
+
+def test_run_results_raises_when_the_store_fails_so_the_batch_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wiring, "_container", None)
+    wiring.install(Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=BrokenStore(), publisher=MemoryPublisher(),
+        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
+    ))
+    event = msk_event([worker_result(SCAN_MESSAGE, False)])
+    with pytest.raises(Unavailable):
+        run_results(event)
+
+
+def test_run_results_skips_a_poison_message_and_applies_the_rest(container: Container, clock: ManualClock) -> None:
+    # A message that is JSON but not a result (here a numeric scheduled_at) must be counted and skipped:
+    # raising would make the event source retry the same batch forever and block the partition.
+    _, to_succeed = published(container)
+    clock.set(FIRE + timedelta(seconds=30))
+    poison = json.dumps({**MINIMAL, "scheduled_at": 1795000000000}).encode()
+    assert run_results(msk_event([poison, worker_result(to_succeed, False)])) == {
+        "ignored_malformed": 1, "succeeded": 1,
+    }

@@ -1,0 +1,263 @@
+"""The worker helper: consume -> run the handler of the payload's type -> report, committing only after flush.
+
+Kafka is replaced by two small fakes that write every call into one shared log, so the order of
+sends, flushes and commits can be asserted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.worker import Execution, Worker
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+@dataclass(frozen=True)
+class Message:
+    value: bytes | None
+
+
+class FakeConsumer:
+    """Hands out the given batches one poll at a time; once they are gone, runs ``when_drained``."""
+
+    def __init__(self, batches: list[list[bytes | None]], log: list[str]) -> None:
+        self._batches = list(batches)
+        self._log = log
+        self.when_drained: Callable[[], None] = lambda: None
+
+    def poll(self, timeout_ms: int = 0) -> dict[tuple[str, int], list[Message]]:
+        self._log.append("poll")
+        if not self._batches:
+            self.when_drained()
+            return {}
+        return {("jobs", 0): [Message(value) for value in self._batches.pop(0)]}
+
+    def commit(self) -> None:
+        self._log.append("commit")
+
+    def close(self) -> None:
+        self._log.append("consumer.close")
+
+
+class FakeProducer:
+    def __init__(self, log: list[str]) -> None:
+        self._log = log
+        self.sent: list[tuple[str, bytes, dict[str, Any]]] = []
+
+    def send(self, topic: str, key: bytes, value: bytes) -> None:
+        self._log.append("send")
+        self.sent.append((topic, key, json.loads(value)))
+
+    def flush(self) -> None:
+        self._log.append("flush")
+
+    def close(self) -> None:
+        self._log.append("producer.close")
+
+
+def execution(execution_id: str = "e-1", payload: Any = None, job_id: str = "job-1", attempt: int = 1,
+              trigger: str | None = "SCHEDULE") -> bytes:
+    """A ``jobs`` message as the scan publishes it."""
+    value: dict[str, Any] = {
+        "execution_id": execution_id, "job_id": job_id, "user_id": "alice",
+        "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": attempt,
+        "payload": {"type": "send-report"} if payload is None else payload,
+    }
+    if trigger is not None:
+        value["trigger"] = trigger
+    return json.dumps(value).encode()
+
+
+@dataclass
+class Harness:
+    worker: Worker
+    producer: FakeProducer
+    log: list[str]
+
+    def results(self) -> list[dict[str, Any]]:
+        return [value for _, _, value in self.producer.sent]
+
+
+def harness(*batches: list[bytes | None], results_topic: str = "job-results") -> Harness:
+    log: list[str] = []
+    consumer = FakeConsumer(list(batches), log)
+    producer = FakeProducer(log)
+    worker = Worker(consumer=consumer, producer=producer, results_topic=results_topic)
+    consumer.when_drained = worker.stopping.set
+    return Harness(worker, producer, log)
+
+
+def test_routes_each_execution_to_the_handler_of_its_type() -> None:
+    h = harness([execution("e-1", {"type": "send-report", "to": "ops"}), execution("e-2", {"type": "resize"})])
+    seen: dict[str, list[Execution]] = {"send-report": [], "resize": []}
+    h.worker.handler("send-report")(seen["send-report"].append)
+    h.worker.handler("resize")(seen["resize"].append)
+    h.worker.run(install_signal_handlers=False)
+    assert seen["send-report"] == [Execution(
+        execution_id="e-1", job_id="job-1", user_id="alice", scheduled_at="2026-11-22T10:10:00.000Z", attempt=1,
+        trigger="SCHEDULE", payload={"type": "send-report", "to": "ops"},
+    )]
+    assert [e.execution_id for e in seen["resize"]] == ["e-2"]
+    assert h.worker.processed == 2
+
+
+def test_the_default_handler_takes_every_other_type_and_untyped_payloads() -> None:
+    payloads: list[Any] = [{"type": "other"}, {"no": "type"}, [1, 2], "text", None, 7]
+    h = harness([execution(f"e-{i}", p if p is not None else {}) for i, p in enumerate(payloads)])
+    typed: list[str] = []
+    default: list[str] = []
+    h.worker.handler("send-report")(lambda e: typed.append(e.execution_id))
+    h.worker.handler()(lambda e: default.append(e.execution_id))
+    h.worker.run(install_signal_handlers=False)
+    assert (typed, default) == ([], [f"e-{i}" for i in range(len(payloads))])
+
+
+def test_success_and_failure_are_reported_to_job_results() -> None:
+    h = harness([execution("e-ok", {"type": "ok"}, attempt=2), execution("e-bad", {"type": "bad"}, job_id="job-2")])
+    h.worker.handler("ok")(lambda e: None)
+
+    def bad(e: Execution) -> None:
+        raise ValueError("no rows for 2026-11-22")
+
+    h.worker.handler("bad")(bad)
+    h.worker.run(install_signal_handlers=False)
+    assert h.producer.sent == [
+        ("job-results", b"job-1", {"execution_id": "e-ok", "job_id": "job-1",
+                                   "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 2, "status": "SUCCESS"}),
+        ("job-results", b"job-2", {"execution_id": "e-bad", "job_id": "job-2",
+                                   "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 1, "status": "FAILED",
+                                   "error": "ValueError: no rows for 2026-11-22"}),
+    ]
+
+
+def test_long_errors_are_cut_to_2000_characters() -> None:
+    h = harness([execution()])
+
+    def noisy(e: Execution) -> None:
+        raise RuntimeError("x" * 5000)
+
+    h.worker.handler("send-report")(noisy)
+    h.worker.run(install_signal_handlers=False)
+    [result] = h.results()
+    assert result["status"] == "FAILED" and len(result["error"]) == 2000
+    assert result["error"].startswith("RuntimeError: xxx")
+
+
+def test_results_go_to_the_configured_topic() -> None:
+    h = harness([execution()], results_topic="payroll-results")
+    h.worker.handler()(lambda e: None)
+    h.worker.run(install_signal_handlers=False)
+    assert [topic for topic, _, _ in h.producer.sent] == ["payroll-results"]
+
+
+def test_an_execution_seen_before_is_not_run_again_but_reported_again() -> None:
+    # Given the same execution delivered twice in one batch and once more in the next (a redelivery)
+    h = harness([execution("e-1"), execution("e-1")], [execution("e-1"), execution("e-2")])
+    ran: list[str] = []
+    h.worker.handler("send-report")(lambda e: ran.append(e.execution_id))
+    h.worker.run(install_signal_handlers=False)
+    # Then it ran once, and each copy was reported, with the first run's result (the first report may
+    # have been lost with the crash that caused the redelivery)
+    assert ran == ["e-1", "e-2"]
+    assert [r["execution_id"] for r in h.results()] == ["e-1", "e-1", "e-1", "e-2"]
+    first, *again = h.producer.sent[:3]
+    assert first == ("job-results", b"job-1", {"execution_id": "e-1", "job_id": "job-1",
+                                              "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 1,
+                                              "status": "SUCCESS"})
+    assert again == [first, first]
+    assert h.worker.processed == 2
+    # and the reports sent again are flushed before their offsets are committed, like the first
+    assert h.log == [
+        "poll", "send", "send", "flush", "commit",
+        "poll", "send", "send", "flush", "commit",
+        "poll", "flush", "consumer.close", "producer.close",
+    ]
+
+
+def test_a_failed_execution_is_not_run_again_either_and_its_failure_is_reported_again() -> None:
+    h = harness([execution("e-1")], [execution("e-1")])
+    calls: list[str] = []
+
+    def failing(e: Execution) -> None:
+        calls.append(e.execution_id)
+        raise OSError("disk full")
+
+    h.worker.handler("send-report")(failing)
+    h.worker.run(install_signal_handlers=False)
+    assert calls == ["e-1"]
+    first, again = h.producer.sent
+    assert first == ("job-results", b"job-1", {"execution_id": "e-1", "job_id": "job-1",
+                                              "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 1,
+                                              "status": "FAILED", "error": "OSError: disk full"})
+    assert again == first
+    assert h.worker.processed == 1
+
+
+def test_offsets_are_committed_only_after_the_results_are_flushed() -> None:
+    h = harness([execution("e-1"), execution("e-2")], [execution("e-3")])
+    h.worker.handler()(lambda e: None)
+    h.worker.run(install_signal_handlers=False)
+    assert h.log == [
+        "poll", "send", "send", "flush", "commit",
+        "poll", "send", "flush", "commit",
+        "poll",  # empty: nothing to commit; the worker is told to stop
+        "flush", "consumer.close", "producer.close",
+    ]
+
+
+def test_an_execution_without_handler_is_reported_failed() -> None:
+    h = harness([execution("e-1", {"type": "unknown-type"})])
+    h.worker.handler("send-report")(lambda e: None)
+    h.worker.run(install_signal_handlers=False)
+    [result] = h.results()
+    assert (result["status"], result["error"]) == ("FAILED", "no handler for job type 'unknown-type'")
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [b"not json", b"[]", b'"text"', b"{}", b'{"execution_id": "e-9"}', None, b"\xff\xfe"],
+    ids=["not-json", "array", "string", "empty-object", "missing-fields", "tombstone", "not-utf8"],
+)
+def test_a_malformed_message_is_skipped_and_committed(malformed: bytes | None) -> None:
+    h = harness([malformed, execution("e-1")])
+    ran: list[str] = []
+    h.worker.handler()(lambda e: ran.append(e.execution_id))
+    h.worker.run(install_signal_handlers=False)
+    assert ran == ["e-1"]
+    assert [r["execution_id"] for r in h.results()] == ["e-1"]
+    assert h.log[:5] == ["poll", "send", "flush", "commit", "poll"]
+
+
+def test_a_message_without_trigger_counts_as_scheduled() -> None:
+    h = harness([execution(trigger=None)])
+    got: list[Execution] = []
+    h.worker.handler()(got.append)
+    h.worker.run(install_signal_handlers=False)
+    assert [e.trigger for e in got] == ["SCHEDULE"]
+
+
+def test_stopping_before_run_polls_nothing_and_closes() -> None:
+    h = harness([execution()])
+    h.worker.handler()(lambda e: None)
+    h.worker.stopping.set()
+    h.worker.run(install_signal_handlers=False)
+    assert h.log == ["flush", "consumer.close", "producer.close"]
+    assert h.producer.sent == []
+
+
+def test_stopping_during_a_batch_finishes_and_commits_it() -> None:
+    h = harness([execution("e-1"), execution("e-2")], [execution("e-3")])
+
+    def stop_after(e: Execution) -> None:
+        h.worker.stopping.set()
+
+    h.worker.handler()(stop_after)
+    h.worker.run(install_signal_handlers=False)
+    assert [r["execution_id"] for r in h.results()] == ["e-1", "e-2"]  # the batch in hand, not the next
+    assert h.log == ["poll", "send", "send", "flush", "commit", "flush", "consumer.close", "producer.close"]
