@@ -5,13 +5,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit integration lint format stop status clean
+.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
 	@echo "make test    - lint, then every test (unit, contract, integration, end-to-end) on real servers"
 	@echo "make unit    - fast tests only (no servers)"
 	@echo "make lint    - ruff and mypy"
+	@echo "make chaos   - the full fault suite (5,000 executions, kills, restarts, silent minutes); writes docs/reliability.md"
+	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
+	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
 	@echo "make stop    - stop the local servers"
 	@echo "make status  - which local servers are up"
 
@@ -35,7 +38,7 @@ unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy layers/jobrunner devstack functions
+	$(VENV)/bin/mypy layers/jobrunner devstack functions chaos infra examples
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
@@ -49,3 +52,21 @@ status: $(STAMP)
 
 clean: stop
 	rm -rf .local/data .local/logs .local/run
+
+chaos: $(STAMP)
+	$(PY) -m chaos --markdown docs/reliability-run.md
+
+synth: $(STAMP)
+	$(PY) -m infra.app
+
+infra/node_modules/.bin/cdk: infra/package.json infra/package-lock.json
+	npm ci --prefix infra --no-audit --no-fund
+	touch $@
+
+cdk-cli: infra/node_modules/.bin/cdk
+
+deploy: $(STAMP) cdk-cli
+	infra/node_modules/.bin/cdk deploy $(CDK_ARGS)
+
+infra-test: $(STAMP)
+	$(PY) -m pytest tests/infra

@@ -190,8 +190,10 @@ class Suite:
             raise AssertionError(f"unexpected answer {response.status_code}: {response.text}")
         job = response.json()
         fires = [parse_instant(job["next_run_at"], "next_run_at")]
-        if "every" in body["schedule"]:  # start + every, through end: three fires
-            fires += [fires[0] + timedelta(seconds=30 * k) for k in (1, 2)]
+        if "every" in body["schedule"]:  # every 30 s from the first fire after submission, through end
+            end = parse_instant(body["schedule"]["end"], "end")
+            while fires[-1] + timedelta(seconds=30) <= end:
+                fires.append(fires[-1] + timedelta(seconds=30))
         with self.lock:
             self.report.submitted += 1
             for fire in fires:
@@ -209,6 +211,8 @@ class Suite:
         self.double_ticks = {gap_start + plan.no_tick_minutes * MINUTE}
         threading.Thread(target=self._ticker, daemon=True).start()
         self._submit_all(first)
+        # On a loaded machine submitting can outlast the lead: faults start once the jobs are in.
+        first = max(first, datetime.now(UTC))
         faults = [
             threading.Thread(target=self._kill_scans, args=(first,), daemon=True),
             threading.Thread(target=self._restart_kafka, args=(first,), daemon=True),
@@ -349,7 +353,7 @@ class Suite:
         report.published = len(set(self.expected) & set(first_publish))
         missing = sorted(set(self.expected) - set(first_publish), key=lambda k: k[1])
         report.lost = len(missing)
-        report.lost_ids = [f"{job}@{rfc3339(at)}" for job, at in missing[:20]]
+        report.lost_ids = [self._describe(job, at) for job, at in missing[:20]]
         report.messages = len(seen)
         report.duplicates = sum(n - 1 for n in ids.values() if n > 1)
         report.max_lateness_s = max(
@@ -375,6 +379,19 @@ class Suite:
             causes[cause] += len(copies) - 1
         report.duplicate_causes = dict(causes)
         self._recovery_times(first_publish)
+
+    def _describe(self, job_id: str, scheduled_at: datetime) -> str:
+        """A lost execution, with what the store says of it (to find the cause)."""
+        try:
+            job = requests.get(f"{self.stack.url}/jobs/{job_id}", timeout=10,
+                               headers={"Authorization": f"Bearer {self.stack.token}"}).json()
+            history = requests.get(f"{self.stack.url}/jobs/{job_id}/executions", timeout=10,
+                                   headers={"Authorization": f"Bearer {self.stack.token}"}).json()["items"]
+            runs = [(h["scheduled_at"], h["status"]) for h in history]
+            state = f"schedule={job['schedule']} next_run_at={job['next_run_at']} history={runs}"
+        except (requests.RequestException, KeyError, ValueError) as exc:
+            state = f"(could not read the job: {exc})"
+        return f"{job_id}@{rfc3339(scheduled_at)} segment {segment_of(job_id, self.plan.segments)}: {state}"
 
     def _recovery_times(self, first_publish: dict[tuple[str, datetime], datetime]) -> None:
         """For kills and silent minutes: from the fault until the last execution it delayed was published."""

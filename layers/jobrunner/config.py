@@ -12,6 +12,8 @@
 | CASSANDRA_PORT | 9042 | CQL port (9142 for Keyspaces) |
 | CASSANDRA_KEYSPACE | jobrunner | keyspace |
 | CASSANDRA_MODE | cassandra | cassandra, or keyspaces (TLS + SigV4) |
+| CASSANDRA_SECRET_ARN | (none) | existing cluster: Secrets Manager secret with username and password |
+| CASSANDRA_TLS | false | existing cluster: connect over TLS (CASSANDRA_CA_BUNDLE to pin a CA) |
 | KAFKA_BOOTSTRAP | 127.0.0.1:9092 | bootstrap servers |
 | KAFKA_SECURITY | plaintext | plaintext, or msk-iam |
 | HEARTBEAT_TABLE | jobrunner-heartbeats | DynamoDB table of leases and watermarks |
@@ -68,6 +70,8 @@ class Settings:
                 mode=env.get("CASSANDRA_MODE", "cassandra"),
                 region=region,
                 ca_bundle=env.get("CASSANDRA_CA_BUNDLE"),
+                secret_arn=env.get("CASSANDRA_SECRET_ARN") or None,
+                tls=env.get("CASSANDRA_TLS", "").lower() in ("1", "true", "yes"),
             ),
             kafka=KafkaSettings(
                 bootstrap=env.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),

@@ -30,6 +30,7 @@ def run_tick(event: dict[str, Any]) -> dict[str, Any]:
     event_time: datetime = parse_instant(str(event["time"]), "time")
     report = services.ticks.tick(event_time, services.clock.now())
     metrics.add_metric(name="ScansDispatched", unit=MetricUnit.Count, value=len(report.dispatched))
+    metrics.add_metric(name="WatermarkLagSeconds", unit=MetricUnit.Seconds, value=report.max_lag_s)
     logger.info("tick", extra={"target": report.target.isoformat(), "dispatched": len(report.dispatched)})
     return {"target": report.target.isoformat(), "dispatched": len(report.dispatched)}
 

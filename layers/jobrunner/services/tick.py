@@ -34,6 +34,12 @@ class TickReport:
     target: datetime
     dispatched: list[ScanRequest] = field(default_factory=list)
     watermarks: dict[int, datetime] = field(default_factory=dict)
+    #: Per segment: seconds from the end of its watermark minute to the start of the running minute.
+    lag_s: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def max_lag_s(self) -> float:
+        return max(self.lag_s.values(), default=0.0)
 
 
 class TickService:
@@ -66,7 +72,10 @@ class TickService:
             for p in self._heartbeats.partitions((s, b) for s, bs in pending.items() for b in bs)
         }
         for segment, buckets in pending.items():
-            self._advance(segment, buckets, known, report)
+            advanced = self._advance(segment, buckets, known, report)
+            watermark = advanced or (buckets[0] - MINUTE if buckets else target)
+            # Healthy is a watermark at the minute before the running one (target - 1 min is running).
+            report.lag_s[segment] = max(0.0, (target - 2 * MINUTE - watermark).total_seconds())
             backlog = [b for b in buckets if self._needs_scan(known.get((segment, b)), now)]
             chosen = backlog[: self._rules.max_catch_up]
             for urgent in (target - MINUTE, target):  # the running and the next minute never wait
@@ -89,8 +98,8 @@ class TickService:
     def _advance(
         self, segment: int, buckets: list[datetime], known: dict[tuple[int, datetime], PartitionState],
         report: TickReport,
-    ) -> None:
-        """Move the watermark over the leading run of done partitions."""
+    ) -> datetime | None:
+        """Move the watermark over the leading run of done partitions; returns the new watermark."""
         last_done = None
         for bucket in buckets:
             state = known.get((segment, bucket))
@@ -100,3 +109,4 @@ class TickService:
         if last_done is not None:
             self._heartbeats.advance_watermark(segment, last_done)
             report.watermarks[segment] = last_done
+        return last_done

@@ -1,6 +1,6 @@
 """JobStore on Apache Cassandra or Amazon Keyspaces, through the DataStax driver.
 
-Every statement here is Keyspaces-compatible (checked by ``tests/contract/test_cql_compat.py``):
+Every statement here is Keyspaces-compatible (checked by ``tests/infra/test_keyspaces_compat.py``):
 prepared DML only, LOCAL_QUORUM writes and reads, logged batches for the atomic steps, no TRUNCATE,
 no secondary index, no ALLOW FILTERING.
 """
@@ -215,7 +215,6 @@ class CassandraJobStore(JobStore):
     def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
         claimed_at = datetime.now(UTC)
         bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind((user_id, key, job_id, fingerprint, claimed_at))
-        bound.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
         row = _guard(lambda: self._session.execute(bound).one())
         if row.applied:
             return job_id, fingerprint

@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import json
+import ssl
 from dataclasses import dataclass
 
 from cassandra import ConsistencyLevel
+from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, RoundRobinPolicy
 
@@ -23,6 +26,10 @@ class CassandraSettings:
     ca_bundle: str | None = None
     local_dc: str | None = None
     request_timeout_s: float = 10.0
+    #: An existing cluster: a Secrets Manager secret holding {"username": ..., "password": ...}.
+    secret_arn: str | None = None
+    #: TLS to an existing cluster (verified against ``ca_bundle`` when given, else the system store).
+    tls: bool = False
 
 
 def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
@@ -41,6 +48,8 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
         cluster = Cluster(
             list(settings.contact_points), port=settings.port, protocol_version=4,
             execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            auth_provider=_credentials(settings.secret_arn, settings.region) if settings.secret_arn else None,
+            ssl_context=_tls_context(settings.ca_bundle) if settings.tls else None,
             # A restarted node is found again within seconds (the default backs off to 10 minutes).
             reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
         )
@@ -48,3 +57,17 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
     if keyspace:
         session.set_keyspace(settings.keyspace)
     return session
+
+
+def _credentials(secret_arn: str, region: str) -> PlainTextAuthProvider:
+    import boto3
+
+    secret = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_arn)
+    values = json.loads(secret["SecretString"])
+    return PlainTextAuthProvider(username=values["username"], password=values["password"])
+
+
+def _tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ca_bundle)
+    context.check_hostname = False  # nodes are addressed by IP; the chain is still verified
+    return context

@@ -119,3 +119,18 @@ def test_partition_with_a_live_lease_waits_and_an_expired_one_is_dispatched(
     assert buckets(service.tick(EVENT, EVENT + timedelta(seconds=29)).dispatched) == [TARGET]
     # When a tick judges it once the lease has expired (the scan died), it is dispatched again
     assert buckets(service.tick(EVENT, EVENT + timedelta(seconds=30)).dispatched) == [running, TARGET]
+
+
+def test_lag_is_zero_when_every_finished_minute_is_done_and_grows_with_a_stalled_segment() -> None:
+    # Given segment 0 done through the minute before the running one, and segment 1 stalled 5 minutes back
+    heartbeats = MemoryHeartbeatStore()
+    tick_time = datetime(2026, 11, 22, 10, 30, 5, tzinfo=UTC)
+    running = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
+    heartbeats.advance_watermark(0, running - timedelta(minutes=1))
+    heartbeats.advance_watermark(1, running - timedelta(minutes=6))
+    service = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=2))
+    # When the tick runs
+    report = service.tick(tick_time, tick_time)
+    # Then the lag says how far each segment's watermark trails
+    assert report.lag_s == {0: 0.0, 1: 300.0}
+    assert report.max_lag_s == 300.0

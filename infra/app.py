@@ -1,0 +1,74 @@
+"""Entry point of the CDK app: ``python -m infra.app`` (what ``cdk.json`` runs, and ``make synth``).
+
+Reads the context into a ``DeploymentConfig``, builds the layer directories (cached), parses
+``cql/``, composes the stack and applies the cdk-nag AwsSolutions pack: a finding that is not
+acknowledged fails the synth (report in ``cdk.out/validation-report.json``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from infra.config import DeploymentConfig
+from infra.cql_schema import load_tables
+from infra.layer_build import ROOT, build_code_layer, build_dependency_layer
+from infra.stack import JobRunnerStack, StackAssets
+
+FUNCTIONS = ROOT / "functions"
+TOPIC_ADMIN = Path(__file__).resolve().parent / "handlers" / "kafka_topics"
+
+
+def default_results_code() -> Path | None:
+    """``functions/results`` once its handler exists (it is written separately)."""
+    directory = FUNCTIONS / "results"
+    return directory if (directory / "handler.py").is_file() else None
+
+
+def _path(value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else ROOT / path
+
+
+def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> StackAssets:
+    cache = _path(config.build_cache_dir)
+    dependencies = (_path(config.dependency_layer_dir) if config.dependency_layer_dir
+                    else build_dependency_layer(architecture=config.lambda_architecture, cache_dir=cache))
+    ca_bundle = _path(config.keyspaces_ca_bundle) if config.keyspaces_ca_bundle else None
+    return StackAssets(
+        dependency_layer=dependencies,
+        code_layer=build_code_layer(cache_dir=cache, ca_bundle=ca_bundle),
+        api=FUNCTIONS / "api",
+        tick=FUNCTIONS / "tick",
+        scan=FUNCTIONS / "scan",
+        topic_admin=TOPIC_ADMIN,
+        results=results_code,
+        custom_ca_bundle=ca_bundle is not None,
+    )
+
+
+def build_app(app: App | None = None, *, results_code: Path | None = None, nag: bool = True) -> JobRunnerStack:
+    """Compose the stack in ``app``; ``results_code`` defaults to ``default_results_code()``."""
+    app = app or App()
+    config = DeploymentConfig.from_context(app.node.try_get_context)
+    assets = prepare_assets(config, results_code=results_code or default_results_code())
+    stack = JobRunnerStack(app, config.stack_name, config=config, assets=assets, tables=load_tables())
+    if nag:
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return stack
+
+
+def main() -> None:
+    # The cdk CLI names the output directory (CDK_OUTDIR); run directly (make synth), write ./cdk.out.
+    app = App(outdir=None if os.environ.get("CDK_OUTDIR") else str(ROOT / "cdk.out"))
+    stack = build_app(app)
+    if stack.results is None:
+        print("note: functions/results/handler.py not found; the results function and its MSK trigger are left out")
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Deployment settings, read from CDK context (``cdk.json``, or ``cdk deploy -c key=value``).
+
+Every key, its default and its meaning are in ``CONTEXT_DEFAULTS`` and ``docs/deploy.md``;
+``cdk.json`` carries the same defaults (a test keeps the three in step). Values given with ``-c``
+arrive as strings, so each one is parsed: numbers, ``true``/``false``, ``null``, and JSON for lists
+and objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Context key -> default. ``None`` means "not set".
+CONTEXT_DEFAULTS: dict[str, Any] = {
+    # Names the stack (JobRunner-<stage>) and prefixes resource names; lowercase, digits, hyphens.
+    "stage": "dev",
+    # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
+    "segments": 16,
+    # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
+    "lambda_architecture": "arm64",
+    # API authorization: "iam" (SigV4) or "cognito" (a user pool is created; tenant = the user's sub).
+    "api_auth": "iam",
+    # API stage throttling (requests per second, burst).
+    "api_rate_limit": 50,
+    "api_burst_limit": 100,
+    # Keyspace name; null means jobrunner_<stage>.
+    "keyspace": None,
+    # null: Amazon Keyspaces (created here, tables derived from cql/). Or an existing Cassandra cluster:
+    # {"contact_points": ["10.0.0.10", ...], "port": 9042, "secret_arn": "arn:aws:secretsmanager:..."}.
+    "existing_cassandra": None,
+    # Topics a job may name (the scan may publish to them); "jobs" is always included.
+    "allowed_topics": ["jobs"],
+    # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
+    "kafka_partitions": 3,
+    # Reserved concurrency of the scan function: "auto" (2 x segments + headroom), a number, or 0 (none).
+    "scan_reserved_concurrency": "auto",
+    # Memory of the scan function in MB (also its CPU share); scans dominate the Lambda bill.
+    "scan_memory_mb": 512,
+    # Email subscribed to the alarm topic (optional).
+    "alarm_email": None,
+    # Retention of every log group, in days (a value CloudWatch Logs accepts).
+    "log_retention_days": 30,
+    # Keep the Keyspaces tables and the heartbeat table when the stack is deleted.
+    "retain_data": True,
+    # VPC address range and, optionally, the availability zones to use (default: the region's first two).
+    "vpc_cidr": "10.40.0.0/16",
+    "availability_zones": [],
+    # A local PEM file shipped in the code layer as the Keyspaces CA bundle; null: certifi's bundle.
+    "keyspaces_ca_bundle": None,
+    # A prebuilt dependency layer directory (holding python/); null: built with pip at synth.
+    "dependency_layer_dir": None,
+    # Where synth caches the built layers (git-ignored).
+    "build_cache_dir": ".local/cdk",
+}
+
+ARCHITECTURES = ("arm64", "x86_64")
+API_AUTH = ("iam", "cognito")
+_STAGE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+_KEYSPACE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+#: The retentions CloudWatch Logs accepts, in days, with their name in ``aws_logs.RetentionDays``.
+LOG_RETENTION_DAYS = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS", 30: "ONE_MONTH",
+    60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS", 180: "SIX_MONTHS",
+    365: "ONE_YEAR", 400: "THIRTEEN_MONTHS", 545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS",
+    1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+
+
+class ConfigError(ValueError):
+    """A context value is missing, malformed or out of range."""
+
+
+@dataclass(frozen=True)
+class ExistingCassandra:
+    """A Cassandra cluster the functions reach from the VPC (peering, Transit Gateway...)."""
+
+    contact_points: tuple[str, ...]
+    port: int = 9042
+    secret_arn: str | None = None
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    """The parsed context; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``)."""
+
+    stage: str
+    segments: int
+    lambda_architecture: str
+    api_auth: str
+    api_rate_limit: int
+    api_burst_limit: int
+    keyspace: str
+    existing_cassandra: ExistingCassandra | None
+    allowed_topics: tuple[str, ...]
+    kafka_partitions: int
+    scan_reserved_concurrency: int | None
+    scan_memory_mb: int
+    alarm_email: str | None
+    log_retention_days: int
+    retain_data: bool
+    vpc_cidr: str
+    availability_zones: tuple[str, ...]
+    keyspaces_ca_bundle: str | None
+    dependency_layer_dir: str | None
+    build_cache_dir: str
+
+    @property
+    def stack_name(self) -> str:
+        return f"JobRunner-{self.stage}"
+
+    @property
+    def log_retention_name(self) -> str:
+        """The ``aws_logs.RetentionDays`` member name of ``log_retention_days``."""
+        return LOG_RETENTION_DAYS[self.log_retention_days]
+
+    @property
+    def uses_keyspaces(self) -> bool:
+        return self.existing_cassandra is None
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:
+        """``get`` is ``node.try_get_context``; keys it doesn't know take their defaults."""
+        raw = {key: _parse(value) if (value := get(key)) is not None else default
+               for key, default in CONTEXT_DEFAULTS.items()}
+        stage = _text(raw, "stage")
+        if not _STAGE.match(stage):
+            raise ConfigError(f"stage {stage!r}: 1-16 lowercase letters, digits or hyphens, starting with a letter")
+        segments = _int(raw, "segments", 1, 1024)
+        keyspace = raw["keyspace"] or f"jobrunner_{stage.replace('-', '_')}"
+        if not _KEYSPACE.match(keyspace):
+            raise ConfigError(f"keyspace {keyspace!r}: 1-48 lowercase letters, digits or underscores")
+        return cls(
+            stage=stage,
+            segments=segments,
+            lambda_architecture=_choice(raw, "lambda_architecture", ARCHITECTURES),
+            api_auth=_choice(raw, "api_auth", API_AUTH),
+            api_rate_limit=_int(raw, "api_rate_limit", 1, 10_000),
+            api_burst_limit=_int(raw, "api_burst_limit", 1, 5_000),
+            keyspace=keyspace,
+            existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
+            allowed_topics=_topics(raw["allowed_topics"]),
+            kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
+            scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments),
+            scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
+            alarm_email=raw["alarm_email"] or None,
+            log_retention_days=_log_retention(raw),
+            retain_data=_bool(raw, "retain_data"),
+            vpc_cidr=_text(raw, "vpc_cidr"),
+            availability_zones=tuple(_list(raw, "availability_zones")),
+            keyspaces_ca_bundle=raw["keyspaces_ca_bundle"] or None,
+            dependency_layer_dir=raw["dependency_layer_dir"] or None,
+            build_cache_dir=_text(raw, "build_cache_dir"),
+        )
+
+
+def scan_concurrency(segments: int) -> int:
+    """Reserved concurrency of the scan function for ``segments``.
+
+    Per segment, two scans run at once in steady state: the one publishing minute M and the one the
+    tick started ahead for M+1. Headroom (a quarter of the segments, at least 4) covers the seconds
+    where a third overlaps at a minute edge, catch-up scans and retried invocations; an async event
+    that is throttled anyway waits in Lambda's queue (up to the maximum event age), it is not lost.
+    """
+    return 2 * segments + max(4, segments // 4)
+
+
+def _parse(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text in ("true", "false", "null") or text[:1] in "[{" or re.fullmatch(r"-?\d+", text):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cannot parse context value {value!r}: {exc}") from exc
+    return value
+
+
+def _text(raw: dict[str, Any], key: str) -> str:
+    value = raw[key]
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _int(raw: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{key}: expected an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _bool(raw: dict[str, Any], key: str) -> bool:
+    value = raw[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _list(raw: dict[str, Any], key: str) -> list[str]:
+    value = raw[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key}: expected a list of strings, got {value!r}")
+    return value
+
+
+def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    value = raw[key]
+    if value not in choices:
+        raise ConfigError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def _topics(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [t.strip() for t in value.split(",") if t.strip()]
+    if not isinstance(value, list) or not all(isinstance(t, str) and _TOPIC.match(t) for t in value):
+        raise ConfigError(f"allowed_topics: expected a list of Kafka topic names, got {value!r}")
+    return tuple(dict.fromkeys(["jobs", *value]))
+
+
+def _reserved(value: Any, segments: int) -> int | None:
+    if value == "auto":
+        return scan_concurrency(segments)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
+        raise ConfigError(f"scan_reserved_concurrency: expected \"auto\" or an integer >= 0, got {value!r}")
+    return value or None
+
+
+def _log_retention(raw: dict[str, Any]) -> int:
+    value = _int(raw, "log_retention_days", 1, 3653)
+    if value not in LOG_RETENTION_DAYS:
+        raise ConfigError(f"log_retention_days: {value} is not a CloudWatch Logs retention; use one of "
+                          f"{sorted(LOG_RETENTION_DAYS)}")
+    return value
+
+
+def _existing_cassandra(value: Any) -> ExistingCassandra | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"existing_cassandra: expected null or an object, got {value!r}")
+    unknown = set(value) - {"contact_points", "port", "secret_arn"}
+    if unknown:
+        raise ConfigError(f"existing_cassandra: unknown keys {sorted(unknown)}")
+    points = value.get("contact_points")
+    if isinstance(points, str):
+        points = [p.strip() for p in points.split(",") if p.strip()]
+    if not isinstance(points, list) or not points or not all(isinstance(p, str) and p for p in points):
+        raise ConfigError("existing_cassandra.contact_points: expected a non-empty list of hosts")
+    port = value.get("port", 9042)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"existing_cassandra.port: expected a TCP port, got {port!r}")
+    secret = value.get("secret_arn")
+    if secret is not None and not (isinstance(secret, str) and secret.startswith("arn:")):
+        raise ConfigError(f"existing_cassandra.secret_arn: expected a Secrets Manager ARN, got {secret!r}")
+    return ExistingCassandra(contact_points=tuple(points), port=port, secret_arn=secret)

@@ -1,0 +1,140 @@
+"""The HTTP API: API Gateway (REST, regional) in front of the api function (proxy integration).
+
+``GET /health`` is open; every other path goes through ``/{proxy+}`` with IAM (SigV4) authorization,
+or a Cognito user pool authorizer when ``auth="cognito"``. The api function reads the tenant from the
+authorizer context (``jobrunner.api.tenancy``). The stage throttles, writes JSON access logs and
+execution logs (errors), and traces with X-Ray.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.constructs.function import FunctionBase, JobRunnerFunction
+from infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        base: FunctionBase,
+        code: Path,
+        auth: str,
+        stage_name: str,
+        rate_limit: int,
+        burst_limit: int,
+        memory_size: int = 512,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if auth not in ("iam", "cognito"):
+            raise ValueError(f"auth must be iam or cognito, not {auth!r}")
+        self.handler = JobRunnerFunction(
+            self, "Handler", base=base, code=code, in_vpc=True, description="HTTP API",
+            memory_size=memory_size, timeout=Duration.seconds(29),
+        )
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=base.log_retention,
+                                    removal_policy=RemovalPolicy.DESTROY)
+        self.rest_api = apigw.RestApi(
+            self, "RestApi",
+            description="Distributed Job Runner",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            # Execution logs need API Gateway's account-wide logging role; it is kept on deletion because
+            # other APIs of the account and region use the same setting.
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
+            deploy_options=apigw.StageOptions(
+                stage_name=stage_name,
+                throttling_rate_limit=rate_limit,
+                throttling_burst_limit=burst_limit,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True, http_method=True, ip=True, protocol=True, request_time=True, resource_path=True,
+                    response_length=True, status=True, user=True,
+                ),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                tracing_enabled=True,
+            ),
+        )
+        # The gateway checks required parameters; bodies have no gateway model, the handler validates
+        # them (Pydantic) and answers 422 naming the field.
+        validator = self.rest_api.add_request_validator(
+            "Validator", validate_request_parameters=True, validate_request_body=True,
+        )
+        integration = apigw.LambdaIntegration(self.handler.function)
+        self.user_pool: cognito.UserPool | None = None
+        self.user_pool_client: cognito.UserPoolClient | None = None
+        authorization_type, authorizer = self._authorization(auth)
+        health = self.rest_api.root.add_resource("health")
+        health.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE,
+                          request_validator=validator)
+        proxy = self.rest_api.root.add_resource("{proxy+}")
+        proxy.add_method("ANY", integration, request_validator=validator,
+                         request_parameters={"method.request.path.proxy": True},
+                         authorization_type=authorization_type, authorizer=authorizer)
+        acknowledge(health, {
+            "AwsSolutions-APIG4": "GET /health is the one public route (liveness); it reads nothing tenant-specific.",
+            "AwsSolutions-COG4": "GET /health is the one public route (liveness); it reads nothing tenant-specific.",
+        })
+        acknowledge(self.rest_api, {
+            "AwsSolutions-APIG3": "No WAF web ACL: every route but /health is authenticated and the stage is "
+                                  "throttled; add a web ACL when the API is exposed to untrusted networks at scale.",
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level logging role needs exactly this "
+                                                    "AWS managed policy.",
+        })
+        if auth == "iam":
+            acknowledge(proxy, {
+                "AwsSolutions-COG4": "Authorization is IAM (SigV4), the default of this deployment "
+                                     "(api_auth=iam); Cognito is the alternative.",
+            })
+
+    def _authorization(self, auth: str) -> tuple[apigw.AuthorizationType, apigw.IAuthorizer | None]:
+        if auth == "iam":
+            return apigw.AuthorizationType.IAM, None
+        self.user_pool = cognito.UserPool(
+            self, "Users",
+            self_sign_up_enabled=False,
+            sign_in_aliases=cognito.SignInAliases(email=True),
+            password_policy=cognito.PasswordPolicy(
+                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True,
+                require_symbols=True,
+            ),
+            mfa=cognito.Mfa.OPTIONAL,
+            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(self.user_pool, {
+            "AwsSolutions-COG2": "API tenants are programs signing in with SRP or a password; MFA is offered "
+                                 "(optional TOTP) but cannot be required of them.",
+            "AwsSolutions-COG8": "The Essentials plan: threat protection (Plus) is billed per active user, and "
+                                 "accounts are created by an administrator only (no self sign-up).",
+        })
+        self.user_pool_client = self.user_pool.add_client(
+            "Client",
+            auth_flows=cognito.AuthFlow(user_srp=True, user_password=True),
+            generate_secret=False,
+            id_token_validity=Duration.hours(1),
+            access_token_validity=Duration.hours(1),
+            prevent_user_existence_errors=True,
+        )
+        authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
+        return apigw.AuthorizationType.COGNITO, authorizer
+
+    @property
+    def url(self) -> str:
+        return self.rest_api.url

@@ -1,0 +1,45 @@
+"""The heartbeat table (DynamoDB): per-segment summaries, per-(minute, segment) leases and watermarks.
+
+Key ``segment`` (N) / ``minute`` (N), as ``jobrunner.adapters.heartbeats.dynamodb`` reads and writes
+it; on-demand, point-in-time recovery, TTL on ``expires_at`` (partition items are kept three days).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+#: What the heartbeat store calls: conditional UpdateItem for leases and watermarks, BatchGetItem
+#: (and GetItem) to read them.
+LEASE_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem")
+READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
+
+
+class HeartbeatTable(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, removal_policy: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self, "Table",
+            partition_key=dynamodb.Attribute(name="segment", type=dynamodb.AttributeType.NUMBER),
+            sort_key=dynamodb.Attribute(name="minute", type=dynamodb.AttributeType.NUMBER),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+            ),
+            time_to_live_attribute="expires_at",
+            removal_policy=removal_policy,
+        )
+
+    @property
+    def table_name(self) -> str:
+        return self.table.table_name
+
+    def grant_leases(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Take, renew and finish leases, advance watermarks (scan, tick)."""
+        return self.table.grant(grantee, *LEASE_ACTIONS)
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Read segment health (the API's ``GET /segments``)."""
+        return self.table.grant(grantee, *READ_ACTIONS)

@@ -1,0 +1,163 @@
+"""Dashboard and alarms.
+
+Application metrics come from Powertools (EMF) in namespace ``JobRunner`` with the dimension
+``service=jobrunner`` (``jobrunner.observability``): ``ExecutionsPublished``, ``MaxLatenessMs``,
+``ScansDispatched`` today; ``Retries``, ``DeadLetters`` and ``WatermarkLagSeconds`` (the tick: the
+largest lag of any segment's watermark behind the current minute, in seconds) as they are added.
+A per-segment lag (the same metric with a ``segment`` dimension too) is drawn when it exists.
+
+Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email subscription when
+``alarm_email`` is set):
+- watermark more than 2 minutes behind for 3 minutes, or no lag reported at all (tick not running);
+- the tick not invoked for 5 minutes; scan function errors; failed scan or tick events in their queues;
+- executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aws_cdk import aws_apigateway as apigw
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_sqs as sqs
+
+NAMESPACE = "JobRunner"
+SERVICE = "jobrunner"
+MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+#: The watermark may trail the current minute by one bucket in normal operation; two is trouble.
+WATERMARK_LAG_ALARM_SECONDS = 120
+
+
+def app_metric(name: str, statistic: str, period: Duration = MINUTE, label: str | None = None) -> cw.Metric:
+    return cw.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map={"service": SERVICE},
+                     statistic=statistic, period=period, label=label)
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        dashboard_name: str,
+        tick: lambda_.IFunction,
+        scan: lambda_.IFunction,
+        functions: Mapping[str, lambda_.IFunction],
+        failure_queues: Mapping[str, sqs.IQueue],
+        rest_api: apigw.RestApi | None = None,
+        results: lambda_.IFunction | None = None,
+        alarm_email: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
+                      description="Job runner alarm notifications (CloudWatch publishes to the topic)")
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True,
+                               display_name="Job runner alarms")
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        self.alarms: dict[str, cw.Alarm] = {}
+
+        lag = app_metric("WatermarkLagSeconds", "Maximum", label="worst segment")
+        self._alarm("WatermarkLag", app_metric("WatermarkLagSeconds", "Maximum"), WATERMARK_LAG_ALARM_SECONDS,
+                    periods=3,
+                    comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD, missing=cw.TreatMissingData.BREACHING,
+                    description="A segment's watermark is more than 2 minutes behind (or the tick reports no lag).")
+        self._alarm("TickNotRunning", tick.metric_invocations(period=FIVE_MINUTES, statistic="Sum"), 1,
+                    comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD, missing=cw.TreatMissingData.BREACHING,
+                    description="The minute tick was not invoked for 5 minutes.")
+        self._alarm("ScanErrors", scan.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
+                    description="Scan invocations failed (they are retried; check the scan logs).")
+        for name, queue in failure_queues.items():
+            self._alarm(f"{name}Queued", queue.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic="Maximum"), 1,
+                description=f"Events in {name}: they failed every retry; inspect and replay or discard them.")
+        self._alarm("DeadLetters", app_metric("DeadLetters", "Sum", FIVE_MINUTES), 1,
+                    description="Executions exhausted their retries and went to job-dlq.")
+        if rest_api is not None:
+            self._alarm("Api5xx", rest_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), 5,
+                        description="The API answered 5xx.")
+        if results is not None:
+            self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
+                        description="The results function failed on a batch (the mapping retries it).")
+
+        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name,
+                                      default_interval=Duration.hours(3))
+        per_segment = cw.MathExpression(
+            expression=f"SEARCH('{{{NAMESPACE},segment,service}} MetricName=\"WatermarkLagSeconds\"', "
+                       "'Maximum', 60)",
+            label="", period=MINUTE,
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Executions published per minute", width=8,
+                           left=[app_metric("ExecutionsPublished", "Sum", label="published")]),
+            cw.GraphWidget(title="Lateness after the due instant (ms)", width=8,
+                           left=[app_metric("MaxLatenessMs", "p50", label="p50"),
+                                 app_metric("MaxLatenessMs", "p99", label="p99"),
+                                 app_metric("MaxLatenessMs", "Maximum", label="max")]),
+            cw.GraphWidget(title="Scans dispatched per minute", width=8,
+                           left=[app_metric("ScansDispatched", "Sum", label="dispatched")]),
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Watermark lag (s)", width=12, left=[lag, per_segment],
+                           left_annotations=[cw.HorizontalAnnotation(value=WATERMARK_LAG_ALARM_SECONDS,
+                                                                     label="alarm")]),
+            cw.GraphWidget(title="Retries and dead letters", width=12,
+                           left=[app_metric("Retries", "Sum", label="retries"),
+                                 app_metric("DeadLetters", "Sum", label="dead letters")]),
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Function errors", width=8,
+                           left=[f.metric_errors(label=n, period=MINUTE, statistic="Sum")
+                                 for n, f in functions.items()]),
+            cw.GraphWidget(title="Function throttles", width=8,
+                           left=[f.metric_throttles(label=n, period=MINUTE, statistic="Sum")
+                                 for n, f in functions.items()]),
+            cw.GraphWidget(title="Scan duration (ms) and concurrency", width=8,
+                           left=[scan.metric_duration(label="p99 duration", period=MINUTE, statistic="p99")],
+                           right=[cw.Metric(namespace="AWS/Lambda", metric_name="ConcurrentExecutions",
+                                            dimensions_map={"FunctionName": scan.function_name},
+                                            statistic="Maximum", period=MINUTE, label="concurrent scans")]),
+        )
+        bottom: list[cw.IWidget] = [
+            cw.GraphWidget(title="Failed events waiting in queues", width=8,
+                           left=[q.metric_approximate_number_of_messages_visible(label=n, period=MINUTE)
+                                 for n, q in failure_queues.items()]),
+        ]
+        if rest_api is not None:
+            bottom.append(cw.GraphWidget(
+                title="API requests and errors", width=8,
+                left=[rest_api.metric_count(label="requests", period=MINUTE),
+                      rest_api.metric_client_error(label="4xx", period=MINUTE),
+                      rest_api.metric_server_error(label="5xx", period=MINUTE)],
+                right=[rest_api.metric_latency(label="p99 latency (ms)", period=MINUTE, statistic="p99")],
+            ))
+        bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
+        self.dashboard.add_widgets(*bottom)
+
+    def _alarm(
+        self, name: str, metric: cw.IMetric, threshold: float, *, description: str, periods: int = 1,
+        comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+    ) -> cw.Alarm:
+        alarm = cw.Alarm(
+            self, name, metric=metric, threshold=threshold, evaluation_periods=periods,
+            comparison_operator=comparison, treat_missing_data=missing, alarm_description=description,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+        alarm.add_ok_action(cw_actions.SnsAction(self.topic))
+        self.alarms[name] = alarm
+        return alarm

@@ -1,0 +1,111 @@
+"""The VPC: isolated subnets only (no NAT, no internet), VPC endpoints, flow logs, security groups.
+
+Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) always, and the
+interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142), and Lambda + STS for
+the MSK event source mapping, whose pollers run in the cluster's subnets with the cluster's security
+group and must call both. Two security groups, both without "allow all outbound":
+- ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
+- ``kafka``: the MSK Serverless cluster; 9098 in from the functions and from itself (the pollers).
+Each interface endpoint has its own group, open on its port to the groups above that use it.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
+KAFKA_IAM_PORT = 9098
+
+
+class InterfaceEndpoint(enum.Enum):
+    KEYSPACES = "cassandra"
+    LAMBDA = "lambda"
+    STS = "sts"
+    SECRETS_MANAGER = "secretsmanager"
+
+    @property
+    def service(self) -> ec2.InterfaceVpcEndpointAwsService:
+        return {
+            InterfaceEndpoint.KEYSPACES: ec2.InterfaceVpcEndpointAwsService.KEYSPACES,
+            InterfaceEndpoint.LAMBDA: ec2.InterfaceVpcEndpointAwsService.LAMBDA_,
+            InterfaceEndpoint.STS: ec2.InterfaceVpcEndpointAwsService.STS,
+            InterfaceEndpoint.SECRETS_MANAGER: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+        }[self]
+
+
+class Network(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cidr: str,
+        availability_zones: Sequence[str] = (),
+        interface_endpoints: Collection[InterfaceEndpoint],
+        flow_log_retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.vpc = ec2.Vpc(
+            self, "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            availability_zones=list(availability_zones) or None,
+            max_azs=None if availability_zones else 2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22),
+            ],
+            restrict_default_security_group=False,  # nothing uses it; restricting needs a custom resource
+        )
+        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+        self.vpc.add_gateway_endpoint("DynamoDB", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
+
+        self.function_security_group = ec2.SecurityGroup(
+            self, "Functions", vpc=self.vpc, allow_all_outbound=False,
+            description="Job runner functions in the VPC",
+        )
+        self.kafka_security_group = ec2.SecurityGroup(
+            self, "Kafka", vpc=self.vpc, allow_all_outbound=False,
+            description="MSK Serverless cluster and its Lambda event source pollers",
+        )
+        # The subnets have no route but to the VPC endpoints, so HTTPS "anywhere" reaches only those
+        # (and DynamoDB through its gateway endpoint, whose prefix list is not known offline).
+        for group in (self.function_security_group, self.kafka_security_group):
+            group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs through the VPC endpoints")
+        kafka = ec2.Port.tcp(KAFKA_IAM_PORT)
+        self.kafka_security_group.add_ingress_rule(self.function_security_group, kafka, "Kafka (IAM) from functions")
+        self.function_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM)")
+        self.kafka_security_group.add_ingress_rule(self.kafka_security_group, kafka, "Kafka (IAM) from the pollers")
+        self.kafka_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM) to the brokers")
+
+        # Each interface endpoint has its own security group, open only to the groups that use it.
+        clients = {
+            InterfaceEndpoint.KEYSPACES: [self.function_security_group],
+            InterfaceEndpoint.SECRETS_MANAGER: [self.function_security_group],
+            InterfaceEndpoint.LAMBDA: [self.kafka_security_group],
+            InterfaceEndpoint.STS: [self.kafka_security_group],
+        }
+        self.endpoints: dict[InterfaceEndpoint, ec2.InterfaceVpcEndpoint] = {}
+        for endpoint in sorted(interface_endpoints, key=lambda e: e.value):
+            name = endpoint.name.title().replace("_", "")
+            group = ec2.SecurityGroup(self, f"{name}Endpoint", vpc=self.vpc, allow_all_outbound=False,
+                                      description=f"VPC endpoint: {endpoint.value}")
+            self.endpoints[endpoint] = self.vpc.add_interface_endpoint(
+                name, service=endpoint.service, private_dns_enabled=True, subnets=self.subnets, open=False,
+                security_groups=[group],
+            )
+            for client in clients[endpoint]:
+                self.endpoints[endpoint].connections.allow_default_port_from(client, f"{endpoint.value} endpoint")
+
+    @property
+    def vpc_cidr(self) -> str:
+        return self.vpc.vpc_cidr_block

@@ -1,0 +1,99 @@
+"""Amazon Keyspaces: the keyspace and one table per ``CREATE TABLE`` of ``cql/`` (see ``infra.cql_schema``).
+
+Tables are on-demand, with point-in-time recovery, encrypted with an AWS-owned key (Keyspaces'
+default). Column names, types, key order and clustering order come from the parsed schema only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Aws, RemovalPolicy
+from aws_cdk import aws_cassandra as cassandra
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from infra.cql_schema import TableSpec
+
+
+def _column(name: str, cql_type: str) -> cassandra.CfnTable.ColumnProperty:
+    return cassandra.CfnTable.ColumnProperty(column_name=name, column_type=cql_type)
+
+
+class KeyspacesSchema(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        keyspace_name: str,
+        tables: Sequence[TableSpec],
+        removal_policy: RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.keyspace_name = keyspace_name
+        self.keyspace = cassandra.CfnKeyspace(
+            self, "Keyspace", keyspace_name=keyspace_name,
+            replication_specification=cassandra.CfnKeyspace.ReplicationSpecificationProperty(
+                replication_strategy="SINGLE_REGION",
+            ),
+        )
+        self.keyspace.apply_removal_policy(removal_policy)
+        self.tables: dict[str, cassandra.CfnTable] = {}
+        for spec in tables:
+            table = cassandra.CfnTable(
+                self, f"Table-{spec.name}",
+                keyspace_name=keyspace_name,
+                table_name=spec.name,
+                partition_key_columns=[_column(c.name, c.type) for c in spec.partition_key],
+                clustering_key_columns=[
+                    cassandra.CfnTable.ClusteringKeyColumnProperty(column=_column(c.name, c.type), order_by=order)
+                    for c, order in spec.clustering
+                ] or None,
+                regular_columns=[_column(c.name, c.type) for c in spec.regular] or None,
+                billing_mode=cassandra.CfnTable.BillingModeProperty(mode="ON_DEMAND"),
+                point_in_time_recovery_enabled=True,
+                default_time_to_live=spec.default_time_to_live,
+            )
+            table.node.add_dependency(self.keyspace)
+            table.apply_removal_policy(removal_policy)
+            self.tables[spec.name] = table
+
+    @property
+    def _arn_prefix(self) -> str:
+        return f"arn:{Aws.PARTITION}:cassandra:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+
+    def table_arn(self, table: str) -> str:
+        return f"{self._arn_prefix}/keyspace/{self.keyspace_name}/table/{table}"
+
+    @property
+    def system_keyspaces_arn(self) -> str:
+        return f"{self._arn_prefix}/keyspace/system*"
+
+    def grant_read_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """``cassandra:Select``/``Modify`` on this keyspace's tables; ``Select`` on the system keyspaces,
+        which the driver reads when it connects (peers, schema); and the two ec2 reads Keyspaces makes
+        as the caller to list the VPC endpoint's addresses in ``system.peers`` (without them the driver
+        sees a single peer and opens fewer connections)."""
+        tables = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["cassandra:Select", "cassandra:Modify"],
+            resource_arns=[self.table_arn(name) for name in self.tables],
+        )
+        iam.Grant.add_to_principal(grantee=grantee, actions=["cassandra:Select"],
+                                   resource_arns=[self.system_keyspaces_arn])
+        iam.Grant.add_to_principal(grantee=grantee, resource_arns=["*"],
+                                   actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcEndpoints"])
+        if isinstance(grantee, Construct):
+            acknowledge(grantee, {
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:cassandra:<AWS::Region>:<AWS::AccountId>:"
+                "/keyspace/system*]": "The driver reads the system keyspaces (system, system_schema, "
+                                      "system_schema_mcs...) when it connects; read-only.",
+                "AwsSolutions-IAM5[Resource::*]": "ec2:DescribeNetworkInterfaces and ec2:DescribeVpcEndpoints take "
+                                                  "no resource ARN; Keyspaces calls them to fill system.peers.",
+            })
+        return tables

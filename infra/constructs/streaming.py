@@ -1,0 +1,162 @@
+"""Kafka: an MSK Serverless cluster with IAM auth, its bootstrap brokers, and the topics the system uses.
+
+- Bootstrap brokers: CloudFormation does not return them, so a custom resource calls
+  ``kafka:GetBootstrapBrokers`` at deploy time; the functions get the string in ``KAFKA_BOOTSTRAP``.
+- Topics: ``AWS::MSK::Topic`` (the MSK topic API) serves provisioned clusters only, so a custom
+  resource runs ``infra/handlers/kafka_topics`` in the VPC: kafka-python's admin client over IAM auth
+  creates each missing topic. Existing topics are never changed or deleted by it.
+- Grants are per action set on the cluster, topic and group ARNs (``kafka-cluster:*``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Aws, CfnElement, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_msk as msk
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.constructs.function import FunctionBase, JobRunnerFunction
+from infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
+
+    from aws_cdk import aws_ec2 as ec2
+
+#: The id of the one Lambda function CDK shares between all AwsCustomResource instances of a stack.
+AWS_CUSTOM_RESOURCE_FUNCTION_ID = "AWS679f53fac002430cb0da5b7982bd2287"
+
+
+def _logical_id(construct: Construct) -> str:
+    resource = construct.node.default_child
+    if not isinstance(resource, CfnElement):
+        raise TypeError(f"{construct.node.path} has no CloudFormation resource")
+    return Stack.of(construct).get_logical_id(resource)
+
+
+class Streaming(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        subnets: Iterable[ec2.ISubnet],
+        security_group: ec2.ISecurityGroup,
+        topics: Mapping[str, int],
+        topic_admin_code: Path,
+        base: FunctionBase,
+        log_retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster_name = cluster_name
+        self.topics = dict(topics)
+        self.cluster = msk.CfnServerlessCluster(
+            self, "Cluster",
+            cluster_name=cluster_name,
+            client_authentication=msk.CfnServerlessCluster.ClientAuthenticationProperty(
+                sasl=msk.CfnServerlessCluster.SaslProperty(iam=msk.CfnServerlessCluster.IamProperty(enabled=True)),
+            ),
+            vpc_configs=[msk.CfnServerlessCluster.VpcConfigProperty(
+                subnet_ids=[s.subnet_id for s in subnets], security_groups=[security_group.security_group_id],
+            )],
+        )
+        self.cluster_arn = self.cluster.attr_arn
+        # arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>: topics and groups are named under <name>/<uuid>.
+        self._cluster_uuid = Fn.select(2, Fn.split("/", self.cluster_arn))
+
+        brokers = cr.AwsCustomResource(
+            self, "BootstrapBrokers",
+            on_create=self._get_bootstrap_brokers(),
+            on_update=self._get_bootstrap_brokers(),
+            policy=cr.AwsCustomResourcePolicy.from_statements([
+                iam.PolicyStatement(actions=["kafka:GetBootstrapBrokers"], resources=[self.cluster_arn]),
+            ]),
+            install_latest_aws_sdk=False,
+            log_group=logs.LogGroup(self, "BootstrapBrokersLogs", retention=log_retention,
+                                    removal_policy=RemovalPolicy.DESTROY),
+        )
+        self.bootstrap_brokers = brokers.get_response_field("BootstrapBrokerStringSaslIam")
+        self._acknowledge_sdk_function()
+
+        admin = JobRunnerFunction(
+            self, "TopicAdmin", base=base, code=topic_admin_code, in_vpc=True,
+            description="Creates the Kafka topics (custom resource)", memory_size=256, timeout=Duration.minutes(5),
+        )
+        self.grant_create_topics(admin.role, self.topics)
+        provider = cr.Provider(
+            self, "TopicsProvider", on_event_handler=admin.function,
+            log_group=logs.LogGroup(self, "TopicsProviderLogs", retention=log_retention,
+                                    removal_policy=RemovalPolicy.DESTROY),
+        )
+        acknowledge(provider, {
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicExecutionRole]": "The CDK Provider framework's own function; the managed policy "
+                                            "only lets it write its logs.",
+            f"AwsSolutions-IAM5[Resource::<{_logical_id(admin.function)}"
+            ".Arn>:*]": "CDK's Provider framework may invoke any version of the topic admin function.",
+        })
+        self.topics_resource = CustomResource(
+            self, "Topics", service_token=provider.service_token, resource_type="Custom::KafkaTopics",
+            properties={
+                "BootstrapServers": self.bootstrap_brokers,
+                "Topics": [{"Name": name, "Partitions": count} for name, count in sorted(self.topics.items())],
+            },
+        )
+
+    def _get_bootstrap_brokers(self) -> cr.AwsSdkCall:
+        return cr.AwsSdkCall(
+            service="Kafka", action="getBootstrapBrokers", parameters={"ClusterArn": self.cluster_arn},
+            physical_resource_id=cr.PhysicalResourceId.of(f"{self.cluster_name}-bootstrap-brokers"),
+            output_paths=["BootstrapBrokerStringSaslIam"],
+        )
+
+    def _acknowledge_sdk_function(self) -> None:
+        function = Stack.of(self).node.try_find_child(AWS_CUSTOM_RESOURCE_FUNCTION_ID)
+        if function is not None:
+            acknowledge(function, {
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaBasicExecutionRole]": "CDK's AwsCustomResource function; the managed policy only lets it "
+                                                "write its logs.",
+            })
+
+    # ARNs ----------------------------------------------------------------------------------------
+
+    def _arn(self, kind: str, name: str) -> str:
+        account = f"arn:{Aws.PARTITION}:kafka:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+        return f"{account}:{kind}/{self.cluster_name}/{self._cluster_uuid}/{name}"
+
+    def topic_arn(self, topic: str) -> str:
+        return self._arn("topic", topic)
+
+    def group_arn(self, group: str) -> str:
+        return self._arn("group", group)
+
+    # Grants --------------------------------------------------------------------------------------
+
+    def _grant(self, grantee: iam.IGrantable, actions: list[str], resources: list[str]) -> iam.Grant:
+        return iam.Grant.add_to_principal(grantee=grantee, actions=actions, resource_arns=resources)
+
+    def grant_produce(self, grantee: iam.IGrantable, topics: Iterable[str]) -> None:
+        """Idempotent producer (kafka-python's default) on ``topics``."""
+        self._grant(grantee, ["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"], [self.cluster_arn])
+        self._grant(grantee, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"],
+                    [self.topic_arn(t) for t in sorted(set(topics))])
+
+    def grant_consume(self, grantee: iam.IGrantable, *, topic: str, group: str) -> None:
+        """What a Lambda MSK event source mapping needs, on its execution role, to read ``topic`` as ``group``."""
+        self._grant(grantee, ["kafka-cluster:Connect", "kafka-cluster:DescribeClusterDynamicConfiguration"],
+                    [self.cluster_arn])
+        self._grant(grantee, ["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"], [self.topic_arn(topic)])
+        self._grant(grantee, ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"], [self.group_arn(group)])
+        self._grant(grantee, ["kafka:DescribeClusterV2", "kafka:GetBootstrapBrokers"], [self.cluster_arn])
+
+    def grant_create_topics(self, grantee: iam.IGrantable, topics: Iterable[str]) -> None:
+        self._grant(grantee, ["kafka-cluster:Connect"], [self.cluster_arn])
+        self._grant(grantee, ["kafka-cluster:DescribeTopic", "kafka-cluster:CreateTopic"],
+                    [self.topic_arn(t) for t in sorted(set(topics))])

@@ -1,0 +1,145 @@
+"""The two Lambda layers, built on this machine at synth time (no Docker).
+
+- Dependencies: ``pip install --platform manylinux2014_<arch> --only-binary=:all:`` of the runtime
+  dependencies in ``pyproject.toml``, pinned by ``constraints.txt``, plus ``certifi`` (its bundle holds
+  the Amazon Root CAs the Keyspaces TLS connection is checked against). Every wheel the project needs
+  exists for both architectures (cassandra-driver ships its compiled modules and libev in the wheel).
+- Code: ``layers/jobrunner`` copied to ``python/jobrunner`` (and, optionally, a CA bundle to
+  ``python/jobrunner_certs/``).
+
+Both land in a cache directory named after a hash of their inputs, so a synth with nothing changed
+runs no pip, and a half-built directory is never used (built aside, then renamed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON_VERSION = "3.11"
+#: Lambda architecture -> the manylinux platform tag of its wheels (glibc 2.17: the python3.11 runtime
+#: runs on Amazon Linux 2, glibc 2.26, so newer manylinux tags would not load there).
+PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+#: Runtime dependencies only the command-line tool uses; the functions never import them.
+CLI_ONLY = frozenset({"typer", "rich"})
+#: Added to the layer: certifi's cacert.pem is the default Keyspaces CA bundle.
+EXTRA = ("certifi",)
+#: Where the functions find the default CA bundle (layers are unpacked under /opt).
+CERTIFI_BUNDLE = "/opt/python/certifi/cacert.pem"
+CUSTOM_BUNDLE = "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
+
+
+def _name(requirement: str) -> str:
+    for stop in "[=<>!~; ":
+        requirement = requirement.split(stop, 1)[0]
+    return requirement.strip().lower().replace("_", "-")
+
+
+def layer_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """The requirement lines of the dependency layer, derived from ``[project].dependencies``."""
+    dependencies: list[str] = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    kept = [d for d in dependencies if _name(d) not in CLI_ONLY]
+    return kept + [e for e in EXTRA if e not in {_name(d) for d in kept}]
+
+
+def pip_install_command(
+    *, requirements: Path, constraints: Path, target: Path, architecture: str, python: str = sys.executable,
+) -> list[str]:
+    """The pip command line that fills ``target`` (the layer's ``python/`` directory)."""
+    return [
+        python, "-m", "pip", "install",
+        "--quiet", "--disable-pip-version-check", "--no-compile",
+        "--target", str(target),
+        "--platform", PLATFORMS[architecture],
+        "--implementation", "cp",
+        "--python-version", PYTHON_VERSION,
+        "--abi", f"cp{PYTHON_VERSION.replace('.', '')}",
+        "--only-binary=:all:",
+        "--requirement", str(requirements),
+        "--constraint", str(constraints),
+    ]
+
+
+def _digest(*parts: str | bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() if isinstance(part, str) else part)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _publish(staging: Path, final: Path, kind: str) -> Path:
+    """Move a finished build into place and drop older builds of the same kind (they only use disk)."""
+    try:
+        staging.rename(final)
+    except OSError:  # another synth finished the same build first
+        shutil.rmtree(staging, ignore_errors=True)
+    for old in final.parent.glob(f"{kind}-*"):
+        if old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def build_dependency_layer(
+    *, architecture: str, cache_dir: Path, pyproject: Path = ROOT / "pyproject.toml",
+    constraints: Path = ROOT / "constraints.txt",
+) -> Path:
+    """The dependency layer directory (holding ``python/``) for ``architecture``, built if not cached."""
+    requirements = "\n".join(layer_requirements(pyproject)) + "\n"
+    key = _digest(requirements, constraints.read_bytes(), architecture, PLATFORMS[architecture], PYTHON_VERSION)
+    final = cache_dir / f"deps-{architecture}-py{PYTHON_VERSION.replace('.', '')}-{key}"
+    if final.is_dir():
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = cache_dir / f".{final.name}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "python").mkdir(parents=True)
+    requirements_file = staging / "requirements.txt"
+    requirements_file.write_text(requirements)
+    command = pip_install_command(
+        requirements=requirements_file, constraints=constraints, target=staging / "python", architecture=architecture,
+    )
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RuntimeError(f"building the dependency layer failed:\n{' '.join(command)}\n{result.stderr[-4000:]}")
+    requirements_file.unlink()
+    shutil.rmtree(staging / "python" / "bin", ignore_errors=True)  # console scripts: unused in Lambda
+    return _publish(staging, final, f"deps-{architecture}")
+
+
+def build_code_layer(
+    *, cache_dir: Path, source: Path = ROOT / "layers" / "jobrunner", ca_bundle: Path | None = None,
+) -> Path:
+    """The code layer directory: ``python/jobrunner`` (+ ``python/jobrunner_certs`` with a custom bundle)."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    for path in files:
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    if ca_bundle is not None:
+        digest.update(b"ca\0" + ca_bundle.read_bytes())
+    final = cache_dir / f"code-{digest.hexdigest()[:16]}"
+    if final.is_dir():
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = cache_dir / f".{final.name}.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging / "python" / "jobrunner", ignore=_IGNORED)
+    if ca_bundle is not None:
+        (staging / "python" / "jobrunner_certs").mkdir()
+        shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
+    return _publish(staging, final, "code")
+
+
+def empty_layer(directory: Path) -> Path:
+    """A placeholder layer (tests): ``python/`` with one marker file, so the asset is not empty."""
+    (directory / "python").mkdir(parents=True, exist_ok=True)
+    (directory / "python" / "STUB").write_text("dependency layer stubbed for tests\n")
+    return directory

@@ -1,0 +1,225 @@
+"""The job runner stack: composes the units, wires them together (grants, environment), and outputs.
+
+Constructs never reach into each other; every cross-unit permission is granted here, least privilege:
+- api:     Keyspaces read/write, heartbeat table read
+- tick:    heartbeat leases, ``lambda:InvokeFunction`` on the scan function (the only invoker)
+- scan:    Keyspaces read/write, heartbeat leases, produce to ``jobs``, the allowed topics and ``job-dlq``
+           (a timed-out execution that has no retry left is dead-lettered by the scan)
+- results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack, Tags
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from infra.constructs.api import Api
+from infra.constructs.function import FunctionBase, FunctionNetwork
+from infra.constructs.heartbeats import HeartbeatTable
+from infra.constructs.layers import Layers
+from infra.constructs.monitoring import NAMESPACE, SERVICE, Monitoring
+from infra.constructs.network import InterfaceEndpoint, Network
+from infra.constructs.results import RESULTS_TOPIC, Results
+from infra.constructs.scanners import Scanners
+from infra.constructs.storage import KeyspacesSchema
+from infra.constructs.streaming import Streaming
+from infra.constructs.tick import Tick
+from infra.layer_build import CERTIFI_BUNDLE, CUSTOM_BUNDLE
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from constructs import Construct
+
+    from infra.config import DeploymentConfig
+    from infra.cql_schema import TableSpec
+
+DEAD_LETTER_TOPIC = "job-dlq"
+KEYSPACES_PORT = 9142
+
+
+@dataclass(frozen=True)
+class StackAssets:
+    """Directories the stack deploys, prepared by the app (``infra.app``) before synthesis."""
+
+    dependency_layer: Path
+    code_layer: Path
+    api: Path
+    tick: Path
+    scan: Path
+    topic_admin: Path
+    #: ``functions/results`` once it exists; without it the results unit is left out.
+    results: Path | None
+    #: Whether the code layer carries a custom CA bundle (``keyspaces_ca_bundle``).
+    custom_ca_bundle: bool = False
+
+
+class JobRunnerStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        assets: StackAssets,
+        tables: list[TableSpec],
+    ) -> None:
+        super().__init__(scope, construct_id, description="Distributed Job Runner: scheduler, API and scans")
+        self.config = config
+        Tags.of(self).add("project", "distributed-job-runner")
+        Tags.of(self).add("stage", config.stage)
+        removal = RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY
+        retention = logs.RetentionDays[config.log_retention_name]
+        architecture = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
+            config.lambda_architecture]
+        topics = {name: config.kafka_partitions for name in (*config.allowed_topics, RESULTS_TOPIC, DEAD_LETTER_TOPIC)}
+
+        endpoints = {InterfaceEndpoint.KEYSPACES} if config.uses_keyspaces else set()
+        if assets.results is not None:
+            endpoints |= {InterfaceEndpoint.LAMBDA, InterfaceEndpoint.STS}
+        if config.existing_cassandra is not None and config.existing_cassandra.secret_arn:
+            endpoints.add(InterfaceEndpoint.SECRETS_MANAGER)
+        self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
+                               interface_endpoints=endpoints, flow_log_retention=retention)
+        function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
+                                           security_group=self.network.function_security_group)
+        self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal)
+        self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
+                                          removal_policy=removal) if config.uses_keyspaces else None)
+        self.layers = Layers(self, "Layers", dependencies_dir=assets.dependency_layer, code_dir=assets.code_layer,
+                             architecture=architecture)
+        # The topic admin function needs no application settings; the job runner's functions get them
+        # below, once the bootstrap brokers exist.
+        base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
+                            network=function_network)
+        self.streaming = Streaming(
+            self, "Streaming", cluster_name=f"jobrunner-{config.stage}",
+            subnets=self.network.vpc.isolated_subnets,
+            security_group=self.network.kafka_security_group, topics=topics, topic_admin_code=assets.topic_admin,
+            base=base, log_retention=retention,
+        )
+
+        base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
+                            network=function_network, environment=self._environment(assets))
+        self.scanners = Scanners(self, "Scan", base=base, code=assets.scan, memory_size=config.scan_memory_mb,
+                                 reserved_concurrency=config.scan_reserved_concurrency)
+        self.tick = Tick(self, "Tick", base=base, code=assets.tick)
+        self.tick.function.add_environment("SCAN_FUNCTION_NAME", self.scanners.function.function_name)
+        self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
+                       rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit)
+        self.results = (Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
+                                consumer_group=f"jobrunner-{config.stage}-results")
+                        if assets.results is not None else None)
+
+        # Nothing publishes or consumes before the topics exist (MSK Serverless does not auto-create them).
+        self.tick.rule.node.add_dependency(self.streaming.topics_resource)
+        if self.results is not None:
+            self.results.event_source.node.add_dependency(self.streaming.topics_resource)
+        self._grant()
+        self._existing_cassandra_access()
+        functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function}
+        if self.results is not None:
+            functions["results"] = self.results.function
+        self.monitoring = Monitoring(
+            self, "Monitoring", dashboard_name=f"jobrunner-{config.stage}", tick=self.tick.function,
+            scan=self.scanners.function, functions=functions,
+            failure_queues={"TickDeadLetters": self.tick.dead_letter_queue,
+                            "ScanFailedInvocations": self.scanners.failed_invocations},
+            rest_api=self.api.rest_api, results=self.results.function if self.results else None,
+            alarm_email=config.alarm_email,
+        )
+        self._outputs()
+
+    def _environment(self, assets: StackAssets) -> dict[str, str]:
+        """The variables ``jobrunner.config.Settings`` reads, common to every function."""
+        config = self.config
+        environment = {
+            "JOBRUNNER_SEGMENTS": str(config.segments),
+            "JOBRUNNER_TOPIC": "jobs",
+            "JOBRUNNER_ALLOWED_TOPICS": ",".join(config.allowed_topics),
+            "JOBRUNNER_RESULTS_TOPIC": RESULTS_TOPIC,
+            "JOBRUNNER_DLQ_TOPIC": DEAD_LETTER_TOPIC,
+            "KAFKA_BOOTSTRAP": self.streaming.bootstrap_brokers,
+            "KAFKA_SECURITY": "msk-iam",
+            "HEARTBEAT_TABLE": self.heartbeats.table_name,
+            "POWERTOOLS_SERVICE_NAME": SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+        }
+        if config.existing_cassandra is None:
+            environment.update({
+                "CASSANDRA_MODE": "keyspaces",
+                "CASSANDRA_CONTACT_POINTS": f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",
+                "CASSANDRA_PORT": str(KEYSPACES_PORT),
+                "CASSANDRA_KEYSPACE": config.keyspace,
+                "CASSANDRA_CA_BUNDLE": CUSTOM_BUNDLE if assets.custom_ca_bundle else CERTIFI_BUNDLE,
+            })
+        else:
+            existing = config.existing_cassandra
+            environment.update({
+                "CASSANDRA_MODE": "cassandra",
+                "CASSANDRA_CONTACT_POINTS": ",".join(existing.contact_points),
+                "CASSANDRA_PORT": str(existing.port),
+                "CASSANDRA_KEYSPACE": config.keyspace,
+            })
+            if existing.secret_arn:
+                environment["CASSANDRA_SECRET_ARN"] = existing.secret_arn
+        return environment
+
+    def _grant(self) -> None:
+        api, tick, scan = self.api.handler.role, self.tick.handler.role, self.scanners.handler.role
+        writers: list[iam.IGrantable] = [api, scan]
+        if self.results is not None:
+            writers.append(self.results.handler.role)
+        if self.keyspaces is not None:
+            for grantee in writers:
+                self.keyspaces.grant_read_write(grantee)
+        self.heartbeats.grant_read(api)
+        self.heartbeats.grant_leases(tick)
+        self.heartbeats.grant_leases(scan)
+        self.scanners.grant_dispatch(tick)
+        self.streaming.grant_produce(scan, [*self.config.allowed_topics, DEAD_LETTER_TOPIC])
+        if self.results is not None:
+            role = self.results.handler.role
+            self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
+            self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
+
+    def _existing_cassandra_access(self) -> None:
+        existing = self.config.existing_cassandra
+        if existing is None:
+            return
+        self.network.function_security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(existing.port), "The existing Cassandra cluster (CQL)",
+        )
+        if existing.secret_arn:
+            readers = [self.api.handler.role, self.scanners.handler.role]
+            if self.results is not None:
+                readers.append(self.results.handler.role)
+            for role in readers:
+                role.add_to_policy(iam.PolicyStatement(
+                    actions=["secretsmanager:GetSecretValue"], resources=[existing.secret_arn],
+                ))
+
+    def _outputs(self) -> None:
+        outputs = {
+            "ApiUrl": (self.api.url, "Base URL of the HTTP API"),
+            "HeartbeatTableName": (self.heartbeats.table_name, "DynamoDB heartbeat table"),
+            "ScanFunctionName": (self.scanners.function.function_name, "Scan function"),
+            "TickFunctionName": (self.tick.function.function_name, "Tick function"),
+            "KafkaClusterArn": (self.streaming.cluster_arn, "MSK Serverless cluster"),
+            "KafkaBootstrapBrokers": (self.streaming.bootstrap_brokers, "Bootstrap brokers (IAM auth, port 9098)"),
+            "AlarmTopicArn": (self.monitoring.topic.topic_arn, "Alarm notifications"),
+            "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard"),
+        }
+        if self.keyspaces is not None:
+            outputs["KeyspaceName"] = (self.keyspaces.keyspace_name, "Amazon Keyspaces keyspace")
+        if self.api.user_pool is not None and self.api.user_pool_client is not None:
+            outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of the API's tenants")
+            outputs["UserPoolClientId"] = (self.api.user_pool_client.user_pool_client_id, "Cognito app client")
+        for name, (value, description) in outputs.items():
+            CfnOutput(self, name, value=value, description=description)

@@ -1,0 +1,119 @@
+"""Synthesis of the whole app, once per variant and test session, offline.
+
+The dependency layer is stubbed (``dependency_layer_dir`` points at an empty layer), the layer cache
+is a temporary directory, and the results function's code is a temporary stand-in, so the tests need
+no network and do not depend on ``functions/results`` being written. Each variant is synthesized with
+the cdk-nag plugin on; a nag failure is recorded, not raised, so the other tests still see the
+template (the nag tests assert on the report).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import aws_cdk as cdk
+
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+VARIANTS: dict[str, dict[str, Any]] = {
+    # What cdk.json deploys: Keyspaces, IAM auth, arm64.
+    "default": {},
+    "cognito-x86": {"api_auth": "cognito", "lambda_architecture": "x86_64", "stage": "prod", "segments": 64,
+                    "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"]},
+    "existing-cassandra": {"existing_cassandra": {
+        "contact_points": ["10.1.0.10", "10.1.0.11"], "port": 9042,
+        "secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:cassandra-AbCdEf",
+    }},
+}
+
+
+@dataclass
+class Synthesized:
+    variant: str
+    outdir: Path
+    template: dict[str, Any]
+    report: dict[str, Any]
+    error: str | None
+
+    @property
+    def template_path(self) -> Path:
+        return next(self.outdir.glob("*.template.json"))
+
+    def resources(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == cfn_type}
+
+    def violations(self) -> list[tuple[str, str, list[str]]]:
+        return [
+            (v["severity"], v["ruleName"], [c["constructPath"] for c in v["violatingConstructs"]])
+            for plugin in self.report.get("pluginReports", []) for v in plugin["violations"]
+        ]
+
+
+@pytest.fixture(scope="session")
+def stub_dependency_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from infra.layer_build import empty_layer
+
+    return empty_layer(tmp_path_factory.mktemp("dependency-layer"))
+
+
+@pytest.fixture(scope="session")
+def results_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("results-function")
+    (directory / "handler.py").write_text("def handler(event, context):\n    return {}\n")
+    return directory
+
+
+@pytest.fixture(scope="session")
+def offline_context(stub_dependency_layer: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """cdk.json's context (deployment defaults and CDK feature flags, as the cdk CLI passes them), offline."""
+    return {**json.loads(CDK_JSON.read_text())["context"],
+            "dependency_layer_dir": str(stub_dependency_layer),
+            "build_cache_dir": str(tmp_path_factory.mktemp("layer-cache"))}
+
+
+def synthesize(
+    variant: str, context: dict[str, Any], outdir: Path, results_code: Path | None, *, nag: bool = True,
+) -> tuple[cdk.App, Synthesized]:
+    import aws_cdk as cdk
+
+    from infra.app import build_app
+
+    app = cdk.App(outdir=str(outdir), context=context)
+    build_app(app, results_code=results_code, nag=nag)
+    error = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # ValidationFailed: the templates are written, the report says why
+        error = str(exc)
+    report_path = outdir / "validation-report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    template_path = next(outdir.glob("*.template.json"))
+    return app, Synthesized(variant, outdir, json.loads(template_path.read_text()), report, error)
+
+
+@pytest.fixture(scope="session")
+def synth(
+    offline_context: dict[str, Any], results_code: Path, tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], Synthesized]:
+    """``synth(variant)``: the variant synthesized on first use, then kept for the session."""
+    cache: dict[str, Synthesized] = {}
+
+    def get(variant: str) -> Synthesized:
+        if variant not in cache:
+            outdir = tmp_path_factory.mktemp(f"cdk-out-{variant}")
+            _app, cache[variant] = synthesize(variant, {**offline_context, **VARIANTS[variant]}, outdir, results_code)
+        return cache[variant]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def default_app(synth: Callable[[str], Synthesized]) -> Synthesized:
+    return synth("default")

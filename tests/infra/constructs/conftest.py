@@ -1,0 +1,55 @@
+"""Each construct on a bare stack, asserted with ``aws_cdk.assertions.Template``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from infra.constructs.function import FunctionBase
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    import aws_cdk as cdk
+
+    return cdk.Stack(cdk.App(), "Test")
+
+
+@pytest.fixture
+def code(tmp_path: Path) -> Path:
+    directory = tmp_path / "function"
+    directory.mkdir()
+    (directory / "handler.py").write_text("def handler(event, context):\n    return {}\n")
+    return directory
+
+
+@pytest.fixture
+def vpc(stack: cdk.Stack) -> ec2.Vpc:
+    from aws_cdk import aws_ec2 as ec2
+
+    isolated = ec2.SubnetConfiguration(name="p", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+    return ec2.Vpc(stack, "Vpc", nat_gateways=0, restrict_default_security_group=False,
+                   subnet_configuration=[isolated])
+
+
+@pytest.fixture
+def base(stack: cdk.Stack, vpc: ec2.Vpc) -> FunctionBase:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_logs as logs
+
+    from infra.constructs.function import FunctionBase, FunctionNetwork
+
+    layer = lambda_.LayerVersion.from_layer_version_arn(
+        stack, "Layer", "arn:aws:lambda:eu-west-1:123456789012:layer:l:1")
+    network = FunctionNetwork(vpc=vpc, subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+                              security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc))
+    return FunctionBase(layers=[layer], architecture=lambda_.Architecture.ARM_64,
+                        log_retention=logs.RetentionDays.ONE_WEEK, environment={"SHARED": "1"}, network=network)

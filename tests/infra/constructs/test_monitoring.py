@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
+
+from infra.constructs.monitoring import Monitoring
+
+if TYPE_CHECKING:
+    import aws_cdk as cdk
+
+
+def _function(stack: cdk.Stack, name: str) -> lambda_.IFunction:
+    return lambda_.Function.from_function_name(stack, name, f"fn-{name}")
+
+
+@pytest.fixture
+def template(stack: cdk.Stack) -> Template:
+    api = apigw.RestApi(stack, "Api")
+    api.root.add_method("GET")
+    functions = {n: _function(stack, n) for n in ("api", "tick", "scan", "results")}
+    Monitoring(
+        stack, "Mon", dashboard_name="jobrunner-test", tick=functions["tick"], scan=functions["scan"],
+        functions=functions, failure_queues={"TickDeadLetters": sqs.Queue(stack, "Q1"),
+                                             "ScanFailedInvocations": sqs.Queue(stack, "Q2")},
+        rest_api=api, results=functions["results"], alarm_email="ops@example.com",
+    )
+    return Template.from_stack(stack)
+
+
+def _alarms(template: Template) -> dict[str, dict[str, Any]]:
+    return {a["Properties"]["AlarmDescription"]: a["Properties"]
+            for a in template.find_resources("AWS::CloudWatch::Alarm").values()}
+
+
+def test_watermark_lag_alarm(template: Template) -> None:
+    (lag,) = [a for a in _alarms(template).values() if a.get("MetricName") == "WatermarkLagSeconds"]
+
+    assert lag["Namespace"] == "JobRunner"
+    assert lag["Dimensions"] == [{"Name": "service", "Value": "jobrunner"}]
+    assert (lag["Threshold"], lag["ComparisonOperator"]) == (120, "GreaterThanThreshold")
+    assert lag["EvaluationPeriods"] == 3 and lag["Period"] == 60
+    assert lag["TreatMissingData"] == "breaching"
+
+
+def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> None:
+    alarms = _alarms(template).values()
+
+    metrics = sorted(a.get("MetricName", "") for a in alarms)
+    assert metrics == sorted(["WatermarkLagSeconds", "Invocations", "Errors", "ApproximateNumberOfMessagesVisible",
+                              "ApproximateNumberOfMessagesVisible", "DeadLetters", "5XXError", "Errors"])
+    (topic,) = template.find_resources("AWS::SNS::Topic")
+    assert all(a["AlarmActions"] == [{"Ref": topic}] == a["OKActions"] for a in alarms)
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def test_dashboard_draws_the_application_metrics(template: Template) -> None:
+    (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+
+    for metric in ("ExecutionsPublished", "MaxLatenessMs", "ScansDispatched", "WatermarkLagSeconds", "Retries",
+                   "DeadLetters", "ConcurrentExecutions"):
+        assert metric in body
+    assert "SEARCH(" in body
+    assert dashboard["Properties"]["DashboardName"] == "jobrunner-test"

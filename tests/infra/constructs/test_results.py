@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.constructs.results import Results
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import aws_cdk as cdk
+
+    from infra.constructs.function import FunctionBase
+
+CLUSTER = "arn:aws:kafka:eu-west-1:123456789012:cluster/jobrunner-test/abcd-1234"
+
+
+def test_msk_trigger_on_job_results(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+    Results(stack, "Results", base=base, code=code, cluster_arn=CLUSTER, consumer_group="jobrunner-test-results")
+    template = Template.from_stack(stack)
+
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "EventSourceArn": CLUSTER, "Topics": ["job-results"], "StartingPosition": "TRIM_HORIZON",
+        "AmazonManagedKafkaEventSourceConfig": {"ConsumerGroupId": "jobrunner-test-results"},
+        "BatchSize": 100, "MaximumBatchingWindowInSeconds": 1,
+    })
+    template.has_resource_properties("AWS::Lambda::Function", {"VpcConfig": Match.any_value()})
+    role = next(iter(template.find_resources("AWS::IAM::Role").values()))["Properties"]
+    assert "ManagedPolicyArns" not in role
+
+
+def test_code_without_a_handler_is_refused(stack: cdk.Stack, base: FunctionBase, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"handler\.py"):
+        Results(stack, "Results", base=base, code=tmp_path, cluster_arn=CLUSTER, consumer_group="g")

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Match, Template
+
+from infra.constructs.storage import KeyspacesSchema
+from infra.cql_schema import parse_table
+
+if TYPE_CHECKING:
+    import aws_cdk as cdk
+
+SCHEMA = [
+    parse_table("CREATE TABLE a (k text, c timestamp, v int, PRIMARY KEY ((k), c)) WITH CLUSTERING ORDER BY (c DESC)"),
+    parse_table("CREATE TABLE b (k1 int, k2 int, v text, PRIMARY KEY ((k1, k2)))"),
+]
+
+
+def test_keyspace_and_tables_follow_the_schema(stack: cdk.Stack) -> None:
+    KeyspacesSchema(stack, "Ks", keyspace_name="jr_test", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN)
+    template = Template.from_stack(stack)
+
+    template.has_resource_properties("AWS::Cassandra::Keyspace", {
+        "KeyspaceName": "jr_test", "ReplicationSpecification": {"ReplicationStrategy": "SINGLE_REGION"},
+    })
+    template.has_resource("AWS::Cassandra::Table", {
+        "Properties": {
+            "KeyspaceName": "jr_test", "TableName": "a",
+            "PartitionKeyColumns": [{"ColumnName": "k", "ColumnType": "text"}],
+            "ClusteringKeyColumns": [{"Column": {"ColumnName": "c", "ColumnType": "timestamp"}, "OrderBy": "DESC"}],
+            "RegularColumns": [{"ColumnName": "v", "ColumnType": "int"}],
+            "BillingMode": {"Mode": "ON_DEMAND"}, "PointInTimeRecoveryEnabled": True,
+        },
+        "DeletionPolicy": "Retain",
+        "DependsOn": Match.array_with([Match.string_like_regexp("KsKeyspace")]),
+    })
+    template.has_resource_properties("AWS::Cassandra::Table", {
+        "TableName": "b", "ClusteringKeyColumns": Match.absent(),
+        "PartitionKeyColumns": [{"ColumnName": "k1", "ColumnType": "int"}, {"ColumnName": "k2", "ColumnType": "int"}],
+    })
+
+
+def test_grant_names_the_tables_and_reads_the_system_keyspaces(stack: cdk.Stack) -> None:
+    schema = KeyspacesSchema(stack, "Ks", keyspace_name="jr_test", tables=SCHEMA, removal_policy=RemovalPolicy.DESTROY)
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+
+    schema.grant_read_write(role)
+    statements = next(iter(Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()))[
+        "Properties"]["PolicyDocument"]["Statement"]
+
+    assert statements[0]["Action"] == ["cassandra:Select", "cassandra:Modify"]
+    assert [stack.resolve(r)["Fn::Join"][1][-1] for r in statements[0]["Resource"]] == [
+        ":/keyspace/jr_test/table/a", ":/keyspace/jr_test/table/b",
+    ]
+    assert statements[1]["Action"] == "cassandra:Select"
+    assert statements[1]["Resource"]["Fn::Join"][1][-1] == ":/keyspace/system*"
+    assert statements[2]["Action"] == ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcEndpoints"]

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Match, Template
+
+from infra.app import TOPIC_ADMIN
+from infra.constructs.streaming import Streaming
+
+if TYPE_CHECKING:
+    import aws_cdk as cdk
+
+    from infra.constructs.function import FunctionBase
+
+
+@pytest.fixture
+def streaming(stack: cdk.Stack, vpc: ec2.Vpc, base: FunctionBase) -> Streaming:
+    return Streaming(
+        stack, "Kafka", cluster_name="jobrunner-test", subnets=vpc.isolated_subnets,
+        security_group=ec2.SecurityGroup(stack, "KafkaSg", vpc=vpc),
+        topics={"jobs": 6, "job-results": 3, "job-dlq": 1}, topic_admin_code=Path(TOPIC_ADMIN), base=base,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+    )
+
+
+def _statements(stack: cdk.Stack, role: str) -> list[dict[str, Any]]:
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    return [s for p in policies.values() if p["Properties"]["Roles"][0]["Ref"].startswith(role)
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_serverless_cluster_with_iam_auth_in_the_subnets(stack: cdk.Stack, streaming: Streaming) -> None:
+    Template.from_stack(stack).has_resource_properties("AWS::MSK::ServerlessCluster", {
+        "ClusterName": "jobrunner-test",
+        "ClientAuthentication": {"Sasl": {"Iam": {"Enabled": True}}},
+        "VpcConfigs": [{"SubnetIds": Match.any_value(), "SecurityGroups": Match.any_value()}],
+    })
+
+
+def test_bootstrap_brokers_come_from_the_kafka_api(stack: cdk.Stack, streaming: Streaming) -> None:
+    template = Template.from_stack(stack)
+
+    (resource,) = template.find_resources("Custom::AWS").values()
+    create = "".join(p if isinstance(p, str) else "<token>" for p in resource["Properties"]["Create"]["Fn::Join"][1])
+    assert '"action":"getBootstrapBrokers","service":"Kafka"' in create
+    assert '"outputPaths":["BootstrapBrokerStringSaslIam"]' in create
+    assert stack.resolve(streaming.bootstrap_brokers)["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam"
+
+
+def json_of(stack: cdk.Stack, value: Any) -> str:
+    import json
+
+    return json.dumps(stack.resolve(value), separators=(",", ":"))
+
+
+def test_topics_are_created_by_the_custom_resource(stack: cdk.Stack, streaming: Streaming) -> None:
+    template = Template.from_stack(stack)
+
+    template.has_resource_properties("Custom::KafkaTopics", {
+        "Topics": [{"Name": "job-dlq", "Partitions": 1}, {"Name": "job-results", "Partitions": 3},
+                   {"Name": "jobs", "Partitions": 6}],
+        "BootstrapServers": {"Fn::GetAtt": [Match.string_like_regexp("KafkaBootstrapBrokers"),
+                                            "BootstrapBrokerStringSaslIam"]},
+    })
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.handler", "Description": "Creates the Kafka topics (custom resource)",
+        "VpcConfig": Match.any_value(),
+    })
+    actions = [s["Action"] for s in _statements(stack, "KafkaTopicAdminRole")]
+    assert "kafka-cluster:Connect" in actions
+    assert ["kafka-cluster:DescribeTopic", "kafka-cluster:CreateTopic"] in actions
+
+
+def test_produce_grant_names_each_topic(stack: cdk.Stack, streaming: Streaming) -> None:
+    role = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+
+    streaming.grant_produce(role, ["jobs", "job-dlq"])
+    statements = _statements(stack, "Producer")
+
+    assert statements[0]["Action"] == ["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"]
+    assert statements[1]["Action"] == ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"]
+    topics = [r["Fn::Join"][1] for r in statements[1]["Resource"]]
+    assert [parts[-1] for parts in topics] == ["/job-dlq", "/jobs"]
+    assert all(":topic/jobrunner-test/" in parts for parts in topics)
+    assert not any("*" in json_of(stack, s["Action"]) for s in statements)
+
+
+def test_consume_grant_names_the_topic_and_group(stack: cdk.Stack, streaming: Streaming) -> None:
+    role = iam.Role(stack, "Consumer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+
+    streaming.grant_consume(role, topic="job-results", group="g1")
+    text = json_of(stack, _statements(stack, "Consumer"))
+
+    assert '"/job-results"' in text and ":group/jobrunner-test/" in text and '"/g1"' in text
+    assert "kafka-cluster:ReadData" in text and "kafka-cluster:AlterGroup" in text
+    assert "kafka-cluster:WriteData" not in text

@@ -1,0 +1,83 @@
+"""Context keys: defaults, parsing of ``-c key=value`` strings, validation, and cdk.json kept in step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.config import CONTEXT_DEFAULTS, ConfigError, DeploymentConfig, ExistingCassandra, scan_concurrency
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config(**context: Any) -> DeploymentConfig:
+    return DeploymentConfig.from_context(context.get)
+
+
+def test_cdk_json_carries_every_key_with_its_default_and_the_feature_flags() -> None:
+    cdk_json = json.loads((ROOT / "cdk.json").read_text())
+
+    assert cdk_json["app"] == ".venv/bin/python -m infra.app"
+    deployment = {k: v for k, v in cdk_json["context"].items() if not k.startswith("@aws-cdk")}
+    assert deployment == CONTEXT_DEFAULTS
+
+
+def test_deploy_doc_documents_every_key() -> None:
+    doc = (ROOT / "docs" / "deploy.md").read_text()
+
+    assert [key for key in CONTEXT_DEFAULTS if f"`{key}`" not in doc] == []
+
+
+def test_defaults() -> None:
+    defaults = config()
+
+    assert defaults.stack_name == "JobRunner-dev"
+    assert defaults.keyspace == "jobrunner_dev"
+    assert defaults.uses_keyspaces
+    assert defaults.scan_reserved_concurrency == scan_concurrency(16) == 36
+    assert defaults.allowed_topics == ("jobs",)
+    assert defaults.log_retention_name == "ONE_MONTH"
+
+
+def test_command_line_strings_are_parsed() -> None:
+    # Given values as `cdk deploy -c key=value` passes them: all strings
+    parsed = config(segments="32", retain_data="false", allowed_topics="reports,jobs", stage="prod-eu",
+                    existing_cassandra='{"contact_points": "10.0.0.1,10.0.0.2", "port": 9043}',
+                    scan_reserved_concurrency="0", alarm_email="ops@example.com")
+
+    assert parsed.segments == 32
+    assert parsed.retain_data is False
+    assert parsed.allowed_topics == ("jobs", "reports")
+    assert parsed.keyspace == "jobrunner_prod_eu"
+    assert parsed.existing_cassandra == ExistingCassandra(contact_points=("10.0.0.1", "10.0.0.2"), port=9043)
+    assert not parsed.uses_keyspaces
+    assert parsed.scan_reserved_concurrency is None
+    assert parsed.alarm_email == "ops@example.com"
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("stage", "Prod", "stage"),
+    ("segments", 0, "segments"),
+    ("segments", "many", "segments"),
+    ("lambda_architecture", "arm", "lambda_architecture"),
+    ("api_auth", "apikey", "api_auth"),
+    ("keyspace", "Bad-Name", "keyspace"),
+    ("allowed_topics", ["ok", "not ok"], "allowed_topics"),
+    ("log_retention_days", 10, "retention"),
+    ("scan_reserved_concurrency", -1, "scan_reserved_concurrency"),
+    ("existing_cassandra", {"contact_points": []}, "contact_points"),
+    ("existing_cassandra", {"contact_points": ["h"], "secret_arn": "name"}, "secret_arn"),
+    ("existing_cassandra", {"contact_points": ["h"], "user": "x"}, "unknown keys"),
+    ("retain_data", "yes", "retain_data"),
+])
+def test_bad_values_are_rejected_with_the_key_named(key: str, value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config(**{key: value})
+
+
+@pytest.mark.parametrize(("segments", "expected"), [(1, 6), (16, 36), (64, 144)])
+def test_scan_concurrency_is_two_per_segment_plus_headroom(segments: int, expected: int) -> None:
+    assert scan_concurrency(segments) == expected

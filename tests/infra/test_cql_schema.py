@@ -1,0 +1,61 @@
+"""The CQL parser that derives the Keyspaces tables: what it reads, and what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.cql_schema import Column, SchemaError, load_tables, parse_table, split_top_level, statements
+
+
+def test_reads_composite_keys_clustering_order_and_collections() -> None:
+    spec = parse_table(
+        "CREATE TABLE IF NOT EXISTS ks.events ("
+        " day date, shard int, at timestamp, id text, tags map<text, frozen<list<int>>>, note text,"
+        " PRIMARY KEY ((day, shard), at, id)"
+        ") WITH CLUSTERING ORDER BY (at DESC) AND default_time_to_live = 3600"
+    )
+
+    assert spec.name == "events"
+    assert spec.partition_key == (Column("day", "date"), Column("shard", "int"))
+    assert spec.clustering == ((Column("at", "timestamp"), "DESC"), (Column("id", "text"), "ASC"))
+    assert spec.regular == (Column("tags", "map<text, frozen<list<int>>>"), Column("note", "text"))
+    assert spec.default_time_to_live == 3600
+
+
+def test_reads_an_inline_primary_key() -> None:
+    spec = parse_table("CREATE TABLE t (id uuid PRIMARY KEY, v text)")
+
+    assert spec.partition_key == (Column("id", "uuid"),)
+    assert spec.clustering == ()
+
+
+def test_comments_are_ignored() -> None:
+    script = "-- a table\nCREATE TABLE t (k int, /* note */ v int, PRIMARY KEY (k)); // done\n"
+
+    assert statements(script) == ["CREATE TABLE t (k int, v int, PRIMARY KEY (k))"]
+
+
+def test_split_keeps_type_parameters_together() -> None:
+    assert split_top_level("a map<text, int>, b int, PRIMARY KEY ((a, b))") == [
+        "a map<text, int>", "b int", "PRIMARY KEY ((a, b))",
+    ]
+
+
+@pytest.mark.parametrize(("statement", "message"), [
+    ("CREATE TABLE t (k int, s int STATIC, c int, PRIMARY KEY (k, c))", "static"),
+    ("CREATE TABLE t (k int, v int, PRIMARY KEY (k)) WITH compaction = {'class': 'LCS'}", "not derived"),
+    ("CREATE TABLE t (k int, v duration, PRIMARY KEY (k))", "duration"),
+    ("CREATE TABLE t (k int, v int)", "PRIMARY KEY"),
+    ("CREATE TABLE t (k int, PRIMARY KEY (k, c))", "not declared"),
+    ("CREATE TYPE address (street text)", "only CREATE TABLE"),
+    ("CREATE TABLE t (k int, c int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (x DESC)", "clustering order"),
+])
+def test_what_it_cannot_reproduce_is_refused(statement: str, message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
+        parse_table(statement)
+
+
+def test_the_project_schema_parses() -> None:
+    names = [t.name for t in load_tables()]
+
+    assert {"job_table", "task_schedule", "task_history"} <= set(names)

@@ -1,0 +1,132 @@
+"""Everything the store sends, and everything in cql/, is within what Amazon Keyspaces supports.
+
+Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues),
+the statements it puts in batches (read from its source), the consistency levels the store modules
+use, and ``cql/*.cql``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from infra.cql_schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
+
+STORES = Path(__file__).resolve().parents[2] / "layers" / "jobrunner" / "adapters" / "stores"
+#: Keyspaces rejects EACH_QUORUM, QUORUM, ALL, TWO, THREE, ANY, SERIAL and LOCAL_SERIAL.
+SUPPORTED_CONSISTENCY = {"ONE", "LOCAL_ONE", "LOCAL_QUORUM"}
+
+
+def _store_statements() -> list[str]:
+    from jobrunner.adapters.stores.cassandra import STATEMENTS
+
+    return list(STATEMENTS)
+
+
+def _cql_statements() -> list[str]:
+    return [s for path in sorted(CQL_DIR.glob("*.cql")) for s in statements(path.read_text())]
+
+
+@pytest.mark.parametrize("statement", _store_statements(), ids=lambda s: s[:60])
+def test_store_statement_is_supported(statement: str) -> None:
+    assert keyspaces_violations(statement) == []
+
+
+@pytest.mark.parametrize("statement", _cql_statements(), ids=lambda s: s[:60])
+def test_schema_statement_is_supported(statement: str) -> None:
+    assert keyspaces_violations(statement) == []
+
+
+_CQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|BEGIN|CREATE|ALTER|DROP|TRUNCATE|USE)\b", re.IGNORECASE)
+
+
+def test_statements_lists_every_cql_constant_of_the_store() -> None:
+    import jobrunner.adapters.stores.cassandra as store
+
+    constants = {name for name, value in vars(store).items() if isinstance(value, str) and _CQL.match(value)}
+
+    assert {getattr(store, name) for name in constants} <= set(store.STATEMENTS)
+
+
+def test_store_executes_no_inline_cql_outside_statements() -> None:
+    from jobrunner.adapters.stores.cassandra import STATEMENTS
+
+    literals = [node.value for node in ast.walk(ast.parse((STORES / "cassandra.py").read_text()))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CQL.match(node.value)]
+
+    # Module constants are built from several literals; every literal must be part of one of them.
+    assert [literal for literal in literals if not any(literal in statement for statement in STATEMENTS)] == []
+
+
+def _batched_statement_names(source: str) -> set[str]:
+    """Names of the module constants passed to ``<batch>.add(self._stmt(NAME), ...)``."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add"
+                and node.args and isinstance(node.args[0], ast.Call) and node.args[0].args
+                and isinstance(node.args[0].args[0], ast.Name)):
+            names.add(node.args[0].args[0].id)
+    return names
+
+
+def test_batches_hold_only_unconditional_writes() -> None:
+    import jobrunner.adapters.stores.cassandra as store
+
+    batched = _batched_statement_names((STORES / "cassandra.py").read_text())
+
+    assert batched, "the store builds its atomic steps from logged batches"
+    for name in sorted(batched):
+        assert batch_member_violations(getattr(store, name)) == [], name
+
+
+def _consistency_levels() -> tuple[set[str], set[str]]:
+    """(levels used as a request's consistency, levels used as a serial consistency) in the store modules."""
+    regular, serial = set(), set()
+    for path in sorted(STORES.glob("*.py")):
+        for line in path.read_text().splitlines():
+            for level in re.findall(r"ConsistencyLevel\.(\w+)", line):
+                (serial if "serial_consistency" in line else regular).add(level)
+    return regular, serial
+
+
+def test_store_uses_only_supported_consistency_levels() -> None:
+    regular, _serial = _consistency_levels()
+
+    assert regular
+    assert regular <= SUPPORTED_CONSISTENCY
+
+
+def test_serial_consistency_of_conditional_writes_is_local() -> None:
+    # Keyspaces lists SERIAL and LOCAL_SERIAL among the consistency levels it rejects; whether that
+    # covers the serial consistency of a conditional write (the only values that field takes) is not
+    # documented. If the store sets one, it must at least be the single-region LOCAL_SERIAL.
+    _regular, serial = _consistency_levels()
+
+    assert serial <= {"LOCAL_SERIAL"}
+
+
+@pytest.mark.parametrize(("statement", "problem"), [
+    ("CREATE INDEX ON job_table (state)", "secondary indexes"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT * FROM t", "materialized views"),
+    ("TRUNCATE task_history", "TRUNCATE"),
+    ("SELECT * FROM job_table WHERE state = ? ALLOW FILTERING", "ALLOW FILTERING"),
+    ("CREATE TABLE t (k int, s int STATIC, c int, PRIMARY KEY (k, c))", "static columns"),
+    ("CREATE FUNCTION f (x int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return x;'",
+     "user-defined functions"),
+    ("CREATE OR REPLACE AGGREGATE a (int) SFUNC f STYPE int", "user-defined functions"),
+    ("CREATE TRIGGER tr ON t USING 'org.x.Trigger'", "triggers"),
+    ("ALTER TYPE address ADD zip text", "ALTER TYPE"),
+    ("UPDATE t SET v = 1 WHERE k IN (1, 2)", "IN in UPDATE"),
+    ("INSERT INTO t (k, v) VALUES (1, 2) USING TIMESTAMP 5", "client-side timestamps"),
+    ("BEGIN BATCH INSERT INTO t (k) VALUES (1) IF NOT EXISTS; APPLY BATCH", "conditional"),
+    ("BEGIN BATCH SELECT * FROM t; APPLY BATCH", "only INSERT, UPDATE and DELETE"),
+])
+def test_unsupported_features_are_caught(statement: str, problem: str) -> None:
+    assert any(problem in v for v in keyspaces_violations(statement))
+
+
+def test_words_inside_string_literals_do_not_count() -> None:
+    assert keyspaces_violations("INSERT INTO t (k, note) VALUES (1, 'TRUNCATE ALLOW FILTERING')") == []

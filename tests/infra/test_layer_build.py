@@ -1,0 +1,126 @@
+"""The layers: requirements derived from pyproject, the exact pip command line, caching, the code layer."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.layer_build import (
+    CLI_ONLY,
+    PLATFORMS,
+    build_code_layer,
+    build_dependency_layer,
+    layer_requirements,
+    pip_install_command,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_requirements_are_the_runtime_dependencies_minus_the_cli_plus_certifi() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    requirements = layer_requirements()
+
+    assert [r for r in declared if r.split("=")[0] not in CLI_ONLY] == requirements[:-1]
+    assert requirements[-1] == "certifi"
+    assert not any(r.startswith(tuple(CLI_ONLY)) for r in requirements)
+
+
+def test_the_cli_only_packages_are_not_imported_by_the_functions_code() -> None:
+    imported = set()
+    for path in (ROOT / "layers" / "jobrunner").rglob("*.py"):
+        if path.name == "cli.py" or "cli" in path.relative_to(ROOT / "layers" / "jobrunner").parts[:-1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+
+    assert not imported & CLI_ONLY
+
+
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
+def test_pip_command_installs_manylinux_wheels_for_lambda_python_311(architecture: str) -> None:
+    command = pip_install_command(requirements=Path("/r.txt"), constraints=Path("/c.txt"), target=Path("/t/python"),
+                                  architecture=architecture, python="/venv/bin/python")
+
+    assert command == [
+        "/venv/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+        "--target", "/t/python",
+        "--platform", f"manylinux2014_{'aarch64' if architecture == 'arm64' else 'x86_64'}",
+        "--implementation", "cp", "--python-version", "3.11", "--abi", "cp311",
+        "--only-binary=:all:",
+        "--requirement", "/r.txt", "--constraint", "/c.txt",
+    ]
+    assert PLATFORMS[architecture].startswith("manylinux2014_")
+
+
+def test_dependency_layer_runs_pip_once_then_reuses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given pip replaced by a fake that records its command and writes a package
+    calls: list[list[str]] = []
+
+    def fake_run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        target = Path(command[command.index("--target") + 1])
+        (target / "certifi").mkdir(parents=True)
+        (target / "certifi" / "cacert.pem").write_text("PEM")
+        (target / "bin").mkdir()
+        assert "certifi" in Path(command[command.index("--requirement") + 1]).read_text().split()
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+
+    # When the layer is built twice
+    first = build_dependency_layer(architecture="arm64", cache_dir=tmp_path)
+    second = build_dependency_layer(architecture="arm64", cache_dir=tmp_path)
+
+    # Then pip ran once, with the platform of the architecture, into <layer>/python
+    assert first == second
+    assert len(calls) == 1
+    assert calls[0][calls[0].index("--platform") + 1] == "manylinux2014_aarch64"
+    assert (first / "python" / "certifi" / "cacert.pem").read_text() == "PEM"
+    assert not (first / "python" / "bin").exists()
+    assert not (first / "requirements.txt").exists()
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]
+
+
+def test_a_failed_pip_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: subprocess.CompletedProcess(command, 1, "", "boom"))
+
+    with pytest.raises(RuntimeError, match="boom"):
+        build_dependency_layer(architecture="x86_64", cache_dir=tmp_path)
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_code_layer_packages_jobrunner_under_python(tmp_path: Path) -> None:
+    layer = build_code_layer(cache_dir=tmp_path / "cache")
+
+    assert (layer / "python" / "jobrunner" / "entrypoints.py").is_file()
+    assert not list(layer.rglob("__pycache__"))
+    assert build_code_layer(cache_dir=tmp_path / "cache") == layer
+
+
+def test_code_layer_can_carry_a_ca_bundle(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+
+    layer = build_code_layer(cache_dir=tmp_path / "cache", ca_bundle=bundle)
+
+    assert (layer / "python" / "jobrunner_certs" / "keyspaces-bundle.pem").read_text() == bundle.read_text()
+
+
+def test_certifi_bundle_holds_the_amazon_root_cas() -> None:
+    # The default CASSANDRA_CA_BUNDLE is certifi's cacert.pem from the dependency layer.
+    import certifi
+
+    labels = Path(certifi.where()).read_text()
+
+    assert all(f'Label: "Amazon Root CA {n}"' in labels for n in range(1, 5))

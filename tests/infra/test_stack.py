@@ -1,0 +1,151 @@
+"""The whole app, synthesized once per variant: composition, wiring, least privilege, outputs."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tests.infra.conftest import Synthesized
+
+#: What every function gets (jobrunner.config.Settings reads them).
+COMMON_ENV = {"JOBRUNNER_SEGMENTS", "JOBRUNNER_TOPIC", "JOBRUNNER_ALLOWED_TOPICS", "JOBRUNNER_RESULTS_TOPIC",
+              "JOBRUNNER_DLQ_TOPIC", "KAFKA_BOOTSTRAP", "KAFKA_SECURITY", "HEARTBEAT_TABLE", "CASSANDRA_MODE",
+              "CASSANDRA_CONTACT_POINTS", "CASSANDRA_PORT", "CASSANDRA_KEYSPACE", "POWERTOOLS_SERVICE_NAME",
+              "POWERTOOLS_METRICS_NAMESPACE"}
+
+
+def _functions(app: Synthesized) -> dict[str, dict[str, Any]]:
+    """Job runner functions by unit (Api, Tick, Scan, Results), from their logical ids."""
+    return {lid.split("Handler")[0]: r["Properties"] for lid, r in app.resources("AWS::Lambda::Function").items()
+            if "HandlerFunction" in lid}
+
+
+def _statements(app: Synthesized, unit: str) -> list[dict[str, Any]]:
+    return [s for p in app.resources("AWS::IAM::Policy").values()
+            if p["Properties"]["Roles"][0]["Ref"].startswith(f"{unit}HandlerRole")
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _actions(app: Synthesized, unit: str) -> set[str]:
+    actions = set()
+    for statement in _statements(app, unit):
+        value = statement["Action"]
+        actions |= {value} if isinstance(value, str) else set(value)
+    return actions
+
+
+def test_every_unit_is_there(default_app: Synthesized) -> None:
+    counts = {t: len(default_app.resources(t)) for t in (
+        "AWS::MSK::ServerlessCluster", "Custom::KafkaTopics", "AWS::DynamoDB::Table", "AWS::Cassandra::Keyspace",
+        "AWS::ApiGateway::RestApi", "AWS::Events::Rule", "AWS::Lambda::EventSourceMapping",
+        "AWS::CloudWatch::Dashboard", "AWS::Lambda::LayerVersion")}
+
+    assert counts == {t: 2 if t == "AWS::Lambda::LayerVersion" else 1 for t in counts}
+    assert sorted(_functions(default_app)) == ["Api", "Results", "Scan", "Tick"]
+
+
+def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
+    functions = _functions(default_app)
+
+    for unit, function in functions.items():
+        variables = function["Environment"]["Variables"]
+        assert set(variables) >= COMMON_ENV, unit
+        assert variables["CASSANDRA_MODE"] == "keyspaces"
+        assert variables["CASSANDRA_PORT"] == "9142"
+        assert variables["CASSANDRA_CA_BUNDLE"] == "/opt/python/certifi/cacert.pem"
+        assert variables["KAFKA_SECURITY"] == "msk-iam"
+        assert variables["KAFKA_BOOTSTRAP"]["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam"
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "JobRunner"
+        assert variables["JOBRUNNER_SEGMENTS"] == "16"
+        assert function["Runtime"] == "python3.11" and function["Architectures"] == ["arm64"]
+        assert len(function["Layers"]) == 2
+    scan = functions["Tick"]["Environment"]["Variables"]["SCAN_FUNCTION_NAME"]
+    assert scan["Ref"].startswith("ScanHandlerFunction")
+    assert all("SCAN_FUNCTION_NAME" not in f["Environment"]["Variables"] for u, f in functions.items() if u != "Tick")
+
+
+def test_only_the_tick_invokes_the_scan(default_app: Synthesized) -> None:
+    invokers = [p["Properties"]["Roles"][0]["Ref"] for p in default_app.resources("AWS::IAM::Policy").values()
+                for s in p["Properties"]["PolicyDocument"]["Statement"]
+                if "lambda:InvokeFunction" in json.dumps(s["Action"]) and "ScanHandlerFunction" in json.dumps(s)]
+
+    assert len(invokers) == 1 and invokers[0].startswith("TickHandlerRole")
+
+
+@pytest.mark.parametrize(("unit", "allowed", "denied"), [
+    ("Api", {"cassandra:Select", "cassandra:Modify", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
+     {"dynamodb:UpdateItem", "kafka-cluster:WriteData", "lambda:InvokeFunction"}),
+    ("Tick", {"dynamodb:UpdateItem", "lambda:InvokeFunction"}, {"cassandra:Modify", "kafka-cluster:WriteData"}),
+    ("Scan", {"cassandra:Modify", "dynamodb:UpdateItem", "kafka-cluster:WriteData",
+              "kafka-cluster:WriteDataIdempotently"}, {"lambda:InvokeFunction", "kafka-cluster:ReadData"}),
+    ("Results", {"cassandra:Modify", "kafka-cluster:ReadData", "kafka-cluster:AlterGroup", "kafka-cluster:WriteData"},
+     {"dynamodb:UpdateItem", "lambda:InvokeFunction"}),
+])
+def test_each_function_holds_what_it_needs_and_no_more(
+    default_app: Synthesized, unit: str, allowed: set[str], denied: set[str],
+) -> None:
+    actions = _actions(default_app, unit)
+
+    assert allowed <= actions
+    assert not denied & actions
+    assert not [a for a in actions if a.endswith("*")]
+
+
+def test_scan_writes_only_to_its_topics(default_app: Synthesized) -> None:
+    writes = [s for s in _statements(default_app, "Scan") if "kafka-cluster:WriteData" in s["Action"]]
+
+    topics = sorted(r["Fn::Join"][1][-1] for s in writes for r in ([s["Resource"]] if isinstance(s["Resource"], dict)
+                                                                       else s["Resource"]))
+    assert topics == ["/job-dlq", "/jobs"]
+
+
+def test_nothing_runs_before_the_topics_exist(default_app: Synthesized) -> None:
+    (topics,) = default_app.resources("Custom::KafkaTopics")
+    (rule,) = default_app.resources("AWS::Events::Rule").values()
+    (mapping,) = default_app.resources("AWS::Lambda::EventSourceMapping").values()
+
+    assert topics in rule["DependsOn"]
+    assert topics in mapping["DependsOn"]
+
+
+def test_topics_include_results_dead_letters_and_allowed_topics(synth: Callable[[str], Synthesized]) -> None:
+    (topics,) = synth("cognito-x86").resources("Custom::KafkaTopics").values()
+
+    assert [t["Name"] for t in topics["Properties"]["Topics"]] == ["job-dlq", "job-results", "jobs", "reports"]
+
+
+def test_outputs(default_app: Synthesized) -> None:
+    assert set(default_app.template["Outputs"]) >= {
+        "ApiUrl", "HeartbeatTableName", "ScanFunctionName", "KafkaClusterArn", "KafkaBootstrapBrokers",
+        "KeyspaceName", "AlarmTopicArn", "DashboardName",
+    }
+
+
+def test_cognito_variant(synth: Callable[[str], Synthesized]) -> None:
+    app = synth("cognito-x86")
+
+    assert {"UserPoolId", "UserPoolClientId"} <= set(app.template["Outputs"])
+    assert all(f["Architectures"] == ["x86_64"] for f in _functions(app).values())
+    (scan,) = [f for u, f in _functions(app).items() if u == "Scan"]
+    assert scan["ReservedConcurrentExecutions"] == 2 * 64 + 16
+    assert scan["Environment"]["Variables"]["JOBRUNNER_ALLOWED_TOPICS"] == "jobs,reports"
+    assert app.resources("AWS::SNS::Subscription")
+
+
+def test_existing_cassandra_variant(synth: Callable[[str], Synthesized]) -> None:
+    app = synth("existing-cassandra")
+
+    assert not app.resources("AWS::Cassandra::Table")
+    variables = _functions(app)["Scan"]["Environment"]["Variables"]
+    assert variables["CASSANDRA_MODE"] == "cassandra"
+    assert variables["CASSANDRA_CONTACT_POINTS"] == "10.1.0.10,10.1.0.11"
+    assert variables["CASSANDRA_SECRET_ARN"].startswith("arn:aws:secretsmanager:")
+    assert "cassandra:Select" not in _actions(app, "Scan")
+    assert "secretsmanager:GetSecretValue" in _actions(app, "Scan")
+    services = [json.dumps(e["Properties"]["ServiceName"]) for e in app.resources("AWS::EC2::VPCEndpoint").values()]
+    assert any(".secretsmanager" in s for s in services) and not any(".cassandra" in s for s in services)
