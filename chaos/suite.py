@@ -281,7 +281,10 @@ class Suite:
             if not self._sleep_until(first + timedelta(seconds=span * k / (self.plan.kills + 1))):
                 return
             now = datetime.now(UTC)
-            candidates = [p for p in self.invoker.running() if p.request.bucket <= now]
+            running = self.invoker.running()
+            # Prefer the scan of the running minute: it is the one in the middle of publishing.
+            candidates = [p for p in running if p.request.bucket == minute_bucket(now)] or [
+                p for p in running if p.request.bucket <= now]
             if not candidates:
                 continue
             victim = random.Random(k).choice(candidates)
@@ -327,6 +330,9 @@ class Suite:
         servers.restart("cassandra")
         back = datetime.now(UTC)
         self._sleep_until(began + timedelta(seconds=self.plan.submit_during_restart_s))
+        deadline = time.monotonic() + 60  # keep submitting until the API accepts again (bounded)
+        while not any(t > back for t in accepted_after) and time.monotonic() < deadline:
+            time.sleep(0.5)
         submitting.clear()
         thread.join()
         first_ok = next((t for t in accepted_after if t > back), None)
