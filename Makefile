@@ -5,13 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test
+.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test browser
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
 	@echo "make test    - lint, then every test (unit, contract, integration, end-to-end) on real servers"
 	@echo "make unit    - fast tests only (no servers)"
 	@echo "make lint    - ruff and mypy"
+	@echo "make browser - the dashboard in headless Chromium against the local stack"
 	@echo "make chaos   - the full fault suite (5,000 executions, kills, restarts, silent minutes); writes docs/reliability.md"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
 	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
@@ -30,6 +31,7 @@ run: $(STAMP)
 	$(PY) -m devstack.run
 
 test: lint $(STAMP)
+	$(PY) -m tests.browser.chromium
 	$(PY) -m devstack.servers up
 	$(PY) -m pytest
 
@@ -70,3 +72,8 @@ deploy: $(STAMP) cdk-cli
 
 infra-test: $(STAMP)
 	$(PY) -m pytest tests/infra
+
+browser: $(STAMP)
+	$(PY) -m tests.browser.chromium
+	$(PY) -m devstack.servers up
+	$(PY) -m pytest tests/browser

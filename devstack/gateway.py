@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -13,6 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from devstack.lambda_context import LocalContext
 
+log = logging.getLogger(__name__)
+
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 6 * 1024 * 1024  # API Gateway's payload limit
 
@@ -20,7 +23,11 @@ MAX_BODY = 6 * 1024 * 1024  # API Gateway's payload limit
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes, tenant: str | None) -> dict[str, Any]:
     url = urlsplit(target)
     query = parse_qs(url.query)
-    text = body.decode("utf-8", errors="replace") if body else None
+    # Like API Gateway, a body that is not text reaches the function base64-encoded.
+    try:
+        text, encoded = (body.decode("utf-8") if body else None), False
+    except UnicodeDecodeError:
+        text, encoded = base64.b64encode(body).decode(), True
     return {
         "resource": url.path,
         "path": url.path,
@@ -40,7 +47,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
             "authorizer": {"principalId": tenant} if tenant else None,
         },
         "body": text,
-        "isBase64Encoded": False,
+        "isBase64Encoded": encoded,
     }
 
 
@@ -55,25 +62,44 @@ def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, por
     class Adapter(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        timeout = 30  # a client that promises more body than it sends does not hold a thread forever
+
         def _handle(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
+            if self.headers.get("Transfer-Encoding"):
+                self._error(411, "length_required", "send the body with a Content-Length")
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length < 0:
+                    raise ValueError(length)
+            except ValueError:
+                self._error(400, "bad_request", "Content-Length is not a non-negative integer")
+                return
             if length > MAX_BODY:
-                self._reply(413, {"content-type": "application/json"},
-                            json.dumps({"error": "payload_too_large", "message": "body over 6 MB"}).encode())
+                self._error(413, "payload_too_large", "body over 6 MB")
                 return
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             auth = headers.get("authorization", "")
             tenant = tokens().get(auth[7:].strip()) if auth.lower().startswith("bearer ") else None
             event = to_event(self.command, self.path, headers, body, tenant)
-            with one_at_a_time:
-                response = handler(event, LocalContext(function_name="jobrunner-api"))
+            try:
+                with one_at_a_time:
+                    response = handler(event, LocalContext(function_name="jobrunner-api"))
+            except Exception:
+                log.exception("the api handler failed")
+                self._error(502, "bad_gateway", "the function failed")
+                return
             payload = response.get("body") or ""
             data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode("utf-8")
             out_headers = dict(response.get("headers") or {})
             for key, values in (response.get("multiValueHeaders") or {}).items():
                 out_headers[key] = ", ".join(values)
-            self._reply(int(response.get("statusCode", 500)), out_headers, data)
+            self._reply(int(response.get("statusCode", 500)), out_headers, b"" if self.command == "HEAD" else data)
+
+        def _error(self, status: int, error: str, message: str) -> None:
+            body = json.dumps({"error": error, "message": message, "errors": []}).encode()
+            self._reply(status, {"Content-Type": "application/json"}, body)
 
         def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
             self.send_response(status)
@@ -84,7 +110,7 @@ def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, por
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

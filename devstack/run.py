@@ -40,6 +40,7 @@ def main() -> None:
     print(f"""
 Distributed Job Runner is running.
   API:        {stack.url}   (OpenAPI: {stack.url}/openapi.json)
+  dashboard:  {stack.url}/ui   (paste the token below)
   tenant:     {stack.tenant}
   token:      {stack.token}
   Kafka:      {endpoints.kafka_bootstrap}   Cassandra: {endpoints.cassandra_host}:{endpoints.cassandra_port}

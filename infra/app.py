@@ -14,9 +14,9 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import DeploymentConfig
-from infra.cql_schema import load_tables
 from infra.layer_build import ROOT, build_code_layer, build_dependency_layer
 from infra.stack import JobRunnerStack, StackAssets
+from jobrunner.adapters.stores.cql_schema import load_tables
 
 FUNCTIONS = ROOT / "functions"
 TOPIC_ADMIN = Path(__file__).resolve().parent / "handlers" / "kafka_topics"

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from constructs import Construct
 
     from infra.config import DeploymentConfig
-    from infra.cql_schema import TableSpec
+    from jobrunner.adapters.stores.cql_schema import TableSpec
 
 DEAD_LETTER_TOPIC = "job-dlq"
 KEYSPACES_PORT = 9142

@@ -1,4 +1,5 @@
-"""Amazon Keyspaces: the keyspace and one table per ``CREATE TABLE`` of ``cql/`` (see ``infra.cql_schema``).
+"""Amazon Keyspaces: the keyspace and one table per ``CREATE TABLE`` of ``cql/``
+(see ``jobrunner.adapters.stores.cql_schema``).
 
 Tables are on-demand, with point-in-time recovery, encrypted with an AWS-owned key (Keyspaces'
 default). Column names, types, key order and clustering order come from the parsed schema only.
@@ -18,7 +19,7 @@ from infra.constructs.nag import acknowledge
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from infra.cql_schema import TableSpec
+    from jobrunner.adapters.stores.cql_schema import TableSpec
 
 
 def _column(name: str, cql_type: str) -> cassandra.CfnTable.ColumnProperty:

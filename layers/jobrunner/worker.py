@@ -50,6 +50,8 @@ class Execution:
     attempt: int
     trigger: str
     payload: Any
+    #: W3C trace context of this execution (a child of the submitting request's), when tracing is on.
+    traceparent: str | None = None
 
     @property
     def type(self) -> str | None:
@@ -108,7 +110,7 @@ class Worker:
                 batches = self._consumer.poll(timeout_ms=500)
                 for messages in batches.values():
                     for message in messages:
-                        self._process(message.value)
+                        self._process(message.value, dict(getattr(message, "headers", None) or []))
                 if batches:
                     self._producer.flush()
                     self._consumer.commit()  # only after every result of the batch is acknowledged
@@ -117,11 +119,13 @@ class Worker:
             self._consumer.close()
             self._producer.close()
 
-    def _process(self, raw: bytes) -> None:
+    def _process(self, raw: bytes, headers: dict[str, bytes] | None = None) -> None:
         try:
             data = json.loads(raw)
-            execution = Execution(**{k: data[k] for k in Execution.__dataclass_fields__ if k != "trigger"},
-                                  trigger=data.get("trigger", "SCHEDULE"))
+            fields = [k for k in Execution.__dataclass_fields__ if k not in ("trigger", "traceparent")]
+            trace = (headers or {}).get("traceparent")
+            execution = Execution(**{k: data[k] for k in fields}, trigger=data.get("trigger", "SCHEDULE"),
+                                  traceparent=trace.decode() if isinstance(trace, bytes) else None)
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a message that is not an execution")
             return
@@ -137,6 +141,8 @@ class Worker:
             "execution_id": execution.execution_id, "job_id": execution.job_id,
             "scheduled_at": execution.scheduled_at, "attempt": execution.attempt,
         }
+        if execution.traceparent:
+            result["traceparent"] = execution.traceparent
         if handler is None:
             result.update(status="FAILED", error=f"no handler for job type {execution.type!r}")
         else:

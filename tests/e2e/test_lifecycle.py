@@ -97,7 +97,8 @@ def test_cancel_stops_every_further_execution(local_stack: LocalStack, jobs_topi
     assert (cancelled["status"], cancelled["next_run_at"]) == ("CANCELLED", None)
     # Then nothing more is published for it (its next run was already planned in a partition)
     jobs_topic.wait_for(lambda r: False, timeout_s=22)
-    after = [m for m in jobs_topic.received if m.key == job["job_id"] and m.timestamp_ms > cancelled_at.timestamp() * 1000]
+    after = [m for m in jobs_topic.received
+             if m.key == job["job_id"] and m.timestamp_ms > cancelled_at.timestamp() * 1000]
     assert after == []
     assert api(local_stack, "POST", f"/jobs/{job['job_id']}/run").status_code == 409
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from infra.cql_schema import Column, SchemaError, load_tables, parse_table, split_top_level, statements
+from jobrunner.adapters.stores.cql_schema import (
+    Column,
+    SchemaError,
+    load_tables,
+    parse_table,
+    split_top_level,
+    statements,
+)
 
 
 def test_reads_composite_keys_clustering_order_and_collections() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.cql_schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
+from jobrunner.adapters.stores.cql_schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
 
 STORES = Path(__file__).resolve().parents[2] / "layers" / "jobrunner" / "adapters" / "stores"
 #: Keyspaces rejects EACH_QUORUM, QUORUM, ALL, TWO, THREE, ANY, SERIAL and LOCAL_SERIAL.

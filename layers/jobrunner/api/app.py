@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
-from jobrunner.api import errors
+from jobrunner.api import errors, limits, ui
 from jobrunner.api.cursors import decode_execution_cursor, encode_execution_cursor
 from jobrunner.api.schemas import (
     ErrorOut,
@@ -29,14 +29,16 @@ from jobrunner.domain.errors import DomainError
 from jobrunner.domain.jobs import JobStatus
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import rfc3339
+from jobrunner.domain.tracing import new_traceparent, parse_traceparent
 from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.wiring import container
 
 app = APIGatewayRestResolver(enable_validation=True)
 errors.register(app)
+app.include_router(ui.router)
 
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"}) | ui.PATHS
 
 
 class Unauthenticated(DomainError):
@@ -70,8 +72,10 @@ def openapi() -> Response[Any]:
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
+    headers = app.current_event.headers or {}
+    trace = parse_traceparent(next((v for k, v in headers.items() if k.lower() == "traceparent"), None))
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s)
+                 timeout_s=body.timeout_s, trace_parent=trace or new_traceparent())
     job, created = container().jobs.submit(tenant, new, body.idempotency_key)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
 
@@ -157,14 +161,23 @@ def list_segments() -> Response[Any]:
     return _json(HTTPStatus.OK, SegmentsOut(items=items))
 
 
+#: Every (method, path) the resolver serves, read once all routes above are registered.
+ROUTES = limits.route_table(app)
+
+
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Entry point shared by the Lambda function and the local HTTP server.
 
     Authentication is checked before anything else, so an anonymous caller learns nothing, not
-    even whether its body would have been valid.
+    even whether its body would have been valid. Then the limits at the edge (``limits.py``):
+    unknown route 404, wrong method 405, body too large 413, wrong Content-Type 415, not strict
+    JSON 400; only then do the routes see the request.
     """
     if event.get("path") not in PUBLIC_PATHS and tenant_of(event) is None:
         body = ErrorOut(error="unauthenticated", message="no authenticated tenant").model_dump_json()
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
-    return app.resolve(event, context)
+    rejection = limits.check(event, ROUTES)
+    if rejection is not None:
+        return rejection.response()
+    return app.resolve(limits.normalized(event), context)

@@ -94,6 +94,8 @@ class Job:
     timeout_s: int | None = None
     #: When the job was last paused (resume with catch-up replays the fires missed since then).
     paused_at: datetime | None = None
+    #: W3C traceparent of the request that created the job (executions carry a child of it).
+    trace_parent: str | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

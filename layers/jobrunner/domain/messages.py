@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.time import rfc3339
+from jobrunner.domain.tracing import child_traceparent
 
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job, ScheduledExecution
@@ -26,4 +27,6 @@ def execution_message(job: Job, row: ScheduledExecution) -> tuple[str, dict[str,
         "scheduled_at": value["scheduled_at"],
         "attempt": str(row.attempt),
     }
+    if job.trace_parent:
+        headers["traceparent"] = child_traceparent(job.trace_parent, row.execution_id)
     return job.job_id, value, headers

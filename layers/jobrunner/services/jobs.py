@@ -50,6 +50,7 @@ class NewJob:
     topic: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_s: int | None = None
+    trace_parent: str | None = None
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
@@ -120,6 +121,7 @@ class JobService:
         job = Job(
             user_id=user_id, job_id=str(uuid.uuid4()), schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
+            trace_parent=new.trace_parent,
         )
         if idempotency_key is not None:
             fingerprint = new.fingerprint()

@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.storage import KeyspacesSchema
-from infra.cql_schema import parse_table
+from jobrunner.adapters.stores.cql_schema import parse_table
 
 if TYPE_CHECKING:
     import aws_cdk as cdk

@@ -31,8 +31,8 @@ T = TypeVar("T")
 
 INSERT_JOB = (
     "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, retry, timeout_s,"
-    " paused_at, created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " paused_at, trace_parent, created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 UPDATE_JOB_RUN = (

@@ -45,6 +45,7 @@ def job_from_row(row: Any) -> Job:
         retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
         timeout_s=row.timeout_s,
         paused_at=_ts(row.paused_at),
+        trace_parent=row.trace_parent,
         next_run_at=_ts(row.next_run_at),
         last_run_at=_ts(row.last_run_at),
         last_execution_id=row.last_execution_id,
@@ -56,8 +57,8 @@ def job_values(job: Job) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_JOB``."""
     return (
         job.user_id, job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
-        job.state.value, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.created_at,
-        job.updated_at,
+        job.state.value, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.trace_parent,
+        job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
         job.last_status.value if job.last_status else None,
     )

@@ -11,24 +11,16 @@ import argparse
 import os
 import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobrunner.adapters.stores.cql_schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores.session import CassandraSettings, connect
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cassandra.cluster import Session
 
-CQL_DIR = Path(__file__).resolve().parents[4] / "cql"
-
-
-def cql_statements(directory: Path = CQL_DIR) -> list[str]:
-    """The statements of every ``.cql`` file, comments stripped, in file-name order."""
-    statements = []
-    for path in sorted(directory.glob("*.cql")):
-        text = re.sub(r"--[^\n]*", "", path.read_text())
-        statements += [s.strip() for s in text.split(";") if s.strip()]
-    return statements
 
 
 def replication_for(mode: str, replication_factor: int = 1) -> str:
@@ -48,8 +40,30 @@ def _wait_active(session: Session, keyspace: str, table: str, timeout_s: float =
     raise TimeoutError(f"table {keyspace}.{table} did not become ACTIVE")
 
 
+def _add_missing_columns(session: Session, settings: CassandraSettings, table: TableSpec) -> list[str]:
+    """``CREATE TABLE IF NOT EXISTS`` leaves an older table as it was: add the columns it lacks.
+
+    Only regular columns can be added (a key never changes once a table exists); Keyspaces supports
+    ``ALTER TABLE ... ADD``, and its DDL is asynchronous, hence the wait.
+    """
+    rows = session.execute(
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+        (settings.keyspace, table.name),
+    )
+    existing = {row.column_name for row in rows}
+    added = []
+    for column in table.regular:
+        if column.name not in existing:
+            statement = f"ALTER TABLE {table.name} ADD {column.name} {column.type}"
+            session.execute(statement, timeout=60)
+            added.append(statement)
+    if added and settings.mode == "keyspaces":
+        _wait_active(session, settings.keyspace, table.name)
+    return added
+
+
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
-    """Apply the schema; returns the statements run."""
+    """Apply the schema (tables created, missing columns added); returns the statements run."""
     session = connect(settings, keyspace=False)
     try:
         session.execute(
@@ -57,13 +71,17 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
             f" WITH replication = {replication_for(settings.mode)}"
         )
         session.set_keyspace(settings.keyspace)
-        statements = cql_statements(directory)
-        for statement in statements:
+        applied = []
+        for statement in [st for path in sorted(directory.glob("*.cql")) for st in statements(path.read_text())]:
             session.execute(statement, timeout=60)
+            applied.append(statement)
             match = re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", statement, re.IGNORECASE)
-            if settings.mode == "keyspaces" and match:
+            if match is None:
+                continue
+            if settings.mode == "keyspaces":
                 _wait_active(session, settings.keyspace, match.group(1))
-        return statements
+            applied += _add_missing_columns(session, settings, parse_table(statement))
+        return applied
     finally:
         session.cluster.shutdown()
 

@@ -11,6 +11,8 @@ from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.time import utc
 
 MIN_INTERVAL = timedelta(seconds=10)
+#: The longest fixed interval accepted: fire times then stay far inside the years a datetime can hold.
+MAX_INTERVAL = timedelta(days=36_525)
 #: How far in the past an ``at`` may be and still be accepted (it then runs at once): clock skew.
 AT_PAST_TOLERANCE = timedelta(minutes=5)
 MILLISECOND = timedelta(milliseconds=1)
@@ -47,6 +49,10 @@ def parse_aware(value: object, field: str) -> datetime:
         raise InvalidField(field, f"not an RFC 3339 date-time: {value!r}") from None
     if parsed.tzinfo is None:
         raise InvalidField(field, "needs a UTC offset, e.g. 2026-11-22T10:00:00Z")
+    try:
+        utc(parsed)
+    except OverflowError:
+        raise InvalidField(field, "is outside the years 0001 to 9999 in UTC") from None
     return parsed
 
 
@@ -59,7 +65,7 @@ def parse_interval(value: str, field: str) -> timedelta:
     """Parse an ISO 8601 duration of fixed length (weeks, days, hours, minutes, seconds)."""
     try:
         parsed = isodate.parse_duration(value)
-    except (isodate.ISO8601Error, ValueError):
+    except (isodate.ISO8601Error, ValueError, OverflowError):
         raise InvalidField(field, f"not an ISO 8601 duration: {value!r} (e.g. PT5M, PT1H, P1D)") from None
     if not isinstance(parsed, timedelta):
         raise InvalidField(field, "years and months have no fixed length; use a cron schedule")
@@ -67,4 +73,6 @@ def parse_interval(value: str, field: str) -> timedelta:
         raise InvalidField(field, "must be a whole number of milliseconds")
     if parsed < MIN_INTERVAL:
         raise InvalidField(field, f"must be at least {int(MIN_INTERVAL.total_seconds())} seconds")
+    if parsed > MAX_INTERVAL:
+        raise InvalidField(field, "must be at most 100 years")
     return parsed

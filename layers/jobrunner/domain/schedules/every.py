@@ -41,11 +41,14 @@ class Every:
     def next_fire_after(self, instant: datetime) -> datetime | None:
         if self.start is None:
             raise ValueError("an unanchored every schedule has no fire times; call anchored() first")
-        if instant < self.start:
-            candidate = self.start
-        else:
-            steps = (instant - self.start) // self.every + 1
-            candidate = self.start + steps * self.every
+        try:
+            if instant < self.start:
+                candidate = self.start
+            else:
+                steps = (instant - self.start) // self.every + 1
+                candidate = self.start + steps * self.every
+        except OverflowError:  # past the year 9999: the schedule has no further fire
+            return None
         if self.end is not None and candidate > self.end:
             return None
         return utc(candidate)

@@ -206,7 +206,7 @@ def _parse_duration(text: str, path: str) -> Any:
     whole years and months."""
     try:
         parsed = isodate.parse_duration(text)
-    except (isodate.ISO8601Error, ValueError):
+    except (isodate.ISO8601Error, ValueError, OverflowError):
         raise InvalidField(path, f"not an ISO 8601 duration: {text!r} (e.g. PT1H, P1D, P1M)") from None
     if not isinstance(parsed, timedelta) and not parsed.years and not parsed.months:
         parsed = parsed.tdelta  # e.g. P0M1D: no calendar part after all

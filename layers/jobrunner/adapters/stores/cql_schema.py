@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CQL_DIR = Path(__file__).resolve().parents[1] / "cql"
+CQL_DIR = Path(__file__).resolve().parents[4] / "cql"
 
 #: Column types Amazon Keyspaces accepts (its "Cassandra data type support" table). ``duration`` is
 #: left out on purpose: the schema does not need it and its support on Keyspaces is not confirmed.
@@ -163,7 +163,7 @@ def parse_table(statement: str) -> TableSpec:
         if ttl_match:
             ttl = int(ttl_match.group(1))
             continue
-        raise SchemaError(f"{name}: table option {option!r} is not derived into Keyspaces; extend infra/cql_schema.py")
+        raise SchemaError(f"{name}: table option {option!r} is not derived into Keyspaces; extend cql_schema.py")
     key_names = partition_names + clustering_names
     missing = [k for k in key_names if k not in columns]
     if missing:

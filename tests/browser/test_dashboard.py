@@ -1,0 +1,311 @@
+"""The dashboard in a real headless Chromium against the whole local stack (real Cassandra, Kafka, moto).
+
+The local stack runs the example worker, so a job submitted in the form really runs: it is published to
+Kafka at its due second, the worker reports SUCCESS on `job-results`, and the page shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.stack_api import api
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, Route
+
+    from devstack.stack import LocalStack
+    from tests.browser.conftest import Dashboard
+
+pytestmark = pytest.mark.e2e
+
+
+def rfc3339(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def submit(stack: LocalStack, body: dict[str, Any]) -> dict[str, Any]:
+    response = api(stack, "POST", "/jobs", body)
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def execution_rows(page: Page) -> list[dict[str, str]]:
+    """The executions table as the user reads it: attempt, trigger and status of each row, newest first."""
+    rows: list[dict[str, str]] = page.locator("#exec-table tbody tr").evaluate_all(
+        "rows => rows.map(r => ({attempt: r.cells[0].innerText, trigger: r.cells[1].innerText,"
+        " status: r.cells[2].innerText, lateness: r.cells[5].innerText}))"
+    )
+    return rows
+
+
+def wait_for_rows(page: Page, done: Any, timeout_s: float, seen: list[str]) -> list[dict[str, str]]:
+    """Let the page poll on its own until its executions table satisfies ``done``; records every status seen."""
+    deadline = time.monotonic() + timeout_s
+    rows = execution_rows(page)
+    while not done(rows) and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+        rows = execution_rows(page)
+        for row in rows:
+            if not seen or seen[-1] != row["status"]:
+                seen.append(row["status"])
+    assert done(rows), f"the executions table never got there; it shows {rows}"
+    return rows
+
+
+def test_a_job_submitted_in_the_form_runs_and_a_manual_run_adds_to_its_history(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/submit")
+    # Given the submit form, When the schedule is not a date-time, Then the field says why at once
+    page.locator("#in-at").fill("tomorrow at noon")
+    expect(page.locator('[data-error-for="schedule.at"]')).to_contain_text("not an RFC 3339 date-time")
+    expect(page.locator("#preview-note")).to_contain_text("Fix the schedule")
+    # When it is a one-time job due in a few seconds, Then the preview shows its single fire time
+    due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=6)
+    page.locator("#in-at").fill(rfc3339(due))
+    expect(page.locator('[data-error-for="schedule.at"]')).to_be_empty()
+    expect(page.locator("#preview-list li")).to_have_count(1)
+    expect(page.locator("#preview-list li").first).to_contain_text(due.strftime("%Y-%m-%d %H:%M:%SZ"))
+    page.locator("#in-payload").fill('{"type": "echo", "from": "browser test"}')
+    dashboard.screenshot("1-form")
+
+    # When the form is submitted, Then the API's own preview and a link to the new job appear
+    page.get_by_role("button", name="Submit job").click()
+    link = page.locator("#submit-link")
+    expect(link).to_be_visible()
+    expect(page.locator("#preview-note")).to_contain_text("From the API")
+    expect(page.locator("#preview-list li")).to_have_count(1)
+    job_id = link.inner_text()
+    link.click()
+
+    # Then the job page shows it, and it runs: an execution appears and ends in SUCCESS
+    expect(page.locator("#job-title")).to_contain_text(job_id)
+    expect(page.locator("#job-payload")).to_contain_text("browser test")
+    seen: list[str] = []
+    rows = wait_for_rows(page, lambda r: [x["status"] for x in r] == ["SUCCESS"], 60, seen)
+    assert rows[0]["trigger"] == "SCHEDULE"
+    assert rows[0]["lateness"].endswith(("ms", "s")), rows  # published_at - due_at is shown
+    expect(page.locator("#job-status")).to_have_text("SUCCESS")
+    expect(page.locator("#exec-chart .bar")).to_have_count(1)
+    dashboard.screenshot("2-ran")
+
+    # When the user runs it now by hand, Then the history gains a MANUAL execution that also succeeds
+    page.get_by_role("button", name="Run now").click()
+    expect(page.locator("#toast")).to_contain_text("Run queued")
+    rows = wait_for_rows(page, lambda r: len(r) == 2 and all(x["status"] == "SUCCESS" for x in r), 60, seen)
+    assert sorted(x["trigger"] for x in rows) == ["MANUAL", "SCHEDULE"]
+    expect(page.locator("#exec-chart .bar")).to_have_count(2)
+    dashboard.screenshot("3-manual-run")
+    # And the API agrees with what the page shows
+    history = api(dashboard.stack, "GET", f"/jobs/{job_id}/executions").json()["items"]
+    assert sorted((e["trigger"], e["status"]) for e in history) == [("MANUAL", "SUCCESS"), ("SCHEDULE", "SUCCESS")]
+    assert "SUCCESS" in seen
+
+
+def test_a_failed_attempt_shows_its_error_and_the_retry_that_followed(dashboard: Dashboard) -> None:
+    # Given a job the example worker fails once, retried after about a second
+    job = submit(dashboard.stack, {
+        "schedule": {"at": rfc3339(datetime.now(UTC) + timedelta(seconds=3))},
+        "payload": {"type": "flaky", "fail_attempts": 1}, "max_retries": 2,
+        "backoff": {"initial_delay_s": 1, "multiplier": 1, "max_delay_s": 1},
+    })
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # When it runs, Then the timeline shows the failed attempt with its error, then the successful retry
+    seen: list[str] = []
+    rows = wait_for_rows(page, lambda r: [(x["attempt"], x["status"]) for x in r] == [
+        ("2", "SUCCESS"), ("1", "FAILED")], 60, seen)
+    assert [x["trigger"] for x in rows] == ["RETRY", "SCHEDULE"]
+    failed = page.locator('#exec-table tr[data-status="FAILED"]')
+    expect(failed.locator(".error-text")).to_contain_text("flaky failure on attempt 1")
+    expect(page.locator("#exec-chart .bar.s-failed")).to_have_count(1)
+    expect(page.locator("#exec-chart .bar.s-success")).to_have_count(1)
+    # And a manual run is a new execution with the same policy: it fails once too, then its retry succeeds
+    page.get_by_role("button", name="Run now").click()
+    rows = wait_for_rows(page, lambda r: len(r) == 4 and r[0]["status"] == "SUCCESS", 60, seen)
+    assert [(x["trigger"], x["status"]) for x in rows[:2]] == [("RETRY", "SUCCESS"), ("MANUAL", "FAILED")]
+    page.locator("#toast").wait_for(state="hidden", timeout=10_000)
+    dashboard.screenshot("history", full_page=False)
+
+
+def test_the_browser_computes_the_same_fire_times_as_the_api(dashboard: Dashboard) -> None:
+    """The form's live preview (at, every, fixed-length ISO 8601) against the API's ?preview=5 of the same job."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    schedules = [
+        {"every": "PT10M", "start": rfc3339(now + timedelta(minutes=7))},
+        {"every": "PT1H", "start": rfc3339(now - timedelta(minutes=10)), "end": rfc3339(now + timedelta(hours=3))},
+        {"every": "P1DT30S", "start": rfc3339(now - timedelta(days=3, minutes=1))},
+        {"iso8601": f"R3/{rfc3339(now + timedelta(minutes=5))}/PT1H"},
+        {"iso8601": f"R/{rfc3339(now - timedelta(minutes=90))}/PT1H"},
+        {"iso8601": f"R4/PT30M/{rfc3339(now + timedelta(hours=1))}"},
+        {"iso8601": f"R6/{rfc3339(now + timedelta(minutes=1))}/{rfc3339(now + timedelta(minutes=21))}"},
+        {"at": rfc3339(now + timedelta(hours=2))},
+    ]
+    page = dashboard.open("#/submit")
+    for schedule in schedules:
+        job = submit(dashboard.stack, {"schedule": schedule, "payload": {}})
+        from_api = api(dashboard.stack, "GET", f"/jobs/{job['job_id']}?preview=5").json()["next_runs"]
+        if "at" in schedule:
+            from_api = [job["next_run_at"]]  # a one-time job that has not run yet: its next run is its only fire
+        in_browser = page.evaluate(
+            "body => JobSchedules.localFires(body).map(t => new Date(t).toISOString())", {"schedule": schedule})
+        assert in_browser == from_api, schedule
+
+
+def test_pause_resume_and_cancel_from_the_job_page(dashboard: Dashboard) -> None:
+    start = datetime.now(UTC) + timedelta(hours=1)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT30M", "start": rfc3339(start)}, "payload": {}})
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # The next fire times come from the API (?preview=5): start, start + 30 min, ...
+    fires = page.locator("#job-next li")
+    expect(fires).to_have_count(5)
+    expect(fires.nth(1)).to_contain_text((start + timedelta(minutes=30)).strftime("%Y-%m-%d %H:%M:%SZ"))
+    expect(page.locator("#job-status")).to_have_text("SCHEDULED")
+    expect(page.get_by_role("button", name="Resume")).to_be_disabled()
+
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("#job-status")).to_have_text("PAUSED")
+    expect(page.locator("#job-next li")).to_have_text(["none planned"])
+    expect(page.get_by_role("button", name="Pause")).to_be_disabled()
+
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#job-status")).to_have_text("SCHEDULED")
+    expect(page.locator("#job-next li")).to_have_count(5)
+
+    # Cancel asks once more in place; only the second click cancels
+    cancel = page.locator("#act-cancel")
+    cancel.click()
+    expect(cancel).to_have_text("Really cancel?")
+    assert api(dashboard.stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "SCHEDULED"
+    cancel.click()
+    expect(page.locator("#job-status")).to_have_text("CANCELLED")
+    for name in ("Run now", "Pause", "Resume", "Cancel job"):
+        expect(page.get_by_role("button", name=name)).to_be_disabled()
+    assert api(dashboard.stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "CANCELLED"
+
+
+def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/submit")
+    page.locator("input[name=kind][value=cron]").check()
+    # February never has a 31st: the browser's check passes it, the API's does not
+    page.locator("#in-cron").fill("0 0 31 2 *")
+    expect(page.locator("#preview-note")).to_contain_text("once the job is submitted")
+    page.locator("#in-timezone").fill("Mars/Olympus_Mons")
+    expect(page.locator('[data-error-for="schedule.timezone"]')).to_contain_text("unknown time zone")
+    page.locator("#in-timezone").fill("Europe/Paris")
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator('[data-error-for="schedule.cron"]')).to_contain_text("never fires")
+    expect(page.locator("#in-cron")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#submit-status")).to_contain_text("rejected")
+    dashboard.screenshot("server-422")
+
+    # The live preview of an `every` schedule, and its own rule (at least ten seconds)
+    page.locator("input[name=kind][value=every]").check()
+    page.locator("#in-every").fill("PT5S")
+    expect(page.locator('[data-error-for="schedule.every"]')).to_have_text("must be at least 10 seconds")
+    page.locator("#in-every").fill("PT15M")
+    expect(page.locator("#preview-list li")).to_have_count(5)
+    expect(page.locator("#preview-list li").nth(1)).to_contain_text("in 30 min")
+    page.locator("input[name=kind][value=cron]").check()
+
+    # A fixed schedule submits, and the API previews five cron fires in Paris time
+    page.locator("#in-cron").fill("30 9 * * MON-FRI")
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator("#submit-link")).to_be_visible()
+    expect(page.locator("#preview-list li")).to_have_count(5)
+    first = page.locator("#preview-list li").first.inner_text()
+    assert first[11:16] in ("07:30", "08:30"), first  # 09:30 in Paris is 07:30 or 08:30 UTC
+
+
+def test_the_jobs_list_filters_by_status_schedule_kind_and_next_run(dashboard: Dashboard) -> None:
+    soon = datetime.now(UTC) + timedelta(minutes=20)
+    tag = f"filters-{time.time_ns()}"
+    cron = submit(dashboard.stack, {"schedule": {"cron": "0 3 * * *"}, "payload": {"tag": tag}})
+    every = submit(dashboard.stack, {"schedule": {"every": "PT10M", "start": rfc3339(soon)}, "payload": {"tag": tag}})
+    later = submit(dashboard.stack, {"schedule": {"at": rfc3339(soon + timedelta(days=3))}, "payload": {"tag": tag}})
+    paused = submit(dashboard.stack, {"schedule": {"every": "PT1H"}, "payload": {"tag": tag}})
+    assert api(dashboard.stack, "POST", f"/jobs/{paused['job_id']}/pause").status_code == 200
+    page = dashboard.open("#/jobs")
+
+    def listed(job: dict[str, Any]) -> Any:
+        return page.locator(f'#jobs-table tr[data-job-id="{job["job_id"]}"]')
+
+    for job in (cron, every, later, paused):
+        expect(listed(job)).to_have_count(1)
+    page.locator("#f-kind").select_option("cron")
+    expect(listed(cron)).to_have_count(1)
+    expect(listed(every)).to_have_count(0)
+    page.locator("#f-kind").select_option("")
+
+    page.locator("#f-next").select_option("1h")
+    expect(listed(every)).to_have_count(1)
+    expect(listed(later)).to_have_count(0)
+    page.locator("#f-next").select_option("later")
+    expect(listed(later)).to_have_count(1)
+    expect(listed(every)).to_have_count(0)
+    page.locator("#f-next").select_option("none")
+    expect(listed(paused)).to_have_count(1)
+    expect(listed(later)).to_have_count(0)
+    page.locator("#f-next").select_option("")
+
+    page.locator("#f-status").select_option("PAUSED")  # filtered by the API (?status=PAUSED)
+    expect(listed(paused)).to_have_count(1)
+    expect(listed(cron)).to_have_count(0)
+    expect(page.locator("#jobs-table tbody tr .badge")).to_have_text(["PAUSED"] * page.locator(
+        "#jobs-table tbody tr").count())
+    page.locator("#f-status").select_option("")
+    expect(listed(cron)).to_have_count(1)
+    dashboard.screenshot("jobs")
+
+    listed(every).click()
+    expect(page.locator("#job-title")).to_contain_text(every["job_id"])
+
+
+def test_segment_health_turns_red_when_a_segment_falls_behind(dashboard: Dashboard) -> None:
+    segments = dashboard.stack.settings.segments
+    page = dashboard.open("#/segments")
+    cells = page.locator("#heat .cell")
+    expect(cells).to_have_count(segments)
+    expect(page.locator("#seg-table tbody tr")).to_have_count(segments)
+    # Each cell is coloured from the API's own verdict
+    truth = {s["segment"]: s["healthy"] for s in api(dashboard.stack, "GET", "/segments").json()["items"]}
+    for segment, healthy in truth.items():
+        cell = page.locator(f'#heat .cell[data-segment="{segment}"]')
+        expect(cell).to_have_class("cell healthy" if healthy else "cell behind", timeout=20_000)
+
+    # When the API reports segment 1 an hour behind, Then its cell and row turn red and the summary says so
+    def one_behind(route: Route) -> None:
+        body = route.fetch().json()
+        for item in body["items"]:
+            item.update(healthy=True, lag_s=0.0)
+            if item["segment"] == 1:
+                item.update(healthy=False, lag_s=3600.0)
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route("**/segments", one_behind)
+    page.get_by_role("button", name="Refresh").click()
+    behind = page.locator('#heat .cell[data-segment="1"]')
+    expect(behind).to_have_class("cell behind")
+    expect(behind).to_have_css("background-color", "rgb(210, 60, 60)")
+    expect(page.locator('#heat .cell[data-segment="0"]')).to_have_css("background-color", "rgb(46, 158, 98)")
+    expect(page.locator('#seg-table tr[data-segment="1"]')).to_contain_text("1 h 0 min")
+    expect(page.locator("#seg-summary")).to_have_text(f"{segments} segments, 1 behind")
+    dashboard.screenshot("segments")
+
+
+def test_the_shell_is_public_but_the_data_needs_a_token(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/jobs", sign_in=False)
+    expect(page.locator("#banner")).to_contain_text("Paste a bearer token")
+    expect(page.locator("#conn")).to_have_text("no token")
+    page.get_by_placeholder("paste a bearer token").fill("not-a-token")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conn")).to_have_text("token rejected")
+    expect(page.locator("#banner")).to_contain_text("rejected this token")
+    # The page sets a strict Content-Security-Policy, and nothing it does violates it (see the fixture)
+    response = page.request.get(f"{dashboard.stack.url}/ui")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    assert page.request.get(f"{dashboard.stack.url}/jobs").status == 401

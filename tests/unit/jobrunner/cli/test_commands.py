@@ -1,0 +1,213 @@
+"""Each command: the request it sends, what it prints (table and JSON), and its exit code."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from tests.unit.jobrunner.cli.fakes import TOKEN, job, reply
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.unit.jobrunner.cli.fakes import Cli, FakeTransport
+
+
+def test_submit_sends_the_schedule_and_options_as_a_post_jobs_body(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job("j-42")))
+    result = cli("submit", "--every", "PT5M", "--start", "+1h", "--payload", '{"type": "echo"}', "--topic", "jobs",
+                 "--max-retries", "3", "--backoff-initial", "2", "--timeout-s", "60", "--idempotency-key", "k1")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {
+        "schedule": {"every": "PT5M", "start": "2026-11-22T11:00:00Z"}, "payload": {"type": "echo"},
+        "topic": "jobs", "max_retries": 3, "timeout_s": 60, "idempotency_key": "k1",
+        "backoff": {"initial_delay_s": 2.0},
+    }
+    assert transport.sent[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert "Submitted job j-42" in result.stdout
+    assert "SCHEDULED" in result.stdout
+
+
+def test_submit_takes_relative_at_times_and_a_payload_from_a_file(
+    cli: Cli, transport: FakeTransport, tmp_path: Path
+) -> None:
+    transport.on("POST", "/jobs", reply(201, job()))
+    (tmp_path / "payload.json").write_text('{"big": [1, 2, 3]}')
+    result = cli("submit", "--at", "+30s", "--payload", f"@{tmp_path / 'payload.json'}")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"schedule": {"at": "2026-11-22T10:00:30Z"}, "payload": {"big": [1, 2, 3]}}
+
+
+def test_submit_json_body_from_stdin_with_options_overriding_it(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job()))
+    body = {"schedule": {"cron": "0 9 * * *"}, "payload": {"a": 1}, "max_retries": 1}
+    result = cli("submit", "--json", "-", "--timezone", "Europe/Paris", "--max-retries", "5", input=json.dumps(body))
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"schedule": {"cron": "0 9 * * *", "timezone": "Europe/Paris"},
+                                      "payload": {"a": 1}, "max_retries": 5}
+
+
+def test_submit_says_when_the_idempotency_key_gave_back_an_existing_job(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(200, job("j-old")))
+    result = cli("submit", "--at", "now", "--idempotency-key", "same")
+    assert result.exit_code == 0
+    assert "Already submitted (same idempotency key): job j-old" in result.stdout
+
+
+def test_submit_json_output_is_the_job_only(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job("j-1")))
+    result = cli("-o", "json", "submit", "--every", "PT1M")
+    assert json.loads(result.stdout) == job("j-1")
+    result = cli("submit", "--every", "PT1M", "-o", "json")  # per command too
+    assert json.loads(result.stdout)["job_id"] == "j-1"
+
+
+def test_usage_errors_exit_2_before_any_request(cli: Cli, transport: FakeTransport) -> None:
+    for args in (["submit"], ["submit", "--at", "now", "--every", "PT1M"], ["submit", "--cron", "* * * * *",
+                 "--start", "now"], ["submit", "--every", "PT1M", "--timezone", "UTC"],
+                 ["submit", "--at", "now", "--payload", "{nope"], ["list", "--limit", "0"], ["nonsense"]):
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+    assert transport.sent == []
+
+
+def test_a_422_exits_1_and_prints_the_servers_field_errors(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(422, {
+        "error": "validation_error", "message": "schedule.every: must be at least 10 seconds",
+        "errors": [{"field": "schedule.every", "reason": "must be at least 10 seconds"}],
+    }))
+    result = cli("submit", "--every", "PT1S")
+    assert result.exit_code == 1
+    assert "the API rejected the request (HTTP 422)" in result.stderr
+    assert "schedule.every: must be at least 10 seconds" in result.stderr
+    assert result.stdout == ""
+    result = cli("-o", "json", "submit", "--every", "PT1S")
+    assert json.loads(result.stderr)["error"]["errors"] == [
+        {"field": "schedule.every", "reason": "must be at least 10 seconds"}]
+
+
+def test_not_found_exits_3_with_the_servers_message(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs/missing", reply(404, {"error": "not_found", "message": "no job missing"}))
+    result = cli("show", "missing")
+    assert result.exit_code == 3
+    assert "no job missing (HTTP 404)" in result.stderr
+
+
+def test_a_conflict_exits_1(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs/j/run", reply(409, {"error": "conflict", "message": "the job is cancelled"}))
+    result = cli("run", "j")
+    assert result.exit_code == 1
+    assert "the job is cancelled (HTTP 409)" in result.stderr
+
+
+def test_unauthenticated_exits_1_and_says_where_tokens_come_from(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs", reply(401, {"error": "unauthenticated", "message": "no authenticated tenant"}))
+    cli.environ.pop("JOBRUNNER_TOKEN")
+    result = cli("list")
+    assert result.exit_code == 1
+    assert "no authenticated tenant" in result.stderr
+    assert "no token: pass --token" in result.stderr
+    assert "Authorization" not in transport.sent[0].headers
+
+
+def test_cannot_connect_exits_4(cli: Cli, transport: FakeTransport) -> None:
+    transport.down = True
+    cli.environ["JOBRUNNER_API_URL"] = "http://127.0.0.1:8080"
+    result = cli("list")
+    assert result.exit_code == 4
+    assert "cannot connect to the API at http://127.0.0.1:8080" in result.stderr
+    assert "make run" in result.stderr
+
+
+def test_no_api_url_is_a_usage_error(cli: Cli) -> None:
+    cli.environ.clear()
+    result = cli("list")
+    assert result.exit_code == 2
+    assert "no API URL" in result.stderr
+
+
+def test_list_shows_a_table_and_hints_at_the_next_page(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs", reply(200, {"items": [job("j-1"), job("j-2", status="PAUSED", next_run_at=None)],
+                                             "next_cursor": "c2"}))
+    result = cli("list", "--status", "paused", "--limit", "2")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].query == {"limit": "2", "status": "PAUSED"}
+    assert "j-1" in result.stdout and "j-2" in result.stdout
+    assert "every PT5M" in result.stdout
+    assert "2026-11-22 10:05:00Z (in 5 min 0 s)" in result.stdout
+    assert "--cursor c2" in result.stderr
+
+
+def test_list_all_follows_the_cursors(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs",
+                 reply(200, {"items": [job("a")], "next_cursor": "c1"}),
+                 reply(200, {"items": [job("b")], "next_cursor": None}))
+    result = cli("-o", "json", "list", "--all")
+    assert [j["job_id"] for j in json.loads(result.stdout)["items"]] == ["a", "b"]
+    assert [s.query.get("cursor") for s in transport.sent] == [None, "c1"]
+
+
+def test_show_asks_for_a_preview_of_the_next_fires(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs/j-1", reply(200, job("j-1", next_runs=["2026-11-22T10:05:00.000Z",
+                                                                       "2026-11-22T10:10:00.000Z"])))
+    result = cli("show", "j-1", "--preview", "2")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].query == {"preview": "2"}
+    assert "2026-11-22 10:10:00Z" in result.stdout
+    assert "next fires" in result.stdout
+
+
+def test_job_ids_are_escaped_in_paths(cli: Cli, transport: FakeTransport) -> None:
+    result = cli("show", "../segments")
+    assert result.exit_code == 3
+    assert transport.sent[0].path == "/jobs/..%2Fsegments"
+
+
+def test_cancel_pause_resume_print_the_job_as_it_now_stands(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("DELETE", "/jobs/j", reply(200, job("j", state="CANCELLED", status="CANCELLED", next_run_at=None)))
+    transport.on("POST", "/jobs/j/pause", reply(200, job("j", state="PAUSED", status="PAUSED", next_run_at=None)))
+    transport.on("POST", "/jobs/j/resume", reply(200, job("j")))
+    assert "Job j is now CANCELLED" in cli("cancel", "j").stdout
+    assert "Job j is now PAUSED" in cli("pause", "j").stdout
+    result = cli("resume", "j", "--catch-up")
+    assert "Job j is now SCHEDULED; next run 2026-11-22 10:05:00Z" in result.stdout
+    assert transport.sent[-1].body == {"catch_up": True}
+    cli("resume", "j")
+    assert transport.sent[-1].body is None
+
+
+def test_run_queues_a_manual_execution(cli: Cli, transport: FakeTransport) -> None:
+    out = {"execution_id": "e-1", "job_id": "j", "due_at": "2026-11-22T10:00:00.000Z", "trigger": "MANUAL"}
+    transport.on("POST", "/jobs/j/run", reply(202, out))
+    result = cli("run", "j")
+    assert result.exit_code == 0
+    assert "Queued manual run e-1 of job j, due 2026-11-22 10:00:00Z" in result.stdout
+    assert json.loads(cli("run", "j", "-o", "json").stdout) == out
+
+
+def test_executions_show_lateness_and_errors(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs/j/executions", reply(200, {"items": [{
+        "execution_id": "e-2", "scheduled_at": "2026-11-22T10:00:00.000Z", "attempt": 2, "status": "FAILED",
+        "trigger": "RETRY", "due_at": "2026-11-22T10:00:10.000Z", "published_at": "2026-11-22T10:00:10.250Z",
+        "finished_at": "2026-11-22T10:00:12.000Z", "error": "RuntimeError: boom",
+    }], "next_cursor": "older"}))
+    result = cli("executions", "j", "--limit", "1")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].query == {"limit": "1"}
+    row = next(line for line in result.stdout.splitlines() if "RETRY" in line)
+    assert "FAILED" in row and "250 ms" in row and "1.8 s" in row and "RuntimeError: boom" in row
+    assert "--cursor older" in result.stderr
+
+
+def test_segments_mark_the_ones_behind(cli: Cli, transport: FakeTransport) -> None:
+    items = [
+        {"segment": 0, "watermark": "2026-11-22T09:59:00.000Z", "lag_s": 0.0, "last_heartbeat": None,
+         "last_owner": "scan:a", "published_total": 1234, "healthy": True},
+        {"segment": 1, "watermark": "2026-11-22T09:00:00.000Z", "lag_s": 3540.0, "last_heartbeat": None,
+         "last_owner": None, "published_total": 0, "healthy": False},
+    ]
+    transport.on("GET", "/segments", reply(200, {"items": items}))
+    result = cli("segments")
+    assert result.exit_code == 0, result.output
+    assert "1,234" in result.stdout and "BEHIND" in result.stdout and "59 min 0 s" in result.stdout
+    assert "1 segment(s) behind: 1" in result.stderr
