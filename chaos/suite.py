@@ -172,12 +172,15 @@ class Suite:
                                 auto_tick=False, invoker=self.invoker).start()
         self.collector = Collector(self.endpoints.kafka_bootstrap)
 
-    def submit(self, body: dict[str, Any]) -> requests.Response | None:
-        try:
-            return requests.post(f"{self.stack.url}/jobs", json=body, timeout=15,
-                                 headers={"Authorization": f"Bearer {self.stack.token}"})
-        except requests.RequestException:
-            return None
+    def submit(self, body: dict[str, Any], attempts: int = 1) -> requests.Response | None:
+        """POST a job; with several attempts, retry timeouts (safe: the body carries an idempotency key)."""
+        for _ in range(attempts):
+            try:
+                return requests.post(f"{self.stack.url}/jobs", json=body, timeout=30,
+                                     headers={"Authorization": f"Bearer {self.stack.token}"})
+            except requests.RequestException:
+                time.sleep(1)
+        return None
 
     def accept(self, body: dict[str, Any], response: requests.Response | None) -> None:
         if response is None:
@@ -186,7 +189,7 @@ class Suite:
             with self.lock:
                 self.report.rejected_503 += 1
             return
-        if response.status_code != 201:
+        if response.status_code not in (200, 201):  # 200: a retried submission, the same job
             raise AssertionError(f"unexpected answer {response.status_code}: {response.text}")
         job = response.json()
         fires = [parse_instant(job["next_run_at"], "next_run_at")]
@@ -239,13 +242,14 @@ class Suite:
         bodies: list[dict[str, Any]] = []
         for i in range(self.plan.executions):
             due = first + timedelta(seconds=rng.uniform(0, span))
-            bodies.append({"schedule": {"at": rfc3339(due)}, "payload": {"n": i}})
+            bodies.append({"schedule": {"at": rfc3339(due)}, "payload": {"n": i}, "idempotency_key": f"at-{i}"})
         for i in range(self.plan.executions // 30):  # recurring: three fires each
             start = first + timedelta(seconds=rng.uniform(0, span - 60))
             bodies.append({"schedule": {"every": "PT30S", "start": rfc3339(start),
-                                        "end": rfc3339(start + timedelta(seconds=60))}, "payload": {"r": i}})
+                                        "end": rfc3339(start + timedelta(seconds=60))}, "payload": {"r": i},
+                           "idempotency_key": f"every-{i}"})
         with ThreadPoolExecutor(max_workers=8) as pool:
-            for body, response in zip(bodies, pool.map(self.submit, bodies), strict=True):
+            for body, response in zip(bodies, pool.map(lambda b: self.submit(b, attempts=5), bodies), strict=True):
                 self.accept(body, response)
 
     def _ticker(self) -> None:
