@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.schedules import parse_instant
-from jobrunner.observability import logger, metrics
+from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import container
 
 if TYPE_CHECKING:
     from datetime import datetime
+
+
+#: Lateness values sent per scan (an EMF metric holds at most 100 values).
+LATENESS_SAMPLES = 50
 
 
 def run_tick(event: dict[str, Any]) -> dict[str, Any]:
@@ -39,10 +44,18 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     """``event`` is ``{"segment": int, "minute": RFC 3339}`` from the tick."""
     services = container()
     request = ScanRequest(segment=int(event["segment"]), bucket=parse_instant(str(event["minute"]), "minute"))
+    started = time.monotonic()
     report = services.scans.scan(request)
     metrics.add_metric(name="ExecutionsPublished", unit=MetricUnit.Count, value=report.published)
+    metrics.add_metric(name="ScanDurationSeconds", unit=MetricUnit.Seconds, value=time.monotonic() - started)
     if report.lateness_ms:
         metrics.add_metric(name="MaxLatenessMs", unit=MetricUnit.Milliseconds, value=max(report.lateness_ms))
+        # CloudWatch builds percentiles from the values of one metric: a sample of them is the histogram.
+        for lateness in _sample(report.lateness_ms, LATENESS_SAMPLES):
+            metrics.add_metric(name="LatenessMs", unit=MetricUnit.Milliseconds, value=lateness)
+    with single_metric(name="ExecutionsPublishedBySegment", unit=MetricUnit.Count, value=report.published,
+                       namespace=NAMESPACE) as segment_metric:
+        segment_metric.add_dimension(name="segment", value=str(report.segment))
     result = {
         "segment": report.segment, "minute": report.bucket.isoformat(), "acquired": report.acquired,
         "finished": report.finished, "lost_lease": report.lost_lease, "published": report.published,
@@ -50,6 +63,14 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     }
     logger.info("scan", extra=result)
     return result
+
+
+def _sample(values: list[float], count: int) -> list[float]:
+    """``count`` values spread evenly over the sorted ``values`` (all of them when there are fewer)."""
+    if len(values) <= count:
+        return values
+    ordered = sorted(values)
+    return [ordered[round(i * (len(ordered) - 1) / (count - 1))] for i in range(count)]
 
 
 def parse_report(value: bytes) -> WorkerReport | None:

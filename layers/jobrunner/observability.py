@@ -8,7 +8,8 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 SERVICE = "jobrunner"
+NAMESPACE = "JobRunner"
 
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
-metrics = Metrics(namespace="JobRunner", service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)

@@ -279,3 +279,12 @@ def test_run_results_skips_a_poison_message_and_applies_the_rest(container: Cont
     assert run_results(msk_event([poison, worker_result(to_succeed, False)])) == {
         "ignored_malformed": 1, "succeeded": 1,
     }
+
+
+def test_lateness_sample_keeps_the_extremes_and_spreads_evenly() -> None:
+    from jobrunner.entrypoints import _sample
+
+    values = [float(v) for v in range(1000, 0, -1)]
+    sample = _sample(values, 5)
+    assert sample == [1.0, 251.0, 501.0, 750.0, 1000.0]
+    assert _sample([3.0, 1.0], 5) == [3.0, 1.0]
