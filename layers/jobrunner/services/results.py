@@ -8,6 +8,7 @@ counted, never raised, so a bad message can never block the stream.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
     from jobrunner.ports import Clock, JobStore, Publisher
 
+
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class WorkerReport:
@@ -69,7 +72,7 @@ class ResultsService:
             record = self._store.record(report.job_id, report.scheduled_at, report.attempt)
         if record is None or record.execution_id != report.execution_id:
             record = self._store.find_record(report.job_id, report.execution_id)
-        return self._count(self._conclude(record, report.success, report.error))
+        return self._count(self._conclude(record, report.success, report.error), record)
 
     def expire(self, watchdog: ScheduledExecution) -> str:
         """The watchdog of an execution came due: fail the execution if it has not reported."""
@@ -78,10 +81,13 @@ class ResultsService:
             return self._count("watchdog_cleared")
         job = self._store.get(record.user_id, record.job_id)
         timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
-        return self._count("timed_out_" + self._conclude(record, False, f"no result within {timeout}"))
+        return self._count("timed_out_" + self._conclude(record, False, f"no result within {timeout}"), record)
 
-    def _count(self, outcome: str) -> str:
+    def _count(self, outcome: str, record: ExecutionRecord | None = None) -> str:
         self.counters.outcomes[outcome] += 1
+        if record is not None:
+            log.info("result %s", outcome, extra={"job_id": record.job_id, "execution_id": record.execution_id,
+                                                   "attempt": record.attempt})
         return outcome
 
     def _conclude(self, record: ExecutionRecord | None, success: bool, error: str | None) -> str:

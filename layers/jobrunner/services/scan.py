@@ -278,6 +278,8 @@ class ScanService:
             if index in failed:
                 due.add(row, not_before=retry_at)
                 continue
+            log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
+                                           "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
             report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
             completions.append(self._completion(row, job, acked_at))
@@ -300,7 +302,8 @@ class ScanService:
                 self._store.drop([row])
                 report.expired += 1
             except (Unavailable, PublishError) as exc:
-                log.warning("watchdog %s failed, retrying: %s", row.execution_id, exc)
+                log.warning("watchdog failed, retrying: %s", exc,
+                            extra={"job_id": row.job_id, "execution_id": row.execution_id})
                 report.errors += 1
                 due.add(row, not_before=retry_at)
 
