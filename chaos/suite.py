@@ -189,6 +189,8 @@ class Suite:
             with self.lock:
                 self.report.rejected_503 += 1
             return
+        if response.status_code == 422 and "never fires" in response.text:
+            return  # a recurring job submitted after its whole window: refused, so rightly not expected
         if response.status_code not in (200, 201):  # 200: a retried submission, the same job
             raise AssertionError(f"unexpected answer {response.status_code}: {response.text}")
         job = response.json()
@@ -207,7 +209,9 @@ class Suite:
     def run(self) -> Report:
         started = time.monotonic()
         plan = self.plan
-        first = minute_bucket(datetime.now(UTC) + timedelta(seconds=plan.lead_s)) + MINUTE
+        # Submitting goes through one API "execution environment" (tens of ms a job): leave it time.
+        lead = max(plan.lead_s, 60 + plan.executions / 25)
+        first = minute_bucket(datetime.now(UTC) + timedelta(seconds=lead)) + MINUTE
         self.first_due = first
         gap_start = minute_bucket(first + timedelta(seconds=plan.no_tick_from_s))
         self.skip_ticks = {gap_start + k * MINUTE for k in range(plan.no_tick_minutes)}
