@@ -1,7 +1,10 @@
 """The HTTP API: API Gateway (REST, regional) in front of the api function (proxy integration).
 
-``GET /health`` is open; every other path goes through ``/{proxy+}`` with IAM (SigV4) authorization,
-or a Cognito user pool authorizer when ``auth="cognito"``. The api function reads the tenant from the
+``GET`` on the public paths is open: ``/health``, ``/openapi.json`` and the dashboard's static files
+(``jobrunner.api.ui.PATHS``), because a browser cannot sign requests and none of them reads tenant data.
+Each has its own resource and ``GET`` method without authorization. Everything else, including every
+other method on those paths, goes through ``/{proxy+}`` with IAM (SigV4) authorization, or a Cognito user
+pool authorizer when ``auth="cognito"``. The api function reads the tenant from the
 authorizer context (``jobrunner.api.tenancy``). The stage throttles, writes JSON access logs and
 execution logs (errors), and traces with X-Ray.
 """
@@ -18,9 +21,20 @@ from constructs import Construct
 
 from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
+from jobrunner.api import ui
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+#: path -> why it may be read without authentication (the reason given to cdk-nag for that method).
+PUBLIC_GETS: dict[str, str] = {
+    "/health": "GET /health is public: a liveness probe answering a constant, it reads nothing tenant-specific.",
+    "/openapi.json": "GET /openapi.json is public: the API description generated from the code, the same for "
+                     "every tenant; the dashboard's API reference fetches it before any token is pasted.",
+    **{path: f"GET {path} is public: a static file of the dashboard shell, the same for everyone and holding "
+             "no data; a browser cannot sign (SigV4) its requests for it. Every data call it makes is authorized."
+       for path in sorted(ui.PATHS)},
+}
 
 
 class Api(Construct):
@@ -78,20 +92,22 @@ class Api(Construct):
         self.user_pool: cognito.UserPool | None = None
         self.user_pool_client: cognito.UserPoolClient | None = None
         authorization_type, authorizer = self._authorization(auth)
-        health = self.rest_api.root.add_resource("health")
-        health.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE,
-                          request_validator=validator)
+        self.public_methods: dict[str, apigw.Method] = {}
+        for path, reason in PUBLIC_GETS.items():
+            method = self.rest_api.root.resource_for_path(path).add_method(
+                "GET", integration, authorization_type=apigw.AuthorizationType.NONE, request_validator=validator,
+            )
+            # On the method, not its resource: a method added under these paths later is not covered.
+            acknowledge(method, {"AwsSolutions-APIG4": reason, "AwsSolutions-COG4": reason})
+            self.public_methods[path] = method
         proxy = self.rest_api.root.add_resource("{proxy+}")
         proxy.add_method("ANY", integration, request_validator=validator,
                          request_parameters={"method.request.path.proxy": True},
                          authorization_type=authorization_type, authorizer=authorizer)
-        acknowledge(health, {
-            "AwsSolutions-APIG4": "GET /health is the one public route (liveness); it reads nothing tenant-specific.",
-            "AwsSolutions-COG4": "GET /health is the one public route (liveness); it reads nothing tenant-specific.",
-        })
         acknowledge(self.rest_api, {
-            "AwsSolutions-APIG3": "No WAF web ACL: every route but /health is authenticated and the stage is "
-                                  "throttled; add a web ACL when the API is exposed to untrusted networks at scale.",
+            "AwsSolutions-APIG3": "No WAF web ACL: every route but GET on the public paths (health, the API "
+                                  "description, the dashboard shell) is authenticated and the stage is throttled; "
+                                  "add a web ACL when the API is exposed to untrusted networks at scale.",
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level logging role needs exactly this "
                                                     "AWS managed policy.",

@@ -309,3 +309,53 @@ def test_the_shell_is_public_but_the_data_needs_a_token(dashboard: Dashboard) ->
     response = page.request.get(f"{dashboard.stack.url}/ui")
     assert "script-src 'self'" in response.headers["content-security-policy"]
     assert page.request.get(f"{dashboard.stack.url}/jobs").status == 401
+
+
+def test_the_api_reference_renders_the_openapi_document_and_tries_a_request(dashboard: Dashboard) -> None:
+    # Given the dashboard's API view, rendered from the public /openapi.json
+    page = dashboard.open("#/api")
+    expect(page.locator('[data-nav="api"]')).to_have_class("active")
+    expect(page.locator("#api-summary")).to_contain_text("operations")
+    spec = page.request.get(f"{dashboard.stack.url}/openapi.json").json()
+    operations = {f"{method.upper()} {path}" for path, item in spec["paths"].items() for method in item}
+    # Then every operation of the document is listed, POST /jobs and GET /jobs/{job_id} among them
+    listed = set(page.locator("#api-ops details.op").evaluate_all("cards => cards.map(c => c.dataset.op)"))
+    assert listed == operations
+    assert {"POST /jobs", "GET /jobs/{job_id}", "GET /health"} <= listed
+
+    # When POST /jobs is opened, Then its body fields are shown, the $ref'd schedule expanded below its field
+    submit_op = page.locator('details.op[data-op="POST /jobs"]')
+    submit_op.locator("summary").click()
+    schedule = submit_op.locator('.request-body tr[data-field="schedule"]')
+    expect(schedule).to_be_visible()
+    expect(schedule).to_contain_text("ScheduleIn")
+    expect(schedule).to_contain_text("required")
+    expect(submit_op.locator('tr[data-field="schedule.cron"]')).to_contain_text("five-field cron expression")
+    expect(submit_op.locator('tr[data-field="backoff.multiplier"]')).to_contain_text("≤ 10")
+    expect(submit_op.locator('.responses-table tr[data-status="201"]')).to_contain_text("created")
+    # And GET /jobs/{job_id} lists its path parameter with its constraints
+    get_job = page.locator('details.op[data-op="GET /jobs/{job_id}"]')
+    get_job.locator("summary").click()
+    expect(get_job.locator('.params-table tr[data-param="job_id"]')).to_contain_text("path")
+    expect(get_job.locator('.params-table tr[data-param="job_id"]')).to_contain_text("length ≤ 64")
+    expect(get_job.locator('.params-table tr[data-param="preview"]')).to_contain_text("≤ 50")
+    dashboard.screenshot("api-reference")
+
+    # When "try it" sends GET /health, Then the status and the JSON answer are shown
+    health = page.locator('details.op[data-op="GET /health"]')
+    health.locator("summary").click()
+    health.get_by_role("button", name="Send").click()
+    expect(health.locator(".try-status")).to_have_attribute("data-status", "200")
+    expect(health.locator(".try-status")).to_contain_text("200")
+    expect(health.locator(".try-output")).to_contain_text('"status": "ok"')
+
+    # And "try it" on a tenant's route sends the saved token: GET /jobs/{job_id} of a job of this tenant
+    job = submit(dashboard.stack, {"schedule": {"every": "PT1H"}, "payload": {"from": "api reference"}})
+    get_job.locator('input[name="job_id"]').fill(job["job_id"])
+    get_job.locator('input[name="preview"]').fill("2")
+    get_job.get_by_role("button", name="Send").click()
+    expect(get_job.locator(".try-status")).to_have_attribute("data-status", "200")
+    expect(get_job.locator(".try-output")).to_contain_text(job["job_id"])
+    expect(get_job.locator(".try-output")).to_contain_text('"next_runs"')
+    health.locator("summary").click()  # closed again, so the screenshot shows the job's answer
+    dashboard.screenshot("api-try-it")

@@ -1,7 +1,8 @@
-"""The web dashboard: three static files served by the api itself, so it needs no build step and no CDN.
+"""The web dashboard: a few static files served by the api itself, so it needs no build step and no CDN.
 
 The shell (HTML, JS, CSS) is public; it holds no data. Every call it makes for data goes to the same API
 with the bearer token the user pastes into the page, so the dashboard sees exactly what its tenant may see.
+The ``#/api`` view (``api.js``) renders the public ``/openapi.json`` as a browsable reference.
 The files are read once per container and served with a strict Content-Security-Policy: scripts, styles
 and requests only from the API's own origin, nothing inline, no framing.
 """
@@ -24,6 +25,7 @@ FILES = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
     "/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/ui/schedules.js": ("schedules.js", "text/javascript; charset=utf-8"),
+    "/ui/api.js": ("api.js", "text/javascript; charset=utf-8"),
     "/ui/app.css": ("app.css", "text/css; charset=utf-8"),
 }
 PATHS = frozenset(FILES)
@@ -63,6 +65,12 @@ def dashboard_script() -> Response[Any]:
 @router.get("/ui/schedules.js", include_in_schema=False)
 def dashboard_schedules() -> Response[Any]:
     return _serve("/ui/schedules.js")
+
+
+@router.get("/ui/api.js", include_in_schema=False)
+def dashboard_api_reference() -> Response[Any]:
+    """The API reference view (``#/api``): renders ``/openapi.json`` and sends "try it" requests."""
+    return _serve("/ui/api.js")
 
 
 @router.get("/ui/app.css", include_in_schema=False)

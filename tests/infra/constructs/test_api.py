@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.api import Api
+from jobrunner.api import ui
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -20,18 +21,65 @@ def _api(stack: cdk.Stack, base: FunctionBase, code: Path, auth: str) -> Templat
     return Template.from_stack(stack)
 
 
+PUBLIC = {"/health", "/openapi.json"} | ui.PATHS
+
+
 def _method(template: Template, http_method: str) -> dict[str, object]:
     (method,) = template.find_resources("AWS::ApiGateway::Method", {"Properties": {"HttpMethod": http_method}}).values()
     return method["Properties"]  # type: ignore[no-any-return]
 
 
-def test_iam_authorizes_everything_but_health(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+def _methods_by_path(template: Template) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(HTTP method, full resource path): method properties}``, the path rebuilt from the resource tree."""
+    resources = template.find_resources("AWS::ApiGateway::Resource")
+
+    def path_of(ref: Any) -> str:
+        if not isinstance(ref, dict) or "Ref" not in ref:  # {"Fn::GetAtt": [RestApi, RootResourceId]}
+            return ""
+        props = resources[ref["Ref"]]["Properties"]
+        return f"{path_of(props['ParentId'])}/{props['PathPart']}"
+
+    return {(props["HttpMethod"], path_of(props["ResourceId"]) or "/"): props
+            for props in (m["Properties"] for m in template.find_resources("AWS::ApiGateway::Method").values())}
+
+
+def _request(methods: dict[tuple[str, str], dict[str, Any]], http_method: str, path: str) -> dict[str, Any]:
+    """The method API Gateway picks for ``http_method path``: an exact resource, else ``ANY /{proxy+}``."""
+    return methods.get((http_method, path)) or methods[("ANY", "/{proxy+}")]
+
+
+@pytest.mark.parametrize(("auth", "expected"), [("iam", "AWS_IAM"), ("cognito", "COGNITO_USER_POOLS")])
+def test_only_get_on_the_public_paths_is_unauthenticated(
+    stack: cdk.Stack, base: FunctionBase, code: Path, auth: str, expected: str,
+) -> None:
+    methods = _methods_by_path(_api(stack, base, code, auth))
+
+    # The dashboard's static files (ui.PATHS, the very set the api function serves), /health and
+    # /openapi.json: a browser fetches them unsigned, so each has a GET method without authorization
+    unauthenticated = {path for (verb, path), props in methods.items() if props["AuthorizationType"] == "NONE"}
+    assert unauthenticated == PUBLIC
+    assert {"/ui", "/ui/app.js", "/ui/api.js", "/health", "/openapi.json"} <= unauthenticated
+    assert all(verb == "GET" for (verb, path), props in methods.items() if props["AuthorizationType"] == "NONE")
+    for path in PUBLIC:
+        assert methods[("GET", path)]["Integration"]["Type"] == "AWS_PROXY"
+    # Every /jobs route, and every other method, still goes through the authorizer
+    for verb, path in [("GET", "/jobs"), ("POST", "/jobs"), ("GET", "/jobs/abc"), ("PATCH", "/jobs/abc"),
+                       ("DELETE", "/jobs/abc"), ("POST", "/jobs/abc/run"), ("GET", "/jobs/abc/executions"),
+                       ("GET", "/segments")]:
+        assert _request(methods, verb, path)["AuthorizationType"] == expected, (verb, path)
+    assert methods[("ANY", "/{proxy+}")]["AuthorizationType"] == expected
+    assert not [key for key in methods if key[1].startswith("/jobs")]  # no public resource shadows /jobs
+
+
+def test_iam_authorizes_everything_but_the_public_paths(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
     template = _api(stack, base, code, "iam")
 
     assert _method(template, "ANY")["AuthorizationType"] == "AWS_IAM"
-    assert _method(template, "GET")["AuthorizationType"] == "NONE"
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "{proxy+}"})
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "health"})
+    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "openapi.json"})
+    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "app.js"})
+    template.resource_count_is("AWS::ApiGateway::Method", len(PUBLIC) + 1)
     template.resource_count_is("AWS::Cognito::UserPool", 0)
 
 
@@ -62,7 +110,6 @@ def test_cognito_user_pool_authorizer(stack: cdk.Stack, base: FunctionBase, code
     template = _api(stack, base, code, "cognito")
 
     assert _method(template, "ANY")["AuthorizationType"] == "COGNITO_USER_POOLS"
-    assert _method(template, "GET")["AuthorizationType"] == "NONE"
     template.has_resource_properties("AWS::Cognito::UserPool", {
         "AdminCreateUserConfig": {"AllowAdminCreateUserOnly": True},
         "Policies": {"PasswordPolicy": Match.object_like({"MinimumLength": 12, "RequireSymbols": True})},

@@ -2,7 +2,7 @@
  *
  * Every call goes to the API that served this page, with the bearer token the user pasted (kept in
  * localStorage). Data is only ever put into the page as text (textContent), never as HTML.
- * Views are chosen by the URL fragment: #/jobs, #/jobs/<id>, #/submit, #/segments.
+ * Views are chosen by the URL fragment: #/jobs, #/jobs/<id>, #/submit, #/segments, #/api (api.js).
  */
 (() => {
   'use strict';
@@ -212,7 +212,7 @@
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'jobs' && parts[1]) return { view: 'job', id: parts[1] };
-    if (['jobs', 'submit', 'segments'].includes(parts[0])) return { view: parts[0], id: null };
+    if (['jobs', 'submit', 'segments', 'api'].includes(parts[0])) return { view: parts[0], id: null };
     return { view: 'jobs', id: null };
   }
 
@@ -224,6 +224,7 @@
       link.classList.toggle('active', active);
     }
     if (route.view === 'submit') updatePreview();
+    if (route.view === 'api') window.JobApiReference.show();
     if (route.view === 'job' && (!currentJob || currentJob.job_id !== route.id)) clearJob();
     refresh(true);
   }
@@ -233,6 +234,7 @@
     job: () => loadJob(route.id),
     segments: () => loadSegments(),
     submit: null,
+    api: null, // api.js loads the public /openapi.json itself
   };
 
   async function refresh(now = false) {
