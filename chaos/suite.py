@@ -164,6 +164,7 @@ class Suite:
         self.settings = local_settings(
             self.endpoints, CASSANDRA_KEYSPACE=f"jr_chaos_{run_id}", HEARTBEAT_TABLE=f"hb-chaos-{run_id}",
             JOBRUNNER_SEGMENTS=str(self.plan.segments),
+            JOBRUNNER_INITIAL_LOOKBACK_MINUTES="1",  # a fresh heartbeat table: no long-past minutes to scan
         )
         env = {**os.environ, "CASSANDRA_CONTACT_POINTS": self.endpoints.cassandra_host,
                "CASSANDRA_PORT": str(self.endpoints.cassandra_port), "CASSANDRA_KEYSPACE": f"jr_chaos_{run_id}",

@@ -3,6 +3,7 @@
 | variable | default | meaning |
 |---|---|---|
 | JOBRUNNER_SEGMENTS | 16 | number of segments (parallel scans per minute) |
+| JOBRUNNER_INITIAL_LOOKBACK_MINUTES | 10 | how far back a segment never scanned before starts |
 | JOBRUNNER_TOPIC | jobs | default topic of executions |
 | JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
 | JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Settings:
     segments: int
+    initial_lookback_minutes: int
     topic: str
     results_topic: str
     dead_letter_topic: str
@@ -58,6 +60,7 @@ class Settings:
         allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
         return cls(
             segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
+            initial_lookback_minutes=int(env.get("JOBRUNNER_INITIAL_LOOKBACK_MINUTES", "10")),
             topic=topic,
             results_topic=env.get("JOBRUNNER_RESULTS_TOPIC", "job-results"),
             dead_letter_topic=env.get("JOBRUNNER_DLQ_TOPIC", "job-dlq"),

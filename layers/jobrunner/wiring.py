@@ -7,6 +7,7 @@ execution environment keeps it across invocations).
 from __future__ import annotations
 
 import functools
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.adapters.clocks.system import SystemClock
@@ -88,7 +89,9 @@ class Container:
 
     @functools.cached_property
     def ticks(self) -> TickService:
-        return TickService(self.heartbeats, self.invoker, TickRules(segment_count=self.settings.segments))
+        rules = TickRules(segment_count=self.settings.segments,
+                          initial_lookback=timedelta(minutes=self.settings.initial_lookback_minutes))
+        return TickService(self.heartbeats, self.invoker, rules)
 
     @functools.cached_property
     def results(self) -> ResultsService:
