@@ -26,6 +26,8 @@ class CassandraSettings:
     ca_bundle: str | None = None
     local_dc: str | None = None
     request_timeout_s: float = 10.0
+    #: Opening a connection (the driver's default is 5 s; a busy node can take longer).
+    connect_timeout_s: float = 15.0
     #: An existing cluster: a Secrets Manager secret holding {"username": ..., "password": ...}.
     secret_arn: str | None = None
     #: TLS to an existing cluster (verified against ``ca_bundle`` when given, else the system store).
@@ -52,6 +54,7 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
             ssl_context=_tls_context(settings.ca_bundle) if settings.tls else None,
             # A restarted node is found again within seconds (the default backs off to 10 minutes).
             reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
+            connect_timeout=settings.connect_timeout_s,
         )
     session = cluster.connect()
     if keyspace:
