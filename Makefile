@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test browser
+.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test browser bench
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -13,6 +13,7 @@ help:
 	@echo "make unit    - fast tests only (no servers)"
 	@echo "make lint    - ruff and mypy"
 	@echo "make browser - the dashboard in headless Chromium against the local stack"
+	@echo "make bench   - benchmarks against the real local servers (work in progress); writes docs/benchmarks.md"
 	@echo "make chaos   - the full fault suite (5,000 executions, kills, restarts, silent minutes); writes docs/reliability.md"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
 	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
@@ -77,3 +78,7 @@ browser: $(STAMP)
 	$(PY) -m tests.browser.chromium
 	$(PY) -m devstack.servers up
 	$(PY) -m pytest tests/browser
+
+bench: $(STAMP)
+	$(PY) -m devstack.servers up
+	$(PY) -m bench

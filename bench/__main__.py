@@ -1,0 +1,83 @@
+"""``python -m bench``: the benchmarks of the issue "make bench" (see docs/benchmarks.md).
+
+Examples::
+
+    python -m bench                          # everything, 3 runs each (about half an hour on 2 cores)
+    python -m bench --only drain,ceilings    # some sections
+    python -m bench --runs 1 --drain-executions 20000 --out /tmp/b.md --chart /tmp/b.png
+    python -m bench --smoke                  # seconds: what tests/bench/test_bench_smoke.py runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from pathlib import Path
+
+from bench.context import ROOT, SECTIONS, Options
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def parse(argv: list[str]) -> Options:
+    defaults = Options()
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, 1 run, output under .local/bench/smoke")
+    p.add_argument("--only", default=",".join(defaults.sections), help=f"sections, from {','.join(SECTIONS)}")
+    p.add_argument("--runs", type=int, default=defaults.runs, help="repetitions of each figure (>= 3 for the report)")
+    p.add_argument("--processes", type=int, default=defaults.processes, help="worker processes (default: nproc)")
+    p.add_argument("--drain-executions", type=int, default=defaults.drain_executions)
+    p.add_argument("--drain-segments", type=int, default=defaults.drain_segments)
+    p.add_argument("--scaling-segments", type=_ints, default=defaults.scaling_segments)
+    p.add_argument("--scaling-executions", type=int, default=defaults.scaling_executions)
+    p.add_argument("--lateness-executions", type=int, default=defaults.lateness_executions)
+    p.add_argument("--submit-requests", type=int, default=defaults.submit_requests)
+    p.add_argument("--submit-threads", type=int, default=defaults.submit_threads)
+    p.add_argument("--memory-sizes", type=_ints, default=defaults.memory_sizes)
+    p.add_argument("--ceiling-ops", type=int, default=defaults.ceiling_ops)
+    p.add_argument("--combined-executions", type=int, default=defaults.combined_executions)
+    p.add_argument("--profile-executions", type=int, default=defaults.profile_executions)
+    p.add_argument("--variants", default=",".join(defaults.variants), help="what-if variants of the scan")
+    p.add_argument("--variant-executions", type=int, default=defaults.variant_executions)
+    p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
+    p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
+    p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
+    args = p.parse_args(argv)
+    if args.smoke:
+        return Options.smoke(ROOT / ".local" / "bench" / "smoke")
+    sections = tuple(s.strip() for s in args.only.split(",") if s.strip())
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        p.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    return Options(
+        runs=args.runs, processes=args.processes, sections=tuple(s for s in SECTIONS if s in sections),
+        drain_executions=args.drain_executions, drain_segments=args.drain_segments,
+        scaling_segments=args.scaling_segments, scaling_executions=args.scaling_executions,
+        lateness_executions=args.lateness_executions, submit_requests=args.submit_requests,
+        submit_threads=args.submit_threads, memory_sizes=args.memory_sizes, ceiling_ops=args.ceiling_ops,
+        combined_executions=args.combined_executions, profile_executions=args.profile_executions,
+        variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
+        variant_executions=args.variant_executions,
+        out_md=args.out, out_png=args.chart, keep=args.keep,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, format="bench: %(name)s: %(message)s")
+    for noisy in ("cassandra", "kafka"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    options = parse(argv)
+    from bench.runner import run
+
+    run(options, command=" ".join(["python -m bench", *map(shlex.quote, argv)]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Ceilings, measured in the same run as the figures they bound (see ``bench.raw``).
+
+Every raw operation runs in all worker processes at once, started at one agreed instant; a ceiling
+is the operations of all processes over the time until the last one finished.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bench.context import CpuSampler
+from bench.stats import median, percentile
+from bench.workers import split
+
+if TYPE_CHECKING:
+    from bench.context import Bench
+
+#: What one execution of the drain uses of each raw operation.
+USES_PER_EXECUTION = {"reads": 1, "batches": 2, "produce": 1}
+
+
+def _keys(bench: Bench) -> list[tuple[str, str]]:
+    """Job rows to read and update: seeded once (as many as a raw run uses), never scanned."""
+    wanted = max(bench.options.ceiling_ops, bench.options.combined_executions)
+    if len(bench.keys) < wanted:
+        bench.seed(bench.next_bucket(), wanted, bench.options.drain_segments, want_keys=True)
+    return bench.keys
+
+
+def _raw(bench: Bench, kind: str, total: int, streams_total: int = 1) -> dict[str, Any]:
+    o = bench.options
+    processes = len(bench.pool)
+    keys = _keys(bench)
+    stream_groups = split(list(range(streams_total)), processes)
+    jobs = []
+    for index, share in enumerate(split(list(range(total)), processes)):
+        if not share:
+            continue
+        key_slice = keys[index::processes][: max(len(share), 1)]
+        jobs.append((index, "raw", {"kind": kind, "keys": key_slice, "count": len(share), "topic": bench.names.topic,
+                                    "concurrency": o.raw_concurrency, "streams": max(len(stream_groups[index]), 1)}))
+    with CpuSampler(bench.pids()) as sampler:
+        start_at, outs = bench.pool.synchronized(jobs, timeout=3600)
+    ends = [out.get("ended", out["started"] + out["seconds"]) for out in outs]
+    seconds = max(ends) - start_at
+    ops = sum(out["ops"] for out in outs)
+    return {"ops": ops, "seconds": seconds, "rate": ops / seconds, "cpu": sampler.window(start_at, max(ends)),
+            "retried": sum(out.get("retried", 0) for out in outs)}
+
+
+def run_ceilings_once(bench: Bench) -> dict[str, Any]:
+    o = bench.options
+    run = {
+        "writes": _raw(bench, "writes", o.ceiling_ops),
+        "reads": _raw(bench, "reads", o.ceiling_ops),
+        "batches": _raw(bench, "batches", o.ceiling_ops // 2),
+        "create_batches": _raw(bench, "create_batches", o.ceiling_ops // 2),
+        "produce": _raw(bench, "produce", o.ceiling_produce),
+        "combined": _raw(bench, "combined", o.combined_executions, streams_total=o.drain_segments),
+    }
+    run["implied"] = min(run[kind]["rate"] / uses for kind, uses in USES_PER_EXECUTION.items())
+    run["implied_by"] = min(USES_PER_EXECUTION, key=lambda k: run[k]["rate"] / USES_PER_EXECUTION[k])
+    floor = bench.pool.call(0, "latency_floor", keys=_keys(bench)[: o.floor_samples],
+                            topic=bench.names.topic).result(timeout=3600)
+    run["floor"] = {"to_ack_ms": median(floor["to_ack_ms"]), "to_ack_p95_ms": percentile(floor["to_ack_ms"], 95),
+                    "total_ms": median(floor["total_ms"]), "samples": len(floor["to_ack_ms"])}
+    return run
+
+
+def run_ceilings(bench: Bench) -> None:
+    runs = []
+    for index in range(bench.options.runs):
+        run = run_ceilings_once(bench)
+        runs.append(run)
+        print(f"  ceilings run {index + 1}: " + ", ".join(
+            f"{k} {run[k]['rate']:.0f}/s" for k in ("writes", "reads", "batches", "produce", "combined")), flush=True)
+    bench.results["ceilings"] = runs

@@ -1,0 +1,537 @@
+"""Writing ``docs/benchmarks.md`` and ``docs/benchmarks.png`` from the results of one run.
+
+Every repeated figure is written as ``median (min-max, n=runs)``. The hand-written findings
+(``bench/findings.md``) are appended verbatim: they interpret one particular run and say which.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.stats import fmt, median, pct, ratio, spread
+
+if TYPE_CHECKING:
+    from bench.context import Bench
+
+FINDINGS = Path(__file__).with_name("findings.md")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _ceiling(bench: Bench, kind: str) -> list[float]:
+    return [run[kind]["rate"] for run in bench.results.get("ceilings", [])]
+
+
+def _paired_ratios(figures: list[float], ceilings: list[float]) -> list[float]:
+    """Run i's figure over run i's ceiling (the ceilings ran in the same run, next to the figure)."""
+    if not figures or not ceilings:
+        return []
+    if len(ceilings) == len(figures):
+        return [ratio(f, c) for f, c in zip(figures, ceilings, strict=True)]
+    return [ratio(f, median(ceilings)) for f in figures]
+
+
+def _cpu_text(cpu: dict[str, float]) -> str:
+    parts = [f"machine {fmt(cpu.get('machine_cores', math.nan), 2)}"]
+    for name in ("cassandra", "kafka", "moto"):
+        if f"{name}_cores" in cpu:
+            parts.append(f"{name} {fmt(cpu[f'{name}_cores'], 2)}")
+    workers = sum(v for k, v in cpu.items() if k.startswith("worker") and k.endswith("_cores"))
+    parts.append(f"bench workers {fmt(workers, 2)}")
+    return ", ".join(parts)
+
+
+def _machine(bench: Bench) -> list[str]:
+    m = bench.machine
+    lines = ["## Machine", ""]
+    lines += _table(["", ""], [
+        ["cores (nproc)", str(m["nproc"])], ["memory", f"{m['memory_gib']} GiB"], ["CPU", m["cpu_model"]],
+        ["kernel", m["kernel"]], ["Python", m["python"]], ["Cassandra", m["cassandra"]], ["Kafka", m["kafka"]],
+        ["cassandra-driver / kafka-python", f"{m['cassandra_driver']} / {m['kafka_python']}"],
+        ["bench worker processes", str(bench.options.processes)],
+    ])
+    lines += ["Cassandra runs with a 1 GiB heap, `concurrent_writes: 8`, periodic commit-log sync (10 s); Kafka is one",
+              "KRaft broker; both, moto and the benchmark share the two cores with the other engineers' test runs.",
+              "**The figures are noisy**: the 1-minute load average around each section is below.", ""]
+    lines += _table(["section", "load avg at start", "load avg at end", "took"], [
+        [s.name, fmt(s.load_start, 2), fmt(s.load_end, 2), f"{s.seconds:.0f} s"] for s in bench.sections
+    ])
+    return lines
+
+
+def _headline(bench: Bench) -> list[str]:
+    r = bench.results
+    rows: list[list[str]] = []
+    combined = _ceiling(bench, "combined")
+    implied = [run["implied"] for run in r.get("ceilings", [])]
+    if "drain" in r:
+        rates = [d["rate"] for d in r["drain"]]
+        d0 = r["drain"][0]
+        rows.append([f"drain: {d0['executions']:,} executions, {d0['segments']} segments",
+                     spread(rates, unit="/s"),
+                     f"combined {spread(combined, unit='/s')}; implied {spread(implied, unit='/s')}",
+                     f"{pct(median(_paired_ratios(rates, combined)))} of combined; "
+                     f"{pct(median(_paired_ratios(rates, implied)))} of implied"])
+        rows.append(["drain: minute start → last Kafka ack", spread([d["drain_s"] for d in r["drain"]], 1, " s"),
+                     "", ""])
+    if "lateness" in r:
+        floors = [run["floor"]["to_ack_ms"] for run in r.get("ceilings", [])]
+        floor = median(floors) if floors else math.nan
+        for key in ("p50", "p95", "p99", "max"):
+            values = [run["create_time"][key] for run in r["lateness"]["runs"] if run.get("create_time")]
+            rows.append([f"lateness {key} (CreateTime - due)", spread(values, 0, " ms"),
+                         f"floor {spread(floors, 1, ' ms')}" if key == "p50" else "",
+                         f"{fmt(ratio(median(values), floor), 1)}x floor" if key == "p50" else ""])
+    if "submit" in r:
+        create = _ceiling(bench, "create_batches")
+        for mode, runs in r["submit"].items():
+            rates = [run["rate"] for run in runs]
+            rows.append([f"submit, {mode}", spread(rates, unit="/s"), f"create batch {spread(create, unit='/s')}",
+                         pct(median(_paired_ratios(rates, create)))])
+    if "memory" in r:
+        for size, runs in r["memory"].items():
+            rows.append([f"scan peak RSS, {int(size):,}-execution partition",
+                         spread([m["peak_hwm_mib"] for m in runs], 0, " MiB"),
+                         f"baseline {spread([m['baseline_hwm_mib'] for m in runs], 0, ' MiB')}", ""])
+    if "scaling" in r:
+        for segments, runs in r["scaling"].items():
+            rates = [run["rate"] for run in runs]
+            rows.append([f"scaling: {segments} segment(s)", spread(rates, unit="/s"), "combined (16 streams)",
+                         pct(median(_paired_ratios(rates, combined)))])
+    lines = ["## Headline figures", "",
+             "Ratios are to the ceiling the work implies, measured in the same run (section 4): *combined* runs",
+             "exactly an execution's raw operations (1 read, 2 logged batches, 1 produce) in the scan's group",
+             "structure without scheduler logic; *implied* is min(reads/s ÷ 1, logged batches/s ÷ 2, produce/s ÷ 1)",
+             "from the separate raw ceilings, which each had the whole machine to themselves.", ""]
+    return lines + _table(["figure", "median (min-max, n)", "ceiling", "ratio"], rows)
+
+
+def _drain(bench: Bench) -> list[str]:
+    runs = bench.results.get("drain")
+    if not runs:
+        return []
+    d0 = runs[0]
+    lines = ["## 1. Drain", "",
+             f"{d0['executions']:,} executions due at the first instant of one minute bucket, across "
+             f"{d0['segments']} segments ({d0['recurring']:,} recurring, the rest one-time), scanned by the real",
+             f"`ScanService` (one thread per segment, {d0['processes']} worker processes) with the real Cassandra,",
+             "Kafka and moto adapters and a clock that starts at the minute and never waits. Seeding is not timed.",
+             ""]
+    seg_rates = [median(d["segment_rates"]) for d in runs]
+    rows = [
+        ["time from the minute's start to the last ack", spread([d["drain_s"] for d in runs], 1, " s")],
+        ["executions per second, overall", spread([d["rate"] for d in runs], unit="/s")],
+        ["executions per second, per segment (median segment)", spread(seg_rates, unit="/s")],
+        ["slowest / fastest segment", " ; ".join(
+            f"{fmt(min(d['segment_rates']))}-{fmt(max(d['segment_rates']))}/s" for d in runs)],
+        ["published / seeded", " ; ".join(f"{d['published']:,}/{d['seeded']:,}" for d in runs)],
+        ["errors / dropped", " ; ".join(f"{d['errors']}/{d['dropped']}" for d in runs)],
+        ["scans that finished (marked done)", " ; ".join(f"{d['finished']}/{d['segments']}" for d in runs)],
+        ["scans that died (an exception escaped the scan)", " ; ".join(
+            f"{len(d.get('crashed', []))}" + (f" ({d['crashed'][0][:120]})" if d.get("crashed") else "")
+            for d in runs)],
+        ["CPU cores busy until the last ack (first run)", _cpu_text(runs[0]["cpu"])],
+        ["CPU per execution: scan processes (all their threads)",
+         spread([d["process_cpu_s"] / max(d["published"], 1) * 1000 for d in runs], 2, " ms")],
+        ["CPU per execution: Cassandra",
+         spread([d["cpu"].get("cassandra_cores", math.nan) * d["drain_s"] / max(d["published"], 1) * 1000
+                 for d in runs], 2, " ms")],
+        ["CPU per execution: Kafka",
+         spread([d["cpu"].get("kafka_cores", math.nan) * d["drain_s"] / max(d["published"], 1) * 1000
+                 for d in runs], 2, " ms")],
+    ]
+    lines += _table(["", ""], rows)
+    w = runs[0]["writes"]
+    msg = bench.results.get("message_bytes")
+    lines += ["**What the scan sent per execution** (counted on the driver; statements inside batches one by one;",
+              "the first run, the others are identical):", ""]
+    rows = [[kind, fmt(n, 2)] for kind, n in w["per_execution"].items()]
+    rows += [["CQL requests (a batch is one)", fmt(w["requests_per_execution"], 2)],
+             ["logged batches", fmt(w["batches_per_execution"], 2)],
+             ["statements inside batches", fmt(w["batch_statements_per_execution"], 2)],
+             ["bytes of bound values in batches", fmt(w["batch_bytes_per_execution"], 0)],
+             ["Kafka messages / bytes (key + value + headers)", f"1 / {msg}" if msg else "1"],
+             ["DynamoDB calls per scan (not per execution)",
+              ", ".join(f"{op} {fmt(n, 1)}" for op, n in w["dynamodb_per_scan"].items())],
+             ["late-lane polls + partition pages per scan", fmt(w["late_polls_per_scan"], 1)]]
+    lines += _table(["per execution", "count"], rows)
+    lines += ["**Where the scans' wall time goes** until their last ack (sum over segments of the time spent in",
+              "each port call, over the sum of the segments' drain times; median over runs):", ""]
+    labels = list(runs[0]["phases"])
+    lines += _table(["phase", "share"], [[label, pct(median([d["phases"][label] for d in runs]))] for label in labels])
+    return lines
+
+
+def _lateness(bench: Bench) -> list[str]:
+    lat = bench.results.get("lateness")
+    if not lat:
+        return []
+    floors = [run["floor"] for run in bench.results.get("ceilings", [])]
+    lines = ["## 2. Lateness", "",
+             f"{lat['executions_per_minute']:,} executions per minute, due at random whole seconds, "
+             f"{lat['segments']} segments, real wall clock,",
+             "consecutive minutes (each minute's scans start 10 s ahead, as the tick dispatches them).",
+             "CreateTime is stamped by the producer when it sends; the ack time is when `publish` returned.", ""]
+    rows = []
+    for run in lat["runs"]:
+        ct, ack = run.get("create_time") or {}, run["ack"]
+        rows.append([run["minute"][11:16], f"{run['published']:,}",
+                     " / ".join(fmt(ct.get(k, math.nan), 0) for k in ("p50", "p95", "p99", "max")),
+                     " / ".join(fmt(ack[k], 0) for k in ("p50", "p95", "p99", "max"))])
+    lines += _table(["minute (UTC)", "published", "CreateTime - due: p50 / p95 / p99 / max ms",
+                     "ack - due: p50 / p95 / p99 / max ms"], rows)
+    if floors:
+        lines += ["Floor (measured with the ceilings): one execution alone (read its job, start batch, produce",
+                  f"and flush) takes {spread([f['to_ack_ms'] for f in floors], 1, ' ms')} to its ack (median of "
+                  f"{floors[0]['samples']} in a row; p95 {spread([f['to_ack_p95_ms'] for f in floors], 1, ' ms')});",
+                  f"with the complete batch {spread([f['total_ms'] for f in floors], 1, ' ms')}.", ""]
+    return lines
+
+
+def _submit(bench: Bench) -> list[str]:
+    sub = bench.results.get("submit")
+    if not sub:
+        return []
+    create = _ceiling(bench, "create_batches")
+    lines = ["## 3. Submit", "",
+             "`POST /jobs` (half `at` an hour ahead, half `every: PT1H`), through `jobrunner.api.app.handle`:",
+             "in-process in a worker process, and over HTTP through `devstack.gateway.serve` in a worker process",
+             "with client threads in the parent. Ceiling: the raw rate of the submit's one write, a logged batch",
+             "of the job row and its first `task_schedule` row.", ""]
+    rows = []
+    for mode, runs in sub.items():
+        rates = [run["rate"] for run in runs]
+        rows.append([mode, f"{runs[0]['requests']:,}", spread(rates, unit="/s"),
+                     spread([run["latency_p50_ms"] for run in runs], 1, " ms"),
+                     spread([run["latency_p95_ms"] for run in runs], 1, " ms"),
+                     pct(median(_paired_ratios(rates, create))),
+                     ", ".join(str(s) for run in runs for s in run["other_statuses"]) or "none"])
+    return lines + _table(["mode", "requests/run", "accepted/s", "latency p50", "latency p95",
+                           "of create-batch ceiling", "non-201"], rows)
+
+
+def _ceilings(bench: Bench) -> list[str]:
+    runs = bench.results.get("ceilings")
+    if not runs:
+        return []
+    o = bench.options
+    lines = ["## 4. Ceilings", "",
+             "Raw operations with the same driver, prepared statements, LOCAL_QUORUM and value sizes as the",
+             f"store, and the publisher's producer settings (acks=all, idempotent, linger 5 ms), in all "
+             f"{o.processes} worker processes at once (`execute_concurrent`, concurrency {o.raw_concurrency} per",
+             "process; the combined ceiling uses the store's 64 and groups of 500, one thread per segment).", ""]
+    names = {
+        "writes": "Cassandra writes/s (INSERT of a task_history-sized row)",
+        "reads": "Cassandra reads/s (SELECT of a job row by key)",
+        "batches": "logged batches/s (start and complete shapes alternating)",
+        "create_batches": "logged batches/s (submit shape: job + first run)",
+        "produce": "Kafka messages/s (same size and settings)",
+        "combined": "combined: executions/s (1 read + 2 batches + 1 produce each)",
+    }
+    rows = [[label, spread([run[kind]["rate"] for run in runs], unit="/s"), _cpu_text(runs[0][kind]["cpu"]),
+             ", ".join(str(run[kind].get("retried", 0)) for run in runs)]
+            for kind, label in names.items()]
+    implied_by = {run["implied_by"] for run in runs}
+    rows.append([f"implied: min over resources (bound by {', '.join(sorted(implied_by))})",
+                 spread([run["implied"] for run in runs], unit="/s"), "", ""])
+    return lines + _table(["ceiling", "median (min-max, n)", "CPU cores busy (first run)",
+                           "statements retried after a client timeout, per run"], rows)
+
+
+def _memory(bench: Bench) -> list[str]:
+    mem = bench.results.get("memory")
+    if not mem:
+        return []
+    lines = ["## 5. Memory", "",
+             "One scan of one partition in a fresh process (connected and warmed up first: the baseline).",
+             "Peak = VmHWM after the scan (ru_maxrss agrees); added = peak - resident set before the scan.", ""]
+    rows = [[f"{int(size):,}", spread([m["baseline_hwm_mib"] for m in runs], 1, " MiB"),
+             spread([m["peak_hwm_mib"] for m in runs], 1, " MiB"),
+             spread([m["scan_added_mib"] for m in runs], 1, " MiB"),
+             fmt(median([m["scan_added_mib"] * 1024 / max(int(size), 1) for m in runs]), 2) + " KiB"]
+            for size, runs in mem.items()]
+    return lines + _table(["executions in the partition", "baseline", "peak", "added by the scan",
+                           "added per execution"], rows)
+
+
+def _variants(bench: Bench) -> list[str]:
+    from bench.variants import VARIANTS
+
+    var = bench.results.get("variants")
+    if not var:
+        return []
+    base = [run["rate"] for run in var.get("baseline", [])]
+    first = next(iter(var.values()))[0]
+    lines = ["## 7. What-if variants (measured, built in the benchmark only)", "",
+             f"The drain again ({first['executions']:,} executions, {first['segments']} segments), with one change",
+             "each, built in `bench/variants.py` without touching `layers/`; the variants of one repetition",
+             "run back to back, so that noise hits them alike. Gain = median of the run-by-run ratios to the",
+             "baseline run next to it.", ""]
+    rows = []
+    for name, runs in var.items():
+        rates = [run["rate"] for run in runs]
+        gains = [ratio(r, b) for r, b in zip(rates, base, strict=False)] if base else []
+        rows.append([f"`{name}`", VARIANTS[name].description if name in VARIANTS else "", spread(rates, unit="/s"),
+                     fmt(median(gains), 2) + "x" if gains else "n/a",
+                     fmt(median([run["writes"]["requests_per_execution"] for run in runs]), 2),
+                     ", ".join(f"{run['published']:,}" for run in runs)])
+    return lines + _table(["variant", "change", "executions/s", "vs baseline", "CQL requests/execution",
+                           "published"], rows)
+
+
+def _scaling(bench: Bench) -> list[str]:
+    sc = bench.results.get("scaling")
+    if not sc:
+        return []
+    first = median([r["rate"] for r in next(iter(sc.values()))])
+    lines = ["## 6. Scaling with segments", "",
+             f"{next(iter(sc.values()))[0]['executions']:,} executions due at the minute's start, split over "
+             "1-16 segments, on at most",
+             f"{bench.options.processes} processes (one thread per segment).", ""]
+    rows = []
+    for segments, runs in sc.items():
+        rates = [r["rate"] for r in runs]
+        rows.append([str(segments), str(runs[0]["processes"]), spread(rates, unit="/s"),
+                     fmt(ratio(median(rates), first), 2) + "x",
+                     spread([median(r["segment_rates"]) for r in runs], unit="/s"),
+                     _cpu_text(runs[0]["cpu"])])
+    return lines + _table(["segments", "processes", "executions/s", "speed-up vs 1", "per segment",
+                           "CPU cores busy (first run)"], rows)
+
+
+#: py-spy cannot see inside the driver's compiled (Cython) modules: their time shows as self time of the
+#: last Python frame, here the benchmark's counting proxy. Named for what they are in the report.
+_FRAME_NAMES = {
+    "CountingSession.execute_async (instruments.py)":
+        "Session.execute_async: the driver's compiled request path (bind, encode, send), via the counting proxy",
+    "CountingSession.execute (instruments.py)": "Session.execute: the driver's compiled request path",
+    "namedtuple (__init__.py)": "collections.namedtuple: the driver's default row factory makes a class per result",
+    "<lambda> (<string>)": "namedtuple-generated code (row construction)",
+}
+
+
+def _frame(name: str) -> str:
+    return _FRAME_NAMES.get(name, f"`{name}`")
+
+
+def _profile(bench: Bench) -> list[str]:
+    prof = bench.results.get("profile")
+    if not prof:
+        return []
+    if "error" in prof:
+        return ["## Profile", "", prof["error"], ""]
+    d = prof["drain"]
+    lines = ["## Profile of the drain (before any optimisation)", "",
+             f"py-spy ({prof['samples']:,} on-CPU samples at 97 Hz of the {len(prof['files'])} worker processes) while",
+             f"{d['executions']:,} executions drained at {fmt(d['rate'])}/s (sampling costs some speed). Raw collapsed",
+             "stacks: `.local/bench/profile-*.txt` (open them in speedscope.app).", ""]
+    lines += ["CPU by thread:", ""]
+    lines += _table(["thread", "share of samples"], [[k, pct(v)] for k, v in prof["roles"].items()])
+    lines += ["Scan threads' CPU by the package of the innermost frame:", ""]
+    lines += _table(["package", "share of scan-thread samples"],
+                    [[k, pct(v)] for k, v in prof["scan_thread_packages"].items()])
+    lines += ["Inclusive share of all samples of the functions that matter:", ""]
+    lines += _table(["function", "inclusive"], [[f"`{k}`", pct(v)] for k, v in prof["key_inclusive"].items()])
+    lines += ["Top self time (innermost frame):", ""]
+    lines += _table(["function", "self"], [[_frame(k), pct(v)] for k, v in list(prof["top_self"].items())[:15]])
+    return lines
+
+
+def write_markdown(bench: Bench, took_s: float, command: str) -> None:
+    lines = ["# Benchmarks", "",
+             f"Generated by `make bench` (`{command}`) on {bench.results['started']} in {took_s / 60:.1f} minutes,",
+             "against the real local Cassandra, Kafka and moto (`devstack.servers`), in a keyspace, heartbeat",
+             f"table and topics of its own (`{bench.names.keyspace}`, dropped at the end). Speed is never asserted",
+             "by a test; `tests/bench/test_bench_smoke.py` only proves that the harness works.",
+             "Chart: [benchmarks.png](benchmarks.png). On paper, for AWS: [scaling.md](scaling.md).", ""]
+    failed = bench.results.get("failed")
+    if failed:
+        lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
+        lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
+    for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
+                 _profile):
+        lines += part(bench)
+    if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
+        lines += [FINDINGS.read_text().rstrip(), ""]
+    bench.options.out_md.parent.mkdir(parents=True, exist_ok=True)
+    bench.options.out_md.write_text("\n".join(lines))
+
+
+def write_json(bench: Bench, path: Path) -> None:
+    def default(value: Any) -> Any:
+        return str(value)
+
+    data = {"machine": bench.machine, "sections": [s.__dict__ for s in bench.sections], **bench.results}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=default))
+
+
+def write_chart(bench: Bench) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = bench.results
+    fig, axes = plt.subplots(3, 3, figsize=(17, 13))
+    fig.suptitle(f"Distributed Job Runner benchmarks — {bench.machine['nproc']} cores, {bench.machine['cpu_model']}, "
+                 f"Cassandra {bench.machine['cassandra']}, Kafka {bench.machine['kafka']} — "
+                 f"{bench.results['started']} (median, bars: min-max)", fontsize=11)
+
+    def bars(ax: Any, labels: list[str], series: list[list[float]], title: str, unit: str, colors: list[str]) -> None:
+        meds = [median(s) if s else 0 for s in series]
+        lows = [m - min(s) if s else 0 for m, s in zip(meds, series, strict=True)]
+        highs = [max(s) - m if s else 0 for m, s in zip(meds, series, strict=True)]
+        ax.bar(range(len(labels)), meds, yerr=[lows, highs], capsize=4, color=colors)
+        ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(unit)
+        for i, m in enumerate(meds):
+            ax.annotate(f"{m:,.0f}", (i, m), ha="center", va="bottom", fontsize=8)
+
+    ax = axes[0][0]
+    if "drain" in r and "ceilings" in r:
+        c = r["ceilings"]
+        bars(ax, ["drain (scan)", "combined ceiling", "implied ceiling", "reads/s ÷ 1", "batches/s ÷ 2",
+                  "produce/s ÷ 1"],
+             [[d["rate"] for d in r["drain"]], [x["combined"]["rate"] for x in c], [x["implied"] for x in c],
+              [x["reads"]["rate"] for x in c], [x["batches"]["rate"] / 2 for x in c],
+              [x["produce"]["rate"] for x in c]],
+             "Drain vs ceilings (executions/s)", "executions/s",
+             ["#d62728", "#1f77b4", "#aec7e8", "#c7c7c7", "#c7c7c7", "#c7c7c7"])
+    else:
+        ax.set_axis_off()
+
+    ax = axes[0][1]
+    if "scaling" in r:
+        segs = list(r["scaling"])
+        series = [[x["rate"] for x in r["scaling"][s]] for s in segs]
+        meds = [median(s) for s in series]
+        ax.errorbar(segs, meds, yerr=[[m - min(s) for m, s in zip(meds, series, strict=True)],
+                                      [max(s) - m for m, s in zip(meds, series, strict=True)]],
+                    marker="o", capsize=4, label="drain")
+        ax.plot(segs, [meds[0] * s for s in segs], "--", color="grey", label="linear from 1 segment")
+        if "ceilings" in r:
+            ax.axhline(median([x["combined"]["rate"] for x in r["ceilings"]]), color="#1f77b4", ls=":",
+                       label="combined ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(segs, [str(s) for s in segs])
+        ax.set_ylim(0, max(max(max(s) for s in series), meds[0]) * 1.6)
+        ax.set_title("Scaling: drain rate vs segments", fontsize=10)
+        ax.set_xlabel("segments")
+        ax.set_ylabel("executions/s")
+        ax.legend(fontsize=8)
+    else:
+        ax.set_axis_off()
+
+    ax = axes[0][2]
+    if "lateness" in r:
+        keys = ["p50", "p95", "p99", "max"]
+        ct = [[run["create_time"][k] for run in r["lateness"]["runs"] if run.get("create_time")] for k in keys]
+        ack = [[run["ack"][k] for run in r["lateness"]["runs"]] for k in keys]
+        x = list(range(len(keys)))
+        for offset, series, label in ((-0.2, ct, "CreateTime - due"), (0.2, ack, "ack - due")):
+            meds = [median(s) for s in series]
+            ax.bar([i + offset for i in x], meds, width=0.4, label=label,
+                   yerr=[[m - min(s) for m, s in zip(meds, series, strict=True)],
+                         [max(s) - m for m, s in zip(meds, series, strict=True)]], capsize=3)
+        ax.set_xticks(x, keys)
+        ax.set_yscale("log")
+        ax.set_title("Lateness (ms), 10k/minute at second precision", fontsize=10)
+        ax.set_ylabel("ms")
+        ax.legend(fontsize=8)
+    else:
+        ax.set_axis_off()
+
+    ax = axes[1][0]
+    if "submit" in r:
+        labels = list(r["submit"])
+        series = [[x["rate"] for x in r["submit"][m]] for m in labels]
+        colors = ["#2ca02c"] * len(labels)
+        if "ceilings" in r:
+            labels.append("create-batch ceiling")
+            series.append([x["create_batches"]["rate"] for x in r["ceilings"]])
+            colors.append("#1f77b4")
+        bars(ax, labels, series, "Submit (jobs accepted/s)", "jobs/s", colors)
+    else:
+        ax.set_axis_off()
+
+    ax = axes[1][1]
+    if "memory" in r:
+        sizes = [int(s) for s in r["memory"]]
+        peak = [median([m["peak_hwm_mib"] for m in r["memory"][s]]) for s in r["memory"]]
+        base = [median([m["baseline_hwm_mib"] for m in r["memory"][s]]) for s in r["memory"]]
+        ax.plot(sizes, peak, marker="o", label="peak (VmHWM)")
+        ax.plot(sizes, base, marker="s", ls="--", label="baseline (connected, idle)")
+        ax.set_xscale("log")
+        ax.set_ylim(0, max(peak) * 1.3)
+        ax.set_title("Scan peak RSS vs partition size", fontsize=10)
+        ax.set_xlabel("executions in the partition")
+        ax.set_ylabel("MiB")
+        ax.legend(fontsize=8)
+    else:
+        ax.set_axis_off()
+
+    ax = axes[1][2]
+    if "drain" in r:
+        labels = list(r["drain"][0]["phases"])
+        shares = [median([d["phases"][label] for d in r["drain"]]) * 100 for label in labels]
+        ax.barh(range(len(labels)), shares, color="#9467bd")
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("% of the scans' wall time until the last ack")
+        ax.set_title("Drain: where the scan's time goes", fontsize=10)
+        for i, s in enumerate(shares):
+            ax.annotate(f"{s:.0f} %", (s, i), va="center", fontsize=8)
+    else:
+        ax.set_axis_off()
+
+    ax = axes[2][0]
+    if "variants" in r:
+        names = list(r["variants"])
+        bars(ax, names, [[x["rate"] for x in r["variants"][n]] for n in names],
+             "What-if variants of the scan (executions/s)", "executions/s",
+             ["#7f7f7f" if n == "baseline" else "#ff7f0e" for n in names])
+    else:
+        ax.set_axis_off()
+
+    ax = axes[2][1]
+    if "ceilings" in r:
+        kinds = ["writes", "reads", "batches", "create_batches", "produce", "combined"]
+        bars(ax, ["writes", "reads", "logged batches", "create batches", "produce", "combined exec."],
+             [[x[k]["rate"] for x in r["ceilings"]] for k in kinds], "Raw ceilings (operations/s)", "ops/s",
+             ["#1f77b4"] * len(kinds))
+    else:
+        ax.set_axis_off()
+
+    ax = axes[2][2]
+    if "drain" in r:
+        cpu = r["drain"][0]["cpu"]
+        parts = {"Cassandra": cpu.get("cassandra_cores", 0.0), "Kafka": cpu.get("kafka_cores", 0.0),
+                 "moto": cpu.get("moto_cores", 0.0),
+                 "bench workers (scans)": sum(v for k, v in cpu.items() if k.startswith("worker"))}
+        parts["everything else (other engineers)"] = max(cpu.get("machine_cores", 0.0) - sum(parts.values()), 0.0)
+        left = 0.0
+        for (label, value), color in zip(parts.items(), ["#1f77b4", "#2ca02c", "#bcbd22", "#d62728", "#c7c7c7"],
+                                         strict=True):
+            ax.barh([0], [value], left=left, label=f"{label} {value:.2f}", color=color)
+            left += value
+        ax.set_xlim(0, bench.machine["nproc"] or 2)
+        ax.set_yticks([])
+        ax.set_xlabel("CPU cores busy during the first drain (until the last ack)")
+        ax.set_title("Who used the CPU during the drain", fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+    else:
+        ax.set_axis_off()
+
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    bench.options.out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(bench.options.out_png, dpi=110)
+    plt.close(fig)

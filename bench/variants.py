@@ -1,0 +1,115 @@
+"""What-if variants of the scan, built in the benchmark only (nothing in ``layers/`` changes), to put
+a measured number next to each proposed optimisation.
+
+- ``cached-rows``: the driver builds a new ``namedtuple`` class for every result set (its default
+  ``named_tuple_factory``); a row factory that caches the class per column list;
+- ``prefetch``: the scan's job reads (``get_many``) done before the minute starts, as a scan that
+  starts ~60 s early could do; the drain then only starts, publishes and completes;
+- ``unlogged``: ``start`` and ``complete`` as UNLOGGED batches (what the batch log costs);
+- ``groups-2000``: ``ScanRules.group_size`` 2000 instead of 500, store concurrency 256 instead of 64;
+- ``all``: all of the above together.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cassandra import ConsistencyLevel
+from cassandra.query import BatchStatement, BatchType
+
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+
+    from jobrunner.domain.jobs import Job
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str = "baseline"
+    cached_rows: bool = False
+    prefetch: bool = False
+    unlogged: bool = False
+    group_size: int | None = None
+    concurrency: int | None = None
+    description: str = "the scan as `wiring.Container` builds it"
+
+    def rules(self) -> dict[str, Any] | None:
+        return {"group_size": self.group_size} if self.group_size else None
+
+
+VARIANTS = {
+    v.name: v for v in (
+        Variant(),
+        Variant("cached-rows", cached_rows=True,
+                description="row factory caching the namedtuple class per column list"),
+        Variant("prefetch", prefetch=True, description="job rows read before the minute starts (get_many ahead)"),
+        Variant("unlogged", unlogged=True, description="start and complete as UNLOGGED batches"),
+        Variant("groups-2000", group_size=2000, concurrency=256,
+                description="groups of 2000 rows, store concurrency 256"),
+        Variant("all", cached_rows=True, prefetch=True, unlogged=True, group_size=2000, concurrency=256,
+                description="all four together"),
+    )
+}
+
+
+def cached_named_tuple_factory() -> Callable[[list[str], list[Any]], list[Any]]:
+    """The driver's ``named_tuple_factory`` with the generated class cached per column list."""
+    from cassandra.query import named_tuple_factory
+
+    classes: dict[tuple[str, ...], Any] = {}
+
+    def factory(colnames: list[str], rows: list[Any]) -> list[Any]:
+        key = tuple(colnames)
+        row_class = classes.get(key)
+        if row_class is None:
+            try:
+                row_class = classes[key] = namedtuple("Row", key)  # type: ignore[misc]
+            except ValueError:
+                return named_tuple_factory(colnames, rows)  # odd column names: the driver's own fallback
+        return [row_class(*row) for row in rows]
+
+    return factory
+
+
+def use_cached_rows(session: Any) -> None:
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT
+
+    session.cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT].row_factory = cached_named_tuple_factory()
+
+
+class UnloggedJobStore(CassandraJobStore):
+    """The real store, but its atomic steps as UNLOGGED batches (what-if only: not atomic across partitions)."""
+
+    def _batch(self) -> BatchStatement:
+        return BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+
+
+@dataclass
+class PrefetchedJobs:
+    """A store proxy whose ``get_many`` answers from jobs read before the clock started."""
+
+    inner: Any
+    jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
+
+    def prefetch(self, bucket: datetime, segment: int, chunk: int = 500) -> int:
+        from jobrunner.domain.jobs import Lane
+
+        keys = sorted({(r.user_id, r.job_id) for r in self.inner.scheduled(bucket, segment, Lane.PLANNED)})
+        for start in range(0, len(keys), chunk):
+            self.jobs.update(self.inner.get_many(keys[start:start + chunk]))
+        return len(keys)
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        found = {key: self.jobs[key] for key in keys if key in self.jobs}
+        missing = [key for key in keys if key not in self.jobs]
+        if missing:
+            found.update(self.inner.get_many(missing))
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
