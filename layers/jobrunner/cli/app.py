@@ -38,6 +38,7 @@ from jobrunner.cli.client import (
 )
 from jobrunner.cli.settings import Connection, UsageError, resolve
 from jobrunner.cli.tail import Consumer, KafkaUnreachable, TailRecord, TopicMissing, follow, kafka_consumer
+from jobrunner.domain.jobs import JobStatus
 
 EXIT_API = 1
 EXIT_USAGE = 2
@@ -58,16 +59,6 @@ app = typer.Typer(
 class OutputMode(StrEnum):
     table = "table"
     json = "json"
-
-
-class Status(StrEnum):
-    PENDING = "PENDING"
-    SCHEDULED = "SCHEDULED"
-    RUNNING = "RUNNING"
-    SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
-    PAUSED = "PAUSED"
-    CANCELLED = "CANCELLED"
 
 
 class FileFormat(StrEnum):
@@ -325,7 +316,7 @@ def submit(
 @app.command("list")
 @_reports_errors
 def list_jobs(
-    status: Annotated[Status | None, typer.Option(help="only jobs in this status", case_sensitive=False,
+    status: Annotated[JobStatus | None, typer.Option(help="only jobs in this status", case_sensitive=False,
                                                   show_default=False)] = None,
     limit: Annotated[int, typer.Option(help="jobs per page", min=1, max=500)] = 50,
     cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
