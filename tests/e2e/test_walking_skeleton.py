@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -63,8 +64,10 @@ def test_one_time_and_recurring_jobs_are_published_at_their_due_second(
     assert once_msg.value["job_id"] == once_id and once_msg.value["user_id"] == local_stack.tenant
     assert once_msg.value["payload"] == {"kind": "once"} and once_msg.value["attempt"] == 1
     assert once_msg.value["scheduled_at"] == due.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    trace = once_msg.headers.pop("traceparent")
     assert once_msg.headers == {"execution_id": once_msg.value["execution_id"],
                                 "scheduled_at": once_msg.value["scheduled_at"], "attempt": "1"}
+    assert re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", trace)  # a child of the submit's trace
 
     # And a history row is written; the example worker then reports the execution done
     expected = [(once_msg.value["execution_id"], "SUCCESS", 1)]
