@@ -13,7 +13,7 @@ help:
 	@echo "make unit    - fast tests only (no servers)"
 	@echo "make lint    - ruff and mypy"
 	@echo "make browser - the dashboard in headless Chromium against the local stack"
-	@echo "make bench   - benchmarks against the real local servers (work in progress); writes docs/benchmarks.md"
+	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md"
 	@echo "make chaos   - the full fault suite (5,000 executions, kills, restarts, silent minutes); writes docs/reliability.md"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
 	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
@@ -41,7 +41,7 @@ unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy layers/jobrunner devstack functions chaos infra examples
+	$(VENV)/bin/mypy layers/jobrunner devstack functions chaos infra examples bench
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

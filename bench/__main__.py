@@ -23,7 +23,7 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(",") if part.strip())
 
 
-def parse(argv: list[str]) -> Options:
+def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     defaults = Options()
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,9 +47,12 @@ def parse(argv: list[str]) -> Options:
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
+    p.add_argument("--from-json", metavar="PATH", nargs="+",
+                   help="only write the report and chart from saved runs (several: merged, e.g. runs of --only)")
+    p.add_argument("--drop", metavar="RUN_ID", help="only remove the leftovers of a killed run")
     args = p.parse_args(argv)
     if args.smoke:
-        return Options.smoke(ROOT / ".local" / "bench" / "smoke")
+        return Options.smoke(ROOT / ".local" / "bench" / "smoke"), args
     sections = tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(sections) - set(SECTIONS)
     if unknown:
@@ -64,7 +67,7 @@ def parse(argv: list[str]) -> Options:
         variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
         variant_executions=args.variant_executions,
         out_md=args.out, out_png=args.chart, keep=args.keep,
-    )
+    ), args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,9 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="bench: %(name)s: %(message)s")
     for noisy in ("cassandra", "kafka"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
-    options = parse(argv)
-    from bench.runner import run
+    options, args = parse(argv)
+    from bench.runner import drop, render, run
 
+    if args.drop:
+        drop(args.drop)
+        return 0
+    if args.from_json:
+        render(args.from_json, options)
+        return 0
     run(options, command=" ".join(["python -m bench", *map(shlex.quote, argv)]))
     return 0
 

@@ -50,7 +50,7 @@ def _raw(bench: Bench, kind: str, total: int, streams_total: int = 1) -> dict[st
 
 def run_ceilings_once(bench: Bench) -> dict[str, Any]:
     o = bench.options
-    run = {
+    run: dict[str, Any] = {
         "writes": _raw(bench, "writes", o.ceiling_ops),
         "reads": _raw(bench, "reads", o.ceiling_ops),
         "batches": _raw(bench, "batches", o.ceiling_ops // 2),
@@ -67,11 +67,20 @@ def run_ceilings_once(bench: Bench) -> dict[str, Any]:
     return run
 
 
+def print_ceilings(index: int, run: dict[str, Any]) -> None:
+    print(f"  ceilings run {index + 1}: " + ", ".join(
+        f"{k} {run[k]['rate']:.0f}/s" for k in ("writes", "reads", "batches", "produce", "combined")), flush=True)
+
+
 def run_ceilings(bench: Bench) -> None:
+    """The ceilings on their own; with the drain selected too, the drain section runs them, one before
+    each of its runs (``bench.drain.run_drain``)."""
+    if "drain" in bench.options.sections:
+        print("  (measured with the drain: one ceilings run before each drain run)", flush=True)
+        return
     runs = []
     for index in range(bench.options.runs):
         run = run_ceilings_once(bench)
         runs.append(run)
-        print(f"  ceilings run {index + 1}: " + ", ".join(
-            f"{k} {run[k]['rate']:.0f}/s" for k in ("writes", "reads", "batches", "produce", "combined")), flush=True)
+        print_ceilings(index, run)
     bench.results["ceilings"] = runs

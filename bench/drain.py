@@ -107,9 +107,20 @@ def _phases(per_segment: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run_drain(bench: Bench) -> None:
+    """The drain runs; when the ceilings are measured too, each drain run follows its own ceilings run,
+    so that a figure and its ceiling see the same conditions on the shared machine."""
+    from bench.ceilings import print_ceilings, run_ceilings_once
+
     o = bench.options
+    with_ceilings = "ceilings" in o.sections
+    warm_up = min(o.drain_executions, 5_000)  # a restarted Cassandra's JIT; not reported
+    drain_once(bench, warm_up, o.drain_segments)
     runs = []
     for index in range(o.runs):
+        if with_ceilings:
+            ceilings = run_ceilings_once(bench)
+            bench.results.setdefault("ceilings", []).append(ceilings)
+            print_ceilings(index, ceilings)
         result = drain_once(bench, o.drain_executions, o.drain_segments)
         print(f"  drain run {index + 1}/{o.runs}: {result['published']} in {result['drain_s']:.1f} s"
               f" = {result['rate']:.0f}/s", flush=True)

@@ -60,19 +60,65 @@ def describe(cassandra_host: str, cassandra_port: int) -> dict[str, Any]:
         "kafka": _kafka_version(),
         "cassandra_driver": driver_version,
         "kafka_python": kafka_python_version,
+        "servers_from": {name: _cwd(pid) for name, pid in server_pids().items()},
     }
 
 
+def _cwd(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return "?"
+
+
+SERVER_PORTS = {"cassandra": 9042, "kafka": 9092, "moto": 5001}
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(fields[9])
+    return inodes
+
+
+def _pid_listening_on(port: int) -> int | None:
+    inodes = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not inodes:
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                if os.readlink(fd) in inodes:
+                    return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
 def server_pids() -> dict[str, int]:
-    """Pids of the local Cassandra, Kafka and moto the benchmark talks to: from devstack's pid files
-    (``.local/run/<name>.pid``), checked against the process's command line (nothing is signalled).
-    Other copies of the servers (e.g. a chaos suite's, on other ports) are not counted here."""
+    """Pids of the Cassandra, Kafka and moto the benchmark talks to: the processes listening on their
+    ports (whichever checkout started them), else devstack's pid files; read-only, nothing signalled."""
     found: dict[str, int] = {}
     for name, marker in SERVER_MARKERS.items():
+        port = int(os.environ.get(f"{name.upper()}_PORT", SERVER_PORTS[name]))
+        pid = _pid_listening_on(port)
+        if pid is None:
+            try:
+                pid = int((ROOT / ".local" / "run" / f"{name}.pid").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
         try:
-            pid = int((ROOT / ".local" / "run" / f"{name}.pid").read_text().split()[0])
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
         if marker in cmdline:
             found[name] = pid

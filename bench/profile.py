@@ -94,7 +94,10 @@ def summarise(files: list[Path]) -> dict[str, Any]:
             leaf[_name(stack[-1])] += count
             for name in {_name(frame) for frame in stack}:
                 inclusive[name] += count
-    share = (lambda c: {k: v / total for k, v in c.most_common()}) if total else (lambda c: {})
+
+    def share(counter: Counter[str]) -> dict[str, float]:
+        return {k: v / total for k, v in counter.most_common()} if total else {}
+
     key = {name: count / total for name, count in inclusive.items()
            if total and any(name.startswith(f + " ") for f in KEY_FUNCTIONS)}
     return {

@@ -56,6 +56,7 @@ def _machine(bench: Bench) -> list[str]:
         ["kernel", m["kernel"]], ["Python", m["python"]], ["Cassandra", m["cassandra"]], ["Kafka", m["kafka"]],
         ["cassandra-driver / kafka-python", f"{m['cassandra_driver']} / {m['kafka_python']}"],
         ["bench worker processes", str(bench.options.processes)],
+        ["servers used (working directory)", ", ".join(f"{k}: `{v}`" for k, v in m.get("servers_from", {}).items())],
     ])
     lines += ["Cassandra runs with a 1 GiB heap, `concurrent_writes: 8`, periodic commit-log sync (10 s); Kafka is one",
               "KRaft broker; both, moto and the benchmark share the two cores with the other engineers' test runs.",
@@ -223,6 +224,8 @@ def _ceilings(bench: Bench) -> list[str]:
         return []
     o = bench.options
     lines = ["## 4. Ceilings", "",
+             "Measured in the same run as the drain, one ceilings run right before each drain run (after a",
+             "5,000-execution warm-up drain that is not reported), so that run *i*'s ratio compares like with like.",
              "Raw operations with the same driver, prepared statements, LOCAL_QUORUM and value sizes as the",
              f"store, and the publisher's producer settings (acks=all, idempotent, linger 5 ms), in all "
              f"{o.processes} worker processes at once (`execute_concurrent`, concurrency {o.raw_concurrency} per",
@@ -351,6 +354,10 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
              f"table and topics of its own (`{bench.names.keyspace}`, dropped at the end). Speed is never asserted",
              "by a test; `tests/bench/test_bench_smoke.py` only proves that the harness works.",
              "Chart: [benchmarks.png](benchmarks.png). On paper, for AWS: [scaling.md](scaling.md).", ""]
+    restarts = bench.results.get("restarts")
+    if restarts:
+        lines += [f"The shared servers went away during {', '.join(restarts)}; they were started again and the",
+                  "section was run again from the start.", ""]
     failed = bench.results.get("failed")
     if failed:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
@@ -368,7 +375,8 @@ def write_json(bench: Bench, path: Path) -> None:
     def default(value: Any) -> Any:
         return str(value)
 
-    data = {"machine": bench.machine, "sections": [s.__dict__ for s in bench.sections], **bench.results}
+    data = {"machine": bench.machine, "sections": [s.__dict__ for s in bench.sections], "run_id": bench.names.run_id,
+            **bench.results}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, default=default))
 

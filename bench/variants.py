@@ -68,9 +68,10 @@ def cached_named_tuple_factory() -> Callable[[list[str], list[Any]], list[Any]]:
         row_class = classes.get(key)
         if row_class is None:
             try:
-                row_class = classes[key] = namedtuple("Row", key)  # type: ignore[misc]
+                row_class = classes[key] = namedtuple("Row", key)
             except ValueError:
-                return named_tuple_factory(colnames, rows)  # odd column names: the driver's own fallback
+                rows_out: list[Any] = named_tuple_factory(colnames, rows)  # odd names: the driver's fallback
+                return rows_out
         return [row_class(*row) for row in rows]
 
     return factory

@@ -138,7 +138,7 @@ class _Worker:
     def op_memory(self) -> dict[str, int]:
         """Peak and current resident memory of this process, in KiB."""
         status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-        kib = {k: int(status[k].split()[0]) for k in ("VmHWM", "VmRSS") if k in status}
+        kib: dict[str, int] = {k: int(status[k].split()[0]) for k in ("VmHWM", "VmRSS") if k in status}
         return {"ru_maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, **kib}
 
     def op_cpu(self) -> float:
@@ -350,7 +350,7 @@ def serve(conn: Connection, settings: Settings) -> None:
     """A worker's main loop: each command runs on its own thread; replies carry the request id."""
     logging.basicConfig(level=logging.WARNING, format=f"bench worker {os.getpid()}: %(name)s: %(message)s")
     for noisy in ("cassandra", "kafka"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
     worker = _Worker(settings)
     send_lock = threading.Lock()
 
