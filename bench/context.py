@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "profile")
-VARIANT_NAMES = ("baseline", "cached-rows", "prefetch", "unlogged", "groups-2000", "all")
+VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "unlogged", "groups-2000", "all")
 
 
 @dataclass

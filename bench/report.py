@@ -276,7 +276,8 @@ def _variants(bench: Bench) -> list[str]:
              f"The drain again ({first['executions']:,} executions, {first['segments']} segments), with one change",
              "each, built in `bench/variants.py` without touching `layers/`; the variants of one repetition",
              "run back to back, so that noise hits them alike. Gain = median of the run-by-run ratios to the",
-             "baseline run next to it.", ""]
+             "baseline run next to it. `driver-rows` is the *before* of an optimisation the store has adopted",
+             "(`adapters/stores/rows.py`), so its gain below 1 is what that change won.", ""]
     rows = []
     for name, runs in var.items():
         rates = [run["rate"] for run in runs]

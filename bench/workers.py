@@ -82,15 +82,15 @@ class _Worker:
         self._api_container: Any = None
 
     def session_for(self, variant: Variant) -> Any:
-        """The driver session; the cached-rows variant gets one of its own (row factories are per profile)."""
-        from bench.variants import use_cached_rows
+        """The driver session; the driver-rows variant gets one of its own (row factories are per profile)."""
+        from bench.variants import use_driver_rows
         from jobrunner.adapters.stores.session import connect
 
-        if variant.cached_rows not in self._sessions:
+        if variant.driver_rows not in self._sessions:
             session = connect(self.settings.cassandra)
-            use_cached_rows(session)
-            self._sessions[variant.cached_rows] = session
-        return self._sessions[variant.cached_rows]
+            use_driver_rows(session)
+            self._sessions[variant.driver_rows] = session
+        return self._sessions[variant.driver_rows]
 
     def slot(self, key: tuple[Any, ...], variant: str = "baseline") -> _Slot:
         from bench.variants import VARIANTS

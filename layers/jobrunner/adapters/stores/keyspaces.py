@@ -16,6 +16,8 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import RoundRobinPolicy
 from cassandra_sigv4.auth import SigV4AuthProvider
 
+from jobrunner.adapters.stores.rows import CachedRowFactory
+
 if TYPE_CHECKING:
     from jobrunner.adapters.stores.session import CassandraSettings
 
@@ -29,6 +31,7 @@ def keyspaces_cluster(settings: CassandraSettings) -> Cluster:
         consistency_level=ConsistencyLevel.LOCAL_QUORUM,
         load_balancing_policy=RoundRobinPolicy(),
         request_timeout=settings.request_timeout_s,
+        row_factory=CachedRowFactory(),
     )
     return Cluster(
         list(settings.contact_points) or [f"cassandra.{settings.region}.amazonaws.com"],

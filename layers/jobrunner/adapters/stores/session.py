@@ -14,6 +14,8 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, RoundRobinPolicy
 
+from jobrunner.adapters.stores.rows import CachedRowFactory
+
 
 @dataclass(frozen=True)
 class CassandraSettings:
@@ -46,6 +48,7 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
             consistency_level=ConsistencyLevel.LOCAL_QUORUM,
             load_balancing_policy=policy,
             request_timeout=settings.request_timeout_s,
+            row_factory=CachedRowFactory(),
         )
         cluster = Cluster(
             list(settings.contact_points), port=settings.port, protocol_version=4,
