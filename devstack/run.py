@@ -8,9 +8,13 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from devstack import servers
-from devstack.stack import LocalStack, local_settings
+from devstack.stack import LocalStack, local_settings, traces_path
+
+if TYPE_CHECKING:
+    from jobrunner.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_FILE = ROOT / ".local" / "env"
@@ -26,6 +30,15 @@ def write_env(stack: LocalStack, endpoints: servers.Endpoints) -> None:
         f"CASSANDRA_PORT={endpoints.cassandra_port}\n"
         f"DYNAMODB_ENDPOINT={endpoints.dynamodb_endpoint}\n"
     )
+
+
+def tracing_line(settings: Settings) -> str:
+    """Where spans go, for the banner (nothing when tracing is off; the stack has refused unknown exporters)."""
+    if settings.otel_exporter == "none":
+        return ""
+    where = {"file": str(traces_path(settings)), "console": "stderr",
+             "otlp": os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318")}[settings.otel_exporter]
+    return f"\n  traces:     {settings.otel_exporter}, to {where}"
 
 
 def main() -> None:
@@ -44,7 +57,7 @@ Distributed Job Runner is running.
   tenant:     {stack.tenant}
   token:      {stack.token}
   Kafka:      {endpoints.kafka_bootstrap}   Cassandra: {endpoints.cassandra_host}:{endpoints.cassandra_port}
-  settings:   .local/env (source it in a shell)
+  settings:   .local/env (source it in a shell){tracing_line(settings)}
 
 Submit a job due in 30 seconds, then read it back:
   source .local/env

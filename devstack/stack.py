@@ -2,7 +2,8 @@
 
 - the api handler behind a local HTTP server (API Gateway's part),
 - a ticker aligned to the wall-clock minute sending EventBridge-shaped events to the tick handler,
-- a thread-pool invoker running the scan handler as an async Lambda invoke would.
+- a thread-pool invoker running the scan handler as an async Lambda invoke would,
+- optionally, OpenTelemetry span export (``JOBRUNNER_OTEL_EXPORTER``, see ``jobrunner.telemetry``).
 The handlers are the very functions deployed to Lambda (``functions/*/handler.py``).
 """
 
@@ -25,7 +26,7 @@ from kafka import KafkaConsumer
 from devstack import servers, tokens
 from devstack.gateway import serve
 from devstack.lambda_context import LocalContext
-from jobrunner import wiring
+from jobrunner import telemetry, wiring
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
@@ -110,6 +111,7 @@ class LocalStack:
         from functions.api.handler import handler as api_handler
         from functions.scan.handler import handler as scan_handler
 
+        configure_tracing(self.settings)  # first: before the container, whose publisher traces only if it is on
         self._bootstrap()
         if self.invoker is None:
             self.invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
@@ -205,6 +207,17 @@ class LocalStack:
         if isinstance(self.invoker, ThreadInvoker):
             self.invoker.shutdown(wait=True)
         self.container.publisher.close()
+        telemetry.shutdown()
+
+
+def configure_tracing(settings: Settings) -> None:
+    """Export spans as ``JOBRUNNER_OTEL_EXPORTER`` says (refuses an unknown exporter)."""
+    telemetry.configure(settings.otel_exporter, path=traces_path(settings))
+
+
+def traces_path(settings: Settings) -> Path:
+    """Where the file exporter appends: ``JOBRUNNER_OTEL_FILE``, else ``.local/logs/traces.jsonl``."""
+    return Path(settings.otel_file) if settings.otel_file else servers.LOG_DIR / "traces.jsonl"
 
 
 def use_local_aws_credentials() -> None:

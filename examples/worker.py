@@ -1,4 +1,5 @@
-"""An example worker: ``python examples/worker.py`` (reads KAFKA_BOOTSTRAP, default 127.0.0.1:9092).
+"""An example worker: ``python examples/worker.py`` (reads KAFKA_BOOTSTRAP, default 127.0.0.1:9092, and
+JOBRUNNER_OTEL_EXPORTER, default none).
 
 Job types it understands (the payload's ``type``):
 - ``echo`` (and any payload without a type): prints the execution and succeeds;
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 
+from jobrunner import telemetry
 from jobrunner.worker import Execution, Worker
 
 
@@ -36,4 +38,7 @@ def build(bootstrap: str, group_id: str = "example-workers") -> Worker:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
+    # Optional: this worker's spans, children of each message's traceparent (see jobrunner.telemetry).
+    telemetry.configure(os.environ.get("JOBRUNNER_OTEL_EXPORTER", "none"), service_name="example-worker",
+                        path=os.environ.get("JOBRUNNER_OTEL_FILE", ".local/logs/traces.jsonl"))
     build(os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")).run()

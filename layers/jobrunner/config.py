@@ -21,6 +21,8 @@
 | DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
 | SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes |
 | AWS_REGION | us-east-1 | region |
+| JOBRUNNER_OTEL_EXPORTER | none | local stack: export spans to console, file or otlp (``telemetry.py``) |
+| JOBRUNNER_OTEL_FILE | .local/logs/traces.jsonl | local stack: where the file exporter appends |
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class Settings:
     dynamodb_endpoint: str | None
     scan_function: str
     region: str
+    #: OpenTelemetry exporter of the local stack (none, console, file, otlp); AWS uses X-Ray instead.
+    otel_exporter: str = "none"
+    otel_file: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -85,4 +90,6 @@ class Settings:
             dynamodb_endpoint=env.get("DYNAMODB_ENDPOINT") or None,
             scan_function=env.get("SCAN_FUNCTION_NAME", "jobrunner-scan"),
             region=region,
+            otel_exporter=env.get("JOBRUNNER_OTEL_EXPORTER", "none").strip().lower() or "none",
+            otel_file=env.get("JOBRUNNER_OTEL_FILE") or None,
         )

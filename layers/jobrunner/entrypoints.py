@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from jobrunner import telemetry
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.schedules import parse_instant
+from jobrunner.domain.tracing import parse_traceparent
 from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
 from jobrunner.services.results import WorkerReport
@@ -23,6 +25,8 @@ from jobrunner.wiring import container
 
 if TYPE_CHECKING:
     from datetime import datetime
+
+    from jobrunner.services.results import ResultsService
 
 
 #: Lateness values sent per scan (an EMF metric holds at most 100 values).
@@ -95,9 +99,11 @@ def parse_report(value: bytes) -> WorkerReport | None:
         when = parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None
     except InvalidField:
         return None
+    trace = data.get("traceparent")
     return WorkerReport(
         execution_id=execution_id, job_id=job_id, success=status.upper() == "SUCCESS",
         error=str(error)[:2000] if error else None, scheduled_at=when, attempt=attempt,
+        traceparent=parse_traceparent(trace) if isinstance(trace, str) else None,
     )
 
 
@@ -112,7 +118,7 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     for records in (event.get("records") or {}).values():
         for record in records:
             report = parse_report(base64.b64decode(record.get("value") or b""))
-            outcomes["ignored_malformed" if report is None else results.apply(report)] += 1
+            outcomes["ignored_malformed" if report is None else _apply(results, report)] += 1
     for outcome, count in outcomes.items():
         metrics.add_metric(name=f"Results_{outcome}", unit=MetricUnit.Count, value=count)
     if outcomes.get("retrying"):
@@ -121,3 +127,12 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=outcomes["dead_lettered"])
     logger.info("results", extra=dict(outcomes))
     return dict(outcomes)
+
+
+def _apply(results: ResultsService, report: WorkerReport) -> str:
+    """Apply one result, in a span that continues the worker's (when tracing is on)."""
+    attributes = {"jobrunner.execution_id": report.execution_id, "jobrunner.job_id": report.job_id}
+    with telemetry.span("apply result", parent=report.traceparent, kind="consumer", attributes=attributes) as span:
+        outcome = results.apply(report)
+        span.set_attribute("jobrunner.outcome", outcome)
+        return outcome

@@ -135,6 +135,9 @@ class OutboundMessage:
     key: str
     value: dict[str, Any]
     headers: dict[str, str]
+    #: The traceparent of the span this message's own ``traceparent`` header descends from (the job's),
+    #: for a tracing publisher to link the two; never sent.
+    parent_trace: str | None = None
 
 
 class PublishError(Exception):

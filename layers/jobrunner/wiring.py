@@ -10,6 +10,7 @@ import functools
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from jobrunner import telemetry
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.config import Settings
 from jobrunner.services.jobs import JobRules, JobService
@@ -51,6 +52,10 @@ class Container:
             from jobrunner.adapters.publishers.kafka import KafkaPublisher
 
             self._publisher = KafkaPublisher(self.settings.kafka)
+        if telemetry.enabled():  # the local stack's option, configured before this is first read
+            from jobrunner.adapters.publishers.tracing import TracingPublisher
+
+            return TracingPublisher(self._publisher)
         return self._publisher
 
     def boto3_client(self, service: str) -> Any:

@@ -29,10 +29,12 @@ import threading
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
+
+from jobrunner import telemetry
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,8 @@ class Execution:
     attempt: int
     trigger: str
     payload: Any
-    #: W3C trace context of this execution (a child of the submitting request's), when tracing is on.
+    #: W3C trace context of this execution: the worker's span when this process traces
+    #: (``jobrunner.telemetry``), else the message's (a child of the submitting request's), if any.
     traceparent: str | None = None
 
     @property
@@ -129,13 +132,27 @@ class Worker:
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a message that is not an execution")
             return
+        attributes: dict[str, telemetry.AttributeValue] = {
+            "messaging.system": "kafka", "messaging.destination.name": self._topic,
+            "jobrunner.execution_id": execution.execution_id, "jobrunner.job_id": execution.job_id,
+            "jobrunner.attempt": execution.attempt,
+        }
+        with telemetry.span("process execution", parent=execution.traceparent, kind="consumer",
+                            attributes=attributes) as span:
+            # The handler and the result carry this span's traceparent (the message's, without tracing).
+            result = self._run(replace(execution, traceparent=span.traceparent))
+            if result.get("status") == "FAILED":
+                span.fail(result.get("error"))
+
+    def _run(self, execution: Execution) -> dict[str, Any]:
+        """Run ``execution`` (unless done here before) and report its result; returns the result."""
         earlier = self._seen.get(execution.execution_id)
         if earlier is not None:
             # A duplicate (the scheduler re-published after a crash): do not run it again, but report
             # again, in case the first report was lost with the crash.
             log.info("execution %s already done here; reporting its result again", execution.execution_id)
             self._report(execution, earlier)
-            return
+            return earlier
         handler = self._handlers.get(execution.type) or self._handlers.get(None)
         result: dict[str, Any] = {
             "execution_id": execution.execution_id, "job_id": execution.job_id,
@@ -154,6 +171,7 @@ class Worker:
         self._report(execution, result)
         self._seen.add(execution.execution_id, result)
         self.processed += 1
+        return result
 
     def _report(self, execution: Execution, result: dict[str, Any]) -> None:
         self._producer.send(self._results_topic, key=execution.job_id.encode(), value=json.dumps(result).encode())

@@ -1,4 +1,4 @@
-"""The pure core (domain, ports, services) imports no AWS SDK, driver, Powertools, adapter or API code."""
+"""The pure core (domain, ports, services) imports no SDK, driver, Powertools, OpenTelemetry, adapter or API code."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ LAYERS = Path(__file__).resolve().parents[2] / "layers"
 PACKAGE = LAYERS / "jobrunner"
 CORE = sorted([*(PACKAGE / "domain").rglob("*.py"), *(PACKAGE / "services").rglob("*.py"), PACKAGE / "ports.py"])
 FORBIDDEN = (
-    "boto3", "botocore", "cassandra", "kafka", "aws_lambda_powertools",
-    "jobrunner.adapters", "jobrunner.api", "jobrunner.wiring",
+    "boto3", "botocore", "cassandra", "kafka", "aws_lambda_powertools", "opentelemetry",
+    "jobrunner.adapters", "jobrunner.api", "jobrunner.wiring", "jobrunner.telemetry",
 )
 
 
@@ -64,6 +64,8 @@ def test_core_module_is_pure(path: Path) -> None:
         ("from ..adapters.stores import memory", True),
         ("from .. import api", True),
         ("from jobrunner.api.app import handle", True),
+        ("from opentelemetry import trace", True),
+        ("from jobrunner import telemetry", True),
         ("import kafkaesque", False),
         ("from jobrunner.domain import jobs", False),
         ("from . import jobs", False),

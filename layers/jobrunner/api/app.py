@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -9,6 +10,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
+from jobrunner import telemetry
 from jobrunner.api import errors, limits, ui
 from jobrunner.api.cursors import decode_execution_cursor, encode_execution_cursor
 from jobrunner.api.schemas import (
@@ -72,11 +74,13 @@ def openapi() -> Response[Any]:
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
-    headers = app.current_event.headers or {}
-    trace = parse_traceparent(next((v for k, v in headers.items() if k.lower() == "traceparent"), None))
+    # The job's trace: this request's span when tracing is on, else the caller's traceparent, else a new one.
+    trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
+             or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s, trace_parent=trace or new_traceparent())
+                 timeout_s=body.timeout_s, trace_parent=trace)
     job, created = container().jobs.submit(tenant, new, body.idempotency_key)
+    telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
 
 
@@ -163,12 +167,29 @@ def list_segments() -> Response[Any]:
 
 #: Every (method, path) the resolver serves, read once all routes above are registered.
 ROUTES = limits.route_table(app)
+#: (method, path pattern, route template) of every route, to name a request's span.
+TEMPLATES = [(route.method.upper(), route.rule, route.path) for route in (*app._static_routes, *app._dynamic_routes)]
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Entry point shared by the Lambda function and the local HTTP server.
 
-    Authentication is checked before anything else, so an anonymous caller learns nothing, not
+    Each request is one SERVER span when tracing is on (``telemetry.py``), a child of the caller's
+    ``traceparent``; a job submitted in it keeps that span as the parent of its executions.
+    """
+    name, attributes = _request_span(event) if telemetry.enabled() else ("", {})
+    with telemetry.span(name, parent=_header(event.get("headers"), "traceparent"), kind="server",
+                        attributes=attributes) as span:
+        response = _respond(event, context)
+        status = int(response.get("statusCode") or 500)
+        span.set_attribute("http.response.status_code", status)
+        if status >= 500:
+            span.fail(f"HTTP {status}")
+        return response
+
+
+def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Authentication is checked before anything else, so an anonymous caller learns nothing, not
     even whether its body would have been valid. Then the limits at the edge (``limits.py``):
     unknown route 404, wrong method 405, body too large 413, wrong Content-Type 415, not strict
     JSON 400; only then do the routes see the request.
@@ -181,3 +202,23 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if rejection is not None:
         return rejection.response()
     return app.resolve(limits.normalized(event), context)
+
+
+def _request_span(event: dict[str, Any]) -> tuple[str, dict[str, telemetry.AttributeValue]]:
+    """The name ("POST /jobs/<job_id>/run", the route's template) and attributes of a request's span."""
+    method, path = str(event.get("httpMethod") or ""), str(event.get("path") or "")
+    attributes: dict[str, telemetry.AttributeValue] = {"http.request.method": method, "url.path": path}
+    if (tenant := tenant_of(event)) is not None:
+        attributes["jobrunner.tenant"] = tenant
+    for route_method, rule, template in TEMPLATES:
+        match = rule.match(path) if route_method == method else None
+        if match is not None:
+            attributes["http.route"] = template
+            if "job_id" in match.groupdict():
+                attributes["jobrunner.job_id"] = match["job_id"]
+            return f"{method} {template}", attributes
+    return method, attributes
+
+
+def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
+    return next((str(v) for k, v in (headers or {}).items() if k.lower() == name), None)

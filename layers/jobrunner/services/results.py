@@ -40,6 +40,8 @@ class WorkerReport:
     error: str | None = None
     scheduled_at: datetime | None = None
     attempt: int | None = None
+    #: The worker's span (W3C traceparent), when it sends one: the parent of applying the result.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,8 @@ class ScanService:
         messages = []
         for row, job in live:
             key, value, headers = execution_message(job, row)
-            messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers))
+            messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
+                                            parent_trace=job.trace_parent))
         failed: set[int] = set()
         if messages:
             try:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from opentelemetry.trace import SpanKind
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
@@ -27,9 +28,12 @@ from jobrunner.services.jobs import NewJob, plan_execution
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from jobrunner.worker import Worker
+from tests.support.spans import ids, parent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
@@ -129,6 +133,15 @@ def test_long_errors_are_cut() -> None:
 
 
 MINIMAL = {"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS"}
+WORKER_TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize(("sent", "kept"), [(WORKER_TRACE, WORKER_TRACE), (WORKER_TRACE.upper(), WORKER_TRACE),
+                                            ("00-not-a-trace", None), (42, None), (None, None)],
+                         ids=["valid", "uppercase", "invalid", "number", "null"])
+def test_a_valid_traceparent_of_the_worker_is_kept(sent: Any, kept: str | None) -> None:
+    report = parse_report(json.dumps({**MINIMAL, "traceparent": sent}).encode())
+    assert report is not None and report.traceparent == kept
 
 
 @pytest.mark.parametrize(
@@ -288,3 +301,17 @@ def test_lateness_sample_keeps_the_extremes_and_spreads_evenly() -> None:
     sample = _sample(values, 5)
     assert sample == [1.0, 251.0, 501.0, 750.0, 1000.0]
     assert _sample([3.0, 1.0], 5) == [3.0, 1.0]
+
+
+def test_applying_a_result_continues_the_workers_trace(
+    container: Container, clock: ManualClock, spans: InMemorySpanExporter
+) -> None:
+    _, to_succeed = published(container)
+    clock.set(FIRE + timedelta(seconds=30))
+    result = json.dumps({"execution_id": to_succeed["execution_id"], "job_id": to_succeed["job_id"],
+                         "status": "SUCCESS", "traceparent": WORKER_TRACE}).encode()
+    assert run_results(msk_event([result])) == {"succeeded": 1}
+    [span] = spans.get_finished_spans()
+    assert (span.name, span.kind, parent(span)) == ("apply result", SpanKind.CONSUMER, ids(WORKER_TRACE))
+    assert dict(span.attributes or {}) == {"jobrunner.execution_id": to_succeed["execution_id"],
+                                           "jobrunner.job_id": to_succeed["job_id"], "jobrunner.outcome": "succeeded"}

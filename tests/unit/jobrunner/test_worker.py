@@ -7,26 +7,31 @@ sends, flushes and commits can be asserted.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from opentelemetry.trace import SpanKind, StatusCode
 
 from jobrunner.worker import Execution, Worker
+from tests.support.spans import ids, own, parent
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
 @dataclass(frozen=True)
 class Message:
     value: bytes | None
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
 class FakeConsumer:
     """Hands out the given batches one poll at a time; once they are gone, runs ``when_drained``."""
 
-    def __init__(self, batches: list[list[bytes | None]], log: list[str]) -> None:
+    def __init__(self, batches: list[list[bytes | Message | None]], log: list[str]) -> None:
         self._batches = list(batches)
         self._log = log
         self.when_drained: Callable[[], None] = lambda: None
@@ -36,7 +41,7 @@ class FakeConsumer:
         if not self._batches:
             self.when_drained()
             return {}
-        return {("jobs", 0): [Message(value) for value in self._batches.pop(0)]}
+        return {("jobs", 0): [v if isinstance(v, Message) else Message(v) for v in self._batches.pop(0)]}
 
     def commit(self) -> None:
         self._log.append("commit")
@@ -84,7 +89,7 @@ class Harness:
         return [value for _, _, value in self.producer.sent]
 
 
-def harness(*batches: list[bytes | None], results_topic: str = "job-results") -> Harness:
+def harness(*batches: list[bytes | Message | None], results_topic: str = "job-results") -> Harness:
     log: list[str] = []
     consumer = FakeConsumer(list(batches), log)
     producer = FakeProducer(log)
@@ -261,3 +266,42 @@ def test_stopping_during_a_batch_finishes_and_commits_it() -> None:
     h.worker.run(install_signal_handlers=False)
     assert [r["execution_id"] for r in h.results()] == ["e-1", "e-2"]  # the batch in hand, not the next
     assert h.log == ["poll", "send", "send", "flush", "commit", "flush", "consumer.close", "producer.close"]
+
+
+# -- tracing ------------------------------------------------------------------------------------------------
+
+#: The message's traceparent header: the scan's span of this execution.
+MESSAGE_TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
+
+
+def traced(execution_id: str = "e-1", payload: Any = None) -> Message:
+    return Message(execution(execution_id, payload), [("traceparent", MESSAGE_TRACE.encode())])
+
+
+def test_without_tracing_the_result_carries_the_messages_traceparent() -> None:
+    h = harness([traced()])
+    seen: list[Execution] = []
+    h.worker.handler()(seen.append)
+    h.worker.run(install_signal_handlers=False)
+    assert [e.traceparent for e in seen] == [MESSAGE_TRACE]
+    assert [r["traceparent"] for r in h.results()] == [MESSAGE_TRACE]
+
+
+def test_the_worker_span_continues_the_message_and_goes_back_with_the_result(spans: InMemorySpanExporter) -> None:
+    h = harness([traced()])
+    seen: list[Execution] = []
+    h.worker.handler()(seen.append)
+    h.worker.run(install_signal_handlers=False)
+    [span] = spans.get_finished_spans()
+    assert (span.name, span.kind, parent(span)) == ("process execution", SpanKind.CONSUMER, ids(MESSAGE_TRACE))
+    assert span.attributes is not None and span.attributes["jobrunner.execution_id"] == "e-1"
+    [result] = h.results()
+    assert ids(result["traceparent"]) == own(span)
+    assert [e.traceparent for e in seen] == [result["traceparent"]]  # the handler's own spans nest under it
+
+
+def test_a_failed_execution_ends_its_span_in_error(spans: InMemorySpanExporter) -> None:
+    h = harness([traced("e-1", {"type": "unknown"})])
+    h.worker.run(install_signal_handlers=False)
+    [span] = spans.get_finished_spans()
+    assert (span.status.status_code, span.status.description) == (StatusCode.ERROR, "no handler for job type 'unknown'")

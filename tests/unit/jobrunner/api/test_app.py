@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from opentelemetry.trace import SpanKind, StatusCode
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
@@ -17,6 +18,10 @@ from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.api.app import handle
 from jobrunner.config import Settings
 from jobrunner.wiring import Container
+from tests.support.spans import ids, own, parent
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
@@ -117,3 +122,57 @@ def test_bad_request_names_the_field_and_writes_nothing(
 
 def test_health_needs_no_tenant(store: MemoryJobStore) -> None:
     assert call("GET", "/health", tenant=None) == (200, {"status": "ok"})
+
+
+# -- tracing ------------------------------------------------------------------------------------------------
+
+CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def traced_call(method: str, path: str, body: Any = None, traceparent: str | None = CALLER) -> dict[str, Any]:
+    request = event(method, path, body)
+    if traceparent is not None:
+        request["headers"]["traceparent"] = traceparent
+    answer: dict[str, Any] = json.loads(handle(request, None)["body"])
+    return answer
+
+
+def test_without_tracing_the_job_keeps_the_callers_traceparent(store: MemoryJobStore) -> None:
+    created = traced_call("POST", "/jobs", {"schedule": {"every": "PT5M"}})
+    assert store.jobs[("alice", created["job_id"])].trace_parent == CALLER
+
+
+def test_a_request_is_a_server_span_under_the_callers_and_the_job_keeps_it(
+    store: MemoryJobStore, spans: InMemorySpanExporter
+) -> None:
+    created = traced_call("POST", "/jobs", {"schedule": {"every": "PT5M"}})
+    [span] = spans.get_finished_spans()
+    assert (span.name, span.kind, parent(span)) == ("POST /jobs", SpanKind.SERVER, ids(CALLER))
+    assert dict(span.attributes or {}) == {
+        "http.request.method": "POST", "http.route": "/jobs", "url.path": "/jobs", "http.response.status_code": 201,
+        "jobrunner.tenant": "alice", "jobrunner.job_id": created["job_id"],
+    }
+    stored = store.jobs[("alice", created["job_id"])].trace_parent
+    assert stored is not None and ids(stored) == own(span)
+
+
+def test_without_a_callers_traceparent_the_request_span_starts_the_jobs_trace(
+    store: MemoryJobStore, spans: InMemorySpanExporter
+) -> None:
+    created = traced_call("POST", "/jobs", {"schedule": {"every": "PT5M"}}, traceparent=None)
+    [span] = spans.get_finished_spans()
+    stored = store.jobs[("alice", created["job_id"])].trace_parent
+    assert span.parent is None and stored is not None and ids(stored) == own(span)
+
+
+def test_a_span_is_named_by_its_route_and_carries_the_status(
+    store: MemoryJobStore, spans: InMemorySpanExporter
+) -> None:
+    traced_call("GET", "/jobs/nope/executions")
+    traced_call("GET", "/nowhere")
+    found, missing = spans.get_finished_spans()
+    assert (found.name, missing.name) == ("GET /jobs/<job_id>/executions", "GET")
+    assert found.attributes is not None and found.attributes["jobrunner.job_id"] == "nope"
+    assert found.attributes["http.response.status_code"] == 404
+    assert missing.attributes is not None and "http.route" not in missing.attributes
+    assert {s.status.status_code for s in (found, missing)} == {StatusCode.UNSET}

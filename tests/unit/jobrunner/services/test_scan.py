@@ -16,6 +16,7 @@ from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lane, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -123,6 +124,20 @@ def test_message_follows_the_kafka_contract(world: World) -> None:
     assert message.headers == {
         "execution_id": execution_id, "scheduled_at": "2026-11-22T10:01:17.000Z", "attempt": "1"
     }
+
+
+def test_a_message_carries_the_jobs_trace_as_parent_of_its_own(world: World) -> None:
+    # Given a job submitted in a traced request
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    world.clock.set(SUBMITTED)
+    job = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, trace_parent=trace))[0]
+    # When the scan publishes its run
+    world.scan()
+    [message] = world.publisher.sent
+    # Then the message's traceparent is a child of the job's, which a tracing publisher is told (not Kafka)
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    assert message.headers["traceparent"] == child_traceparent(trace, execution_id)
+    assert message.parent_trace == trace
 
 
 def test_one_time_job_is_recorded_running_and_gets_no_next_row(world: World) -> None:
