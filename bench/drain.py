@@ -69,12 +69,13 @@ def _writes(per_segment: list[dict[str, Any]], published: int) -> dict[str, Any]
     """What the scans sent, per execution (statements inside batches counted one by one)."""
     statements: Counter[str] = Counter()
     dynamodb: Counter[str] = Counter()
-    requests = batches = batch_statements = batch_bytes = 0
+    requests = batches = logged = batch_statements = batch_bytes = 0
     for s in per_segment:
         statements.update(s["cassandra"]["statements"])
         dynamodb.update(s["dynamodb_calls"])
         requests += s["cassandra"]["requests"]
         batches += s["cassandra"]["batches"]
+        logged += s["cassandra"].get("logged_batches", 0)
         batch_statements += s["cassandra"]["batch_statements"]
         batch_bytes += s["cassandra"]["batch_value_bytes"]
     n = max(published, 1)
@@ -83,6 +84,7 @@ def _writes(per_segment: list[dict[str, Any]], published: int) -> dict[str, Any]
         "per_execution": {kind: count / n for kind, count in sorted(statements.items())},
         "requests_per_execution": requests / n,
         "batches_per_execution": batches / n,
+        "logged_batches_per_execution": logged / n,
         "batch_statements_per_execution": batch_statements / n,
         "batch_bytes_per_execution": batch_bytes / n,
         "dynamodb_per_scan": {op: count / scans for op, count in sorted(dynamodb.items())},

@@ -4,7 +4,7 @@
   real instant and runs at real speed, but ``sleep_until`` jumps instead of waiting, so a scan never
   waits for wall-clock minutes (its late-lane polls and lease renewals still happen).
 - ``CountingSession``: a driver ``Session`` proxy that tallies what is sent: statements per (verb,
-  table), logged batches and the bytes of the values written in them.
+  table), batches (and how many of them logged) and the bytes of the values written in them.
 - ``Timed``: a proxy around any port (store, publisher, heartbeats) that adds up the wall time, calls
   and items of each method, and remembers when the last call of each method ended (the last Kafka ack).
 """
@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+
+from cassandra.query import BatchType
 
 from jobrunner.domain.time import utc
 from jobrunner.ports import Clock
@@ -68,11 +70,13 @@ class Tally:
     statements: Counter[str] = field(default_factory=Counter)  # kind -> count (inside batches too)
     requests: int = 0  # CQL requests sent (a batch is one request)
     batches: int = 0
+    logged_batches: int = 0  # of ``batches``: LOGGED ones (the batch log's extra writes)
     batch_statements: int = 0
     batch_value_bytes: int = 0  # serialized bound values inside batches
 
     def as_dict(self) -> dict[str, Any]:
         return {"statements": dict(self.statements), "requests": self.requests, "batches": self.batches,
+                "logged_batches": self.logged_batches,
                 "batch_statements": self.batch_statements, "batch_value_bytes": self.batch_value_bytes}
 
 
@@ -118,6 +122,7 @@ class CountingSession:
                 tally.statements[self._kind_of(query)] += 1
                 return
             tally.batches += 1
+            tally.logged_batches += getattr(query, "batch_type", None) is BatchType.LOGGED
             for is_prepared, statement, values in entries:
                 kind = self._kinds.get(statement, "OTHER") if is_prepared else statement_kind(statement)
                 tally.statements[kind] += 1

@@ -93,12 +93,13 @@ def message_bytes(example: Example) -> int:
     return len(key) + len(value) + sum(len(k) + len(v) for k, v in headers)
 
 
-def _batch() -> BatchStatement:
-    return BatchStatement(batch_type=BatchType.LOGGED, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+def _batch(batch_type: BatchType = BatchType.LOGGED) -> BatchStatement:
+    return BatchStatement(batch_type=batch_type, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
 
 def start_batch(s: Statements, e: Example) -> BatchStatement:
-    batch = _batch()
+    """The scan's ``start`` of one execution, UNLOGGED as the store writes it."""
+    batch = _batch(BatchType.UNLOGGED)
     batch.add(s.insert_record, codec.record_values(e.record))
     batch.add(s.update_run, (e.record.published_at, e.record.execution_id, e.record.status.value,
                              e.record.user_id, e.record.job_id))

@@ -42,7 +42,7 @@ class _Slot:
 
     def __init__(self, state: _Worker, variant: Variant) -> None:
         from bench.instruments import CallCounter, CountingSession
-        from bench.variants import UnloggedJobStore
+        from bench.variants import VariantJobStore
         from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
         from jobrunner.adapters.publishers.kafka import KafkaPublisher
         from jobrunner.adapters.stores.cassandra import CassandraJobStore
@@ -50,8 +50,9 @@ class _Slot:
         settings = state.settings
         self.variant = variant
         self.session = CountingSession(state.session_for(variant))
-        store_class = UnloggedJobStore if variant.unlogged else CassandraJobStore
-        self.store = store_class(self.session, concurrency=variant.concurrency or 64)
+        concurrency = variant.concurrency or 64
+        self.store = (VariantJobStore(self.session, concurrency=concurrency, batches=variant.batches)
+                      if variant.batches != "store" else CassandraJobStore(self.session, concurrency=concurrency))
         self.publisher = KafkaPublisher(settings.kafka)
         self.dynamodb = CallCounter(state.dynamodb)
         self.heartbeats = DynamoDBHeartbeatStore(settings.heartbeat_table, self.dynamodb)

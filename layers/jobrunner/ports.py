@@ -52,8 +52,10 @@ class JobStore(ABC):
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
       ``due_at``, reading page by page (memory stays bounded by the page size).
     - ``start`` records, before an execution is published, its history row (status RUNNING) and the
-      job's run fields (last run, last execution, last status), atomically per execution, so that a
-      worker's result can never arrive for an execution the store does not know.
+      job's run fields (last run, last execution, last status), so that a worker's result can never
+      arrive for an execution the store does not know. Once it returns, both are written; if it
+      raises, either may be. It need not be atomic: both writes are idempotent, and the row stays
+      scheduled until ``complete``, so a retry or the next scan of the partition writes them again.
     - ``complete``, after the publish, atomically writes the following execution (if any) and the
       watchdog, updates the job's next run and removes the completed row; replaying it is harmless.
     - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
