@@ -421,12 +421,14 @@ class Suite:
 
     def _recovery_times(self, first_publish: dict[tuple[str, datetime], datetime]) -> None:
         """For kills and silent minutes: from the fault until the last execution it delayed was published."""
+        kills = iter(self.kills)  # in the order of their faults
         for fault in self.report.faults:
             at = parse_instant(fault.at, "at")
             if fault.kind == "kill -9 scan":
-                segment = int(fault.detail.split()[1].rstrip(","))
+                # Only the killed partition's executions: later faults (silent minutes) delay others.
+                _, segment, bucket = next(kills)
                 delayed = [p for (job, due), p in first_publish.items()
-                           if segment_of(job, self.plan.segments) == segment and due >= at - MINUTE
+                           if segment_of(job, self.plan.segments) == segment and minute_bucket(due) == bucket
                            and p > due + timedelta(seconds=5)]
                 fault.recovery_s = max(((p - at).total_seconds() for p in delayed), default=0.0)
             elif fault.kind == "no tick":
