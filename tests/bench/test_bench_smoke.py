@@ -1,0 +1,62 @@
+"""The benchmark harness works end to end, at toy sizes: counts are asserted, never speeds.
+
+``make bench`` runs the real thing (minutes, 3 runs of every figure); this runs each section once
+with a few hundred executions against the same real servers, in a keyspace of its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bench.context import Options
+from bench.runner import result_counts, run
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from devstack.servers import Endpoints
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoints, tmp_path: Path) -> None:
+    # Given the smoke sizes (200 executions over 2 segments, 1 run of each figure)
+    options = Options.smoke(tmp_path)
+
+    # When the harness runs every section and writes its report
+    bench = run(options, command="pytest smoke")
+    counts = result_counts(bench)
+
+    # Then every seeded execution was published exactly once by the drain and the scaling runs
+    assert counts["drain_seeded"] == [options.drain_executions]
+    assert counts["drain_published"] == [options.drain_executions]
+    for segments in options.scaling_segments:
+        assert counts["scaling_published"][segments] == [options.scaling_executions]
+    # and every submit got an answer: 201, or 503 when the shared database times out under load
+    for mode, [statuses] in counts["submit_statuses"].items():
+        expected = options.submit_requests if "1 thread" not in mode else max(options.submit_requests // 4, 2)
+        assert sum(statuses.values()) == expected, mode
+        assert set(statuses) <= {201, 503} and statuses.get(201, 0) > 0, (mode, statuses)
+    # and every memory scan published its whole partition
+    assert counts["memory_published"] == {size: [size] for size in options.memory_sizes}
+    # and the ceilings ran the operations they were asked for
+    assert counts["ceiling_ops"] == [{
+        "writes": options.ceiling_ops, "reads": options.ceiling_ops, "batches": options.ceiling_ops // 2,
+        "produce": options.ceiling_produce, "combined": options.combined_executions,
+    }]
+    # and the report and its chart were written, with the machine's description
+    report = options.out_md.read_text()
+    for heading in ("## Machine", "## Headline figures", "## 1. Drain", "## 4. Ceilings", "## 5. Memory",
+                    "## 6. Scaling with segments"):
+        assert heading in report
+    assert "| cores (nproc) |" in report and "| Cassandra | 5.0" in report
+    assert options.out_png.stat().st_size > 10_000
+    # and the scans' counted writes add up: two batches per execution, only complete's logged
+    writes = bench.results["drain"][0]["writes"]
+    assert writes["batches_per_execution"] == pytest.approx(2.0)
+    assert writes["logged_batches_per_execution"] == pytest.approx(1.0)
+    # while the 'before' variant still writes both logged, as the store did before
+    before = bench.results["variants"]["before"][0]["writes"]
+    assert before["logged_batches_per_execution"] == pytest.approx(2.0)
