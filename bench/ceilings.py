@@ -48,6 +48,12 @@ def _raw(bench: Bench, kind: str, total: int, streams_total: int = 1) -> dict[st
             "retried": sum(out.get("retried", 0) for out in outs)}
 
 
+def shared_ceiling(run: dict[str, Any]) -> float:
+    """Executions/s if an execution's operations share one machine: their costs add up
+    (1 / sum of uses / rate), the bound when Cassandra, Kafka and the scans share the same cores."""
+    return 1 / sum(uses / float(run[kind]["rate"]) for kind, uses in USES_PER_EXECUTION.items())
+
+
 def run_ceilings_once(bench: Bench) -> dict[str, Any]:
     o = bench.options
     run: dict[str, Any] = {

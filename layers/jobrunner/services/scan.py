@@ -90,15 +90,15 @@ class _Due:
         self._planned = planned
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
-        #: Rows already taken, by identity (a late-lane poll returns the rows it returned before).
+        #: Late-lane rows already taken, by identity (each poll returns the rows it returned before).
+        #: Planned rows are streamed once, in order, and need no memory: a scan's memory does not grow
+        #: with its partition (docs/benchmarks.md, "Memory"), only with its late lane.
         self.seen: set[tuple[object, ...]] = set()
         self._head: ScheduledExecution | None = None
         self._advance_head()
 
     def _advance_head(self) -> None:
-        self._head = next((r for r in self._planned if _identity(r) not in self.seen), None)
-        if self._head is not None:
-            self.seen.add(_identity(self._head))
+        self._head = next(self._planned, None)
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
         heapq.heappush(self._heap, (max(row.due_at, not_before or row.due_at), next(self._order), row))
