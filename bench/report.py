@@ -60,7 +60,8 @@ def _machine(bench: Bench) -> list[str]:
         ["servers used (working directory)", ", ".join(f"{k}: `{v}`" for k, v in m.get("servers_from", {}).items())],
     ])
     lines += ["Cassandra runs with a 1 GiB heap, `concurrent_writes: 8`, periodic commit-log sync (10 s); Kafka is one",
-              "KRaft broker; both, moto and the benchmark share the two cores with the other engineers' test runs.",
+              "KRaft broker; both, moto and the benchmark's processes share the two cores (and so does anything else",
+              "running on the machine at the time).",
               "**The figures are noisy**: the 1-minute load average around each section is below.", ""]
     lines += _table(["section", "load avg at start", "load avg at end", "took"], [
         [s.name, fmt(s.load_start, 2), fmt(s.load_end, 2), f"{s.seconds:.0f} s"] for s in bench.sections
@@ -342,7 +343,7 @@ def _profile(bench: Bench) -> list[str]:
     if "error" in prof:
         return ["## Profile", "", prof["error"], ""]
     d = prof["drain"]
-    lines = ["## Profile of the drain (before any optimisation)", "",
+    lines = ["## Profile of the drain (the scan as it is now; the before profile is in Findings)", "",
              f"py-spy ({prof['samples']:,} on-CPU samples at 97 Hz of the {len(prof['files'])} worker processes) while",
              f"{d['executions']:,} executions drained at {fmt(d['rate'])}/s (sampling costs some speed). Raw collapsed",
              "stacks: `.local/bench/profile-*.txt` (open them in speedscope.app).", ""]
@@ -418,13 +419,13 @@ def write_chart(bench: Bench) -> None:
     ax = axes[0][0]
     if "drain" in r and "ceilings" in r:
         c = r["ceilings"]
-        bars(ax, ["drain (scan)", "combined ceiling", "implied ceiling", "reads/s ÷ 1", "batches/s ÷ 2",
-                  "produce/s ÷ 1"],
-             [[d["rate"] for d in r["drain"]], [x["combined"]["rate"] for x in c], [x["implied"] for x in c],
-              [x["reads"]["rate"] for x in c], [x["batches"]["rate"] / 2 for x in c],
+        bars(ax, ["drain (scan)", "combined ceiling", "shared ceiling", "implied ceiling", "reads/s ÷ 1",
+                  "batches/s ÷ 2", "produce/s ÷ 1"],
+             [[d["rate"] for d in r["drain"]], [x["combined"]["rate"] for x in c], [shared_ceiling(x) for x in c],
+              [x["implied"] for x in c], [x["reads"]["rate"] for x in c], [x["batches"]["rate"] / 2 for x in c],
               [x["produce"]["rate"] for x in c]],
              "Drain vs ceilings (executions/s)", "executions/s",
-             ["#d62728", "#1f77b4", "#aec7e8", "#c7c7c7", "#c7c7c7", "#c7c7c7"])
+             ["#d62728", "#1f77b4", "#1f77b4", "#aec7e8", "#c7c7c7", "#c7c7c7", "#c7c7c7"])
     else:
         ax.set_axis_off()
 
@@ -536,7 +537,7 @@ def write_chart(bench: Bench) -> None:
         parts = {"Cassandra": cpu.get("cassandra_cores", 0.0), "Kafka": cpu.get("kafka_cores", 0.0),
                  "moto": cpu.get("moto_cores", 0.0),
                  "bench workers (scans)": sum(v for k, v in cpu.items() if k.startswith("worker"))}
-        parts["everything else (other engineers)"] = max(cpu.get("machine_cores", 0.0) - sum(parts.values()), 0.0)
+        parts["everything else"] = max(cpu.get("machine_cores", 0.0) - sum(parts.values()), 0.0)
         left = 0.0
         for (label, value), color in zip(parts.items(), ["#1f77b4", "#2ca02c", "#bcbd22", "#d62728", "#c7c7c7"],
                                          strict=True):
