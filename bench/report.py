@@ -517,7 +517,7 @@ def write_chart(bench: Bench) -> None:
     if "variants" in r:
         names = list(r["variants"])
         bars(ax, names, [[x["rate"] for x in r["variants"][n]] for n in names],
-             "What-if variants of the scan (executions/s)", "executions/s",
+             "Variants of the scan: before and what-if (executions/s)", "executions/s",
              ["#7f7f7f" if n == "baseline" else "#ff7f0e" for n in names])
     else:
         ax.set_axis_off()

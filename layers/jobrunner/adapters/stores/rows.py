@@ -2,7 +2,7 @@
 
 The driver's default ``named_tuple_factory`` calls ``collections.namedtuple`` (which compiles a new
 class) once per result set, so a scan that reads hundreds of small result sets a second spends a
-large share of its CPU there (measured: docs/benchmarks.md, "What-if variants"). This factory keeps
+large share of its CPU there (measured: docs/benchmarks.md, "Findings"). This factory keeps
 one class per column list. Rows behave exactly as the driver's do (attribute and index access).
 """
 
