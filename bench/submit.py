@@ -10,6 +10,7 @@ of that batch (``create_batches``).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -23,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 from bench.stats import median, percentile
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from contextlib import AbstractContextManager
+
     from bench.context import Bench
 
 TENANT = "bench-submitter"
@@ -38,24 +42,21 @@ def bodies(count: int) -> list[str]:
     return out
 
 
-def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str, Any]:
-    statuses = [0] * len(payloads)
-    latencies = [0.0] * len(payloads)
+def drive(count: int, threads: int, session: Callable[[], AbstractContextManager[Callable[[int], int]]]
+          ) -> dict[str, Any]:
+    """Send requests 0..count-1 from ``threads`` threads, each taking the next index. Every thread opens
+    ``session()`` once (a connection, or nothing in-process) and calls what it yields per request,
+    which returns the HTTP status; returns the wall time, each request's status and latency."""
+    statuses = [0] * count
+    latencies = [0.0] * count
     counter = itertools.count()
 
     def client() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        try:
-            while (i := next(counter)) < len(payloads):
+        with session() as send:
+            while (i := next(counter)) < count:
                 started = time.perf_counter()
-                connection.request("POST", "/jobs", body=payloads[i].encode(), headers=headers)
-                response = connection.getresponse()
-                response.read()
-                statuses[i] = response.status
+                statuses[i] = send(i)
                 latencies[i] = (time.perf_counter() - started) * 1000
-        finally:
-            connection.close()
 
     started = time.monotonic()
     pool = [threading.Thread(target=client) for _ in range(threads)]
@@ -64,6 +65,27 @@ def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str,
     for thread in pool:
         thread.join()
     return {"seconds": time.monotonic() - started, "statuses": statuses, "latency_ms": latencies}
+
+
+def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    @contextlib.contextmanager
+    def connection() -> Iterator[Callable[[int], int]]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+        def send(i: int) -> int:
+            conn.request("POST", "/jobs", body=payloads[i].encode(), headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+
+        try:
+            yield send
+        finally:
+            conn.close()
+
+    return drive(len(payloads), threads, connection)
 
 
 def _summary(raw: dict[str, Any]) -> dict[str, Any]:

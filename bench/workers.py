@@ -157,6 +157,7 @@ class _Worker:
 
     def op_submit(self, bodies: list[str], threads: int, tenant: str) -> dict[str, Any]:
         """POST /jobs through ``jobrunner.api.app.handle`` in this process, from ``threads`` threads."""
+        from bench.submit import drive
         from devstack.gateway import to_event
         from devstack.lambda_context import LocalContext
         from jobrunner.api.app import handle
@@ -164,24 +165,12 @@ class _Worker:
         self._install_api_container()
         headers = {"content-type": "application/json"}
         handle(to_event("GET", "/health", headers, b"", tenant), LocalContext("jobrunner-api"))
-        statuses: list[int] = [0] * len(bodies)
-        latencies: list[float] = [0.0] * len(bodies)
-        counter = itertools.count()
 
-        def client() -> None:
-            while (i := next(counter)) < len(bodies):
-                started = time.perf_counter()
-                event = to_event("POST", "/jobs", headers, bodies[i].encode(), tenant)
-                statuses[i] = int(handle(event, LocalContext("jobrunner-api"))["statusCode"])
-                latencies[i] = (time.perf_counter() - started) * 1000
+        def send(i: int) -> int:
+            event = to_event("POST", "/jobs", headers, bodies[i].encode(), tenant)
+            return int(handle(event, LocalContext("jobrunner-api"))["statusCode"])
 
-        started = time.monotonic()
-        pool = [threading.Thread(target=client) for _ in range(threads)]
-        for thread in pool:
-            thread.start()
-        for thread in pool:
-            thread.join()
-        return {"seconds": time.monotonic() - started, "statuses": statuses, "latency_ms": latencies}
+        return drive(len(bodies), threads, lambda: contextlib.nullcontext(send))
 
     def op_serve_api(self, tenant: str, token: str) -> int:
         """The local API Gateway stand-in (devstack.gateway.serve) in front of the same handler."""

@@ -23,6 +23,7 @@ ASSETS = Path(__file__).with_name("ui")
 #: path -> (file under ASSETS, content type). These paths are also the API's public paths.
 FILES = {
     "/ui": ("index.html", "text/html; charset=utf-8"),
+    "/ui/dom.js": ("dom.js", "text/javascript; charset=utf-8"),
     "/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/ui/schedules.js": ("schedules.js", "text/javascript; charset=utf-8"),
     "/ui/api.js": ("api.js", "text/javascript; charset=utf-8"),
@@ -55,6 +56,12 @@ def _serve(path: str) -> Response[Any]:
 @router.get("/ui", include_in_schema=False)
 def dashboard() -> Response[Any]:
     return _serve("/ui")
+
+
+@router.get("/ui/dom.js", include_in_schema=False)
+def dashboard_dom_helpers() -> Response[Any]:
+    """The DOM helpers app.js and api.js share (``window.JobDom``)."""
+    return _serve("/ui/dom.js")
 
 
 @router.get("/ui/app.js", include_in_schema=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -27,11 +26,11 @@ from jobrunner.ports import Completion
 from jobrunner.services.jobs import NewJob, plan_execution
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
-from jobrunner.worker import Worker
 from tests.support.spans import ids, parent
+from tests.support.worker_run import run_worker_once
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -42,54 +41,14 @@ FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
 # -- parse_report ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Message:
-    value: bytes
-
-
-class _OneBatch:
-    def __init__(self, value: bytes) -> None:
-        self._batches = [{("jobs", 0): [_Message(value)]}]
-        self.stop: Callable[[], None] = lambda: None
-
-    def poll(self, timeout_ms: int = 0) -> dict[tuple[str, int], list[_Message]]:
-        if self._batches:
-            return self._batches.pop(0)
-        self.stop()
-        return {}
-
-    def commit(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class _Producer:
-    def __init__(self) -> None:
-        self.values: list[bytes] = []
-
-    def send(self, topic: str, key: bytes, value: bytes) -> None:
-        self.values.append(value)
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 def worker_result(message: dict[str, Any], fails: bool) -> bytes:
     """What our worker helper sends to ``job-results`` after running ``message``."""
-    consumer = _OneBatch(json.dumps(message).encode())
-    producer = _Producer()
-    worker = Worker(consumer=consumer, producer=producer)
-    consumer.stop = worker.stopping.set
 
     def handle(_: Any) -> None:
         if fails:
             raise ValueError("bad input")
 
-    worker.handler()(handle)
-    worker.run(install_signal_handlers=False)
-    [value] = producer.values
-    return value
+    return run_worker_once(json.dumps(message).encode(), handle)
 
 
 SCAN_MESSAGE = {

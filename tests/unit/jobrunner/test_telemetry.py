@@ -6,7 +6,6 @@ import base64
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +25,8 @@ from jobrunner.config import Settings
 from jobrunner.entrypoints import run_results
 from jobrunner.ports import ScanRequest
 from jobrunner.wiring import Container
-from jobrunner.worker import Worker
 from tests.support.spans import ids, own, parent
+from tests.support.worker_run import run_worker_once
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -181,43 +180,6 @@ def test_the_otlp_exporter_is_configured_without_connecting(monkeypatch: pytest.
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 
-@dataclass
-class KafkaMessage:
-    value: bytes
-    headers: list[tuple[str, bytes]] = field(default_factory=list)
-
-
-class OneBatch:
-    """A consumer handing out one batch, then stopping ``worker``."""
-
-    def __init__(self, messages: list[KafkaMessage]) -> None:
-        self.batches = [{("jobs", 0): messages}]
-        self.worker: Worker | None = None
-
-    def poll(self, timeout_ms: int = 0) -> dict[tuple[str, int], list[KafkaMessage]]:
-        if self.batches:
-            return self.batches.pop(0)
-        assert self.worker is not None
-        self.worker.stopping.set()
-        return {}
-
-    def commit(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class Producer:
-    def __init__(self) -> None:
-        self.values: list[bytes] = []
-
-    def send(self, topic: str, key: bytes, value: bytes) -> None:
-        self.values.append(value)
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 @pytest.fixture
 def services(monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter) -> Container:
     monkeypatch.setattr(wiring, "_container", None)  # restored after the test
@@ -256,11 +218,7 @@ def test_a_job_is_one_trace_from_its_request_to_its_result(services: Container, 
     services.scans.scan(ScanRequest(segment=row.segment, bucket=row.bucket))
     [message] = publisher.inner.sent
     headers = [(k, v.encode()) for k, v in message.headers.items()]
-    consumer, producer = OneBatch([KafkaMessage(json.dumps(message.value).encode(), headers)]), Producer()
-    worker = consumer.worker = Worker(consumer=consumer, producer=producer)
-    worker.handler()(lambda execution: None)
-    worker.run(install_signal_handlers=False)
-    [result] = producer.values
+    result = run_worker_once(json.dumps(message.value).encode(), lambda execution: None, headers)
     record = {"topic": "job-results", "partition": 0, "offset": 0, "value": base64.b64encode(result).decode()}
     assert run_results({"records": {"job-results-0": [record]}}) == {"succeeded": 1}
     # Then the request, the publish, the run and the result are one chain of spans in the caller's trace

@@ -13,23 +13,7 @@
   const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
   const MAX_DEPTH = 6; // nested schemas deeper than this are named, not expanded
 
-  const $ = (selector, root = document) => root.querySelector(selector);
-
-  function el(tag, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs)) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === 'class') node.className = value;
-      else if (key === 'dataset') Object.assign(node.dataset, value);
-      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? '' : String(value));
-    }
-    for (const child of children.flat()) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return node;
-  }
+  const { $, el } = window.JobDom;
 
   // --- schemas ------------------------------------------------------------------------------------
 
