@@ -88,7 +88,7 @@ def _writes(per_segment: list[dict[str, Any]], published: int) -> dict[str, Any]
         "batch_statements_per_execution": batch_statements / n,
         "batch_bytes_per_execution": batch_bytes / n,
         "dynamodb_per_scan": {op: count / scans for op, count in sorted(dynamodb.items())},
-        "late_polls_per_scan": statements.get("SELECT task_schedule", 0) / scans,
+        "late_polls_per_scan": statements.get("SELECT task_schedule_v2", 0) / scans,
     }
 
 

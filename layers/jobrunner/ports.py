@@ -49,13 +49,19 @@ class JobStore(ABC):
     - ``create`` writes the job and its first scheduled execution atomically: after it returns the
       job exists with a run that some scan will see; if it raises, neither may exist or both do
       (a retried create with the same job is idempotent).
+    - A scheduled row is identified by its partition (bucket, segment), lane, ``due_at``, ``job_id``,
+      ``execution_id`` and ``job_version``: re-planning one fire under a new job version writes a
+      second row, so removing the stale one never removes the new one.
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
-      ``due_at``, reading page by page (memory stays bounded by the page size).
-    - ``start`` records, before an execution is published, its history row (status RUNNING) and the
+      their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
+      with ``after``, only the rows whose key sorts after that row's (to resume a broken read).
+    - ``start`` records, before an execution is published, its history row (RUNNING) and the
       job's run fields (last run, last execution, last status), so that a worker's result can never
-      arrive for an execution the store does not know. Once it returns, both are written; if it
-      raises, either may be. It need not be atomic: both writes are idempotent, and the row stays
-      scheduled until ``complete``, so a retry or the next scan of the partition writes them again.
+      arrive for an execution the store does not know. It never moves a record's status backwards:
+      a record that already ended (SUCCESS, FAILED) keeps its status, end time and error. Once it
+      returns, both are written; if it raises, either may be. It need not be atomic: both writes are
+      idempotent, and the row stays scheduled until ``complete``, so a retry or the next scan of the
+      partition writes them again.
     - ``complete``, after the publish, atomically writes the following execution (if any) and the
       watchdog, updates the job's next run and removes the completed row; replaying it is harmless.
     - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
@@ -74,7 +80,9 @@ class JobStore(ABC):
         """Jobs by (user_id, job_id); missing ones are absent from the result."""
 
     @abstractmethod
-    def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]: ...
+    def scheduled(
+        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+    ) -> Iterator[ScheduledExecution]: ...
 
     @abstractmethod
     def start(self, records: Sequence[ExecutionRecord]) -> None: ...
@@ -91,9 +99,14 @@ class JobStore(ABC):
         attempt), only records older than that one (the next page)."""
 
     @abstractmethod
-    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
-        """Overwrite the job's user-controlled fields (state, version, schedule, payload, topic, retry,
-        timeout, updated_at, next_run_at) and write ``next_row``, atomically."""
+    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+        """Write ``rows`` (planned under ``job.version``), then overwrite the job's user-controlled fields
+        (state, version, schedule, payload, topic, retry, timeout, paused_at, updated_at, next_run_at)
+        only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
+        Returns False when it is not: the job is unchanged and the rows are removed again (best effort;
+        the winner of the race holds the same version number, so a row whose removal also failed could
+        fire once under it). If it raises, the job is either unchanged or fully updated, and rows may
+        have been written either way (stale ones are dropped by their scan)."""
 
     @abstractmethod
     def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
@@ -105,9 +118,10 @@ class JobStore(ABC):
         the end). A cursor is only meaningful to the store that made it."""
 
     @abstractmethod
-    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
-        """Bind (tenant, key) to ``job_id`` unless already bound; returns the binding that won (job_id,
-        fingerprint). Linearizable: of concurrent claims exactly one wins."""
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
+        """Bind (tenant, key) to ``claim`` unless already bound; returns the binding that won (this one, or
+        the earlier one with its own job id, fingerprint and instant). Linearizable: of concurrent claims
+        exactly one wins (a lightweight transaction at LOCAL_SERIAL in production)."""
 
     @abstractmethod
     def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None: ...
@@ -119,6 +133,18 @@ class JobStore(ABC):
     @abstractmethod
     def finish(self, outcome: Outcome) -> None:
         """Write an execution's outcome atomically: its record, the retry (if any), the job's last status."""
+
+
+@dataclass(frozen=True)
+class IdempotencyClaim:
+    """A (tenant, idempotency key) bound to the job the first request made, and the instant that request
+    was taken at: a retry rebuilds the very same job (same id, same first fire) from it."""
+
+    user_id: str
+    key: str
+    job_id: str
+    fingerprint: str
+    claimed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -155,11 +181,14 @@ class Publisher(ABC):
 
     Contract: ``publish`` returns only when every message is acknowledged by the broker (acks=all);
     otherwise it raises ``PublishError`` naming the unacknowledged ones, which the caller must treat
-    as not published (they may still have been written: at-least-once).
+    as not published (they may still have been written: at-least-once). It returns or raises within
+    about ``timeout_s`` (the publisher's own bound when None), and once it has, none of its messages is
+    still queued: each was acknowledged or has definitively failed, so nothing this call sent can reach
+    the broker later (a scan relies on this to stop publishing before its lease can lapse).
     """
 
     @abstractmethod
-    def publish(self, messages: Sequence[OutboundMessage]) -> None: ...
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None: ...
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (flushes first)."""

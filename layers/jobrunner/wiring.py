@@ -107,7 +107,9 @@ class Container:
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
-            ScanRules(segment_count=self.settings.segments), results=self.results,
+            ScanRules(segment_count=self.settings.segments, allowed_topics=self.settings.allowed_topics,
+                      dead_letter_topic=self.settings.dead_letter_topic),
+            results=self.results,
         )
 
     @functools.cached_property

@@ -23,7 +23,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
 )
 from jobrunner.domain.schedules import At, Every
-from jobrunner.ports import Completion, JobStore, Outcome
+from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -312,7 +312,7 @@ def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(
         timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1), next_run_at=later,
     )
     next_row = make_row(edited, later, segment=segment, bucket=later)
-    job_store.update(edited, next_row)
+    assert job_store.update(edited, [next_row], expected_version=1)
     # Then every user-controlled field is the new one, the run fields are the scan's, and the row is there
     stored = job_store.get(job.user_id, job.job_id)
     assert stored == edited.with_changes(
@@ -328,7 +328,7 @@ def test_update_without_a_next_row_writes_no_row(job_store: JobStore) -> None:
     row = make_row(job, BUCKET, segment=segment)
     job_store.create(job, row)
     paused = job.with_changes(state=JobState.PAUSED, version=2, next_run_at=None, updated_at=NOW + timedelta(seconds=1))
-    job_store.update(paused, None)
+    assert job_store.update(paused, [], expected_version=1)
     assert job_store.get(job.user_id, job.job_id) == paused
     # the row planned under version 1 is left for its scan to drop
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]
@@ -338,9 +338,85 @@ def test_update_keeps_the_creation_time(job_store: JobStore) -> None:
     # created_at is not among the fields update overwrites (ports.JobStore.update)
     job = make_job()
     job_store.create(job, None)
-    job_store.update(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), None)
+    assert job_store.update(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), [], expected_version=1)
     stored = job_store.get(job.user_id, job.job_id)
     assert stored is not None and stored.created_at == NOW
+
+
+def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: JobStore) -> None:
+    # Given a fire planned under version 1, and the same fire re-planned under version 2 (a PATCH)
+    segment = unique_segment()
+    job = make_job()
+    stale = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, stale)
+    replanned = make_row(job.with_changes(version=2), BUCKET, segment=segment)
+    assert job_store.update(job.with_changes(version=2, payload={"n": 2}), [replanned], expected_version=1)
+    # Then both rows are there, and dropping (or completing) the stale one leaves the new one
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [stale, replanned]
+    job_store.drop([stale])
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
+    job_store.schedule([stale])
+    job_store.complete([Completion(done=stale, following=None, next_run_at=None, sets_next_run=False)])
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
+
+
+def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None:
+    # Given a job at version 2 (a first change landed)
+    segment = unique_segment()
+    job = make_job()
+    job_store.create(job, None)
+    assert job_store.update(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
+    # When a second change read version 1 too and writes its row and its version 2
+    loser = job.with_changes(version=2, payload={"lost": True}, next_run_at=BUCKET)
+    assert not job_store.update(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
+    # Then the job is the winner's, and the loser's row was removed again
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None and stored.payload == {"won": True}
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+    # and a change that read version 2 applies
+    assert job_store.update(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
+
+
+def test_update_of_a_missing_job_applies_nothing(job_store: JobStore) -> None:
+    job = make_job()
+    assert not job_store.update(job.with_changes(version=2), [], expected_version=1)
+    assert job_store.get(job.user_id, job.job_id) is None
+
+
+def test_start_never_moves_an_ended_execution_back(job_store: JobStore) -> None:
+    # Given an execution that was published and then succeeded
+    job = make_job()
+    job_store.create(job, None)
+    running = ExecutionRecord(
+        job_id=job.job_id, scheduled_at=BUCKET, attempt=1, execution_id=execution_id_for(
+            job.job_id, BUCKET, 1, Trigger.SCHEDULE), user_id=job.user_id, status=ExecutionStatus.RUNNING,
+        trigger=Trigger.SCHEDULE, due_at=BUCKET, published_at=BUCKET + timedelta(milliseconds=40),
+    )
+    job_store.start([running])
+    ended = running.__class__(**{**running.__dict__, "status": ExecutionStatus.SUCCESS,
+                                 "finished_at": BUCKET + timedelta(seconds=2)})
+    job_store.finish(Outcome(ended, None, ExecutionStatus.SUCCESS))
+    # When a crashed scan's replay records the publish again
+    replay = running.__class__(**{**running.__dict__, "published_at": BUCKET + timedelta(minutes=1)})
+    job_store.start([replay])
+    # Then the execution is still SUCCESS, with its end time
+    record = job_store.record(job.job_id, BUCKET, 1)
+    assert record is not None
+    assert (record.status, record.finished_at) == (ExecutionStatus.SUCCESS, BUCKET + timedelta(seconds=2))
+
+
+def test_scheduled_after_a_row_resumes_a_broken_read(job_store: JobStore) -> None:
+    # Given a lane of rows, two of them due at the same instant
+    segment = unique_segment()
+    jobs = [make_job() for _ in range(4)]
+    dues = [BUCKET + timedelta(seconds=s) for s in (1, 3, 3, 9)]
+    rows = [make_row(j, due, segment=segment) for j, due in zip(jobs, dues, strict=True)]
+    for job, row in zip(jobs, rows, strict=True):
+        job_store.create(job, row)
+    everything = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+    # Then reading after any of them yields exactly the rows that sort after it
+    for index, row in enumerate(everything):
+        assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, after=row)) == everything[index + 1:]
 
 
 def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:
@@ -490,18 +566,20 @@ def outcome_of(call: Callable[[], object]) -> str:
 def test_first_claim_of_an_idempotency_key_wins(job_store: JobStore) -> None:
     user = f"user-{uuid.uuid4().hex[:6]}"
     key = f"key-{uuid.uuid4().hex}"
-    assert job_store.claim_idempotency_key(user, key, "job-1", "fp-1") == ("job-1", "fp-1")
-    # a second claim (a retried or a different request) gets the winner's job and fingerprint
-    assert job_store.claim_idempotency_key(user, key, "job-2", "fp-2") == ("job-1", "fp-1")
-    assert job_store.claim_idempotency_key(user, key, "job-1", "fp-1") == ("job-1", "fp-1")
+    first = IdempotencyClaim(user, key, "job-1", "fp-1", NOW)
+    assert job_store.claim_idempotency_key(first) == first
+    # a second claim (a retried or a different request) gets the winner's job, fingerprint and instant
+    later = NOW + timedelta(seconds=7)
+    assert job_store.claim_idempotency_key(IdempotencyClaim(user, key, "job-2", "fp-2", later)) == first
+    assert job_store.claim_idempotency_key(IdempotencyClaim(user, key, "job-1", "fp-1", later)) == first
 
 
 def test_idempotency_keys_are_per_tenant(job_store: JobStore) -> None:
     key = f"key-{uuid.uuid4().hex}"
     alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))
-    assert job_store.claim_idempotency_key(alice, key, "job-a", "fp") == ("job-a", "fp")
-    assert job_store.claim_idempotency_key(bob, key, "job-b", "fp") == ("job-b", "fp")
-    assert job_store.claim_idempotency_key(alice, key + "-other", "job-c", "fp") == ("job-c", "fp")
+    for claim in (IdempotencyClaim(alice, key, "job-a", "fp", NOW), IdempotencyClaim(bob, key, "job-b", "fp", NOW),
+                  IdempotencyClaim(alice, key + "-other", "job-c", "fp", NOW)):
+        assert job_store.claim_idempotency_key(claim) == claim
 
 
 # -- records: point read, lookup by execution id, finish -----------------------------------------------

@@ -111,7 +111,7 @@ def test_bad_requests_name_the_field_and_write_nothing(
     assert response.status_code == status, response.text
     assert field in [e["field"] for e in response.json()["errors"]]
     jobs = cassandra_session.execute("SELECT count(*) FROM job_table WHERE user_id = %s", (tenant,)).one()[0]
-    rows = [r for r in cassandra_session.execute("SELECT user_id FROM task_schedule") if r.user_id == tenant]
+    rows = [r for r in cassandra_session.execute("SELECT user_id FROM task_schedule_v2") if r.user_id == tenant]
     assert (jobs, rows) == (0, [])
 
 

@@ -7,15 +7,25 @@ lane about every second until ``SETTLE`` after its bucket ends. A writer therefo
   goes to the bucket being scanned now, never to one whose scan may already have finished;
 - writes to the LATE lane whenever that bucket's scan may already have started (``OPEN_AHEAD`` before
   the bucket, which leaves 30 s for clock skew between the writer and the tick).
-The only requirement left on the writer is that its write lands within ``SETTLE`` of ``now``.
+The only requirement left on the writer is that its write lands before the scan of its bucket can
+finish: a scan polls its late lane once more after ``bucket + 1 min + SETTLE`` before it is done, so a
+write that has returned by then is seen. ``placed_in_time`` tells a writer whether that held; when it
+did not (a slow or retried write), the writer places the row again from the new ``now`` and writes it
+again: the same execution, so at worst a second copy with the same ``execution_id``, never a loss.
+Placement is always computed at the moment of each write attempt, never once for all attempts.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from jobrunner.domain.jobs import Lane
-from jobrunner.domain.time import minute_bucket, utc
+from jobrunner.domain.jobs import Lane, ScheduledExecution
+from jobrunner.domain.time import MINUTE, minute_bucket, utc
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 OPEN_AHEAD = timedelta(seconds=90)
 SETTLE = timedelta(seconds=5)
@@ -27,3 +37,19 @@ def place(due_at: datetime, now: datetime) -> tuple[datetime, Lane]:
     bucket = minute_bucket(max(utc(due_at), now + SETTLE))
     lane = Lane.LATE if now >= bucket - OPEN_AHEAD else Lane.PLANNED
     return bucket, lane
+
+
+def scan_closes_at(bucket: datetime) -> datetime:
+    """The earliest instant the scan of ``bucket`` may take its last look at its late lane."""
+    return bucket + MINUTE + SETTLE
+
+
+def placed_in_time(buckets: Iterable[datetime], returned_at: datetime) -> bool:
+    """True when a write into ``buckets`` that returned at ``returned_at`` is sure to be seen by their scans."""
+    return all(utc(returned_at) <= scan_closes_at(bucket) for bucket in buckets)
+
+
+def placed_anew(row: ScheduledExecution, now: datetime) -> ScheduledExecution:
+    """``row`` (the same execution, under the same version) placed as seen at ``now``."""
+    bucket, lane = place(row.due_at, now)
+    return replace(row, bucket=bucket, lane=lane)

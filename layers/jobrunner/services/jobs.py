@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound
+from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import (
     ExecutionRecord,
     Job,
@@ -20,17 +20,23 @@ from jobrunner.domain.jobs import (
     Trigger,
     execution_id_for,
 )
-from jobrunner.domain.placement import place
+from jobrunner.domain.placement import place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import utc
+from jobrunner.ports import IdempotencyClaim
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
 
     from jobrunner.ports import Clock, JobStore
 
 MAX_TIMEOUT_S = 24 * 3600
+#: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
+MAX_UPDATE_ATTEMPTS = 5
+#: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
+MAX_PLACEMENTS = 5
 #: How many store pages one filtered list request may read before answering (with a cursor).
 MAX_PAGES_PER_LIST = 20
 
@@ -105,11 +111,35 @@ class JobService:
     def submit(self, user_id: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """Validate and store ``new`` with its first run; returns (job, created). With an idempotency key,
         a repeat of the same request returns the job made the first time (created False), and a different
-        request with the same key is a conflict."""
+        request with the same key is a conflict. A repeat after the first request failed half-way (an
+        ambiguous 503) builds the very same job: same id, taken as of the first request's instant, so the
+        same first fire and the same ``execution_id``s."""
         now = self._clock.now()
+        job_id = str(uuid.uuid4())
         topic = self._check_topic(new.topic)
         self._check_payload(new.payload)
         self._check_timeout(new.timeout_s)
+        self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
+        if idempotency_key is not None:
+            fingerprint = new.fingerprint()
+            claim = IdempotencyClaim(user_id, idempotency_key, job_id, fingerprint, now)
+            winner = self._store.claim_idempotency_key(claim)
+            if winner.job_id != job_id:
+                if winner.fingerprint != fingerprint:
+                    raise Conflict("idempotency_key was already used for a different request")
+                existing = self._store.get(user_id, winner.job_id)
+                if existing is not None:
+                    return existing, False
+                # The first request died before its job was written: finish it, as of its own instant.
+                job_id, now = winner.job_id, winner.claimed_at
+        job = self._build(user_id, job_id, new, topic, now)
+        assert job.next_run_at is not None
+        first = job.next_run_at
+        self._write_in_time(lambda at: self._store.create(job, self._plan(job, first, at, Trigger.SCHEDULE)))
+        return job, True
+
+    def _build(self, user_id: str, job_id: str, new: NewJob, topic: str, now: datetime) -> Job:
+        """The job ``new`` makes when submitted at ``now`` (a pure function of its arguments)."""
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")
@@ -118,25 +148,11 @@ class JobService:
         first = schedule.first_fire(now)
         if first is None:
             raise InvalidField("schedule", "never fires after now")
-        job = Job(
-            user_id=user_id, job_id=str(uuid.uuid4()), schedule=schedule, payload=new.payload, topic=topic,
+        return Job(
+            user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
             trace_parent=new.trace_parent,
         )
-        if idempotency_key is not None:
-            fingerprint = new.fingerprint()
-            winner, winner_fingerprint = self._store.claim_idempotency_key(
-                user_id, idempotency_key, job.job_id, fingerprint
-            )
-            if winner != job.job_id:
-                if winner_fingerprint != fingerprint:
-                    raise Conflict("idempotency_key was already used for a different request")
-                existing = self._store.get(user_id, winner)
-                if existing is not None:
-                    return existing, False
-                job = job.with_changes(job_id=winner)  # the first request died before writing: finish it
-        self._store.create(job, self._plan(job, first, now, Trigger.SCHEDULE))
-        return job, True
 
     # -- read -----------------------------------------------------------------------------------
 
@@ -179,48 +195,62 @@ class JobService:
     # -- manage ---------------------------------------------------------------------------------
 
     def cancel(self, user_id: str, job_id: str) -> Job:
-        """Cancel: nothing further is published. Rows already planned carry the old version and are
+        """Cancel: nothing further is published. Rows already planned carry an older version and are
         dropped by their scan, which reads the job just before publishing."""
-        job = self.get(user_id, job_id)
+        return self._save(user_id, job_id, self._cancelled)
+
+    @staticmethod
+    def _cancelled(job: Job, now: datetime) -> dict[str, Any] | None:
         if job.state is JobState.CANCELLED:
-            return job
-        return self._save(job, state=JobState.CANCELLED, next_run_at=None)
+            return None
+        return {"state": JobState.CANCELLED, "next_run_at": None}
 
     def pause(self, user_id: str, job_id: str) -> Job:
-        job = self._active_or_paused(user_id, job_id)
+        """Pause the schedule: no fire due from now on is published until resumed. Retries and timeouts of
+        executions already published go on (a pause stops the schedule, not the work in flight)."""
+        return self._save(user_id, job_id, self._paused)
+
+    def _paused(self, job: Job, now: datetime) -> dict[str, Any] | None:
+        self._check_not_cancelled(job)
         if job.state is JobState.PAUSED:
-            return job
-        return self._save(job, state=JobState.PAUSED, next_run_at=None, paused_at=self._clock.now())
+            return None
+        return {"state": JobState.PAUSED, "next_run_at": None, "paused_at": now}
 
     def resume(self, user_id: str, job_id: str, catch_up: bool = False) -> Job:
         """Resume from the first fire after now; with ``catch_up``, from the first fire after the pause, so
         that the fires missed while paused run one after another."""
-        job = self._active_or_paused(user_id, job_id)
+        return self._save(user_id, job_id, lambda job, now: self._resumed(job, now, catch_up))
+
+    def _resumed(self, job: Job, now: datetime, catch_up: bool) -> dict[str, Any] | None:
+        self._check_not_cancelled(job)
         if job.state is JobState.ACTIVE:
-            return job
-        now = self._clock.now()
+            return None
         since = (job.paused_at or now) if catch_up else now
         first = job.schedule.next_fire_after(since - timedelta(milliseconds=1) if catch_up else since)
         if first is None:
             raise Conflict("the schedule has no fire left after now; nothing to resume")
-        return self._save(job, state=JobState.ACTIVE, next_run_at=first)
+        return {"state": JobState.ACTIVE, "next_run_at": first}
 
     def run_now(self, user_id: str, job_id: str) -> ScheduledExecution:
         """A manual run, due now, recorded in history with trigger MANUAL (allowed on paused jobs)."""
         job = self.get(user_id, job_id)
-        if job.state is JobState.CANCELLED:
-            raise Conflict("the job is cancelled")
-        now = self._clock.now()
-        row = self._plan(job, now, now, Trigger.MANUAL)
-        self._store.schedule([row])
-        return row
+        self._check_not_cancelled(job)
+        due = self._clock.now()
+        rows: list[ScheduledExecution] = []
+
+        def write(at: datetime) -> None:
+            rows[:] = [self._plan(job, due, at, Trigger.MANUAL)]
+            self._store.schedule(rows)
+
+        self._write_in_time(write)
+        return rows[0]
 
     def change(self, user_id: str, job_id: str, changes: JobChanges) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
-        job = self.get(user_id, job_id)
-        if job.state is JobState.CANCELLED:
-            raise Conflict("the job is cancelled")
-        now = self._clock.now()
+        return self._save(user_id, job_id, lambda job, now: self._changed(job, now, changes))
+
+    def _changed(self, job: Job, now: datetime, changes: JobChanges) -> dict[str, Any]:
+        self._check_not_cancelled(job)
         updates: dict[str, Any] = {}
         if changes.topic is not None:
             updates["topic"] = self._check_topic(changes.topic)
@@ -241,25 +271,57 @@ class JobService:
             updates["schedule"] = schedule
         if job.state is JobState.PAUSED:
             next_run_at = None
-        return self._save(job, next_run_at=next_run_at, **updates)
+        return {"next_run_at": next_run_at, **updates}
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _active_or_paused(self, user_id: str, job_id: str) -> Job:
-        job = self.get(user_id, job_id)
+    @staticmethod
+    def _check_not_cancelled(job: Job) -> None:
         if job.state is JobState.CANCELLED:
             raise Conflict("the job is cancelled")
-        return job
 
-    def _save(self, job: Job, **changes: Any) -> Job:
-        """A new version of ``job`` with its next run (if any) planned under that version."""
+    def _save(
+        self, user_id: str, job_id: str, decide: Callable[[Job, datetime], dict[str, Any] | None]
+    ) -> Job:
+        """Read the job, ``decide`` its changes (None: nothing to do), and write them as a new version with
+        its next run planned under that version, on condition that no other change landed since the read.
+        A lost race re-reads and decides again (a user's intent applies to the job as it now stands), a
+        few times, then answers 409 with the current version."""
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            job = self.get(user_id, job_id)
+            now = self._clock.now()
+            changes = decide(job, now)
+            if changes is None:
+                return job
+            updated = job.with_changes(version=job.version + 1, updated_at=now, **changes)
+            if self._write_update(updated, job.version):
+                return updated
+        current = self.get(user_id, job_id)
+        raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")
+
+    def _write_update(self, updated: Job, expected_version: int) -> bool:
+        """Compare-and-set ``updated`` with its next run's row placed as of the moment of writing; a row
+        that landed too late for its scan is placed and written again under the same version."""
+        due = updated.next_run_at if updated.state is JobState.ACTIVE else None
+        if due is None:
+            return self._store.update(updated, [], expected_version)
         now = self._clock.now()
-        updated = job.with_changes(version=job.version + 1, updated_at=now, **changes)
-        row = None
-        if updated.state is JobState.ACTIVE and updated.next_run_at is not None:
-            row = self._plan(updated, updated.next_run_at, now, Trigger.SCHEDULE)
-        self._store.update(updated, row)
-        return updated
+        row = self._plan(updated, due, now, Trigger.SCHEDULE)
+        if not self._store.update(updated, [row], expected_version):
+            return False
+        if not placed_in_time([row.bucket], self._clock.now()):
+            self._write_in_time(lambda at: self._store.schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
+        return True
+
+    def _write_in_time(self, write: Callable[[datetime], None]) -> None:
+        """Run ``write(now)``, which places its rows as seen at ``now`` and writes them, until a write returns
+        in time for the scans of the buckets it placed them in (see ``domain.placement``)."""
+        for _ in range(MAX_PLACEMENTS):
+            started = self._clock.now()
+            write(started)
+            if placed_in_time([place(started, started)[0]], self._clock.now()):
+                return
+        raise Unavailable("the database keeps answering too slowly for the scans; the write may have to be retried")
 
     def _plan(self, job: Job, due_at: datetime, now: datetime, trigger: Trigger) -> ScheduledExecution:
         return plan_execution(job, due_at, now, self._rules.segment_count, trigger=trigger)

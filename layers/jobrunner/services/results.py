@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, ScheduledExecution, Trigger
+from jobrunner.domain.placement import placed_anew, placed_in_time
 from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.domain.time import rfc3339
 from jobrunner.ports import OutboundMessage, Outcome
@@ -112,12 +113,21 @@ class ResultsService:
             retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
                                    attempt=record.attempt + 1, scheduled_at=record.scheduled_at)
             self._store.finish(Outcome(finished, retry, ExecutionStatus.SCHEDULED if latest else None))
+            self._keep_in_time(retry)
             return "retrying"
         # Dead-letter first: if the write after it fails, the result is retried and the dead letter
         # may be sent twice (same execution_id), but never lost.
         self._publisher.publish([dead_letter(job, finished, self._rules.dead_letter_topic)])
         self._store.finish(Outcome(finished, None, status if latest else None))
         return "dead_lettered"
+
+
+    def _keep_in_time(self, row: ScheduledExecution) -> None:
+        """A retry row whose write returned after its bucket's scan may have finished is placed and
+        written again from now (``domain.placement``); the copy left behind is never read."""
+        while not placed_in_time([row.bucket], self._clock.now()):
+            row = placed_anew(row, self._clock.now())
+            self._store.schedule([row])
 
 
 def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:

@@ -2,16 +2,26 @@
 
 One scan owns one partition through a lease. It streams the PLANNED lane in due order, polls the
 LATE lane about every second (rows written after the scan may have started), and for each group of
-due rows: reads their jobs, drops rows that are stale (cancelled, paused or re-planned job), publishes
-the rest, having first recorded each one as RUNNING (so that no worker result can arrive for an
-execution the store does not know), then atomically plans the next run and removes the row.
+due rows: reads their jobs, drops rows that are stale (cancelled job, or a fire re-planned under a
+newer job version), publishes the rest, having first recorded each one as RUNNING (so that no worker
+result can arrive for an execution the store does not know), then atomically plans the next run and
+removes the row.
 
 Failure handling, in order of the steps:
-- publish fails: the rows stay in the partition and are retried with backoff within the scan;
-- the history/next-run write fails: retried without publishing again;
+- a read fails (the planned stream, a late poll, the jobs): retried with backoff within the scan; a
+  broken planned stream resumes after the last row it yielded;
+- publish fails: the rows stay in the partition and are retried with backoff within the scan; a row
+  that still cannot be published after ``max_publish_attempts`` (a deleted topic, a lost permission)
+  or whose topic is no longer allowed is dead-lettered with its reason and recorded FAILED, so one
+  bad row never holds its partition (and its segment's watermark) back;
+- the history/next-run write fails: retried without publishing again, the next run placed anew at
+  each attempt (a retried write must never land in a partition whose scan has finished);
+- the lease: renewed before every publish so that it outlasts the publish's own bound; a scan that
+  cannot renew stops publishing before its lease can lapse, so no second scan publishes beside it;
 - anything left at the end of the scan's budget: the partition is not marked done, so its lease
   expires and the tick dispatches it again. Rows already published but not completed are then
-  published again with the same ``execution_id`` (the one duplicate a crash can cause).
+  published again with the same ``execution_id`` (the one duplicate a crash can cause), except an
+  execution whose result already came back, which is only completed.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import heapq
 import itertools
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -35,18 +45,21 @@ from jobrunner.domain.jobs import (
     Trigger,
 )
 from jobrunner.domain.messages import execution_message
-from jobrunner.domain.placement import SETTLE
+from jobrunner.domain.placement import SETTLE, placed_anew, placed_in_time
 from jobrunner.domain.time import MINUTE
-from jobrunner.ports import Completion, OutboundMessage, PublishError
+from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
 from jobrunner.services.jobs import plan_execution
+from jobrunner.services.results import dead_letter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
 
 log = logging.getLogger(__name__)
+
+_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,15 @@ class ScanRules:
     overtime: timedelta = timedelta(minutes=3)
     group_size: int = 500
     retry_backoff: timedelta = timedelta(seconds=1)
+    #: The longest one publish may take (the publisher's bound); the lease must outlast it.
+    publish_timeout: timedelta = timedelta(seconds=10)
+    #: Spare lease time kept beyond a publish's bound (clock skew, the renewal's own round trip).
+    lease_margin: timedelta = timedelta(seconds=5)
+    #: Failed publishes of one row before it is dead-lettered instead.
+    max_publish_attempts: int = 5
+    #: Topics a row may still be published to (None: any); a row for another is dead-lettered at once.
+    allowed_topics: frozenset[str] | None = None
+    dead_letter_topic: str = "job-dlq"
 
 
 @dataclass
@@ -73,21 +95,27 @@ class ScanReport:
     dropped: int = 0
     errors: int = 0
     expired: int = 0  # watchdog rows handled
+    dead_lettered: int = 0  # rows that could not be published, sent to the dead-letter topic instead
+    replays_skipped: int = 0  # replayed rows whose execution had already ended: completed, not republished
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
 
 
 def _identity(row: ScheduledExecution) -> tuple[object, ...]:
-    """A row's identity: its clustering key plus the version it was planned under. Two rows of one
-    execution (one stale, one re-planned) are two rows; the scan decides which one is publishable."""
+    """A row's identity: its whole key (the clustering key includes the version it was planned under)."""
     return (row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
 class _Due:
-    """Rows waiting to be published, ordered by due instant (planned stream merged with late polls)."""
+    """Rows waiting to be published, ordered by due instant (planned stream merged with late polls).
 
-    def __init__(self, planned: Iterator[ScheduledExecution]) -> None:
-        self._planned = planned
+    The planned stream is read lazily; when a read of it fails, it is reopened after the last row it
+    yielded, once ``retry_at`` has come."""
+
+    def __init__(self, open_planned: Callable[[ScheduledExecution | None], Iterator[ScheduledExecution]]) -> None:
+        self._open = open_planned
+        self._planned: Iterator[ScheduledExecution] | None = None
+        self._last_read: ScheduledExecution | None = None
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
         #: Late-lane rows already taken, by identity (each poll returns the rows it returned before).
@@ -95,20 +123,34 @@ class _Due:
         #: with its partition (docs/benchmarks.md, "Memory"), only with its late lane.
         self.seen: set[tuple[object, ...]] = set()
         self._head: ScheduledExecution | None = None
-        self._advance_head()
+        #: When the broken planned stream is to be reopened (None: not broken).
+        self.retry_at: datetime | None = None
 
-    def _advance_head(self) -> None:
-        self._head = next(self._planned, None)
+    def open(self, now: datetime, backoff: timedelta) -> None:
+        self._planned = self._open(self._last_read)
+        self.retry_at = None
+        self._advance_head(now, backoff)
+
+    def _advance_head(self, now: datetime, backoff: timedelta) -> None:
+        assert self._planned is not None
+        try:
+            self._head = next(self._planned, None)
+        except Unavailable as exc:
+            log.warning("planned lane read failed, resuming in %s: %s", backoff, exc)
+            self._head, self.retry_at = None, now + backoff
+            return
+        if self._head is not None:
+            self._last_read = self._head
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
         heapq.heappush(self._heap, (max(row.due_at, not_before or row.due_at), next(self._order), row))
 
     def next_at(self) -> datetime | None:
         candidates = [t for t in (self._head.due_at if self._head else None,
-                                  self._heap[0][0] if self._heap else None) if t is not None]
+                                  self._heap[0][0] if self._heap else None, self.retry_at) if t is not None]
         return min(candidates) if candidates else None
 
-    def take(self, now: datetime, limit: int) -> list[ScheduledExecution]:
+    def take(self, now: datetime, limit: int, backoff: timedelta) -> list[ScheduledExecution]:
         out: list[ScheduledExecution] = []
         while len(out) < limit:
             if self._heap and self._heap[0][0] <= now and (
@@ -117,17 +159,36 @@ class _Due:
                 out.append(heapq.heappop(self._heap)[2])
             elif self._head is not None and self._head.due_at <= now:
                 out.append(self._head)
-                self._advance_head()
+                self._advance_head(now, backoff)
             else:
                 break
         return out
 
     def empty(self) -> bool:
-        return self._head is None and not self._heap
+        return self._head is None and not self._heap and self.retry_at is None
 
 
 class _LeaseLost(Exception):
     pass
+
+
+@dataclass
+class _Partition:
+    """One scan's working state."""
+
+    segment: int
+    bucket: datetime
+    owner: str
+    report: ScanReport
+    due: _Due
+    #: When the lease is known to hold until (the last acquire or renewal plus its time to live).
+    lease_until: datetime
+    #: Published rows whose completion is still to be written, with the job they were published for.
+    pending: list[tuple[ScheduledExecution, Job]] = field(default_factory=list)
+    #: Failed publish attempts per row identity (the dead-letter threshold).
+    failures: dict[tuple[object, ...], int] = field(default_factory=dict)
+    #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
+    wrote_here: bool = False
 
 
 class ScanService:
@@ -148,89 +209,141 @@ class ScanService:
         report = ScanReport(segment=segment, bucket=bucket)
         owner = f"{self._owner_prefix}:{uuid.uuid4()}"
         now = self._clock.now()
-        if not self._heartbeats.acquire(segment, bucket, owner, now, self._rules.lease_ttl.total_seconds()):
+        try:
+            acquired = self._heartbeats.acquire(segment, bucket, owner, now, self._rules.lease_ttl.total_seconds())
+        except Unavailable as exc:  # nothing done yet: the tick dispatches the partition again
+            log.warning("could not acquire %s/%s: %s", segment, bucket, exc)
+            report.errors += 1
+            return report
+        if not acquired:
             log.info("partition %s/%s is leased or done; skipping", segment, bucket)
             return report
         report.acquired = True
+        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after))
+        part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl)
         try:
-            self._run(segment, bucket, owner, report)
+            self._run(part)
         except _LeaseLost:
             report.lost_lease = True
             log.warning("lost the lease of %s/%s; stopping", segment, bucket)
         return report
 
-    def _run(self, segment: int, bucket: datetime, owner: str, report: ScanReport) -> None:
+    def _run(self, part: _Partition) -> None:
         rules = self._rules
-        end = bucket + MINUTE + rules.settle
+        end = part.bucket + MINUTE + rules.settle
         deadline = end + rules.overtime
-        due = _Due(self._store.scheduled(bucket, segment, Lane.PLANNED))
-        unfinished: list[Completion] = []
         now = self._clock.now()
+        part.due.open(now, rules.retry_backoff)
         next_poll = now
         next_renew = now + rules.renew_every
         final_poll_done = False
         while True:
             now = self._clock.now()
             if now >= next_renew:
-                self._renew(segment, bucket, owner, now, report)
+                self._renew(part, now)
                 next_renew = now + rules.renew_every
+            if part.due.retry_at is not None and now >= part.due.retry_at:
+                part.due.open(now, rules.retry_backoff)
             if now >= next_poll:
                 polled_at_end = now >= end
-                if self._poll_late(segment, bucket, due):
+                part.wrote_here = False
+                if self._poll_late(part):
                     final_poll_done = final_poll_done or polled_at_end
                 next_poll = now + rules.poll_every
-            if unfinished:
-                unfinished = self._complete(unfinished, report)
-            rows = due.take(now, rules.group_size)
+            if part.pending:
+                self._complete(part)
+            rows = part.due.take(now, rules.group_size, rules.retry_backoff)
             if rows:
-                unfinished += self._publish(rows, now, due, report)
+                self._publish(part, rows, now)
                 continue
-            if final_poll_done and due.empty() and not unfinished:
+            if part.wrote_here:  # our own write into this partition needs one more look at the late lane
+                final_poll_done = False
+            if final_poll_done and part.due.empty() and not part.pending:
                 break
             if now >= deadline:
-                log.error("partition %s/%s left for catch-up with work outstanding", segment, bucket)
+                log.error("partition %s/%s left for catch-up with work outstanding", part.segment, part.bucket)
                 return
-            wake = min(t for t in (due.next_at(), next_poll, next_renew) if t is not None)
+            wake = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
             self._clock.sleep_until(wake)
-        now = self._clock.now()
-        self._beat(segment, owner, now, report)
-        report.finished = self._heartbeats.finish(segment, bucket, owner, now, report.published)
-        if report.finished:
-            states = self._heartbeats.segments([segment])
-            if states and states[0].watermark is not None and states[0].watermark >= bucket - MINUTE:
-                self._heartbeats.advance_watermark(segment, bucket)
+        self._finish(part, deadline)
 
-    def _renew(self, segment: int, bucket: datetime, owner: str, now: datetime, report: ScanReport) -> None:
-        if not self._heartbeats.renew(segment, bucket, owner, now, self._rules.lease_ttl.total_seconds()):
+    def _finish(self, part: _Partition, deadline: datetime) -> None:
+        """Mark the partition done (retrying a failing heartbeat store until the deadline) and move the
+        segment's watermark when this was the next bucket after it."""
+        while True:
+            now = self._clock.now()
+            try:
+                self._beat(part, now)
+                part.report.finished = self._heartbeats.finish(
+                    part.segment, part.bucket, part.owner, now, part.report.published
+                )
+                if part.report.finished:
+                    states = self._heartbeats.segments([part.segment])
+                    if states and states[0].watermark is not None and states[0].watermark >= part.bucket - MINUTE:
+                        self._heartbeats.advance_watermark(part.segment, part.bucket)
+                return
+            except Unavailable as exc:
+                part.report.errors += 1
+                if now >= deadline:  # not marked done: the lease expires and the tick redispatches
+                    log.error("could not mark %s/%s done: %s", part.segment, part.bucket, exc)
+                    return
+                self._clock.sleep_until(now + self._rules.retry_backoff)
+
+    def _renew(self, part: _Partition, now: datetime) -> None:
+        """Extend the lease. Raises ``_LeaseLost`` when another scan owns it, or when the heartbeat store
+        cannot be reached and the lease is about to lapse (so this scan stops before another starts)."""
+        try:
+            renewed = self._heartbeats.renew(
+                part.segment, part.bucket, part.owner, now, self._rules.lease_ttl.total_seconds()
+            )
+        except Unavailable as exc:
+            part.report.errors += 1
+            log.warning("lease renewal of %s/%s failed: %s", part.segment, part.bucket, exc)
+            if now + self._rules.lease_margin >= part.lease_until:
+                raise _LeaseLost from exc
+            return
+        if not renewed:
             raise _LeaseLost
-        self._beat(segment, owner, now, report)
+        part.lease_until = now + self._rules.lease_ttl
+        try:
+            self._beat(part, now)
+        except Unavailable:
+            part.report.errors += 1  # counters only: added to the next beat
 
-    def _beat(self, segment: int, owner: str, now: datetime, report: ScanReport) -> None:
-        self._heartbeats.beat(segment, owner, now, report.published - report.reported)
+    def _lease_covers_publish(self, part: _Partition) -> bool:
+        """Renew if needed so that the lease outlasts a publish started now; False when it cannot."""
+        needed = self._rules.publish_timeout + self._rules.lease_margin
+        now = self._clock.now()
+        if part.lease_until - now < needed:
+            self._renew(part, now)
+        return part.lease_until - self._clock.now() >= needed
+
+    def _beat(self, part: _Partition, now: datetime) -> None:
+        report = part.report
+        self._heartbeats.beat(part.segment, part.owner, now, report.published - report.reported)
         report.reported = report.published
 
-    def _poll_late(self, segment: int, bucket: datetime, due: _Due) -> bool:
+    def _poll_late(self, part: _Partition) -> bool:
         try:
-            for row in self._store.scheduled(bucket, segment, Lane.LATE):
-                if _identity(row) not in due.seen:
-                    due.seen.add(_identity(row))
-                    due.add(row)
+            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE):
+                if _identity(row) not in part.due.seen:
+                    part.due.seen.add(_identity(row))
+                    part.due.add(row)
         except Unavailable as exc:
-            log.warning("late lane poll of %s/%s failed: %s", segment, bucket, exc)
+            log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
             return False
         return True
 
-    def _publish(
-        self, rows: list[ScheduledExecution], now: datetime, due: _Due, report: ScanReport
-    ) -> list[Completion]:
-        """Publish due rows; returns completions still to write (the rest are written or requeued)."""
+    def _publish(self, part: _Partition, rows: list[ScheduledExecution], now: datetime) -> None:
+        """Publish due rows; their completions are written, or left pending for the next attempt."""
+        report, due = part.report, part.due
         retry_at = now + self._rules.retry_backoff
         watchdogs = [r for r in rows if r.trigger is Trigger.TIMEOUT]
         if watchdogs:
-            self._expire(watchdogs, retry_at, due, report)
+            self._expire(part, watchdogs, retry_at)
             rows = [r for r in rows if r.trigger is not Trigger.TIMEOUT]
             if not rows:
-                return []
+                return
         try:
             jobs = self._store.get_many(sorted({(r.user_id, r.job_id) for r in rows}))
         except Unavailable as exc:
@@ -238,77 +351,112 @@ class ScanService:
             report.errors += 1
             for row in rows:
                 due.add(row, not_before=retry_at)
-            return []
+            return
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
-            (live.append((row, job)) if job is not None and _publishable(row, job) else stale.append(row))
+            if job is None or not _publishable(row, job):
+                stale.append(row)
+            elif _already_ended(row, job):  # a replay: the result is in, so only the completion is left
+                report.replays_skipped += 1
+                part.pending.append((row, job))
+            elif self._rules.allowed_topics is not None and job.topic not in self._rules.allowed_topics:
+                self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed", retry_at)
+            else:
+                live.append((row, job))
         if stale:
             try:
                 self._store.drop(stale)
                 report.dropped += len(stale)
             except Unavailable:
                 report.errors += 1  # harmless: a later scan drops them again
+        if live:
+            self._publish_live(part, live, retry_at)
+        self._complete(part)
+
+    def _publish_live(self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime) -> None:
+        report, due = part.report, part.due
+        if not self._lease_covers_publish(part):
+            for row, _ in live:
+                due.add(row, not_before=retry_at)
+            return
         published_at = self._clock.now()
-        records = [self._record(row, published_at) for row, _ in live]
         try:
-            self._store.start(records)
+            self._store.start([_record(row, published_at) for row, _ in live])
         except Unavailable as exc:
             log.warning("history writes failed, retrying: %s", exc)
             report.errors += 1
             for row, _ in live:
                 due.add(row, not_before=retry_at)
-            return []
+            return
         messages = []
         for row, job in live:
             key, value, headers = execution_message(job, row)
             messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
                                             parent_trace=job.trace_parent))
-        failed: set[int] = set()
-        if messages:
-            try:
-                self._publisher.publish(messages)
-            except PublishError as exc:
-                log.warning("publish failed for %d of %d, retrying: %s", len(exc.failed), len(messages), exc)
-                report.errors += 1
-                failed = set(exc.failed)
+        failed: dict[int, str] = {}
+        try:
+            self._publisher.publish(messages, timeout_s=self._rules.publish_timeout.total_seconds())
+        except PublishError as exc:
+            log.warning("publish failed for %d of %d, retrying: %s", len(exc.failed), len(messages), exc)
+            report.errors += 1
+            failed = dict.fromkeys(exc.failed, str(exc))
         acked_at = self._clock.now()
-        completions = []
         for index, (row, job) in enumerate(live):
             if index in failed:
-                due.add(row, not_before=retry_at)
+                attempts = part.failures[_identity(row)] = part.failures.get(_identity(row), 0) + 1
+                if attempts >= self._rules.max_publish_attempts:
+                    self._dead_letter(part, row, job, f"not published after {attempts} attempts: {failed[index]}",
+                                      retry_at)
+                else:
+                    due.add(row, not_before=retry_at + self._rules.retry_backoff * (attempts - 1))
                 continue
+            part.failures.pop(_identity(row), None)
             log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
                                            "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
             report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
-            completions.append(self._completion(row, job, acked_at))
-        return self._complete(completions, report)
+            part.pending.append((row, job))
 
-    @staticmethod
-    def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
-        return ExecutionRecord(
-            job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
-            execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
-            trigger=row.trigger, due_at=row.due_at, published_at=now,
-        )
+    def _dead_letter(self, part: _Partition, row: ScheduledExecution, job: Job, reason: str,
+                     retry_at: datetime) -> None:
+        """Send a row that cannot be published to the dead-letter topic, record its execution FAILED with
+        the reason, and complete it (a recurring job's next fire is planned as usual). If the dead-letter
+        topic cannot be written either (the broker itself is away), the row is retried like any other."""
+        now = self._clock.now()
+        record = replace(_record(row, now), status=ExecutionStatus.FAILED, finished_at=now, error=reason)
+        try:
+            self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
+                                    timeout_s=self._rules.publish_timeout.total_seconds())
+            self._store.finish(Outcome(record, None, ExecutionStatus.FAILED))
+        except (PublishError, Unavailable) as exc:
+            log.warning("dead-lettering failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return
+        log.error("execution dead-lettered: %s", reason,
+                  extra={"job_id": row.job_id, "execution_id": row.execution_id, "attempt": row.attempt})
+        part.failures.pop(_identity(row), None)
+        part.report.dead_lettered += 1
+        part.pending.append((row, job))
 
-    def _expire(self, watchdogs: list[ScheduledExecution], retry_at: datetime, due: _Due, report: ScanReport) -> None:
+    def _expire(self, part: _Partition, watchdogs: list[ScheduledExecution], retry_at: datetime) -> None:
         """Watchdog rows are not published: each fails its execution if that has not reported yet."""
         for row in watchdogs:
             try:
                 if self._results is not None:
                     self._results.expire(row)
                 self._store.drop([row])
-                report.expired += 1
+                part.report.expired += 1
             except (Unavailable, PublishError) as exc:
                 log.warning("watchdog failed, retrying: %s", exc,
                             extra={"job_id": row.job_id, "execution_id": row.execution_id})
-                report.errors += 1
-                due.add(row, not_before=retry_at)
+                part.report.errors += 1
+                part.due.add(row, not_before=retry_at)
 
     def _completion(self, row: ScheduledExecution, job: Job, now: datetime) -> Completion:
+        """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
         next_run_at = None
         if row.trigger is Trigger.SCHEDULE and job.schedule.recurring:
@@ -320,7 +468,7 @@ class ScanService:
                     job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE
                 )
         watchdog = None
-        if job.timeout_s is not None:
+        if job.timeout_s is not None and not _already_ended(row, job):
             watchdog = plan_execution(
                 job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at,
@@ -330,23 +478,65 @@ class ScanService:
             sets_next_run=row.trigger is Trigger.SCHEDULE, watchdog=watchdog,
         )
 
-    def _complete(self, completions: list[Completion], report: ScanReport) -> list[Completion]:
-        if not completions:
-            return []
+    def _complete(self, part: _Partition) -> None:
+        """Write the pending completions, placed as of this attempt; on failure they stay pending."""
+        if not part.pending:
+            return
+        now = self._clock.now()
+        completions = [self._completion(row, job, now) for row, job in part.pending]
         try:
             self._store.complete(completions)
         except Unavailable as exc:
             log.warning("completion writes failed, retrying: %s", exc)
-            report.errors += 1
-            return completions
-        return []
+            part.report.errors += 1
+            return
+        part.pending = []
+        written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
+        if any(r.bucket == part.bucket and r.segment == part.segment for r in written):
+            part.wrote_here = True
+        late = [r for r in written if not placed_in_time([r.bucket], self._clock.now())]
+        if late:
+            self._replace_late(part, late)
+
+    def _replace_late(self, part: _Partition, late: list[ScheduledExecution]) -> None:
+        """Rows whose write returned after their bucket's scan may have finished: place and write them
+        again from now (same executions; a copy left behind is never read, or is a same-id duplicate)."""
+        while late:
+            now = self._clock.now()
+            again = [placed_anew(row, now) for row in late]
+            try:
+                self._store.schedule(again)
+            except Unavailable as exc:
+                part.report.errors += 1
+                log.warning("re-placing late rows failed, retrying: %s", exc)
+                self._clock.sleep_until(now + self._rules.retry_backoff)
+                continue
+            if any(r.bucket == part.bucket and r.segment == part.segment for r in again):
+                part.wrote_here = True
+            late = [r for r in again if not placed_in_time([r.bucket], self._clock.now())]
+
+
+def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
+    return ExecutionRecord(
+        job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
+        execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
+        trigger=row.trigger, due_at=row.due_at, published_at=now,
+    )
+
+
+def _already_ended(row: ScheduledExecution, job: Job) -> bool:
+    """The job's latest execution is this row's, and its result is already in (a crash replay)."""
+    return job.last_execution_id == row.execution_id and job.last_status in _ENDED
 
 
 def _publishable(row: ScheduledExecution, job: Job) -> bool:
+    """Whether ``row`` is still wanted by ``job`` as it now stands. Cancel stops everything. A pause stops
+    the schedule only: retries (and manual runs) of work already requested go on. A scheduled fire is
+    wanted only under the job's current version: any change re-plans the fires it keeps."""
     if job.state is JobState.CANCELLED:
         return False
-    if row.trigger is Trigger.MANUAL:
+    if row.trigger in (Trigger.MANUAL, Trigger.RETRY):
         return True
     if job.state is JobState.PAUSED:
         return False
-    return row.trigger is Trigger.RETRY or row.job_version == job.version
+    return row.job_version == job.version

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
 
 from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.adapters.stores.session import connect
+from jobrunner.domain.time import minute_bucket, utc
 
 if TYPE_CHECKING:
     from jobrunner.config import Settings
@@ -40,7 +42,48 @@ def test_migrate_is_idempotent_and_adds_missing_columns(settings: Settings) -> N
         assert {"timeout_s", "trace_parent", "paused_at", "payload", "version"} <= columns
         tables = {row.table_name for row in admin.execute(
             "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-        assert tables == {"job_table", "task_schedule", "task_history", "job_idempotency"}
+        assert tables == {"job_table", "task_schedule_v2", "task_history", "job_idempotency"}
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()
+
+
+LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
+    next_execution_time timestamp, segment int, lane text, due_at timestamp, job_id text, execution_id text,
+    user_id text, scheduled_at timestamp, attempt int, job_version int, trigger text,
+    PRIMARY KEY ((next_execution_time, segment), lane, due_at, job_id, execution_id))"""
+
+
+def test_migrate_moves_the_rows_of_the_legacy_schedule_table_without_losing_one(settings: Settings) -> None:
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace)
+    admin = connect(cassandra, keyspace=False)
+    now = datetime.now(UTC)
+    future = minute_bucket(now) + timedelta(hours=2)
+    past = minute_bucket(now) - timedelta(minutes=10)  # a bucket whose scan has long finished
+    try:
+        # Given an older keyspace whose task_schedule (no version in its key) holds a future and an overdue row
+        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
+        admin.execute(LEGACY_TABLE.format(keyspace=keyspace), timeout=60)
+        insert = (f"INSERT INTO {keyspace}.task_schedule (next_execution_time, segment, lane, due_at, job_id,"
+                  " execution_id, user_id, scheduled_at, attempt, job_version, trigger)"
+                  " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+        for due in (future + timedelta(seconds=7), past + timedelta(seconds=3)):
+            admin.execute(insert, (minute_bucket(due), 2, "P", due, f"job-{due.minute}", f"exec-{due.minute}",
+                                   "alice", due, 1, 3, "SCHEDULE"))
+        # When the schema is applied (twice)
+        migrate(cassandra)
+        assert not [s for s in migrate(cassandra) if s.startswith("-- moved")]
+        # Then both rows are in task_schedule_v2 under their version: the future one in its own bucket,
+        # the overdue one in a bucket still to be scanned; and the legacy table is empty
+        rows = {r.execution_id: r for r in admin.execute(f"SELECT * FROM {keyspace}.task_schedule_v2")}
+        assert set(rows) == {f"exec-{future.minute}", f"exec-{past.minute}"}
+        moved_future, moved_past = rows[f"exec-{future.minute}"], rows[f"exec-{past.minute}"]
+        assert (utc(moved_future.next_execution_time), moved_future.lane, moved_future.job_version) == (future, "P", 3)
+        assert utc(moved_past.next_execution_time) >= minute_bucket(now) and moved_past.lane == "L"
+        assert utc(moved_past.due_at) == past + timedelta(seconds=3)
+        assert list(admin.execute(f"SELECT * FROM {keyspace}.task_schedule")) == []
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         admin.cluster.shutdown()

@@ -2,12 +2,20 @@
 
 The producer is injected (``kafka_producer``) or built from settings; it is idempotent with
 acks=all, so a broker-side retry never duplicates a message within one producer session.
+
+A publish is bounded in time and leaves nothing behind: the producer's own delivery timeout
+(``delivery_timeout_ms``, after which it gives a message up for good) is shorter than the wait for
+acknowledgements, sends stop being issued early enough for the last one to be acknowledged or given
+up within the bound, and ``publish`` waits for every message's fate before it returns. So when it
+returns or raises, no message of that call is still queued to reach the broker later (a scan whose
+lease ran out could otherwise see its old messages written after another scan took over).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,19 +38,28 @@ class KafkaSettings:
     region: str = "us-east-1"
     linger_ms: int = 5
     compression: str | None = None
-    send_timeout_s: float = 30.0
+    #: The longest a publish may take, when its caller gives no bound of its own.
+    send_timeout_s: float = 10.0
+    #: After this the producer gives a message up for good (never sends it later).
+    delivery_timeout_s: float = 7.0
+
+
+#: Time kept between the producer's delivery timeout and the end of a publish's bound.
+GRACE_S = 1.0
 
 
 def producer_config(settings: KafkaSettings) -> dict[str, Any]:
+    delivery_ms = int(settings.delivery_timeout_s * 1000)
     config: dict[str, Any] = {
         "bootstrap_servers": settings.bootstrap.split(","),
         "acks": "all",
         "enable_idempotence": True,
         "linger_ms": settings.linger_ms,
         "retries": 10,
-        "request_timeout_ms": 15_000,
+        "delivery_timeout_ms": delivery_ms,
+        "request_timeout_ms": delivery_ms - settings.linger_ms - 500,
         "reconnect_backoff_max_ms": 2_000,
-        "max_block_ms": 10_000,  # a send never blocks the scan longer than this when the broker is away
+        "max_block_ms": 2_000,  # a send blocks at most this long when the broker (or the topic) is away
     }
     if settings.compression:
         config["compression_type"] = settings.compression
@@ -66,7 +83,12 @@ class KafkaPublisher(Publisher):
             self._producer = KafkaProducer(**producer_config(self._settings))
         return self._producer
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        budget = self._settings.send_timeout_s if timeout_s is None else timeout_s
+        started = time.monotonic()
+        deadline = started + budget
+        # The last send must leave the producer its delivery timeout to settle that message.
+        send_until = started + max(budget - self._settings.delivery_timeout_s - GRACE_S, min(1.0, budget))
         try:
             producer = self.producer
         except KafkaError as exc:
@@ -74,6 +96,9 @@ class KafkaPublisher(Publisher):
         futures = []
         failed: list[int] = []
         for index, message in enumerate(messages):
+            if time.monotonic() > send_until:  # not sent at all: certainly not written, now or later
+                failed.append(index)
+                continue
             try:
                 futures.append((index, producer.send(
                     message.topic,
@@ -84,14 +109,15 @@ class KafkaPublisher(Publisher):
             except KafkaError as exc:
                 log.warning("send failed: %s", exc)
                 failed.append(index)
-        cause = ""
+        cause = "not sent within the publish's time bound" if failed else ""
         try:
-            producer.flush(timeout=self._settings.send_timeout_s)
+            producer.flush(timeout=max(0.0, deadline - time.monotonic()))
         except KafkaError as exc:
             cause = str(exc)
         for index, future in futures:
             try:
-                future.get(timeout=0)
+                # Waits out the delivery timeout at most: then the message is acknowledged or given up.
+                future.get(timeout=max(0.0, deadline - time.monotonic()))
             except Exception as exc:
                 failed.append(index)
                 cause = cause or f"{type(exc).__name__}: {exc}"

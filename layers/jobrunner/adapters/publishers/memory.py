@@ -17,10 +17,15 @@ class MemoryPublisher(Publisher):
         self.sent: list[OutboundMessage] = []
         #: Number of upcoming publish calls that fail entirely (fault injection for tests).
         self.fail_next = 0
+        #: Topics every message to which fails (a topic deleted or no longer writable).
+        self.broken_topics: set[str] = set()
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
                 raise PublishError(range(len(messages)), "injected failure")
-            self.sent.extend(messages)
+            failed = [i for i, message in enumerate(messages) if message.topic in self.broken_topics]
+            self.sent.extend(m for i, m in enumerate(messages) if i not in failed)
+            if failed:
+                raise PublishError(failed, "UnknownTopicOrPartitionError: the topic is not writable")

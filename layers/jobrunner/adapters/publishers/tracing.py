@@ -25,13 +25,13 @@ class TracingPublisher(Publisher):
     def __init__(self, inner: Publisher) -> None:
         self.inner = inner
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         error: PublishError | None = None
         with contextlib.ExitStack() as spans:
             started = {index: spans.enter_context(_span(message)) for index, message in enumerate(messages)
                        if _traced(message)}
             try:
-                self.inner.publish(messages)
+                self.inner.publish(messages, timeout_s=timeout_s)
             except PublishError as exc:
                 # Raised once the spans are ended, so that only the failed ones are marked.
                 error = exc

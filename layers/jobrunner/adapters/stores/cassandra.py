@@ -13,7 +13,6 @@ batch is written twice (prepare and commit), so this saves two of the scan's row
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cassandra import ConsistencyLevel, DriverException
@@ -24,10 +23,12 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.errors import Unavailable
-from jobrunner.ports import Completion, JobStore, Outcome
+from jobrunner.domain.time import utc
+from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
+    from datetime import datetime
 
     from cassandra.cluster import Session
 
@@ -47,19 +48,29 @@ UPDATE_JOB_RUN = (
 )
 UPDATE_JOB_NEXT_RUN = "UPDATE job_table SET next_run_at = ? WHERE user_id = ? AND job_id = ?"
 INSERT_SCHEDULED = (
-    "INSERT INTO task_schedule (next_execution_time, segment, lane, due_at, job_id, execution_id, user_id,"
-    " scheduled_at, attempt, job_version, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
+    " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_SCHEDULED = (
-    "SELECT * FROM task_schedule WHERE next_execution_time = ? AND segment = ? AND lane = ?"
+    "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ?"
+)
+#: Resuming a broken read: the rows from the last one's due instant on (those up to it are skipped).
+SELECT_SCHEDULED_FROM = (
+    "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at >= ?"
 )
 DELETE_SCHEDULED = (
-    "DELETE FROM task_schedule WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
-    " AND job_id = ? AND execution_id = ?"
+    "DELETE FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
+    " AND job_id = ? AND execution_id = ? AND job_version = ?"
 )
 INSERT_RECORD = (
     "INSERT INTO task_history (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
     " due_at, published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: The record of a publish: every column but the end (status, finished_at, error), which only ``finish``
+#: writes, so a replayed publish never moves an ended execution back to RUNNING.
+INSERT_RECORD_STARTED = (
+    "INSERT INTO task_history (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
+    " published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_RECORDS = "SELECT * FROM task_history WHERE job_id = ? LIMIT ?"
 SELECT_RECORDS_SAME_TIME = (
@@ -69,7 +80,7 @@ SELECT_RECORDS_BEFORE = "SELECT * FROM task_history WHERE job_id = ? AND executi
 SELECT_RECORD = "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt = ?"
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, retry = ?, timeout_s = ?,"
-    " paused_at = ?, updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ?"
+    " paused_at = ?, updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
@@ -81,7 +92,8 @@ CLAIM_IDEMPOTENCY_KEY = (
 
 STATEMENTS = (
     INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_NEXT_RUN, INSERT_SCHEDULED, SELECT_SCHEDULED,
-    DELETE_SCHEDULED, INSERT_RECORD, SELECT_RECORDS, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
+    SELECT_SCHEDULED_FROM, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
+    SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
 )
 
@@ -109,6 +121,8 @@ class CassandraJobStore(JobStore):
         if prepared is None:
             prepared = _guard(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+            if " IF " in cql:  # a lightweight transaction: its Paxos round stays in the local datacenter
+                prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
             self._prepared[cql] = prepared
         return prepared
 
@@ -144,22 +158,31 @@ class CassandraJobStore(JobStore):
                 found[(row.user_id, row.job_id)] = codec.job_from_row(row)
         return found
 
-    def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]:
-        stmt = self._stmt(SELECT_SCHEDULED)
+    def scheduled(
+        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+    ) -> Iterator[ScheduledExecution]:
+        params: tuple[Any, ...]
+        if after is None:
+            stmt, params = self._stmt(SELECT_SCHEDULED), (bucket, segment, lane.value)
+        else:  # one clustering column in the slice (Keyspaces-safe); the rest of the key is compared here
+            stmt, params = self._stmt(SELECT_SCHEDULED_FROM), (bucket, segment, lane.value, after.due_at)
         stmt.fetch_size = self._page_size
-        result = _guard(lambda: self._session.execute(stmt, (bucket, segment, lane.value)))
+        result = _guard(lambda: self._session.execute(stmt, params))
         rows = iter(result)
+        skip_to = codec.scheduled_order(after) if after is not None else None
         while True:  # the driver fetches the next page lazily inside next()
             row = _guard(lambda: next(rows, None))
             if row is None:
                 return
-            yield codec.scheduled_from_row(row)
+            scheduled = codec.scheduled_from_row(row)
+            if skip_to is None or codec.scheduled_order(scheduled) > skip_to:
+                yield scheduled
 
     def start(self, records: Sequence[ExecutionRecord]) -> None:
         statements: list[tuple[Any, Sequence[Any] | None]] = []
         for record in records:
             batch = self._batch(BatchType.UNLOGGED)  # idempotent and repaired by a retry: see the module doc
-            batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
+            batch.add(self._stmt(INSERT_RECORD_STARTED), codec.started_record_values(record))
             batch.add(self._stmt(UPDATE_JOB_RUN), (record.published_at, record.execution_id, record.status.value,
                                                    record.user_id, record.job_id))
             statements.append((batch, None))
@@ -197,12 +220,15 @@ class CassandraJobStore(JobStore):
             records += [codec.record_from_row(row) for row in older]
         return records
 
-    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
-        batch = self._batch()
-        batch.add(self._stmt(UPDATE_JOB_USER_FIELDS), (*codec.job_user_fields(job), job.user_id, job.job_id))
-        if next_row is not None:
-            batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(next_row))
-        _guard(lambda: self._session.execute(batch))
+    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+        # Rows first: a job that names a next run always has its row. A conditional write cannot share a
+        # batch with other partitions, so the compare-and-set on the job is a statement of its own.
+        self.schedule(rows)
+        params = (*codec.job_user_fields(job), job.user_id, job.job_id, expected_version)
+        applied = _guard(lambda: self._session.execute(self._stmt(UPDATE_JOB_USER_FIELDS), params).one()).applied
+        if not applied:
+            self.drop(rows)
+        return bool(applied)
 
     def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
         stmt = self._stmt(INSERT_SCHEDULED)
@@ -218,13 +244,14 @@ class CassandraJobStore(JobStore):
         page = jobs[:limit]
         return page, encode_job_cursor(page[-1].job_id) if len(jobs) > limit else None
 
-    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
-        claimed_at = datetime.now(UTC)
-        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind((user_id, key, job_id, fingerprint, claimed_at))
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
+        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind(
+            (claim.user_id, claim.key, claim.job_id, claim.fingerprint, claim.claimed_at)
+        )
         row = _guard(lambda: self._session.execute(bound).one())
         if row.applied:
-            return job_id, fingerprint
-        return row.job_id, row.fingerprint
+            return claim
+        return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
 
     def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
         params = (job_id, scheduled_at, attempt)

@@ -90,14 +90,17 @@ def scheduled_from_row(row: Any) -> ScheduledExecution:
 
 def scheduled_values(row: ScheduledExecution) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_SCHEDULED``."""
-    return (
-        row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id,
-        row.user_id, row.scheduled_at, row.attempt, row.job_version, row.trigger.value,
-    )
+    return (*scheduled_key(row), row.user_id, row.scheduled_at, row.attempt, row.trigger.value)
 
 
 def scheduled_key(row: ScheduledExecution) -> tuple[Any, ...]:
-    return (row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id)
+    """The primary key of a ``task_schedule_v2`` row, in column order."""
+    return (row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id, row.job_version)
+
+
+def scheduled_order(row: ScheduledExecution) -> tuple[Any, ...]:
+    """Where a row sorts within its lane (its clustering key after the lane)."""
+    return (row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
 def record_from_row(row: Any) -> ExecutionRecord:
@@ -107,12 +110,20 @@ def record_from_row(row: Any) -> ExecutionRecord:
         attempt=row.attempt,
         execution_id=row.execution_id,
         user_id=row.user_id,
-        status=ExecutionStatus(row.status),
+        status=ExecutionStatus(row.status) if row.status else ExecutionStatus.RUNNING,
         trigger=Trigger(row.trigger),
         due_at=utc(row.due_at),
         published_at=_ts(row.published_at),
         finished_at=_ts(row.finished_at),
         error=row.error,
+    )
+
+
+def started_record_values(record: ExecutionRecord) -> tuple[Any, ...]:
+    """Values in the column order of ``INSERT_RECORD_STARTED`` (no status: see that statement)."""
+    return (
+        record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id,
+        record.trigger.value, record.due_at, record.published_at,
     )
 
 

@@ -8,17 +8,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
-from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
-from jobrunner.ports import Completion, JobStore, Outcome
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, ScheduledExecution
+from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-_RowKey = tuple[datetime, int, Lane, datetime, str, str]
+_RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
+_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
 
 
 def _row_key(row: ScheduledExecution) -> _RowKey:
-    return (row.bucket, row.segment, row.lane, row.due_at, row.job_id, row.execution_id)
+    return (row.bucket, row.segment, row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
 class MemoryJobStore(JobStore):
@@ -27,7 +28,7 @@ class MemoryJobStore(JobStore):
         self.jobs: dict[tuple[str, str], Job] = {}
         self.rows: dict[_RowKey, ScheduledExecution] = {}
         self.records: dict[tuple[str, datetime, int], ExecutionRecord] = {}
-        self.idempotency: dict[tuple[str, str], tuple[str, str]] = {}
+        self.idempotency: dict[tuple[str, str], IdempotencyClaim] = {}
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
         with self._lock:
@@ -43,9 +44,12 @@ class MemoryJobStore(JobStore):
         with self._lock:
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
-    def scheduled(self, bucket: datetime, segment: int, lane: Lane) -> Iterator[ScheduledExecution]:
+    def scheduled(
+        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+    ) -> Iterator[ScheduledExecution]:
         with self._lock:
-            keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane))
+            keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane)
+                          and (after is None or k > _row_key(after)))
         for key in keys:  # like a paged read: rows removed meanwhile are not returned
             with self._lock:
                 row = self.rows.get(key)
@@ -55,7 +59,11 @@ class MemoryJobStore(JobStore):
     def start(self, records: Sequence[ExecutionRecord]) -> None:
         with self._lock:
             for record in records:
-                self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
+                key = (record.job_id, record.scheduled_at, record.attempt)
+                known = self.records.get(key)
+                if known is not None and known.status in _ENDED:  # never backwards: the end stays
+                    record = replace(record, status=known.status, finished_at=known.finished_at, error=known.error)
+                self.records[key] = record
                 job = self.jobs.get((record.user_id, record.job_id))
                 if job is not None:
                     self.jobs[(job.user_id, job.job_id)] = replace(
@@ -87,15 +95,22 @@ class MemoryJobStore(JobStore):
             mine = [r for r in mine if (r.scheduled_at, r.attempt) < before]
         return mine[:limit]
 
-    def update(self, job: Job, next_row: ScheduledExecution | None) -> None:
+    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         with self._lock:
+            for row in rows:
+                self.rows[_row_key(row)] = row
+        with self._lock:  # a separate step, as in Cassandra: a scan may read the rows in between
             current = self.jobs.get((job.user_id, job.job_id))
-            if current is not None:  # the run fields belong to the scan and results
-                job = replace(job, created_at=current.created_at, last_run_at=current.last_run_at,
-                              last_execution_id=current.last_execution_id, last_status=current.last_status)
-            self.jobs[(job.user_id, job.job_id)] = job
-            if next_row is not None:
-                self.rows[_row_key(next_row)] = next_row
+            if current is None or current.version != expected_version:
+                for row in rows:
+                    self.rows.pop(_row_key(row), None)
+                return False
+            # the run fields belong to the scan and results
+            self.jobs[(job.user_id, job.job_id)] = replace(
+                job, created_at=current.created_at, last_run_at=current.last_run_at,
+                last_execution_id=current.last_execution_id, last_status=current.last_status,
+            )
+            return True
 
     def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:
@@ -111,9 +126,9 @@ class MemoryJobStore(JobStore):
         page = mine[:limit]
         return page, (encode_job_cursor(page[-1].job_id) if len(mine) > limit else None)
 
-    def claim_idempotency_key(self, user_id: str, key: str, job_id: str, fingerprint: str) -> tuple[str, str]:
+    def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
         with self._lock:
-            return self.idempotency.setdefault((user_id, key), (job_id, fingerprint))
+            return self.idempotency.setdefault((claim.user_id, claim.key), claim)
 
     def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
         with self._lock:

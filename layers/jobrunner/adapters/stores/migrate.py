@@ -3,6 +3,12 @@
 Creates the keyspace (replication depends on the environment), then runs every statement of every
 ``cql/*.cql`` file in name order. Each statement is ``IF NOT EXISTS``, so running it again is a no-op.
 On Keyspaces DDL is asynchronous, so after each CREATE TABLE it waits for the table to be ACTIVE.
+
+Then it moves the rows of ``task_schedule`` (an older keyspace's table, whose key lacked the job
+version) into ``task_schedule_v2``, each placed anew as of now so that one whose bucket was already
+scanned lands in the partition being scanned (see ``domain.placement``), and deletes the moved rows.
+Running it again moves nothing twice. Run it once more after the new code is live, for rows an old
+writer may have added meanwhile (``docs/deploy.md``).
 """
 
 from __future__ import annotations
@@ -11,10 +17,17 @@ import argparse
 import os
 import re
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cassandra import ConsistencyLevel
+from cassandra.query import SimpleStatement
+
+from jobrunner.adapters.stores import codec
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.cql_schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores.session import CassandraSettings, connect
+from jobrunner.domain.placement import placed_anew
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -62,6 +75,37 @@ def _add_missing_columns(session: Session, settings: CassandraSettings, table: T
     return added
 
 
+LEGACY_SCHEDULE = "task_schedule"
+
+
+def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = None) -> int:
+    """Move every row of the legacy ``task_schedule`` table into ``task_schedule_v2``; returns how many.
+
+    A full read of the old table (token-range paging, which Keyspaces supports); each row is written
+    to the new table before it is deleted from the old one, so a crash in between leaves a copy, never
+    a loss (a copy is the same execution, under the same ``execution_id``)."""
+    tables = {row.table_name for row in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
+    if LEGACY_SCHEDULE not in tables:
+        return 0
+    store = CassandraJobStore(session)
+    delete = session.prepare(
+        f"DELETE FROM {LEGACY_SCHEDULE} WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
+        " AND job_id = ? AND execution_id = ?"
+    )
+    delete.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+    read = SimpleStatement(f"SELECT * FROM {LEGACY_SCHEDULE}", fetch_size=500,
+                           consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+    moved = 0
+    for row in session.execute(read):
+        old = codec.scheduled_from_row(row)
+        store.schedule([placed_anew(old, now or datetime.now(UTC))])
+        session.execute(delete, (row.next_execution_time, row.segment, row.lane, row.due_at, row.job_id,
+                                 row.execution_id))
+        moved += 1
+    return moved
+
+
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
     """Apply the schema (tables created, missing columns added); returns the statements run."""
     session = connect(settings, keyspace=False)
@@ -81,6 +125,9 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
             if settings.mode == "keyspaces":
                 _wait_active(session, settings.keyspace, match.group(1))
             applied += _add_missing_columns(session, settings, parse_table(statement))
+        moved = move_legacy_rows(session, settings.keyspace)
+        if moved:
+            applied.append(f"-- moved {moved} row(s) from {LEGACY_SCHEDULE} to task_schedule_v2")
         return applied
     finally:
         session.cluster.shutdown()

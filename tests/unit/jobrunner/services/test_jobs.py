@@ -20,7 +20,7 @@ from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, T
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
-from jobrunner.ports import ScanRequest
+from jobrunner.ports import IdempotencyClaim, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 
@@ -204,7 +204,7 @@ def test_claimed_key_whose_job_was_never_written_creates_it_under_the_claimed_id
 ) -> None:
     # Given a first request that claimed the key and then died before writing its job
     new = NewJob(At(BUCKET), {"n": 1})
-    store.claim_idempotency_key("alice", "key-1", "job-of-the-first-request", new.fingerprint())
+    store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-of-the-first-request", new.fingerprint(), NOW))
     # When the client retries
     job, created = service.submit("alice", new, "key-1")
     # Then the job is created, under the id the key is bound to, with its first run
@@ -221,7 +221,8 @@ def test_claimed_key_whose_job_was_never_written_creates_it_under_the_claimed_id
 def test_claimed_key_of_a_different_request_is_a_conflict_even_without_its_job(
     store: MemoryJobStore, service: JobService
 ) -> None:
-    store.claim_idempotency_key("alice", "key-1", "job-of-the-first-request", "another-fingerprint")
+    store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-of-the-first-request", "another-fingerprint",
+                                                 NOW))
     with pytest.raises(Conflict):
         service.submit("alice", NewJob(At(BUCKET), {}), "key-1")
     assert store.jobs == {} and store.rows == {}
@@ -591,7 +592,9 @@ def test_payload_change_keeps_the_next_run_and_replans_the_same_execution_under_
     assert (changed.payload, changed.next_run_at, changed.version, changed.schedule) == (
         {"n": 2}, BUCKET, 2, job.schedule
     )
-    [after] = rows_of(store, job)  # planned into the same place: the row is rewritten
+    # planned into the same place under the new version: a row of its own beside the stale one
+    stale, after = rows_of(store, job)
+    assert stale == before
     assert (after.execution_id, after.due_at, after.job_version) == (before.execution_id, BUCKET, 2)
     _, sent = scan(store, clock, job, BUCKET)
     assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [(before.execution_id, {"n": 2})]

@@ -61,7 +61,7 @@ class TimedPublisher(MemoryPublisher):
         self.clock = clock
         self.times: list[datetime] = []
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         super().publish(messages)
         self.times.extend(self.clock.now() for _ in messages)
 
@@ -233,7 +233,7 @@ class CheckingPublisher(TimedPublisher):
         self.store = store
         self.known_at_publish: list[tuple[ExecutionStatus | None, str | None]] = []
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         for m in messages:
             record = self.store.find_record(m.value["job_id"], m.value["execution_id"])
             job = self.store.get(m.value["user_id"], m.value["job_id"])

@@ -37,7 +37,7 @@ class FailingPublisher(MemoryPublisher):
         super().__init__()
         self.failed = failed
 
-    def publish(self, messages: Sequence[OutboundMessage]) -> None:
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         super().publish(messages)
         raise PublishError(self.failed, "broker away")
 
@@ -62,7 +62,7 @@ def test_the_spans_end_only_once_the_inner_publish_returns(spans: InMemorySpanEx
     ended_during_publish: list[int] = []
 
     class Watching(MemoryPublisher):
-        def publish(self, messages: Sequence[OutboundMessage]) -> None:
+        def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
             ended_during_publish.append(len(spans.get_finished_spans()))
             super().publish(messages)
 
