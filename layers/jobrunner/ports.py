@@ -183,8 +183,9 @@ class Publisher(ABC):
     otherwise it raises ``PublishError`` naming the unacknowledged ones, which the caller must treat
     as not published (they may still have been written: at-least-once). It returns or raises within
     about ``timeout_s`` (the publisher's own bound when None), and once it has, none of its messages is
-    still queued: each was acknowledged or has definitively failed, so nothing this call sent can reach
-    the broker later (a scan relies on this to stop publishing before its lease can lapse).
+    still queued or retried by the publisher: each was acknowledged or has definitively failed (a
+    request already on the wire may still be applied, as for any at-least-once send). A scan relies on
+    this to stop publishing before its lease can lapse.
     """
 
     @abstractmethod
@@ -201,6 +202,8 @@ class SegmentState:
     last_heartbeat: datetime | None = None
     last_owner: str | None = None
     published_total: int = 0
+    #: Partitions set aside after failing again and again (``HeartbeatStore.park``), until done.
+    parked: frozenset[datetime] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,8 @@ class PartitionState:
     lease_expires_at: datetime | None
     done: bool
     published: int = 0
+    #: How many times a scan has leased this partition (each successful ``acquire``).
+    attempts: int = 0
 
 
 class HeartbeatStore(ABC):
@@ -219,12 +224,21 @@ class HeartbeatStore(ABC):
     Contract:
     - A lease is per (segment, bucket). ``acquire`` succeeds for at most one owner at a time: when
       there is no lease, the lease has expired, or the caller already owns it; never once the
-      partition is done.
+      partition is done. Each success adds one to the partition's ``attempts`` (a refusal does not).
     - ``renew`` extends the caller's lease and returns False when the caller no longer owns it
       (the scan must then stop publishing).
     - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
     - ``advance_watermark`` only ever moves a segment's watermark forward.
     - ``beat`` records a heartbeat and adds to the segment's counters.
+    - ``park`` adds partitions to the segment's ``parked`` set and ``unpark`` removes them; both are
+      idempotent and leave the rest of the segment's state alone (``unpark`` of a segment never seen
+      creates nothing). The tick parks a partition that keeps failing before moving the watermark past
+      it, and unparks it only once it is done, so a partition behind the watermark is done or parked.
+    - ``record_segment_count`` records a segment count in use and returns the highest ever recorded:
+      the record only moves up, so the segments of a larger, earlier count are still scanned.
+    - Conditional refusals are answers (False), never errors. Backend failures (throttling, timeouts,
+      an unreachable endpoint, any other service error) raise ``jobrunner.domain.errors.Unavailable``,
+      from every method, so the caller may retry; a write that raised may or may not have happened.
     """
 
     @abstractmethod
@@ -237,7 +251,8 @@ class HeartbeatStore(ABC):
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...
 
     @abstractmethod
-    def segments(self, segments: Iterable[int]) -> list[SegmentState]: ...
+    def segments(self, segments: Iterable[int]) -> list[SegmentState]:
+        """States of the given segments, in segment order; ones never written are absent."""
 
     @abstractmethod
     def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
@@ -248,6 +263,15 @@ class HeartbeatStore(ABC):
 
     @abstractmethod
     def beat(self, segment: int, owner: str, now: datetime, published: int) -> None: ...
+
+    @abstractmethod
+    def park(self, segment: int, buckets: Iterable[datetime]) -> None: ...
+
+    @abstractmethod
+    def unpark(self, segment: int, buckets: Iterable[datetime]) -> None: ...
+
+    @abstractmethod
+    def record_segment_count(self, count: int) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ what a change means is what the scan then publishes or drops.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,16 +15,19 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound
+from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import IdempotencyClaim, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
 
@@ -683,3 +686,118 @@ def test_another_tenant_cannot_change_pause_resume_or_run(store: MemoryJobStore,
         with pytest.raises(JobNotFound):
             action()
     assert stored(store, job) == job and store.rows == rows
+
+
+# -- races and faults of everyday operations (#12) ---------------------------------------------------------
+
+
+class RacingStore(MemoryJobStore):
+    """A store that lets another request land right after a read (two API calls interleaving), can defer
+    a ``create`` that then fails (a write that times out and lands later), and can be slow to claim."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.after_get: list[Callable[[], object]] = []
+        self.deferred: list[Callable[[], None]] = []
+        self.defer_next_create = False
+        self.claim_takes = timedelta(0)
+
+    def get(self, user_id: str, job_id: str) -> Job | None:
+        job = super().get(user_id, job_id)
+        while self.after_get:
+            self.after_get.pop(0)()
+        return job
+
+    def create(self, job: Job, first: ScheduledExecution | None) -> None:
+        if self.defer_next_create:
+            self.defer_next_create = False
+            self.deferred.append(lambda: super(RacingStore, self).create(job, first))
+            raise Unavailable("write timeout: the coordinator did not hear back in time")
+        super().create(job, first)
+
+    def claim_idempotency_key(self, *args: Any) -> Any:
+        self.clock.advance(self.claim_takes)
+        return super().claim_idempotency_key(*args)
+
+
+@pytest.fixture
+def racing(clock: ManualClock) -> RacingStore:
+    return RacingStore(clock)
+
+
+def test_a_cancel_landing_between_a_patchs_read_and_write_wins(racing: RacingStore, clock: ManualClock) -> None:
+    # Given a job, and a PATCH whose read is followed at once by a DELETE of the same job
+    service = JobService(racing, clock, RULES)
+    job = every_minute(service)
+    racing.after_get.append(lambda: service.cancel("alice", job.job_id))
+    # When the PATCH writes
+    with pytest.raises(Conflict):
+        service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    # Then the job stays cancelled, and nothing is published
+    assert stored(racing, job).state is JobState.CANCELLED
+    _, sent = scan(racing, clock, job, BUCKET)
+    assert sent == []
+
+
+def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: RacingStore, clock: ManualClock) -> None:
+    # Given a job, and two PATCHes of its schedule that both read version 1
+    service = JobService(racing, clock, RULES)
+    job = every_minute(service)
+    racing.after_get.append(lambda: service.change("alice", job.job_id, JobChanges(schedule=At(at(10, 40)))))
+    # When the second one writes after the first
+    changed = service.change("alice", job.job_id, JobChanges(schedule=At(at(10, 20))))
+    # Then only its fire is published, and the job is the second one's (applied over the first)
+    _, sent = scan(racing, clock, job, BUCKET)
+    assert [m.value["scheduled_at"] for m in sent] == ["2026-11-22T10:10:20.000Z"]
+    assert (changed.schedule, changed.version) == (At(at(10, 20)), 3)
+
+
+def test_a_retry_after_an_ambiguous_failure_builds_the_same_job(racing: RacingStore, clock: ManualClock) -> None:
+    # Given a submission with a key whose write timed out but lands later (after the client's retry)
+    service = JobService(racing, clock, RULES)
+    new = NewJob(Every(timedelta(minutes=5)), {"n": 1})
+    racing.defer_next_create = True
+    with pytest.raises(Unavailable):
+        service.submit("alice", new, "key-1")
+    # When the client retries 30 s later, and then the first write lands
+    clock.advance(timedelta(seconds=30))
+    job, _ = service.submit("alice", new, "key-1")
+    racing.deferred.pop()()
+    # Then there is one job with one first fire, as of the first request
+    fires = {(r.scheduled_at, r.execution_id) for r in rows_of(racing, job)}
+    assert fires == {(NOW + timedelta(minutes=5), execution_id_for(job.job_id, NOW + timedelta(minutes=5), 1,
+                                                                   Trigger.SCHEDULE))}
+    assert stored(racing, job).schedule == job.schedule == Every(timedelta(minutes=5), start=NOW + timedelta(minutes=5))
+
+
+def test_a_slow_idempotency_claim_does_not_strand_a_job_due_within_seconds(
+    racing: RacingStore, clock: ManualClock
+) -> None:
+    # Given a job due 3 s from now, whose idempotency claim takes 70 s (a slow lightweight transaction)
+    service = JobService(racing, clock, RULES)
+    racing.claim_takes = timedelta(seconds=70)
+    job, _ = service.submit("alice", NewJob(At(NOW + timedelta(seconds=3)), {}), "key-1")
+    # Then its row is in a bucket whose scan cannot have finished when the write returned
+    [row] = rows_of(racing, job)
+    assert clock.now() <= row.bucket + timedelta(minutes=1, seconds=5)
+    _, sent = scan(racing, clock, job, row.bucket)
+    assert [m.key for m in sent] == [job.job_id]
+
+
+def test_a_pause_keeps_the_retries_of_an_execution_already_published(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a one-time job whose execution failed and has a retry planned
+    job = service.submit("alice", NewJob(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
+    _, [message] = scan(store, clock, job, BUCKET)
+    results = ResultsService(store, MemoryPublisher(), clock, ResultRules(segment_count=RULES.segment_count),
+                             jitter=lambda: 1.0)
+    assert results.apply(WorkerReport(message.value["execution_id"], job.job_id, False, "boom",
+                                      scheduled_at=at(10, 5), attempt=1)) == "retrying"
+    # When the job is paused before the retry is due
+    service.pause("alice", job.job_id)
+    [retry] = rows_of(store, job)
+    _, sent = scan(store, clock, job, retry.bucket)
+    # Then the retry still runs (a pause stops the schedule, not the work already in flight)
+    assert [(m.value["attempt"], m.value["trigger"]) for m in sent] == [(2, "RETRY")]

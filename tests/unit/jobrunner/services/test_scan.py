@@ -18,13 +18,14 @@ from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lan
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
-    from jobrunner.domain.jobs import ExecutionRecord
+    from jobrunner.domain.jobs import ExecutionRecord, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage
 
@@ -319,3 +320,282 @@ def test_watermark_stays_behind_a_gap(world: World) -> None:
     world.heartbeats.advance_watermark(0, BUCKET - 2 * MINUTE)
     assert world.scan().finished
     assert world.heartbeats.segments([0])[0].watermark == BUCKET - 2 * MINUTE
+
+
+# -- everyday operations and faults racing the scan (#12) ---------------------------------------------
+
+
+class HookedStore(MemoryJobStore):
+    """A store that runs queued actions just before a named method (a user's request landing in between
+    two steps of the scan), and can fail or slow down named methods."""
+
+    def __init__(self, clock: ManualClock | None = None) -> None:
+        super().__init__()
+        self.clock = clock
+        self.before: dict[str, list[Callable[[], None]]] = {}
+        #: method name -> instant until which it raises Unavailable
+        self.failing_until: dict[str, datetime] = {}
+        #: method name -> number of calls left that raise Unavailable
+        self.failing_calls: dict[str, int] = {}
+
+    def _hook(self, name: str) -> None:
+        actions = self.before.get(name) or []
+        while actions:
+            actions.pop(0)()
+        if self.failing_calls.get(name, 0) > 0:
+            self.failing_calls[name] -= 1
+            raise Unavailable(f"{name}: injected failure")
+        until = self.failing_until.get(name)
+        if until is not None and self.clock is not None and self.clock.now() < until:
+            raise Unavailable(f"{name}: injected failure")
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        self._hook("get_many")
+        return super().get_many(keys)
+
+    def complete(self, completions: Sequence[Any]) -> None:
+        self._hook("complete")
+        super().complete(completions)
+
+    def start(self, records: Sequence[ExecutionRecord]) -> None:
+        self._hook("start")
+        super().start(records)
+
+
+def hooked_world() -> World:
+    world = World()
+    world.store = HookedStore(world.clock)
+    world.__post_init__()
+    return world
+
+
+def scan_bucket(world: World, bucket: datetime) -> ScanReport:
+    world.clock.sleep_until(bucket - timedelta(seconds=30))
+    return world.scans.scan(ScanRequest(segment=0, bucket=bucket))
+
+
+def fires(world: World, job: Job) -> list[datetime]:
+    return sorted({datetime.fromisoformat(m.value["scheduled_at"].replace("Z", "+00:00"))
+                   for m in world.publisher.sent if m.key == job.job_id})
+
+
+def just_before_the_job_read_at(world: World, instant: datetime, action: Callable[[], object]) -> None:
+    """Run ``action`` once the scan has taken the rows due at ``instant`` and before it reads their jobs."""
+    store = world.store
+    assert isinstance(store, HookedStore)
+    world.clock.script = [(instant - timedelta(seconds=1),
+                           lambda: store.before.setdefault("get_many", []).append(lambda: action() and None))]
+
+
+def test_a_payload_change_just_before_a_fire_keeps_a_recurring_job_firing() -> None:
+    # Given a job every 10 s whose next rows land in the late lane of the bucket being scanned
+    world = hooked_world()
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    # When its payload changes as the scan takes the 10:01:20 row (version 1), before it reads the job
+    just_before_the_job_read_at(world, at(20), lambda: world.jobs.change(
+        "alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True)))
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then it still fires every 10 s, with the new payload from 10:01:20 on, and is planned ahead
+    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
+                                                                                                     40, 50)]
+    assert {m.value["payload"]["n"] for m in world.publisher.sent if m.value["scheduled_at"] >= "2026-11-22T10:01:20"} \
+        == {2}
+    assert world.job(job).next_run_at == at(0, minute=3)
+
+
+def test_a_resume_just_before_a_fire_keeps_a_recurring_job_firing() -> None:
+    # Given a job every 10 s, paused and resumed with catch-up as the scan takes its 10:01:20 row
+    world = hooked_world()
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    just_before_the_job_read_at(world, at(20), lambda: (world.jobs.pause("alice", job.job_id),
+                                                        world.jobs.resume("alice", job.job_id, catch_up=True)))
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then no fire is missing and the job is planned ahead
+    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
+                                                                                                     40, 50)]
+    assert world.job(job).next_run_at == at(0, minute=3)
+
+
+def test_a_payload_change_between_the_job_read_and_the_completion_keeps_the_job_firing() -> None:
+    # Given a job every 10 s, and a PATCH that lands after the scan read the job for its 10:01:20 fire
+    # (and published it) but before the scan wrote that fire's completion
+    world = hooked_world()
+    store = world.store
+    assert isinstance(store, HookedStore)
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    world.clock.script = [(at(19), lambda: store.before.setdefault("complete", []).append(
+        lambda: world.jobs.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))))]
+    # When the minute and the next are scanned
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then no fire is missing, and the one fire published twice carries one execution_id
+    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
+                                                                                                     40, 50)]
+    ids = {(m.value["scheduled_at"], m.value["execution_id"]) for m in world.publisher.sent}
+    assert len(ids) == len(fires(world, job))
+    assert world.job(job).next_run_at == at(0, minute=3)
+
+
+def test_a_completion_retried_past_the_end_of_its_partition_lands_where_a_scan_will_read_it() -> None:
+    # Given a job every 10 s from 10:01:45, whose completions fail from 10:01:46 to 10:01:12 of the next
+    # minute (throttled writes): the 10:01:55 row, first placed in this bucket, is written after its end
+    world = hooked_world()
+    store = world.store
+    assert isinstance(store, HookedStore)
+    job = world.submit(Every(timedelta(seconds=10), start=at(45)))
+    store.failing_until["complete"] = at(12, minute=2)
+    world.clock.script = [(at(46), lambda: None)]
+    # When this minute's scan ends and the next minutes are scanned
+    first = world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    scan_bucket(world, BUCKET + 2 * MINUTE)
+    # Then no fire was lost (the late ones are published late, in order)
+    assert first.finished
+    assert fires(world, job)[:3] == [at(45), at(55), at(5, minute=2)]
+    assert fires(world, job)[-1] == at(55, minute=3)
+
+
+def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world: World) -> None:
+    # Given a job on a topic every publish to which fails (deleted, or the permission lost)
+    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
+                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.clock.set(SUBMITTED)
+    bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
+    good = world.submit(At(at(40)))
+    world.publisher.broken_topics = {"payroll"}
+    # When its partition is scanned
+    report = world.scan()
+    # Then after a few attempts the execution goes to the dead-letter topic with its reason, the history
+    # says FAILED and why, the other job fires on time, and the partition is done
+    [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert dead.value["job_id"] == bad.job_id and "not published after 5 attempts" in dead.value["error"]
+    record = world.store.records[(bad.job_id, at(17), 1)]
+    assert record.status is ExecutionStatus.FAILED and "UnknownTopicOrPartition" in (record.error or "")
+    assert [t for e, t in world.published() if e != dead.value["execution_id"]][-1:] == [at(40)]
+    assert fires(world, good) == [at(40)]
+    assert (report.finished, report.dead_lettered) == (True, 1)
+    assert world.store.rows == {}
+
+
+def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
+    # Given a job on a topic that the operator has since removed from the allow list
+    job = world.submit(At(at(17)))
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, allowed_topics=frozenset({"other"})))
+    report = world.scan()
+    [dead] = world.publisher.sent
+    assert (dead.topic, dead.value["job_id"]) == ("job-dlq", job.job_id)
+    assert "no longer allowed" in dead.value["error"]
+    assert (report.finished, report.dead_lettered, report.published) == (True, 1, 0)
+
+
+class BreakingStream(HookedStore):
+    """The planned lane's read breaks once after ``after`` rows (a driver timeout while paging)."""
+
+    def __init__(self, clock: ManualClock, after: int) -> None:
+        super().__init__(clock)
+        self.after = after
+
+    def scheduled(self, bucket: datetime, segment: int, lane: Lane,
+                  after: ScheduledExecution | None = None) -> Iterator[ScheduledExecution]:
+        rows = super().scheduled(bucket, segment, lane, after) if after else super().scheduled(bucket, segment, lane)
+        for index, row in enumerate(rows):
+            if lane is Lane.PLANNED and index == self.after and self.after >= 0:
+                self.after = -1
+                raise Unavailable("read timeout while paging")
+            yield row
+
+
+def test_a_read_error_in_the_middle_of_the_planned_lane_is_retried_and_nothing_is_lost() -> None:
+    world = World()
+    world.store = BreakingStream(world.clock, after=2)
+    world.__post_init__()
+    jobs = [world.submit(At(at(s))) for s in (5, 10, 15, 20, 25)]
+    report = world.scan()
+    assert [t for _, t in world.published()][:2] == [at(5), at(10)]
+    assert sorted(m.key for m in world.publisher.sent) == sorted(j.job_id for j in jobs)
+    assert report.finished and world.store.rows == {}
+
+
+class FlakyHeartbeats(MemoryHeartbeatStore):
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+        if self.failures > 0:
+            self.failures -= 1
+            raise Unavailable("throttled")
+        return super().renew(segment, bucket, owner, now, ttl_s)
+
+
+def test_a_failed_lease_renewal_is_retried_and_the_scan_goes_on() -> None:
+    world = World(heartbeats=FlakyHeartbeats(failures=1))
+    jobs = [world.submit(At(at(s))) for s in (5, 30, 55)]
+    report = world.scan()
+    assert sorted(m.key for m in world.publisher.sent) == sorted(j.job_id for j in jobs)
+    assert report.finished
+
+
+class LeaseCheckingPublisher(TimedPublisher):
+    """Notes, at each publish, how long the scan's lease still had to run."""
+
+    def __init__(self, clock: ManualClock, heartbeats: MemoryHeartbeatStore) -> None:
+        super().__init__(clock)
+        self.heartbeats = heartbeats
+        self.lease_left: list[float] = []
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        [state] = self.heartbeats.partitions([(0, BUCKET)])
+        assert state.lease_expires_at is not None
+        self.lease_left.append((state.lease_expires_at - self.clock.now()).total_seconds())
+        self.timeouts.append(timeout_s)
+        super().publish(messages)
+
+    timeouts: list[float | None] = []
+
+
+def test_every_publish_is_bounded_and_starts_with_enough_lease_left_to_outlast_it(world: World) -> None:
+    # Given rows due every few seconds (so publishes fall at every point between two renewals)
+    for s in range(1, 60, 3):
+        world.submit(At(at(s)))
+    world.publisher = publisher = LeaseCheckingPublisher(world.clock, world.heartbeats)
+    publisher.timeouts = []
+    rules = ScanRules(segment_count=1)
+    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, rules)
+    world.scan()
+    # Then each publish was given the scan's bound, and the lease outlasted that bound plus the margin
+    assert publisher.timeouts and set(publisher.timeouts) == {rules.publish_timeout.total_seconds()}
+    assert min(publisher.lease_left) >= (rules.publish_timeout + rules.lease_margin).total_seconds()
+
+
+def test_a_replay_after_the_result_came_back_is_completed_without_publishing_again() -> None:
+    # Given an execution published, then reported SUCCESS, whose scan died before completing its row
+    world = hooked_world()
+    store = world.store
+    assert isinstance(store, HookedStore)
+    job = world.submit(Every(timedelta(minutes=5), start=at(17)))
+    results = ResultsService(world.store, world.publisher, world.clock, ResultRules(segment_count=1))
+
+    def report_success_then_die() -> None:
+        [message] = world.publisher.sent
+        results.apply(WorkerReport(message.value["execution_id"], job.job_id, True, scheduled_at=at(17), attempt=1))
+        raise Crash
+
+    store.before["complete"] = [report_success_then_die]
+    with pytest.raises(Crash):
+        world.scan()
+    # When the partition is scanned again once the dead scan's lease has expired
+    world.clock.advance(timedelta(minutes=1))
+    again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then nothing is published again, the execution stays SUCCESS, and the next fire is planned
+    assert len(world.publisher.sent) == 1
+    assert world.store.records[(job.job_id, at(17), 1)].status is ExecutionStatus.SUCCESS
+    assert (again.finished, again.replays_skipped) == (True, 1)
+    assert world.job(job).next_run_at == at(17, minute=6)
+
+
+class Crash(BaseException):
+    """The scan's process dies (a kill -9 at that point)."""

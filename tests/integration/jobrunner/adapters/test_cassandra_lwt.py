@@ -1,0 +1,54 @@
+"""The lightweight transactions of the Cassandra store keep their Paxos round in the local datacenter
+(LOCAL_SERIAL, which Amazon Keyspaces accepts), on a real Cassandra."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from cassandra import ConsistencyLevel
+
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.domain.jobs import Job
+from jobrunner.domain.schedules import Every
+from jobrunner.ports import IdempotencyClaim
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+class RecordingSession:
+    """The real session, noting the serial consistency of every statement it is asked to run."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.serial: list[tuple[str, Any]] = []
+
+    def execute(self, query: Any, parameters: Any = None, **kwargs: Any) -> Any:
+        text = getattr(query, "query_string", None) or getattr(getattr(query, "prepared_statement", None),
+                                                               "query_string", str(query))
+        self.serial.append((text, query.serial_consistency_level))
+        return self.session.execute(query, parameters, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+def test_every_lightweight_transaction_runs_at_local_serial(cassandra_session: Any) -> None:
+    session = RecordingSession(cassandra_session)
+    store = CassandraJobStore(session)  # type: ignore[arg-type]
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    job = Job(user_id=user, job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=NOW),
+              payload={}, topic="jobs", created_at=NOW, updated_at=NOW, next_run_at=NOW)
+    # When a key is claimed and a job updated (both conditional writes)
+    claim = IdempotencyClaim(user, "key-1", job.job_id, "fp", NOW)
+    assert store.claim_idempotency_key(claim) == claim
+    store.create(job, None)
+    assert store.update(job.with_changes(version=2), [], expected_version=1)
+    # Then both ran at LOCAL_SERIAL, and they are the only conditional statements
+    conditional = [(text, level) for text, level in session.serial if " IF " in text]
+    assert [text.split()[0] for text, _ in conditional] == ["INSERT", "UPDATE"]
+    assert {level for _, level in conditional} == {ConsistencyLevel.LOCAL_SERIAL}
