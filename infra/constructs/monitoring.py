@@ -3,12 +3,16 @@
 Application metrics come from Powertools (EMF) in namespace ``JobRunner`` with the dimension
 ``service=jobrunner`` (``jobrunner.observability``): ``ExecutionsPublished``, ``MaxLatenessMs``,
 ``ScansDispatched`` today; ``Retries``, ``DeadLetters`` and ``WatermarkLagSeconds`` (the tick: the
-largest lag of any segment's watermark behind the current minute, in seconds) as they are added.
-A per-segment lag (the same metric with a ``segment`` dimension too) is drawn when it exists.
+largest lag of any segment's watermark behind the current minute, in seconds) as they are added;
+``ParkedPartitions`` and ``HeartbeatUnavailableSegments`` (the tick: partitions whose scans failed
+again and again, set aside and retried with backoff until done; segments whose heartbeat reads or
+writes failed on that tick). A per-segment lag (the same metric with a ``segment`` dimension too) is
+drawn when it exists.
 
 Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email subscription when
 ``alarm_email`` is set):
 - watermark more than 2 minutes behind for 3 minutes, or no lag reported at all (tick not running);
+- a partition parked (its scans failed ``park_after`` times: an execution waits, retried with backoff);
 - the tick not invoked for 5 minutes; scan function errors; failed scan or tick events in their queues;
 - executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors.
 """
@@ -76,6 +80,9 @@ class Monitoring(Construct):
                     periods=3,
                     comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD, missing=cw.TreatMissingData.BREACHING,
                     description="A segment's watermark is more than 2 minutes behind (or the tick reports no lag).")
+        self._alarm("ParkedPartitions", app_metric("ParkedPartitions", "Maximum", FIVE_MINUTES), 1,
+                    description="A partition's scans failed again and again: it is parked and retried with backoff "
+                                "while the other minutes go on; its executions wait (check the scan logs).")
         self._alarm("TickNotRunning", tick.metric_invocations(period=FIVE_MINUTES, statistic="Sum"), 1,
                     comparison=cw.ComparisonOperator.LESS_THAN_THRESHOLD, missing=cw.TreatMissingData.BREACHING,
                     description="The minute tick was not invoked for 5 minutes.")
@@ -118,6 +125,13 @@ class Monitoring(Construct):
             cw.GraphWidget(title="Retries and dead letters", width=12,
                            left=[app_metric("Retries", "Sum", label="retries"),
                                  app_metric("DeadLetters", "Sum", label="dead letters")]),
+        )
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Parked partitions and unreadable segments (tick)", width=24,
+                           left=[app_metric("ParkedPartitions", "Maximum", label="parked partitions"),
+                                 app_metric("HeartbeatUnavailableSegments", "Sum",
+                                            label="segments with heartbeat errors")],
+                           left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm (parked)")]),
         )
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Function errors", width=8,

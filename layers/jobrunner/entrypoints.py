@@ -40,8 +40,15 @@ def run_tick(event: dict[str, Any]) -> dict[str, Any]:
     report = services.ticks.tick(event_time, services.clock.now())
     metrics.add_metric(name="ScansDispatched", unit=MetricUnit.Count, value=len(report.dispatched))
     metrics.add_metric(name="WatermarkLagSeconds", unit=MetricUnit.Seconds, value=report.max_lag_s)
-    logger.info("tick", extra={"target": report.target.isoformat(), "dispatched": len(report.dispatched)})
-    return {"target": report.target.isoformat(), "dispatched": len(report.dispatched)}
+    # Partitions whose scans failed again and again, set aside and retried with backoff (alarmed on).
+    metrics.add_metric(name="ParkedPartitions", unit=MetricUnit.Count, value=report.parked_total)
+    metrics.add_metric(name="HeartbeatUnavailableSegments", unit=MetricUnit.Count, value=len(report.unavailable))
+    result = {
+        "target": report.target.isoformat(), "dispatched": len(report.dispatched),
+        "segments": report.segment_count, "parked": report.parked_total, "unavailable": report.unavailable,
+    }
+    logger.info("tick", extra=result)
+    return result
 
 
 def run_scan(event: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +58,8 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     report = services.scans.scan(request)
     metrics.add_metric(name="ExecutionsPublished", unit=MetricUnit.Count, value=report.published)
+    if report.dead_lettered:  # rows that could not be published (the results function counts the same way)
+        metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=report.dead_lettered)
     metrics.add_metric(name="ScanDurationSeconds", unit=MetricUnit.Seconds, value=time.monotonic() - started)
     if report.lateness_ms:
         metrics.add_metric(name="MaxLatenessMs", unit=MetricUnit.Milliseconds, value=max(report.lateness_ms))
@@ -63,7 +72,8 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     result = {
         "segment": report.segment, "minute": report.bucket.isoformat(), "acquired": report.acquired,
         "finished": report.finished, "lost_lease": report.lost_lease, "published": report.published,
-        "dropped": report.dropped, "errors": report.errors,
+        "dropped": report.dropped, "errors": report.errors, "dead_lettered": report.dead_lettered,
+        "replays_skipped": report.replays_skipped,
     }
     logger.info("scan", extra=result)
     return result

@@ -60,3 +60,67 @@ def test_beat_records_the_heartbeat_and_adds_up_counters(heartbeat_store: Heartb
     heartbeat_store.beat(7, "b", T0 + timedelta(seconds=10), 3)
     [state] = heartbeat_store.segments([7, 8])
     assert (state.last_heartbeat, state.last_owner, state.published_total) == (T0 + timedelta(seconds=10), "b", 8)
+
+
+def test_acquire_counts_every_attempt_and_only_successful_ones(heartbeat_store: HeartbeatStore) -> None:
+    # Given a partition leased twice in turn (its first scan died), and one refused acquire in between
+    assert heartbeat_store.acquire(9, BUCKET, "a", T0, 30)
+    assert not heartbeat_store.acquire(9, BUCKET, "b", T0 + timedelta(seconds=1), 30)
+    assert heartbeat_store.acquire(9, BUCKET, "b", T0 + timedelta(seconds=31), 30)
+    # Then it counts two attempts, which renewing and finishing keep
+    assert heartbeat_store.renew(9, BUCKET, "b", T0 + timedelta(seconds=40), 30)
+    assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
+    assert heartbeat_store.finish(9, BUCKET, "b", T0 + timedelta(seconds=41), 1)
+    assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
+    assert not heartbeat_store.acquire(9, BUCKET, "c", T0 + timedelta(hours=1), 30)
+    assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
+
+
+def test_parked_partitions_are_kept_with_their_segment_until_unparked(heartbeat_store: HeartbeatStore) -> None:
+    later = BUCKET + timedelta(minutes=1)
+    # Given a segment with a watermark and counters
+    heartbeat_store.advance_watermark(10, BUCKET + timedelta(minutes=5))
+    heartbeat_store.beat(10, "a", T0, 4)
+    # When two partitions are parked, one of them twice
+    heartbeat_store.park(10, [BUCKET, later])
+    heartbeat_store.park(10, [BUCKET])
+    # Then the segment lists both, and keeps its watermark and counters
+    [state] = heartbeat_store.segments([10])
+    assert state.parked == frozenset({BUCKET, later})
+    assert (state.watermark, state.last_owner, state.published_total) == (BUCKET + timedelta(minutes=5), "a", 4)
+    # When one is unparked (twice: harmless), the other stays
+    heartbeat_store.unpark(10, [BUCKET])
+    heartbeat_store.unpark(10, [BUCKET])
+    assert heartbeat_store.segments([10])[0].parked == frozenset({later})
+    heartbeat_store.unpark(10, [later])
+    [state] = heartbeat_store.segments([10])
+    assert (state.parked, state.watermark) == (frozenset(), BUCKET + timedelta(minutes=5))
+    # And the watermark and beats leave the parked set alone
+    heartbeat_store.park(10, [later])
+    heartbeat_store.advance_watermark(10, BUCKET + timedelta(minutes=9))
+    heartbeat_store.beat(10, "b", T0, 1)
+    assert heartbeat_store.segments([10])[0].parked == frozenset({later})
+
+
+def test_parking_on_a_segment_never_seen_before(heartbeat_store: HeartbeatStore) -> None:
+    heartbeat_store.park(11, [BUCKET])
+    [state] = heartbeat_store.segments([11])
+    assert (state.segment, state.watermark, state.parked) == (11, None, frozenset({BUCKET}))
+    heartbeat_store.unpark(12, [BUCKET])  # nothing parked there: harmless
+    assert heartbeat_store.segments([12]) == []
+
+
+def test_the_segment_count_on_record_only_moves_up(heartbeat_store: HeartbeatStore) -> None:
+    assert heartbeat_store.record_segment_count(16) == 16
+    assert heartbeat_store.record_segment_count(32) == 32
+    assert heartbeat_store.record_segment_count(8) == 32  # lowered: the highest is still scanned
+    assert heartbeat_store.record_segment_count(32) == 32
+    assert heartbeat_store.record_segment_count(33) == 33
+    assert heartbeat_store.segments([0, 1]) == []  # the record is not a segment
+
+
+def test_a_partition_asked_for_twice_is_listed_once(heartbeat_store: HeartbeatStore) -> None:
+    assert heartbeat_store.acquire(13, BUCKET, "a", T0, 30)
+    assert [s.bucket for s in heartbeat_store.partitions([(13, BUCKET), (13, BUCKET)])] == [BUCKET]
+    heartbeat_store.advance_watermark(13, BUCKET)
+    assert [s.segment for s in heartbeat_store.segments([13, 13])] == [13]

@@ -1,10 +1,26 @@
 """Segments: the unit of parallelism of the scan.
 
 A job's segment is a stable hash of its id modulo the segment count, so every run of a job lands in
-the same segment for a given count. Changing the count moves jobs between segments; rows already
-written keep the segment they were written with, and the scan of that (minute, segment) still runs
-for every segment below the larger of the old and new counts, so nothing is stranded while both
-counts are scanned.
+the same segment for a given count. Changing the count, up or down, loses nothing:
+
+- Every writer (the API, the scan planning next runs, retries) puts a new row in
+  ``segment_of(job_id, current count)``. Rows already written keep the segment they were written
+  with, and some are planned far ahead (an ``at`` job next year).
+- The heartbeat table records the highest count ever used (``HeartbeatStore.record_segment_count``,
+  only ever raised; the tick records its count every minute), and the tick scans every segment below
+  ``max(current count, highest on record)``. After the count is lowered, the retired segments are
+  still scanned every minute: their rows are published when due, and each next run is planned into a
+  segment of the current count, so they drain by themselves. After it is raised, a new segment starts
+  ``JOBRUNNER_INITIAL_LOOKBACK_MINUTES`` back, before any row written under the new count is due.
+- The cost: one idle scan per retired segment per minute, for as long as the record stays raised
+  (one invocation that waits for its minute and polls an empty late lane about once a second until
+  just after it: about 100 small reads and a few heartbeat writes). Nothing can tell that a retired
+  segment is empty without reading every future minute of it, so the record is never lowered
+  automatically; an operator who has checked that no ``task_schedule_v2`` row has a segment at or
+  above the new count may lower ``highest_segment_count`` by hand.
+- Re-homing rows at the change (rewriting each row of a retired segment into its new segment) would
+  save the idle scans, but needs a full scan of ``task_schedule_v2`` racing the live scans; draining
+  needs none.
 """
 
 from __future__ import annotations

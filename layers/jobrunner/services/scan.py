@@ -510,6 +510,8 @@ class ScanService:
                 part.report.errors += 1
                 log.warning("re-placing late rows failed, retrying: %s", exc)
                 self._clock.sleep_until(now + self._rules.retry_backoff)
+                if part.lease_until - self._clock.now() < self._rules.lease_ttl / 2:
+                    self._renew(part, self._clock.now())  # keeps the partition ours, or stops the scan
                 continue
             if any(r.bucket == part.bucket and r.segment == part.segment for r in again):
                 part.wrote_here = True

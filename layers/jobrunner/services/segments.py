@@ -1,15 +1,26 @@
-"""Segment health: how far behind each segment's watermark is, and who last scanned it."""
+"""Segment health: how far behind each segment's watermark is, and who last scanned it.
+
+Every segment below the highest count on record is listed, as the tick scans them: after the count
+is lowered, the retired segments (``retired``) are still scanned, so that their rows drain. Reading
+the health records the configured count too (``HeartbeatStore.record_segment_count``), since the API
+that serves it writes rows under that count; when that fails (a role that may only read the table),
+the configured count is listed, which is then at least the one on record.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import MINUTE, minute_bucket
 
 if TYPE_CHECKING:
     from jobrunner.ports import Clock, HeartbeatStore
+
+log = logging.getLogger(__name__)
 
 #: A segment whose watermark is more than this behind the running minute is unhealthy (alarm in AWS).
 MAX_HEALTHY_LAG = timedelta(minutes=2)
@@ -24,6 +35,10 @@ class SegmentHealth:
     last_owner: str | None
     published_total: int
     healthy: bool
+    #: At or above the configured count: kept scanned for the rows written under a larger count.
+    retired: bool = False
+    #: Partitions whose scans kept failing, retried with backoff until done (jobrunner.services.tick).
+    parked: int = 0
 
 
 class SegmentService:
@@ -33,11 +48,13 @@ class SegmentService:
         self._segment_count = segment_count
 
     def health(self) -> list[SegmentHealth]:
-        """One entry per segment; lag is from the end of the watermark's minute to the current minute."""
+        """One entry per segment; lag is from the end of the watermark's minute to the current minute.
+        A segment is healthy when its lag is at most ``MAX_HEALTHY_LAG`` and it has no parked partition."""
         now = self._clock.now()
-        states = {s.segment: s for s in self._heartbeats.segments(range(self._segment_count))}
+        segments = range(self._covered())
+        states = {s.segment: s for s in self._heartbeats.segments(segments)}
         out = []
-        for segment in range(self._segment_count):
+        for segment in segments:
             state = states.get(segment)
             watermark = state.watermark if state else None
             lag = None
@@ -48,6 +65,17 @@ class SegmentService:
                 last_heartbeat=state.last_heartbeat if state else None,
                 last_owner=state.last_owner if state else None,
                 published_total=state.published_total if state else 0,
-                healthy=lag is not None and lag <= MAX_HEALTHY_LAG.total_seconds(),
+                healthy=lag is not None and lag <= MAX_HEALTHY_LAG.total_seconds() and not (state and state.parked),
+                retired=segment >= self._segment_count,
+                parked=len(state.parked) if state else 0,
             ))
         return out
+
+    def _covered(self) -> int:
+        """The segments the tick scans: the configured count, or the highest on record when larger."""
+        try:
+            return max(self._segment_count, self._heartbeats.record_segment_count(self._segment_count))
+        except Unavailable as exc:
+            # A refused write means the configured count is above the record, so it is the larger one.
+            log.warning("segment count on record unavailable: %s", exc)
+            return self._segment_count

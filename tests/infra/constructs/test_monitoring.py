@@ -48,12 +48,23 @@ def test_watermark_lag_alarm(template: Template) -> None:
     assert lag["TreatMissingData"] == "breaching"
 
 
+def test_parked_partitions_alarm(template: Template) -> None:
+    # A partition whose scans failed again and again is set aside (retried with backoff): someone must look
+    (parked,) = [a for a in _alarms(template).values() if a.get("MetricName") == "ParkedPartitions"]
+
+    assert (parked["Namespace"], parked["Dimensions"]) == ("JobRunner", [{"Name": "service", "Value": "jobrunner"}])
+    assert (parked["Statistic"], parked["Period"], parked["EvaluationPeriods"]) == ("Maximum", 300, 1)
+    assert (parked["Threshold"], parked["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert parked["TreatMissingData"] == "notBreaching"  # a tick that stops reporting has its own alarm
+
+
 def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> None:
     alarms = _alarms(template).values()
 
     metrics = sorted(a.get("MetricName", "") for a in alarms)
-    assert metrics == sorted(["WatermarkLagSeconds", "Invocations", "Errors", "ApproximateNumberOfMessagesVisible",
-                              "ApproximateNumberOfMessagesVisible", "DeadLetters", "5XXError", "Errors"])
+    assert metrics == sorted(["WatermarkLagSeconds", "ParkedPartitions", "Invocations", "Errors",
+                              "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "DeadLetters",
+                              "5XXError", "Errors"])
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["AlarmActions"] == [{"Ref": topic}] == a["OKActions"] for a in alarms)
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
@@ -66,7 +77,7 @@ def test_dashboard_draws_the_application_metrics(template: Template) -> None:
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
 
     for metric in ("ExecutionsPublished", "MaxLatenessMs", "ScansDispatched", "WatermarkLagSeconds", "Retries",
-                   "DeadLetters", "ConcurrentExecutions"):
+                   "DeadLetters", "ConcurrentExecutions", "ParkedPartitions", "HeartbeatUnavailableSegments"):
         assert metric in body
     assert "SEARCH(" in body
     assert dashboard["Properties"]["DashboardName"] == "jobrunner-test"

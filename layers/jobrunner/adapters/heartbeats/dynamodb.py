@@ -2,14 +2,20 @@
 
 Table layout (key: ``segment`` N, ``minute`` N):
 - ``minute = 0``: the segment's summary item: ``watermark`` (epoch ms of the last fully scanned
-  minute), ``last_heartbeat``, ``last_owner``, ``published_total``.
+  minute), ``last_heartbeat``, ``last_owner``, ``published_total``, and ``parked`` (a number set:
+  the epoch ms of the partitions set aside after failing again and again, until they are done).
 - ``minute = <epoch ms>``: one item per scanned partition: ``owner``, ``lease_expires`` (epoch ms),
-  ``done``, ``published``, and ``expires_at`` (epoch s, the table's TTL attribute) for clean-up.
-All lease changes are conditional writes, so two scans can never both hold one partition.
+  ``done``, ``published``, ``attempts`` (successful acquires), and ``expires_at`` (epoch s, the
+  table's TTL attribute) for clean-up. A parked partition is leased again at least every backoff cap
+  (far less than the 3 days it is kept), so its item does not expire while it is parked.
+- ``segment = -1, minute = 0``: the table's own item: ``highest_segment_count``, only ever raised.
+All lease changes are conditional writes, so two scans can never both hold one partition. Every
+botocore error (other than a refused condition, which is an answer) becomes ``Unavailable``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -19,11 +25,17 @@ from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from datetime import datetime
 
 SUMMARY = 0
+#: The key (``segment``) of the table's own item, which no segment can have.
+TABLE_ITEM = -1
 KEEP_PARTITION_ITEMS_S = 3 * 24 * 3600
+#: BatchGetItem calls that may leave keys unprocessed (throttling) before the read gives up.
+BATCH_GET_ATTEMPTS = 8
+BATCH_GET_BACKOFF_S = 0.05
+BATCH_GET_BACKOFF_CAP_S = 1.0
 
 
 def _n(value: int | float) -> dict[str, str]:
@@ -36,22 +48,32 @@ def _conditional_failed(exc: ClientError) -> bool:
 
 
 class DynamoDBHeartbeatStore(HeartbeatStore):
-    def __init__(self, table_name: str, dynamodb_client: Any) -> None:
+    def __init__(
+        self, table_name: str, dynamodb_client: Any, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self._table = table_name
         self._client = dynamodb_client
+        self._sleep = sleep
 
     def _key(self, segment: int, minute: int) -> dict[str, Any]:
         return {"segment": _n(segment), "minute": _n(minute)}
 
-    def _conditional_update(self, **kwargs: Any) -> bool:
+    def _call(self, operation: str, **kwargs: Any) -> Any:
+        """One DynamoDB operation on the table; a refused condition propagates as ClientError."""
         try:
-            self._client.update_item(TableName=self._table, **kwargs)
+            return getattr(self._client, operation)(TableName=self._table, **kwargs)
         except ClientError as exc:
             if _conditional_failed(exc):
-                return False
+                raise
             raise Unavailable(f"heartbeat table: {exc}") from exc
         except BotoCoreError as exc:
             raise Unavailable(f"heartbeat table: {exc}") from exc
+
+    def _conditional_update(self, **kwargs: Any) -> bool:
+        try:
+            self._call("update_item", **kwargs)
+        except ClientError:  # only a refused condition gets here
+            return False
         return True
 
     def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
@@ -93,16 +115,24 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
         )
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # BatchGetItem refuses a request that names one key twice.
+        keys = list({(k["segment"]["N"], k["minute"]["N"]): k for k in keys}.values())
         items: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {self._table: {"Keys": keys[start:start + 100], "ConsistentRead": True}}
-            while request:
+            for attempt in range(BATCH_GET_ATTEMPTS):
+                if attempt:  # keys left unprocessed: the table is throttling us, so back off
+                    self._sleep(min(BATCH_GET_BACKOFF_CAP_S, BATCH_GET_BACKOFF_S * 2 ** (attempt - 1)))
                 try:
                     response = self._client.batch_get_item(RequestItems=request)
                 except (ClientError, BotoCoreError) as exc:
                     raise Unavailable(f"heartbeat table: {exc}") from exc
                 items += response.get("Responses", {}).get(self._table, [])
                 request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+            else:
+                raise Unavailable(f"heartbeat table: keys still unprocessed after {BATCH_GET_ATTEMPTS} reads")
         return items
 
     def segments(self, segments: Iterable[int]) -> list[SegmentState]:
@@ -116,6 +146,7 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
                 ),
                 last_owner=item.get("last_owner", {}).get("S"),
                 published_total=int(item.get("published_total", {}).get("N", "0")),
+                parked=frozenset(from_epoch_ms(int(ms)) for ms in item.get("parked", {}).get("NS", [])),
             )
             for item in items
         ]
@@ -133,6 +164,7 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
                 ),
                 done=bool(item.get("done", {}).get("BOOL", False)),
                 published=int(item.get("published", {}).get("N", "0")),
+                attempts=int(item.get("attempts", {}).get("N", "0")),
             )
             for item in items
         ]
@@ -151,6 +183,37 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
             UpdateExpression="SET last_heartbeat = :now, last_owner = :o ADD published_total :p",
             ExpressionAttributeValues={":now": _n(to_epoch_ms(now)), ":o": {"S": owner}, ":p": _n(published)},
         )
+
+    def park(self, segment: int, buckets: Iterable[datetime]) -> None:
+        parked = sorted({str(to_epoch_ms(b)) for b in buckets})
+        if parked:
+            self._conditional_update(
+                Key=self._key(segment, SUMMARY), UpdateExpression="ADD parked :b",
+                ExpressionAttributeValues={":b": {"NS": parked}},
+            )
+
+    def unpark(self, segment: int, buckets: Iterable[datetime]) -> None:
+        parked = sorted({str(to_epoch_ms(b)) for b in buckets})
+        if parked:  # the condition: an update would otherwise create the summary of a segment never seen
+            self._conditional_update(
+                Key=self._key(segment, SUMMARY), UpdateExpression="DELETE parked :b",
+                ConditionExpression="attribute_exists(parked)", ExpressionAttributeValues={":b": {"NS": parked}},
+            )
+
+    def record_segment_count(self, count: int) -> int:
+        key = self._key(TABLE_ITEM, SUMMARY)
+        for _ in range(3):  # a concurrent raise can refuse ours: read again (it only ever moves up)
+            item = self._call("get_item", Key=key, ConsistentRead=True).get("Item") or {}
+            highest = int(item.get("highest_segment_count", {}).get("N", "0"))
+            if highest >= count:
+                return highest
+            if self._conditional_update(
+                Key=key, UpdateExpression="SET highest_segment_count = :n",
+                ConditionExpression="attribute_not_exists(highest_segment_count) OR highest_segment_count < :n",
+                ExpressionAttributeValues={":n": _n(count)},
+            ):
+                return count
+        raise Unavailable("heartbeat table: the segment count on record kept changing")
 
 
 def ensure_table(dynamodb_client: Any, table_name: str) -> None:

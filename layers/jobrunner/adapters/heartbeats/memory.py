@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ class MemoryHeartbeatStore(HeartbeatStore):
         self._lock = threading.Lock()
         self._segments: dict[int, SegmentState] = {}
         self._partitions: dict[tuple[int, datetime], PartitionState] = {}
+        self._highest_segment_count = 0
 
     def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
         with self._lock:
@@ -28,7 +30,8 @@ class MemoryHeartbeatStore(HeartbeatStore):
                 if live and current.owner != owner:
                     return False
             self._partitions[(segment, bucket)] = PartitionState(
-                segment, bucket, owner, now + timedelta(seconds=ttl_s), False, 0
+                segment, bucket, owner, now + timedelta(seconds=ttl_s), False, 0,
+                attempts=(current.attempts if current else 0) + 1,
             )
             return True
 
@@ -37,8 +40,8 @@ class MemoryHeartbeatStore(HeartbeatStore):
             current = self._partitions.get((segment, bucket))
             if current is None or current.owner != owner or current.done:
                 return False
-            self._partitions[(segment, bucket)] = PartitionState(
-                segment, bucket, owner, now + timedelta(seconds=ttl_s), False, current.published
+            self._partitions[(segment, bucket)] = dataclasses.replace(
+                current, lease_expires_at=now + timedelta(seconds=ttl_s)
             )
             return True
 
@@ -47,30 +50,42 @@ class MemoryHeartbeatStore(HeartbeatStore):
             current = self._partitions.get((segment, bucket))
             if current is None or current.owner != owner:
                 return False
-            self._partitions[(segment, bucket)] = PartitionState(
-                segment, bucket, owner, current.lease_expires_at, True, published
-            )
+            self._partitions[(segment, bucket)] = dataclasses.replace(current, done=True, published=published)
             return True
 
     def segments(self, segments: Iterable[int]) -> list[SegmentState]:
         with self._lock:
-            return [self._segments[s] for s in segments if s in self._segments]
+            return [self._segments[s] for s in sorted(set(segments)) if s in self._segments]
 
     def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
         with self._lock:
-            return [self._partitions[k] for k in keys if k in self._partitions]
+            return [self._partitions[k] for k in dict.fromkeys(keys) if k in self._partitions]
 
     def advance_watermark(self, segment: int, bucket: datetime) -> None:
         with self._lock:
             current = self._segments.get(segment) or SegmentState(segment, None)
             if current.watermark is None or current.watermark < bucket:
-                self._segments[segment] = SegmentState(
-                    segment, bucket, current.last_heartbeat, current.last_owner, current.published_total
-                )
+                self._segments[segment] = dataclasses.replace(current, watermark=bucket)
 
     def beat(self, segment: int, owner: str, now: datetime, published: int) -> None:
         with self._lock:
             current = self._segments.get(segment) or SegmentState(segment, None)
-            self._segments[segment] = SegmentState(
-                segment, current.watermark, now, owner, current.published_total + published
+            self._segments[segment] = dataclasses.replace(
+                current, last_heartbeat=now, last_owner=owner, published_total=current.published_total + published
             )
+
+    def park(self, segment: int, buckets: Iterable[datetime]) -> None:
+        with self._lock:
+            current = self._segments.get(segment) or SegmentState(segment, None)
+            self._segments[segment] = dataclasses.replace(current, parked=current.parked | frozenset(buckets))
+
+    def unpark(self, segment: int, buckets: Iterable[datetime]) -> None:
+        with self._lock:
+            current = self._segments.get(segment)
+            if current is not None:
+                self._segments[segment] = dataclasses.replace(current, parked=current.parked - frozenset(buckets))
+
+    def record_segment_count(self, count: int) -> int:
+        with self._lock:
+            self._highest_segment_count = max(self._highest_segment_count, count)
+            return self._highest_segment_count

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
+from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.schedules import At
+from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.tick import TickRules, TickService
+
+if TYPE_CHECKING:
+    from collections.abc import Container, Iterable
+
+    from jobrunner.ports import PartitionState, SegmentState
 
 MINUTE = timedelta(minutes=1)
 EVENT = datetime(2026, 11, 22, 10, 0, 42, tzinfo=UTC)  # EventBridge fired 42 s into 10:00
@@ -134,3 +149,398 @@ def test_lag_is_zero_when_every_finished_minute_is_done_and_grows_with_a_stalled
     # Then the lag says how far each segment's watermark trails
     assert report.lag_s == {0: 0.0, 1: 300.0}
     assert report.max_lag_s == 300.0
+
+
+# -- partitions that keep failing (issue #12, finding 3) ------------------------------------------------------
+
+
+def attempted(heartbeats: MemoryHeartbeatStore, bucket: datetime, times: int, last: datetime, segment: int = 0) -> None:
+    """``bucket`` leased ``times`` times by scans that died, the last one at ``last`` (its lease expired since)."""
+    for attempt in range(times):
+        at = last - (times - 1 - attempt) * MINUTE
+        assert heartbeats.acquire(segment, bucket, f"scan:{attempt}", at, 30)
+
+
+def test_partitions_that_keep_failing_never_starve_minutes_never_tried(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given a segment 10 minutes behind whose 3 oldest missed minutes have each failed twice
+    watermark = TARGET - 11 * MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    for k in (1, 2, 3):
+        attempted(heartbeats, watermark + k * MINUTE, 2, last=EVENT - 2 * MINUTE)
+    # When a tick runs with max_catch_up = 3
+    ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    # Then the catch-up budget goes to the oldest minutes never tried, not to the failing ones
+    assert buckets(invoker.requests) == [
+        watermark + 4 * MINUTE, watermark + 5 * MINUTE, watermark + 6 * MINUTE, TARGET - MINUTE, TARGET
+    ]
+
+
+def test_a_partition_that_failed_k_times_is_parked_and_the_watermark_moves_past_it(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given the minute after the watermark failed 5 times (its last lease expired 90 s ago), the next ones done
+    watermark = TARGET - 4 * MINUTE
+    stuck = watermark + MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    attempted(heartbeats, stuck, 5, last=EVENT - 2 * MINUTE)
+    done(heartbeats, watermark + 2 * MINUTE)
+    done(heartbeats, TARGET - MINUTE)
+    # When a tick runs
+    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    # Then the stuck partition is parked, counted, and retried; the watermark no longer waits for it
+    [state] = heartbeats.segments([0])
+    assert state.parked == frozenset({stuck})
+    assert state.watermark == TARGET - MINUTE == report.watermarks[0]
+    assert (report.parked, report.parked_total, report.lag_s) == ({0: 1}, 1, {0: 0.0})
+    assert buckets(invoker.requests) == [TARGET, stuck]
+
+
+def test_a_partition_is_not_parked_while_a_scan_holds_it(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    watermark = TARGET - 3 * MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    attempted(heartbeats, watermark + MINUTE, 5, last=EVENT - timedelta(seconds=10))  # leased until EVENT + 20 s
+    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    assert (heartbeats.segments([0])[0].parked, report.parked_total) == (frozenset(), 0)
+    assert heartbeats.segments([0])[0].watermark == watermark
+    assert buckets(invoker.requests) == [TARGET - MINUTE, TARGET]
+
+
+def test_a_parked_partition_waits_for_its_backoff_and_is_counted_meanwhile(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given a partition parked after 7 attempts, the last lease having expired 2 minutes ago
+    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    stuck = TARGET - 30 * MINUTE
+    attempted(heartbeats, stuck, 7, last=EVENT - timedelta(seconds=150))
+    heartbeats.park(0, [stuck])
+    service = ticker(heartbeats, invoker)
+    # When ticks run before its backoff (1 min x 2^(7-5) = 4 min after the lease expired) has passed
+    report = service.tick(EVENT, EVENT)
+    # Then it is not dispatched, but still counted
+    assert (buckets(report.dispatched), report.parked) == ([TARGET], {0: 1})
+    # And once the backoff has passed, it is
+    later = service.tick(EVENT + 2 * MINUTE, EVENT + 2 * MINUTE)
+    assert stuck in buckets(later.dispatched)
+
+
+def test_a_parked_partition_is_unparked_once_done(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    stuck = TARGET - 30 * MINUTE
+    attempted(heartbeats, stuck, 6, last=EVENT - 20 * MINUTE)
+    heartbeats.park(0, [stuck])
+    assert heartbeats.finish(0, stuck, "scan:5", EVENT - 19 * MINUTE, 1)  # a retry got through
+    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    assert (report.parked, heartbeats.segments([0])[0].parked) == ({0: 0}, frozenset())
+    assert buckets(invoker.requests) == [TARGET]
+
+
+def test_parked_partitions_get_one_scan_per_tick_and_whatever_catch_up_leaves(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given three parked partitions due for a retry
+    parked = [TARGET - k * MINUTE for k in (40, 50, 60)]
+    for bucket in parked:
+        attempted(heartbeats, bucket, 5, last=EVENT - 10 * MINUTE)
+    heartbeats.park(0, parked)
+    service = ticker(heartbeats, invoker)
+    # When the segment has no other backlog, they share the whole catch-up budget (3)
+    heartbeats.advance_watermark(0, TARGET - 2 * MINUTE)
+    assert sorted(b for b in buckets(service.tick(EVENT, EVENT).dispatched) if b in parked) == sorted(parked)
+    # When it has 3 minutes never tried, those come first and the parked ones get one scan
+    other = RecordingInvoker()
+    fresh = MemoryHeartbeatStore()
+    for bucket in parked:
+        attempted(fresh, bucket, 5, last=EVENT - 10 * MINUTE)
+    fresh.park(0, parked)
+    fresh.advance_watermark(0, TARGET - 6 * MINUTE)
+    dispatched = buckets(ticker(fresh, other).tick(EVENT, EVENT).dispatched)
+    assert dispatched[:5] == [TARGET - k * MINUTE for k in (5, 4, 3, 1, 0)]
+    assert len([b for b in dispatched if b in parked]) == 1
+
+
+class CountingHeartbeats(MemoryHeartbeatStore):
+    """Counts the partition states each tick reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.partitions_read = 0
+
+    def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
+        keys = list(keys)
+        self.partitions_read += len(keys)
+        return super().partitions(keys)
+
+
+def run_scans(heartbeats: MemoryHeartbeatStore, requests: Iterable[ScanRequest], now: datetime,
+              failing: Container[datetime] = ()) -> None:
+    """What the dispatched scans do: each leases its partition and finishes it, unless it is ``failing``."""
+    for number, request in enumerate(requests):
+        owner = f"scan:{now.isoformat()}:{number}"
+        if heartbeats.acquire(request.segment, request.bucket, owner, now, 30) and request.bucket not in failing:
+            assert heartbeats.finish(request.segment, request.bucket, owner, now, 0)
+
+
+def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_it_is_not_lost() -> None:
+    # Given a healthy segment, and a minute whose scan fails every time (an unpublishable row)
+    heartbeats = CountingHeartbeats()
+    service = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3))
+    start = EVENT
+    heartbeats.advance_watermark(0, TARGET - 2 * MINUTE)
+    stuck = TARGET
+    retried_at: list[int] = []
+    reads: list[int] = []
+    # When it stays stuck for 3 hours (a tick a minute, each tick's scans run at once)
+    for minute in range(180):
+        now = start + minute * MINUTE
+        heartbeats.partitions_read = 0
+        report = service.tick(now, now)
+        reads.append(heartbeats.partitions_read)
+        if stuck in buckets(report.dispatched):
+            retried_at.append(minute)
+        run_scans(heartbeats, report.dispatched, now, failing={stuck})
+    # Then each tick reads a bounded number of partitions, the watermark keeps up, and the stuck one is counted
+    assert max(reads[30:]) <= 5
+    assert (report.parked, report.lag_s) == ({0: 1}, {0: 0.0})
+    # And it is still retried, ever less often (exponential backoff, capped)
+    gaps = [b - a for a, b in itertools.pairwise(retried_at)]
+    assert gaps[:4] == [1, 1, 1, 1]  # its first 5 attempts: an ordinary crashed scan
+    assert gaps[4:8] == sorted(gaps[4:8]) and gaps[4] < gaps[7]
+    assert max(gaps) <= 32 and gaps[-1] >= 30
+    # When it is fixed, its next retry finishes it, and it is no longer counted
+    for minute in range(180, 215):
+        now = start + minute * MINUTE
+        report = service.tick(now, now)
+        run_scans(heartbeats, report.dispatched, now)
+    assert report.parked == {0: 0} and heartbeats.segments([0])[0].parked == frozenset()
+    # And every minute of those 3.5 hours was scanned to the end
+    every = [TARGET + k * MINUTE for k in range(214)]
+    assert all(p.done for p in heartbeats.partitions((0, b) for b in every))
+    assert len(heartbeats.partitions((0, b) for b in every)) == len(every)
+
+
+def test_a_segment_hours_behind_reads_a_bounded_window_and_still_catches_up_oldest_first() -> None:
+    heartbeats = CountingHeartbeats()
+    watermark = TARGET - 180 * MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    report = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3)).tick(EVENT, EVENT)
+    assert heartbeats.partitions_read == 60 + 2  # max_window, then the running and the next minute
+    assert buckets(report.dispatched) == [watermark + k * MINUTE for k in (1, 2, 3)] + [TARGET - MINUTE, TARGET]
+
+
+def test_beyond_max_parked_the_watermark_waits_for_failing_partitions_again(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given two failing partitions after the watermark, and room for one parked partition
+    watermark = TARGET - 4 * MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    for k in (1, 2):
+        attempted(heartbeats, watermark + k * MINUTE, 5, last=EVENT - 2 * MINUTE)
+    service = TickService(heartbeats, invoker, TickRules(segment_count=1, max_catch_up=3, max_parked=1))
+    # When a tick runs
+    report = service.tick(EVENT, EVENT)
+    # Then the oldest is parked, and the watermark stops at the other (as before parking): nothing is skipped
+    assert heartbeats.segments([0])[0].parked == frozenset({watermark + MINUTE})
+    assert (report.watermarks, report.parked) == ({0: watermark + MINUTE}, {0: 1})
+
+
+class DistinctKeysOnly(MemoryHeartbeatStore):
+    """Refuses a read that names a partition twice, as DynamoDB's BatchGetItem does."""
+
+    def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
+        keys = list(keys)
+        if len(set(keys)) != len(keys):
+            raise Unavailable("ValidationException: Provided list of item keys contains duplicates")
+        return super().partitions(keys)
+
+
+def test_a_parked_partition_the_watermark_has_not_passed_yet_is_read_once() -> None:
+    # Given the minute after the watermark failing twice (not parked), and the next one parked
+    heartbeats = DistinctKeysOnly()
+    watermark = TARGET - 4 * MINUTE
+    heartbeats.advance_watermark(0, watermark)
+    attempted(heartbeats, watermark + MINUTE, 2, last=EVENT - 2 * MINUTE)
+    attempted(heartbeats, watermark + 2 * MINUTE, 5, last=EVENT - 2 * MINUTE)
+    heartbeats.park(0, [watermark + 2 * MINUTE])
+    # When a tick runs, Then it reads each partition once and decides as usual
+    report = ticker(heartbeats, RecordingInvoker()).tick(EVENT, EVENT)
+    assert (report.unavailable, report.parked) == ([], {0: 1})
+    assert buckets(report.dispatched) == [watermark + MINUTE, TARGET - MINUTE, TARGET, watermark + 2 * MINUTE]
+
+
+# -- changing the segment count (issue #12, finding 4) -----------------------------------------------------
+
+
+def test_lowering_the_segment_count_keeps_scanning_the_retired_segments(
+    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+) -> None:
+    # Given ticks ran with 4 segments
+    ticker(heartbeats, RecordingInvoker(), segments=4).tick(EVENT, EVENT)
+    # When the count is lowered to 2
+    report = ticker(heartbeats, invoker, segments=2).tick(EVENT + MINUTE, EVENT + MINUTE)
+    # Then segments 2 and 3 are still scanned (their rows drain), and so they are after a raise and a cut
+    assert {r.segment for r in report.dispatched} == {0, 1, 2, 3}
+    assert report.segment_count == 4
+    ticker(heartbeats, RecordingInvoker(), segments=6).tick(EVENT, EVENT)
+    report = ticker(heartbeats, RecordingInvoker(), segments=3).tick(EVENT + 2 * MINUTE, EVENT + 2 * MINUTE)
+    assert {r.segment for r in report.dispatched} == set(range(6))
+
+
+def test_rows_written_before_the_count_was_lowered_are_still_published() -> None:
+    # Given a job planned next year (an `at` job) in segment 2 or 3 of 4, and a tick that ran with 4 segments
+    clock = ManualClock(EVENT)
+    due = TARGET + timedelta(days=365, seconds=7)
+    for _ in range(100):
+        store = MemoryJobStore()
+        job = JobService(store, clock, JobRules(segment_count=4)).submit("alice", NewJob(At(due), {}))[0]
+        [row] = store.rows.values()
+        if row.segment >= 2:
+            break
+    heartbeats = MemoryHeartbeatStore()
+    TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=4)).tick(EVENT, EVENT)
+    # When every function now runs with 2 segments, and the year has passed (the segments kept up)
+    tick_time = due - MINUTE
+    clock.set(tick_time)
+    for segment in range(4):
+        heartbeats.advance_watermark(segment, minute_bucket(due) - 2 * MINUTE)
+    invoker = RecordingInvoker()
+    TickService(heartbeats, invoker, TickRules(segment_count=2)).tick(tick_time, tick_time)
+    publisher = MemoryPublisher()
+    scans = ScanService(store, publisher, heartbeats, clock, ScanRules(segment_count=2))
+    for request in invoker.requests:
+        scans.scan(request)
+    # Then the row is published from its retired segment
+    assert ScanRequest(row.segment, minute_bucket(due)) in invoker.requests
+    assert [m.key for m in publisher.sent] == [job.job_id]
+    assert store.rows == {}
+
+
+# -- heartbeat store failures (issue #12, finding 9) --------------------------------------------------------
+
+
+class BrokenSegments(MemoryHeartbeatStore):
+    """Raises Unavailable on every read (or only every write) that touches one of the ``broken`` segments."""
+
+    def __init__(self, broken: set[int], reads: bool = True) -> None:
+        super().__init__()
+        self.broken = broken
+        self.reads = reads
+        self.count_readable = True
+
+    def _check(self, segments: Iterable[int], read: bool = False) -> None:
+        if (self.reads or not read) and self.broken & set(segments):
+            raise Unavailable("heartbeat table: throttled")
+
+    def segments(self, segments: Iterable[int]) -> list[SegmentState]:
+        segments = list(segments)
+        self._check(segments, read=True)
+        return super().segments(segments)
+
+    def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
+        keys = list(keys)
+        self._check((s for s, _ in keys), read=True)
+        return super().partitions(keys)
+
+    def advance_watermark(self, segment: int, bucket: datetime) -> None:
+        self._check([segment])
+        super().advance_watermark(segment, bucket)
+
+    def park(self, segment: int, buckets: Iterable[datetime]) -> None:
+        self._check([segment])
+        super().park(segment, buckets)
+
+    def unpark(self, segment: int, buckets: Iterable[datetime]) -> None:
+        self._check([segment])
+        super().unpark(segment, buckets)
+
+    def record_segment_count(self, count: int) -> int:
+        if not self.count_readable:
+            raise Unavailable("heartbeat table: timed out")
+        return super().record_segment_count(count)
+
+
+def behind(heartbeats: MemoryHeartbeatStore, segments: Iterable[int]) -> datetime:
+    """Each segment 4 minutes behind, its first missed minute done (memory writes bypass the breakage)."""
+    watermark = TARGET - 4 * MINUTE
+    for segment in segments:
+        MemoryHeartbeatStore.advance_watermark(heartbeats, segment, watermark)
+        assert heartbeats.acquire(segment, watermark + MINUTE, "scan:x", EVENT, 30)
+        assert heartbeats.finish(segment, watermark + MINUTE, "scan:x", EVENT, 0)
+    return watermark
+
+
+def test_a_segment_whose_heartbeats_cannot_be_read_does_not_stop_the_others() -> None:
+    # Given 3 segments behind, and the heartbeat reads of segment 1 failing
+    heartbeats = BrokenSegments({1})
+    watermark = behind(heartbeats, range(3))
+    invoker = RecordingInvoker()
+    # When a tick runs
+    report = ticker(heartbeats, invoker, segments=3).tick(EVENT, EVENT)
+    # Then segments 0 and 2 are caught up as usual, segment 1 still gets its next minute, and it is reported
+    for segment in (0, 2):
+        assert buckets(invoker.requests, segment) == [watermark + 2 * MINUTE, TARGET - MINUTE, TARGET]
+        assert report.watermarks[segment] == watermark + MINUTE
+    assert buckets(invoker.requests, 1) == [TARGET]
+    assert report.unavailable == [1]
+
+
+def test_a_segment_whose_heartbeats_cannot_be_written_does_not_stop_the_others() -> None:
+    heartbeats = BrokenSegments({1}, reads=False)
+    watermark = behind(heartbeats, range(3))
+    invoker = RecordingInvoker()
+    report = ticker(heartbeats, invoker, segments=3).tick(EVENT, EVENT)
+    for segment in range(3):  # the scans are dispatched before any write
+        assert buckets(invoker.requests, segment) == [watermark + 2 * MINUTE, TARGET - MINUTE, TARGET]
+    assert [s.watermark for s in heartbeats.segments([0, 2])] == [watermark + MINUTE] * 2
+    assert report.unavailable == [1]
+
+
+def test_a_tick_that_cannot_read_the_segment_count_on_record_uses_the_last_it_knew() -> None:
+    heartbeats = BrokenSegments(set())
+    service = ticker(heartbeats, RecordingInvoker(), segments=2)
+    heartbeats.record_segment_count(4)
+    service.tick(EVENT, EVENT)
+    heartbeats.count_readable = False
+    report = service.tick(EVENT + MINUTE, EVENT + MINUTE)
+    assert {r.segment for r in report.dispatched} == {0, 1, 2, 3}
+    assert TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=2)).tick(EVENT, EVENT).segment_count == 2
+
+
+# -- run_tick: the tick function's entry point --------------------------------------------------------------
+
+
+def test_run_tick_reports_parked_partitions_and_unavailable_segments_as_metrics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jobrunner import wiring
+    from jobrunner.config import Settings
+    from jobrunner.entrypoints import run_tick
+    from jobrunner.observability import metrics
+
+    # Given segment 0 with a parked partition and segment 1 whose heartbeats cannot be read
+    heartbeats = BrokenSegments({1})
+    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    heartbeats.park(0, [TARGET - 30 * MINUTE])
+    attempted(heartbeats, TARGET - 30 * MINUTE, 9, last=EVENT - timedelta(seconds=40))
+    monkeypatch.setattr(wiring, "_container", None)  # the process-wide container is restored afterwards
+    wiring.install(wiring.Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), heartbeats=heartbeats, invoker=RecordingInvoker(),
+        clock=ManualClock(EVENT),
+    ))
+    metrics.clear_metrics()
+    try:
+        # When the tick function runs
+        result = run_tick({"time": "2026-11-22T10:00:42Z"})
+        # Then it says so, in its result and in its metrics
+        assert result == {"target": TARGET.isoformat(), "dispatched": 2, "segments": 2, "parked": 1,
+                          "unavailable": [1]}
+        values = {name: metric["Value"] for name, metric in metrics.metric_set.items()}
+        assert values["ParkedPartitions"] == [1.0]
+        assert values["HeartbeatUnavailableSegments"] == [1.0]
+    finally:
+        metrics.clear_metrics()
