@@ -158,7 +158,7 @@ def list_segments() -> Response[Any]:
         SegmentOut(
             segment=h.segment, watermark=rfc3339(h.watermark) if h.watermark else None, lag_s=h.lag_s,
             last_heartbeat=rfc3339(h.last_heartbeat) if h.last_heartbeat else None, last_owner=h.last_owner,
-            published_total=h.published_total, healthy=h.healthy,
+            published_total=h.published_total, healthy=h.healthy, retired=h.retired, parked=h.parked,
         )
         for h in container().segments.health()
     ]

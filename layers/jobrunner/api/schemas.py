@@ -137,6 +137,10 @@ class SegmentOut(BaseModel):
     last_owner: str | None
     published_total: int
     healthy: bool
+    #: A segment above the configured count, still scanned for rows written under a larger count.
+    retired: bool = False
+    #: Partitions of the segment whose scans kept failing, retried with backoff until done.
+    parked: int = 0
 
 
 class SegmentsOut(BaseModel):

@@ -289,10 +289,21 @@ def test_segments_report_watermark_lag_and_health(world: World) -> None:
     assert body["items"][1] == {
         "segment": 1, "watermark": "2026-11-22T09:59:00.000Z", "lag_s": 0.0,
         "last_heartbeat": "2026-11-22T09:59:40.000Z", "last_owner": "scan:abc", "published_total": 7, "healthy": True,
+        "retired": False, "parked": 0,
     }
     assert (body["items"][2]["lag_s"], body["items"][2]["healthy"]) == (540.0, False)
     assert (body["items"][0]["watermark"], body["items"][0]["healthy"]) == (None, False)
     assert call("GET", "/segments", tenant=None)[0] == 401
+
+
+def test_segments_show_retired_segments_and_parked_partitions(world: World) -> None:
+    # Given a count once higher than the configured 4, and a parked partition in segment 1
+    world.heartbeats.record_segment_count(6)
+    world.heartbeats.park(1, [NOW - timedelta(minutes=30)])
+    status, body = call("GET", "/segments")
+    assert status == 200
+    assert [(s["segment"], s["retired"]) for s in body["items"]] == [(i, i >= 4) for i in range(6)]
+    assert (body["items"][1]["parked"], body["items"][1]["healthy"]) == (1, False)
 
 
 def test_openapi_lists_every_route(world: World) -> None:
