@@ -169,11 +169,14 @@ class OutboundMessage:
 
 
 class PublishError(Exception):
-    """Some messages were not acknowledged; ``failed`` holds their indexes in the published batch."""
+    """Some messages were not acknowledged; ``failed`` holds their indexes in the published batch, and
+    ``rejected`` those of them the broker refused for good (a record it will never take: too large for
+    its topic, not authorized), as opposed to ones that timed out or were not sent."""
 
-    def __init__(self, failed: Sequence[int], cause: str) -> None:
+    def __init__(self, failed: Sequence[int], cause: str, rejected: Sequence[int] = ()) -> None:
         super().__init__(f"{len(failed)} message(s) not acknowledged: {cause}")
         self.failed = list(failed)
+        self.rejected = sorted(set(rejected) & set(self.failed))
 
 
 class Publisher(ABC):

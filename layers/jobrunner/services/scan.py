@@ -11,9 +11,11 @@ Failure handling, in order of the steps:
 - a read fails (the planned stream, a late poll, the jobs): retried with backoff within the scan; a
   broken planned stream resumes after the last row it yielded;
 - publish fails: the rows stay in the partition and are retried with backoff within the scan; a row
-  that still cannot be published after ``max_publish_attempts`` (a deleted topic, a lost permission)
-  or whose topic is no longer allowed is dead-lettered with its reason and recorded FAILED, so one
-  bad row never holds its partition (and its segment's watermark) back;
+  the broker refused ``max_publish_attempts`` times (a record too large for its topic, a permission
+  lost), or whose topic is no longer allowed, is dead-lettered with its reason and recorded FAILED,
+  so one bad row never holds its partition (and its segment's watermark) back. A row that only ever
+  times out (a topic the broker does not know) is retried until the scan's budget ends; its
+  partition is then parked by the tick, which raises the ParkedPartitions alarm;
 - the history/next-run write fails: retried without publishing again, the next run placed anew at
   each attempt (a retried write must never land in a partition whose scan has finished);
 - the lease: renewed before every publish so that it outlasts the publish's own bound; a scan that
@@ -77,7 +79,7 @@ class ScanRules:
     publish_timeout: timedelta = timedelta(seconds=10)
     #: Spare lease time kept beyond a publish's bound (clock skew, the renewal's own round trip).
     lease_margin: timedelta = timedelta(seconds=5)
-    #: Failed publishes of one row before it is dead-lettered instead.
+    #: Publishes of one row the broker refuses for good before it is dead-lettered instead.
     max_publish_attempts: int = 5
     #: Topics a row may still be published to (None: any); a row for another is dead-lettered at once.
     allowed_topics: frozenset[str] | None = None
@@ -185,8 +187,10 @@ class _Partition:
     lease_until: datetime
     #: Published rows whose completion is still to be written, with the job they were published for.
     pending: list[tuple[ScheduledExecution, Job]] = field(default_factory=list)
-    #: Failed publish attempts per row identity (the dead-letter threshold).
-    failures: dict[tuple[object, ...], int] = field(default_factory=dict)
+    #: Per row identity: failed publishes, and how many of them the broker refused (the dead-letter threshold).
+    failures: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
+    #: Rows refused in a shared publish: published one at a time until the refusal is pinned on one.
+    suspects: set[tuple[object, ...]] = field(default_factory=set)
     #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
     wrote_here: bool = False
 
@@ -376,11 +380,9 @@ class ScanService:
         self._complete(part)
 
     def _publish_live(self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime) -> None:
+        """Record the rows as RUNNING, then publish them: together, except rows the broker refused in a
+        shared publish, which go one per publish until it is known whether the refusal is theirs."""
         report, due = part.report, part.due
-        if not self._lease_covers_publish(part):
-            for row, _ in live:
-                due.add(row, not_before=retry_at)
-            return
         published_at = self._clock.now()
         try:
             self._store.start([_record(row, published_at) for row, _ in live])
@@ -390,29 +392,52 @@ class ScanService:
             for row, _ in live:
                 due.add(row, not_before=retry_at)
             return
+        together = [item for item in live if _identity(item[0]) not in part.suspects]
+        alone = [[item] for item in live if _identity(item[0]) in part.suspects]
+        for group in ([together] if together else []) + alone:
+            self._send(part, group, retry_at)
+
+    def _send(self, part: _Partition, group: list[tuple[ScheduledExecution, Job]], retry_at: datetime) -> None:
+        report, due = part.report, part.due
+        if not self._lease_covers_publish(part):
+            for row, _ in group:
+                due.add(row, not_before=retry_at)
+            return
         messages = []
-        for row, job in live:
+        for row, job in group:
             key, value, headers = execution_message(job, row)
             messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
                                             parent_trace=job.trace_parent))
         failed: dict[int, str] = {}
+        refused: set[int] = set()
         try:
             self._publisher.publish(messages, timeout_s=self._rules.publish_timeout.total_seconds())
         except PublishError as exc:
             log.warning("publish failed for %d of %d, retrying: %s", len(exc.failed), len(messages), exc)
             report.errors += 1
             failed = dict.fromkeys(exc.failed, str(exc))
+            refused = set(exc.rejected)
         acked_at = self._clock.now()
-        for index, (row, job) in enumerate(live):
+        for index, (row, job) in enumerate(group):
+            identity = _identity(row)
             if index in failed:
-                attempts = part.failures[_identity(row)] = part.failures.get(_identity(row), 0) + 1
-                if attempts >= self._rules.max_publish_attempts:
-                    self._dead_letter(part, row, job, f"not published after {attempts} attempts: {failed[index]}",
-                                      retry_at)
+                # Only a refusal of the row published alone counts towards its dead letter: a timeout or
+                # an unsent message says nothing against it, and a refusal in a shared publish may be
+                # another row's (Kafka's idempotent producer fails the whole call after one refusal).
+                tries, refusals = part.failures.get(identity, (0, 0))
+                tries += 1
+                if index in refused and len(group) > 1:
+                    part.suspects.add(identity)
+                elif index in refused:
+                    refusals += 1
+                part.failures[identity] = (tries, refusals)
+                if refusals >= self._rules.max_publish_attempts:
+                    self._dead_letter(part, row, job, f"refused {refusals} times: {failed[index]}", retry_at)
                 else:
-                    due.add(row, not_before=retry_at + self._rules.retry_backoff * (attempts - 1))
+                    due.add(row, not_before=retry_at + self._rules.retry_backoff * min(tries - 1, 9))
                 continue
-            part.failures.pop(_identity(row), None)
+            part.failures.pop(identity, None)
+            part.suspects.discard(identity)
             log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
                                            "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
@@ -438,6 +463,7 @@ class ScanService:
         log.error("execution dead-lettered: %s", reason,
                   extra={"job_id": row.job_id, "execution_id": row.execution_id, "attempt": row.attempt})
         part.failures.pop(_identity(row), None)
+        part.suspects.discard(_identity(row))
         part.report.dead_lettered += 1
         part.pending.append((row, job))
 

@@ -9,6 +9,11 @@ acknowledgements, sends stop being issued early enough for the last one to be ac
 up within the bound, and ``publish`` waits for every message's fate before it returns. So when it
 returns or raises, no message of that call is still queued to reach the broker later (a scan whose
 lease ran out could otherwise see its old messages written after another scan took over).
+
+A record the broker refuses for good (too large for its topic, not authorized) leaves kafka-python's
+idempotent producer failing every later send, whatever its topic; so after such a refusal the
+publisher closes its producer and builds a new one for the next publish, and one bad job never stops
+the others' executions (nor their dead letters).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaProducer
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from jobrunner.ports import OutboundMessage, Publisher, PublishError
 
@@ -76,6 +81,8 @@ class KafkaPublisher(Publisher):
     def __init__(self, settings: KafkaSettings, kafka_producer: KafkaProducer | None = None) -> None:
         self._settings = settings
         self._producer = kafka_producer
+        #: A producer given to us is kept whatever happens; one we built is replaced after a refusal.
+        self._owns_producer = kafka_producer is None
 
     @property
     def producer(self) -> KafkaProducer:
@@ -95,6 +102,7 @@ class KafkaPublisher(Publisher):
             raise PublishError(range(len(messages)), f"cannot connect: {exc}") from exc
         futures = []
         failed: list[int] = []
+        rejected: list[int] = []
         for index, message in enumerate(messages):
             if time.monotonic() > send_until:  # not sent at all: certainly not written, now or later
                 failed.append(index)
@@ -120,11 +128,16 @@ class KafkaPublisher(Publisher):
                 future.get(timeout=max(0.0, deadline - time.monotonic()))
             except Exception as exc:
                 failed.append(index)
+                if isinstance(exc, KafkaError) and not exc.retriable and not isinstance(exc, KafkaTimeoutError):
+                    rejected.append(index)
                 cause = cause or f"{type(exc).__name__}: {exc}"
+        if rejected and self._owns_producer:
+            log.warning("the broker refused %d record(s) for good; starting a new producer", len(rejected))
+            self.close(timeout_s=0)
         if failed:
-            raise PublishError(sorted(failed), cause)
+            raise PublishError(sorted(failed), cause, rejected=rejected)
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 10) -> None:
         if self._producer is not None:
-            self._producer.close(timeout=10)
+            self._producer.close(timeout=timeout_s)
             self._producer = None

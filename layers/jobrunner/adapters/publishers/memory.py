@@ -28,4 +28,4 @@ class MemoryPublisher(Publisher):
             failed = [i for i, message in enumerate(messages) if message.topic in self.broken_topics]
             self.sent.extend(m for i, m in enumerate(messages) if i not in failed)
             if failed:
-                raise PublishError(failed, "UnknownTopicOrPartitionError: the topic is not writable")
+                raise PublishError(failed, "TopicAuthorizationFailedError: the topic is not writable", rejected=failed)

@@ -17,7 +17,7 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lane, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
-from jobrunner.ports import ScanRequest
+from jobrunner.ports import PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -470,9 +470,9 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
     # Then after a few attempts the execution goes to the dead-letter topic with its reason, the history
     # says FAILED and why, the other job fires on time, and the partition is done
     [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
-    assert dead.value["job_id"] == bad.job_id and "not published after 5 attempts" in dead.value["error"]
+    assert dead.value["job_id"] == bad.job_id and "refused 5 times" in dead.value["error"]
     record = world.store.records[(bad.job_id, at(17), 1)]
-    assert record.status is ExecutionStatus.FAILED and "UnknownTopicOrPartition" in (record.error or "")
+    assert record.status is ExecutionStatus.FAILED and "TopicAuthorizationFailed" in (record.error or "")
     assert [t for e, t in world.published() if e != dead.value["execution_id"]][-1:] == [at(40)]
     assert fires(world, good) == [at(40)]
     assert (report.finished, report.dead_lettered) == (True, 1)
@@ -599,3 +599,42 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
 
 class Crash(BaseException):
     """The scan's process dies (a kill -9 at that point)."""
+
+
+def test_a_row_whose_publishes_only_time_out_is_retried_and_never_dead_lettered(world: World) -> None:
+    # Given a broker that times out the first eight publishes (slow, not refusing anything)
+    job = world.submit(At(at(17)))
+    world.publisher.fail_next = 8
+    report = world.scan()
+    # Then the execution is published once the broker answers, and nothing goes to the dead letters
+    assert [m.topic for m in world.publisher.sent] == ["jobs"]
+    assert fires(world, job) == [at(17)]
+    assert (report.published, report.dead_lettered, report.finished) == (1, 0, True)
+
+
+class AllOrNothingPublisher(TimedPublisher):
+    """Like Kafka's idempotent producer: once a record is refused, every record of that call fails too."""
+
+    def __init__(self, clock: ManualClock, refusing_topic: str) -> None:
+        super().__init__(clock)
+        self.refusing_topic = refusing_topic
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        if any(m.topic == self.refusing_topic for m in messages):
+            raise PublishError(range(len(messages)), "MessageSizeTooLargeError", rejected=range(len(messages)))
+        super().publish(messages)
+
+
+def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_lettered(world: World) -> None:
+    # Given a job whose records its topic refuses, due at the same second as a good job (one publish)
+    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
+                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.clock.set(SUBMITTED)
+    bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
+    good = world.submit(At(at(17)))
+    world.publisher = publisher = AllOrNothingPublisher(world.clock, "payroll")
+    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    report = world.scan()
+    # Then only the bad job's execution is dead-lettered; the good one is published
+    assert [(m.topic, m.key) for m in publisher.sent] == [("jobs", good.job_id), ("job-dlq", bad.job_id)]
+    assert (report.published, report.dead_lettered, report.finished) == (1, 1, True)

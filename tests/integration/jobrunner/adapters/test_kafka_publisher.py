@@ -1,0 +1,42 @@
+"""KafkaPublisher on the real broker."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from jobrunner.adapters.publishers.kafka import KafkaPublisher, KafkaSettings
+from jobrunner.ports import OutboundMessage, PublishError
+
+if TYPE_CHECKING:
+    from devstack.servers import Endpoints
+
+pytestmark = pytest.mark.integration
+
+
+def message(topic: str, index: int) -> OutboundMessage:
+    return OutboundMessage(topic=topic, key=f"job-{index}", value={"i": index}, headers={})
+
+
+def test_a_record_the_broker_refuses_does_not_stop_the_next_publishes(endpoints: Endpoints) -> None:
+    # Given a topic that refuses every record (larger than its max.message.bytes)
+    refusing = f"refusing-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=endpoints.kafka_bootstrap)
+    admin.create_topics([NewTopic(refusing, 1, 1, topic_configs={"max.message.bytes": "1"})])
+    admin.close()
+    publisher = KafkaPublisher(KafkaSettings(bootstrap=endpoints.kafka_bootstrap))
+    try:
+        # When a publish mixes a record for it with a good one
+        with pytest.raises(PublishError) as raised:
+            publisher.publish([message(refusing, 0), message("jobs", 1)])
+        # Then the next publishes, to any other topic, go through
+        publisher.publish([message("jobs", 2)])
+        publisher.publish([message("job-dlq", 3)])
+        # and the call failed as refused for good (the idempotent producer fails every record of the call
+        # after one refusal, so the scan tries each alone before it blames one: services/scan.py)
+        assert 0 in raised.value.rejected
+    finally:
+        publisher.close()
