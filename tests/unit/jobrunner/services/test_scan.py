@@ -379,6 +379,10 @@ def fires(world: World, job: Job) -> list[datetime]:
                    for m in world.publisher.sent if m.key == job.job_id})
 
 
+#: The fires of a job every 10 s from 10:01:10, over two minutes' scans.
+EVERY_10_S_FROM_10_01_10 = [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in range(0, 60, 10)]
+
+
 def just_before_the_job_read_at(world: World, instant: datetime, action: Callable[[], object]) -> None:
     """Run ``action`` once the scan has taken the rows due at ``instant`` and before it reads their jobs."""
     store = world.store
@@ -397,8 +401,7 @@ def test_a_payload_change_just_before_a_fire_keeps_a_recurring_job_firing() -> N
     world.scan()
     scan_bucket(world, BUCKET + MINUTE)
     # Then it still fires every 10 s, with the new payload from 10:01:20 on, and is planned ahead
-    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
-                                                                                                     40, 50)]
+    assert fires(world, job) == EVERY_10_S_FROM_10_01_10
     assert {m.value["payload"]["n"] for m in world.publisher.sent if m.value["scheduled_at"] >= "2026-11-22T10:01:20"} \
         == {2}
     assert world.job(job).next_run_at == at(0, minute=3)
@@ -413,8 +416,7 @@ def test_a_resume_just_before_a_fire_keeps_a_recurring_job_firing() -> None:
     world.scan()
     scan_bucket(world, BUCKET + MINUTE)
     # Then no fire is missing and the job is planned ahead
-    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
-                                                                                                     40, 50)]
+    assert fires(world, job) == EVERY_10_S_FROM_10_01_10
     assert world.job(job).next_run_at == at(0, minute=3)
 
 
@@ -431,8 +433,7 @@ def test_a_payload_change_between_the_job_read_and_the_completion_keeps_the_job_
     world.scan()
     scan_bucket(world, BUCKET + MINUTE)
     # Then no fire is missing, and the one fire published twice carries one execution_id
-    assert fires(world, job) == [at(s) for s in (10, 20, 30, 40, 50)] + [at(s, minute=2) for s in (0, 10, 20, 30,
-                                                                                                     40, 50)]
+    assert fires(world, job) == EVERY_10_S_FROM_10_01_10
     ids = {(m.value["scheduled_at"], m.value["execution_id"]) for m in world.publisher.sent}
     assert len(ids) == len(fires(world, job))
     assert world.job(job).next_run_at == at(0, minute=3)
