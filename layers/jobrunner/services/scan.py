@@ -16,6 +16,9 @@ Failure handling, in order of the steps:
   so one bad row never holds its partition (and its segment's watermark) back. A row that only ever
   times out (a topic the broker does not know) is retried until the scan's budget ends; its
   partition is then parked by the tick, which raises the ParkedPartitions alarm;
+- a row planned under a job version the job has not reached yet belongs to a change whose
+  compare-and-set has not landed (a change writes its rows first): it waits up to ``change_grace``
+  for it, and only then counts as the row of a change that lost its race (its writer removes it too);
 - the history/next-run write fails: retried without publishing again, the next run placed anew at
   each attempt (a retried write must never land in a partition whose scan has finished);
 - the lease: renewed before every publish so that it outlasts the publish's own bound; a scan that
@@ -81,6 +84,9 @@ class ScanRules:
     lease_margin: timedelta = timedelta(seconds=5)
     #: Publishes of one row the broker refuses for good before it is dead-lettered instead.
     max_publish_attempts: int = 5
+    #: How long a row planned under a version the job has not reached yet waits for the change that
+    #: planned it to land (its compare-and-set follows its rows) before it counts as a lost change's.
+    change_grace: timedelta = timedelta(seconds=30)
     #: Topics a row may still be published to (None: any); a row for another is dead-lettered at once.
     allowed_topics: frozenset[str] | None = None
     dead_letter_topic: str = "job-dlq"
@@ -189,6 +195,8 @@ class _Partition:
     pending: list[tuple[ScheduledExecution, Job]] = field(default_factory=list)
     #: Per row identity: failed publishes, and how many of them the broker refused (the dead-letter threshold).
     failures: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
+    #: Rows planned under a job version the job has not reached yet, and when each was first seen.
+    ahead: dict[tuple[object, ...], datetime] = field(default_factory=dict)
     #: Rows refused in a shared publish: published one at a time until the refusal is pinned on one.
     suspects: set[tuple[object, ...]] = field(default_factory=set)
     #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
@@ -360,7 +368,16 @@ class ScanService:
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
-            if job is None or not _publishable(row, job):
+            if job is not None and _ahead(row, job):
+                # Planned by a change whose compare-and-set on the job has not landed yet (a change
+                # writes its rows first): wait for it, unless it is clearly never going to land.
+                first_seen = part.ahead.setdefault(_identity(row), now)
+                if now - first_seen < self._rules.change_grace:
+                    due.add(row, not_before=retry_at)
+                    continue
+                part.ahead.pop(_identity(row), None)
+                stale.append(row)
+            elif job is None or not _publishable(row, job):
                 stale.append(row)
             elif _already_ended(row, job):  # a replay: the result is in, so only the completion is left
                 report.replays_skipped += 1
@@ -555,6 +572,11 @@ def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
 def _already_ended(row: ScheduledExecution, job: Job) -> bool:
     """The job's latest execution is this row's, and its result is already in (a crash replay)."""
     return job.last_execution_id == row.execution_id and job.last_status in _ENDED
+
+
+def _ahead(row: ScheduledExecution, job: Job) -> bool:
+    """A scheduled fire planned under a version the job has not reached (yet)."""
+    return row.trigger is Trigger.SCHEDULE and row.job_version > job.version
 
 
 def _publishable(row: ScheduledExecution, job: Job) -> bool:

@@ -18,7 +18,7 @@ from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lan
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import PublishError, ScanRequest
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 
@@ -639,3 +639,40 @@ def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_le
     # Then only the bad job's execution is dead-lettered; the good one is published
     assert [(m.topic, m.key) for m in publisher.sent] == [("jobs", good.job_id), ("job-dlq", bad.job_id)]
     assert (report.published, report.dead_lettered, report.finished) == (1, 1, True)
+
+
+def test_a_row_planned_by_a_change_still_landing_waits_for_it_instead_of_being_dropped() -> None:
+    # Given a job every 10 s, and a PATCH whose new row (version 2) is written at 10:01:18 but whose
+    # compare-and-set on the job lands only at 10:01:23 (a change writes its rows first, then the job)
+    world = World()
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+
+    def rows_of_the_change() -> None:
+        current = world.job(job)
+        planned = plan_execution(current.with_changes(version=2), at(20), world.clock.now(), 1,
+                                 trigger=Trigger.SCHEDULE)
+        world.store.schedule([planned])
+
+    def compare_and_set() -> None:
+        current = world.job(job)
+        assert world.store.update(current.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
+
+    world.clock.script = [(at(18), rows_of_the_change), (at(23), compare_and_set)]
+    # When the minute and the next are scanned
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then the job never stops firing
+    assert fires(world, job) == EVERY_10_S_FROM_10_01_10
+    assert world.job(job).next_run_at == at(0, minute=3)
+
+
+def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
+    # Given a row planned under version 2 by a change whose compare-and-set lost (the job stays at 1)
+    world = World()
+    job = world.submit(At(at(40)))
+    stray = plan_execution(job.with_changes(version=2), at(17), SUBMITTED, 1, trigger=Trigger.SCHEDULE)
+    world.store.schedule([stray])
+    report = world.scan()
+    # Then it is never published, the job's own fire is, and the partition is done
+    assert fires(world, job) == [at(40)]
+    assert (report.dropped, report.finished) == (1, True)
