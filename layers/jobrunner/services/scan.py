@@ -197,6 +197,8 @@ class _Partition:
     failures: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
     #: Rows planned under a job version the job has not reached yet, and when each was first seen.
     ahead: dict[tuple[object, ...], datetime] = field(default_factory=dict)
+    #: Topics whose records the broker refused for good in this scan (their next rows: one refusal is enough).
+    refusing_topics: set[str] = field(default_factory=set)
     #: Rows refused in a shared publish: published one at a time until the refusal is pinned on one.
     suspects: set[tuple[object, ...]] = field(default_factory=set)
     #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
@@ -448,7 +450,10 @@ class ScanService:
                 elif index in refused:
                     refusals += 1
                 part.failures[identity] = (tries, refusals)
-                if refusals >= self._rules.max_publish_attempts:
+                # A topic that already refused a row for good in this scan is not given five chances again.
+                enough = 1 if job.topic in part.refusing_topics else self._rules.max_publish_attempts
+                if refusals >= enough:
+                    part.refusing_topics.add(job.topic)
                     self._dead_letter(part, row, job, f"refused {refusals} times: {failed[index]}", retry_at)
                 else:
                     due.add(row, not_before=retry_at + self._rules.retry_backoff * min(tries - 1, 9))

@@ -676,3 +676,20 @@ def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
     # Then it is never published, the job's own fire is, and the partition is done
     assert fires(world, job) == [at(40)]
     assert (report.dropped, report.finished) == (1, True)
+
+
+def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_letters(world: World) -> None:
+    # Given a job every 10 s on a topic that refuses every record
+    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
+                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.clock.set(SUBMITTED)
+    job = world.jobs.submit("alice", NewJob(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
+    world.publisher.broken_topics = {"payroll"}
+    report = world.scan()
+    # Then every fire of the minute is dead-lettered, each within a few seconds of its due time
+    dead = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert [m.value["scheduled_at"][14:19] for m in dead] == ["01:05", "01:15", "01:25", "01:35", "01:45", "01:55"]
+    assert all(t - datetime.fromisoformat(m.value["scheduled_at"].replace("Z", "+00:00")) < timedelta(seconds=15)
+               for m, t in zip(world.publisher.sent, world.publisher.times, strict=True))
+    assert (report.dead_lettered, report.finished) == (6, True)
+    assert world.job(job).next_run_at == at(5, minute=2)
