@@ -51,6 +51,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import SETTLE, placed_anew, placed_in_time
+from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE
 from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
 from jobrunner.services.jobs import plan_execution
@@ -197,6 +198,8 @@ class _Partition:
     failures: dict[tuple[object, ...], tuple[int, int]] = field(default_factory=dict)
     #: Rows planned under a job version the job has not reached yet, and when each was first seen.
     ahead: dict[tuple[object, ...], datetime] = field(default_factory=dict)
+    #: Pending rows whose execution had already ended (a replay): completed without a watchdog.
+    ended: set[tuple[object, ...]] = field(default_factory=set)
     #: Topics whose records the broker refused for good in this scan (their next rows: one refusal is enough).
     refusing_topics: set[str] = field(default_factory=set)
     #: Rows refused in a shared publish: published one at a time until the refusal is pinned on one.
@@ -381,8 +384,9 @@ class ScanService:
                 stale.append(row)
             elif job is None or not _publishable(row, job):
                 stale.append(row)
-            elif _already_ended(row, job):  # a replay: the result is in, so only the completion is left
+            elif self._already_ended(row, job):  # a replay: the result is in, only the completion is left
                 report.replays_skipped += 1
+                part.ended.add(_identity(row))
                 part.pending.append((row, job))
             elif self._rules.allowed_topics is not None and job.topic not in self._rules.allowed_topics:
                 self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed", retry_at)
@@ -503,7 +507,20 @@ class ScanService:
                 part.report.errors += 1
                 part.due.add(row, not_before=retry_at)
 
-    def _completion(self, row: ScheduledExecution, job: Job, now: datetime) -> Completion:
+    def _already_ended(self, row: ScheduledExecution, job: Job) -> bool:
+        """A replay whose result is already in, as the execution's own history record says (read only
+        when the job suggests it); a record that cannot be read counts as not ended (publish again)."""
+        if not _maybe_ended(row, job):
+            return False
+        try:
+            record = self._store.record(row.job_id, row.scheduled_at, row.attempt)
+        except Unavailable:
+            return False
+        return record is not None and record.execution_id == row.execution_id and record.status in _ENDED
+
+    def _completion(
+        self, row: ScheduledExecution, job: Job, now: datetime, ended: set[tuple[object, ...]]
+    ) -> Completion:
         """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
         next_run_at = None
@@ -516,7 +533,7 @@ class ScanService:
                     job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE
                 )
         watchdog = None
-        if job.timeout_s is not None and not _already_ended(row, job):
+        if job.timeout_s is not None and _identity(row) not in ended:
             watchdog = plan_execution(
                 job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at,
@@ -531,7 +548,7 @@ class ScanService:
         if not part.pending:
             return
         now = self._clock.now()
-        completions = [self._completion(row, job, now) for row, job in part.pending]
+        completions = [self._completion(row, job, now, part.ended) for row, job in part.pending]
         try:
             self._store.complete(completions)
         except Unavailable as exc:
@@ -539,6 +556,7 @@ class ScanService:
             part.report.errors += 1
             return
         part.pending = []
+        part.ended.clear()
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         if any(r.bucket == part.bucket and r.segment == part.segment for r in written):
             part.wrote_here = True
@@ -574,8 +592,10 @@ def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
     )
 
 
-def _already_ended(row: ScheduledExecution, job: Job) -> bool:
-    """The job's latest execution is this row's, and its result is already in (a crash replay)."""
+def _maybe_ended(row: ScheduledExecution, job: Job) -> bool:
+    """The job says its latest execution is this row's and has ended: a crash replay, probably. Only
+    probably: the two cells are written by different parties (the scan's start, the results), and a
+    start that timed out and landed late beside the previous execution's result says the same."""
     return job.last_execution_id == row.execution_id and job.last_status in _ENDED
 
 
@@ -594,4 +614,7 @@ def _publishable(row: ScheduledExecution, job: Job) -> bool:
         return True
     if job.state is JobState.PAUSED:
         return False
-    return row.job_version == job.version
+    # A row of the current version is the job's only if its fire is one of the job's schedule: a change
+    # attempt that failed (its compare-and-set never landed) can leave rows under the very version number
+    # the next, successful attempt takes, at fire times of a schedule the job never had.
+    return row.job_version == job.version and fires_at(job.schedule, row.scheduled_at)

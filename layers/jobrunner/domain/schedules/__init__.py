@@ -18,6 +18,7 @@ from jobrunner.domain.schedules.base import (
     AT_PAST_TOLERANCE,
     MIN_INTERVAL,
     Schedule,
+    fires_at,
     parse_instant,
     parse_interval,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Every",
     "RepeatingInterval",
     "Schedule",
+    "fires_at",
     "parse_cron",
     "parse_instant",
     "parse_interval",

@@ -39,6 +39,11 @@ class Schedule(Protocol):
         ...
 
 
+def fires_at(schedule: Schedule, instant: datetime) -> bool:
+    """Whether ``instant`` is one of the schedule's fire times."""
+    return schedule.next_fire_after(instant - MILLISECOND) == instant
+
+
 def parse_aware(value: object, field: str) -> datetime:
     """Parse an RFC 3339 date-time keeping the offset it was written with; an offset is required."""
     if not isinstance(value, str):  # a parsed JSON value may be anything

@@ -693,3 +693,29 @@ def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_l
                for m, t in zip(world.publisher.sent, world.publisher.times, strict=True))
     assert (report.dead_lettered, report.finished) == (6, True)
     assert world.job(job).next_run_at == at(5, minute=2)
+
+
+def test_a_row_left_by_a_failed_change_under_the_next_changes_version_is_not_published(world: World) -> None:
+    # Given a job every 15 s at version 2, and a row left under version 2 by a change attempt whose
+    # compare-and-set never landed (another schedule: a fire at 10:01:26, not one of the job's)
+    job = world.submit(Every(timedelta(seconds=15), start=at(5)))
+    assert world.store.update(world.job(job).with_changes(version=2), [], expected_version=1)
+    stray = plan_execution(world.job(job), at(26), SUBMITTED, 1, trigger=Trigger.SCHEDULE)
+    world.store.schedule([stray])
+    report = world.scan()
+    # Then the stray is dropped, and the job's own fires are not disturbed
+    assert "2026-11-22T10:01:26.000Z" not in {m.value["scheduled_at"] for m in world.publisher.sent}
+    assert report.dropped >= 1
+
+
+def test_an_execution_is_taken_for_a_finished_replay_only_if_its_own_history_says_so(world: World) -> None:
+    # Given a job whose run fields name this fire as its latest execution with an ended status, although
+    # the fire never ran: its start landed late, beside the previous execution's FAILED (a write outage)
+    job = world.submit(At(at(17)))
+    execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
+    world.store.jobs[(job.user_id, job.job_id)] = world.job(job).with_changes(
+        last_execution_id=execution_id, last_status=ExecutionStatus.FAILED)
+    report = world.scan()
+    # Then it is published, not completed as a replay
+    assert [m.value["execution_id"] for m in world.publisher.sent] == [execution_id]
+    assert report.replays_skipped == 0
