@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos synth cdk-cli deploy infra-test browser bench
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli deploy infra-test browser bench
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -14,7 +14,8 @@ help:
 	@echo "make lint    - ruff and mypy"
 	@echo "make browser - the dashboard in headless Chromium against the local stack"
 	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md"
-	@echo "make chaos   - the full fault suite (5,000 executions, kills, restarts, silent minutes); writes docs/reliability.md"
+	@echo "make chaos   - both fault suites: crashes (5,000 executions, kills, restarts, silent minutes), then operations"
+	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
 	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
 	@echo "make stop    - stop the local servers"
@@ -56,8 +57,15 @@ status: $(STAMP)
 clean: stop
 	rm -rf .local/data .local/logs .local/run
 
+# Both suites run even if the first fails; the target fails if either did.
 chaos: $(STAMP)
-	$(PY) -m chaos --markdown docs/reliability-run.md
+	status=0; \
+	$(PY) -m chaos --markdown docs/reliability-run.md || status=1; \
+	$(PY) -m chaos --operations --markdown docs/reliability-operations-run.md || status=1; \
+	exit $$status
+
+chaos-ops: $(STAMP)
+	$(PY) -m chaos --operations --markdown docs/reliability-operations-run.md
 
 synth: $(STAMP)
 	$(PY) -m infra.app

@@ -1,6 +1,8 @@
-"""``python -m chaos [--small] [--json PATH] [--markdown PATH]``: run the fault suite on servers of its own.
+"""``python -m chaos [--operations] [--small] [--json PATH] [--markdown PATH]``: a fault suite, own servers.
 
-The suite restarts and kills servers, so it runs its own Cassandra, Kafka and moto (own ports and
+Without ``--operations``, the crash suite (``chaos.suite``: kills, restarts, silent ticks); with it, the
+operations suite (``chaos.operations``: changes racing the scans, a write outage, an unpublishable topic).
+The suites restart servers or break them, so they run their own Cassandra, Kafka and moto (own ports and
 ``DEVSTACK_HOME``), never the ones `make run` or the other tests use. The environment is set here,
 before anything imports ``devstack.servers``.
 """
@@ -18,9 +20,13 @@ ISOLATED = {
     "KAFKA_PORT": "19092", "KAFKA_CONTROLLER_PORT": "19093", "MOTO_PORT": "15001",
 }
 
+QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "1"}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--operations", action="store_true",
+                        help="the operations suite (PATCH, pause, resume, cancel racing the scans) instead")
     parser.add_argument("--small", action="store_true", help="the version that runs in make test")
     parser.add_argument("--json", type=Path, help="write the report as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the report as Markdown here")
@@ -28,15 +34,24 @@ def main() -> None:
     args = parser.parse_args()
     for key, value in ISOLATED.items():
         os.environ.setdefault(key, value)
-    from chaos.suite import FULL, SMALL, run
+    if args.operations:  # its worker makes every execution log a result: keep the report readable
+        for key, value in QUIET.items():
+            os.environ.setdefault(key, value)
+    from chaos import operations, suite
 
-    report = run(SMALL if args.small else FULL, keep_servers=args.keep_servers)
+    report: operations.Report | suite.Report
+    if args.operations:
+        report = operations.run(operations.SMALL if args.small else operations.FULL, keep_servers=args.keep_servers)
+        passed = not any(report.failures().values())
+    else:
+        report = suite.run(suite.SMALL if args.small else suite.FULL, keep_servers=args.keep_servers)
+        passed = report.lost == 0
     print(report.markdown(), flush=True)
     if args.json:
         args.json.write_text(report.to_json())
     if args.markdown:
         args.markdown.write_text(report.markdown())
-    raise SystemExit(0 if report.lost == 0 else 1)
+    raise SystemExit(0 if passed else 1)
 
 
 if __name__ == "__main__":

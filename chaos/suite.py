@@ -19,7 +19,6 @@ import random
 import signal
 import threading
 import time
-import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -27,11 +26,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import requests
-from kafka import KafkaConsumer, TopicPartition
 
+from chaos.common import Collector, Fault, fault_table, run_suite, start_stack
 from devstack import servers
-from devstack.process_invoker import ProcessInvoker
-from devstack.stack import LocalStack, local_settings
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import MINUTE, minute_bucket, rfc3339
@@ -63,14 +60,6 @@ FULL = Plan(executions=5000, spread_minutes=7, segments=8, lead_s=90, kills=5, k
 SMALL = Plan(executions=400, spread_minutes=2, segments=4, lead_s=60, kills=2, kafka_restart_at_s=30,
              cassandra_restart_at_s=60, submit_during_restart_s=25, no_tick_from_s=60, no_tick_minutes=2,
              drain_timeout_s=360)
-
-
-@dataclass
-class Fault:
-    kind: str
-    at: str
-    detail: str
-    recovery_s: float | None = None
 
 
 @dataclass
@@ -106,47 +95,9 @@ class Report:
             f"| jobs refused as submitted too late (422) | {self.refused_late} |",
             f"| latest execution, after its due instant | {self.max_lateness_s:.1f} s |",
             f"| wall time of the suite | {self.wall_s:.0f} s |",
-            "", "| fault | at | detail | time to recover |", "|---|---|---|---|",
-            *(f"| {f.kind} | {f.at} | {f.detail} | "
-              f"{'-' if f.recovery_s is None else f'{f.recovery_s:.1f} s'} |" for f in self.faults),
+            "", *fault_table(self.faults),
         ]
         return "\n".join(lines) + "\n"
-
-
-class Collector:
-    """Reads every message of `jobs` from the offsets at the start, across broker restarts."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False,
-                                       group_id=None, reconnect_backoff_max_ms=1000)
-        partitions = [TopicPartition("jobs", p) for p in sorted(self._consumer.partitions_for_topic("jobs") or [])]
-        self._consumer.assign(partitions)
-        self._consumer.seek_to_end(*partitions)
-        for tp in partitions:
-            self._consumer.position(tp)
-        self.seen: list[tuple[str, str, datetime, datetime]] = []  # execution_id, job_id, scheduled, published
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                batches = self._consumer.poll(timeout_ms=500)
-            except Exception:
-                time.sleep(1)
-                continue
-            for records in batches.values():
-                for r in records:
-                    value = json.loads(r.value)
-                    self.seen.append((value["execution_id"], value["job_id"],
-                                      parse_instant(value["scheduled_at"], "scheduled_at"),
-                                      datetime.fromtimestamp(r.timestamp / 1000, tz=UTC)))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._consumer.close()
 
 
 class Suite:
@@ -164,21 +115,9 @@ class Suite:
     # -- set-up ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.endpoints = servers.ensure_all()
-        run_id = uuid.uuid4().hex[:8]
-        self.settings = local_settings(
-            self.endpoints, CASSANDRA_KEYSPACE=f"jr_chaos_{run_id}", HEARTBEAT_TABLE=f"hb-chaos-{run_id}",
-            JOBRUNNER_SEGMENTS=str(self.plan.segments),
-            JOBRUNNER_INITIAL_LOOKBACK_MINUTES="1",  # a fresh heartbeat table: no long-past minutes to scan
-        )
-        env = {**os.environ, "CASSANDRA_CONTACT_POINTS": self.endpoints.cassandra_host,
-               "CASSANDRA_PORT": str(self.endpoints.cassandra_port), "CASSANDRA_KEYSPACE": f"jr_chaos_{run_id}",
-               "KAFKA_BOOTSTRAP": self.endpoints.kafka_bootstrap, "DYNAMODB_ENDPOINT": self.endpoints.dynamodb_endpoint,
-               "HEARTBEAT_TABLE": f"hb-chaos-{run_id}", "JOBRUNNER_SEGMENTS": str(self.plan.segments)}
-        self.invoker = ProcessInvoker(env, servers.LOG_DIR / "chaos-scans.log")
-        self.stack = LocalStack(self.settings, port=0, tenant=f"chaos-{run_id}", example_worker=False,
-                                auto_tick=False, invoker=self.invoker).start()
-        self.collector = Collector(self.endpoints.kafka_bootstrap)
+        self.chaos = start_stack(self.plan.segments, "chaos")
+        self.endpoints, self.invoker, self.stack = self.chaos.endpoints, self.chaos.invoker, self.chaos.stack
+        self.collector = Collector(self.endpoints.kafka_bootstrap, _execution)
 
     def submit(self, body: dict[str, Any], attempts: int = 1) -> requests.Response | None:
         """POST a job; with several attempts, retry timeouts (safe: the body carries an idempotency key)."""
@@ -441,17 +380,14 @@ class Suite:
 
     def close(self, keep_servers: bool) -> None:
         self.stop.set()
-        self.invoker.stop_all()
-        self.stack.stop()
-        if not keep_servers:
-            servers.stop_all()
+        self.chaos.close(keep_servers)
+
+
+def _execution(_topic: str, value: dict[str, Any], published: datetime) -> tuple[str, str, datetime, datetime]:
+    """What the crash suite keeps of a message: execution_id, job_id, scheduled_at, published."""
+    return value["execution_id"], value["job_id"], parse_instant(value["scheduled_at"], "scheduled_at"), published
 
 
 def run(plan: Plan, keep_servers: bool = False) -> Report:
-    suite = Suite(plan)
-    suite.start()
-    try:
-        return suite.run()
-    finally:
-        suite.close(keep_servers)
+    return run_suite(Suite(plan), keep_servers)
 

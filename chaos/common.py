@@ -1,0 +1,142 @@
+"""What the fault suites share: the stack on the suite's own servers, and a reader of what it published."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from kafka import KafkaConsumer, TopicPartition
+
+from devstack import servers
+from devstack.process_invoker import ProcessInvoker
+from devstack.stack import LocalStack, local_settings
+from jobrunner.adapters.publishers.topics import ensure_topics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from jobrunner.config import Settings
+
+T = TypeVar("T")
+R = TypeVar("R", covariant=True)
+
+
+@dataclass
+class Fault:
+    """A fault a suite injected: what, when, and how long the system took to recover from it."""
+
+    kind: str
+    at: str
+    detail: str
+    recovery_s: float | None = None
+
+
+def fault_table(faults: list[Fault]) -> list[str]:
+    """The faults as a Markdown table."""
+    return ["| fault | at | detail | time to recover |", "|---|---|---|---|",
+            *(f"| {f.kind} | {f.at} | {f.detail} | {'-' if f.recovery_s is None else f'{f.recovery_s:.1f} s'} |"
+              for f in faults)]
+
+
+class Suite(Protocol[R]):
+    def start(self) -> None: ...
+
+    def run(self) -> R: ...
+
+    def close(self, keep_servers: bool) -> None: ...
+
+
+def run_suite(suite: Suite[R], keep_servers: bool) -> R:
+    """Start ``suite``, run it and close it (stopping its servers unless asked to keep them)."""
+    suite.start()
+    try:
+        return suite.run()
+    finally:
+        suite.close(keep_servers)
+
+
+class Collector(Generic[T]):
+    """Reads every message of ``topics`` from their offsets at the start, across broker restarts.
+
+    ``parse(topic, value, published)`` turns each message (its JSON value and its timestamp) into what
+    ``seen`` keeps.
+    """
+
+    def __init__(self, bootstrap: str, parse: Callable[[str, dict[str, Any], datetime], T],
+                 topics: Sequence[str] = ("jobs",)) -> None:
+        self._parse = parse
+        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False,
+                                       group_id=None, reconnect_backoff_max_ms=1000)
+        partitions = [TopicPartition(topic, p) for topic in topics
+                      for p in sorted(self._consumer.partitions_for_topic(topic) or [])]
+        self._consumer.assign(partitions)
+        self._consumer.seek_to_end(*partitions)
+        for tp in partitions:
+            self._consumer.position(tp)
+        self.seen: list[T] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                batches = self._consumer.poll(timeout_ms=500)
+            except Exception:
+                time.sleep(1)
+                continue
+            for records in batches.values():
+                for r in records:
+                    published = datetime.fromtimestamp(r.timestamp / 1000, tz=UTC)
+                    self.seen.append(self._parse(r.topic, json.loads(r.value), published))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
+
+
+@dataclass
+class ChaosStack:
+    """The whole system on the suite's servers, with its scans in processes of their own."""
+
+    endpoints: servers.Endpoints
+    settings: Settings
+    invoker: ProcessInvoker
+    stack: LocalStack
+
+    def close(self, keep_servers: bool) -> None:
+        self.invoker.stop_all()
+        self.stack.stop()
+        if not keep_servers:
+            servers.stop_all()
+
+
+def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Sequence[str] = (),
+                **overrides: str) -> ChaosStack:
+    """Start (or reuse) the suite's servers and run the system on a keyspace, heartbeat table and tenant
+    of its own (``name`` tells the suites apart in them). ``topics`` are created first (a consumer that
+    subscribes to a topic not there yet may wait minutes for its next metadata refresh); ``overrides``
+    are more settings (environment variables), given to the scan processes too."""
+    endpoints = servers.ensure_all()
+    if topics:
+        ensure_topics(endpoints.kafka_bootstrap, list(topics))
+    run_id = uuid.uuid4().hex[:8]
+    env = {"CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host, "CASSANDRA_PORT": str(endpoints.cassandra_port),
+           "CASSANDRA_KEYSPACE": f"jr_{name}_{run_id}", "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
+           "DYNAMODB_ENDPOINT": endpoints.dynamodb_endpoint, "HEARTBEAT_TABLE": f"hb-{name}-{run_id}",
+           "JOBRUNNER_SEGMENTS": str(segments), **overrides}
+    settings = local_settings(
+        endpoints, **env,
+        JOBRUNNER_INITIAL_LOOKBACK_MINUTES="1",  # a fresh heartbeat table: no long-past minutes to scan
+    )
+    invoker = ProcessInvoker({**os.environ, **env}, servers.LOG_DIR / f"{name}-scans.log")
+    stack = LocalStack(settings, port=0, tenant=f"{name}-{run_id}", example_worker=False,
+                       auto_tick=auto_tick, invoker=invoker).start()
+    return ChaosStack(endpoints, settings, invoker, stack)

@@ -1,0 +1,113 @@
+"""The operations suite, small: changes racing the scans, a write outage, an unpublishable topic.
+
+It runs as ``python -m chaos --operations --small`` in a process of its own, on the fault suites'
+servers (other ports, their own DEVSTACK_HOME), because it breaks them on purpose. The first tests
+pin the judge's rules (``chaos.ops_model``) on made-up runs, without servers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.ops_model import Answer, Message, Run, Window, judge
+
+ROOT = Path(__file__).resolve().parents[2]
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+JOB = "job-1"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def answer(kind: str, sent_s: float, version: int, state: str = "ACTIVE", next_s: float | None = None,
+           v: int = 0) -> Answer:
+    job: dict[str, Any] = {"version": version, "state": state, "payload": {"v": v},
+                           "schedule": {"every": "PT10S", "start": "2026-11-22T10:00:10.000Z"},
+                           "next_run_at": at(next_s).isoformat() if next_s is not None else None}
+    return Answer(JOB, kind, at(sent_s), at(sent_s + 0.05), job)
+
+
+def fire(scheduled_s: float, late_s: float = 0.01, v: int = 0, trigger: str = "SCHEDULE") -> Message:
+    return Message("jobs", f"e-{scheduled_s}-{trigger}", JOB, at(scheduled_s), 1, trigger, {"v": v},
+                   at(scheduled_s + late_s))
+
+
+def judged(answers: list[Answer], messages: list[Message], quiet: tuple[float, float] = (100, 130)) -> Any:
+    return judge(Run(answers=answers, doubts=[], messages=messages, handled=[], void_jobs=frozenset(),
+                     void_at=None, neighbours=frozenset(), outage=None, quiet=Window(at(quiet[0]), at(quiet[1]))))
+
+
+def test_a_fire_owed_by_the_schedule_and_never_published_is_lost() -> None:
+    # Given a job every 10 s from 10:00:10, whose fire at +30 s never came
+    messages = [fire(s) for s in range(10, 131, 10) if s != 30]
+    # Then that fire, and only it, is lost
+    findings = judged([answer("submit", 0, 1, next_s=10)], messages)
+    assert findings.lost == ["job-1@2026-11-22T10:00:30.000Z (ops)"]
+    assert findings.expected == 13 and findings.published == 12
+
+
+def test_anything_published_after_the_cancel_was_acknowledged_is_a_zombie() -> None:
+    # Given a job cancelled at +35 s, and a fire at +40 s and a retry at +60 s published anyway
+    answers = [answer("submit", 0, 1, next_s=10), answer("cancel", 35, 2, state="CANCELLED")]
+    messages = [fire(10), fire(20), fire(30), fire(40), fire(30, late_s=30, trigger="RETRY")]
+    # Then both are zombies; the fires before the cancel were owed and came
+    findings = judged(answers, messages)
+    assert len(findings.zombies) == 2 and not findings.lost
+
+
+def test_a_fire_due_just_before_a_pause_may_be_waived_but_not_one_long_before() -> None:
+    # Given a job paused at +32 s: the fire at +30 s did not come (the pause replaced it), nor did +10 s
+    answers = [answer("submit", 0, 1, next_s=10), answer("pause", 32, 2, state="PAUSED")]
+    findings = judged(answers, [fire(20)])
+    # Then +30 s is waived, +10 s is lost, and nothing is owed while paused
+    assert findings.waived == 1
+    assert findings.lost == ["job-1@2026-11-22T10:00:10.000Z (ops)"]
+
+
+def test_a_paused_job_that_fires_and_a_stale_payload_in_the_quiet_window_are_caught() -> None:
+    # Given a payload PATCH (v=7) at +50 s, a pause at +95 s and fires that still carry v=0
+    answers = [answer("submit", 0, 1, next_s=10), answer("payload", 50, 2, next_s=60, v=7),
+               answer("pause", 95, 3, state="PAUSED", v=7), answer("resume", 99, 4, next_s=100, v=7)]
+    messages = [fire(s, v=7 if 60 <= s < 100 else 0) for s in range(10, 131, 10)] + [fire(97, v=7)]
+    findings = judged(answers, messages)
+    # Then the fire at +97 s (paused) is flagged, and so are the quiet window's fires with v=0
+    assert len(findings.paused_fires) == 1 and not findings.strays
+    assert len(findings.quiet_stale_payloads) == 4  # +100, +110, +120, +130
+
+
+@pytest.mark.e2e
+def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path) -> None:
+    report_path = tmp_path / "operations.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "chaos", "--operations", "--small", "--json", str(report_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert report_path.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    findings = report["findings"]
+    print(completed.stdout)
+    # Given: the faults and the operations happened
+    kinds = {fault["kind"] for fault in report["faults"]}
+    assert kinds == {"unpublishable topic", "Cassandra writes fail, reads work"}
+    assert sum(report["refused"].values()) > 0  # changes refused during the write outage, and sent again
+    acknowledged = report["acknowledged"]
+    assert all(acknowledged.get(kind, 0) > 0 for kind in ("payload", "schedule", "pause", "cancel")), acknowledged
+    assert acknowledged.get("resume", 0) + acknowledged.get("catch_up", 0) > 0
+    assert report["races"] >= 2
+    assert findings["retries_owed"] > 0 and report["worker"].get("silent", 0) > 0
+    assert findings["quiet_expected"] >= findings["quiet_live_jobs"] * 2 > 0
+    # Then: nothing lost, nothing stale, no zombie, and every other rule held
+    assert report["lost"] == 0, findings["lost"] + findings["retries_lost"] + findings["void_lost"]
+    assert report["stale"] == 0, report["stale_ids"]
+    assert report["zombies"] == 0, findings["zombies"]
+    assert findings["void_dead_lettered"] > 0  # the unpublishable topic's executions reached the DLQ
+    assert report["failures"] == dict.fromkeys(report["failures"], 0), report["failures"]
+    assert completed.returncode == 0

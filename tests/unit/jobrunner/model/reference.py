@@ -1,0 +1,460 @@
+"""The reference model of the model test: what the scheduler owes, from acknowledged operations only.
+
+Per job (``JobModel``): as submitted, then each acknowledged change replayed in the order its write
+landed (concurrent requests take effect in that order, whatever order they were answered in). A change
+that lands closes the schedule in effect (its ``Epoch``) and owes the new one's fires from the instant
+it was decided; pauses, the cancel, payloads and manual runs are kept the same way. Per execution
+(``Execution``): what its worker answered. ``Reference.observe`` checks each message as it is
+published (safety); ``check_owed`` and ``check_next_runs`` check, after the final drain, that all
+that was owed was done (liveness). Fire times of ``at`` and ``every`` are computed plainly here;
+``cron`` and ``iso8601`` use the schedules' own ``next_fire_after``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger
+from jobrunner.domain.schedules import At, Every, parse_instant
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+    from jobrunner.adapters.stores.memory import MemoryJobStore
+    from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
+    from jobrunner.domain.schedules import Schedule
+    from jobrunner.ports import OutboundMessage
+    from jobrunner.services.jobs import NewJob
+
+START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+USER = "alice"
+MINUTE = timedelta(minutes=1)
+MS = timedelta(milliseconds=1)
+JOBS_TOPIC = "jobs"
+DLQ_TOPIC = "job-dlq"
+Fate = Literal["success", "failure", "never"]
+
+
+def hms(instant: datetime | None) -> str:
+    return "-" if instant is None else instant.strftime("%H:%M:%S.%f")[:-3]
+
+
+def anchored(schedule: Schedule, at: datetime) -> Schedule:
+    """``every`` without a start starts one period after the request (the product's rule)."""
+    if isinstance(schedule, Every) and schedule.start is None:
+        return replace(schedule, start=at + schedule.every)
+    return schedule
+
+
+def is_fire(schedule: Schedule, instant: datetime) -> bool:
+    if isinstance(schedule, At):
+        return instant == schedule.at
+    if isinstance(schedule, Every):
+        assert schedule.start is not None
+        return instant >= schedule.start and (instant - schedule.start) % schedule.every == timedelta(0)
+    return schedule.next_fire_after(instant - MS) == instant
+
+
+def iter_fires(schedule: Schedule, low: datetime) -> Iterator[datetime]:
+    """The schedule's fires at or after ``low``, in order (lazily: a cron schedule has no end)."""
+    if isinstance(schedule, At):
+        yield from [schedule.at] if schedule.at >= low else []
+    elif isinstance(schedule, Every):
+        assert schedule.start is not None
+        start, every = schedule.start, schedule.every
+        first = max(0, -((start - low) // every))  # the first k with start + k * every >= low
+        yield from (start + k * every for k in itertools.count(first))
+    else:
+        instant = schedule.next_fire_after(low - MS)
+        while instant is not None:
+            yield instant
+            instant = schedule.next_fire_after(instant)
+
+
+def fires(schedule: Schedule, low: datetime, high: datetime) -> list[datetime]:
+    """The schedule's fires in [low, high]."""
+    return list(itertools.takewhile(lambda t: t <= high, iter_fires(schedule, low)))
+
+
+def describe(schedule: Schedule) -> str:
+    return ", ".join(f"{k} {v}" for k, v in schedule.to_dict().items())
+
+
+@dataclass
+class Epoch:
+    """A stretch during which one schedule drove the job: its fires from ``since`` (strictly after it when
+    ``strict``) until ``until``, the instant a change ended it (None: still in effect). Fires before
+    ``owed_since`` are allowed, not owed (a catch-up over a schedule changed while paused)."""
+
+    schedule: Schedule
+    since: datetime
+    strict: bool = False
+    owed_since: datetime | None = None
+    until: datetime | None = None
+
+    def holds(self, fire: datetime) -> bool:
+        if fire < self.since or (self.strict and fire == self.since):
+            return False
+        return (self.until is None or fire <= self.until) and is_fire(self.schedule, fire)
+
+    def first_from(self, low: datetime) -> datetime | None:
+        """Its first fire at or after ``low``."""
+        candidates = (f for f in iter_fires(self.schedule, max(low, self.since)) if f > self.since or not self.strict)
+        fire = next(candidates, None)
+        return fire if fire is not None and self.holds(fire) else None
+
+    def owed(self, horizon: datetime) -> list[datetime]:
+        low = max(self.since, self.owed_since or self.since)
+        return [f for f in fires(self.schedule, low, horizon) if self.holds(f)]
+
+    def __repr__(self) -> str:
+        since = ("after " if self.strict else "from ") + hms(self.since)
+        return f"<{describe(self.schedule)} {since} to {hms(self.until) if self.until else 'now'}>"
+
+
+@dataclass
+class Window:
+    """A pause: from ``start`` to ``end`` (a resume or the cancel; None: still paused)."""
+
+    start: datetime
+    end: datetime | None = None
+    catch_up: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """An acknowledged change of a job: decided at ``at`` (the job's ``updated_at``), in effect from ``landed``
+    (when its write landed: concurrent requests take effect in that order, not in the order answered)."""
+
+    kind: Literal["payload", "schedule", "pause", "resume", "cancel"]
+    at: datetime
+    landed: datetime
+    payload: Any = None
+    schedule: Schedule | None = None
+    catch_up: bool = False
+
+
+@dataclass(eq=False)
+class JobModel:
+    """A job as its user knows it: as submitted, then each change replayed in the order it landed."""
+
+    name: str
+    job_id: str
+    retry: RetryPolicy
+    timeout_s: int | None
+    created_at: datetime
+    first: Epoch
+    first_payload: Any
+    changes: list[Change] = field(default_factory=list)
+    manual: dict[str, datetime] = field(default_factory=dict)  # execution_id -> due instant of each run now
+    history: dict[str, ExecutionRecord] = field(default_factory=dict)  # the records seen last, by execution_id
+    # Derived from the above by ``replay``:
+    state: JobState = JobState.ACTIVE
+    schedule: Schedule | None = None
+    epochs: list[Epoch] = field(default_factory=list)
+    payloads: list[tuple[datetime, Any]] = field(default_factory=list)  # from when each payload was in effect
+    pauses: list[Window] = field(default_factory=list)
+    paused_at: datetime | None = None
+    rescheduled_at: datetime | None = None  # the latest schedule change while paused
+    cancelled_at: datetime | None = None
+
+    def change(self, change: Change) -> None:
+        self.changes.append(change)
+        self.replay()
+
+    def replay(self) -> None:
+        self.state, self.schedule = JobState.ACTIVE, self.first.schedule
+        self.epochs, self.payloads = [replace(self.first)], [(self.created_at, self.first_payload)]
+        self.pauses, self.paused_at, self.rescheduled_at, self.cancelled_at = [], None, None, None
+        for change in sorted(self.changes, key=lambda c: c.landed):  # stable: answered order breaks ties
+            self._apply(change)
+
+    def _apply(self, change: Change) -> None:
+        """A change that lands closes the schedule in effect then; the new one owes its fires from ``at``."""
+        state, landed = self.state, change.landed
+        if change.kind == "payload":
+            self.payloads.append((landed, change.payload))
+        elif change.kind == "schedule" and state is not JobState.CANCELLED:
+            assert change.schedule is not None
+            self.schedule = change.schedule
+            if state is JobState.ACTIVE:
+                self.epochs[-1].until = landed
+                self.epochs.append(Epoch(change.schedule, since_of(change.schedule, change.at)))
+            else:
+                self.rescheduled_at = change.at
+        elif change.kind == "pause" and state is JobState.ACTIVE:
+            self.epochs[-1].until = landed
+            self.state, self.paused_at = JobState.PAUSED, change.at
+            self.pauses.append(Window(landed))
+        elif change.kind == "resume" and state is JobState.PAUSED:
+            assert self.schedule is not None and self.paused_at is not None
+            self.pauses[-1].end, self.pauses[-1].catch_up = change.at, change.catch_up
+            if change.catch_up:  # the fires since the pause are owed again (of a schedule changed meanwhile: allowed)
+                owed_since = max(self.paused_at, self.rescheduled_at or self.paused_at)
+                self.epochs.append(Epoch(self.schedule, self.paused_at, owed_since=owed_since))
+            else:
+                self.epochs.append(Epoch(self.schedule, change.at, strict=True))
+            self.state, self.rescheduled_at = JobState.ACTIVE, None
+        elif change.kind == "cancel" and state is not JobState.CANCELLED:
+            if state is JobState.ACTIVE:
+                self.epochs[-1].until = landed
+            elif self.pauses:
+                self.pauses[-1].end = landed
+            self.state, self.cancelled_at = JobState.CANCELLED, landed
+
+
+def since_of(schedule: Schedule, at: datetime) -> datetime:
+    """Where a schedule taken at ``at`` starts owing fires: ``at`` (an ``at`` may be a little in the past)."""
+    return min(at, schedule.at) if isinstance(schedule, At) else at
+
+
+@dataclass(eq=False)
+class Execution:
+    """One attempt of one fire as published, and what its worker answered (``reported_at``: when)."""
+
+    execution_id: str
+    job: JobModel
+    scheduled_at: datetime
+    attempt: int
+    trigger: Trigger
+    published_at: datetime
+    fate: Fate | None = None
+    reported_at: datetime | None = None
+
+    def __repr__(self) -> str:
+        return f"{self.job.name} {self.trigger} {hms(self.scheduled_at)} #{self.attempt}"
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When its watchdog can fail it at the earliest (jobs with a timeout)."""
+        return None if self.job.timeout_s is None else self.published_at + timedelta(seconds=self.job.timeout_s)
+
+    def could_fail(self, by: datetime) -> bool:
+        """Whether it may have failed by ``by``: its worker said so, or it may have timed out."""
+        if self.fate == "failure" and self.reported_at is not None and self.reported_at <= by:
+            return True
+        deadline = self.deadline
+        return deadline is not None and deadline <= by and (self.reported_at is None or self.reported_at >= deadline)
+
+    def earliest_retry(self) -> datetime:
+        """The earliest instant its retry can be due: failure, then at least half the base backoff."""
+        causes = [t for t in (self.reported_at if self.fate == "failure" else None, self.deadline) if t is not None]
+        policy = self.job.retry
+        base = min(policy.max_delay_s, policy.initial_delay_s * policy.multiplier ** (self.attempt - 1))
+        return min(causes) + timedelta(seconds=base / 2)
+
+    def why_failed(self) -> str:
+        if self.fate == "failure":
+            return f"its worker said so at {hms(self.reported_at)}"
+        return f"no result within {self.job.timeout_s} s of {hms(self.published_at)}"
+
+    def failed_for_sure(self) -> datetime | None:
+        """The instant by which it certainly failed, for a failure the scheduler must act on (not ignored
+        because the job was cancelled first); None when it succeeded or it is not certain."""
+        cancelled = self.job.cancelled_at
+        if self.fate == "failure":
+            assert self.reported_at is not None
+            return None if cancelled is not None and cancelled <= self.reported_at else self.reported_at
+        if self.deadline is not None and self.fate == "never":
+            return None if cancelled is not None else self.deadline
+        return None
+
+
+#: How far along an execution's record is: it may only move up (a finished execution stays finished).
+RANK = {ExecutionStatus.SCHEDULED: 0, ExecutionStatus.RUNNING: 1, ExecutionStatus.SUCCESS: 2, ExecutionStatus.FAILED: 2}
+
+
+class Reference:
+    """What the scheduler owes, from acknowledged operations only, and the checks of what it did."""
+
+    def __init__(self) -> None:
+        self.jobs: list[JobModel] = []
+        self.by_id: dict[str, JobModel] = {}
+        self.executions: dict[str, Execution] = {}  # by execution_id, in order of first publication
+        self.copies: dict[tuple[str, datetime, int, Trigger], str] = {}  # fire and attempt -> its execution_id
+        self.dead_letters: set[str] = set()
+        self._seen = 0  # how much of the broker's log has been checked
+
+    def pick(self, index: int) -> JobModel | None:
+        return self.jobs[index % len(self.jobs)] if self.jobs else None
+
+    def name(self, job_id: str) -> str:
+        job = self.by_id.get(job_id)
+        return job.name if job else job_id[:8]
+
+    # -- acknowledged operations ------------------------------------------------------------------------
+
+    def submitted(self, job: Job, new: NewJob) -> None:
+        if job.job_id in self.by_id:
+            return
+        schedule = anchored(new.schedule, job.created_at)
+        model = JobModel(f"J{len(self.jobs) + 1}", job.job_id, new.retry, new.timeout_s, job.created_at,
+                         Epoch(schedule, since_of(schedule, job.created_at)), new.payload)
+        model.replay()
+        self.jobs.append(model)
+        self.by_id[job.job_id] = model
+
+    def payload_changed(self, job: JobModel, payload: Any, landed: datetime) -> None:
+        job.change(Change("payload", landed, landed, payload=payload))
+
+    def rescheduled(self, job: JobModel, requested: Schedule, at: datetime, landed: datetime) -> None:
+        job.change(Change("schedule", at, landed, schedule=anchored(requested, at)))
+
+    def paused(self, job: JobModel, done: Job, landed: datetime) -> None:
+        assert done.state is JobState.PAUSED and done.paused_at is not None, f"{job.name}: pause answered {done}"
+        job.change(Change("pause", done.paused_at, landed))
+
+    def resumed(self, job: JobModel, done: Job, catch_up: bool, landed: datetime) -> None:
+        assert done.state is JobState.ACTIVE, f"{job.name}: resume answered {done.state}"
+        job.change(Change("resume", done.updated_at, landed, catch_up=catch_up))
+
+    def cancelled(self, job: JobModel, done: Job, landed: datetime) -> None:
+        assert done.state is JobState.CANCELLED, f"{job.name}: cancel answered {done.state}"
+        job.change(Change("cancel", done.updated_at, landed))
+
+    def ran_now(self, job: JobModel, row: ScheduledExecution) -> None:
+        job.manual[row.execution_id] = row.scheduled_at
+
+    def answered(self, execution: Execution, fate: Fate, at: datetime) -> None:
+        execution.fate = fate
+        execution.reported_at = None if fate == "never" else at
+
+    def unanswered(self) -> list[Execution]:
+        return [e for e in self.executions.values() if e.fate is None]
+
+    def answered_list(self) -> list[Execution]:
+        return [e for e in self.executions.values() if e.fate in ("success", "failure")]
+
+    # -- safety: checked after every step ---------------------------------------------------------------
+
+    def observe(self, log: list[tuple[datetime, OutboundMessage]]) -> None:
+        """Check each message published since the last call: one execution_id per fire and attempt, nothing
+        published that is not owed or allowed (pauses, cancel, retries), the payload of its time."""
+        for published_at, message in log[self._seen:]:
+            self._seen += 1
+            value = message.value
+            if message.topic == DLQ_TOPIC:
+                self.dead_letters.add(value["execution_id"])
+                continue
+            assert message.topic == JOBS_TOPIC, f"published to {message.topic}"
+            assert value["job_id"] in self.by_id, f"published for a job never acknowledged: {value}"
+            job = self.by_id[value["job_id"]]
+            fire = parse_instant(value["scheduled_at"], "scheduled_at")
+            attempt, trigger, execution_id = value["attempt"], Trigger(value["trigger"]), value["execution_id"]
+            what = f"{hms(published_at)} published {job.name} {trigger} {hms(fire)} #{attempt}"
+            first_id = self.copies.setdefault((job.job_id, fire, attempt, trigger), execution_id)
+            assert first_id == execution_id, f"{what}: execution_id {execution_id}, an earlier copy had {first_id}"
+            execution = self.executions.setdefault(
+                execution_id, Execution(execution_id, job, fire, attempt, trigger, published_at))
+            assert (execution.job, execution.scheduled_at, execution.attempt) == (job, fire, attempt), (
+                f"{what}: its execution_id {execution_id} was published before for {execution}")
+            due = self._check_allowed(job, execution, published_at, what)
+            allowed = self._payloads_between(job, due, published_at)
+            assert value["payload"] in allowed, (
+                f"{what}: payload {value['payload']}, but from its due instant {hms(due)} until then the "
+                f"job's payload was {' or '.join(map(str, allowed))}")
+
+    def _check_allowed(self, job: JobModel, execution: Execution, published_at: datetime, what: str) -> datetime:
+        """Fail unless the execution may be published; returns its due instant (a lower bound for retries)."""
+        fire = execution.scheduled_at
+        if execution.trigger is Trigger.SCHEDULE:
+            assert execution.attempt == 1, f"{what}: a schedule fire is attempt 1"
+            assert any(epoch.holds(fire) for epoch in job.epochs), f"{what}, but {self._why_not(job, fire)}"
+            return fire
+        if execution.trigger is Trigger.MANUAL:
+            assert execution.execution_id in job.manual, f"{what}: no acknowledged run now is due then"
+            assert job.cancelled_at is None or fire <= job.cancelled_at, (
+                f"{what}: due after the job's cancel at {hms(job.cancelled_at)}")
+            return fire
+        assert execution.trigger is Trigger.RETRY, f"{what}: unexpected trigger"
+        failed = [e for e in self.executions.values() if e.job is job and e.scheduled_at == fire
+                  and e.attempt == execution.attempt - 1 and e.could_fail(published_at)]
+        assert failed, f"{what}: a retry, but attempt {execution.attempt - 1} of that fire never failed"
+        due = min(e.earliest_retry() for e in failed)
+        assert job.cancelled_at is None or due <= job.cancelled_at, (
+            f"{what}: due at {hms(due)} at the earliest, after the job's cancel at {hms(job.cancelled_at)}")
+        return due
+
+    @staticmethod
+    def _why_not(job: JobModel, fire: datetime) -> str:
+        if job.cancelled_at is not None and fire > job.cancelled_at:
+            return f"it is due after the job's cancel at {hms(job.cancelled_at)}"
+        for pause in job.pauses:
+            if pause.start < fire and (pause.end is None or fire < pause.end) and not pause.catch_up:
+                return f"it is due while the job was paused (from {hms(pause.start)} to {hms(pause.end)})"
+        return f"it is not a fire of the job's schedules when due: {job.epochs}"
+
+    @staticmethod
+    def _payloads_between(job: JobModel, low: datetime, high: datetime) -> list[Any]:
+        """The payloads the job had at some instant in [low, high] (at the instant of a change, both)."""
+        before = [payload for landed, payload in job.payloads if landed < low]
+        return before[-1:] + [payload for landed, payload in job.payloads if low <= landed <= high]
+
+    def observe_history(self, store: MemoryJobStore) -> None:
+        """An execution's record never moves backwards (finished -> running or scheduled) nor disappears."""
+        for job in self.jobs:
+            records = {r.execution_id: r for r in store.history(job.job_id, 100_000)}
+            for execution_id, before in job.history.items():
+                after = records.get(execution_id)
+                label = f"{job.name} {before.trigger} {hms(before.scheduled_at)} #{before.attempt}"
+                assert after is not None, f"the history record of {label} ({before.status}) was overwritten: " + str(
+                    [f"{r.trigger} {r.status}" for r in records.values()
+                     if (r.scheduled_at, r.attempt) == (before.scheduled_at, before.attempt)])
+                assert RANK[after.status] >= RANK[before.status], (
+                    f"the history record of {label} went back from {before.status} to {after.status}")
+            job.history = records
+
+    # -- liveness: checked after the drain --------------------------------------------------------------
+
+    def check_owed(self, horizon: datetime) -> None:
+        """Every fire owed up to ``horizon`` was published; so was every manual run, retry and dead letter."""
+        for job in self.jobs:
+            published = {fire for (job_id, fire, _, trigger) in self.copies
+                         if job_id == job.job_id and trigger is Trigger.SCHEDULE}
+            if job.state is JobState.ACTIVE:
+                epoch = job.epochs[-1]
+                missing = [hms(f) for f in epoch.owed(horizon) if f not in published]
+                assert not missing, f"{job.name}: fires {missing} of {epoch} were never published"
+            if job.cancelled_at is None:
+                lost = [hms(at) for execution_id, at in job.manual.items() if execution_id not in self.executions]
+                assert not lost, f"{job.name}: the manual runs due at {lost} were never published"
+        for execution in list(self.executions.values()):
+            failed_at = execution.failed_for_sure()
+            if failed_at is None or failed_at > horizon - 2 * MINUTE:
+                continue
+            job = execution.job
+            if execution.attempt <= job.retry.max_retries:
+                if job.cancelled_at is None:
+                    retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY)
+                    assert retry in self.copies, (
+                        f"{execution} failed ({execution.why_failed()}), but its retry was never published")
+            else:
+                assert execution.execution_id in self.dead_letters, (
+                    f"{execution} failed ({execution.why_failed()}) with no retry left, but was never dead-lettered")
+
+    def check_next_runs(self, store: MemoryJobStore, heartbeats: MemoryHeartbeatStore, last_bucket: datetime) -> None:
+        """Every active job with fires left has its next run ahead of the scans, in a row some scan will read."""
+        for job in self.jobs:
+            epoch = job.epochs[-1]
+            if job.state is not JobState.ACTIVE:
+                continue
+            upcoming = epoch.first_from(last_bucket + MINUTE)
+            if upcoming is None:
+                continue
+            stored = store.get(USER, job.job_id)
+            assert stored is not None
+            next_run = stored.next_run_at
+            assert next_run is not None and last_bucket <= next_run <= upcoming, (
+                f"{job.name}: next_run_at {hms(next_run)} is stale; the scans are done up to {last_bucket:%H:%M} "
+                f"and its next fire is {hms(upcoming)}")
+            rows = [r for r in store.rows.values() if r.job_id == job.job_id and r.trigger is Trigger.SCHEDULE
+                    and r.scheduled_at == next_run and r.job_version == stored.version]
+            done = {(p.segment, p.bucket) for p in heartbeats.partitions((r.segment, r.bucket) for r in rows) if p.done}
+            assert any((r.segment, r.bucket) not in done for r in rows), (
+                f"{job.name}: its next run {hms(next_run)} has no row of version {stored.version} that a scan will "
+                f"read (rows {[(r.segment, f'{r.bucket:%H:%M}', r.lane.value, r.job_version) for r in rows]}): "
+                "the job is dead")

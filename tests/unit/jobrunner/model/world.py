@@ -1,0 +1,518 @@
+"""The world of the model test: the whole scheduler on memory adapters and virtual time, and what drives it.
+
+The services are built by ``wiring.Container`` on ports wrapped by ``faults.Faulty``, with the clock and
+the scans of ``simulation.Simulation``. ``World`` drives them: user operations (retried until
+acknowledged, as a user does), minutes with their tick (the scans it dispatches then run as time goes
+on), worker results, and the final drain without faults; it tells ``reference.Reference`` each
+acknowledged operation and each published message. The operations are small dataclasses so that
+Hypothesis can draw them and print a failing run as readable steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import logging
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from hypothesis import note
+
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.config import Settings
+from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.schedules import schedule_from_dict
+from jobrunner.domain.time import minute_bucket, rfc3339
+from jobrunner.ports import Invoker, PublishError
+from jobrunner.services.jobs import JobChanges, NewJob
+from jobrunner.services.results import WorkerReport
+from jobrunner.wiring import Container
+from tests.unit.jobrunner.model.faults import (
+    Crash,
+    Fault,
+    FaultPlan,
+    Faulty,
+    Glitch,
+    InjectedUnavailable,
+    Injector,
+    compact_repr,
+    landed,
+)
+from tests.unit.jobrunner.model.reference import MINUTE, START, USER, Reference, hms
+from tests.unit.jobrunner.model.simulation import Simulation
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from datetime import datetime
+
+    from jobrunner.domain.schedules import Schedule
+    from jobrunner.ports import OutboundMessage, ScanRequest
+    from tests.unit.jobrunner.model.reference import Execution, Fate
+
+MAX_JOBS = 6
+
+
+# -- the broker and the invoker ----------------------------------------------------------------------------
+
+
+class RecordingPublisher(MemoryPublisher):
+    """The broker: keeps every message it acknowledged, with the clock's time."""
+
+    def __init__(self, clock: Simulation, on_publish: Callable[[datetime, OutboundMessage], None]) -> None:
+        super().__init__()
+        self.clock = clock
+        self.log: list[tuple[datetime, OutboundMessage]] = []
+        self._on_publish = on_publish
+
+    def publish(self, messages: Any, *args: Any, **kwargs: Any) -> None:
+        super().publish(messages)
+        now = self.clock.now()
+        for message in messages:
+            self.log.append((now, message))
+            self._on_publish(now, message)
+
+
+class ScanInvoker(Invoker):
+    """Async invoke: each requested scan starts at once, as a task of the simulation."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def invoke_scan(self, request: ScanRequest) -> None:
+        self._world.start_scan(request)
+
+
+# -- what users and workers do -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class Spec:
+    """A schedule as a user writes it (its JSON form), relative to the instant of the request."""
+
+    kind: Literal["at", "every", "cron", "iso8601"]
+    seconds: int = 30  # at: offset from now; every, iso8601: the period
+    start: int | None = None  # every, iso8601: the start's offset from now (every: None, one period after now)
+    cron: str = "*/1 * * * *"
+    timezone: str = "UTC"
+    count: int = 5  # iso8601: how many fires
+
+    __repr__ = compact_repr
+
+    def build(self, now: datetime) -> Schedule:
+        def instant(seconds: int) -> str:
+            return rfc3339(now + timedelta(seconds=seconds))
+
+        data: dict[str, Any]
+        if self.kind == "at":
+            data = {"at": instant(self.seconds)}
+        elif self.kind == "every":
+            data = {"every": f"PT{self.seconds}S"} | ({} if self.start is None else {"start": instant(self.start)})
+        elif self.kind == "cron":
+            data = {"cron": self.cron, "timezone": self.timezone}
+        else:
+            data = {"iso8601": f"R{self.count}/{instant(self.start or 0)}/PT{self.seconds}S"}
+        return schedule_from_dict(data)
+
+
+class Op:
+    """Something a user or a worker does; ``run`` does it to the world, which tells the model once it is
+    acknowledged. Ops on a job pick it by index among the model's jobs (modulo their number)."""
+
+    __repr__ = compact_repr
+
+    def run(self, world: World) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, repr=False)
+class Submit(Op):
+    spec: Spec
+    retries: int = 0
+    timeout_s: int | None = None
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if len(world.model.jobs) >= MAX_JOBS:
+            return
+        policy = RetryPolicy(max_retries=self.retries, initial_delay_s=10, multiplier=2, max_delay_s=40)
+        new = NewJob(self.spec.build(world.clock.now()), {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s)
+        key = f"submit-{world.serial()}"  # the retried request is the same request: same key, same body
+        done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
+        if done is not None:
+            world.model.submitted(done[0], new)
+
+
+@dataclass(frozen=True, repr=False)
+class Payload(Op):
+    """A PATCH of the payload only."""
+
+    job: int
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is None:
+            return
+        payload = {"v": world.serial()}
+        changes = JobChanges(payload=payload, payload_set=True)
+        done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
+        if done is not None:
+            world.model.payload_changed(job, payload, world.landed)
+
+
+@dataclass(frozen=True, repr=False)
+class Reschedule(Op):
+    """A PATCH of the schedule."""
+
+    job: int
+    spec: Spec
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is None:
+            return
+        changes = JobChanges(schedule=self.spec.build(world.clock.now()))
+        done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
+        if done is not None:
+            assert changes.schedule is not None
+            world.model.rescheduled(job, changes.schedule, done.updated_at, world.landed)
+
+
+@dataclass(frozen=True, repr=False)
+class Pause(Op):
+    job: int
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is not None:
+            done = world.call(self, lambda: world.api.pause(USER, job.job_id))
+            if done is not None:
+                world.model.paused(job, done, world.landed)
+
+
+@dataclass(frozen=True, repr=False)
+class Resume(Op):
+    job: int
+    catch_up: bool = False
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is not None:
+            done = world.call(self, lambda: world.api.resume(USER, job.job_id, catch_up=self.catch_up))
+            if done is not None:
+                world.model.resumed(job, done, self.catch_up, world.landed)
+
+
+@dataclass(frozen=True, repr=False)
+class Cancel(Op):
+    job: int
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is not None:
+            done = world.call(self, lambda: world.api.cancel(USER, job.job_id))
+            if done is not None:
+                world.model.cancelled(job, done, world.landed)
+
+
+@dataclass(frozen=True, repr=False)
+class RunNow(Op):
+    job: int
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is not None:
+            row = world.call(self, lambda: world.api.run_now(USER, job.job_id))
+            if row is not None:
+                world.model.ran_now(job, row)
+
+
+@dataclass(frozen=True, repr=False)
+class Result(Op):
+    """The worker of a published execution not yet answered (picked by index) answers, or never will."""
+
+    pick: int
+    fate: Fate = "success"
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        world.check_safety()  # the model learns of the executions published so far, even in this minute
+        waiting = world.model.unanswered()
+        if waiting:
+            execution = waiting[self.pick % len(waiting)]
+            world.model.answered(execution, self.fate, world.clock.now())
+            if self.fate != "never":
+                world.deliver(execution, self)
+
+
+@dataclass(frozen=True, repr=False)
+class Repeat(Op):
+    """A worker's result is delivered again (a duplicate on ``job-results``)."""
+
+    pick: int
+
+    def run(self, world: World) -> None:
+        world.check_safety()
+        answered = world.model.answered_list()
+        if answered:
+            world.deliver(answered[self.pick % len(answered)], self)
+
+
+@dataclass(frozen=True, repr=False)
+class Tick(Op):
+    """The minute's tick event is delivered again, now (EventBridge delivers at least once)."""
+
+    def run(self, world: World) -> None:
+        world.tick(world.event_time)
+
+
+@dataclass(frozen=True, repr=False)
+class Minute:
+    """A minute: time runs to its tick at ``second`` (missed, or delivered twice), which dispatches scans that
+    run as time goes on, with ``faults`` (``Fault.scan`` numbers the scans dispatched in this minute); ``ops``
+    happen at their offsets (ms) from the minute's start, possibly while scans run."""
+
+    second: int = 30
+    tick: Literal["once", "missed", "twice"] = "once"
+    faults: tuple[Fault, ...] = ()
+    ops: tuple[tuple[int, Op], ...] = ()
+
+    __repr__ = compact_repr
+
+
+# -- the world ---------------------------------------------------------------------------------------------
+
+
+class World:
+    """The scheduler and its stores, the broker, virtual time, the faults and the reference model."""
+
+    def __init__(self, segments: int, say: Callable[[str], None] = note) -> None:
+        self._say = say
+        self._lines: list[str] = []
+        self.clock = Simulation(START)
+        self.store = MemoryJobStore()
+        self.heartbeats = MemoryHeartbeatStore()
+        self.publisher = RecordingPublisher(self.clock, self._published)
+        self.model = Reference()
+        self.faults = Injector(self.clock, self.run_op, self._job_id, self.say)
+        self._serial = itertools.count(1)
+        self.ticked = START - MINUTE  # the minute of the latest tick (each minute is ticked at most once)
+        self.event_time = START
+        self.most_segments = 0
+        self._faults: list[Fault] = []  # those of the scans the current minute dispatches
+        self.landed = START
+        self._dispatched = 0
+        #: False once a step raised: the drain and the final checks are then skipped (the failure is the news).
+        self.healthy = True
+        # Job ids decide segments: they must be the same on every replay of an example (and the logs quiet).
+        ids = random.Random(0)
+        self._restore = (uuid.uuid4, logging.getLogger("jobrunner").level)
+        uuid.uuid4 = lambda: uuid.UUID(int=ids.getrandbits(128), version=4)
+        logging.getLogger("jobrunner").setLevel(logging.CRITICAL)
+        self.resegment(segments)
+        self.tick(START, dispatch=False)  # the scheduler ran before the first job: its watermarks are set
+
+    def close(self) -> None:
+        self.clock.close()
+        uuid.uuid4, level = self._restore
+        logging.getLogger("jobrunner").setLevel(level)
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self._lines.append(f"{hms(self.clock.now())} {text}")
+
+    def flush_notes(self) -> None:
+        """Hand the lines said so far to Hypothesis (from the test's thread: tasks only collect them)."""
+        if self._lines:
+            self._say("\n".join(self._lines))
+            self._lines.clear()
+
+    def serial(self) -> int:
+        return next(self._serial)
+
+    def resegment(self, segments: int) -> None:
+        """(Re)build the services for ``segments`` segments, as wiring does, on the same stores."""
+        self.container = Container(
+            Settings.from_env({"JOBRUNNER_SEGMENTS": str(segments)}),
+            store=Faulty("store", self.store, self.faults),  # type: ignore[arg-type]
+            publisher=Faulty("publisher", self.publisher, self.faults),  # type: ignore[arg-type]
+            heartbeats=Faulty("heartbeats", self.heartbeats, self.faults),  # type: ignore[arg-type]
+            invoker=ScanInvoker(self), clock=self.clock,
+        )
+        self.segments = segments
+        self.most_segments = max(self.most_segments, segments)
+        self.say(f"{segments} segment(s)")
+
+    @property
+    def api(self) -> Any:
+        return self.container.jobs
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        """One step of the state machine; if it raises, the world is no longer drained at the end."""
+        self.healthy = False
+        try:
+            yield
+            self.healthy = True
+        finally:
+            self.flush_notes()
+
+    def _job_id(self, index: int) -> str | None:
+        job = self.model.pick(index)
+        return job.job_id if job is not None else None
+
+    def _published(self, at: datetime, message: OutboundMessage) -> None:
+        value = message.value
+        job = self.model.name(value["job_id"])
+        self.say(f"    published {message.topic} {job} {value.get('trigger', '')} "
+                 f"{value['scheduled_at'][11:23]} #{value['attempt']} payload {value['payload']}")
+
+    # -- users and workers ------------------------------------------------------------------------------
+
+    def run_op(self, op: Op) -> None:
+        self.say(repr(op))
+        op.run(self)
+
+    def call(self, op: Op | None, action: Callable[[], Any]) -> Any:
+        """Do ``action`` until it is acknowledged, as a user (or the results function) does after an error;
+        the op's glitch hits its first attempt only. Returns None when the service refuses the request."""
+        glitch = getattr(op, "glitch", None)
+        plans = [FaultPlan([glitch.fault()] if glitch is not None else [])]
+        for _ in range(3):
+            with self.faults.acting(plans[-1]):
+                try:
+                    result = action()
+                    #: When the request acknowledged last took effect (when it was answered, if it wrote nothing).
+                    self.landed = landed(plans) or self.clock.now()
+                    return result
+                except (Unavailable, PublishError) as exc:
+                    self.say(f"    failed ({exc}); retried")
+                except (Conflict, InvalidField, JobNotFound) as exc:
+                    self.say(f"    refused: {exc}")
+                    return None
+            plans.append(FaultPlan())
+        raise AssertionError(f"{op!r} still fails with no fault injected")
+
+    def deliver(self, execution: Execution, op: Op | None = None) -> None:
+        success = execution.fate == "success"
+        report = WorkerReport(execution.execution_id, execution.job.job_id, success,
+                              None if success else "worker failed", execution.scheduled_at, execution.attempt)
+        outcome = self.call(op, lambda: self.container.results.apply(report))
+        self.say(f"    result of {execution}: {outcome}")
+
+    def deliver_all(self) -> None:
+        """Every execution not answered yet succeeds (the fault-free end of the run)."""
+        self.check_safety()
+        for execution in self.model.unanswered():
+            self.model.answered(execution, "success", self.clock.now())
+            self.deliver(execution)
+
+    # -- time, ticks and scans --------------------------------------------------------------------------
+
+    def wait(self, seconds: int) -> None:
+        self.clock.sleep_until(self.clock.now() + timedelta(seconds=seconds))
+        self.say(f"(waited {seconds} s)")
+
+    def tick(self, event_time: datetime, dispatch: bool = True) -> Any:
+        """The tick of ``event_time``'s minute, now; ``dispatch=False`` drops the scans it asks for."""
+        self._dispatching = dispatch
+        with self.faults.acting(FaultPlan()):
+            report = self.container.ticks.tick(event_time, self.clock.now())
+        self._dispatching = True
+        requests = ", ".join(f"{r.segment}/{r.bucket:%H:%M}" for r in report.dispatched)
+        self.say(f"tick of {hms(event_time)} dispatches {requests or 'nothing'}")
+        return report
+
+    def pass_minute(self, minute: Minute) -> None:
+        """Time runs to the next minute's tick, which dispatches its scans (they run as time goes on)."""
+        start = max(minute_bucket(self.clock.now()), self.ticked + MINUTE)
+        self.ticked = start
+        for offset_ms, op in minute.ops:
+            self.clock.at(start + timedelta(milliseconds=offset_ms), functools.partial(self.run_op, op))
+        self.event_time = start + timedelta(seconds=minute.second)
+        self.clock.sleep_until(self.event_time)
+        if minute.tick == "missed":
+            self.say(f"tick of {start:%H:%M} missed")
+            return
+        self._faults, self._dispatched = list(minute.faults), 0
+        self.tick(self.event_time)
+        if minute.tick == "twice":
+            self.tick(self.event_time)
+
+    def start_scan(self, request: ScanRequest) -> None:
+        if not self._dispatching:
+            return
+        plan = FaultPlan(f for f in self._faults if f.scan == self._dispatched)
+        self._dispatched += 1
+        scans = self.container.scans
+        self.clock.spawn(f"scan {request.segment}/{request.bucket:%H:%M}", lambda: self.scan(scans, request, plan))
+
+    def scan(self, scans: Any, request: ScanRequest, plan: FaultPlan) -> None:
+        """A scan's task: one scan of one partition, which may die (``Crash``) or fail (heartbeat table)."""
+        name = f"scan {request.segment}/{request.bucket:%H:%M}"
+        self.say(f"{name} starts")
+        with self.faults.acting(plan):
+            try:
+                report = scans.scan(request)
+            except Crash:
+                self.say(f"{name} crashed")
+                return
+            except InjectedUnavailable as exc:
+                if exc.port == "store":  # a transient store error must be retried by the scan, not kill it
+                    raise AssertionError(f"{name}: a transient store failure escaped the scan: {exc!r}") from exc
+                self.say(f"{name} failed ({exc}); its lease will expire")
+                return
+        self.say(f"{name} ends: acquired {report.acquired}, finished {report.finished}, "
+                 f"published {report.published}, dropped {report.dropped}, errors {report.errors}")
+
+    def drain(self) -> datetime:
+        """Go on with no faults, a tick each minute, until every segment has caught up (at least 4 minutes)
+        and the scans have ended; every execution published meanwhile succeeds. Returns the last bucket
+        dispatched."""
+        self.say("-- drain: no more faults")
+        self.faults.enabled = False
+        self.deliver_all()
+        started = self.clock.now()
+        for _ in range(30):
+            start = max(minute_bucket(self.clock.now()), self.ticked + MINUTE)
+            self.ticked = start
+            self.event_time = start + timedelta(seconds=30)
+            self.clock.sleep_until(self.event_time)
+            target: datetime = self.tick(self.event_time).target
+            self.deliver_all()
+            if self.clock.now() >= started + 4 * MINUTE and self.caught_up(target - 2 * MINUTE):
+                break
+        else:
+            raise AssertionError(f"30 minutes after the faults stopped, segments are still behind: {self.watermarks()}")
+        self.clock.sleep_until(target + 5 * MINUTE)  # the last scans end (a scan lives at most 4 min 5 s)
+        assert not self.clock.busy(), "scans still running 5 minutes after their minute"
+        self.deliver_all()
+        self.check_safety()
+        return target
+
+    def watermarks(self) -> dict[int, str]:
+        states = {s.segment: s for s in self.heartbeats.segments(range(self.most_segments))}
+        return {s: hms(states[s].watermark) if s in states else "-" for s in range(self.most_segments)}
+
+    def caught_up(self, bucket: datetime) -> bool:
+        """Every segment of the current count is done up to ``bucket``. (Rows left in higher segments after
+        the count went down are not waited for: if they are never published, the final checks say so.)"""
+        states = self.heartbeats.segments(range(self.segments))
+        return len(states) == self.segments and all(s.watermark is not None and s.watermark >= bucket for s in states)
+
+    # -- checks -----------------------------------------------------------------------------------------
+
+    def check_safety(self) -> None:
+        self.model.observe(self.publisher.log)
+        self.model.observe_history(self.store)
+
+    def check_liveness(self, last_bucket: datetime) -> None:
+        self.model.check_owed(last_bucket - 2 * MINUTE)
+        self.model.check_next_runs(self.store, self.heartbeats, last_bucket)
