@@ -1,9 +1,9 @@
 """The proof (issue #12): a model-based test of the whole scheduler.
 
-Hypothesis drives the scheduler (memory adapters, manual clock; see ``world.py``) through interleavings of
-user operations, worker results and minutes (a tick and the scans it dispatches, with faults injected at
-any port call and operations run in the middle of a scan), then drains it with no faults and checks it
-against the reference model (``reference.py``):
+Hypothesis drives the scheduler (memory adapters; a virtual clock on which the scans run concurrently and
+reproducibly; see ``world.py``) through interleavings of user operations, worker results and minutes (a
+tick and the scans it dispatches, with faults injected at any port call and operations run in the middle
+of a scan), then drains it with no faults and checks it against the reference model (``reference.py``):
 
 1. every fire owed is published (a change waives the old schedule's fires not yet published; a pause
    waives its fires unless resumed with catch-up; a payload PATCH waives nothing); every run now too;
