@@ -176,18 +176,18 @@ class Call:
         return self.function(*(args or self.args), **self.kwargs)
 
 
-WRITES = ("store.update", "store.create", "store.schedule")
+WRITES = ("store.update", "store.create", "store.schedule", "store.finish")
 
 
-def landed(plans: Iterable[FaultPlan]) -> datetime | None:
-    """When a user's request took effect: its first job update that won (not a lost compare-and-set), else
-    its create, else its first scheduled row (a run now); None when it wrote nothing (it changed nothing)."""
-    writes = [w for plan in plans for w in plan.writes]
-    for target in WRITES:
-        times = [at for written, at, result in writes if written == target and result is not False]
-        if times:
-            return times[0]
-    return None
+def landings(plans: Iterable[FaultPlan]) -> dict[str, datetime]:
+    """When a request's writes first landed, by target (a job update counts only if it won its
+    compare-and-set): the moment its change took effect, whenever it was answered."""
+    first: dict[str, datetime] = {}
+    for plan in plans:
+        for target, at, result in plan.writes:
+            if result is not False:
+                first.setdefault(target, at)
+    return first
 
 
 class Injector:

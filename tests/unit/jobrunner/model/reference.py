@@ -223,7 +223,8 @@ class Execution:
     trigger: Trigger
     published_at: datetime
     fate: Fate | None = None
-    reported_at: datetime | None = None
+    reported_at: datetime | None = None  # when its worker's result reached the results function
+    applied_at: datetime | None = None  # when that result took effect (its record written)
 
     def __repr__(self) -> str:
         return f"{self.job.name} {self.trigger} {hms(self.scheduled_at)} #{self.attempt}"
@@ -234,11 +235,12 @@ class Execution:
         return None if self.job.timeout_s is None else self.published_at + timedelta(seconds=self.job.timeout_s)
 
     def could_fail(self, by: datetime) -> bool:
-        """Whether it may have failed by ``by``: its worker said so, or it may have timed out."""
+        """Whether it may have failed by ``by``: its worker said so, or it may have timed out (no result had
+        taken effect by its deadline)."""
         if self.fate == "failure" and self.reported_at is not None and self.reported_at <= by:
             return True
         deadline = self.deadline
-        return deadline is not None and deadline <= by and (self.reported_at is None or self.reported_at >= deadline)
+        return deadline is not None and deadline <= by and (self.applied_at is None or self.applied_at >= deadline)
 
     def earliest_retry(self) -> datetime:
         """The earliest instant its retry can be due: failure, then at least half the base backoff."""
@@ -257,8 +259,8 @@ class Execution:
         because the job was cancelled first); None when it succeeded or it is not certain."""
         cancelled = self.job.cancelled_at
         if self.fate == "failure":
-            assert self.reported_at is not None
-            return None if cancelled is not None and cancelled <= self.reported_at else self.reported_at
+            assert self.applied_at is not None
+            return None if cancelled is not None and cancelled <= self.applied_at else self.applied_at
         if self.deadline is not None and self.fate == "never":
             return None if cancelled is not None else self.deadline
         return None
@@ -322,6 +324,9 @@ class Reference:
     def answered(self, execution: Execution, fate: Fate, at: datetime) -> None:
         execution.fate = fate
         execution.reported_at = None if fate == "never" else at
+
+    def applied(self, execution: Execution, at: datetime) -> None:
+        execution.applied_at = at
 
     def unanswered(self) -> list[Execution]:
         return [e for e in self.executions.values() if e.fate is None]

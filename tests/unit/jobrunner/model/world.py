@@ -43,7 +43,7 @@ from tests.unit.jobrunner.model.faults import (
     InjectedUnavailable,
     Injector,
     compact_repr,
-    landed,
+    landings,
 )
 from tests.unit.jobrunner.model.reference import MINUTE, START, USER, Reference, hms
 from tests.unit.jobrunner.model.simulation import Simulation
@@ -245,10 +245,7 @@ class Result(Op):
         world.check_safety()  # the model learns of the executions published so far, even in this minute
         waiting = world.model.unanswered()
         if waiting:
-            execution = waiting[self.pick % len(waiting)]
-            world.model.answered(execution, self.fate, world.clock.now())
-            if self.fate != "never":
-                world.deliver(execution, self)
+            world.answer(waiting[self.pick % len(waiting)], self.fate, self)
 
 
 @dataclass(frozen=True, repr=False)
@@ -307,6 +304,7 @@ class World:
         self.most_segments = 0
         self._faults: list[Fault] = []  # those of the scans the current minute dispatches
         self.landed = START
+        self.landings: dict[str, datetime] = {}
         self._dispatched = 0
         #: False once a step raised: the drain and the final checks are then skipped (the failure is the news).
         self.healthy = True
@@ -389,8 +387,10 @@ class World:
             with self.faults.acting(plans[-1]):
                 try:
                     result = action()
-                    #: When the request acknowledged last took effect (when it was answered, if it wrote nothing).
-                    self.landed = landed(plans) or self.clock.now()
+                    # When the request acknowledged last took effect (when answered, if it wrote nothing).
+                    self.landings = landings(plans)
+                    self.landed = next((self.landings[t] for t in ("store.update", "store.create", "store.schedule")
+                                        if t in self.landings), self.clock.now())
                     return result
                 except (Unavailable, PublishError) as exc:
                     self.say(f"    failed ({exc}); retried")
@@ -400,19 +400,26 @@ class World:
             plans.append(FaultPlan())
         raise AssertionError(f"{op!r} still fails with no fault injected")
 
-    def deliver(self, execution: Execution, op: Op | None = None) -> None:
+    def deliver(self, execution: Execution, op: Op | None = None) -> datetime:
+        """The worker's result reaches the results function (retried until applied); returns when it took
+        effect (its record written, or when it was answered if it changed nothing)."""
         success = execution.fate == "success"
         report = WorkerReport(execution.execution_id, execution.job.job_id, success,
                               None if success else "worker failed", execution.scheduled_at, execution.attempt)
         outcome = self.call(op, lambda: self.container.results.apply(report))
         self.say(f"    result of {execution}: {outcome}")
+        return self.landings.get("store.finish", self.clock.now())
+
+    def answer(self, execution: Execution, fate: Fate, op: Op | None = None) -> None:
+        self.model.answered(execution, fate, self.clock.now())
+        if fate != "never":
+            self.model.applied(execution, self.deliver(execution, op))
 
     def deliver_all(self) -> None:
         """Every execution not answered yet succeeds (the fault-free end of the run)."""
         self.check_safety()
         for execution in self.model.unanswered():
-            self.model.answered(execution, "success", self.clock.now())
-            self.deliver(execution)
+            self.answer(execution, "success")
 
     # -- time, ticks and scans --------------------------------------------------------------------------
 
