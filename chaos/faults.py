@@ -55,7 +55,8 @@ class CassandraWrites:
         try:
             pid = int(pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError) as exc:
-            raise FaultError(f"no Cassandra started by devstack ({pid_file}): {exc}") from exc
+            raise FaultError(f"the Cassandra on the suite's port was not started from {servers.LOCAL_DIR}"
+                             f" (is another run using these ports?): {exc}") from exc
         jcmd = Path(self._java).with_name("jcmd")
         options = [f"jmxremote.port={self._port}", f"jmxremote.rmi.port={self._port}", f"jmxremote.host={self._host}",
                    "jmxremote.authenticate=false", "jmxremote.ssl=false"]

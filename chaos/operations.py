@@ -169,6 +169,8 @@ class Report:
             f"{len(f['paused_fires'])} / {len(f['strays'])} |",
             f"| fires waived by a change (due just before it) / not judged (change in doubt) | "
             f"{f['waived']} / {f['unjudged']} |",
+            f"| fires and retries waived by a change though already overdue (> 10 s / 60 s late) | "
+            f"{len(f['overdue_waived'])} |",
             f"| duplicates (same execution_id again) | {f['duplicates']} |",
             f"| retries owed / published (failed or timed-out attempts) | "
             f"{f['retries_owed']} / {f['retries_published']} |",
@@ -196,6 +198,7 @@ class Report:
             ("lost", f["lost"] + f["retries_lost"] + f["void_lost"]), ("stale", self.stale_ids),
             ("zombies", f["zombies"]), ("fired while paused", f["paused_fires"]), ("strays", f["strays"]),
             ("stale payloads (quiet window)", f["quiet_stale_payloads"]),
+            ("waived though overdue", f["overdue_waived"]),
             ("changes acknowledged after a cancel", f["changes_after_cancel"]), ("lost updates", f["lost_updates"]),
             ("state mismatches", self.state_mismatches), ("unexpected answers", self.unexpected_answers),
             ("unhealthy segments", self.unhealthy_segments)) if items]

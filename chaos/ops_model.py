@@ -8,8 +8,10 @@ A pure function of what the suite recorded (no servers), so that its rules can b
   fires of its schedule from the answer's ``next_run_at`` on; PAUSED and CANCELLED regimes owe none.
   A payload-only PATCH changes no fire time.
 - A fire due less than ``GRACE`` before the next change was sent may be waived by it (the scan may
-  not have published it yet when the change landed); every earlier one is owed. After a write outage,
-  the fires due during it may be waived by the first changes acknowledged after it.
+  not have published it yet when the change landed); one due more than ``LOST_AFTER`` before it is
+  owed. In between, the change waived a fire that was already overdue: reported, apart from the lost.
+  After a write outage, the fires due during it may be waived by the first changes acknowledged after
+  it. Fires replayed by a resume with catch-up are wanted one after another from the resume on.
 - A fire may still be published up to ``RACE`` after the change that ended its regime was
   acknowledged (the scan read the job just before the change).
 - A change whose answer was a 5xx or no answer (a timeout) has an unknown outcome: until the next
@@ -46,6 +48,12 @@ OUTAGE_GRACE = timedelta(seconds=60)
 PAYLOAD_MARGIN = timedelta(seconds=5)
 #: A retry is no longer owed if the job's cancel was acknowledged within this long after the failure.
 RETRY_SLACK = timedelta(seconds=60)
+#: A fire (a retry) still unpublished this long after it was wanted is lost even if a change (a cancel)
+#: came later; between the grace (slack) and this, the change waived a fire that was already overdue.
+LOST_AFTER = timedelta(seconds=120)
+RETRY_LOST_AFTER = timedelta(seconds=180)
+#: A resume with catch-up replays the missed fires one after another, about this far apart at most.
+CATCH_UP_PACE = timedelta(seconds=2)
 #: A fire published later than this after its due instant counts as late.
 LATE = timedelta(seconds=5)
 
@@ -140,6 +148,8 @@ class Findings:
     published: int = 0
     lost: list[str] = field(default_factory=list)
     waived: int = 0
+    #: Fires and retries a change waived though they were already overdue (late, not lost).
+    overdue_waived: list[str] = field(default_factory=list)
     duplicates: int = 0
     zombies: list[str] = field(default_factory=list)
     paused_fires: list[str] = field(default_factory=list)
@@ -341,7 +351,7 @@ def _judge_messages(run: Run, histories: dict[str, JobHistory], messages: list[M
 
 
 class Owed(NamedTuple):
-    phase: str  # ops, outage, quiet, catch-up, or optional (may be waived)
+    phase: str  # ops, outage, quiet, catch-up; optional (may be waived), overdue (waived though overdue)
     #: When the fire was wanted: its due instant, or the resume that replays it (catch-up).
     wanted: datetime
 
@@ -352,13 +362,22 @@ def _owed_fires(run: Run, histories: dict[str, JobHistory]) -> dict[tuple[str, d
     for job_id, history in histories.items():
         for regime in history.regimes:
             limit = regime.end_sent or run.quiet.end
+            replayed = 0
             for fire in regime.fires(min(limit, run.quiet.end)):
-                waivable = regime.end_sent is not None and (
-                    fire > regime.end_sent - GRACE
+                wanted = fire
+                if fire < regime.received:
+                    wanted = regime.received + CATCH_UP_PACE * replayed
+                    replayed += 1
+                ended = regime.end_sent
+                waivable = ended is not None and (
+                    wanted > ended - GRACE
                     or (run.outage is not None and run.outage.start - GRACE <= fire <= run.outage.end
-                        and regime.end_sent <= run.outage.end + OUTAGE_GRACE))
+                        and ended <= run.outage.end + OUTAGE_GRACE))
                 if waivable or history.in_doubt(fire):
-                    owed.setdefault((job_id, fire), Owed("optional", fire))
+                    owed.setdefault((job_id, fire), Owed("optional", wanted))
+                    continue
+                if ended is not None and wanted > ended - LOST_AFTER:
+                    owed.setdefault((job_id, fire), Owed("overdue", wanted))
                     continue
                 if fire in run.quiet:
                     phase = "quiet"
@@ -368,7 +387,7 @@ def _owed_fires(run: Run, histories: dict[str, JobHistory]) -> dict[tuple[str, d
                     phase = "ops"
                 if fire < regime.received:
                     phase = "catch-up"  # replayed after a resume with catch-up: late by design
-                owed[(job_id, fire)] = Owed(phase, max(fire, regime.received))
+                owed[(job_id, fire)] = Owed(phase, wanted)
     return owed
 
 
@@ -382,6 +401,11 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
         if phase == "optional":
             findings.waived += published is None
             continue
+        if phase == "overdue":
+            if published is None:
+                findings.overdue_waived.append(f"{job_id}@{rfc3339(fire)}")
+                continue
+            phase = "catch-up" if wanted > fire else "ops"
         if job_id in run.void_jobs:
             if fire > run.quiet.start:  # dead-lettering takes several attempts: the drain may end first
                 continue
@@ -417,7 +441,8 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
             findings.max_lateness_ops_s = max(findings.max_lateness_ops_s, lateness)
     findings.outage_fires = len(outage_published)
     if run.outage is not None and outage_published:
-        findings.outage_published_by_s = (max(outage_published) - run.outage.end).total_seconds()
+        # The outage ends when nodetool returns; writes came back a little before, so never below 0.
+        findings.outage_published_by_s = max(0.0, (max(outage_published) - run.outage.end).total_seconds())
     findings.void_segment_max_lateness_s = max(void_segment_lateness, default=0.0)
 
 
@@ -456,8 +481,12 @@ def _judge_retries(run: Run, histories: dict[str, JobHistory], messages: list[Me
         cancelled = history.cancelled_at if history else None
         if cancelled is not None and cancelled <= handled.at + RETRY_SLACK:
             continue
+        came = (job_id, scheduled_at, attempt) in published
+        if not came and cancelled is not None and cancelled <= handled.at + RETRY_LOST_AFTER:
+            findings.overdue_waived.append(f"{job_id}@{rfc3339(scheduled_at)} attempt {attempt}")
+            continue
         findings.retries_owed += 1
-        if (job_id, scheduled_at, attempt) in published:
+        if came:
             findings.retries_published += 1
         else:
             findings.retries_lost.append(
