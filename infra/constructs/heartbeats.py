@@ -15,6 +15,10 @@ from constructs import Construct
 #: (and GetItem) to read them.
 LEASE_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem")
 READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
+#: Recording the segment count a writer uses: read and raise the table's own item, and no other.
+SEGMENT_COUNT_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+#: The key (``segment``) of that item (``jobrunner.adapters.heartbeats.dynamodb.TABLE_ITEM``).
+TABLE_ITEM_KEY = "-1"
 
 
 class HeartbeatTable(Construct):
@@ -43,3 +47,10 @@ class HeartbeatTable(Construct):
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read segment health (the API's ``GET /segments``)."""
         return self.table.grant(grantee, *READ_ACTIONS)
+
+    def grant_segment_count(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Record the segment count a writer places rows with (API, results): the table's own item only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SEGMENT_COUNT_ACTIONS), resource_arns=[self.table.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [TABLE_ITEM_KEY]}},
+        )

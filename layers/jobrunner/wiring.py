@@ -83,9 +83,21 @@ class Container:
         return self._invoker
 
     @functools.cached_property
+    def segment_count(self) -> int:
+        """The configured segment count, recorded in the heartbeat table before a row is placed with it.
+
+        Every container that writes rows (API, scans, results) reads it first, so the tick scans the
+        segments of a count that any writer used, even one raised and lowered again before a tick ran
+        (``HeartbeatStore.record_segment_count`` only moves up). One read per cold start; a write only
+        when the count is raised.
+        """
+        self.heartbeats.record_segment_count(self.settings.segments)
+        return self.settings.segments
+
+    @functools.cached_property
     def jobs(self) -> JobService:
         rules = JobRules(
-            segment_count=self.settings.segments,
+            segment_count=self.segment_count,
             default_topic=self.settings.topic,
             allowed_topics=self.settings.allowed_topics,
             max_payload_bytes=self.settings.max_payload_bytes,
@@ -100,14 +112,14 @@ class Container:
 
     @functools.cached_property
     def results(self) -> ResultsService:
-        rules = ResultRules(segment_count=self.settings.segments, dead_letter_topic=self.settings.dead_letter_topic)
+        rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic)
         return ResultsService(self.store, self.publisher, self.clock, rules)
 
     @functools.cached_property
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
-            ScanRules(segment_count=self.settings.segments, allowed_topics=self.settings.allowed_topics,
+            ScanRules(segment_count=self.segment_count, allowed_topics=self.settings.allowed_topics,
                       dead_letter_topic=self.settings.dead_letter_topic),
             results=self.results,
         )

@@ -7,7 +7,9 @@ the same segment for a given count. Changing the count, up or down, loses nothin
   ``segment_of(job_id, current count)``. Rows already written keep the segment they were written
   with, and some are planned far ahead (an ``at`` job next year).
 - The heartbeat table records the highest count ever used (``HeartbeatStore.record_segment_count``,
-  only ever raised; the tick records its count every minute), and the tick scans every segment below
+  only ever raised). Every writer records its count before it places a row with it (``wiring``: once
+  per process), and the tick every minute, so a count raised and lowered again before any tick ran
+  still leaves its record. The tick scans every segment below
   ``max(current count, highest on record)``. After the count is lowered, the retired segments are
   still scanned every minute: their rows are published when due, and each next run is planned into a
   segment of the current count, so they drain by themselves. After it is raised, a new segment starts

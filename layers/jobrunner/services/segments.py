@@ -2,9 +2,9 @@
 
 Every segment below the highest count on record is listed, as the tick scans them: after the count
 is lowered, the retired segments (``retired``) are still scanned, so that their rows drain. Reading
-the health records the configured count too (``HeartbeatStore.record_segment_count``), since the API
-that serves it writes rows under that count; when that fails (a role that may only read the table),
-the configured count is listed, which is then at least the one on record.
+the health records the configured count too (``HeartbeatStore.record_segment_count``), as every
+writer does before it places a row (``wiring``); when that fails, the configured count is listed,
+which is then at least the one on record.
 """
 
 from __future__ import annotations

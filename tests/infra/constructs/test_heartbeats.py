@@ -6,7 +6,14 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.constructs.heartbeats import LEASE_ACTIONS, READ_ACTIONS, HeartbeatTable
+from infra.constructs.heartbeats import (
+    LEASE_ACTIONS,
+    READ_ACTIONS,
+    SEGMENT_COUNT_ACTIONS,
+    TABLE_ITEM_KEY,
+    HeartbeatTable,
+)
+from jobrunner.adapters.heartbeats.dynamodb import TABLE_ITEM
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -42,3 +49,16 @@ def test_grants_are_the_calls_the_heartbeat_store_makes(stack: cdk.Stack) -> Non
                for p in policies.values()}
     assert actions == {"Writer": list(LEASE_ACTIONS), "Reader": list(READ_ACTIONS)}
     assert "dynamodb:PutItem" not in LEASE_ACTIONS and "dynamodb:DeleteItem" not in LEASE_ACTIONS
+
+
+def test_the_segment_count_grant_reaches_the_tables_own_item_only(stack: cdk.Stack) -> None:
+    table = HeartbeatTable(stack, "Hb", removal_policy=RemovalPolicy.DESTROY)
+    api = iam.Role(stack, "Api", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+
+    table.grant_segment_count(api)
+    (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == list(SEGMENT_COUNT_ACTIONS)
+    assert statement["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [TABLE_ITEM_KEY]}}
+    assert str(TABLE_ITEM) == TABLE_ITEM_KEY  # the key the heartbeat store writes the count under

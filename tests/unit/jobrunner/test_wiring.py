@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.invokers.memory import RecordingInvoker
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
+from jobrunner.domain.schedules import At
+from jobrunner.domain.segments import segment_of
+from jobrunner.services.jobs import NewJob
 from jobrunner.wiring import Container
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
 
 
 def test_without_tracing_the_publisher_is_the_one_given() -> None:
@@ -23,3 +34,19 @@ def test_with_tracing_the_publisher_is_wrapped_in_spans(spans: InMemorySpanExpor
     traced = Container(Settings.from_env({}), publisher=publisher).publisher
     assert isinstance(traced, TracingPublisher) and traced.inner is publisher
 
+
+
+def test_a_segment_count_raised_then_lowered_before_any_tick_still_gets_its_rows_scanned() -> None:
+    # Given the API at 8 segments takes a job due in two minutes, before any tick ran with 8
+    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
+    at_eight = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "8"}), store=store, heartbeats=heartbeats,
+                         clock=clock)
+    job = next(job for job in (at_eight.jobs.submit("alice", NewJob(At(NOW + 2 * MINUTE), {}))[0]
+                               for _ in range(50)) if segment_of(job.job_id, 8) >= 2)
+    # When the count is lowered to 2 and the tick of the job's minute runs
+    invoker = RecordingInvoker()
+    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+                       invoker=invoker, clock=clock)
+    at_two.ticks.tick(NOW + 2 * MINUTE, NOW + 2 * MINUTE)
+    # Then the job's segment, one only the raised count has, is scanned for its minute
+    assert segment_of(job.job_id, 8) in {request.segment for request in invoker.requests}
