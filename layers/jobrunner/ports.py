@@ -55,6 +55,9 @@ class JobStore(ABC):
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
       their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
       with ``after``, only the rows whose key sorts after that row's (to resume a broken read).
+    - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``:
+      two executions of one fire and attempt (a run now requested at the instant of a scheduled fire,
+      and their retries) keep a record each, so neither's result can be lost to the other's.
     - ``start`` records, before an execution is published, its history row (RUNNING) and the
       job's run fields (last run, last execution, last status), so that a worker's result can never
       arrive for an execution the store does not know. It never moves a record's status backwards:
@@ -94,9 +97,15 @@ class JobStore(ABC):
     def drop(self, rows: Sequence[ScheduledExecution]) -> None: ...
 
     @abstractmethod
-    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
-        """The newest ``limit`` execution records of a job, newest first; with ``before`` (scheduled_at,
-        attempt), only records older than that one (the next page)."""
+    def history(
+        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
+    ) -> list[ExecutionRecord]:
+        """The first ``limit`` execution records of a job in history order: newest ``scheduled_at`` first,
+        then highest ``attempt``, then ``execution_id`` ascending. With ``before`` (the scheduled_at,
+        attempt and execution_id of a record), only the records after that one in this order (the next
+        page): paging from the last record of each page returns every record exactly once. An
+        execution_id of None stands after every record of that (scheduled_at, attempt) (the cursors of
+        an older API, which named no execution)."""
 
     @abstractmethod
     def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
@@ -124,7 +133,8 @@ class JobStore(ABC):
         exactly one wins (a lightweight transaction at LOCAL_SERIAL in production)."""
 
     @abstractmethod
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None: ...
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution (a point read by its whole key), or None if there is none."""
 
     @abstractmethod
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
@@ -171,7 +181,8 @@ class OutboundMessage:
 class PublishError(Exception):
     """Some messages were not acknowledged; ``failed`` holds their indexes in the published batch, and
     ``rejected`` those of them the broker refused for good (a record it will never take: too large for
-    its topic, not authorized), as opposed to ones that timed out or were not sent."""
+    its topic, not authorized, a topic the cluster does not have), as opposed to ones that timed out or
+    were not sent."""
 
     def __init__(self, failed: Sequence[int], cause: str, rejected: Sequence[int] = ()) -> None:
         super().__init__(f"{len(failed)} message(s) not acknowledged: {cause}")

@@ -14,6 +14,13 @@ A record the broker refuses for good (too large for its topic, not authorized) l
 idempotent producer failing every later send, whatever its topic; so after such a refusal the
 publisher closes its producer and builds a new one for the next publish, and one bad job never stops
 the others' executions (nor their dead letters).
+
+A topic that does not exist is refused too. On a cluster that does not create topics on first use
+(Amazon MSK's default; the CDK app creates ours) a send to a deleted topic waits for its metadata and
+times out, as it would when the broker is away. After such a timeout the publisher asks
+the cluster for its topics: if it answers without this one, the message is refused for good (and the
+topic's later messages without a wait, for ``MISSING_TOPIC_TTL_S``); if it does not answer, it stays a
+timeout, which never condemns a message.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from jobrunner.ports import OutboundMessage, Publisher, PublishError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,8 @@ class KafkaSettings:
 
 #: Time kept between the producer's delivery timeout and the end of a publish's bound.
 GRACE_S = 1.0
+#: How long the cluster's answer that a topic does not exist is trusted before it is asked again.
+MISSING_TOPIC_TTL_S = 30.0
 
 
 def producer_config(settings: KafkaSettings) -> dict[str, Any]:
@@ -73,16 +83,51 @@ def producer_config(settings: KafkaSettings) -> dict[str, Any]:
     return config
 
 
+def cluster_topics(settings: KafkaSettings) -> set[str]:
+    """The topics the cluster lists to us (those we may describe); raises ``KafkaError`` when it does not answer."""
+    config = producer_config(settings)
+    connection = {key: config[key] for key in ("bootstrap_servers", "security_protocol", "sasl_mechanism")
+                  if key in config}
+    admin = KafkaAdminClient(client_id="jobrunner-publisher", request_timeout_ms=3_000, **connection)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
 def encode(value: dict[str, Any]) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
 class KafkaPublisher(Publisher):
-    def __init__(self, settings: KafkaSettings, kafka_producer: KafkaProducer | None = None) -> None:
+    def __init__(
+        self, settings: KafkaSettings, kafka_producer: KafkaProducer | None = None,
+        list_topics: Callable[[], set[str]] | None = None,
+    ) -> None:
         self._settings = settings
         self._producer = kafka_producer
         #: A producer given to us is kept whatever happens; one we built is replaced after a refusal.
         self._owns_producer = kafka_producer is None
+        self._list_topics = list_topics or (lambda: cluster_topics(settings))
+        #: Topics the cluster said it does not have, until when that answer is trusted (monotonic).
+        self._missing_topics: dict[str, float] = {}
+
+    def _missing(self, topic: str, *, ask: bool) -> bool:
+        """Whether the cluster says it has no ``topic`` (asked again once its last answer is old)."""
+        if self._missing_topics.get(topic, 0.0) > time.monotonic():
+            return True
+        if not ask:
+            return False
+        try:
+            listed = self._list_topics()
+        except Exception as exc:  # the cluster did not answer either: the broker is away, not the topic
+            log.warning("could not list the cluster's topics: %s", exc)
+            return False
+        if topic in listed:
+            return False
+        self._missing_topics[topic] = time.monotonic() + MISSING_TOPIC_TTL_S
+        log.warning("topic %s does not exist: its messages are refused", topic)
+        return True
 
     @property
     def producer(self) -> KafkaProducer:
@@ -103,7 +148,11 @@ class KafkaPublisher(Publisher):
         futures = []
         failed: list[int] = []
         rejected: list[int] = []
+        missing: list[int] = []
         for index, message in enumerate(messages):
+            if self._missing(message.topic, ask=False):
+                missing.append(index)
+                continue
             if time.monotonic() > send_until:  # not sent at all: certainly not written, now or later
                 failed.append(index)
                 continue
@@ -114,10 +163,16 @@ class KafkaPublisher(Publisher):
                     value=encode(message.value),
                     headers=[(k, v.encode("utf-8")) for k, v in message.headers.items()],
                 )))
+            except KafkaTimeoutError as exc:  # no metadata for the topic: is it gone, or the broker?
+                (missing if self._missing(message.topic, ask=True) else failed).append(index)
+                log.warning("send failed: %s", exc)
             except KafkaError as exc:
                 log.warning("send failed: %s", exc)
                 failed.append(index)
         cause = "not sent within the publish's time bound" if failed else ""
+        if missing:
+            topics = sorted({messages[index].topic for index in missing})
+            cause = f"topic(s) {', '.join(topics)} do not exist in the cluster"
         try:
             producer.flush(timeout=max(0.0, deadline - time.monotonic()))
         except KafkaError as exc:
@@ -134,8 +189,8 @@ class KafkaPublisher(Publisher):
         if rejected and self._owns_producer:
             log.warning("the broker refused %d record(s) for good; starting a new producer", len(rejected))
             self.close(timeout_s=0)
-        if failed:
-            raise PublishError(sorted(failed), cause, rejected=rejected)
+        if failed or missing:
+            raise PublishError(sorted(failed + missing), cause, rejected=sorted(rejected + missing))
 
     def close(self, timeout_s: float = 10) -> None:
         if self._producer is not None:

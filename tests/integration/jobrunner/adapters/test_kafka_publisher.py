@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from jobrunner.adapters.publishers.kafka import KafkaPublisher, KafkaSettings
+from jobrunner.adapters.publishers.kafka import KafkaPublisher, KafkaSettings, cluster_topics
 from jobrunner.ports import OutboundMessage, PublishError
 
 if TYPE_CHECKING:
@@ -40,3 +40,11 @@ def test_a_record_the_broker_refuses_does_not_stop_the_next_publishes(endpoints:
         assert 0 in raised.value.rejected
     finally:
         publisher.close()
+
+
+
+def test_the_cluster_lists_its_topics_to_the_publisher(endpoints: Endpoints) -> None:
+    # The question the publisher asks after a metadata timeout (has the cluster this topic?), on the real
+    # broker. (A send to a missing topic cannot time out here: this broker creates topics on first use.)
+    listed = cluster_topics(KafkaSettings(bootstrap=endpoints.kafka_bootstrap))
+    assert "jobs" in listed and f"deleted-{uuid.uuid4().hex[:8]}" not in listed

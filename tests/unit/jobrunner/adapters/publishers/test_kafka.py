@@ -89,3 +89,42 @@ def test_the_producer_gives_a_message_up_before_a_publish_stops_waiting_for_it()
     config = producer_config(settings)
     assert config["delivery_timeout_ms"] / 1000 + GRACE_S <= settings.send_timeout_s
     assert config["request_timeout_ms"] + config["linger_ms"] <= config["delivery_timeout_ms"]
+
+
+class MissingTopicProducer(RecordingProducer):
+    """A cluster without the topic ``gone``: a send to it waits for metadata that never comes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = 0
+
+    def send(self, topic: str, **fields: Any) -> Acknowledged:
+        if topic == "gone":
+            self.waits += 1
+            raise KafkaTimeoutError("Failed to update metadata after 2.0 secs.")
+        return super().send(topic, **fields)
+
+
+def test_a_message_for_a_topic_the_cluster_does_not_have_is_refused_for_good() -> None:
+    # Given a cluster that lists its topics, without "gone"
+    producer = MissingTopicProducer()
+    publisher = KafkaPublisher(KafkaSettings(), kafka_producer=producer, list_topics=lambda: {"jobs", "job-dlq"})
+    messages = [OutboundMessage(topic=t, key=f"job-{i}", value={}, headers={})
+                for i, t in enumerate(["gone", "jobs", "gone"])]
+    # When a publish mixes its messages with a good one
+    with pytest.raises(PublishError) as raised:
+        publisher.publish(messages)
+    # Then both are refused for good (not timed out), the good one went out, and only one send waited
+    assert raised.value.failed == [0, 2] and raised.value.rejected == [0, 2]
+    assert "gone" in str(raised.value) and [m["topic"] for m in producer.sent] == ["jobs"]
+    assert producer.waits == 1
+
+
+def test_a_metadata_timeout_while_the_cluster_does_not_answer_is_no_refusal() -> None:
+    def unreachable() -> set[str]:
+        raise KafkaTimeoutError("no broker")
+
+    publisher = KafkaPublisher(KafkaSettings(), kafka_producer=MissingTopicProducer(), list_topics=unreachable)
+    with pytest.raises(PublishError) as raised:
+        publisher.publish([OutboundMessage(topic="gone", key="job-1", value={}, headers={})])
+    assert raised.value.failed == [0] and raised.value.rejected == []
