@@ -55,7 +55,7 @@ _VERB = re.compile(r"^\s*(SELECT\b.*?\bFROM|INSERT INTO|UPDATE|DELETE\b.*?\bFROM
 
 
 def statement_kind(cql: str) -> str:
-    """``"INSERT task_history"``, ``"SELECT job_table"``...: the verb and the table of a CQL statement."""
+    """``"INSERT task_history_v2"``, ``"SELECT job_table"``...: the verb and the table of a CQL statement."""
     match = _VERB.match(cql)
     if match is None:
         return "OTHER"

@@ -129,7 +129,7 @@ def _run(session: Any, statements: list[tuple[Any, Any]], concurrency: int = CON
 
 
 def writes(s: Statements, exs: list[Example]) -> list[tuple[Any, Any]]:
-    """Single-row INSERTs of task_history-sized rows (fresh job ids: new rows, not overwrites)."""
+    """Single-row INSERTs of task_history_v2-sized rows (fresh job ids: new rows, not overwrites)."""
     return [(s.insert_record, codec.record_values(replace(e.record, job_id=str(uuid.uuid4())))) for e in exs]
 
 

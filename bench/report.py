@@ -240,7 +240,7 @@ def _ceilings(bench: Bench) -> list[str]:
              f"{o.processes} worker processes at once (`execute_concurrent`, concurrency {o.raw_concurrency} per",
              "process; the combined ceiling uses the store's 64 and groups of 500, one thread per segment).", ""]
     names = {
-        "writes": "Cassandra writes/s (INSERT of a task_history-sized row)",
+        "writes": "Cassandra writes/s (INSERT of a task_history_v2-sized row)",
         "reads": "Cassandra reads/s (SELECT of a job row by key)",
         "batches": "batches/s (start, unlogged, and complete, logged, alternating)",
         "create_batches": "logged batches/s (submit shape: job + first run)",

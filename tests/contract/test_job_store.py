@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -112,7 +113,7 @@ def test_start_records_the_execution_and_the_jobs_run_fields(job_store: JobStore
     # Then each execution is in its job's history, RUNNING, and each job's run fields name it
     for job, row, record in zip(jobs, rows, records, strict=True):
         assert job_store.history(job.job_id, 10) == [record]
-        assert job_store.record(job.job_id, row.scheduled_at, 1) == record
+        assert job_store.record(job.job_id, row.scheduled_at, 1, row.execution_id) == record
         stored = job_store.get(job.user_id, job.job_id)
         assert stored == job.with_changes(
             last_run_at=published, last_execution_id=row.execution_id, last_status=ExecutionStatus.RUNNING
@@ -189,7 +190,7 @@ def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
     job_store.create(job, row)
     job_store.complete([Completion(done=row, following=None, next_run_at=None)])
     assert job_store.history(job.job_id, 10) == []
-    assert job_store.record(job.job_id, BUCKET, 1) is None
+    assert job_store.record(job.job_id, BUCKET, 1, row.execution_id) is None
     assert job_store.get(job.user_id, job.job_id) == job.with_changes(next_run_at=None)
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
 
@@ -400,7 +401,7 @@ def test_start_never_moves_an_ended_execution_back(job_store: JobStore) -> None:
     replay = running.__class__(**{**running.__dict__, "published_at": BUCKET + timedelta(minutes=1)})
     job_store.start([replay])
     # Then the execution is still SUCCESS, with its end time
-    record = job_store.record(job.job_id, BUCKET, 1)
+    record = job_store.record(job.job_id, BUCKET, 1, running.execution_id)
     assert record is not None
     assert (record.status, record.finished_at) == (ExecutionStatus.SUCCESS, BUCKET + timedelta(seconds=2))
 
@@ -585,18 +586,20 @@ def test_idempotency_keys_are_per_tenant(job_store: JobStore) -> None:
 # -- records: point read, lookup by execution id, finish -----------------------------------------------
 
 
-def test_record_is_a_point_read_by_fire_and_attempt(job_store: JobStore) -> None:
+def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: JobStore) -> None:
     job = make_job()
     job_store.create(job, None)
     records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
     records.append(make_record(job, BUCKET + timedelta(minutes=1)))
     for record in records:
         job_store.finish(Outcome(record, None, None))
-    assert job_store.record(job.job_id, BUCKET, 2) == records[1]
-    assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1) == records[2]
-    assert job_store.record(job.job_id, BUCKET, 3) is None
-    assert job_store.record(job.job_id, BUCKET + timedelta(seconds=1), 1) is None
-    assert job_store.record(str(uuid.uuid4()), BUCKET, 1) is None
+    first, second, later = (r.execution_id for r in records)
+    assert job_store.record(job.job_id, BUCKET, 2, second) == records[1]
+    assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1, later) == records[2]
+    assert job_store.record(job.job_id, BUCKET, 3, second) is None
+    assert job_store.record(job.job_id, BUCKET, 1, second) is None  # another execution's id
+    assert job_store.record(job.job_id, BUCKET + timedelta(seconds=1), 1, first) is None
+    assert job_store.record(str(uuid.uuid4()), BUCKET, 1, first) is None
 
 
 def test_find_record_by_execution_id(job_store: JobStore) -> None:
@@ -631,7 +634,7 @@ def test_finish_upserts_the_record_writes_the_retry_and_the_jobs_last_status(job
     job_store.finish(Outcome(failed, retry, ExecutionStatus.SCHEDULED))
     # Then the record is replaced, the retry waits in its partition and the job says SCHEDULED
     assert job_store.history(job.job_id, 10) == [failed]
-    assert job_store.record(job.job_id, BUCKET, 1) == failed
+    assert job_store.record(job.job_id, BUCKET, 1, failed.execution_id) == failed
     assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
     stored = job_store.get(job.user_id, job.job_id)
     assert stored is not None
@@ -649,7 +652,7 @@ def test_finish_without_job_status_leaves_the_job_alone(job_store: JobStore) -> 
     succeeded = make_record(job, BUCKET, status=ExecutionStatus.SUCCESS)
     job_store.finish(Outcome(succeeded, None, None))  # a result for an older run
     assert job_store.get(job.user_id, job.job_id) == before
-    assert job_store.record(job.job_id, BUCKET, 1) == succeeded
+    assert job_store.record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
 
 
 def test_finish_with_job_status_writes_only_the_last_status(job_store: JobStore) -> None:
@@ -667,20 +670,26 @@ def test_finish_with_job_status_writes_only_the_last_status(job_store: JobStore)
 
 
 def newest_first(records: list[ExecutionRecord]) -> list[ExecutionRecord]:
-    return sorted(records, key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
+    """History order: newest fire, highest attempt, then execution_id ascending."""
+    by_id = sorted(records, key=lambda r: r.execution_id)
+    return sorted(by_id, key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
+
+
+def cursor_of(record: ExecutionRecord) -> tuple[datetime, int, str | None]:
+    return (record.scheduled_at, record.attempt, record.execution_id)
 
 
 def history_pages(store: JobStore, job_id: str, limit: int) -> list[list[ExecutionRecord]]:
     """Page as the API does: the next cursor is the last record of a full page; a short page is the end."""
     pages: list[list[ExecutionRecord]] = []
-    before: tuple[datetime, int] | None = None
+    before: tuple[datetime, int, str | None] | None = None
     while True:
         page = store.history(job_id, limit, before)
         pages.append(page)
         assert len(pages) < 100, "the pages never end"
         if len(page) < limit:
             return pages
-        before = (page[-1].scheduled_at, page[-1].attempt)
+        before = cursor_of(page[-1])
 
 
 def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
@@ -689,9 +698,9 @@ def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
     for record in records:
         job_store.finish(Outcome(record, None, None))
-    assert job_store.history(job.job_id, 2, (BUCKET + timedelta(minutes=3), 1)) == [records[2], records[1]]
-    assert job_store.history(job.job_id, 10, (BUCKET, 1)) == []
-    assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1)) == newest_first(records)
+    assert job_store.history(job.job_id, 2, cursor_of(records[3])) == [records[2], records[1]]
+    assert job_store.history(job.job_id, 10, cursor_of(records[0])) == []
+    assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
 
 
 def test_history_pages_of_single_attempts(job_store: JobStore) -> None:
@@ -719,7 +728,8 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
         job_store.finish(Outcome(record, None, None))
 
     def keys(limit: int, before: tuple[datetime, int]) -> list[tuple[datetime, int]]:
-        return [(r.scheduled_at, r.attempt) for r in job_store.history(job.job_id, limit, before)]
+        """After every record of the fire and attempt ``before`` (no execution id: an older API's cursor)."""
+        return [(r.scheduled_at, r.attempt) for r in job_store.history(job.job_id, limit, (*before, None))]
 
     # a page filled by the lower attempts of the cursor's own fire
     assert keys(2, (t1, 3)) == [(t1, 2), (t1, 1)]
@@ -732,7 +742,7 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
     # a cursor between fires
     assert keys(10, (t1 + timedelta(seconds=30), 1)) == [(t1, 3), (t1, 2), (t1, 1), (t0, 3), (t0, 2), (t0, 1)]
     # and the records are whole
-    assert job_store.history(job.job_id, 1, (t1, 2)) == [by_key[(t1, 1)]]
+    assert job_store.history(job.job_id, 1, cursor_of(by_key[(t1, 2)])) == [by_key[(t1, 1)]]
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 4])
@@ -750,5 +760,61 @@ def test_history_pages_through_retried_executions(job_store: JobStore, limit: in
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, newest first, and only the last page is short
+    assert [r for page in pages for r in page] == newest_first(records)
+    assert all(len(page) == limit for page in pages[:-1])
+
+
+# -- two executions of one fire and attempt (a run now at the instant of a scheduled fire) ----------------
+
+
+def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: JobStore) -> None:
+    # Given a scheduled fire and a run now of one job at the same instant: same scheduled_at, same attempt
+    job = make_job()
+    job_store.create(job, None)
+    fire, manual = (make_record(job, BUCKET, status=ExecutionStatus.RUNNING, trigger=trigger)
+                    for trigger in (Trigger.SCHEDULE, Trigger.MANUAL))
+    # When the scan records both publishes
+    job_store.start([fire])
+    job_store.start([manual])
+    # Then the history holds both, each found by its whole key and by its execution id
+    assert job_store.history(job.job_id, 10) == newest_first([fire, manual])
+    for record in (fire, manual):
+        assert job_store.record(job.job_id, BUCKET, 1, record.execution_id) == record
+        assert job_store.find_record(job.job_id, record.execution_id) == record
+    # When each one's result is written on its own
+    failed = replace(manual, status=ExecutionStatus.FAILED, finished_at=BUCKET + timedelta(seconds=2), error="x")
+    job_store.finish(Outcome(failed, None, None))
+    assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == fire  # still RUNNING
+    succeeded = replace(fire, status=ExecutionStatus.SUCCESS, finished_at=BUCKET + timedelta(seconds=3))
+    job_store.finish(Outcome(succeeded, None, None))
+    # Then each record holds its own end
+    assert job_store.record(job.job_id, BUCKET, 1, manual.execution_id) == failed
+    assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == succeeded
+    assert job_store.history(job.job_id, 10) == newest_first([succeeded, failed])
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4])
+def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: JobStore, limit: int) -> None:
+    # Given fires where a run now at the same instant doubled every attempt (the first one's retries too),
+    # beside a fire of its own
+    job = make_job()
+    job_store.create(job, None)
+
+    def lineage(at: datetime, origin: Trigger, attempts: int) -> list[ExecutionRecord]:
+        """The first attempt and the retries of one execution (each retry under an id of its own lineage)."""
+        first = make_record(job, at, trigger=origin)
+        return [first] + [replace(make_record(job, at, attempt, trigger=Trigger.RETRY),
+                                  execution_id=f"{first.execution_id}-retry-{attempt}")
+                          for attempt in range(2, attempts + 1)]
+
+    t0, t1, t2 = (BUCKET + timedelta(minutes=m) for m in range(3))
+    records = [*lineage(t0, Trigger.SCHEDULE, 2), *lineage(t0, Trigger.MANUAL, 2), *lineage(t1, Trigger.SCHEDULE, 1),
+               *lineage(t2, Trigger.SCHEDULE, 1), *lineage(t2, Trigger.MANUAL, 1)]
+    assert len({r.execution_id for r in records}) == len(records) == 7
+    for record in records:
+        job_store.finish(Outcome(record, None, None))
+    # When every page is read, each starting after the last record of the one before
+    pages = history_pages(job_store, job.job_id, limit)
+    # Then every record comes exactly once, in history order, and only the last page is short
     assert [r for page in pages for r in page] == newest_first(records)
     assert all(len(page) == limit for page in pages[:-1])

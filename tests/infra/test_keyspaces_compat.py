@@ -1,8 +1,9 @@
 """Everything the store sends, and everything in cql/, is within what Amazon Keyspaces supports.
 
 Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues),
-the statements it puts in batches (read from its source), the consistency levels the store modules
-use, and ``cql/*.cql``.
+the statements it puts in batches (read from its source), ``STATEMENTS`` of
+``jobrunner.adapters.stores.migrate`` (what the migration sends besides the schema), the consistency
+levels the store modules use, and ``cql/*.cql``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ def _store_statements() -> list[str]:
     return list(STATEMENTS)
 
 
+def _migration_statements() -> list[str]:
+    from jobrunner.adapters.stores.migrate import STATEMENTS
+
+    return list(STATEMENTS)
+
+
 def _cql_statements() -> list[str]:
     return [s for path in sorted(CQL_DIR.glob("*.cql")) for s in statements(path.read_text())]
 
@@ -33,6 +40,19 @@ def _cql_statements() -> list[str]:
 @pytest.mark.parametrize("statement", _store_statements(), ids=lambda s: s[:60])
 def test_store_statement_is_supported(statement: str) -> None:
     assert keyspaces_violations(statement) == []
+
+
+@pytest.mark.parametrize("statement", _migration_statements(), ids=lambda s: s[:60])
+def test_migration_statement_is_supported(statement: str) -> None:
+    assert keyspaces_violations(statement) == []
+
+
+def test_statements_lists_every_cql_constant_of_the_migration() -> None:
+    import jobrunner.adapters.stores.migrate as migration
+
+    constants = {value for value in vars(migration).values() if isinstance(value, str) and _CQL.match(value)}
+
+    assert constants <= set(migration.STATEMENTS)
 
 
 @pytest.mark.parametrize("statement", _cql_statements(), ids=lambda s: s[:60])
@@ -111,7 +131,7 @@ def test_serial_consistency_of_conditional_writes_is_local() -> None:
 @pytest.mark.parametrize(("statement", "problem"), [
     ("CREATE INDEX ON job_table (state)", "secondary indexes"),
     ("CREATE MATERIALIZED VIEW v AS SELECT * FROM t", "materialized views"),
-    ("TRUNCATE task_history", "TRUNCATE"),
+    ("TRUNCATE task_history_v2", "TRUNCATE"),
     ("SELECT * FROM job_table WHERE state = ? ALLOW FILTERING", "ALLOW FILTERING"),
     ("CREATE TABLE t (k int, s int STATIC, c int, PRIMARY KEY (k, c))", "static columns"),
     ("CREATE FUNCTION f (x int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return x;'",

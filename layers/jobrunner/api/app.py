@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from jobrunner import telemetry
 from jobrunner.api import errors, limits, ui
-from jobrunner.api.cursors import decode_execution_cursor, encode_execution_cursor
+from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_execution_cursor, encode_execution_cursor
 from jobrunner.api.schemas import (
     ErrorOut,
     ExecutionOut,
@@ -143,7 +143,7 @@ def run_job(job_id: JobId) -> Response[Any]:
 def list_executions(
     job_id: JobId,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> Response[Any]:
     before = decode_execution_cursor(cursor) if cursor else None
     records = container().jobs.executions(_tenant(), job_id, limit, before)

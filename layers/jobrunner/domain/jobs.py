@@ -115,15 +115,44 @@ class Job:
         return replace(self, **changes)
 
 
-def execution_id_for(job_id: str, scheduled_at: datetime, attempt: int, trigger: Trigger) -> str:
-    """Deterministic id of one attempt of one fire: every copy of it (after a crash) carries the same id."""
+def execution_id_for(
+    job_id: str, scheduled_at: datetime, attempt: int, trigger: Trigger, origin: Trigger = Trigger.SCHEDULE
+) -> str:
+    """Deterministic id of one attempt of one fire: every copy of it (after a crash) carries the same id.
+
+    ``origin`` is the trigger of the first attempt of the lineage a RETRY or TIMEOUT row belongs to. A run
+    now requested at the very instant of a scheduled fire is a second lineage with the same fire and the
+    same attempts; its retries and watchdogs must not take the fire's ids. The schedule's lineage adds
+    nothing to the name, so its ids are the ones planned before lineages were told apart."""
     name = f"{job_id}|{to_epoch_ms(scheduled_at)}|{attempt}|{trigger.value}"
+    if origin is Trigger.MANUAL and trigger in (Trigger.RETRY, Trigger.TIMEOUT):
+        name += f"|{origin.value}"
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"jobrunner:{name}"))
+
+
+def origin_of(execution: ScheduledExecution | ExecutionRecord) -> Trigger:
+    """The lineage of an execution or a watchdog (SCHEDULE or MANUAL), read off its id."""
+    if execution.trigger in (Trigger.SCHEDULE, Trigger.MANUAL):
+        return execution.trigger
+    manual = execution_id_for(execution.job_id, execution.scheduled_at, execution.attempt, execution.trigger,
+                              Trigger.MANUAL)
+    return Trigger.MANUAL if execution.execution_id == manual else Trigger.SCHEDULE
+
+
+def watched_execution_ids(watchdog: ScheduledExecution) -> list[str]:
+    """The id of the execution a TIMEOUT row watches; for a first attempt of the schedule's lineage, then
+    the run now's: a watchdog planned before lineages were told apart carries that id for both."""
+    origin = origin_of(watchdog)
+    trigger = origin if watchdog.attempt == 1 else Trigger.RETRY
+    watched = [execution_id_for(watchdog.job_id, watchdog.scheduled_at, watchdog.attempt, trigger, origin)]
+    if watchdog.attempt == 1 and origin is Trigger.SCHEDULE:
+        watched.append(execution_id_for(watchdog.job_id, watchdog.scheduled_at, 1, Trigger.MANUAL))
+    return watched
 
 
 @dataclass(frozen=True)
 class ScheduledExecution:
-    """A row of ``task_schedule``: one attempt of one fire, waiting for its scan."""
+    """A row of ``task_schedule_v2``: one attempt of one fire, waiting for its scan."""
 
     bucket: datetime
     segment: int
@@ -140,7 +169,7 @@ class ScheduledExecution:
 
 @dataclass(frozen=True)
 class ExecutionRecord:
-    """A row of ``task_history``: what happened to one attempt."""
+    """A row of ``task_history_v2``: what happened to one execution (one attempt of one lineage of a fire)."""
 
     job_id: str
     scheduled_at: datetime

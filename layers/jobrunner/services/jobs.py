@@ -80,9 +80,10 @@ class JobChanges:
 
 def plan_execution(
     job: Job, due_at: datetime, now: datetime, segment_count: int, *, trigger: Trigger, attempt: int = 1,
-    scheduled_at: datetime | None = None,
+    scheduled_at: datetime | None = None, origin: Trigger = Trigger.SCHEDULE,
 ) -> ScheduledExecution:
-    """The ``task_schedule`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``."""
+    """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``;
+    ``origin``: the lineage of a retry or a watchdog (``domain.jobs.execution_id_for``)."""
     scheduled_at = utc(scheduled_at or due_at)
     bucket, lane = place(due_at, now)
     return ScheduledExecution(
@@ -91,7 +92,7 @@ def plan_execution(
         lane=lane,
         due_at=utc(due_at),
         job_id=job.job_id,
-        execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger),
+        execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger, origin),
         user_id=job.user_id,
         scheduled_at=scheduled_at,
         attempt=attempt,
@@ -178,8 +179,9 @@ class JobService:
         return found, cursor
 
     def executions(
-        self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int] | None = None
+        self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
+        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before)."""
         self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
         return self._store.history(job_id, limit, before)
 

@@ -14,7 +14,16 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, ScheduledExecution, Trigger
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    JobState,
+    ScheduledExecution,
+    Trigger,
+    origin_of,
+    watched_execution_ids,
+)
 from jobrunner.domain.placement import placed_anew, placed_in_time
 from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.domain.time import rfc3339
@@ -72,14 +81,19 @@ class ResultsService:
         """Apply one worker report; returns what happened (also counted in ``counters``)."""
         record = None
         if report.scheduled_at is not None and report.attempt is not None:
-            record = self._store.record(report.job_id, report.scheduled_at, report.attempt)
-        if record is None or record.execution_id != report.execution_id:
+            record = self._store.record(report.job_id, report.scheduled_at, report.attempt, report.execution_id)
+        if record is None:  # no hint, or a wrong one
             record = self._store.find_record(report.job_id, report.execution_id)
         return self._count(self._conclude(record, report.success, report.error), record)
 
     def expire(self, watchdog: ScheduledExecution) -> str:
-        """The watchdog of an execution came due: fail the execution if it has not reported."""
-        record = self._store.record(watchdog.job_id, watchdog.scheduled_at, watchdog.attempt)
+        """The watchdog of an execution came due: fail the execution if it has not reported. The watched
+        execution is named by the watchdog's own id (``domain.jobs.watched_execution_ids``)."""
+        record = None
+        for execution_id in watched_execution_ids(watchdog):
+            record = self._store.record(watchdog.job_id, watchdog.scheduled_at, watchdog.attempt, execution_id)
+            if record is not None:
+                break
         if record is None or record.status is not ExecutionStatus.RUNNING:
             return self._count("watchdog_cleared")
         job = self._store.get(record.user_id, record.job_id)
@@ -111,7 +125,8 @@ class ResultsService:
         if should_retry(job.retry, record.attempt):
             due = now + retry_delay(job.retry, record.attempt, self._jitter())
             retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
-                                   attempt=record.attempt + 1, scheduled_at=record.scheduled_at)
+                                   attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
+                                   origin=origin_of(record))
             self._store.finish(Outcome(finished, retry, ExecutionStatus.SCHEDULED if latest else None))
             self._keep_in_time(retry)
             return "retrying"

@@ -48,6 +48,7 @@ from jobrunner.domain.jobs import (
     Lane,
     ScheduledExecution,
     Trigger,
+    origin_of,
 )
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import SETTLE, placed_anew, placed_in_time
@@ -513,10 +514,10 @@ class ScanService:
         if not _maybe_ended(row, job):
             return False
         try:
-            record = self._store.record(row.job_id, row.scheduled_at, row.attempt)
+            record = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
             return False
-        return record is not None and record.execution_id == row.execution_id and record.status in _ENDED
+        return record is not None and record.status in _ENDED
 
     def _completion(
         self, row: ScheduledExecution, job: Job, now: datetime, ended: set[tuple[object, ...]]
@@ -536,7 +537,7 @@ class ScanService:
         if job.timeout_s is not None and _identity(row) not in ended:
             watchdog = plan_execution(
                 job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
-                trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at,
+                trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at, origin=origin_of(row),
             )
         return Completion(
             done=row, following=following, next_run_at=next_run_at,

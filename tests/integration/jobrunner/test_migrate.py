@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from jobrunner.adapters.stores.migrate import migrate
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
 from jobrunner.domain.time import minute_bucket, utc
+from jobrunner.ports import Outcome
 
 if TYPE_CHECKING:
     from jobrunner.config import Settings
@@ -42,7 +45,7 @@ def test_migrate_is_idempotent_and_adds_missing_columns(settings: Settings) -> N
         assert {"timeout_s", "trace_parent", "paused_at", "payload", "version"} <= columns
         tables = {row.table_name for row in admin.execute(
             "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-        assert tables == {"job_table", "task_schedule_v2", "task_history", "job_idempotency"}
+        assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency"}
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         admin.cluster.shutdown()
@@ -84,6 +87,75 @@ def test_migrate_moves_the_rows_of_the_legacy_schedule_table_without_losing_one(
         assert utc(moved_past.next_execution_time) >= minute_bucket(now) and moved_past.lane == "L"
         assert utc(moved_past.due_at) == past + timedelta(seconds=3)
         assert list(admin.execute(f"SELECT * FROM {keyspace}.task_schedule")) == []
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()
+
+
+LEGACY_HISTORY = """CREATE TABLE {keyspace}.task_history (
+    job_id text, execution_time timestamp, attempt int, execution_id text, user_id text, status text,
+    trigger text, due_at timestamp, published_at timestamp, finished_at timestamp, error text,
+    PRIMARY KEY ((job_id), execution_time, attempt)) WITH CLUSTERING ORDER BY (execution_time DESC, attempt DESC)"""
+
+
+def legacy_record(job_id: str, at: datetime, status: ExecutionStatus, error: str | None = None) -> ExecutionRecord:
+    return ExecutionRecord(
+        job_id=job_id, scheduled_at=at, attempt=1, execution_id=execution_id_for(job_id, at, 1, Trigger.SCHEDULE),
+        user_id="alice", status=status, trigger=Trigger.SCHEDULE, due_at=at, published_at=at + timedelta(seconds=1),
+        finished_at=None if status is ExecutionStatus.RUNNING else at + timedelta(seconds=2), error=error,
+    )
+
+
+def test_migrate_copies_the_legacy_history_never_over_a_newer_row(settings: Settings) -> None:
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace)
+    admin = connect(cassandra, keyspace=False)
+    fire = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    in_flight = legacy_record("job-a", fire, ExecutionStatus.RUNNING)  # its result is still to come
+    failed = legacy_record("job-a", fire - timedelta(hours=1), ExecutionStatus.FAILED, "exit 3")
+    others = [legacy_record(f"job-{n}", fire, ExecutionStatus.SUCCESS) for n in range(7)]
+    insert = ("INSERT INTO {keyspace}.task_history (job_id, execution_time, attempt, execution_id, user_id, status,"
+              " trigger, due_at, published_at, finished_at, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+
+    def write_legacy(record: ExecutionRecord) -> None:
+        status = None if record.status is ExecutionStatus.RUNNING else record.status.value  # RUNNING: no status
+        admin.execute(insert.format(keyspace=keyspace), (
+            record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id, status,
+            record.trigger.value, record.due_at, record.published_at, record.finished_at, record.error))
+
+    try:
+        # Given an older keyspace whose task_history (no execution id in its key) holds finished records and
+        # one of an execution in flight
+        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
+        admin.execute(LEGACY_HISTORY.format(keyspace=keyspace), timeout=60)
+        for record in (in_flight, failed, *others):
+            write_legacy(record)
+        # When the schema is applied
+        first = migrate(cassandra)
+        # Then every record is in task_history_v2, whole, found by its key (the in-flight one's result finds it)
+        assert f"-- copied {2 + len(others)} row(s) from task_history to task_history_v2" in first
+        session = connect(cassandra)
+        store = CassandraJobStore(session)
+        for record in (in_flight, failed, *others):
+            assert store.record(record.job_id, record.scheduled_at, 1, record.execution_id) == record
+        assert store.history("job-a", 10) == [in_flight, failed]
+        # and a copy paging 2 rows at a time finds every one of them already there
+        assert copy_legacy_history(session, keyspace, page_size=2) == 0
+        # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
+        succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
+        store.finish(Outcome(succeeded, None, None))
+        late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
+        write_legacy(late)
+        # When the migration runs again (paging 2 rows at a time)
+        copied = copy_legacy_history(session, keyspace, page_size=2)
+        # Then only the new legacy record is copied: the newer row in task_history_v2 is left as it is
+        assert copied == 1
+        assert store.history("job-a", 10) == [late, succeeded, failed]
+        # and a full run copies nothing more; the legacy rows are kept, for the operator to drop with their table
+        assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
+        assert len(list(admin.execute(f"SELECT * FROM {keyspace}.task_history"))) == 3 + len(others)
+        session.cluster.shutdown()
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         admin.cluster.shutdown()

@@ -211,7 +211,9 @@ def test_run_results_applies_a_batch_and_counts_outcomes(container: Container, c
                         "ignored_unknown": 1, "ignored_malformed": 2}
     store = container.store
     assert isinstance(store, MemoryJobStore)
-    assert store.records[(succeeding.job_id, FIRE, 1)].status is ExecutionStatus.SUCCESS
+    [record] = [r for r in store.records.values()
+                if (r.job_id, r.scheduled_at, r.attempt) == (succeeding.job_id, FIRE, 1)]
+    assert record.status is ExecutionStatus.SUCCESS
     retries = [r for r in store.rows.values() if r.trigger is Trigger.RETRY]
     assert [(r.job_id, r.attempt) for r in retries] == [(retried.job_id, 2)]
     publisher = container.publisher
@@ -227,7 +229,7 @@ def test_run_results_of_an_empty_batch(container: Container) -> None:
 
 
 class BrokenStore(MemoryJobStore):
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
         raise Unavailable("database unavailable")
 
 

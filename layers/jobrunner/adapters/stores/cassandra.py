@@ -5,7 +5,7 @@ prepared DML only, LOCAL_QUORUM writes and reads, logged batches for the atomic 
 no secondary index, no ALLOW FILTERING.
 
 ``start`` is an UNLOGGED batch: its two rows (the history row and the job's run fields) need no
-atomicity, because the scheduled row stays in ``task_schedule`` until ``complete``; a half-written
+atomicity, because the scheduled row stays in ``task_schedule_v2`` until ``complete``; a half-written
 start is written again by the scan's retry or, after a crash, by the next scan of the partition. A
 logged batch costs a batch-log write and delete on Cassandra, and on Keyspaces every row of a logged
 batch is written twice (prepare and commit), so this saves two of the scan's row writes per execution.
@@ -63,21 +63,28 @@ DELETE_SCHEDULED = (
     " AND job_id = ? AND execution_id = ? AND job_version = ?"
 )
 INSERT_RECORD = (
-    "INSERT INTO task_history (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
+    "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
     " due_at, published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 #: The record of a publish: every column but the end (status, finished_at, error), which only ``finish``
 #: writes, so a replayed publish never moves an ended execution back to RUNNING.
 INSERT_RECORD_STARTED = (
-    "INSERT INTO task_history (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
+    "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
     " published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-SELECT_RECORDS = "SELECT * FROM task_history WHERE job_id = ? LIMIT ?"
-SELECT_RECORDS_SAME_TIME = (
-    "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt < ? LIMIT ?"
+SELECT_RECORDS = "SELECT * FROM task_history_v2 WHERE job_id = ? LIMIT ?"
+#: The pages after a record, in the key's order: the rest of its (fire, attempt), of its fire, then older fires.
+SELECT_RECORDS_SAME_ATTEMPT = (
+    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id > ?"
+    " LIMIT ?"
 )
-SELECT_RECORDS_BEFORE = "SELECT * FROM task_history WHERE job_id = ? AND execution_time < ? LIMIT ?"
-SELECT_RECORD = "SELECT * FROM task_history WHERE job_id = ? AND execution_time = ? AND attempt = ?"
+SELECT_RECORDS_SAME_TIME = (
+    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt < ? LIMIT ?"
+)
+SELECT_RECORDS_BEFORE = "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time < ? LIMIT ?"
+SELECT_RECORD = (
+    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id = ?"
+)
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, retry = ?, timeout_s = ?,"
     " paused_at = ?, updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ? IF version = ?"
@@ -93,7 +100,7 @@ CLAIM_IDEMPOTENCY_KEY = (
 STATEMENTS = (
     INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_NEXT_RUN, INSERT_SCHEDULED, SELECT_SCHEDULED,
     SELECT_SCHEDULED_FROM, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
-    SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
+    SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
 )
 
@@ -205,20 +212,28 @@ class CassandraJobStore(JobStore):
         stmt = self._stmt(DELETE_SCHEDULED)
         self._run_concurrently([(stmt, codec.scheduled_key(row)) for row in rows])
 
-    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
+    def history(
+        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
+    ) -> list[ExecutionRecord]:
         if before is None:
-            result = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS), (job_id, limit)))
-            return [codec.record_from_row(row) for row in result]
-        # The rest of the cursor's own instant (lower attempts), then older instants: two plain slices.
-        at, attempt = before
-        same = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORDS_SAME_TIME), (job_id, at, attempt, limit)))
-        records = [codec.record_from_row(row) for row in same]
-        if len(records) < limit:
-            older = _guard(lambda: self._session.execute(
-                self._stmt(SELECT_RECORDS_BEFORE), (job_id, at, limit - len(records))
-            ))
-            records += [codec.record_from_row(row) for row in older]
+            return self._records(SELECT_RECORDS, (job_id, limit))
+        # The rest of the cursor's (fire, attempt), then its fire's lower attempts, then older fires: plain
+        # slices, each with a range on one clustering column only (Keyspaces-safe), read until the page is full.
+        at, attempt, execution_id = before
+        slices: list[tuple[str, tuple[Any, ...]]] = [
+            (SELECT_RECORDS_SAME_TIME, (job_id, at, attempt)), (SELECT_RECORDS_BEFORE, (job_id, at)),
+        ]
+        if execution_id is not None:  # None: an older API's cursor, past the whole (fire, attempt)
+            slices.insert(0, (SELECT_RECORDS_SAME_ATTEMPT, (job_id, at, attempt, execution_id)))
+        records: list[ExecutionRecord] = []
+        for cql, params in slices:
+            if len(records) >= limit:
+                break
+            records += self._records(cql, (*params, limit - len(records)))
         return records
+
+    def _records(self, cql: str, params: tuple[Any, ...]) -> list[ExecutionRecord]:
+        return _guard(lambda: [codec.record_from_row(row) for row in self._session.execute(self._stmt(cql), params)])
 
     def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
@@ -253,8 +268,8 @@ class CassandraJobStore(JobStore):
             return claim
         return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
 
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
-        params = (job_id, scheduled_at, attempt)
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+        params = (job_id, scheduled_at, attempt, execution_id)
         row = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
         return codec.record_from_row(row) if row is not None else None
 

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
 _RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
+#: A history record's key: (job_id, scheduled_at, attempt, execution_id), as in ``task_history_v2``.
+_RecordKey = tuple[str, datetime, int, str]
 _ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
 
 
@@ -22,12 +24,24 @@ def _row_key(row: ScheduledExecution) -> _RowKey:
     return (row.bucket, row.segment, row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
+def _record_key(record: ExecutionRecord) -> _RecordKey:
+    return (record.job_id, record.scheduled_at, record.attempt, record.execution_id)
+
+
+def _after(record: ExecutionRecord, before: tuple[datetime, int, str | None]) -> bool:
+    """Whether ``record`` comes after the cursor ``before`` in history order (see ``JobStore.history``)."""
+    at, attempt, execution_id = before
+    if (record.scheduled_at, record.attempt) != (at, attempt):
+        return (record.scheduled_at, record.attempt) < (at, attempt)
+    return execution_id is not None and record.execution_id > execution_id
+
+
 class MemoryJobStore(JobStore):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.jobs: dict[tuple[str, str], Job] = {}
         self.rows: dict[_RowKey, ScheduledExecution] = {}
-        self.records: dict[tuple[str, datetime, int], ExecutionRecord] = {}
+        self.records: dict[_RecordKey, ExecutionRecord] = {}
         self.idempotency: dict[tuple[str, str], IdempotencyClaim] = {}
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
@@ -59,7 +73,7 @@ class MemoryJobStore(JobStore):
     def start(self, records: Sequence[ExecutionRecord]) -> None:
         with self._lock:
             for record in records:
-                key = (record.job_id, record.scheduled_at, record.attempt)
+                key = _record_key(record)
                 known = self.records.get(key)
                 if known is not None and known.status in _ENDED:  # never backwards: the end stays
                     record = replace(record, status=known.status, finished_at=known.finished_at, error=known.error)
@@ -87,12 +101,16 @@ class MemoryJobStore(JobStore):
             for row in rows:
                 self.rows.pop(_row_key(row), None)
 
-    def history(self, job_id: str, limit: int, before: tuple[datetime, int] | None = None) -> list[ExecutionRecord]:
+    def history(
+        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
+    ) -> list[ExecutionRecord]:
         with self._lock:
-            mine = [r for (j, _, _), r in self.records.items() if j == job_id]
+            mine = [r for (j, *_), r in self.records.items() if j == job_id]
+        # history order, the key's: newest fire, highest attempt, then execution_id ascending (stable sorts)
+        mine.sort(key=lambda r: r.execution_id)
         mine.sort(key=lambda r: (r.scheduled_at, r.attempt), reverse=True)
         if before is not None:
-            mine = [r for r in mine if (r.scheduled_at, r.attempt) < before]
+            mine = [r for r in mine if _after(r, before)]
         return mine[:limit]
 
     def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
@@ -130,9 +148,9 @@ class MemoryJobStore(JobStore):
         with self._lock:
             return self.idempotency.setdefault((claim.user_id, claim.key), claim)
 
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int) -> ExecutionRecord | None:
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
         with self._lock:
-            return self.records.get((job_id, scheduled_at, attempt))
+            return self.records.get((job_id, scheduled_at, attempt, execution_id))
 
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
         return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
@@ -140,7 +158,7 @@ class MemoryJobStore(JobStore):
     def finish(self, outcome: Outcome) -> None:
         with self._lock:
             record = outcome.record
-            self.records[(record.job_id, record.scheduled_at, record.attempt)] = record
+            self.records[_record_key(record)] = record
             if outcome.retry is not None:
                 self.rows[_row_key(outcome.retry)] = outcome.retry
             job = self.jobs.get((record.user_id, record.job_id))

@@ -9,6 +9,11 @@ version) into ``task_schedule_v2``, each placed anew as of now so that one whose
 scanned lands in the partition being scanned (see ``domain.placement``), and deletes the moved rows.
 Running it again moves nothing twice. Run it once more after the new code is live, for rows an old
 writer may have added meanwhile (``docs/deploy.md``).
+
+And it copies the rows of ``task_history`` (whose key lacked the execution id) into ``task_history_v2``,
+each only if that execution has no row there yet: a row the new code wrote is newer, never overwritten.
+The legacy rows are kept: the history is the record of what ran, the copy can be checked against it,
+and dropping the table is the operator's step once it has been (``docs/deploy.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from cassandra import ConsistencyLevel
-from cassandra.query import SimpleStatement
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.query import UNSET_VALUE, SimpleStatement
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
@@ -30,10 +36,36 @@ from jobrunner.adapters.stores.session import CassandraSettings, connect
 from jobrunner.domain.placement import placed_anew
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from cassandra.cluster import Session
+    from cassandra.query import PreparedStatement
 
+LEGACY_SCHEDULE = "task_schedule"
+DELETE_LEGACY_SCHEDULED = (
+    "DELETE FROM task_schedule WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
+    " AND job_id = ? AND execution_id = ?"
+)
+SELECT_LEGACY_SCHEDULED = "SELECT * FROM task_schedule"
+
+LEGACY_HISTORY = "task_history"
+HISTORY_COLUMNS = ("job_id", "execution_time", "attempt", "execution_id", "user_id", "status", "trigger", "due_at",
+                   "published_at", "finished_at", "error")
+SELECT_LEGACY_HISTORY = "SELECT * FROM task_history"
+SELECT_HISTORY_KEY = (
+    "SELECT execution_id FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ?"
+    " AND execution_id = ?"
+)
+#: A lightweight transaction (Keyspaces supports them): a row new code writes meanwhile is never overwritten.
+COPY_HISTORY = (
+    "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status, trigger, due_at,"
+    " published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
+)
+
+#: Every statement the migration sends besides ``cql/`` (checked by ``tests/infra/test_keyspaces_compat.py``).
+STATEMENTS = (DELETE_LEGACY_SCHEDULED, SELECT_LEGACY_SCHEDULED, SELECT_LEGACY_HISTORY, SELECT_HISTORY_KEY,
+              COPY_HISTORY)
 
 
 def replication_for(mode: str, replication_factor: int = 1) -> str:
@@ -75,7 +107,9 @@ def _add_missing_columns(session: Session, settings: CassandraSettings, table: T
     return added
 
 
-LEGACY_SCHEDULE = "task_schedule"
+def _tables(session: Session, keyspace: str) -> set[str]:
+    return {row.table_name for row in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
 
 
 def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = None) -> int:
@@ -84,18 +118,12 @@ def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = Non
     A full read of the old table (token-range paging, which Keyspaces supports); each row is written
     to the new table before it is deleted from the old one, so a crash in between leaves a copy, never
     a loss (a copy is the same execution, under the same ``execution_id``)."""
-    tables = {row.table_name for row in session.execute(
-        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-    if LEGACY_SCHEDULE not in tables:
+    if LEGACY_SCHEDULE not in _tables(session, keyspace):
         return 0
     store = CassandraJobStore(session)
-    delete = session.prepare(
-        f"DELETE FROM {LEGACY_SCHEDULE} WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
-        " AND job_id = ? AND execution_id = ?"
-    )
+    delete = session.prepare(DELETE_LEGACY_SCHEDULED)
     delete.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-    read = SimpleStatement(f"SELECT * FROM {LEGACY_SCHEDULE}", fetch_size=500,
-                           consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+    read = SimpleStatement(SELECT_LEGACY_SCHEDULED, fetch_size=500, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
     moved = 0
     for row in session.execute(read):
         old = codec.scheduled_from_row(row)
@@ -104,6 +132,47 @@ def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = Non
                                  row.execution_id))
         moved += 1
     return moved
+
+
+def copy_legacy_history(session: Session, keyspace: str, page_size: int = 500, concurrency: int = 32) -> int:
+    """Copy every row of the legacy ``task_history`` table into ``task_history_v2``; returns how many were
+    copied (rows already there are left as they are, so running it again copies nothing twice).
+
+    A full read of the old table, page by page; for each page, a point read of each row's key in the new
+    table, then for the missing ones an ``INSERT ... IF NOT EXISTS``: a row the new code wrote (in the
+    meantime too) is newer and wins. The read spares most re-runs the cost of a lightweight transaction."""
+    if LEGACY_HISTORY not in _tables(session, keyspace):
+        return 0
+    exists = session.prepare(SELECT_HISTORY_KEY)
+    exists.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+    copy = session.prepare(COPY_HISTORY)
+    copy.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+    copy.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+    read = SimpleStatement(SELECT_LEGACY_HISTORY, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+    copied = 0
+    page: list[tuple[object, ...]] = []
+    for row in session.execute(read):
+        values = tuple(getattr(row, column, None) for column in HISTORY_COLUMNS)
+        if values[3] is not None:  # an execution id: always written, and part of the new key
+            page.append(values)
+        if len(page) == page_size:
+            copied += _copy_missing(session, exists, copy, page, concurrency)
+            page = []
+    return copied + _copy_missing(session, exists, copy, page, concurrency)
+
+
+def _copy_missing(
+    session: Session, exists: PreparedStatement, copy: PreparedStatement, rows: Sequence[tuple[object, ...]],
+    concurrency: int,
+) -> int:
+    """Copy those of ``rows`` (in ``HISTORY_COLUMNS`` order) whose key is not in ``task_history_v2``."""
+    found = execute_concurrent_with_args(session, exists, [row[:4] for row in rows], concurrency=concurrency,
+                                         raise_on_first_error=True)
+    missing = [row for row, (_ok, result) in zip(rows, found, strict=True) if result.one() is None]
+    # An unset value writes nothing, where a null would write a tombstone.
+    unset = [tuple(UNSET_VALUE if value is None else value for value in row) for row in missing]
+    applied = execute_concurrent_with_args(session, copy, unset, concurrency=concurrency, raise_on_first_error=True)
+    return sum(1 for _ok, result in applied if result.one().applied)
 
 
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
@@ -128,6 +197,9 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
         moved = move_legacy_rows(session, settings.keyspace)
         if moved:
             applied.append(f"-- moved {moved} row(s) from {LEGACY_SCHEDULE} to task_schedule_v2")
+        copied = copy_legacy_history(session, settings.keyspace)
+        if copied:
+            applied.append(f"-- copied {copied} row(s) from {LEGACY_HISTORY} to task_history_v2")
         return applied
     finally:
         session.cluster.shutdown()

@@ -8,7 +8,18 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Trigger, execution_id_for
+from jobrunner.domain.jobs import (
+    ExecutionStatus,
+    Job,
+    JobState,
+    JobStatus,
+    Lane,
+    ScheduledExecution,
+    Trigger,
+    execution_id_for,
+    origin_of,
+    watched_execution_ids,
+)
 from jobrunner.domain.schedules import At
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -73,3 +84,42 @@ def test_execution_ids_differ_per_job_attempt_trigger_and_time() -> None:
     )
     ids = {execution_id_for(j, t, attempt, trigger) for j, t, attempt, trigger in combos}
     assert len(ids) == len(combos)
+
+
+def test_retries_and_watchdogs_of_a_run_now_and_a_fire_at_one_instant_differ() -> None:
+    # A run now at the instant of a scheduled fire is a second lineage of the same fire and attempts
+    for trigger in (Trigger.RETRY, Trigger.TIMEOUT):
+        fire = execution_id_for("job-1", T0, 2, trigger)
+        manual = execution_id_for("job-1", T0, 2, trigger, Trigger.MANUAL)
+        assert fire != manual
+        assert fire == execution_id_for("job-1", T0, 2, trigger, Trigger.SCHEDULE)  # the fire's ids never changed
+    # and the lineage of a first attempt is its own trigger: the origin changes nothing there
+    assert execution_id_for("job-1", T0, 1, Trigger.MANUAL, Trigger.MANUAL) == execution_id_for(
+        "job-1", T0, 1, Trigger.MANUAL)
+
+
+def row(attempt: int, trigger: Trigger, origin: Trigger = Trigger.SCHEDULE) -> ScheduledExecution:
+    return ScheduledExecution(
+        bucket=T0, segment=0, lane=Lane.LATE, due_at=T0, job_id="job-1",
+        execution_id=execution_id_for("job-1", T0, attempt, trigger, origin), user_id="alice", scheduled_at=T0,
+        attempt=attempt, job_version=1, trigger=trigger,
+    )
+
+
+@pytest.mark.parametrize("origin", [Trigger.SCHEDULE, Trigger.MANUAL])
+def test_the_lineage_is_read_off_the_id(origin: Trigger) -> None:
+    assert origin_of(row(1, origin)) is origin
+    for trigger in (Trigger.RETRY, Trigger.TIMEOUT):
+        assert origin_of(row(3, trigger, origin)) is origin
+
+
+def test_a_watchdog_names_the_execution_it_watches() -> None:
+    # a retry's watchdog watches that retry, in its own lineage
+    manual_retry = row(2, Trigger.RETRY, Trigger.MANUAL)
+    assert watched_execution_ids(row(2, Trigger.TIMEOUT, Trigger.MANUAL)) == [manual_retry.execution_id]
+    assert watched_execution_ids(row(2, Trigger.TIMEOUT)) == [row(2, Trigger.RETRY).execution_id]
+    # a first attempt's: the run now's; the fire's, then the run now's (a watchdog planned before lineages
+    # were told apart named a run now's watchdog like the fire's)
+    assert watched_execution_ids(row(1, Trigger.TIMEOUT, Trigger.MANUAL)) == [row(1, Trigger.MANUAL).execution_id]
+    assert watched_execution_ids(row(1, Trigger.TIMEOUT)) == [
+        row(1, Trigger.SCHEDULE).execution_id, row(1, Trigger.MANUAL).execution_id]

@@ -92,7 +92,10 @@ class World:
         return self.store.jobs[(job.user_id, job.job_id)]
 
     def record(self, job: Job, attempt: int, scheduled_at: datetime = FIRE) -> ExecutionRecord:
-        return self.store.records[(job.job_id, scheduled_at, attempt)]
+        """The one record of that fire and attempt."""
+        [record] = [r for r in self.store.records.values()
+                    if (r.job_id, r.scheduled_at, r.attempt) == (job.job_id, scheduled_at, attempt)]
+        return record
 
     def snapshot(self) -> tuple[Any, ...]:
         return copy.deepcopy((self.store.jobs, self.store.rows, self.store.records, self.publisher.sent))
@@ -444,3 +447,61 @@ def test_a_job_that_reports_in_time_is_left_alone_by_its_watchdog() -> None:
     assert world.job(job).status is JobStatus.SUCCESS
     assert world.store.rows == {}
     assert [m.topic for m in world.publisher.sent] == ["jobs"]
+
+
+# -- a run now at the very instant of a scheduled fire: two executions, one (fire, attempt) ------------------
+
+
+def run_now_at_the_fire(world: World, timeout_s: int | None = None) -> Job:
+    """A recurring job with one retry, and a run now requested at the very millisecond of its 10:10 fire."""
+    job = world.submit(Every(every=timedelta(hours=1), start=FIRE), retry=RetryPolicy(max_retries=1),
+                       timeout_s=timeout_s)
+    world.clock.set(FIRE)
+    world.jobs.run_now("alice", job.job_id)
+    return job
+
+
+def test_a_run_now_at_the_instant_of_a_fire_has_both_results_applied(world: World) -> None:
+    # Given a run now at the instant of the job's scheduled fire: same scheduled_at, same attempt
+    job = run_now_at_the_fire(world)
+    # When the minute is scanned and the worker fails both executions
+    world.scan(FIRE)
+    first = [m for m in world.publisher.sent if m.topic == "jobs"]
+    assert sorted(m.value["trigger"] for m in first) == ["MANUAL", "SCHEDULE"]
+    outcomes = [world.results.apply(report_of(m, False, "exit 1")) for m in first]
+    # Then each failure is applied to its own execution and retried (none is "ignored_unknown")
+    assert outcomes == ["retrying", "retrying"]
+    # and the two retries are two executions, each published, failed and dead-lettered in turn
+    retries = [r for r in world.store.rows.values() if r.trigger is Trigger.RETRY]
+    assert len({r.execution_id for r in retries}) == 2
+    for bucket in sorted({r.bucket for r in retries}):
+        world.scan(bucket)
+    second = [m for m in world.publisher.sent if m.topic == "jobs"][2:]
+    assert [m.value["attempt"] for m in second] == [2, 2]
+    assert [world.results.apply(report_of(m, False, "exit 2")) for m in second] == ["dead_lettered"] * 2
+    letters = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert {m.value["execution_id"] for m in letters} == {m.value["execution_id"] for m in second}
+    # and the history holds all four executions, each FAILED
+    history = world.store.history(job.job_id, 10)
+    assert {r.execution_id for r in history} == {m.value["execution_id"] for m in first + second}
+    assert [r.status for r in history] == [ExecutionStatus.FAILED] * 4
+
+
+def test_a_run_now_at_the_instant_of_a_fire_times_out_on_its_own_watchdog(world: World) -> None:
+    # Given a run now at the instant of the fire of a job with a 30 s timeout, and a worker that never reports
+    job = run_now_at_the_fire(world, timeout_s=30)
+    # When the minute and the next are scanned (each execution's watchdog, then each retry's)
+    world.scan(FIRE)
+    world.scan(FIRE + timedelta(minutes=1))
+    # Then each of the four executions was failed by its own watchdog: the first two retried, the retries
+    # dead-lettered
+    sent = [m for m in world.publisher.sent if m.topic == "jobs"]
+    assert sorted((m.value["attempt"], m.value["trigger"]) for m in sent) == [
+        (1, "MANUAL"), (1, "SCHEDULE"), (2, "RETRY"), (2, "RETRY")]
+    assert world.results.counters.outcomes == {"timed_out_retrying": 2, "timed_out_dead_lettered": 2}
+    letters = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert sorted(m.value["execution_id"] for m in letters) == sorted(
+        m.value["execution_id"] for m in sent if m.value["attempt"] == 2)
+    history = world.store.history(job.job_id, 10)
+    assert len({r.execution_id for r in history}) == 4
+    assert {(r.status, r.error) for r in history} == {(ExecutionStatus.FAILED, "no result within 30 s")}

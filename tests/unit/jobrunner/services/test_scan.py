@@ -14,7 +14,16 @@ from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, JobStatus, Lane, Trigger, execution_id_for
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    JobState,
+    JobStatus,
+    Lane,
+    Trigger,
+    execution_id_for,
+)
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import PublishError, ScanRequest
@@ -89,6 +98,13 @@ class World:
     def job(self, job: Job) -> Job:
         return self.store.jobs[(job.user_id, job.job_id)]
 
+    def record(self, job_id: str, scheduled_at: datetime, attempt: int = 1) -> ExecutionRecord:
+        """The history record of a scheduled fire's attempt."""
+        record = self.store.record(job_id, scheduled_at, attempt,
+                                   execution_id_for(job_id, scheduled_at, attempt, Trigger.SCHEDULE))
+        assert record is not None
+        return record
+
     def published(self) -> list[tuple[str, datetime]]:
         return [(m.value["execution_id"], t) for m, t in zip(self.publisher.sent, self.publisher.times, strict=True)]
 
@@ -145,7 +161,7 @@ def test_one_time_job_is_recorded_running_and_gets_no_next_row(world: World) -> 
     job = world.submit(At(at(17)))
     world.scan()
     execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
-    record = world.store.records[(job.job_id, at(17), 1)]
+    record = world.record(job.job_id, at(17))
     assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(17))
     stored = world.job(job)
     assert (stored.next_run_at, stored.last_execution_id, stored.status) == (None, execution_id, JobStatus.RUNNING)
@@ -221,7 +237,7 @@ def test_publish_failure_is_retried_within_the_scan(world: World) -> None:
     assert (report.errors, report.published, report.finished) == (1, 1, True)
     assert len(world.store.records) == 1
     # the record and the job's run fields are those of the publish that went through
-    assert world.store.records[(job.job_id, at(17), 1)].published_at == at(18)
+    assert world.record(job.job_id, at(17)).published_at == at(18)
     assert world.job(job).last_run_at == at(18)
     assert world.store.rows == {}
 
@@ -278,7 +294,7 @@ def test_an_execution_whose_record_cannot_be_written_is_not_published_until_it_i
     execution_id = execution_id_for(job.job_id, at(17), 1, Trigger.SCHEDULE)
     assert world.published() == [(execution_id, at(18))]
     assert (report.errors, report.published, report.finished) == (1, 1, True)
-    record = world.store.records[(job.job_id, at(17), 1)]
+    record = world.record(job.job_id, at(17))
     assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(18))
     assert world.store.rows == {}
 
@@ -472,7 +488,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
     # says FAILED and why, the other job fires on time, and the partition is done
     [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
     assert dead.value["job_id"] == bad.job_id and "refused 5 times" in dead.value["error"]
-    record = world.store.records[(bad.job_id, at(17), 1)]
+    record = world.record(bad.job_id, at(17))
     assert record.status is ExecutionStatus.FAILED and "TopicAuthorizationFailed" in (record.error or "")
     assert [t for e, t in world.published() if e != dead.value["execution_id"]][-1:] == [at(40)]
     assert fires(world, good) == [at(40)]
@@ -593,7 +609,7 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
     again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
     # Then nothing is published again, the execution stays SUCCESS, and the next fire is planned
     assert len(world.publisher.sent) == 1
-    assert world.store.records[(job.job_id, at(17), 1)].status is ExecutionStatus.SUCCESS
+    assert world.record(job.job_id, at(17)).status is ExecutionStatus.SUCCESS
     assert (again.finished, again.replays_skipped) == (True, 1)
     assert world.job(job).next_run_at == at(17, minute=6)
 
