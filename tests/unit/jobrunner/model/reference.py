@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger
+from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every, parse_instant
 
 if TYPE_CHECKING:
@@ -222,6 +222,8 @@ class Execution:
     attempt: int
     trigger: Trigger
     published_at: datetime
+    #: The first attempt's trigger (SCHEDULE or MANUAL): a run now at the instant of a fire is a lineage apart.
+    lineage: Trigger = Trigger.SCHEDULE
     fate: Fate | None = None
     reported_at: datetime | None = None  # when its worker's result reached the results function
     applied_at: datetime | None = None  # when that result took effect (its record written)
@@ -277,9 +279,13 @@ class Reference:
         self.jobs: list[JobModel] = []
         self.by_id: dict[str, JobModel] = {}
         self.executions: dict[str, Execution] = {}  # by execution_id, in order of first publication
-        self.copies: dict[tuple[str, datetime, int, Trigger], str] = {}  # fire and attempt -> its execution_id
+        #: (job, fire, attempt, trigger, lineage) -> its execution_id
+        self.copies: dict[tuple[str, datetime, int, Trigger, Trigger], str] = {}
         self.dead_letters: set[str] = set()
         self._seen = 0  # how much of the broker's log has been checked
+        #: User operations under way: their messages are judged once the model knows what they did.
+        self.changing = 0
+        self._deferred: list[tuple[datetime, OutboundMessage]] = []
 
     def pick(self, index: int) -> JobModel | None:
         return self.jobs[index % len(self.jobs)] if self.jobs else None
@@ -338,12 +344,20 @@ class Reference:
 
     def observe(self, log: list[tuple[datetime, OutboundMessage]]) -> None:
         """Check each message published since the last call: one execution_id per fire and attempt, nothing
-        published that is not owed or allowed (pauses, cancel, retries), the payload of its time."""
-        for published_at, message in log[self._seen:]:
-            self._seen += 1
+        published that is not owed or allowed (pauses, cancel, retries), the payload of its time.
+
+        While a user operation is under way (a slow write: a scan runs in the middle of it), its effect may
+        already show in what is published, but the model learns it only when the operation is answered:
+        the messages of that time are judged after it."""
+        pending, self._deferred = [*self._deferred, *log[self._seen:]], []
+        self._seen = len(log)
+        for published_at, message in pending:
             value = message.value
             if message.topic == DLQ_TOPIC:
                 self.dead_letters.add(value["execution_id"])
+                continue
+            if self.changing:
+                self._deferred.append((published_at, message))
                 continue
             assert message.topic == JOBS_TOPIC, f"published to {message.topic}"
             assert value["job_id"] in self.by_id, f"published for a job never acknowledged: {value}"
@@ -351,10 +365,11 @@ class Reference:
             fire = parse_instant(value["scheduled_at"], "scheduled_at")
             attempt, trigger, execution_id = value["attempt"], Trigger(value["trigger"]), value["execution_id"]
             what = f"{hms(published_at)} published {job.name} {trigger} {hms(fire)} #{attempt}"
-            first_id = self.copies.setdefault((job.job_id, fire, attempt, trigger), execution_id)
+            lineage = self._lineage(job, fire, attempt, trigger, execution_id, what)
+            first_id = self.copies.setdefault((job.job_id, fire, attempt, trigger, lineage), execution_id)
             assert first_id == execution_id, f"{what}: execution_id {execution_id}, an earlier copy had {first_id}"
             execution = self.executions.setdefault(
-                execution_id, Execution(execution_id, job, fire, attempt, trigger, published_at))
+                execution_id, Execution(execution_id, job, fire, attempt, trigger, published_at, lineage))
             assert (execution.job, execution.scheduled_at, execution.attempt) == (job, fire, attempt), (
                 f"{what}: its execution_id {execution_id} was published before for {execution}")
             due = self._check_allowed(job, execution, published_at, what)
@@ -362,6 +377,18 @@ class Reference:
             assert value["payload"] in allowed, (
                 f"{what}: payload {value['payload']}, but from its due instant {hms(due)} until then the "
                 f"job's payload was {' or '.join(map(str, allowed))}")
+
+    @staticmethod
+    def _lineage(
+        job: JobModel, fire: datetime, attempt: int, trigger: Trigger, execution_id: str, what: str
+    ) -> Trigger:
+        """The lineage a retry belongs to, told by its id: the schedule's and a run now's differ."""
+        if trigger in (Trigger.SCHEDULE, Trigger.MANUAL):
+            return trigger
+        ids = {execution_id_for(job.job_id, fire, attempt, trigger, lineage): lineage
+               for lineage in (Trigger.SCHEDULE, Trigger.MANUAL)}
+        assert execution_id in ids, f"{what}: execution_id {execution_id} is not one of that fire's and attempt's"
+        return ids[execution_id]
 
     def _check_allowed(self, job: JobModel, execution: Execution, published_at: datetime, what: str) -> datetime:
         """Fail unless the execution may be published; returns its due instant (a lower bound for retries)."""
@@ -377,7 +404,8 @@ class Reference:
             return fire
         assert execution.trigger is Trigger.RETRY, f"{what}: unexpected trigger"
         failed = [e for e in self.executions.values() if e.job is job and e.scheduled_at == fire
-                  and e.attempt == execution.attempt - 1 and e.could_fail(published_at)]
+                  and e.attempt == execution.attempt - 1 and e.lineage is execution.lineage
+                  and e.could_fail(published_at)]
         assert failed, f"{what}: a retry, but attempt {execution.attempt - 1} of that fire never failed"
         due = min(e.earliest_retry() for e in failed)
         assert job.cancelled_at is None or due <= job.cancelled_at, (
@@ -418,7 +446,7 @@ class Reference:
     def check_owed(self, horizon: datetime) -> None:
         """Every fire owed up to ``horizon`` was published; so was every manual run, retry and dead letter."""
         for job in self.jobs:
-            published = {fire for (job_id, fire, _, trigger) in self.copies
+            published = {fire for (job_id, fire, _, trigger, _) in self.copies
                          if job_id == job.job_id and trigger is Trigger.SCHEDULE}
             if job.state is JobState.ACTIVE:
                 epoch = job.epochs[-1]
@@ -434,7 +462,8 @@ class Reference:
             job = execution.job
             if execution.attempt <= job.retry.max_retries:
                 if job.cancelled_at is None:
-                    retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY)
+                    retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY,
+                             execution.lineage)
                     assert retry in self.copies, (
                         f"{execution} failed ({execution.why_failed()}), but its retry was never published")
             else:

@@ -9,7 +9,8 @@ of a scan), then drains it with no faults and checks it against the reference mo
    waives its fires unless resumed with catch-up; a payload PATCH waives nothing); every run now too;
 2. nothing is published after its job's cancel, and no schedule fire from inside a pause window (unless
    resumed with catch-up); a message carries the payload the job had between its due instant and then;
-3. every copy of one fire and attempt carries one execution_id, and an execution_id names one of them;
+3. every copy of one fire and attempt (of the schedule's lineage or a run now's) carries one execution_id,
+   and an execution_id names one of them;
 4. an execution's history record never moves backwards (nor is it overwritten by another execution's);
 5. a failed attempt gets its retry, or its dead letter when none is left (retries go on while paused);
 6. after the drain every active job with fires left has a next run ahead of the scans, in a live row.

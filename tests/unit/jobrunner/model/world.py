@@ -286,6 +286,10 @@ class Minute:
 # -- the world ---------------------------------------------------------------------------------------------
 
 
+#: The operations of users: what they change shows before they are answered (``Reference.observe``).
+USER_OPS = (Submit, Payload, Reschedule, Pause, Resume, Cancel, RunNow)
+
+
 class World:
     """The scheduler and its stores, the broker, virtual time, the faults and the reference model."""
 
@@ -383,22 +387,28 @@ class World:
         the op's glitch hits its first attempt only. Returns None when the service refuses the request."""
         glitch = getattr(op, "glitch", None)
         plans = [FaultPlan([glitch.fault()] if glitch is not None else [])]
-        for _ in range(3):
-            with self.faults.acting(plans[-1]):
-                try:
-                    result = action()
-                    # When the request acknowledged last took effect (when answered, if it wrote nothing).
-                    self.landings = landings(plans)
-                    self.landed = next((self.landings[t] for t in ("store.update", "store.create", "store.schedule")
-                                        if t in self.landings), self.clock.now())
-                    return result
-                except (Unavailable, PublishError) as exc:
-                    self.say(f"    failed ({exc}); retried")
-                except (Conflict, InvalidField, JobNotFound) as exc:
-                    self.say(f"    refused: {exc}")
-                    return None
-            plans.append(FaultPlan())
-        raise AssertionError(f"{op!r} still fails with no fault injected")
+        changing = isinstance(op, USER_OPS)  # until it is answered, the model does not know what it did
+        self.model.changing += changing
+        try:
+            for _ in range(3):
+                with self.faults.acting(plans[-1]):
+                    try:
+                        result = action()
+                        # When the request acknowledged last took effect (when answered, if it wrote nothing).
+                        self.landings = landings(plans)
+                        self.landed = next((self.landings[t] for t in ("store.update", "store.create",
+                                                                       "store.schedule") if t in self.landings),
+                                           self.clock.now())
+                        return result
+                    except (Unavailable, PublishError) as exc:
+                        self.say(f"    failed ({exc}); retried")
+                    except (Conflict, InvalidField, JobNotFound) as exc:
+                        self.say(f"    refused: {exc}")
+                        return None
+                plans.append(FaultPlan())
+            raise AssertionError(f"{op!r} still fails with no fault injected")
+        finally:
+            self.model.changing -= changing
 
     def deliver(self, execution: Execution, op: Op | None = None) -> datetime:
         """The worker's result reaches the results function (retried until applied); returns when it took
