@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli deploy infra-test browser bench
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli preflight deploy infra-test browser bench
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -17,7 +17,8 @@ help:
 	@echo "make chaos   - both fault suites: crashes (5,000 executions, kills, restarts, silent minutes), then operations"
 	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
-	@echo "make deploy  - cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
+	@echo "make preflight - check the account's Lambda concurrency quota against the stack (AWS credentials)"
+	@echo "make deploy  - preflight, then cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
 	@echo "make stop    - stop the local servers"
 	@echo "make status  - which local servers are up"
 
@@ -76,7 +77,10 @@ infra/node_modules/.bin/cdk: infra/package.json infra/package-lock.json
 
 cdk-cli: infra/node_modules/.bin/cdk
 
-deploy: $(STAMP) cdk-cli
+preflight: $(STAMP)
+	$(PY) -m infra.preflight $(CDK_ARGS)
+
+deploy: $(STAMP) cdk-cli preflight
 	infra/node_modules/.bin/cdk deploy $(CDK_ARGS)
 
 infra-test: $(STAMP)

@@ -1,5 +1,7 @@
-"""An example worker: ``python examples/worker.py`` (reads KAFKA_BOOTSTRAP, default 127.0.0.1:9092, and
-JOBRUNNER_OTEL_EXPORTER, default none).
+"""An example worker: ``python examples/worker.py``. It reads KAFKA_BOOTSTRAP (default 127.0.0.1:9092),
+KAFKA_SECURITY (plaintext, or msk-iam for the deployed stack: the KafkaBootstrapBrokers output, with the
+stack's WorkerPolicy and AWS_DEFAULT_REGION), KAFKA_GROUP (default example-workers) and
+JOBRUNNER_OTEL_EXPORTER (default none). See docs/deploy.md, "Running a worker against the stack".
 
 Job types it understands (the payload's ``type``):
 - ``echo`` (and any payload without a type): prints the execution and succeeds;
@@ -16,8 +18,8 @@ from jobrunner import telemetry
 from jobrunner.worker import Execution, Worker
 
 
-def build(bootstrap: str, group_id: str = "example-workers") -> Worker:
-    worker = Worker(bootstrap=bootstrap, group_id=group_id)
+def build(bootstrap: str, group_id: str = "example-workers", security: str = "plaintext") -> Worker:
+    worker = Worker(bootstrap=bootstrap, group_id=group_id, security=security)
 
     @worker.handler(None)
     @worker.handler("echo")
@@ -41,4 +43,6 @@ if __name__ == "__main__":
     # Optional: this worker's spans, children of each message's traceparent (see jobrunner.telemetry).
     telemetry.configure(os.environ.get("JOBRUNNER_OTEL_EXPORTER", "none"), service_name="example-worker",
                         path=os.environ.get("JOBRUNNER_OTEL_FILE", ".local/logs/traces.jsonl"))
-    build(os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")).run()
+    build(os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
+          group_id=os.environ.get("KAFKA_GROUP", "example-workers"),
+          security=os.environ.get("KAFKA_SECURITY", "plaintext")).run()

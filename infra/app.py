@@ -14,7 +14,7 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import DeploymentConfig
-from infra.layer_build import ROOT, build_code_layer, build_dependency_layer
+from infra.layer_build import KEYSPACES_BUNDLE_SOURCE, ROOT, build_code_layer, build_dependency_layer
 from infra.stack import JobRunnerStack, StackAssets
 from jobrunner.adapters.stores.cql_schema import load_tables
 
@@ -37,7 +37,7 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> St
     cache = _path(config.build_cache_dir)
     dependencies = (_path(config.dependency_layer_dir) if config.dependency_layer_dir
                     else build_dependency_layer(architecture=config.lambda_architecture, cache_dir=cache))
-    ca_bundle = _path(config.keyspaces_ca_bundle) if config.keyspaces_ca_bundle else None
+    ca_bundle = _path(config.keyspaces_ca_bundle) if config.keyspaces_ca_bundle else KEYSPACES_BUNDLE_SOURCE
     return StackAssets(
         dependency_layer=dependencies,
         code_layer=build_code_layer(cache_dir=cache, ca_bundle=ca_bundle),
@@ -46,7 +46,6 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> St
         scan=FUNCTIONS / "scan",
         topic_admin=TOPIC_ADMIN,
         results=results_code,
-        custom_ca_bundle=ca_bundle is not None,
     )
 
 

@@ -38,7 +38,8 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "allowed_topics": ["jobs"],
     # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
     "kafka_partitions": 3,
-    # Reserved concurrency of the scan function: "auto" (2 x segments + headroom), a number, or 0 (none).
+    # Reserved concurrency of the scan function: "auto" (none for stage dev, whose account may have a
+    # concurrency quota of 10; else 2 x segments + headroom), a number, or 0 (none).
     "scan_reserved_concurrency": "auto",
     # Memory of the scan function in MB (also its CPU share); scans dominate the Lambda bill.
     "scan_memory_mb": 512,
@@ -51,7 +52,13 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # VPC address range and, optionally, the availability zones to use (default: the region's first two).
     "vpc_cidr": "10.40.0.0/16",
     "availability_zones": [],
-    # A local PEM file shipped in the code layer as the Keyspaces CA bundle; null: certifi's bundle.
+    # Consumer groups the stack's WorkerPolicy lets workers use (examples/worker.py: example-workers).
+    "worker_groups": ["jobrunner-workers", "example-workers"],
+    # Other VPCs whose workers reach the cluster directly (MSK Serverless: up to 4 besides the stack's):
+    # [{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}].
+    "kafka_client_vpcs": [],
+    # A local PEM file shipped in the code layer as the Keyspaces CA bundle; null: infra/certs/keyspaces-bundle.pem
+    # (the roots AWS documents for Keyspaces: Amazon Root CA 1-4 and Starfield Class 2).
     "keyspaces_ca_bundle": None,
     # A prebuilt dependency layer directory (holding python/); null: built with pip at synth.
     "dependency_layer_dir": None,
@@ -88,6 +95,14 @@ class ExistingCassandra:
 
 
 @dataclass(frozen=True)
+class KafkaClientVpc:
+    """A VPC of the user's whose clients reach the MSK Serverless cluster (the cluster gets endpoints there)."""
+
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DeploymentConfig:
     """The parsed context; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``)."""
 
@@ -109,6 +124,8 @@ class DeploymentConfig:
     vpc_cidr: str
     availability_zones: tuple[str, ...]
     keyspaces_ca_bundle: str | None
+    worker_groups: tuple[str, ...]
+    kafka_client_vpcs: tuple[KafkaClientVpc, ...]
     dependency_layer_dir: str | None
     build_cache_dir: str
 
@@ -148,7 +165,7 @@ class DeploymentConfig:
             existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
             allowed_topics=_topics(raw["allowed_topics"]),
             kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
-            scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments),
+            scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
             alarm_email=raw["alarm_email"] or None,
             log_retention_days=_log_retention(raw),
@@ -156,6 +173,8 @@ class DeploymentConfig:
             vpc_cidr=_text(raw, "vpc_cidr"),
             availability_zones=tuple(_list(raw, "availability_zones")),
             keyspaces_ca_bundle=raw["keyspaces_ca_bundle"] or None,
+            worker_groups=_groups(raw["worker_groups"]),
+            kafka_client_vpcs=_client_vpcs(raw["kafka_client_vpcs"]),
             dependency_layer_dir=raw["dependency_layer_dir"] or None,
             build_cache_dir=_text(raw, "build_cache_dir"),
         )
@@ -227,9 +246,14 @@ def _topics(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(["jobs", *value]))
 
 
-def _reserved(value: Any, segments: int) -> int | None:
+#: Stages whose "auto" reserves nothing: a new account's quota (as low as 10) cannot hold a reservation,
+#: since Lambda keeps 100 unreserved; ``python -m infra.preflight`` checks the rest.
+UNRESERVED_STAGES = frozenset({"dev"})
+
+
+def _reserved(value: Any, segments: int, stage: str) -> int | None:
     if value == "auto":
-        return scan_concurrency(segments)
+        return None if stage in UNRESERVED_STAGES else scan_concurrency(segments)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
         raise ConfigError(f"scan_reserved_concurrency: expected \"auto\" or an integer >= 0, got {value!r}")
     return value or None
@@ -263,3 +287,31 @@ def _existing_cassandra(value: Any) -> ExistingCassandra | None:
     if secret is not None and not (isinstance(secret, str) and secret.startswith("arn:")):
         raise ConfigError(f"existing_cassandra.secret_arn: expected a Secrets Manager ARN, got {secret!r}")
     return ExistingCassandra(contact_points=tuple(points), port=port, secret_arn=secret)
+
+
+def _groups(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [g.strip() for g in value.split(",") if g.strip()]
+    if not isinstance(value, list) or not all(isinstance(g, str) and _TOPIC.match(g) for g in value):
+        raise ConfigError(f"worker_groups: expected a list of consumer group names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def _client_vpcs(value: Any) -> tuple[KafkaClientVpc, ...]:
+    if not isinstance(value, list) or len(value) > 4:
+        raise ConfigError(f"kafka_client_vpcs: expected a list of at most 4 VPCs (MSK Serverless takes 5 with the "
+                          f"stack's own), got {value!r}")
+    vpcs = []
+    for entry in value:
+        if not isinstance(entry, dict) or set(entry) - {"subnet_ids", "security_group_ids"}:
+            raise ConfigError(f"kafka_client_vpcs: expected {{\"subnet_ids\": [...], \"security_group_ids\": [...]}}, "
+                              f"got {entry!r}")
+        subnets, groups = entry.get("subnet_ids"), entry.get("security_group_ids", [])
+        if (not isinstance(subnets, list) or len(subnets) < 2
+                or not all(isinstance(s, str) and s.startswith("subnet-") for s in subnets)):
+            raise ConfigError(f"kafka_client_vpcs: subnet_ids needs two or more subnet-... ids in different zones, "
+                              f"got {subnets!r}")
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g.startswith("sg-") for g in groups):
+            raise ConfigError(f"kafka_client_vpcs: security_group_ids must be sg-... ids, got {groups!r}")
+        vpcs.append(KafkaClientVpc(subnet_ids=tuple(subnets), security_group_ids=tuple(groups)))
+    return tuple(vpcs)

@@ -4,8 +4,9 @@
   dependencies in ``pyproject.toml``, pinned by ``constraints.txt``, plus ``certifi`` (its bundle holds
   the Amazon Root CAs the Keyspaces TLS connection is checked against). Every wheel the project needs
   exists for both architectures (cassandra-driver ships its compiled modules and libev in the wheel).
-- Code: ``layers/jobrunner`` copied to ``python/jobrunner`` (and, optionally, a CA bundle to
-  ``python/jobrunner_certs/``).
+- Code: ``layers/jobrunner`` copied to ``python/jobrunner``, and the Keyspaces CA bundle to
+  ``python/jobrunner_certs/keyspaces-bundle.pem`` (``infra/certs/keyspaces-bundle.pem``: the roots AWS
+  documents for Keyspaces, or the file ``keyspaces_ca_bundle`` names).
 
 Both land in a cache directory named after a hash of their inputs, so a synth with nothing changed
 runs no pip, and a half-built directory is never used (built aside, then renamed).
@@ -28,11 +29,12 @@ PYTHON_VERSION = "3.11"
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 #: Runtime dependencies only the command-line tool uses; the functions never import them.
 CLI_ONLY = frozenset({"typer", "rich"})
-#: Added to the layer: certifi's cacert.pem is the default Keyspaces CA bundle.
+#: Added to the layer: certifi's bundle verifies the AWS API endpoints' certificates (botocore's default).
 EXTRA = ("certifi",)
-#: Where the functions find the default CA bundle (layers are unpacked under /opt).
-CERTIFI_BUNDLE = "/opt/python/certifi/cacert.pem"
-CUSTOM_BUNDLE = "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
+#: The roots Amazon Keyspaces documents (Amazon Root CA 1-4 and Starfield Class 2), shipped by default.
+KEYSPACES_BUNDLE_SOURCE = ROOT / "infra" / "certs" / "keyspaces-bundle.pem"
+#: Where the functions find it (layers are unpacked under /opt): CASSANDRA_CA_BUNDLE.
+KEYSPACES_BUNDLE = "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
 
 
@@ -116,15 +118,14 @@ def build_dependency_layer(
 
 
 def build_code_layer(
-    *, cache_dir: Path, source: Path = ROOT / "layers" / "jobrunner", ca_bundle: Path | None = None,
+    *, cache_dir: Path, source: Path = ROOT / "layers" / "jobrunner", ca_bundle: Path = KEYSPACES_BUNDLE_SOURCE,
 ) -> Path:
-    """The code layer directory: ``python/jobrunner`` (+ ``python/jobrunner_certs`` with a custom bundle)."""
+    """The code layer directory: ``python/jobrunner`` and ``python/jobrunner_certs/keyspaces-bundle.pem``."""
     digest = hashlib.sha256()
     files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
-    if ca_bundle is not None:
-        digest.update(b"ca\0" + ca_bundle.read_bytes())
+    digest.update(b"ca\0" + ca_bundle.read_bytes())
     final = cache_dir / f"code-{digest.hexdigest()[:16]}"
     if final.is_dir():
         return final
@@ -132,9 +133,8 @@ def build_code_layer(
     staging = cache_dir / f".{final.name}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(source, staging / "python" / "jobrunner", ignore=_IGNORED)
-    if ca_bundle is not None:
-        (staging / "python" / "jobrunner_certs").mkdir()
-        shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
+    (staging / "python" / "jobrunner_certs").mkdir()
+    shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
     return _publish(staging, final, "code")
 
 

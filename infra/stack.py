@@ -30,7 +30,7 @@ from infra.constructs.scanners import Scanners
 from infra.constructs.storage import KeyspacesSchema
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
-from infra.layer_build import CERTIFI_BUNDLE, CUSTOM_BUNDLE
+from infra.layer_build import KEYSPACES_BUNDLE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,8 +56,6 @@ class StackAssets:
     topic_admin: Path
     #: ``functions/results`` once it exists; without it the results unit is left out.
     results: Path | None
-    #: Whether the code layer carries a custom CA bundle (``keyspaces_ca_bundle``).
-    custom_ca_bundle: bool = False
 
 
 class JobRunnerStack(Stack):
@@ -74,15 +72,20 @@ class JobRunnerStack(Stack):
         self.config = config
         Tags.of(self).add("project", "distributed-job-runner")
         Tags.of(self).add("stage", config.stage)
-        removal = RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY
+        # Data is kept on update and delete, but not when its own creation rolls back: a failed first
+        # deploy then leaves no keyspace behind whose fixed name would make every retry fail.
+        removal = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if config.retain_data else RemovalPolicy.DESTROY
         retention = logs.RetentionDays[config.log_retention_name]
         architecture = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
             config.lambda_architecture]
         topics = {name: config.kafka_partitions for name in (*config.allowed_topics, RESULTS_TOPIC, DEAD_LETTER_TOPIC)}
 
-        endpoints = {InterfaceEndpoint.KEYSPACES} if config.uses_keyspaces else set()
+        # X-Ray: the functions in the VPC trace actively, and their subsegments need a way out.
+        endpoints = {InterfaceEndpoint.XRAY}
+        if config.uses_keyspaces:
+            endpoints.add(InterfaceEndpoint.KEYSPACES)
         if assets.results is not None:
-            endpoints |= {InterfaceEndpoint.LAMBDA, InterfaceEndpoint.STS}
+            endpoints |= {InterfaceEndpoint.LAMBDA, InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
         if config.existing_cassandra is not None and config.existing_cassandra.secret_arn:
             endpoints.add(InterfaceEndpoint.SECRETS_MANAGER)
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
@@ -102,7 +105,7 @@ class JobRunnerStack(Stack):
             self, "Streaming", cluster_name=f"jobrunner-{config.stage}",
             subnets=self.network.vpc.isolated_subnets,
             security_group=self.network.kafka_security_group, topics=topics, topic_admin_code=assets.topic_admin,
-            base=base, log_retention=retention,
+            base=base, log_retention=retention, client_vpcs=config.kafka_client_vpcs,
         )
 
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
@@ -114,7 +117,8 @@ class JobRunnerStack(Stack):
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit)
         self.results = (Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
-                                consumer_group=f"jobrunner-{config.stage}-results")
+                                consumer_group=f"jobrunner-{config.stage}-results",
+                                max_pollers=config.kafka_partitions)
                         if assets.results is not None else None)
 
         # Nothing publishes or consumes before the topics exist (MSK Serverless does not auto-create them).
@@ -123,6 +127,12 @@ class JobRunnerStack(Stack):
             self.results.event_source.node.add_dependency(self.streaming.topics_resource)
         self._grant()
         self._existing_cassandra_access()
+        # What a worker's role needs (attach it to the role of your EC2 instance, task or function).
+        self.worker_policy = iam.ManagedPolicy(
+            self, "WorkerPolicy", description=f"Job runner {config.stage}: workers consume executions, report results",
+            statements=self.streaming.worker_statements(
+                consume=config.allowed_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
+        )
         functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function}
         if self.results is not None:
             functions["results"] = self.results.function
@@ -130,7 +140,8 @@ class JobRunnerStack(Stack):
             self, "Monitoring", dashboard_name=f"jobrunner-{config.stage}", tick=self.tick.function,
             scan=self.scanners.function, functions=functions,
             failure_queues={"TickDeadLetters": self.tick.dead_letter_queue,
-                            "ScanFailedInvocations": self.scanners.failed_invocations},
+                            "ScanFailedInvocations": self.scanners.failed_invocations,
+                            **({"ResultsFailedBatches": self.results.failed_batches} if self.results else {})},
             rest_api=self.api.rest_api, results=self.results.function if self.results else None,
             alarm_email=config.alarm_email,
         )
@@ -157,7 +168,7 @@ class JobRunnerStack(Stack):
                 "CASSANDRA_CONTACT_POINTS": f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",
                 "CASSANDRA_PORT": str(KEYSPACES_PORT),
                 "CASSANDRA_KEYSPACE": config.keyspace,
-                "CASSANDRA_CA_BUNDLE": CUSTOM_BUNDLE if assets.custom_ca_bundle else CERTIFI_BUNDLE,
+                "CASSANDRA_CA_BUNDLE": KEYSPACES_BUNDLE,
             })
         else:
             existing = config.existing_cassandra
@@ -216,6 +227,16 @@ class JobRunnerStack(Stack):
             "KafkaClusterArn": (self.streaming.cluster_arn, "MSK Serverless cluster"),
             "KafkaBootstrapBrokers": (self.streaming.bootstrap_brokers, "Bootstrap brokers (IAM auth, port 9098)"),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "Alarm notifications"),
+            "VpcId": (self.network.vpc.vpc_id, "The VPC (isolated subnets: no internet, AWS through endpoints)"),
+            "PrivateSubnetIds": (",".join(s.subnet_id for s in self.network.vpc.isolated_subnets),
+                                 "Subnets for workers in the stack's VPC"),
+            "WorkerSecurityGroupId": (self.network.worker_security_group.security_group_id,
+                                      "Security group for workers: Kafka (9098) and the VPC endpoints"),
+            "KafkaSecurityGroupId": (self.network.kafka_security_group.security_group_id,
+                                     "The cluster's security group (allows 9098 from the worker group)"),
+            "WorkerPolicyArn": (self.worker_policy.managed_policy_arn,
+                                "Managed policy for a worker's role: read the job topics, write job-results"),
+            "WorkerGroups": (",".join(self.config.worker_groups), "Consumer groups the worker policy allows"),
             "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard"),
         }
         if self.keyspaces is not None:

@@ -132,7 +132,8 @@ class Api(Construct):
             mfa=cognito.Mfa.OPTIONAL,
             mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-            removal_policy=RemovalPolicy.RETAIN,
+            # Kept on update and delete (its users), not when its creation rolls back.
+            removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         acknowledge(self.user_pool, {
             "AwsSolutions-COG2": "API tenants are programs signing in with SRP or a password; MFA is offered "

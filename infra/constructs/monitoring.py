@@ -1,7 +1,8 @@
 """Dashboard and alarms.
 
 Application metrics come from Powertools (EMF) in namespace ``JobRunner`` with the dimension
-``service=jobrunner`` (``jobrunner.observability``): ``ExecutionsPublished``, ``MaxLatenessMs``,
+``service=jobrunner`` (``jobrunner.observability``): ``ExecutionsPublished``, ``LatenessMs`` (a
+sample of each scan's executions: the percentiles), ``MaxLatenessMs`` (each scan's worst: the maximum),
 ``ScansDispatched`` today; ``Retries``, ``DeadLetters`` and ``WatermarkLagSeconds`` (the tick: the
 largest lag of any segment's watermark behind the current minute, in seconds) as they are added;
 ``ParkedPartitions`` and ``HeartbeatUnavailableSegments`` (the tick: partitions whose scans failed
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -43,6 +44,15 @@ MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 #: The watermark may trail the current minute by one bucket in normal operation; two is trouble.
 WATERMARK_LAG_ALARM_SECONDS = 120
+#: Records the results trigger may trail ``job-results`` by before it is trouble (a few batches).
+RESULTS_LAG_ALARM_RECORDS = 1000
+
+
+def results_offset_lag(results: lambda_.IFunction) -> cw.Metric:
+    """Lambda's ``OffsetLag`` of the function's Kafka trigger: records behind the topic's end (worst partition)."""
+    return cw.Metric(namespace="AWS/Lambda", metric_name="OffsetLag",
+                     dimensions_map={"FunctionName": results.function_name}, statistic="Maximum",
+                     period=FIVE_MINUTES)
 
 
 def app_metric(name: str, statistic: str, period: Duration = MINUTE, label: str | None = None) -> cw.Metric:
@@ -71,6 +81,18 @@ class Monitoring(Construct):
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True,
                                display_name="Job runner alarms")
+        # enforce_ssl writes a topic policy (a Deny without TLS), which replaces SNS's default policy:
+        # without this Allow, CloudWatch may not publish and no alarm reaches the topic.
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[self.topic.topic_arn],
+            conditions={
+                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
+            },
+        ))
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cw.Alarm] = {}
@@ -100,6 +122,10 @@ class Monitoring(Construct):
         if results is not None:
             self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
                         description="The results function failed on a batch (the mapping retries it).")
+            self._alarm("ResultsOffsetLag", results_offset_lag(results), RESULTS_LAG_ALARM_RECORDS, periods=3,
+                        comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                        description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
+                                    "job-results for 15 minutes: results wait, retries and dead letters are late.")
 
         self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name,
                                       default_interval=Duration.hours(3))
@@ -111,9 +137,11 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Executions published per minute", width=8,
                            left=[app_metric("ExecutionsPublished", "Sum", label="published")]),
+            # Percentiles of the executions' own lateness (LatenessMs: a sample of every scan's values), not
+            # of each scan's maximum; the maximum comes from MaxLatenessMs, which holds every scan's worst.
             cw.GraphWidget(title="Lateness after the due instant (ms)", width=8,
-                           left=[app_metric("MaxLatenessMs", "p50", label="p50"),
-                                 app_metric("MaxLatenessMs", "p99", label="p99"),
+                           left=[app_metric("LatenessMs", "p50", label="p50"),
+                                 app_metric("LatenessMs", "p99", label="p99"),
                                  app_metric("MaxLatenessMs", "Maximum", label="max")]),
             cw.GraphWidget(title="Scans dispatched per minute", width=8,
                            left=[app_metric("ScansDispatched", "Sum", label="dispatched")]),
@@ -158,6 +186,12 @@ class Monitoring(Construct):
                       rest_api.metric_client_error(label="4xx", period=MINUTE),
                       rest_api.metric_server_error(label="5xx", period=MINUTE)],
                 right=[rest_api.metric_latency(label="p99 latency (ms)", period=MINUTE, statistic="p99")],
+            ))
+        if results is not None:
+            bottom.append(cw.GraphWidget(
+                title="Results trigger: records behind job-results", width=8,
+                left=[results_offset_lag(results).with_(period=MINUTE, label="offset lag (worst partition)")],
+                left_annotations=[cw.HorizontalAnnotation(value=RESULTS_LAG_ALARM_RECORDS, label="alarm")],
             ))
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
         self.dashboard.add_widgets(*bottom)

@@ -1,11 +1,13 @@
 """The VPC: isolated subnets only (no NAT, no internet), VPC endpoints, flow logs, security groups.
 
 Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) always, and the
-interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142), and Lambda + STS for
+interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda + STS for
 the MSK event source mapping, whose pollers run in the cluster's subnets with the cluster's security
-group and must call both. Two security groups, both without "allow all outbound":
+group and must call both, and SQS for its on-failure destination; X-Ray, so that the functions'
+trace subsegments leave the VPC. Three security groups, none with "allow all outbound":
 - ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
-- ``kafka``: the MSK Serverless cluster; 9098 in from the functions and from itself (the pollers).
+- ``kafka``: the MSK Serverless cluster; 9098 in from the functions, the workers and itself (the pollers);
+- ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
 Each interface endpoint has its own group, open on its port to the groups above that use it.
 """
 
@@ -30,6 +32,8 @@ class InterfaceEndpoint(enum.Enum):
     LAMBDA = "lambda"
     STS = "sts"
     SECRETS_MANAGER = "secretsmanager"
+    SQS = "sqs"
+    XRAY = "xray"
 
     @property
     def service(self) -> ec2.InterfaceVpcEndpointAwsService:
@@ -38,6 +42,8 @@ class InterfaceEndpoint(enum.Enum):
             InterfaceEndpoint.LAMBDA: ec2.InterfaceVpcEndpointAwsService.LAMBDA_,
             InterfaceEndpoint.STS: ec2.InterfaceVpcEndpointAwsService.STS,
             InterfaceEndpoint.SECRETS_MANAGER: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+            InterfaceEndpoint.SQS: ec2.InterfaceVpcEndpointAwsService.SQS,
+            InterfaceEndpoint.XRAY: ec2.InterfaceVpcEndpointAwsService.XRAY,
         }[self]
 
 
@@ -77,13 +83,20 @@ class Network(Construct):
             self, "Kafka", vpc=self.vpc, allow_all_outbound=False,
             description="MSK Serverless cluster and its Lambda event source pollers",
         )
+        # Workers (examples/worker.py, or yours) run in these subnets with this group: Kafka only.
+        self.worker_security_group = ec2.SecurityGroup(
+            self, "Workers", vpc=self.vpc, allow_all_outbound=False,
+            description="Job runner workers: consume jobs, report to job-results (attach to your worker)",
+        )
         # The subnets have no route but to the VPC endpoints, so HTTPS "anywhere" reaches only those
         # (and DynamoDB through its gateway endpoint, whose prefix list is not known offline).
-        for group in (self.function_security_group, self.kafka_security_group):
+        for group in (self.function_security_group, self.kafka_security_group, self.worker_security_group):
             group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs through the VPC endpoints")
         kafka = ec2.Port.tcp(KAFKA_IAM_PORT)
         self.kafka_security_group.add_ingress_rule(self.function_security_group, kafka, "Kafka (IAM) from functions")
         self.function_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM)")
+        self.kafka_security_group.add_ingress_rule(self.worker_security_group, kafka, "Kafka (IAM) from workers")
+        self.worker_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM)")
         self.kafka_security_group.add_ingress_rule(self.kafka_security_group, kafka, "Kafka (IAM) from the pollers")
         self.kafka_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM) to the brokers")
 
@@ -93,6 +106,8 @@ class Network(Construct):
             InterfaceEndpoint.SECRETS_MANAGER: [self.function_security_group],
             InterfaceEndpoint.LAMBDA: [self.kafka_security_group],
             InterfaceEndpoint.STS: [self.kafka_security_group],
+            InterfaceEndpoint.SQS: [self.kafka_security_group],
+            InterfaceEndpoint.XRAY: [self.function_security_group],
         }
         self.endpoints: dict[InterfaceEndpoint, ec2.InterfaceVpcEndpoint] = {}
         for endpoint in sorted(interface_endpoints, key=lambda e: e.value):

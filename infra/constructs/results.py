@@ -3,8 +3,14 @@
 Its code (``functions/results``) is written separately, so the path is a parameter. The mapping reads
 from the oldest record with a fixed consumer group (so its ``kafka-cluster`` group permissions can
 name it); its pollers run in the cluster's subnets with the cluster's security group and reach
-Lambda and STS through the VPC endpoints. The function runs in the VPC: Keyspaces (history, retries)
-and Kafka (``job-dlq``).
+Lambda, STS and SQS through the VPC endpoints. The function runs in the VPC: Keyspaces (history,
+retries) and Kafka (``job-dlq``).
+
+A batch that keeps failing must not stall its partition: the mapping retries it a bounded number of
+times, splitting it on each error to isolate a poison record, and then hands the failed records'
+coordinates (topic, partition, offsets) to an SQS queue and moves on. Bounded retries need the
+mapping's provisioned mode (a floor of pollers that is billed while idle). The queue raises an alarm;
+``docs/runbooks.md`` says how to replay from the offsets it holds.
 """
 
 from __future__ import annotations
@@ -14,14 +20,22 @@ from typing import TYPE_CHECKING
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from infra.constructs.function import FunctionBase, JobRunnerFunction
+from infra.constructs.tick import dead_letter_queue
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 RESULTS_TOPIC = "job-results"
+#: Retries of a failing batch before its records go to the failed-batches queue (each retry after an
+#: error splits the batch in two, so a poison record is isolated within log2(batch size) of them).
+RETRY_ATTEMPTS = 10
+#: A result older than this is not delivered any more but sent to the queue (the watchdog has long
+#: retried or failed its execution by then).
+MAX_RECORD_AGE = Duration.hours(6)
 
 
 class Results(Construct):
@@ -37,6 +51,7 @@ class Results(Construct):
         topic: str = RESULTS_TOPIC,
         batch_size: int = 100,
         memory_size: int = 512,
+        max_pollers: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
         if not (code / "handler.py").is_file():
@@ -54,6 +69,7 @@ class Results(Construct):
         self.handler.role.add_to_policy(iam.PolicyStatement(
             actions=["ec2:DescribeVpcs", "ec2:DescribeSecurityGroups"], resources=["*"],
         ))
+        self.failed_batches = dead_letter_queue(self, "FailedBatches", "the job-results trigger")
         # A plain mapping rather than ManagedKafkaEventSource, which attaches the AWS managed policy
         # AWSLambdaMSKExecutionRole (kafka and ec2 actions on every resource); the stack grants the
         # kafka-cluster actions on this cluster, topic and group instead.
@@ -66,4 +82,9 @@ class Results(Construct):
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
             batch_size=batch_size,
             max_batching_window=Duration.seconds(1),
+            retry_attempts=RETRY_ATTEMPTS,
+            bisect_batch_on_error=True,
+            max_record_age=MAX_RECORD_AGE,
+            on_failure=event_sources.SqsDlq(self.failed_batches),
+            provisioned_poller_config=lambda_.ProvisionedPollerConfig(minimum_pollers=1, maximum_pollers=max_pollers),
         )

@@ -23,10 +23,12 @@ from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
 
     from aws_cdk import aws_ec2 as ec2
+
+    from infra.config import KafkaClientVpc
 
 #: The id of the one Lambda function CDK shares between all AwsCustomResource instances of a stack.
 AWS_CUSTOM_RESOURCE_FUNCTION_ID = "AWS679f53fac002430cb0da5b7982bd2287"
@@ -52,6 +54,7 @@ class Streaming(Construct):
         topic_admin_code: Path,
         base: FunctionBase,
         log_retention: logs.RetentionDays,
+        client_vpcs: Sequence[KafkaClientVpc] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster_name = cluster_name
@@ -62,9 +65,13 @@ class Streaming(Construct):
             client_authentication=msk.CfnServerlessCluster.ClientAuthenticationProperty(
                 sasl=msk.CfnServerlessCluster.SaslProperty(iam=msk.CfnServerlessCluster.IamProperty(enabled=True)),
             ),
+            # The stack's VPC, then each VPC whose clients (workers) reach the cluster directly (up to 5 in all):
+            # no peering, the cluster has endpoints in each.
             vpc_configs=[msk.CfnServerlessCluster.VpcConfigProperty(
                 subnet_ids=[s.subnet_id for s in subnets], security_groups=[security_group.security_group_id],
-            )],
+            )] + [msk.CfnServerlessCluster.VpcConfigProperty(
+                subnet_ids=list(v.subnet_ids), security_groups=list(v.security_group_ids) or None,
+            ) for v in client_vpcs],
         )
         self.cluster_arn = self.cluster.attr_arn
         # arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>: topics and groups are named under <name>/<uuid>.
@@ -155,6 +162,20 @@ class Streaming(Construct):
         self._grant(grantee, ["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"], [self.topic_arn(topic)])
         self._grant(grantee, ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"], [self.group_arn(group)])
         self._grant(grantee, ["kafka:DescribeClusterV2", "kafka:GetBootstrapBrokers"], [self.cluster_arn])
+
+    def worker_statements(self, *, consume: Iterable[str], produce: Iterable[str],
+                          groups: Iterable[str]) -> list[iam.PolicyStatement]:
+        """What a worker needs: read ``consume`` as one of ``groups``, write ``produce`` (idempotently)."""
+        return [
+            iam.PolicyStatement(actions=["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"],
+                                resources=[self.cluster_arn]),
+            iam.PolicyStatement(actions=["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"],
+                                resources=[self.topic_arn(t) for t in sorted(set(consume))]),
+            iam.PolicyStatement(actions=["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"],
+                                resources=[self.topic_arn(t) for t in sorted(set(produce))]),
+            iam.PolicyStatement(actions=["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"],
+                                resources=[self.group_arn(g) for g in sorted(set(groups))]),
+        ]
 
     def grant_create_topics(self, grantee: iam.IGrantable, topics: Iterable[str]) -> None:
         self._grant(grantee, ["kafka-cluster:Connect"], [self.cluster_arn])

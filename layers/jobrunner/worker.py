@@ -3,7 +3,7 @@
 ```python
 from jobrunner.worker import Execution, Worker
 
-worker = Worker(bootstrap="127.0.0.1:9092")
+worker = Worker(bootstrap="127.0.0.1:9092")  # Amazon MSK: Worker(bootstrap=..., security="msk-iam")
 
 @worker.handler("send-report")          # runs executions whose payload has "type": "send-report"
 def send_report(execution: Execution) -> None:
@@ -77,18 +77,31 @@ class _Seen:
             self._results.popitem(last=False)
 
 
+def connection_config(bootstrap: str, security: str = "plaintext") -> dict[str, Any]:
+    """Client settings for ``bootstrap``: ``security`` is ``plaintext`` (local) or ``msk-iam`` (Amazon MSK: IAM
+    over TLS, port 9098, signed with the default AWS credentials and region, e.g. ``AWS_DEFAULT_REGION``)."""
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap.split(",")}
+    if security == "msk-iam":
+        config.update(security_protocol="SASL_SSL", sasl_mechanism="AWS_MSK_IAM")
+    elif security != "plaintext":
+        raise ValueError(f"security must be plaintext or msk-iam, not {security!r}")
+    return config
+
+
 class Worker:
     def __init__(
         self, *, bootstrap: str = "127.0.0.1:9092", topic: str = "jobs", results_topic: str = "job-results",
         group_id: str = "jobrunner-workers", consumer: Any = None, producer: Any = None, remember: int = 20_000,
+        security: str = "plaintext",
     ) -> None:
         self._topic = topic
         self._results_topic = results_topic
+        connection = connection_config(bootstrap, security)
         self._consumer = consumer or KafkaConsumer(
-            topic, bootstrap_servers=bootstrap.split(","), group_id=group_id, enable_auto_commit=False,
-            auto_offset_reset="earliest", max_poll_records=100,
+            topic, group_id=group_id, enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=100,
+            **connection,
         )
-        self._producer = producer or KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all", linger_ms=5)
+        self._producer = producer or KafkaProducer(acks="all", linger_ms=5, **connection)
         self._handlers: dict[str | None, Handler] = {}
         self._seen = _Seen(remember)
         self.stopping = threading.Event()

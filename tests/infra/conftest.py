@@ -26,7 +26,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # What cdk.json deploys: Keyspaces, IAM auth, arm64.
     "default": {},
     "cognito-x86": {"api_auth": "cognito", "lambda_architecture": "x86_64", "stage": "prod", "segments": 64,
-                    "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"]},
+                    "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"],
+                    "kafka_client_vpcs": [{"subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+                                           "security_group_ids": ["sg-0123456789abcdef0"]}]},
     "existing-cassandra": {"existing_cassandra": {
         "contact_points": ["10.1.0.10", "10.1.0.11"], "port": 9042,
         "secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:cassandra-AbCdEf",

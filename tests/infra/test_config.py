@@ -37,7 +37,8 @@ def test_defaults() -> None:
     assert defaults.stack_name == "JobRunner-dev"
     assert defaults.keyspace == "jobrunner_dev"
     assert defaults.uses_keyspaces
-    assert defaults.scan_reserved_concurrency == scan_concurrency(16) == 36
+    assert defaults.scan_reserved_concurrency is None  # dev: a new account cannot hold a reservation
+    assert config(stage="prod").scan_reserved_concurrency == scan_concurrency(16) == 36
     assert defaults.allowed_topics == ("jobs",)
     assert defaults.log_retention_name == "ONE_MONTH"
 
@@ -81,3 +82,25 @@ def test_bad_values_are_rejected_with_the_key_named(key: str, value: Any, messag
 @pytest.mark.parametrize(("segments", "expected"), [(1, 6), (16, 36), (64, 144)])
 def test_scan_concurrency_is_two_per_segment_plus_headroom(segments: int, expected: int) -> None:
     assert scan_concurrency(segments) == expected
+
+
+def test_kafka_client_vpcs_and_worker_groups() -> None:
+    from infra.config import KafkaClientVpc
+
+    parsed = config(kafka_client_vpcs='[{"subnet_ids": ["subnet-1", "subnet-2"], "security_group_ids": ["sg-1"]}]',
+                    worker_groups="billing-workers,jobrunner-workers")
+
+    assert parsed.kafka_client_vpcs == (KafkaClientVpc(("subnet-1", "subnet-2"), ("sg-1",)),)
+    assert parsed.worker_groups == ("billing-workers", "jobrunner-workers")
+    assert config().worker_groups == ("jobrunner-workers", "example-workers")
+
+
+@pytest.mark.parametrize("value", [
+    [{"subnet_ids": ["subnet-1"]}],                       # one zone
+    [{"subnet_ids": ["subnet-1", "subnet-2"], "vpc": "x"}],
+    [{"subnet_ids": ["subnet-1", "subnet-2"], "security_group_ids": ["default"]}],
+    [{"subnet_ids": ["subnet-1", "subnet-2"]}] * 5,       # MSK Serverless: 5 VPCs with the stack's own
+])
+def test_kafka_client_vpcs_are_checked(value: Any) -> None:
+    with pytest.raises(ConfigError, match="kafka_client_vpcs"):
+        config(kafka_client_vpcs=value)

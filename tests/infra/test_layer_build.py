@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -117,10 +118,40 @@ def test_code_layer_can_carry_a_ca_bundle(tmp_path: Path) -> None:
     assert (layer / "python" / "jobrunner_certs" / "keyspaces-bundle.pem").read_text() == bundle.read_text()
 
 
-def test_certifi_bundle_holds_the_amazon_root_cas() -> None:
-    # The default CASSANDRA_CA_BUNDLE is certifi's cacert.pem from the dependency layer.
-    import certifi
+#: SHA-256 fingerprints of the roots the Keyspaces developer guide lists for its TLS endpoints.
+KEYSPACES_ROOTS = {
+    "Amazon Root CA 1": "8ECDE6884F3D87B1125BA31AC3FCB13D7016DE7F57CC904FE1CB97C6AE98196E",
+    "Amazon Root CA 2": "1BA5B2AA8C65401A82960118F80BEC4F62304D83CEC4713A19C39C011EA46DB4",
+    "Amazon Root CA 3": "18CE6CFE7BF14E60B2E347B8DFE868CB31D02EBB3ADA271569F50343B46DB3A4",
+    "Amazon Root CA 4": "E35D28419ED02025CFA69038CD623962458DA5C695FBDEA3C22B0BFB25897092",
+    "Starfield Class 2 (sf-class2-root.crt)": "1465FA205397B876FAA6F0A9958E5590E40FCC7FAA4FB7C2C8677521FB5FB658",
+}
 
-    labels = Path(certifi.where()).read_text()
 
-    assert all(f'Label: "Amazon Root CA {n}"' in labels for n in range(1, 5))
+def _fingerprints(pem: bytes) -> set[str]:
+    import ssl
+
+    blocks = pem.decode().split("-----BEGIN CERTIFICATE-----")[1:]
+    ders = [ssl.PEM_cert_to_DER_cert("-----BEGIN CERTIFICATE-----" + b.split("-----END CERTIFICATE-----")[0]
+                                     + "-----END CERTIFICATE-----\n") for b in blocks]
+    return {hashlib.sha256(der).hexdigest().upper() for der in ders}
+
+
+def test_the_shipped_keyspaces_bundle_holds_every_documented_root(tmp_path: Path) -> None:
+    # Given the code layer built with its default bundle
+    layer = build_code_layer(cache_dir=tmp_path / "cache")
+    shipped = (layer / "python" / "jobrunner_certs" / "keyspaces-bundle.pem").read_bytes()
+
+    # Then it carries every root, the Starfield Class 2 one included (certifi dropped it), and nothing else
+    assert _fingerprints(shipped) == set(KEYSPACES_ROOTS.values())
+
+
+def test_the_shipped_bundle_loads_into_a_verifying_tls_context() -> None:
+    import ssl
+
+    from infra.layer_build import KEYSPACES_BUNDLE_SOURCE
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(str(KEYSPACES_BUNDLE_SOURCE))
+
+    assert context.cert_store_stats()["x509_ca"] == len(KEYSPACES_ROOTS)

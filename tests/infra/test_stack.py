@@ -57,7 +57,7 @@ def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
         assert set(variables) >= COMMON_ENV, unit
         assert variables["CASSANDRA_MODE"] == "keyspaces"
         assert variables["CASSANDRA_PORT"] == "9142"
-        assert variables["CASSANDRA_CA_BUNDLE"] == "/opt/python/certifi/cacert.pem"
+        assert variables["CASSANDRA_CA_BUNDLE"] == "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
         assert variables["KAFKA_SECURITY"] == "msk-iam"
         assert variables["KAFKA_BOOTSTRAP"]["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam"
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "JobRunner"
@@ -157,3 +157,74 @@ def test_existing_cassandra_variant(synth: Callable[[str], Synthesized]) -> None
     assert "secretsmanager:GetSecretValue" in _actions(app, "Scan")
     services = [json.dumps(e["Properties"]["ServiceName"]) for e in app.resources("AWS::EC2::VPCEndpoint").values()]
     assert any(".secretsmanager" in s for s in services) and not any(".cassandra" in s for s in services)
+
+
+@pytest.mark.parametrize("variant", ["default", "cognito-x86"])
+def test_data_is_retained_on_update_and_delete_but_not_when_its_creation_rolls_back(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    # Given retain_data=true (the default)
+    app = synth(variant)
+    kept = {lid: r for t in ("AWS::Cassandra::Keyspace", "AWS::Cassandra::Table", "AWS::DynamoDB::Table",
+                             "AWS::Cognito::UserPool") for lid, r in app.resources(t).items()}
+
+    # Then a failed first deploy deletes what it created (a keyspace's fixed name would block every retry)
+    assert kept
+    assert {lid: (r["DeletionPolicy"], r["UpdateReplacePolicy"]) for lid, r in kept.items()} == {
+        lid: ("RetainExceptOnCreate", "Retain") for lid in kept}
+
+
+def _endpoint_services(app: Synthesized) -> set[str]:
+    return {json.dumps(e["Properties"]["ServiceName"]).split(".")[-1].strip('"]}')
+            for e in app.resources("AWS::EC2::VPCEndpoint").values()}
+
+
+def test_vpc_functions_reach_xray_and_the_results_trigger_reaches_its_failure_queue(default_app: Synthesized) -> None:
+    # Subsegments of functions in the VPC need an X-Ray endpoint; the MSK pollers send failed batches to SQS
+    assert {"xray", "sqs", "cassandra", "lambda", "sts", "dynamodb"} <= _endpoint_services(default_app)
+    queues = [lid for lid in default_app.resources("AWS::SQS::Queue") if lid.startswith("ResultsFailedBatches")]
+    alarms = [a["Properties"] for a in default_app.resources("AWS::CloudWatch::Alarm").values()]
+    assert queues and any(queues[0] in json.dumps(a.get("Dimensions")) for a in alarms)
+    assert any(a.get("MetricName") == "OffsetLag" for a in alarms)
+
+
+def test_a_worker_can_be_run_from_the_outputs_and_the_worker_policy(default_app: Synthesized) -> None:
+    # Given the outputs a user reads: where to run a worker, with which group and policy
+    outputs = default_app.template["Outputs"]
+    assert {"VpcId", "PrivateSubnetIds", "WorkerSecurityGroupId", "KafkaSecurityGroupId", "WorkerPolicyArn",
+            "WorkerGroups", "KafkaBootstrapBrokers"} <= set(outputs)
+    worker_sg = outputs["WorkerSecurityGroupId"]["Value"]["Fn::GetAtt"][0]
+    kafka_sg = outputs["KafkaSecurityGroupId"]["Value"]["Fn::GetAtt"][0]
+
+    # Then the cluster's group lets the worker group in on 9098, and the worker group may go there
+    ingress = [r["Properties"] for r in default_app.resources("AWS::EC2::SecurityGroupIngress").values()]
+    assert any(r["GroupId"]["Fn::GetAtt"][0] == kafka_sg and r["SourceSecurityGroupId"]["Fn::GetAtt"][0] == worker_sg
+               and r["FromPort"] == 9098 for r in ingress)
+    egress = [r["Properties"] for r in default_app.resources("AWS::EC2::SecurityGroupEgress").values()]
+    assert any(r["GroupId"]["Fn::GetAtt"][0] == worker_sg and r.get("DestinationSecurityGroupId", {}).get(
+        "Fn::GetAtt", [None])[0] == kafka_sg and r["ToPort"] == 9098 for r in egress)
+
+    # And the worker policy reads the job topics as the listed groups and writes job-results, nothing more
+    (policy,) = default_app.resources("AWS::IAM::ManagedPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_action = {tuple(sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"])):
+                 json.dumps(s["Resource"]) for s in statements}
+    assert set(by_action) == {
+        ("kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"),
+        ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"),
+        ("kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"),
+        ("kafka-cluster:AlterGroup", "kafka-cluster:DescribeGroup"),
+    }
+    assert "/jobs" in by_action[("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")]
+    assert "/job-results" in by_action[("kafka-cluster:DescribeTopic", "kafka-cluster:WriteData")]
+    groups = by_action[("kafka-cluster:AlterGroup", "kafka-cluster:DescribeGroup")]
+    assert "/jobrunner-workers" in groups and "/example-workers" in groups and "*" not in groups
+
+
+def test_workers_in_another_listed_vpc_reach_the_cluster_without_peering(synth: Callable[[str], Synthesized]) -> None:
+    (cluster,) = synth("cognito-x86").resources("AWS::MSK::ServerlessCluster").values()
+
+    own, other = cluster["Properties"]["VpcConfigs"]
+    assert other == {"SubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+                     "SecurityGroups": ["sg-0123456789abcdef0"]}
+    assert len(own["SubnetIds"]) == 2

@@ -64,7 +64,7 @@ def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> No
     metrics = sorted(a.get("MetricName", "") for a in alarms)
     assert metrics == sorted(["WatermarkLagSeconds", "ParkedPartitions", "Invocations", "Errors",
                               "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "DeadLetters",
-                              "5XXError", "Errors"])
+                              "5XXError", "Errors", "OffsetLag"])
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["AlarmActions"] == [{"Ref": topic}] == a["OKActions"] for a in alarms)
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
@@ -81,3 +81,40 @@ def test_dashboard_draws_the_application_metrics(template: Template) -> None:
         assert metric in body
     assert "SEARCH(" in body
     assert dashboard["Properties"]["DashboardName"] == "jobrunner-test"
+
+
+def test_cloudwatch_may_publish_to_the_tls_only_alarm_topic(template: Template) -> None:
+    # Given the topic policy enforce_ssl writes (it replaces SNS's default policy)
+    (policy,) = template.find_resources("AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+
+    # Then it still denies plain HTTP, and allows CloudWatch alarms of this account to publish
+    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+               for s in statements)
+    (allow,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert ":alarm:*" in json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def test_results_trigger_lag_alarm(template: Template) -> None:
+    # A partition of job-results stalled behind a failing batch shows as offset lag
+    (lag,) = [a for a in _alarms(template).values() if a.get("MetricName") == "OffsetLag"]
+
+    assert lag["Namespace"] == "AWS/Lambda"
+    (dimension,) = lag["Dimensions"]
+    assert dimension["Name"] == "FunctionName" and "fn-results" in json.dumps(dimension["Value"])
+    assert (lag["Statistic"], lag["Period"], lag["EvaluationPeriods"]) == ("Maximum", 300, 3)
+    assert (lag["Threshold"], lag["ComparisonOperator"]) == (1000, "GreaterThanThreshold")
+
+
+def test_lateness_percentiles_are_taken_over_every_execution_not_per_scan_maxima(template: Template) -> None:
+    (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
+    body = json.loads(json.dumps(dashboard["Properties"]["DashboardBody"]))
+    text = "".join(p if isinstance(p, str) else "?" for p in body["Fn::Join"][1])
+    (widget,) = [w for w in json.loads(text)["widgets"]
+                 if w["properties"].get("title") == "Lateness after the due instant (ms)"]
+
+    series = {(m[1], m[-1]["stat"]) for m in widget["properties"]["metrics"]}
+    assert series == {("LatenessMs", "p50"), ("LatenessMs", "p99"), ("MaxLatenessMs", "Maximum")}

@@ -34,3 +34,21 @@ def test_msk_trigger_on_job_results(stack: cdk.Stack, base: FunctionBase, code: 
 def test_code_without_a_handler_is_refused(stack: cdk.Stack, base: FunctionBase, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"handler\.py"):
         Results(stack, "Results", base=base, code=tmp_path, cluster_arn=CLUSTER, consumer_group="g")
+
+
+def test_a_failing_batch_cannot_stall_its_partition(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+    # Given the trigger
+    results = Results(stack, "Results", base=base, code=code, cluster_arn=CLUSTER, consumer_group="g", max_pollers=3)
+    template = Template.from_stack(stack)
+
+    # Then a batch is retried a bounded number of times, split to isolate a poison record, then sent to a queue
+    queue_id = stack.get_logical_id(results.failed_batches.node.default_child)  # type: ignore[arg-type]
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "MaximumRetryAttempts": 10, "BisectBatchOnFunctionError": True, "MaximumRecordAgeInSeconds": 6 * 3600,
+        "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}},
+        "ProvisionedPollerConfig": {"MinimumPollers": 1, "MaximumPollers": 3},
+    })
+    # And the execution role (the pollers send as it) may send to the queue
+    sends = [s for p in template.find_resources("AWS::IAM::Policy").values()
+             for s in p["Properties"]["PolicyDocument"]["Statement"] if "sqs:SendMessage" in str(s["Action"])]
+    assert sends and all(s["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]} for s in sends)

@@ -305,3 +305,27 @@ def test_a_failed_execution_ends_its_span_in_error(spans: InMemorySpanExporter) 
     h.worker.run(install_signal_handlers=False)
     [span] = spans.get_finished_spans()
     assert (span.status.status_code, span.status.description) == (StatusCode.ERROR, "no handler for job type 'unknown'")
+
+
+def test_msk_iam_connects_both_clients_over_tls_with_iam(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a worker pointed at the stack's bootstrap brokers (KafkaBootstrapBrokers output)
+    import jobrunner.worker as worker_module
+
+    seen: dict[str, dict[str, Any]] = {}
+    monkeypatch.setattr(worker_module, "KafkaConsumer", lambda *topics, **config: seen.setdefault("consumer", config))
+    monkeypatch.setattr(worker_module, "KafkaProducer", lambda **config: seen.setdefault("producer", config))
+
+    Worker(bootstrap="b-1.x:9098,b-2.x:9098", group_id="jobrunner-workers", security="msk-iam")
+
+    # Then the consumer and the producer both authenticate with IAM over TLS
+    for client in ("consumer", "producer"):
+        assert seen[client]["bootstrap_servers"] == ["b-1.x:9098", "b-2.x:9098"]
+        assert (seen[client]["security_protocol"], seen[client]["sasl_mechanism"]) == ("SASL_SSL", "AWS_MSK_IAM")
+
+
+def test_plaintext_is_the_local_default_and_an_unknown_mode_is_refused() -> None:
+    from jobrunner.worker import connection_config
+
+    assert connection_config("127.0.0.1:9092") == {"bootstrap_servers": ["127.0.0.1:9092"]}
+    with pytest.raises(ValueError, match="msk-iam"):
+        connection_config("b:9098", "iam")

@@ -1,0 +1,118 @@
+"""Checks the account before ``cdk deploy``: ``python -m infra.preflight [-c key=value ...]`` (``make deploy``
+runs it with ``CDK_ARGS``). Needs AWS credentials; reads the same context as the app (``cdk.json`` and ``-c``).
+
+Lambda's "Concurrent executions" quota (Service Quotas code ``L-B99A9384``) can be as low as 10 on a new
+account, and Lambda refuses a reservation that would leave fewer than 100 unreserved: the scan function's
+reservation then fails the deploy, and its scans (about two per segment at once) would be throttled anyway.
+Each finding says how to fix it. Exit status 1 when the deploy would fail (a reservation the account
+cannot hold); a quota too low for the segments only warns (scans would be throttled and run late).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from infra.config import DeploymentConfig, scan_concurrency
+from infra.layer_build import ROOT
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+QUOTA_CODE = "L-B99A9384"
+QUOTA_NAME = "Concurrent executions"
+#: Lambda keeps at least this much of the account's concurrency unreserved.
+UNRESERVED_FLOOR = 100
+#: Concurrency of the other functions at their busiest: tick, api, results, and a little for retries.
+OTHER_FUNCTIONS = 6
+
+
+@dataclass(frozen=True)
+class Finding:
+    #: The deploy would fail (else: it would work, but slowly).
+    blocking: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class AccountConcurrency:
+    limit: int
+    unreserved: int
+    #: What the stack's scan function reserves already (a redeploy), counted in neither figure above.
+    own_reservation: int = 0
+
+
+def needed_concurrency(config: DeploymentConfig) -> int:
+    """Concurrent executions the stack may use at once: its scans at a minute edge, plus the other functions."""
+    return scan_concurrency(config.segments) + OTHER_FUNCTIONS
+
+
+def problems(config: DeploymentConfig, account: AccountConcurrency, region: str) -> list[Finding]:
+    raise_it = (f"raise it: aws service-quotas request-service-quota-increase --region {region} "
+                f"--service-code lambda --quota-code {QUOTA_CODE} --desired-value 1000")
+    found = []
+    reserved = config.scan_reserved_concurrency or 0
+    left = account.unreserved + account.own_reservation - reserved
+    if reserved and left < UNRESERVED_FLOOR:
+        found.append(Finding(True,
+            f"scan_reserved_concurrency={reserved} would leave {left} of the account's {account.limit} "
+            f"'{QUOTA_NAME}' unreserved in {region}; Lambda keeps at least {UNRESERVED_FLOOR} unreserved, so the "
+            f"deploy would fail. Either {raise_it}, or deploy with -c scan_reserved_concurrency=0 (no reservation)."
+        ))
+    needed = needed_concurrency(config)
+    if account.limit < needed:
+        found.append(Finding(False,
+            f"'{QUOTA_NAME}' (Service Quotas {QUOTA_CODE}) is {account.limit} in {region}; {config.segments} segments "
+            f"need about {needed} at once, so scans would be throttled and run late. Either {raise_it}, or deploy "
+            f"with fewer segments (-c segments=N needs about 2N + {max(4, config.segments // 4) + OTHER_FUNCTIONS})."
+        ))
+    return found
+
+
+def read_account(lambda_client: Any, scan_function: str | None = None) -> AccountConcurrency:
+    settings = lambda_client.get_account_settings()
+    own = 0
+    if scan_function:
+        try:
+            own = lambda_client.get_function_concurrency(FunctionName=scan_function).get(
+                "ReservedConcurrentExecutions", 0)
+        except lambda_client.exceptions.ResourceNotFoundException:
+            own = 0
+    return AccountConcurrency(limit=settings["AccountLimit"]["ConcurrentExecutions"],
+                              unreserved=settings["AccountLimit"]["UnreservedConcurrentExecutions"],
+                              own_reservation=own)
+
+
+def context_from(argv: Sequence[str]) -> dict[str, Any]:
+    """``cdk.json``'s context with ``-c key=value`` (or ``--context``) arguments applied, as the cdk CLI does."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    args = list(argv)
+    while args:
+        flag = args.pop(0)
+        if flag in ("-c", "--context") and args:
+            key, _, value = args.pop(0).partition("=")
+            context[key] = value
+    return context
+
+
+def main(argv: Sequence[str] | None = None, lambda_client: Any = None) -> int:
+    config = DeploymentConfig.from_context(context_from(sys.argv[1:] if argv is None else argv).get)
+    if lambda_client is None:
+        import boto3
+
+        lambda_client = boto3.client("lambda")
+    region = lambda_client.meta.region_name
+    account = read_account(lambda_client)
+    found = problems(config, account, region)
+    for finding in found:
+        print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
+    if not found:
+        print(f"preflight: {config.stack_name} fits the account in {region} ('{QUOTA_NAME}' {account.limit}, "
+              f"{account.unreserved} unreserved)")
+    return 1 if any(f.blocking for f in found) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
