@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli preflight deploy infra-test browser bench
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli preflight runtime-check deploy infra-test browser bench
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -18,7 +18,8 @@ help:
 	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
 	@echo "make preflight - check the account's Lambda concurrency quota against the stack (AWS credentials)"
-	@echo "make deploy  - preflight, then cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
+	@echo "make runtime-check - import every handler on the Lambda runtime's Python (3.13) from the layers as shipped"
+	@echo "make deploy  - preflight, runtime-check, then cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
 	@echo "make stop    - stop the local servers"
 	@echo "make status  - which local servers are up"
 
@@ -80,7 +81,12 @@ cdk-cli: infra/node_modules/.bin/cdk
 preflight: $(STAMP)
 	$(PY) -m infra.preflight $(CDK_ARGS)
 
-deploy: $(STAMP) cdk-cli preflight
+# The functions run on python3.13 while the virtualenv may be 3.11: import every handler on the runtime's
+# version, from the layers as they are shipped (its wheels, its bytecode). Needs python3.13 (docs/deploy.md).
+runtime-check: $(STAMP)
+	$(PY) -m infra.coldstart --runs 1
+
+deploy: $(STAMP) cdk-cli preflight runtime-check
 	infra/node_modules/.bin/cdk deploy $(CDK_ARGS)
 
 infra-test: $(STAMP)

@@ -10,11 +10,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aws_cdk import App, Validations
+from aws_cdk import Annotations, App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import DeploymentConfig
-from infra.layer_build import KEYSPACES_BUNDLE_SOURCE, ROOT, build_code_layer, build_dependency_layer
+from infra.layer_build import (
+    KEYSPACES_BUNDLE_SOURCE,
+    PYTHON_VERSION,
+    ROOT,
+    build_code_layer,
+    build_dependency_layer,
+    target_python,
+)
 from infra.stack import JobRunnerStack, StackAssets
 from jobrunner.adapters.stores.cql_schema import load_tables
 
@@ -35,12 +42,15 @@ def _path(value: str) -> Path:
 
 def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> StackAssets:
     cache = _path(config.build_cache_dir)
+    python = target_python()
     dependencies = (_path(config.dependency_layer_dir) if config.dependency_layer_dir
-                    else build_dependency_layer(architecture=config.lambda_architecture, cache_dir=cache))
+                    else build_dependency_layer(architecture=config.lambda_architecture, cache_dir=cache,
+                                                bytecode_python=python))
     ca_bundle = _path(config.keyspaces_ca_bundle) if config.keyspaces_ca_bundle else KEYSPACES_BUNDLE_SOURCE
     return StackAssets(
         dependency_layer=dependencies,
-        code_layer=build_code_layer(cache_dir=cache, ca_bundle=ca_bundle),
+        code_layer=build_code_layer(cache_dir=cache, ca_bundle=ca_bundle, bytecode_python=python),
+        bytecode_python=python,
         api=FUNCTIONS / "api",
         tick=FUNCTIONS / "tick",
         scan=FUNCTIONS / "scan",
@@ -55,6 +65,11 @@ def build_app(app: App | None = None, *, results_code: Path | None = None, nag: 
     config = DeploymentConfig.from_context(app.node.try_get_context)
     assets = prepare_assets(config, results_code=results_code or default_results_code())
     stack = JobRunnerStack(app, config.stack_name, config=config, assets=assets, tables=load_tables())
+    if assets.bytecode_python is None:
+        Annotations.of(stack).add_warning_v2(
+            "jobrunner:layer-bytecode",
+            f"no Python {PYTHON_VERSION} interpreter found: the layers ship without bytecode, so every cold start "
+            f"compiles them (install python{PYTHON_VERSION}, or set JOBRUNNER_LAYER_PYTHON; docs/deploy.md)")
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stack

@@ -45,11 +45,17 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "scan_memory_mb": 512,
     # Email subscribed to the alarm topic (optional).
     "alarm_email": None,
+    # A monthly AWS Budgets cost budget (USD, the account's whole cost) notifying the alarm topic at 80% of
+    # actual and 100% of forecast spend; null or 0: none.
+    "monthly_budget_usd": 1500,
+    # Where each alarm's description points for its runbook (docs/runbooks.md, or its URL in your repository).
+    "runbook_url": "docs/runbooks.md",
     # Retention of every log group, in days (a value CloudWatch Logs accepts).
     "log_retention_days": 30,
     # Keep the Keyspaces tables and the heartbeat table when the stack is deleted.
     "retain_data": True,
-    # VPC address range and, optionally, the availability zones to use (default: the region's first two).
+    # VPC address range and, optionally, the availability zones to use: two or more zone IDs (use1-az1) or
+    # zone names (us-east-1a). Empty: the two zone IDs ZONE_IDS lists for the region.
     "vpc_cidr": "10.40.0.0/16",
     "availability_zones": [],
     # Consumer groups the stack's WorkerPolicy lets workers use (examples/worker.py: example-workers).
@@ -67,6 +73,32 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
 }
 
 ARCHITECTURES = ("arm64", "x86_64")
+#: Region -> the two zones the VPC uses by default, by zone ID. A zone *name* (us-east-1a) maps to a
+#: different physical zone in each account, so "the region's first two" differ from account to account;
+#: an ID names the same zone everywhere, and services list the zones they support by ID. Each pair keeps
+#: to the region's long-established zones and avoids those known to be refused or closed to new accounts
+#: (use1-az3, usw1-az2, apne1-az3). It is a judgement, not an AWS table: ``make preflight`` checks the
+#: Keyspaces endpoint is offered in both zones, and the ``availability_zones`` context key overrides it.
+ZONE_IDS: dict[str, tuple[str, str]] = {
+    "us-east-1": ("use1-az1", "use1-az2"),
+    "us-east-2": ("use2-az1", "use2-az2"),
+    "us-west-1": ("usw1-az1", "usw1-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2"),
+    "ca-central-1": ("cac1-az1", "cac1-az2"),
+    "eu-west-1": ("euw1-az1", "euw1-az2"),
+    "eu-west-2": ("euw2-az1", "euw2-az2"),
+    "eu-west-3": ("euw3-az1", "euw3-az2"),
+    "eu-central-1": ("euc1-az1", "euc1-az2"),
+    "eu-north-1": ("eun1-az1", "eun1-az2"),
+    "ap-northeast-1": ("apne1-az1", "apne1-az4"),
+    "ap-northeast-2": ("apne2-az1", "apne2-az3"),
+    "ap-southeast-1": ("apse1-az1", "apse1-az2"),
+    "ap-southeast-2": ("apse2-az1", "apse2-az2"),
+    "ap-south-1": ("aps1-az1", "aps1-az3"),
+    "sa-east-1": ("sae1-az1", "sae1-az3"),
+}
+_ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+_ZONE_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$")
 API_AUTH = ("iam", "cognito")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
 _KEYSPACE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -119,6 +151,8 @@ class DeploymentConfig:
     scan_reserved_concurrency: int | None
     scan_memory_mb: int
     alarm_email: str | None
+    monthly_budget_usd: int | None
+    runbook_url: str
     log_retention_days: int
     retain_data: bool
     vpc_cidr: str
@@ -168,10 +202,13 @@ class DeploymentConfig:
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
             alarm_email=raw["alarm_email"] or None,
+            monthly_budget_usd=_int(raw, "monthly_budget_usd", 0, 10_000_000) or None
+            if raw["monthly_budget_usd"] is not None else None,
+            runbook_url=_text(raw, "runbook_url"),
             log_retention_days=_log_retention(raw),
             retain_data=_bool(raw, "retain_data"),
             vpc_cidr=_text(raw, "vpc_cidr"),
-            availability_zones=tuple(_list(raw, "availability_zones")),
+            availability_zones=_zones(raw),
             keyspaces_ca_bundle=raw["keyspaces_ca_bundle"] or None,
             worker_groups=_groups(raw["worker_groups"]),
             kafka_client_vpcs=_client_vpcs(raw["kafka_client_vpcs"]),
@@ -229,6 +266,23 @@ def _list(raw: dict[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{key}: expected a list of strings, got {value!r}")
     return value
+
+
+def is_zone_id(zone: str) -> bool:
+    """``use1-az1`` (a zone ID, the same physical zone in every account), not ``us-east-1a`` (a name)."""
+    return bool(_ZONE_ID.match(zone))
+
+
+def _zones(raw: dict[str, Any]) -> tuple[str, ...]:
+    zones = _list(raw, "availability_zones")
+    if not zones:
+        return ()
+    if len(zones) < 2 or len(set(zones)) != len(zones):
+        raise ConfigError(f"availability_zones: expected two or more different zones, got {zones!r}")
+    if not (all(_ZONE_ID.match(z) for z in zones) or all(_ZONE_NAME.match(z) for z in zones)):
+        raise ConfigError(f"availability_zones: expected all zone IDs (use1-az1) or all zone names (us-east-1a), "
+                          f"got {zones!r}")
+    return tuple(zones)
 
 
 def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:

@@ -8,12 +8,20 @@
   ``python/jobrunner_certs/keyspaces-bundle.pem`` (``infra/certs/keyspaces-bundle.pem``: the roots AWS
   documents for Keyspaces, or the file ``keyspaces_ca_bundle`` names).
 
+Both are precompiled: /opt is read-only in Lambda, so a layer without bytecode is compiled again, in
+memory, by every cold start. The ``.pyc`` files are written by an interpreter of the runtime's own
+version (``target_python``; a ``.pyc`` of another version is ignored) and checked by nothing at import
+(``unchecked-hash``: no source mtime to compare, which a zip asset need not keep, and no hashing of the
+source on each import). Without that interpreter on the machine the layers ship without bytecode and the
+synth says so (``infra.app``).
+
 Both land in a cache directory named after a hash of their inputs, so a synth with nothing changed
 runs no pip, and a half-built directory is never used (built aside, then renamed).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
@@ -23,9 +31,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON_VERSION = "3.11"
-#: Lambda architecture -> the manylinux platform tag of its wheels (glibc 2.17: the python3.11 runtime
-#: runs on Amazon Linux 2, glibc 2.26, so newer manylinux tags would not load there).
+#: The Python version of the Lambda runtime (``infra.constructs.function.RUNTIME``): the wheels are chosen
+#: for it and the bytecode is compiled by it. 3.13 rather than 3.14: the newest version with an interpreter
+#: in the project's toolchain (docs/deploy.md, "Runtime"); a test keeps the two constants in step.
+PYTHON_VERSION = "3.13"
+#: Lambda architecture -> the manylinux platform tag of its wheels (glibc 2.17; the python3.13 runtime
+#: runs on Amazon Linux 2023, glibc 2.34, which loads them, and every wheel the layer needs has the tag).
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 #: Runtime dependencies only the command-line tool uses; the functions never import them.
 CLI_ONLY = frozenset({"typer", "rich"})
@@ -36,6 +47,43 @@ KEYSPACES_BUNDLE_SOURCE = ROOT / "infra" / "certs" / "keyspaces-bundle.pem"
 #: Where the functions find it (layers are unpacked under /opt): CASSANDRA_CA_BUNDLE.
 KEYSPACES_BUNDLE = "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
+#: Where Lambda unpacks the layers' ``python/``: the path the bytecode records for tracebacks.
+LAYER_PATH = "/opt/python"
+#: Names an interpreter of the runtime's version, if it is not on PATH as ``python3.X``.
+PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
+
+
+def _version_of(python: str) -> str | None:
+    try:
+        result = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                capture_output=True, text=True, check=False, timeout=30)
+    except OSError:
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def target_python(version: str = PYTHON_VERSION) -> str | None:
+    """An interpreter of the Lambda runtime's ``version``, to compile the layers' bytecode; None if none is found.
+
+    Looked for in order: ``$JOBRUNNER_LAYER_PYTHON``, this interpreter, ``python3.X`` on PATH, pyenv's and
+    uv's installs. A candidate counts only if it reports ``version``.
+    """
+    home = Path.home()
+    candidates = [os.environ.get(PYTHON_ENV), sys.executable, shutil.which(f"python{version}"),
+                  *sorted(glob.glob(str(home / f".pyenv/versions/{version}.*/bin/python{version}")), reverse=True),
+                  *sorted(glob.glob(str(home / f".local/share/uv/python/cpython-{version}.*/bin/python{version}")),
+                          reverse=True)]
+    return next((c for c in candidates if c and _version_of(c) == version), None)
+
+
+def compile_bytecode(site: Path, *, python: str) -> None:
+    """Write ``__pycache__/*.cpython-3X.pyc`` next to every module under ``site`` (a layer's ``python/``)."""
+    command = [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
+               "-s", str(site), "-p", LAYER_PATH, str(site)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"compiling the layer's bytecode failed:\n{' '.join(command)}\n"
+                           f"{(result.stdout + result.stderr)[-4000:]}")
 
 
 def _name(requirement: str) -> str:
@@ -91,12 +139,16 @@ def _publish(staging: Path, final: Path, kind: str) -> Path:
 
 def build_dependency_layer(
     *, architecture: str, cache_dir: Path, pyproject: Path = ROOT / "pyproject.toml",
-    constraints: Path = ROOT / "constraints.txt",
+    constraints: Path = ROOT / "constraints.txt", bytecode_python: str | None = None,
 ) -> Path:
-    """The dependency layer directory (holding ``python/``) for ``architecture``, built if not cached."""
+    """The dependency layer directory (holding ``python/``) for ``architecture``, built if not cached.
+
+    ``bytecode_python``: an interpreter of the runtime's version (``target_python()``) to precompile with.
+    """
     requirements = "\n".join(layer_requirements(pyproject)) + "\n"
-    key = _digest(requirements, constraints.read_bytes(), architecture, PLATFORMS[architecture], PYTHON_VERSION)
-    final = cache_dir / f"deps-{architecture}-py{PYTHON_VERSION.replace('.', '')}-{key}"
+    pyc = "pyc" if bytecode_python else "nopyc"
+    key = _digest(requirements, constraints.read_bytes(), architecture, PLATFORMS[architecture], PYTHON_VERSION, pyc)
+    final = cache_dir / f"deps-{architecture}-py{PYTHON_VERSION.replace('.', '')}-{pyc}-{key}"
     if final.is_dir():
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -114,18 +166,29 @@ def build_dependency_layer(
         raise RuntimeError(f"building the dependency layer failed:\n{' '.join(command)}\n{result.stderr[-4000:]}")
     requirements_file.unlink()
     shutil.rmtree(staging / "python" / "bin", ignore_errors=True)  # console scripts: unused in Lambda
+    if bytecode_python:
+        try:
+            compile_bytecode(staging / "python", python=bytecode_python)
+        except RuntimeError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return _publish(staging, final, f"deps-{architecture}")
 
 
 def build_code_layer(
     *, cache_dir: Path, source: Path = ROOT / "layers" / "jobrunner", ca_bundle: Path = KEYSPACES_BUNDLE_SOURCE,
+    bytecode_python: str | None = None,
 ) -> Path:
-    """The code layer directory: ``python/jobrunner`` and ``python/jobrunner_certs/keyspaces-bundle.pem``."""
+    """The code layer directory: ``python/jobrunner`` and ``python/jobrunner_certs/keyspaces-bundle.pem``.
+
+    ``bytecode_python``: an interpreter of the runtime's version (``target_python()``) to precompile with.
+    """
     digest = hashlib.sha256()
     files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(b"ca\0" + ca_bundle.read_bytes())
+    digest.update(f"\0{PYTHON_VERSION}\0{'pyc' if bytecode_python else 'nopyc'}".encode())
     final = cache_dir / f"code-{digest.hexdigest()[:16]}"
     if final.is_dir():
         return final
@@ -135,6 +198,12 @@ def build_code_layer(
     shutil.copytree(source, staging / "python" / "jobrunner", ignore=_IGNORED)
     (staging / "python" / "jobrunner_certs").mkdir()
     shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
+    if bytecode_python:
+        try:
+            compile_bytecode(staging / "python", python=bytecode_python)
+        except RuntimeError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return _publish(staging, final, "code")
 
 

@@ -4,8 +4,11 @@ runs it with ``CDK_ARGS``). Needs AWS credentials; reads the same context as the
 Lambda's "Concurrent executions" quota (Service Quotas code ``L-B99A9384``) can be as low as 10 on a new
 account, and Lambda refuses a reservation that would leave fewer than 100 unreserved: the scan function's
 reservation then fails the deploy, and its scans (about two per segment at once) would be throttled anyway.
-Each finding says how to fix it. Exit status 1 when the deploy would fail (a reservation the account
-cannot hold); a quota too low for the segments only warns (scans would be throttled and run late).
+The zones the VPC will use (``ZONE_IDS`` for the region, or ``availability_zones``) must exist in the
+account and offer the Keyspaces VPC endpoint (``com.amazonaws.<region>.cassandra``); else CloudFormation
+fails half-way, after the VPC and the cluster. Each finding says how to fix it. Exit status 1 when the
+deploy would fail (a reservation the account cannot hold, a zone it cannot use); a quota too low for the
+segments only warns (scans would be throttled and run late).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.config import DeploymentConfig, scan_concurrency
+from infra.config import ZONE_IDS, DeploymentConfig, is_zone_id, scan_concurrency
 from infra.layer_build import ROOT
 
 if TYPE_CHECKING:
@@ -71,6 +74,35 @@ def problems(config: DeploymentConfig, account: AccountConcurrency, region: str)
     return found
 
 
+def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str],
+                  keyspaces_zones: Sequence[str]) -> list[Finding]:
+    """``zone_ids``: the account's zone name -> zone ID; ``keyspaces_zones``: names where the endpoint is offered."""
+    pin = ("pin others by ID: -c 'availability_zones=[\"<zone id>\",\"<zone id>\"]' "
+           "(aws ec2 describe-availability-zones)")
+    if config.availability_zones:
+        wanted = [z if is_zone_id(z) else zone_ids.get(z, z) for z in config.availability_zones]
+    elif region in ZONE_IDS:
+        wanted = list(ZONE_IDS[region])
+    else:
+        return [Finding(True, f"{region} has no default zones in infra/config.py ZONE_IDS; {pin}")]
+    found = [Finding(True, f"zone {z} does not exist for this account in {region}; {pin}")
+             for z in wanted if z not in zone_ids.values()]
+    offered = {zone_ids[name] for name in keyspaces_zones if name in zone_ids}
+    if config.uses_keyspaces:
+        found += [Finding(True, f"the Keyspaces VPC endpoint is not offered in zone {z} of {region} (it is in "
+                                f"{', '.join(sorted(offered)) or 'none'}); {pin}")
+                  for z in wanted if z in zone_ids.values() and z not in offered]
+    return found
+
+
+def read_zones(ec2_client: Any, region: str) -> tuple[dict[str, str], list[str]]:
+    """The account's zone names -> IDs, and the zone names offering the Keyspaces endpoint."""
+    zones = {z["ZoneName"]: z["ZoneId"] for z in ec2_client.describe_availability_zones()["AvailabilityZones"]}
+    services = ec2_client.describe_vpc_endpoint_services(
+        ServiceNames=[f"com.amazonaws.{region}.cassandra"])["ServiceDetails"]
+    return zones, (services[0]["AvailabilityZones"] if services else [])
+
+
 def read_account(lambda_client: Any, scan_function: str | None = None) -> AccountConcurrency:
     settings = lambda_client.get_account_settings()
     own = 0
@@ -97,15 +129,19 @@ def context_from(argv: Sequence[str]) -> dict[str, Any]:
     return context
 
 
-def main(argv: Sequence[str] | None = None, lambda_client: Any = None) -> int:
+def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None) -> int:
+    """Both clients are created when neither is given; a test may give only the Lambda one (no zone checks)."""
     config = DeploymentConfig.from_context(context_from(sys.argv[1:] if argv is None else argv).get)
     if lambda_client is None:
         import boto3
 
         lambda_client = boto3.client("lambda")
+        ec2_client = ec2_client or boto3.client("ec2")
     region = lambda_client.meta.region_name
     account = read_account(lambda_client)
     found = problems(config, account, region)
+    if ec2_client is not None:
+        found += zone_problems(config, region, *read_zones(ec2_client, region))
     for finding in found:
         print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
     if not found:

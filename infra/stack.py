@@ -56,6 +56,8 @@ class StackAssets:
     topic_admin: Path
     #: ``functions/results`` once it exists; without it the results unit is left out.
     results: Path | None
+    #: The interpreter that precompiled the layers (the runtime's version); None: they carry no bytecode.
+    bytecode_python: str | None = None
 
 
 class JobRunnerStack(Stack):
@@ -143,7 +145,11 @@ class JobRunnerStack(Stack):
                             "ScanFailedInvocations": self.scanners.failed_invocations,
                             **({"ResultsFailedBatches": self.results.failed_batches} if self.results else {})},
             rest_api=self.api.rest_api, results=self.results.function if self.results else None,
-            alarm_email=config.alarm_email,
+            alarm_email=config.alarm_email, heartbeat_table=self.heartbeats.table,
+            keyspace=config.keyspace if config.uses_keyspaces else None,
+            scan_reserved_concurrency=config.scan_reserved_concurrency,
+            monthly_budget_usd=config.monthly_budget_usd, budget_name=f"jobrunner-{config.stage}",
+            runbooks=config.runbook_url,
         )
         self._outputs()
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     from aws_cdk import Duration
 
-RUNTIME = lambda_.Runtime.PYTHON_3_11
+#: python3.13 (Amazon Linux 2023); its version is ``infra.layer_build.PYTHON_VERSION`` (a test keeps them equal).
+RUNTIME = lambda_.Runtime.PYTHON_3_13
 HANDLER = "handler.handler"
 #: The network-interface actions Lambda needs for a function in a VPC (what the AWS managed policy
 #: AWSLambdaVPCAccessExecutionRole allows, written out so the role holds no managed policy).
@@ -105,8 +106,9 @@ class JobRunnerFunction(Construct):
             security_groups=[network.security_group] if network else None,
         )
         findings = {
-            "AwsSolutions-L1": "The layers are built and the test suite runs on CPython 3.11 (pip --python-version "
-                               "3.11); moving to a newer runtime means rebuilding and re-testing on it first.",
+            "AwsSolutions-L1": "python3.13, not the newest runtime: the layers' wheels and bytecode are built for "
+                               "3.13 by a 3.13 interpreter of the project's toolchain, and the runtime tests run "
+                               "on it; 3.14 needs the same toolchain first (docs/deploy.md, Runtime).",
             "AwsSolutions-IAM5[Resource::*]": "X-Ray's PutTraceSegments/PutTelemetryRecords take no resource ARN"
                                               + (", nor do the ec2 network-interface actions Lambda needs in a VPC"
                                                  if network else "") + ".",

@@ -15,7 +15,12 @@ Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email su
 - watermark more than 2 minutes behind for 3 minutes, or no lag reported at all (tick not running);
 - a partition parked (its scans failed ``park_after`` times: an execution waits, retried with backoff);
 - the tick not invoked for 5 minutes; scan function errors; failed scan or tick events in their queues;
-- executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors.
+- executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors;
+- scan throttles, scan events waiting too long in Lambda's async queue or dropped from it;
+- Keyspaces throttling (table capacity, hot partitions) and heartbeat table (DynamoDB) throttling;
+- the API's p99 latency, its 5xx and 4xx rates; scan concurrency near its reservation;
+- and, outside CloudWatch, a monthly AWS Budgets cost budget notifying the same topic.
+Each alarm's description ends with the link to its runbook (``docs/runbooks.md``, one section per alarm).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aws_cdk import Aws, Duration
+from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from aws_cdk import aws_apigateway as apigw
+    from aws_cdk import aws_dynamodb as dynamodb
     from aws_cdk import aws_lambda as lambda_
     from aws_cdk import aws_sqs as sqs
 
@@ -46,6 +53,29 @@ FIVE_MINUTES = Duration.minutes(5)
 WATERMARK_LAG_ALARM_SECONDS = 120
 #: Records the results trigger may trail ``job-results`` by before it is trouble (a few batches).
 RESULTS_LAG_ALARM_RECORDS = 1000
+#: Where the runbooks are; each alarm links ``<RUNBOOKS>#<alarm name, lowercased>``.
+RUNBOOKS = "docs/runbooks.md"
+#: A scan event older than this has lost its minute's head start (the tick dispatches up to a minute ahead).
+SCAN_EVENT_AGE_ALARM_MS = 60_000
+#: API p99 latency worth a look (ms), over 15 minutes; the api function answers in ~150 ms when warm.
+API_P99_ALARM_MS = 2_000
+#: API error rates (% of requests over 5 minutes, once there are at least API_RATE_MIN_REQUESTS).
+API_5XX_RATE_ALARM = 1
+API_4XX_RATE_ALARM = 10
+API_RATE_MIN_REQUESTS = 20
+#: Scan concurrency near its reservation (share of ``reserved_concurrency``): throttling is next.
+CONCURRENCY_ALARM_SHARE = 0.8
+#: Keyspaces' throttling metrics (AWS/Cassandra), each summed over the keyspace's tables.
+KEYSPACES_THROTTLES = {
+    "KeyspacesWriteThrottles": "WriteThrottleEvents",
+    "KeyspacesReadThrottles": "ReadThrottleEvents",
+    "KeyspacesPartitionThrottles": "StoragePartitionThroughputCapacityExceeded",
+}
+
+
+def lambda_metric(function: lambda_.IFunction, name: str, statistic: str, period: Duration = MINUTE) -> cw.Metric:
+    return cw.Metric(namespace="AWS/Lambda", metric_name=name, dimensions_map={"FunctionName": function.function_name},
+                     statistic=statistic, period=period)
 
 
 def results_offset_lag(results: lambda_.IFunction) -> cw.Metric:
@@ -74,11 +104,20 @@ class Monitoring(Construct):
         rest_api: apigw.RestApi | None = None,
         results: lambda_.IFunction | None = None,
         alarm_email: str | None = None,
+        heartbeat_table: dynamodb.ITable | None = None,
+        keyspace: str | None = None,
+        scan_reserved_concurrency: int | None = None,
+        monthly_budget_usd: int | None = None,
+        budget_name: str | None = None,
+        runbooks: str = RUNBOOKS,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.runbooks = runbooks
         key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
                       description="Job runner alarm notifications (CloudWatch publishes to the topic)")
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        if monthly_budget_usd:
+            key.grant(iam.ServicePrincipal("budgets.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True,
                                display_name="Job runner alarms")
         # enforce_ssl writes a topic policy (a Deny without TLS), which replaces SNS's default policy:
@@ -93,6 +132,17 @@ class Monitoring(Construct):
                 "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
             },
         ))
+        if monthly_budget_usd:
+            self.topic.add_to_resource_policy(iam.PolicyStatement(
+                sid="BudgetsPublish",
+                principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:budgets::{Aws.ACCOUNT_ID}:*"},
+                },
+            ))
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cw.Alarm] = {}
@@ -126,6 +176,26 @@ class Monitoring(Construct):
                         comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                         description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
                                     "job-results for 15 minutes: results wait, retries and dead letters are late.")
+        self._scan_alarms(scan, scan_reserved_concurrency)
+        if rest_api is not None:
+            self._api_alarms(rest_api)
+        if keyspace is not None:
+            for name, metric_name in KEYSPACES_THROTTLES.items():
+                self._alarm(name, cw.MathExpression(
+                    expression=f"SELECT SUM({metric_name}) FROM \"AWS/Cassandra\" WHERE Keyspace = '{keyspace}'",
+                    label=f"{metric_name} ({keyspace})", period=FIVE_MINUTES), 1,
+                    description=f"Keyspaces throttled requests on {keyspace} ({metric_name}): the scans and the "
+                                "API retry, and executions run late.")
+        if heartbeat_table is not None:
+            throttles = cw.MathExpression(expression="reads + writes", label="throttled requests", period=FIVE_MINUTES,
+                                          using_metrics={
+                "reads": heartbeat_table.metric("ReadThrottleEvents", statistic="Sum", period=FIVE_MINUTES),
+                "writes": heartbeat_table.metric("WriteThrottleEvents", statistic="Sum", period=FIVE_MINUTES)})
+            self._alarm("HeartbeatThrottles", throttles, 1,
+                        description="The heartbeat table (DynamoDB) throttled reads or writes: leases and "
+                                    "watermarks may lapse, and scans start late.")
+        if monthly_budget_usd:
+            self.budget = self._budget(monthly_budget_usd, budget_name)
 
         self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name,
                                       default_interval=Duration.hours(3))
@@ -196,6 +266,55 @@ class Monitoring(Construct):
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
         self.dashboard.add_widgets(*bottom)
 
+    def _scan_alarms(self, scan: lambda_.IFunction, reserved: int | None) -> None:
+        self._alarm("ScanThrottles", scan.metric_throttles(period=FIVE_MINUTES, statistic="Sum"), 1,
+                    description="Scan invocations were throttled (concurrency quota or reservation): Lambda retries "
+                                "them from its queue, and their executions run late.")
+        self._alarm("ScanEventAge", lambda_metric(scan, "AsyncEventAge", "Maximum"), SCAN_EVENT_AGE_ALARM_MS,
+                    periods=3, comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description="Scan events waited more than a minute in Lambda's async queue for 3 minutes "
+                                "(throttles or retries): scans start after their minute.")
+        self._alarm("ScanEventsDropped", lambda_metric(scan, "AsyncEventsDropped", "Sum", FIVE_MINUTES), 1,
+                    description="Scan events were dropped (too old, or every retry failed): the tick re-dispatches "
+                                "a partition whose lease lapsed; check that its minutes were caught up.")
+        if reserved:
+            self._alarm("ScanConcurrencyNearReservation", lambda_metric(scan, "ConcurrentExecutions", "Maximum"),
+                        int(reserved * CONCURRENCY_ALARM_SHARE), periods=3,
+                        description=f"The scans used {CONCURRENCY_ALARM_SHARE:.0%} or more of their reserved "
+                                    f"concurrency ({reserved}) for 3 minutes: throttling is next.")
+
+    def _api_alarms(self, rest_api: apigw.RestApi) -> None:
+        self._alarm("ApiLatencyP99", rest_api.metric_latency(period=FIVE_MINUTES, statistic="p99"), API_P99_ALARM_MS,
+                    periods=3, comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description=f"The API's p99 latency stayed above {API_P99_ALARM_MS} ms for 15 minutes.")
+        requests = rest_api.metric_count(period=FIVE_MINUTES, statistic="Sum")
+        for name, errors, threshold in (
+            ("Api5xxRate", rest_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), API_5XX_RATE_ALARM),
+            ("Api4xxRate", rest_api.metric_client_error(period=FIVE_MINUTES, statistic="Sum"), API_4XX_RATE_ALARM),
+        ):
+            rate = cw.MathExpression(
+                expression=f"IF(requests >= {API_RATE_MIN_REQUESTS}, 100 * errors / requests, 0)",
+                using_metrics={"requests": requests, "errors": errors}, label="% of requests", period=FIVE_MINUTES)
+            kind = name[3:6]
+            self._alarm(name, rate, threshold, comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                        description=f"More than {threshold}% of the API's requests answered {kind} in 5 minutes "
+                                    f"(with {API_RATE_MIN_REQUESTS} requests or more).")
+
+    def _budget(self, monthly_usd: int, name: str | None) -> budgets.CfnBudget:
+        def notify(kind: str, percent: int) -> budgets.CfnBudget.NotificationWithSubscribersProperty:
+            return budgets.CfnBudget.NotificationWithSubscribersProperty(
+                notification=budgets.CfnBudget.NotificationProperty(
+                    notification_type=kind, comparison_operator="GREATER_THAN", threshold=percent,
+                    threshold_type="PERCENTAGE"),
+                subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS",
+                                                                  address=self.topic.topic_arn)])
+
+        # The account's whole cost: a tag filter would see nothing until the tag is activated for billing.
+        return budgets.CfnBudget(self, "Budget", budget=budgets.CfnBudget.BudgetDataProperty(
+            budget_name=name, budget_type="COST", time_unit="MONTHLY",
+            budget_limit=budgets.CfnBudget.SpendProperty(amount=monthly_usd, unit="USD")),
+            notifications_with_subscribers=[notify("ACTUAL", 80), notify("FORECASTED", 100)])
+
     def _alarm(
         self, name: str, metric: cw.IMetric, threshold: float, *, description: str, periods: int = 1,
         comparison: cw.ComparisonOperator = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -203,7 +322,8 @@ class Monitoring(Construct):
     ) -> cw.Alarm:
         alarm = cw.Alarm(
             self, name, metric=metric, threshold=threshold, evaluation_periods=periods,
-            comparison_operator=comparison, treat_missing_data=missing, alarm_description=description,
+            comparison_operator=comparison, treat_missing_data=missing,
+            alarm_description=f"{description} Runbook: {self.runbooks}#{name.lower()}",
         )
         alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
         alarm.add_ok_action(cw_actions.SnsAction(self.topic))

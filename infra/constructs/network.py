@@ -9,6 +9,10 @@ trace subsegments leave the VPC. Three security groups, none with "allow all out
 - ``kafka``: the MSK Serverless cluster; 9098 in from the functions, the workers and itself (the pollers);
 - ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
 Each interface endpoint has its own group, open on its port to the groups above that use it.
+
+Zones are pinned by zone ID (the same physical zone in every account): the two ``ZONE_IDS`` lists for
+the region, through a template mapping when the region is only known at deploy time (a rule refuses a
+region the mapping lacks), or the zones given (IDs or names).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Aws, CfnMapping, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+from infra.config import ZONE_IDS, ConfigError, is_zone_id
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -59,11 +65,13 @@ class Network(Construct):
         flow_log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
+        zone_names = [] if not availability_zones or is_zone_id(availability_zones[0]) else list(availability_zones)
+        zone_ids = [] if zone_names else list(availability_zones) or self._default_zone_ids()
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            availability_zones=list(availability_zones) or None,
-            max_azs=None if availability_zones else 2,
+            # With zone IDs, the subnets are laid out per ID and get AvailabilityZoneId below instead.
+            availability_zones=zone_names or zone_ids,
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22),
@@ -71,6 +79,14 @@ class Network(Construct):
             restrict_default_security_group=False,  # nothing uses it; restricting needs a custom resource
         )
         self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        #: The zone ID of each subnet (strings, or tokens resolved from the mapping at deploy time); empty
+        #: when the zones were given by name.
+        self.zone_ids = zone_ids
+        for subnet, zone_id in zip(self.vpc.isolated_subnets if zone_ids else [], zone_ids, strict=True):
+            cfn_subnet = subnet.node.default_child
+            assert isinstance(cfn_subnet, ec2.CfnSubnet)
+            cfn_subnet.add_property_deletion_override("AvailabilityZone")
+            cfn_subnet.add_property_override("AvailabilityZoneId", zone_id)
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
         self.vpc.add_gateway_endpoint("DynamoDB", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
@@ -120,6 +136,23 @@ class Network(Construct):
             )
             for client in clients[endpoint]:
                 self.endpoints[endpoint].connections.allow_default_port_from(client, f"{endpoint.value} endpoint")
+
+    def _default_zone_ids(self) -> list[str]:
+        """``ZONE_IDS[region]``: resolved here if the stack's region is known, else looked up at deploy time."""
+        region = Stack.of(self).region
+        if not Token.is_unresolved(region):
+            if region not in ZONE_IDS:
+                raise ConfigError(f"no default zones for {region}: set availability_zones to two zone IDs "
+                                  f"(aws ec2 describe-availability-zones --region {region})")
+            return list(ZONE_IDS[region])
+        mapping = CfnMapping(self, "ZoneIds", mapping={
+            region: {"first": first, "second": second} for region, (first, second) in sorted(ZONE_IDS.items())})
+        CfnRule(self, "RegionHasZones", assertions=[CfnRuleAssertion(
+            assert_=Fn.condition_contains(sorted(ZONE_IDS), Aws.REGION),
+            assert_description=("This region has no default zones in infra/config.py ZONE_IDS: deploy with "
+                                "-c 'availability_zones=[\"<zone id>\",\"<zone id>\"]'"),
+        )])
+        return [mapping.find_in_map(Aws.REGION, "first"), mapping.find_in_map(Aws.REGION, "second")]
 
     @property
     def vpc_cidr(self) -> str:

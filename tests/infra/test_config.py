@@ -73,6 +73,9 @@ def test_command_line_strings_are_parsed() -> None:
     ("existing_cassandra", {"contact_points": ["h"], "secret_arn": "name"}, "secret_arn"),
     ("existing_cassandra", {"contact_points": ["h"], "user": "x"}, "unknown keys"),
     ("retain_data", "yes", "retain_data"),
+    ("availability_zones", ["use1-az1"], "two or more"),
+    ("availability_zones", ["use1-az1", "use1-az1"], "two or more"),
+    ("availability_zones", ["use1-az1", "us-east-1b"], "all zone IDs"),
 ])
 def test_bad_values_are_rejected_with_the_key_named(key: str, value: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -104,3 +107,8 @@ def test_kafka_client_vpcs_and_worker_groups() -> None:
 def test_kafka_client_vpcs_are_checked(value: Any) -> None:
     with pytest.raises(ConfigError, match="kafka_client_vpcs"):
         config(kafka_client_vpcs=value)
+
+
+def test_availability_zones_take_zone_ids_or_zone_names() -> None:
+    assert config(availability_zones='["use1-az4", "use1-az6"]').availability_zones == ("use1-az4", "use1-az6")
+    assert config(availability_zones=["eu-west-1a", "eu-west-1c"]).availability_zones == ("eu-west-1a", "eu-west-1c")

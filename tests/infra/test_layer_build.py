@@ -13,10 +13,13 @@ import pytest
 from infra.layer_build import (
     CLI_ONLY,
     PLATFORMS,
+    PYTHON_ENV,
+    PYTHON_VERSION,
     build_code_layer,
     build_dependency_layer,
     layer_requirements,
     pip_install_command,
+    target_python,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +51,7 @@ def test_the_cli_only_packages_are_not_imported_by_the_functions_code() -> None:
 
 
 @pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
-def test_pip_command_installs_manylinux_wheels_for_lambda_python_311(architecture: str) -> None:
+def test_pip_command_installs_manylinux_wheels_for_lambda_python_313(architecture: str) -> None:
     command = pip_install_command(requirements=Path("/r.txt"), constraints=Path("/c.txt"), target=Path("/t/python"),
                                   architecture=architecture, python="/venv/bin/python")
 
@@ -56,7 +59,7 @@ def test_pip_command_installs_manylinux_wheels_for_lambda_python_311(architectur
         "/venv/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
         "--target", "/t/python",
         "--platform", f"manylinux2014_{'aarch64' if architecture == 'arm64' else 'x86_64'}",
-        "--implementation", "cp", "--python-version", "3.11", "--abi", "cp311",
+        "--implementation", "cp", "--python-version", "3.13", "--abi", "cp313",
         "--only-binary=:all:",
         "--requirement", "/r.txt", "--constraint", "/c.txt",
     ]
@@ -155,3 +158,119 @@ def test_the_shipped_bundle_loads_into_a_verifying_tls_context() -> None:
     context.load_verify_locations(str(KEYSPACES_BUNDLE_SOURCE))
 
     assert context.cert_store_stats()["x509_ca"] == len(KEYSPACES_ROOTS)
+
+
+# Bytecode: /opt is read-only in Lambda, so a layer without .pyc files is compiled by every cold start.
+
+def _target() -> str:
+    python = target_python()
+    if python is None:
+        pytest.skip(f"no Python {PYTHON_VERSION} interpreter on this machine")
+    return python
+
+
+def test_target_python_reports_the_runtime_version_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    python = _target()
+    version = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+
+    assert version == str(tuple(int(p) for p in PYTHON_VERSION.split(".")))
+    assert target_python("2.1") is None
+    monkeypatch.setenv(PYTHON_ENV, python)
+    assert target_python() == python
+
+
+def test_code_layer_ships_unchecked_hash_bytecode_of_the_runtime_version(tmp_path: Path) -> None:
+    python = _target()
+
+    layer = build_code_layer(cache_dir=tmp_path / "cache", bytecode_python=python)
+
+    # Then every module has its .pyc, tagged for the runtime's version, from that version's compiler
+    print_magic = "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"
+    magic = subprocess.run([python, "-c", print_magic], capture_output=True, text=True, check=True).stdout
+    tag = f"cpython-{PYTHON_VERSION.replace('.', '')}"
+    sources = list((layer / "python" / "jobrunner").rglob("*.py"))
+    assert sources
+    for source in sources:
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        header = pyc.read_bytes()[:8]
+        assert header[:4].hex() == magic, pyc
+        # flags (PEP 552): bit 0 hash-based, bit 1 check_source; unchecked = hash-based only
+        assert int.from_bytes(header[4:8], "little") == 0b01, pyc
+    # And a build with bytecode is cached apart from one without
+    assert build_code_layer(cache_dir=tmp_path / "cache") != layer
+
+
+def test_the_runtime_imports_the_shipped_bytecode_even_when_the_sources_mtimes_are_lost(tmp_path: Path) -> None:
+    import os
+
+    python = _target()
+    layer = build_code_layer(cache_dir=tmp_path / "cache", bytecode_python=python)
+    site = layer / "python"
+    # Given the zip round trip resets every source's mtime
+    for source in site.rglob("*.py"):
+        os.utime(source, (0, 0))
+
+    # When the runtime imports a module from the read-only layer (no bytecode may be written)
+    result = subprocess.run([python, "-v", "-c", "import jobrunner.domain.segments"], capture_output=True, text=True,
+                            check=True, env={"PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1",
+                                             "PATH": os.environ.get("PATH", "")})
+
+    # Then it loads the shipped .pyc, compiling nothing
+    assert f"code object from '{site}/jobrunner/domain/__pycache__/segments.cpython-" in result.stderr
+    assert "bytecode is stale" not in result.stderr
+
+
+def test_dependency_layer_is_compiled_after_pip_with_the_target_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    python = _target()
+    real_run = subprocess.run
+    commands: list[list[str]] = []
+
+    def fake_pip(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        if "pip" not in command:
+            return real_run(command, **kwargs)
+        target = Path(command[command.index("--target") + 1])
+        (target / "certifi").mkdir(parents=True)
+        (target / "certifi" / "__init__.py").write_text("where = 'here'\n")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_pip)
+
+    layer = build_dependency_layer(architecture="arm64", cache_dir=tmp_path, bytecode_python=python)
+
+    compile_command = next(c for c in commands if "compileall" in c)
+    assert compile_command[0] == python
+    assert compile_command[compile_command.index("--invalidation-mode") + 1] == "unchecked-hash"
+    assert compile_command[compile_command.index("-p") + 1] == "/opt/python"
+    tag = f"cpython-{PYTHON_VERSION.replace('.', '')}"
+    assert (layer / "python" / "certifi" / "__pycache__" / f"__init__.{tag}.pyc").is_file()
+
+
+def test_a_synth_without_the_runtimes_interpreter_warns_that_the_layers_carry_no_bytecode(
+    monkeypatch: pytest.MonkeyPatch, offline_context: dict[str, Any], results_code: Path, tmp_path: Path,
+) -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Annotations, Match
+
+    import infra.app
+
+    monkeypatch.setattr(infra.app, "target_python", lambda: None)
+
+    stack = infra.app.build_app(cdk.App(outdir=str(tmp_path), context=offline_context), results_code=results_code,
+                                nag=False)
+
+    Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("without bytecode"))
+
+
+def test_the_functions_runtime_is_the_version_the_layers_are_built_and_compiled_for() -> None:
+    from infra.constructs.function import RUNTIME
+
+    # python3.11 is deprecated in 2027; the wheels (pip --python-version) and the bytecode follow the runtime
+    assert RUNTIME.name == f"python{PYTHON_VERSION}" == "python3.13"
+    command = pip_install_command(requirements=Path("/r"), constraints=Path("/c"), target=Path("/t"),
+                                  architecture="arm64")
+    assert command[command.index("--python-version") + 1] == PYTHON_VERSION
+    assert command[command.index("--abi") + 1] == "cp313"

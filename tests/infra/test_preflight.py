@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from infra.config import DeploymentConfig
-from infra.preflight import QUOTA_CODE, AccountConcurrency, main, problems
+from infra.preflight import QUOTA_CODE, AccountConcurrency, main, problems, zone_problems
 
 if TYPE_CHECKING:
     from typing import Any
@@ -72,3 +72,46 @@ def test_main_reads_the_account_and_the_context(argv: list[str], limit: int, sta
     err = capsys.readouterr().err
     assert ("preflight: error:" in err) == (status == 1)
     assert (QUOTA_CODE in err) == (limit == 10)
+
+
+EU_WEST_1 = {"eu-west-1a": "euw1-az3", "eu-west-1b": "euw1-az1", "eu-west-1c": "euw1-az2"}
+
+
+def test_the_default_zones_pass_when_they_exist_and_offer_the_keyspaces_endpoint() -> None:
+    assert zone_problems(config(), "eu-west-1", EU_WEST_1, ["eu-west-1a", "eu-west-1b", "eu-west-1c"]) == []
+
+
+def test_a_zone_without_the_keyspaces_endpoint_is_refused_naming_the_zone_and_the_fix() -> None:
+    # Given an account where the endpoint is offered in euw1-az3 and euw1-az1 only
+    (found,) = zone_problems(config(), "eu-west-1", EU_WEST_1, ["eu-west-1a", "eu-west-1b"])
+
+    assert found.blocking
+    assert "euw1-az2" in found.text and "availability_zones" in found.text
+
+
+def test_pinned_zones_are_checked_by_id_and_by_name_and_regions_without_defaults_are_refused() -> None:
+    assert zone_problems(config(availability_zones=["eu-west-1a", "eu-west-1c"]), "eu-west-1", EU_WEST_1,
+                         list(EU_WEST_1)) == []
+    (missing,) = zone_problems(config(availability_zones=["euw1-az1", "euw1-az9"]), "eu-west-1", EU_WEST_1,
+                               list(EU_WEST_1))
+    assert missing.blocking and "euw1-az9 does not exist" in missing.text
+    (unknown,) = zone_problems(config(), "me-central-1", {}, [])
+    assert unknown.blocking and "ZONE_IDS" in unknown.text
+
+
+def test_main_checks_the_zones_with_the_ec2_client(capsys: pytest.CaptureFixture[str]) -> None:
+    keys = {"region_name": "eu-west-1", "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    lambda_client, ec2_client = boto3.client("lambda", **keys), boto3.client("ec2", **keys)
+    with Stubber(lambda_client) as lambdas, Stubber(ec2_client) as ec2:
+        lambdas.add_response("get_account_settings", {
+            "AccountLimit": {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000},
+            "AccountUsage": {"FunctionCount": 0}})
+        ec2.add_response("describe_availability_zones", {"AvailabilityZones": [
+            {"ZoneName": name, "ZoneId": zone_id} for name, zone_id in EU_WEST_1.items()]})
+        ec2.add_response("describe_vpc_endpoint_services", {"ServiceDetails": [
+            {"ServiceName": "com.amazonaws.eu-west-1.cassandra", "AvailabilityZones": ["eu-west-1a"]}]},
+            {"ServiceNames": ["com.amazonaws.eu-west-1.cassandra"]})
+
+        assert main([], lambda_client=lambda_client, ec2_client=ec2_client) == 1
+
+    assert "Keyspaces VPC endpoint is not offered in zone euw1-az1" in capsys.readouterr().err

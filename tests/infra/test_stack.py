@@ -62,7 +62,7 @@ def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
         assert variables["KAFKA_BOOTSTRAP"]["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam"
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "JobRunner"
         assert variables["JOBRUNNER_SEGMENTS"] == "16"
-        assert function["Runtime"] == "python3.11" and function["Architectures"] == ["arm64"]
+        assert function["Runtime"] == "python3.13" and function["Architectures"] == ["arm64"]
         assert len(function["Layers"]) == 2
     scan = functions["Tick"]["Environment"]["Variables"]["SCAN_FUNCTION_NAME"]
     assert scan["Ref"].startswith("ScanHandlerFunction")

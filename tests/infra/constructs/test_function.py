@@ -24,7 +24,7 @@ def test_function_runs_the_handler_on_python_311_with_tracing(stack: cdk.Stack, 
     template = Template.from_stack(stack)
 
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Runtime": "python3.11", "Handler": "handler.handler", "Architectures": ["arm64"],
+        "Runtime": "python3.13", "Handler": "handler.handler", "Architectures": ["arm64"],
         "TracingConfig": {"Mode": "Active"}, "MemorySize": 256, "Timeout": 30,
         "Environment": {"Variables": {"SHARED": "1", "OWN": "2"}},
         "VpcConfig": Match.object_like({"SubnetIds": Match.any_value()}),

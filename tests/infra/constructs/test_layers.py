@@ -22,7 +22,7 @@ def test_two_layers_for_python_311_and_the_architecture(stack: cdk.Stack, tmp_pa
 
     template.resource_count_is("AWS::Lambda::LayerVersion", 2)
     template.has_resource_properties("AWS::Lambda::LayerVersion", {
-        "CompatibleRuntimes": ["python3.11"], "CompatibleArchitectures": ["x86_64"],
+        "CompatibleRuntimes": ["python3.13"], "CompatibleArchitectures": ["x86_64"],
     })
     assert len(layers.all) == 2
 

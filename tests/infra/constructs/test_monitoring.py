@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -10,6 +11,8 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.monitoring import Monitoring
+
+ROOT = Path(__file__).resolve().parents[3]
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -64,7 +67,9 @@ def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> No
     metrics = sorted(a.get("MetricName", "") for a in alarms)
     assert metrics == sorted(["WatermarkLagSeconds", "ParkedPartitions", "Invocations", "Errors",
                               "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "DeadLetters",
-                              "5XXError", "Errors", "OffsetLag"])
+                              "5XXError", "Errors", "OffsetLag",
+                              # scan throttles, event age, dropped events; API p99, 5xx and 4xx rates (math: "")
+                              "Throttles", "AsyncEventAge", "AsyncEventsDropped", "Latency", "", ""])
     (topic,) = template.find_resources("AWS::SNS::Topic")
     assert all(a["AlarmActions"] == [{"Ref": topic}] == a["OKActions"] for a in alarms)
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
@@ -118,3 +123,93 @@ def test_lateness_percentiles_are_taken_over_every_execution_not_per_scan_maxima
 
     series = {(m[1], m[-1]["stat"]) for m in widget["properties"]["metrics"]}
     assert series == {("LatenessMs", "p50"), ("LatenessMs", "p99"), ("MaxLatenessMs", "Maximum")}
+
+
+@pytest.fixture
+def full(stack: cdk.Stack) -> Template:
+    from aws_cdk import aws_dynamodb as dynamodb
+
+    api = apigw.RestApi(stack, "Api")
+    api.root.add_method("GET")
+    functions = {n: _function(stack, n) for n in ("api", "tick", "scan")}
+    table = dynamodb.Table(stack, "Heartbeats", partition_key=dynamodb.Attribute(
+        name="segment", type=dynamodb.AttributeType.NUMBER))
+    Monitoring(stack, "Mon", dashboard_name="d", tick=functions["tick"], scan=functions["scan"], functions=functions,
+               failure_queues={"ScanFailedInvocations": sqs.Queue(stack, "Q")}, rest_api=api,
+               heartbeat_table=table, keyspace="jobrunner_prod", scan_reserved_concurrency=36,
+               monthly_budget_usd=1500, budget_name="jobrunner-prod",
+               runbooks="https://example.com/jobrunner/docs/runbooks.md")
+    return Template.from_stack(stack)
+
+
+def _by_runbook(template: Template) -> dict[str, dict[str, Any]]:
+    return {a["AlarmDescription"].rsplit("#", 1)[1]: a for a in _alarms(template).values()}
+
+
+def test_every_alarm_links_its_runbook_and_the_runbook_exists(full: Template) -> None:
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    anchors = {line[3:].strip().lower() for line in runbooks.splitlines() if line.startswith("## ")}
+
+    alarms = _by_runbook(full)
+
+    assert all(a["AlarmDescription"].split("Runbook: ")[1].startswith("https://example.com/jobrunner/docs/runbooks.md#")
+               for a in alarms.values())
+    assert set(alarms) <= anchors, set(alarms) - anchors
+    # every alarm of the whole stack, results included
+    assert {"resultsoffsetlag", "resultserrors", "resultsfailedbatchesqueued", "tickdeadlettersqueued",
+            "budget"} <= anchors
+
+
+def test_scan_throttles_event_age_dropped_events_and_concurrency_near_the_reservation(full: Template) -> None:
+    alarms = _by_runbook(full)
+
+    assert (alarms["scanthrottles"]["MetricName"], alarms["scanthrottles"]["Threshold"]) == ("Throttles", 1)
+    age = alarms["scaneventage"]
+    assert (age["Namespace"], age["MetricName"], age["Statistic"]) == ("AWS/Lambda", "AsyncEventAge", "Maximum")
+    assert (age["Threshold"], age["EvaluationPeriods"]) == (60_000, 3)
+    assert alarms["scaneventsdropped"]["MetricName"] == "AsyncEventsDropped"
+    near = alarms["scanconcurrencynearreservation"]
+    assert (near["MetricName"], near["Statistic"], near["Threshold"]) == ("ConcurrentExecutions", "Maximum", 28)
+
+
+def test_keyspaces_and_dynamodb_throttling(full: Template) -> None:
+    alarms = _by_runbook(full)
+
+    for name, metric in (("keyspaceswritethrottles", "WriteThrottleEvents"),
+                         ("keyspacesreadthrottles", "ReadThrottleEvents"),
+                         ("keyspacespartitionthrottles", "StoragePartitionThroughputCapacityExceeded")):
+        (query,) = alarms[name]["Metrics"]
+        assert query["Expression"] == (f'SELECT SUM({metric}) FROM "AWS/Cassandra" '
+                                       "WHERE Keyspace = 'jobrunner_prod'")
+    metrics = {m["Id"]: m for m in alarms["heartbeatthrottles"]["Metrics"]}
+    assert metrics["expr_1"]["Expression"] == "reads + writes"
+    assert {metrics[k]["MetricStat"]["Metric"]["MetricName"] for k in ("reads", "writes")} == {
+        "ReadThrottleEvents", "WriteThrottleEvents"}
+
+
+def test_api_p99_latency_and_error_rates(full: Template) -> None:
+    alarms = _by_runbook(full)
+
+    p99 = alarms["apilatencyp99"]
+    assert (p99["MetricName"], p99["ExtendedStatistic"], p99["Threshold"]) == ("Latency", "p99", 2000)
+    for name, metric, threshold in (("api5xxrate", "5XXError", 1), ("api4xxrate", "4XXError", 10)):
+        metrics = {m["Id"]: m for m in alarms[name]["Metrics"]}
+        assert metrics["expr_1"]["Expression"] == "IF(requests >= 20, 100 * errors / requests, 0)"
+        assert metrics["errors"]["MetricStat"]["Metric"]["MetricName"] == metric
+        assert alarms[name]["Threshold"] == threshold
+
+
+def test_a_monthly_budget_notifies_the_alarm_topic_which_lets_budgets_publish(full: Template) -> None:
+    (topic,) = full.find_resources("AWS::SNS::Topic")
+    full.has_resource_properties("AWS::Budgets::Budget", {
+        "Budget": {"BudgetName": "jobrunner-prod", "BudgetType": "COST", "TimeUnit": "MONTHLY",
+                   "BudgetLimit": {"Amount": 1500, "Unit": "USD"}},
+        "NotificationsWithSubscribers": [
+            {"Notification": Match.object_like({"NotificationType": kind, "Threshold": percent}),
+             "Subscribers": [{"SubscriptionType": "SNS", "Address": {"Ref": topic}}]}
+            for kind, percent in (("ACTUAL", 80), ("FORECASTED", 100))],
+    })
+    full.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Sid": "BudgetsPublish", "Principal": {"Service": "budgets.amazonaws.com"}})])}})
+    full.has_resource_properties("AWS::KMS::Key", {"KeyPolicy": {"Statement": Match.array_with([
+        Match.object_like({"Principal": {"Service": "budgets.amazonaws.com"}})])}})

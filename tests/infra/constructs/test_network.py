@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 
+from infra.config import ZONE_IDS, ConfigError, is_zone_id
 from infra.constructs.network import InterfaceEndpoint, Network
 
 if TYPE_CHECKING:
@@ -75,3 +77,61 @@ def test_no_security_group_allows_all_traffic_out(stack: cdk.Stack) -> None:
     template.has_resource_properties("AWS::EC2::SecurityGroup", {
         "SecurityGroupEgress": Match.array_with([Match.object_like({"FromPort": 443, "CidrIp": "0.0.0.0/0"})]),
     })
+
+
+def _subnet_zones(template: Template) -> list[dict[str, Any]]:
+    return [{k: v for k, v in subnet["Properties"].items() if k.startswith("AvailabilityZone")}
+            for subnet in template.find_resources("AWS::EC2::Subnet").values()]
+
+
+def test_zones_are_pinned_by_zone_id_from_the_region_mapping_not_the_regions_first_two(stack: cdk.Stack) -> None:
+    # Given a stack whose region is known only at deploy time
+    _net, template = _network(stack)
+    mapping = next(iter(template.to_json()["Mappings"]))
+
+    # Then each subnet takes a zone ID of ZONE_IDS for the deploy's region, never Fn::GetAZs' first two
+    assert _subnet_zones(template) == [{"AvailabilityZoneId": {"Fn::FindInMap": [mapping, {"Ref": "AWS::Region"}, key]}}
+                                       for key in ("first", "second")]
+    template.has_mapping(mapping, {region: {"first": first, "second": second}
+                                   for region, (first, second) in ZONE_IDS.items()})
+    # And a region the mapping lacks is refused before anything is created, saying what to set
+    rule = next(r for r in template.to_json()["Rules"].values()
+                if "availability_zones" in r["Assertions"][0]["AssertDescription"])
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Contains": [sorted(ZONE_IDS), {"Ref": "AWS::Region"}]}
+
+
+def test_the_default_zone_lists_avoid_the_zones_known_to_lack_services() -> None:
+    for region, zones in ZONE_IDS.items():
+        assert len(set(zones)) == 2 and all(is_zone_id(z) for z in zones), region
+    assert not {"use1-az3", "usw1-az2", "apne1-az3"} & {z for zones in ZONE_IDS.values() for z in zones}
+
+
+def test_a_stack_with_a_known_region_gets_its_zone_ids_resolved() -> None:
+    import aws_cdk as cdk
+
+    stack = cdk.Stack(cdk.App(), "Pinned", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    _net, template = _network(stack)
+
+    assert _subnet_zones(template) == [{"AvailabilityZoneId": "euw1-az1"}, {"AvailabilityZoneId": "euw1-az2"}]
+    assert "Mappings" not in template.to_json()
+
+
+def test_a_known_region_without_a_zone_list_is_refused_at_synth() -> None:
+    import aws_cdk as cdk
+
+    stack = cdk.Stack(cdk.App(), "Far", env=cdk.Environment(account="123456789012", region="me-central-1"))
+    with pytest.raises(ConfigError, match="availability_zones"):
+        _network(stack)
+
+
+@pytest.mark.parametrize(("zones", "expected"), [
+    (("use1-az4", "use1-az6", "use1-az5"), [{"AvailabilityZoneId": z} for z in ("use1-az4", "use1-az6", "use1-az5")]),
+    (("us-east-1a", "us-east-1b"), [{"AvailabilityZone": z} for z in ("us-east-1a", "us-east-1b")]),
+])
+def test_zones_given_by_id_or_by_name_are_used_as_given(
+    stack: cdk.Stack, zones: tuple[str, ...], expected: list[dict[str, str]],
+) -> None:
+    Network(stack, "Net", cidr="10.40.0.0/16", availability_zones=zones, interface_endpoints=set(),
+            flow_log_retention=logs.RetentionDays.ONE_MONTH)
+
+    assert _subnet_zones(Template.from_stack(stack)) == expected
