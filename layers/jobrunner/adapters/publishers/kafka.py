@@ -21,12 +21,20 @@ times out, as it would when the broker is away. After such a timeout the publish
 the cluster for its topics: if it answers without this one, the message is refused for good (and the
 topic's later messages without a wait, for ``MISSING_TOPIC_TTL_S``); if it does not answer, it stays a
 timeout, which never condemns a message.
+
+Connections that die while the Lambda environment is frozen (the broker closes them after its
+``connections.max.idle.ms``, an NLB or NAT gateway forgets a flow after 350 s idle) are closed by the
+producer itself first: ``connections_max_idle_ms`` is below both, and kafka-python checks it when it
+wakes up, before it sends, so the first publish after a long freeze opens a new connection instead
+of waiting a request timeout on a dead one (measured with ``bench/freeze.py``: docs/reliability.md).
+Its sockets also carry TCP keepalive and ``TCP_USER_TIMEOUT`` (``adapters/sockets.py``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +43,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, KafkaTimeoutError
 
+from jobrunner.adapters.sockets import liveness_options
 from jobrunner.ports import OutboundMessage, Publisher, PublishError
 
 if TYPE_CHECKING:
@@ -55,6 +64,8 @@ class KafkaSettings:
     send_timeout_s: float = 10.0
     #: After this the producer gives a message up for good (never sends it later).
     delivery_timeout_s: float = 7.0
+    #: The producer closes a connection idle this long (NLBs and NAT gateways drop idle flows at 350 s).
+    connections_max_idle_s: float = 300.0
 
 
 #: Time kept between the producer's delivery timeout and the end of a publish's bound.
@@ -75,6 +86,9 @@ def producer_config(settings: KafkaSettings) -> dict[str, Any]:
         "request_timeout_ms": delivery_ms - settings.linger_ms - 500,
         "reconnect_backoff_max_ms": 2_000,
         "max_block_ms": 2_000,  # a send blocks at most this long when the broker (or the topic) is away
+        "connections_max_idle_ms": int(settings.connections_max_idle_s * 1000),
+        # kafka-python's own defaults (no Nagle, keepalive on) and the liveness options.
+        "socket_options": [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), *liveness_options()],
     }
     if settings.compression:
         config["compression_type"] = settings.compression

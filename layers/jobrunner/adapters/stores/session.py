@@ -1,20 +1,44 @@
 """Connecting the driver: plain Cassandra locally; Amazon Keyspaces (TLS + SigV4) in AWS.
 
 ``connect`` is the only place that builds a ``Cluster``; adapters take the ``Session`` it returns.
+
+Connections that died while the Lambda environment was frozen (the server, an NLB or the VPC path
+dropped them while idle) are not found by the driver's heartbeat, whose thread is frozen too. Measured
+locally (``bench/freeze.py``, docs/reliability.md), the first statement after such a freeze either
+failed at once with NoHostAvailable (the flow answered with a reset) or waited the whole request timeout
+and failed (the flow was silently dropped), and so did the next one. So:
+
+* every connection carries TCP keepalive and ``TCP_USER_TIMEOUT`` (``adapters/sockets.py``);
+* :class:`RenewAfterIdle` replaces the session's connections before the first request made after
+  ``idle_refresh_s`` without any (less than the 350 s after which AWS's NLBs and NAT gateways forget
+  an idle flow). A reconnection is a few milliseconds locally, a TLS and SigV4 handshake per node on
+  Keyspaces, paid once after a long idle instead of a request timeout.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import ssl
+import threading
+import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, RoundRobinPolicy
 
+from jobrunner.adapters.sockets import liveness_options
 from jobrunner.adapters.stores.rows import CachedRowFactory
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cassandra.cluster import ResponseFuture
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -34,6 +58,8 @@ class CassandraSettings:
     secret_arn: str | None = None
     #: TLS to an existing cluster (verified against ``ca_bundle`` when given, else the system store).
     tls: bool = False
+    #: A request made after this long without one first replaces the session's connections.
+    idle_refresh_s: float = 300.0
 
 
 def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
@@ -59,10 +85,52 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
             reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
             connect_timeout=settings.connect_timeout_s,
         )
+    cluster.sockopts = liveness_options()
     session = cluster.connect()
     if keyspace:
         session.set_keyspace(settings.keyspace)
+    session.add_request_init_listener(RenewAfterIdle(session, settings.idle_refresh_s))
     return session
+
+
+class RenewAfterIdle:
+    """A request listener: before the first request after ``idle_s`` without one, new connections.
+
+    It runs on the thread that makes the request, before the request takes a connection, and waits
+    (up to the cluster's ``connect_timeout``) for every host's pool to be replaced; the old pools are
+    closed; requests made meanwhile on other threads wait too. A pool that cannot be replaced is left
+    to the driver (the request then fails as it would have). ``Session.add_or_renew_pool`` is what the
+    driver itself runs when a host comes back up; it is marked for internal use, so
+    tests/integration/jobrunner/adapters/test_freeze.py checks it on the real server.
+    """
+
+    def __init__(self, session: Session, idle_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._session = session
+        self._idle_s = idle_s
+        self._clock = clock
+        self._last_request = clock()
+        self._lock = threading.Lock()
+
+    def __call__(self, response_future: ResponseFuture) -> None:
+        with self._lock:
+            now = self._clock()
+            idle, self._last_request = now - self._last_request, now
+            if idle >= self._idle_s:
+                self.renew(idle)
+
+    def renew(self, idle: float) -> None:
+        started = self._clock()
+        renewals = [self._session.add_or_renew_pool(host, is_host_addition=False)
+                    for host in self._session.cluster.metadata.all_hosts() if host.is_up is not False]
+        for renewal in renewals:
+            if renewal is None:  # an ignored host: no pool
+                continue
+            try:
+                renewal.result(timeout=self._session.cluster.connect_timeout)
+            except Exception as exc:
+                log.warning("could not renew a connection pool after %.0f s idle: %s", idle, exc)
+        log.info("renewed %d connection pool(s) after %.0f s idle in %.3f s",
+                 len(renewals), idle, self._clock() - started)
 
 
 def _credentials(secret_arn: str, region: str) -> PlainTextAuthProvider:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from typing import Any
 
@@ -128,3 +129,20 @@ def test_a_metadata_timeout_while_the_cluster_does_not_answer_is_no_refusal() ->
     with pytest.raises(PublishError) as raised:
         publisher.publish([OutboundMessage(topic="gone", key="job-1", value={}, headers={})])
     assert raised.value.failed == [0] and raised.value.rejected == []
+
+
+def test_the_producer_closes_an_idle_connection_before_the_path_or_the_broker_drops_it() -> None:
+    # A Lambda frozen longer than an NLB's or NAT gateway's idle timeout (350 s) or the broker's
+    # connections.max.idle.ms (600 s by default) wakes up with dead connections; the producer must have
+    # given them up itself, or its first send waits a request timeout on one (bench/freeze.py).
+    config = producer_config(KafkaSettings())
+    assert config["connections_max_idle_ms"] < 350_000
+
+
+def test_the_producer_sockets_keep_kafka_pythons_options_and_fail_a_dead_flow_within_a_request() -> None:
+    options = {(level, name): value for level, name, value in producer_config(KafkaSettings())["socket_options"]}
+    assert options[(socket.IPPROTO_TCP, socket.TCP_NODELAY)] == 1  # kafka-python's defaults, kept
+    assert options[(socket.SOL_SOCKET, socket.SO_KEEPALIVE)] == 1
+    if hasattr(socket, "TCP_USER_TIMEOUT"):  # Linux, as on Lambda
+        request_timeout_ms = producer_config(KafkaSettings())["request_timeout_ms"]
+        assert options[(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)] < request_timeout_ms
