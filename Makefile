@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth cdk-cli preflight runtime-check deploy infra-test browser bench
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -16,7 +16,8 @@ help:
 	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md"
 	@echo "make chaos   - both fault suites: crashes (5,000 executions, kills, restarts, silent minutes), then operations"
 	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
-	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline"
+	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline (CDK_ARGS=\"-c stage=prod\")"
+	@echo "make diff    - cdk diff: what a deploy would change in the stage's stack (AWS credentials)"
 	@echo "make preflight - check the account's Lambda concurrency quota against the stack (AWS credentials)"
 	@echo "make runtime-check - import every handler on the Lambda runtime's Python (3.13) from the layers as shipped"
 	@echo "make deploy  - preflight, runtime-check, then cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
@@ -70,7 +71,10 @@ chaos-ops: $(STAMP)
 	$(PY) -m chaos --operations --markdown docs/reliability-operations-run.md
 
 synth: $(STAMP)
-	$(PY) -m infra.app
+	$(PY) -m infra.app $(CDK_ARGS)
+
+diff: $(STAMP) cdk-cli
+	infra/node_modules/.bin/cdk diff $(CDK_ARGS)
 
 infra/node_modules/.bin/cdk: infra/package.json infra/package-lock.json
 	npm ci --prefix infra --no-audit --no-fund

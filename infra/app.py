@@ -8,12 +8,14 @@ acknowledged fails the synth (report in ``cdk.out/validation-report.json``).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import DeploymentConfig
+from infra.config import DeploymentConfig, cli_context
 from infra.layer_build import (
     KEYSPACES_BUNDLE_SOURCE,
     PYTHON_VERSION,
@@ -24,6 +26,9 @@ from infra.layer_build import (
 )
 from infra.stack import JobRunnerStack, StackAssets
 from jobrunner.adapters.stores.cql_schema import load_tables
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 FUNCTIONS = ROOT / "functions"
 TOPIC_ADMIN = Path(__file__).resolve().parent / "handlers" / "kafka_topics"
@@ -75,9 +80,15 @@ def build_app(app: App | None = None, *, results_code: Path | None = None, nag: 
     return stack
 
 
-def main() -> None:
-    # The cdk CLI names the output directory (CDK_OUTDIR); run directly (make synth), write ./cdk.out.
-    app = App(outdir=None if os.environ.get("CDK_OUTDIR") else str(ROOT / "cdk.out"))
+def main(argv: Sequence[str] | None = None, *, outdir: Path | None = None) -> None:
+    """Run by the cdk CLI, which passes the context (``cdk.json`` and ``-c``) and the output directory in the
+    environment; or directly (``make synth CDK_ARGS="-c stage=prod"``): then the context is ``cdk.json``'s with
+    the ``-c`` arguments applied, as the CLI would, feature flags included, and the output is ./cdk.out."""
+    if os.environ.get("CDK_OUTDIR"):
+        app = App()
+    else:
+        context = cli_context(ROOT / "cdk.json", sys.argv[1:] if argv is None else argv)
+        app = App(outdir=str(outdir or ROOT / "cdk.out"), context=context)
     stack = build_app(app)
     if stack.results is None:
         print("note: functions/results/handler.py not found; the results function and its MSK trigger are left out")

@@ -14,12 +14,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
 
 #: Context key -> default. ``None`` means "not set".
 CONTEXT_DEFAULTS: dict[str, Any] = {
     # Names the stack (JobRunner-<stage>) and prefixes resource names; lowercase, digits, hyphens.
     "stage": "dev",
+    # Per-stage settings: stage -> {"account": "123456789012", "region": "eu-west-1", "protected": true,
+    # <any other key>: <its value for that stage>}. The account and region pin the stack's environment; a
+    # protected stage (prod always is) must pin both and gets termination and deletion protection. A stage
+    # not listed deploys where the credentials point, unprotected, with the keys above.
+    "stages": {"prod": {"account": None, "region": None, "protected": True}},
     # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
     "segments": 16,
     # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
@@ -101,6 +107,12 @@ _ZONE_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
 _ZONE_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$")
 API_AUTH = ("iam", "cognito")
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+_ACCOUNT = re.compile(r"^[0-9]{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
+#: Stages that are protected whatever ``stages`` says.
+PROTECTED_STAGES = frozenset({"prod"})
+#: What a ``stages`` entry may hold besides the context keys it overrides.
+_STAGE_SETTINGS = frozenset({"account", "region", "protected"})
 _KEYSPACE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 #: The retentions CloudWatch Logs accepts, in days, with their name in ``aws_logs.RetentionDays``.
@@ -162,6 +174,11 @@ class DeploymentConfig:
     kafka_client_vpcs: tuple[KafkaClientVpc, ...]
     dependency_layer_dir: str | None
     build_cache_dir: str
+    #: The stack's environment, from ``stages``; None: where the credentials point (env-agnostic template).
+    account: str | None = None
+    region: str | None = None
+    #: Termination protection on the stack, deletion protection on the resources that offer it.
+    protected: bool = False
 
     @property
     def stack_name(self) -> str:
@@ -184,6 +201,7 @@ class DeploymentConfig:
         stage = _text(raw, "stage")
         if not _STAGE.match(stage):
             raise ConfigError(f"stage {stage!r}: 1-16 lowercase letters, digits or hyphens, starting with a letter")
+        settings = _stage_settings(raw, stage)
         segments = _int(raw, "segments", 1, 1024)
         keyspace = raw["keyspace"] or f"jobrunner_{stage.replace('-', '_')}"
         if not _KEYSPACE.match(keyspace):
@@ -214,7 +232,63 @@ class DeploymentConfig:
             kafka_client_vpcs=_client_vpcs(raw["kafka_client_vpcs"]),
             dependency_layer_dir=raw["dependency_layer_dir"] or None,
             build_cache_dir=_text(raw, "build_cache_dir"),
+            **settings,
         )
+
+
+def _stage_settings(raw: dict[str, Any], stage: str) -> dict[str, Any]:
+    """Apply ``stages[stage]``'s overrides to ``raw`` (in place); return its account, region and protection.
+
+    A key both overridden there and given another value on the command line (or at the top of
+    ``cdk.json``) is refused rather than silently resolved: which one a deploy used would depend on
+    knowing the precedence, and ``cdk diff`` would show the surprise only if someone read it.
+    """
+    stages = raw["stages"]
+    if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+        raise ConfigError(f"stages: expected an object of stage -> settings, got {stages!r}")
+    entry = stages.get(stage, {})
+    unknown = set(entry) - _STAGE_SETTINGS - (set(CONTEXT_DEFAULTS) - {"stage", "stages"})
+    if unknown:
+        raise ConfigError(f"stages.{stage}: unknown keys {sorted(unknown)} (account, region, protected, or a "
+                          f"context key)")
+    for key, value in entry.items():
+        if key in _STAGE_SETTINGS:
+            continue
+        value = _parse(value)
+        if raw[key] != CONTEXT_DEFAULTS[key] and raw[key] != value:
+            raise ConfigError(f"{key}: stages.{stage} sets {value!r}, the context {raw[key]!r}; change it in one "
+                              f"place (stages.{stage} in cdk.json for this stage)")
+        raw[key] = value
+    account, region, protected = entry.get("account"), entry.get("region"), entry.get("protected")
+    if account is not None and not (isinstance(account, str) and _ACCOUNT.match(account)):
+        raise ConfigError(f"stages.{stage}.account: expected 12 digits as a string, got {account!r}")
+    if region is not None and not (isinstance(region, str) and _REGION.match(region)):
+        raise ConfigError(f"stages.{stage}.region: expected a region such as eu-west-1, got {region!r}")
+    if protected is not None and not isinstance(protected, bool):
+        raise ConfigError(f"stages.{stage}.protected: expected true or false, got {protected!r}")
+    if stage in PROTECTED_STAGES:
+        if protected is False:
+            raise ConfigError(f"stages.{stage}.protected: stage {stage} is always protected")
+        protected = True
+    if protected:
+        if account is None or region is None:
+            raise ConfigError(f"stage {stage} is protected: set stages.{stage}.account and stages.{stage}.region "
+                              f"in cdk.json, so that it deploys to that account and region only")
+        if raw["retain_data"] is not True:
+            raise ConfigError(f"stage {stage} is protected: its data is kept (retain_data must be true)")
+    return {"account": account, "region": region, "protected": bool(protected)}
+
+
+def cli_context(cdk_json: Path, argv: Sequence[str]) -> dict[str, Any]:
+    """``cdk.json``'s context with ``-c key=value`` (or ``--context``) arguments applied, as the cdk CLI does."""
+    context: dict[str, Any] = json.loads(cdk_json.read_text())["context"]
+    args = list(argv)
+    while args:
+        flag = args.pop(0)
+        if flag in ("-c", "--context") and args:
+            key, _, value = args.pop(0).partition("=")
+            context[key] = value
+    return context
 
 
 def scan_concurrency(segments: int) -> int:

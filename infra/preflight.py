@@ -13,12 +13,11 @@ segments only warns (scans would be throttled and run late).
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.config import ZONE_IDS, DeploymentConfig, is_zone_id, scan_concurrency
+from infra.config import ZONE_IDS, ConfigError, DeploymentConfig, cli_context, is_zone_id, scan_concurrency
 from infra.layer_build import ROOT
 
 if TYPE_CHECKING:
@@ -74,6 +73,20 @@ def problems(config: DeploymentConfig, account: AccountConcurrency, region: str)
     return found
 
 
+def environment_problems(config: DeploymentConfig, account_id: str | None, region: str) -> list[Finding]:
+    """A stage pinned in ``stages`` checked against where the credentials would deploy."""
+    found = []
+    if config.account is not None and account_id is not None and account_id != config.account:
+        found.append(Finding(True,
+            f"stage {config.stage} deploys to account {config.account} (stages.{config.stage}.account), but the "
+            f"credentials are for {account_id}: use a profile of that account (AWS_PROFILE=...)."))
+    if config.region is not None and region != config.region:
+        found.append(Finding(True,
+            f"stage {config.stage} deploys to {config.region} (stages.{config.stage}.region), but the checks would "
+            f"run in {region}."))
+    return found
+
+
 def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str],
                   keyspaces_zones: Sequence[str]) -> list[Finding]:
     """``zone_ids``: the account's zone name -> zone ID; ``keyspaces_zones``: names where the endpoint is offered."""
@@ -118,28 +131,30 @@ def read_account(lambda_client: Any, scan_function: str | None = None) -> Accoun
 
 
 def context_from(argv: Sequence[str]) -> dict[str, Any]:
-    """``cdk.json``'s context with ``-c key=value`` (or ``--context``) arguments applied, as the cdk CLI does."""
-    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
-    args = list(argv)
-    while args:
-        flag = args.pop(0)
-        if flag in ("-c", "--context") and args:
-            key, _, value = args.pop(0).partition("=")
-            context[key] = value
-    return context
+    """``cdk.json``'s context with ``-c key=value`` arguments applied, as the cdk CLI does."""
+    return cli_context(ROOT / "cdk.json", argv)
 
 
-def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None) -> int:
-    """Both clients are created when neither is given; a test may give only the Lambda one (no zone checks)."""
-    config = DeploymentConfig.from_context(context_from(sys.argv[1:] if argv is None else argv).get)
+def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None,
+         sts_client: Any = None) -> int:
+    """Every client is created when no Lambda one is given, in the stage's pinned region if it has one; a
+    test may give only the Lambda one (no zone checks, no account check)."""
+    try:
+        config = DeploymentConfig.from_context(context_from(sys.argv[1:] if argv is None else argv).get)
+    except ConfigError as exc:
+        print(f"preflight: error: {exc}", file=sys.stderr)
+        return 1
     if lambda_client is None:
         import boto3
 
-        lambda_client = boto3.client("lambda")
-        ec2_client = ec2_client or boto3.client("ec2")
+        lambda_client = boto3.client("lambda", region_name=config.region)
+        ec2_client = ec2_client or boto3.client("ec2", region_name=config.region)
+        sts_client = sts_client or boto3.client("sts", region_name=config.region)
     region = lambda_client.meta.region_name
+    account_id = sts_client.get_caller_identity()["Account"] if sts_client is not None else None
+    found = environment_problems(config, account_id, region)
     account = read_account(lambda_client)
-    found = problems(config, account, region)
+    found += problems(config, account, region)
     if ec2_client is not None:
         found += zone_problems(config, region, *read_zones(ec2_client, region))
     for finding in found:

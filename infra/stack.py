@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack, Tags
+from aws_cdk import Aws, CfnOutput, Environment, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -70,7 +70,12 @@ class JobRunnerStack(Stack):
         assets: StackAssets,
         tables: list[TableSpec],
     ) -> None:
-        super().__init__(scope, construct_id, description="Distributed Job Runner: scheduler, API and scans")
+        # A stage pinned in ``stages`` deploys to its account and region only (the cdk CLI refuses other
+        # credentials); a protected one cannot be deleted until its termination protection is lifted.
+        pinned = config.account is not None or config.region is not None
+        super().__init__(scope, construct_id, description="Distributed Job Runner: scheduler, API and scans",
+                         env=Environment(account=config.account, region=config.region) if pinned else None,
+                         termination_protection=config.protected)
         self.config = config
         Tags.of(self).add("project", "distributed-job-runner")
         Tags.of(self).add("stage", config.stage)
@@ -94,7 +99,8 @@ class JobRunnerStack(Stack):
                                interface_endpoints=endpoints, flow_log_retention=retention)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
-        self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal)
+        self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
+                                         deletion_protection=config.protected)
         self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
                                           removal_policy=removal) if config.uses_keyspaces else None)
         self.layers = Layers(self, "Layers", dependencies_dir=assets.dependency_layer, code_dir=assets.code_layer,
@@ -117,7 +123,8 @@ class JobRunnerStack(Stack):
         self.tick = Tick(self, "Tick", base=base, code=assets.tick)
         self.tick.function.add_environment("SCAN_FUNCTION_NAME", self.scanners.function.function_name)
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
-                       rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit)
+                       rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
+                       deletion_protection=config.protected)
         self.results = (Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                 consumer_group=f"jobrunner-{config.stage}-results",
                                 max_pollers=config.kafka_partitions)

@@ -7,6 +7,13 @@ other method on those paths, goes through ``/{proxy+}`` with IAM (SigV4) authori
 pool authorizer when ``auth="cognito"``. The api function reads the tenant from the
 authorizer context (``jobrunner.api.tenancy``). The stage throttles, writes JSON access logs and
 execution logs (errors), and traces with X-Ray.
+
+Anonymous traffic is kept off what the tenants use. API Gateway applies a stage's throttle to each method
+on its own, so every tenant call shares one bucket, ``ANY /{proxy+}`` at ``rate_limit``/``burst_limit``; the
+public methods get small buckets of their own (``PUBLIC_THROTTLE``), so that they can never take more than
+a bounded share of the api function's concurrency, which the tenants' calls need. ``GET /health`` does
+not reach the function at all: API Gateway answers it itself (a mock integration), so a probe hammering it
+costs no invocation and no VPC cold start, and proves the gateway and the stage are up.
 """
 
 from __future__ import annotations
@@ -37,6 +44,14 @@ PUBLIC_GETS: dict[str, str] = {
 }
 
 
+#: (requests per second, burst) of each public method, apart from the tenants' stage throttle. The dashboard
+#: fetches each of its files once per page load; /health is for probes and monitors.
+PUBLIC_THROTTLE: dict[str, tuple[int, int]] = {"/health": (10, 20), **{path: (5, 10) for path in PUBLIC_GETS
+                                                                        if path != "/health"}}
+#: What GET /health answers (the same as the api function's own /health, which the local stack serves).
+HEALTH_BODY = '{"status": "ok"}'
+
+
 class Api(Construct):
     def __init__(
         self,
@@ -50,6 +65,7 @@ class Api(Construct):
         rate_limit: int,
         burst_limit: int,
         memory_size: int = 512,
+        deletion_protection: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if auth not in ("iam", "cognito"):
@@ -81,6 +97,9 @@ class Api(Construct):
                 data_trace_enabled=False,
                 metrics_enabled=True,
                 tracing_enabled=True,
+                method_options={f"{path}/GET": apigw.MethodDeploymentOptions(
+                    throttling_rate_limit=rate, throttling_burst_limit=burst,
+                ) for path, (rate, burst) in PUBLIC_THROTTLE.items()},
             ),
         )
         # The gateway checks required parameters; bodies have no gateway model, the handler validates
@@ -91,11 +110,14 @@ class Api(Construct):
         integration = apigw.LambdaIntegration(self.handler.function)
         self.user_pool: cognito.UserPool | None = None
         self.user_pool_client: cognito.UserPoolClient | None = None
-        authorization_type, authorizer = self._authorization(auth)
+        authorization_type, authorizer = self._authorization(auth, deletion_protection=deletion_protection)
         self.public_methods: dict[str, apigw.Method] = {}
         for path, reason in PUBLIC_GETS.items():
+            is_health = path == "/health"
             method = self.rest_api.root.resource_for_path(path).add_method(
-                "GET", integration, authorization_type=apigw.AuthorizationType.NONE, request_validator=validator,
+                "GET", _health_integration() if is_health else integration,
+                authorization_type=apigw.AuthorizationType.NONE, request_validator=validator,
+                method_responses=[apigw.MethodResponse(status_code="200")] if is_health else None,
             )
             # On the method, not its resource: a method added under these paths later is not covered.
             acknowledge(method, {"AwsSolutions-APIG4": reason, "AwsSolutions-COG4": reason})
@@ -118,7 +140,8 @@ class Api(Construct):
                                      "(api_auth=iam); Cognito is the alternative.",
             })
 
-    def _authorization(self, auth: str) -> tuple[apigw.AuthorizationType, apigw.IAuthorizer | None]:
+    def _authorization(self, auth: str, *, deletion_protection: bool,
+                       ) -> tuple[apigw.AuthorizationType, apigw.IAuthorizer | None]:
         if auth == "iam":
             return apigw.AuthorizationType.IAM, None
         self.user_pool = cognito.UserPool(
@@ -134,6 +157,7 @@ class Api(Construct):
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
             # Kept on update and delete (its users), not when its creation rolls back.
             removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+            deletion_protection=deletion_protection,
         )
         acknowledge(self.user_pool, {
             "AwsSolutions-COG2": "API tenants are programs signing in with SRP or a password; MFA is offered "
@@ -155,3 +179,14 @@ class Api(Construct):
     @property
     def url(self) -> str:
         return self.rest_api.url
+
+
+def _health_integration() -> apigw.MockIntegration:
+    """API Gateway answers ``GET /health`` itself: 200 with ``HEALTH_BODY``."""
+    return apigw.MockIntegration(
+        request_templates={"application/json": '{"statusCode": 200}'},
+        passthrough_behavior=apigw.PassthroughBehavior.WHEN_NO_TEMPLATES,
+        integration_responses=[apigw.IntegrationResponse(
+            status_code="200", response_templates={"application/json": HEALTH_BODY},
+        )],
+    )

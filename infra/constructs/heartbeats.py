@@ -22,7 +22,8 @@ TABLE_ITEM_KEY = "-1"
 
 
 class HeartbeatTable(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, removal_policy: RemovalPolicy) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, removal_policy: RemovalPolicy,
+                 deletion_protection: bool = False) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
             self, "Table",
@@ -34,6 +35,8 @@ class HeartbeatTable(Construct):
             ),
             time_to_live_attribute="expires_at",
             removal_policy=removal_policy,
+            # DeletionProtectionEnabled: DeleteTable fails, whoever calls it, until it is turned off.
+            deletion_protection=deletion_protection,
         )
 
     @property

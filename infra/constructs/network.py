@@ -20,7 +20,19 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from aws_cdk import Aws, CfnMapping, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack, Token
+import jsii
+from aws_cdk import (
+    Aws,
+    CfnMapping,
+    CfnRule,
+    CfnRuleAssertion,
+    Fn,
+    IStableStringProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -70,8 +82,10 @@ class Network(Construct):
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            # With zone IDs, the subnets are laid out per ID and get AvailabilityZoneId below instead.
-            availability_zones=zone_names or zone_ids,
+            # With zone IDs, the subnets are laid out per ID and get AvailabilityZoneId below instead. The IDs
+            # go in as tokens: in a stack pinned to an account and region, the Vpc checks the zones it is given
+            # against the zone *names* the cdk CLI looked up, and a zone ID is never among them.
+            availability_zones=zone_names or [_opaque(z) for z in zone_ids],
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22),
@@ -157,3 +171,17 @@ class Network(Construct):
     @property
     def vpc_cidr(self) -> str:
         return self.vpc.vpc_cidr_block
+
+
+@jsii.implements(IStableStringProducer)
+class _Constant:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def produce(self) -> str:
+        return self.value
+
+
+def _opaque(zone_id: str) -> str:
+    """``zone_id`` as a token (resolved to itself), so that construct-time checks on zone names skip it."""
+    return zone_id if Token.is_unresolved(zone_id) else Lazy.string(_Constant(zone_id))

@@ -25,7 +25,12 @@ CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 VARIANTS: dict[str, dict[str, Any]] = {
     # What cdk.json deploys: Keyspaces, IAM auth, arm64.
     "default": {},
+    # A protected stage, pinned to its account and region; the zone names are what the cdk CLI's lookup writes
+    # into the context for a pinned stack.
     "cognito-x86": {"api_auth": "cognito", "lambda_architecture": "x86_64", "stage": "prod", "segments": 64,
+                    "stages": {"prod": {"account": "123456789012", "region": "eu-west-1", "protected": True}},
+                    "availability-zones:account=123456789012:region=eu-west-1": ["eu-west-1a", "eu-west-1b",
+                                                                                 "eu-west-1c"],
                     "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"],
                     "kafka_client_vpcs": [{"subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
                                            "security_group_ids": ["sg-0123456789abcdef0"]}]},
@@ -43,6 +48,13 @@ class Synthesized:
     template: dict[str, Any]
     report: dict[str, Any]
     error: str | None
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The cloud assembly's artifact of the stack: its environment, termination protection..."""
+        manifest = json.loads((self.outdir / "manifest.json").read_text())
+        (stack,) = [a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"]
+        return dict(stack)
 
     @property
     def template_path(self) -> Path:

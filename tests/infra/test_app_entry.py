@@ -25,3 +25,26 @@ def test_cdk_json_app_command_synthesizes_into_the_cli_outdir(
     assert (tmp_path / "JobRunner-dev.template.json").is_file()
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert report["pluginReports"] == []
+
+
+def test_make_synth_reads_cdk_json_and_the_command_lines_context(
+    tmp_path: Path, offline_context: dict[str, Any], results_code: Path, monkeypatch: Any,
+) -> None:
+    from infra import app as app_module
+
+    # Given `make synth CDK_ARGS="-c stage=staging"`, run outside the cdk CLI (no CDK_OUTDIR, no context JSON)
+    monkeypatch.delenv("CDK_OUTDIR", raising=False)
+    monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
+    monkeypatch.setattr(app_module, "default_results_code", lambda: results_code)
+    apps = []
+    build_app = app_module.build_app
+    monkeypatch.setattr(app_module, "build_app", lambda app: apps.append(app) or build_app(app))
+    argv = ["-c", "stage=staging", "-c", f"dependency_layer_dir={offline_context['dependency_layer_dir']}",
+            "-c", f"build_cache_dir={offline_context['build_cache_dir']}"]
+
+    app_module.main(argv, outdir=tmp_path)
+
+    # Then that stage is synthesized with cdk.json's settings, its feature flags included
+    assert (tmp_path / "JobRunner-staging.template.json").is_file()
+    assert apps[0].node.try_get_context("@aws-cdk/aws-iam:minimizePolicies") is True
+    assert apps[0].node.try_get_context("segments") == 16

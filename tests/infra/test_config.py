@@ -38,7 +38,7 @@ def test_defaults() -> None:
     assert defaults.keyspace == "jobrunner_dev"
     assert defaults.uses_keyspaces
     assert defaults.scan_reserved_concurrency is None  # dev: a new account cannot hold a reservation
-    assert config(stage="prod").scan_reserved_concurrency == scan_concurrency(16) == 36
+    assert config(stage="staging").scan_reserved_concurrency == scan_concurrency(16) == 36
     assert defaults.allowed_topics == ("jobs",)
     assert defaults.log_retention_name == "ONE_MONTH"
 
@@ -112,3 +112,78 @@ def test_kafka_client_vpcs_are_checked(value: Any) -> None:
 def test_availability_zones_take_zone_ids_or_zone_names() -> None:
     assert config(availability_zones='["use1-az4", "use1-az6"]').availability_zones == ("use1-az4", "use1-az6")
     assert config(availability_zones=["eu-west-1a", "eu-west-1c"]).availability_zones == ("eu-west-1a", "eu-west-1c")
+
+
+PINNED = {"account": "123456789012", "region": "eu-west-1"}
+
+
+def test_a_stage_not_listed_is_unpinned_and_unprotected() -> None:
+    dev = config()
+
+    assert (dev.account, dev.region, dev.protected) == (None, None, False)
+    assert config(stage="alice").protected is False
+
+
+def test_a_listed_stage_pins_its_account_and_region_and_overrides_keys() -> None:
+    # Given a stage with its own account, region and settings
+    stages = {"staging": {**PINNED, "segments": 8, "alarm_email": "staging@example.com"}}
+
+    staging = config(stage="staging", stages=stages)
+
+    assert (staging.account, staging.region, staging.protected) == ("123456789012", "eu-west-1", False)
+    assert staging.segments == 8 and staging.alarm_email == "staging@example.com"
+    # And a stage it does not list keeps the defaults
+    assert config(stages=stages).segments == 16
+
+
+def test_prod_is_protected_and_must_name_its_account_and_region() -> None:
+    with pytest.raises(ConfigError, match=r"stages\.prod\.account and stages\.prod\.region"):
+        config(stage="prod")
+    with pytest.raises(ConfigError, match="protected"):
+        config(stage="prod", stages={"prod": {"account": "123456789012"}})
+    with pytest.raises(ConfigError, match="always protected"):
+        config(stage="prod", stages={"prod": {**PINNED, "protected": False}})
+
+    prod = config(stage="prod", stages={"prod": PINNED})
+    assert prod.protected and (prod.account, prod.region) == ("123456789012", "eu-west-1")
+
+
+def test_any_stage_marked_protected_is_held_to_the_same_rules() -> None:
+    with pytest.raises(ConfigError, match=r"stages\.eu\.account"):
+        config(stage="eu", stages={"eu": {"protected": True}})
+    # Deletion protection on data the stack would delete with itself makes no sense: refused
+    with pytest.raises(ConfigError, match="retain_data"):
+        config(stage="eu", stages={"eu": {**PINNED, "protected": True, "retain_data": False}})
+    assert config(stage="eu", stages={"eu": {**PINNED, "protected": True}}).protected
+
+
+def test_a_key_set_both_for_the_stage_and_on_the_command_line_is_refused() -> None:
+    stages = {"staging": {"segments": 8}}
+
+    # Given -c segments=32 while stages.staging says 8: which one wins would be a guess
+    with pytest.raises(ConfigError, match=r"segments: stages\.staging sets 8"):
+        config(stage="staging", stages=stages, segments="32")
+    # The same value, or the default, is no conflict
+    assert config(stage="staging", stages=stages, segments="8").segments == 8
+    assert config(stage="staging", stages=stages, segments=16).segments == 8
+
+
+@pytest.mark.parametrize(("stages", "message"), [
+    ({"staging": {"acount": "123456789012"}}, "unknown keys"),
+    ({"staging": {"stage": "other"}}, "unknown keys"),
+    ({"staging": {"account": 123456789012}}, "12 digits"),
+    ({"staging": {"account": "12345"}}, "12 digits"),
+    ({"staging": {"region": "Ireland"}}, "region"),
+    ({"staging": {"protected": "yes"}}, "protected"),
+    ({"staging": {"segments": 0}}, "segments"),
+    (["staging"], "stages"),
+])
+def test_bad_stage_settings_are_rejected(stages: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config(stage="staging", stages=stages)
+
+
+def test_stages_given_on_the_command_line_are_parsed() -> None:
+    staging = config(stage="staging", stages='{"staging": {"account": "123456789012", "region": "us-east-1"}}')
+
+    assert staging.region == "us-east-1"

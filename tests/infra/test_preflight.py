@@ -37,8 +37,8 @@ def test_the_dev_defaults_reserve_nothing_a_new_account_cannot_hold() -> None:
 
 
 def test_a_reservation_on_a_new_account_is_refused_naming_the_quota_and_the_fix() -> None:
-    # Given a prod stage (auto reserves 36) on an account whose quota is still 10
-    (reservation, throttling) = problems(config(stage="prod"), NEW_ACCOUNT, "eu-west-1")
+    # Given a stage other than dev (auto reserves 36) on an account whose quota is still 10
+    (reservation, throttling) = problems(config(stage="staging"), NEW_ACCOUNT, "eu-west-1")
 
     assert reservation.blocking and not throttling.blocking
     assert "scan_reserved_concurrency=36" in reservation.text and "100 unreserved" in reservation.text
@@ -47,17 +47,17 @@ def test_a_reservation_on_a_new_account_is_refused_naming_the_quota_and_the_fix(
 
 
 def test_a_raised_quota_passes_and_a_redeploy_counts_its_own_reservation() -> None:
-    assert problems(config(stage="prod"), RAISED, "eu-west-1") == []
+    assert problems(config(stage="staging"), RAISED, "eu-west-1") == []
     # 130 of 200 already reserved by this stack's scans: raising to 144 leaves 200 - 144 = 56 < 100
     tight = AccountConcurrency(limit=200, unreserved=70, own_reservation=130)
-    (found,) = problems(config(stage="prod", segments=64), tight, "eu-west-1")
+    (found,) = problems(config(stage="staging", segments=64), tight, "eu-west-1")
     assert found.blocking and "would leave 56" in found.text
 
 
 @pytest.mark.parametrize(("argv", "limit", "status"), [
     ([], 10, 0),                      # dev: no reservation; deploys, with a warning
-    (["-c", "stage=prod"], 10, 1),    # the reservation would fail the deploy
-    (["-c", "stage=prod"], 1000, 0),
+    (["-c", "stage=staging"], 10, 1),    # the reservation would fail the deploy
+    (["-c", "stage=staging"], 1000, 0),
 ])
 def test_main_reads_the_account_and_the_context(argv: list[str], limit: int, status: int,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,3 +115,39 @@ def test_main_checks_the_zones_with_the_ec2_client(capsys: pytest.CaptureFixture
         assert main([], lambda_client=lambda_client, ec2_client=ec2_client) == 1
 
     assert "Keyspaces VPC endpoint is not offered in zone euw1-az1" in capsys.readouterr().err
+
+
+PROD = ["-c", "stage=prod", "-c", 'stages={"prod": {"account": "123456789012", "region": "eu-west-1"}}']
+
+
+def _lambda_client(region: str, limit: int = 1000) -> tuple[Any, Stubber]:
+    client = boto3.client("lambda", region_name=region, aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    stub.add_response("get_account_settings", {
+        "AccountLimit": {"ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": limit},
+        "AccountUsage": {"FunctionCount": 0}})
+    return client, stub
+
+
+@pytest.mark.parametrize(("caller", "region", "status", "message"), [
+    ("123456789012", "eu-west-1", 0, None),
+    ("210987654321", "eu-west-1", 1, "credentials are for 210987654321"),
+    ("123456789012", "us-east-1", 1, "deploys to eu-west-1"),
+])
+def test_a_pinned_stage_is_checked_in_its_own_account_and_region(
+    caller: str, region: str, status: int, message: str | None, capsys: pytest.CaptureFixture[str],
+) -> None:
+    lambda_client, lambdas = _lambda_client(region)
+    sts = boto3.client("sts", region_name=region, aws_access_key_id="x", aws_secret_access_key="x")
+    with lambdas, Stubber(sts) as identity:
+        identity.add_response("get_caller_identity", {"Account": caller, "Arn": "arn:aws:iam::x:user/u",
+                                                      "UserId": "u"})
+        assert main(PROD, lambda_client=lambda_client, sts_client=sts) == status
+
+    err = capsys.readouterr().err
+    assert (message in err) if message else "error" not in err
+
+
+def test_prod_without_its_account_and_region_is_refused_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-c", "stage=prod"]) == 1
+    assert "stages.prod.account and stages.prod.region" in capsys.readouterr().err

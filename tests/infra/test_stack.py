@@ -9,6 +9,7 @@ import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from tests.infra.conftest import Synthesized
 
@@ -143,6 +144,44 @@ def test_cognito_variant(synth: Callable[[str], Synthesized]) -> None:
     assert scan["ReservedConcurrentExecutions"] == 2 * 64 + 16
     assert scan["Environment"]["Variables"]["JOBRUNNER_ALLOWED_TOPICS"] == "jobs,reports"
     assert app.resources("AWS::SNS::Subscription")
+
+
+def test_dev_deploys_where_the_credentials_point_unprotected(default_app: Synthesized) -> None:
+    assert default_app.manifest["environment"] == "aws://unknown-account/unknown-region"
+    assert not default_app.manifest["properties"].get("terminationProtection")
+    (table,) = default_app.resources("AWS::DynamoDB::Table").values()
+    assert table["Properties"]["DeletionProtectionEnabled"] is False
+
+
+def test_a_protected_stage_is_pinned_and_protected_from_deletion(synth: Callable[[str], Synthesized]) -> None:
+    # Given prod, pinned in stages to an account and region (the cdk CLI has looked up the region's zones)
+    app = synth("cognito-x86")
+
+    # Then the stack deploys there only, cannot be deleted while protected, nor can its data resources
+    assert app.manifest["environment"] == "aws://123456789012/eu-west-1"
+    assert app.manifest["properties"]["terminationProtection"] is True
+    (table,) = app.resources("AWS::DynamoDB::Table").values()
+    assert table["Properties"]["DeletionProtectionEnabled"] is True
+    (pool,) = app.resources("AWS::Cognito::UserPool").values()
+    assert pool["Properties"]["DeletionProtection"] == "ACTIVE"
+    # And its subnets still sit in the zones pinned by ID, resolved for the region at synth
+    zones = [s["Properties"].get("AvailabilityZoneId") for s in app.resources("AWS::EC2::Subnet").values()]
+    assert zones == ["euw1-az1", "euw1-az2"]
+
+
+def test_prod_without_an_account_and_a_region_refuses_to_synth(
+    offline_context: dict[str, Any], results_code: Path,
+) -> None:
+    import aws_cdk as cdk
+
+    from infra.app import build_app
+    from infra.config import ConfigError
+
+    # Given cdk.json as shipped: prod is listed as protected, its account and region left to fill in
+    app = cdk.App(context={**offline_context, "stage": "prod"})
+
+    with pytest.raises(ConfigError, match=r"stages\.prod\.account and stages\.prod\.region"):
+        build_app(app, results_code=results_code, nag=False)
 
 
 def test_existing_cassandra_variant(synth: Callable[[str], Synthesized]) -> None:

@@ -60,7 +60,7 @@ def test_only_get_on_the_public_paths_is_unauthenticated(
     assert unauthenticated == PUBLIC
     assert {"/ui", "/ui/app.js", "/ui/api.js", "/health", "/openapi.json"} <= unauthenticated
     assert all(verb == "GET" for (verb, path), props in methods.items() if props["AuthorizationType"] == "NONE")
-    for path in PUBLIC:
+    for path in PUBLIC - {"/health"}:  # /health: API Gateway answers it (below)
         assert methods[("GET", path)]["Integration"]["Type"] == "AWS_PROXY"
     # Every /jobs route, and every other method, still goes through the authorizer
     for verb, path in [("GET", "/jobs"), ("POST", "/jobs"), ("GET", "/jobs/abc"), ("PATCH", "/jobs/abc"),
@@ -89,8 +89,9 @@ def test_stage_throttles_logs_and_traces(stack: cdk.Stack, base: FunctionBase, c
     template.has_resource_properties("AWS::ApiGateway::Stage", {
         "StageName": "test", "TracingEnabled": True,
         "AccessLogSetting": {"DestinationArn": Match.any_value(), "Format": Match.string_like_regexp("requestId")},
-        "MethodSettings": [Match.object_like({"ThrottlingRateLimit": 20, "ThrottlingBurstLimit": 40,
-                                              "LoggingLevel": "ERROR", "DataTraceEnabled": False})],
+        "MethodSettings": Match.array_with([Match.object_like({
+            "HttpMethod": "*", "ResourcePath": "/*", "ThrottlingRateLimit": 20, "ThrottlingBurstLimit": 40,
+            "LoggingLevel": "ERROR", "DataTraceEnabled": False})]),
     })
     template.has_resource_properties("AWS::ApiGateway::RequestValidator", {
         "ValidateRequestBody": True, "ValidateRequestParameters": True,
@@ -121,3 +122,33 @@ def test_cognito_user_pool_authorizer(stack: cdk.Stack, base: FunctionBase, code
 def test_unknown_auth_is_refused(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
     with pytest.raises(ValueError, match="iam or cognito"):
         _api(stack, base, code, "apikey")
+
+
+def test_health_is_answered_by_the_gateway_not_the_function(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+    methods = _methods_by_path(_api(stack, base, code, "iam"))
+
+    # Given an anonymous probe of GET /health: API Gateway answers it (a mock), no invocation, no cold start
+    health = methods[("GET", "/health")]
+    assert health["Integration"]["Type"] == "MOCK"
+    (response,) = health["Integration"]["IntegrationResponses"]
+    assert response["StatusCode"] == "200"
+    assert response["ResponseTemplates"] == {"application/json": '{"status": "ok"}'}
+    # And every other public path still reaches the function (it serves the dashboard's files)
+    assert {p for (verb, p), m in methods.items() if m["Integration"]["Type"] == "AWS_PROXY"} >= PUBLIC - {"/health"}
+
+
+def test_anonymous_paths_have_their_own_small_throttles_apart_from_the_tenants(
+    stack: cdk.Stack, base: FunctionBase, code: Path,
+) -> None:
+    template = _api(stack, base, code, "cognito")
+    (stage,) = template.find_resources("AWS::ApiGateway::Stage").values()
+    settings = {(s["HttpMethod"], s["ResourcePath"][1:].replace("~1", "/")): (s.get("ThrottlingRateLimit"),
+                                                                         s.get("ThrottlingBurstLimit"))
+                for s in stage["Properties"]["MethodSettings"]}
+
+    # The tenants' calls (ANY /{proxy+}) keep the stage's throttle; each public GET has a smaller bucket of
+    # its own (API Gateway applies throttles per method), so anonymous traffic takes a bounded share of the
+    # function's concurrency
+    assert settings.pop(("*", "*")) == (20, 40)
+    assert set(settings) == {("GET", path) for path in PUBLIC}
+    assert all(rate <= 10 and burst <= 20 for rate, burst in settings.values())

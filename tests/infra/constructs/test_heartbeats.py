@@ -36,6 +36,15 @@ def test_table_keys_billing_recovery_and_ttl(stack: cdk.Stack) -> None:
     })
 
 
+def test_deletion_protection_only_when_asked(stack: cdk.Stack) -> None:
+    HeartbeatTable(stack, "Protected", removal_policy=RemovalPolicy.RETAIN, deletion_protection=True)
+    HeartbeatTable(stack, "Plain", removal_policy=RemovalPolicy.RETAIN)
+
+    tables = Template.from_stack(stack).find_resources("AWS::DynamoDB::Table")
+    assert {lid[:5]: t["Properties"].get("DeletionProtectionEnabled") for lid, t in tables.items()} == {
+        "Prote": True, "Plain": False}
+
+
 def test_grants_are_the_calls_the_heartbeat_store_makes(stack: cdk.Stack) -> None:
     table = HeartbeatTable(stack, "Hb", removal_policy=RemovalPolicy.DESTROY)
     writer = iam.Role(stack, "Writer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))

@@ -116,6 +116,19 @@ def test_a_stack_with_a_known_region_gets_its_zone_ids_resolved() -> None:
     assert "Mappings" not in template.to_json()
 
 
+def test_zone_ids_survive_the_cdk_clis_zone_lookup_of_a_pinned_stack() -> None:
+    import aws_cdk as cdk
+
+    # Given a stack pinned to an account and region, and the zone names the cdk CLI looked up for it
+    app = cdk.App(context={"availability-zones:account=123456789012:region=eu-west-1":
+                           ["eu-west-1a", "eu-west-1b", "eu-west-1c"]})
+    stack = cdk.Stack(app, "Pinned", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+
+    # When the VPC is laid out by zone ID (never among those names), Then it is not refused as "not a subset"
+    _net, template = _network(stack)
+    assert _subnet_zones(template) == [{"AvailabilityZoneId": "euw1-az1"}, {"AvailabilityZoneId": "euw1-az2"}]
+
+
 def test_a_known_region_without_a_zone_list_is_refused_at_synth() -> None:
     import aws_cdk as cdk
 
