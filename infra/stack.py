@@ -204,7 +204,7 @@ class JobRunnerStack(Stack):
             for grantee in writers:
                 self.keyspaces.grant_read_write(grantee)
         self.heartbeats.grant_read(api)
-        self.heartbeats.grant_segment_count(api)
+        self.heartbeats.grant_segment_start(api)
         self.heartbeats.grant_leases(tick)
         self.heartbeats.grant_leases(scan)
         self.scanners.grant_dispatch(tick)
@@ -213,7 +213,7 @@ class JobRunnerStack(Stack):
             role = self.results.handler.role
             self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
             self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
-            self.heartbeats.grant_segment_count(role)
+            self.heartbeats.grant_segment_start(role)
 
     def _existing_cassandra_access(self) -> None:
         existing = self.config.existing_cassandra

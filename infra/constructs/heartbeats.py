@@ -16,9 +16,11 @@ from constructs import Construct
 LEASE_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem")
 READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 #: Recording the segment count a writer uses: read and raise the table's own item, and no other.
-SEGMENT_COUNT_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
-#: The key (``segment``) of that item (``jobrunner.adapters.heartbeats.dynamodb.TABLE_ITEM``).
-TABLE_ITEM_KEY = "-1"
+#: Starting segments before a writer uses them (``jobrunner.services.segments.start_segments``): read the
+#: segments' summaries, set a new segment's watermark, raise the recorded count; no other attribute.
+SEGMENT_START_READS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
+SEGMENT_START_WRITES = ("dynamodb:UpdateItem",)
+SEGMENT_START_ATTRIBUTES = ("segment", "minute", "watermark", "highest_segment_count")
 
 
 class HeartbeatTable(Construct):
@@ -51,9 +53,15 @@ class HeartbeatTable(Construct):
         """Read segment health (the API's ``GET /segments``)."""
         return self.table.grant(grantee, *READ_ACTIONS)
 
-    def grant_segment_count(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Record the segment count a writer places rows with (API, results): the table's own item only."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=list(SEGMENT_COUNT_ACTIONS), resource_arns=[self.table.table_arn],
-            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [TABLE_ITEM_KEY]}},
+    def grant_segment_start(self, grantee: iam.IGrantable) -> None:
+        """Start the segments a writer places rows in and record its count (API, results): updates may touch
+        only the watermark and the recorded count, never a lease, a counter or a parked set."""
+        iam.Grant.add_to_principal(grantee=grantee, actions=list(SEGMENT_START_READS),
+                                   resource_arns=[self.table.table_arn])
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SEGMENT_START_WRITES), resource_arns=[self.table.table_arn],
+            conditions={
+                "ForAllValues:StringEquals": {"dynamodb:Attributes": list(SEGMENT_START_ATTRIBUTES)},
+                "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+            },
         )

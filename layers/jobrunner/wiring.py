@@ -16,7 +16,7 @@ from jobrunner.config import Settings
 from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.results import ResultRules, ResultsService
 from jobrunner.services.scan import ScanRules, ScanService
-from jobrunner.services.segments import SegmentService
+from jobrunner.services.segments import SegmentService, start_segments
 from jobrunner.services.tick import TickRules, TickService
 
 if TYPE_CHECKING:
@@ -84,14 +84,15 @@ class Container:
 
     @functools.cached_property
     def segment_count(self) -> int:
-        """The configured segment count, recorded in the heartbeat table before a row is placed with it.
+        """The configured segment count, started and recorded in the heartbeat table before a row is
+        placed with it (``services.segments.start_segments``).
 
         Every container that writes rows (API, scans, results) reads it first, so the tick scans the
-        segments of a count that any writer used, even one raised and lowered again before a tick ran
-        (``HeartbeatStore.record_segment_count`` only moves up). One read per cold start; a write only
-        when the count is raised.
+        segments of a count that any writer used, even one raised and lowered again before a tick ran,
+        from the minute the writer first used them. A batch read per cold start; writes only when
+        segments are new or the count is raised.
         """
-        self.heartbeats.record_segment_count(self.settings.segments)
+        start_segments(self.heartbeats, self.settings.segments, self.clock.now())
         return self.settings.segments
 
     @functools.cached_property

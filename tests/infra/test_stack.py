@@ -98,11 +98,12 @@ def test_each_function_holds_what_it_needs_and_no_more(
 
 
 @pytest.mark.parametrize("unit", ["Api", "Results"])
-def test_api_and_results_update_only_the_heartbeat_tables_own_item(default_app: Synthesized, unit: str) -> None:
+def test_api_and_results_update_only_watermarks_and_the_segment_count(default_app: Synthesized, unit: str) -> None:
     updates = [s for s in _statements(default_app, unit) if "dynamodb:UpdateItem" in json.dumps(s["Action"])]
 
     assert updates  # they record the segment count they place rows with
-    assert all(s["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["-1"]}} for s in updates)
+    assert all(s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]
+               == ["segment", "minute", "watermark", "highest_segment_count"] for s in updates)
 
 
 def test_scan_writes_only_to_its_topics(default_app: Synthesized) -> None:

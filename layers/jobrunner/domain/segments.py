@@ -12,8 +12,10 @@ the same segment for a given count. Changing the count, up or down, loses nothin
   still leaves its record. The tick scans every segment below
   ``max(current count, highest on record)``. After the count is lowered, the retired segments are
   still scanned every minute: their rows are published when due, and each next run is planned into a
-  segment of the current count, so they drain by themselves. After it is raised, a new segment starts
-  ``JOBRUNNER_INITIAL_LOOKBACK_MINUTES`` back, before any row written under the new count is due.
+  segment of the current count, so they drain by themselves. After it is raised, the first writer that
+  uses a new segment starts it at the running minute (its watermark just before it:
+  ``services.segments.start_segments``), before it writes a row there, so the tick scans it from that
+  minute however late its first tick comes.
 - The cost: one idle scan per retired segment per minute, for as long as the record stays raised
   (one invocation that waits for its minute and polls an empty late lane about once a second until
   just after it: about 100 small reads and a few heartbeat writes). Nothing can tell that a retired

@@ -41,6 +41,24 @@ class SegmentHealth:
     parked: int = 0
 
 
+def start_segments(heartbeats: HeartbeatStore, count: int, now: datetime) -> int:
+    """What a writer does before it places a row under ``count`` segments; returns the highest count on
+    record.
+
+    Each segment the heartbeat table has never seen starts at the running minute: its watermark is set
+    just before it, so the tick scans it from there however late its first tick comes (a segment the
+    tick meets first starts only ``initial_lookback`` before that tick, and a row written into it
+    earlier would never be read). Then the count is recorded (``HeartbeatStore.record_segment_count``),
+    so the tick covers it. Rows are never placed in a minute before the running one, so no row of the
+    writer can land before the start. Cost: one batch read, and a write per segment never seen.
+    """
+    seen = {state.segment for state in heartbeats.segments(range(count))}
+    for segment in range(count):
+        if segment not in seen:
+            heartbeats.advance_watermark(segment, minute_bucket(now) - MINUTE)
+    return heartbeats.record_segment_count(count)
+
+
 class SegmentService:
     def __init__(self, heartbeats: HeartbeatStore, clock: Clock, segment_count: int) -> None:
         self._heartbeats = heartbeats

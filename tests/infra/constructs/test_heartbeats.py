@@ -9,11 +9,10 @@ from aws_cdk.assertions import Template
 from infra.constructs.heartbeats import (
     LEASE_ACTIONS,
     READ_ACTIONS,
-    SEGMENT_COUNT_ACTIONS,
-    TABLE_ITEM_KEY,
+    SEGMENT_START_ATTRIBUTES,
+    SEGMENT_START_READS,
     HeartbeatTable,
 )
-from jobrunner.adapters.heartbeats.dynamodb import TABLE_ITEM
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -60,14 +59,17 @@ def test_grants_are_the_calls_the_heartbeat_store_makes(stack: cdk.Stack) -> Non
     assert "dynamodb:PutItem" not in LEASE_ACTIONS and "dynamodb:DeleteItem" not in LEASE_ACTIONS
 
 
-def test_the_segment_count_grant_reaches_the_tables_own_item_only(stack: cdk.Stack) -> None:
+def test_the_segment_start_grant_updates_watermarks_and_the_count_only(stack: cdk.Stack) -> None:
     table = HeartbeatTable(stack, "Hb", removal_policy=RemovalPolicy.DESTROY)
     api = iam.Role(stack, "Api", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
 
-    table.grant_segment_count(api)
+    table.grant_segment_start(api)
     (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
 
-    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
-    assert statement["Action"] == list(SEGMENT_COUNT_ACTIONS)
-    assert statement["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [TABLE_ITEM_KEY]}}
-    assert str(TABLE_ITEM) == TABLE_ITEM_KEY  # the key the heartbeat store writes the count under
+    reads, writes = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert reads["Action"] == list(SEGMENT_START_READS) and "Condition" not in reads
+    assert writes["Action"] == "dynamodb:UpdateItem"
+    assert writes["Condition"]["ForAllValues:StringEquals"] == {"dynamodb:Attributes": list(SEGMENT_START_ATTRIBUTES)}
+    # the attributes the heartbeat store writes when it starts a segment and records a count
+    assert {"watermark", "highest_segment_count"} <= set(SEGMENT_START_ATTRIBUTES)
+    assert not {"owner", "lease_expires", "done", "parked", "published_total"} & set(SEGMENT_START_ATTRIBUTES)

@@ -14,6 +14,7 @@ from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
+from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import NewJob
 from jobrunner.wiring import Container
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
+SECOND = timedelta(seconds=1)
 
 
 def test_without_tracing_the_publisher_is_the_one_given() -> None:
@@ -50,3 +52,23 @@ def test_a_segment_count_raised_then_lowered_before_any_tick_still_gets_its_rows
     at_two.ticks.tick(NOW + 2 * MINUTE, NOW + 2 * MINUTE)
     # Then the job's segment, one only the raised count has, is scanned for its minute
     assert segment_of(job.job_id, 8) in {request.segment for request in invoker.requests}
+
+
+def test_a_segment_first_used_long_before_the_next_tick_is_scanned_from_that_minute() -> None:
+    # Given a count raised to 2 and a job due at once placed in the new segment, with no tick for 12 minutes
+    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
+    heartbeats.record_segment_count(1)
+    heartbeats.advance_watermark(0, NOW - MINUTE)
+    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+                       clock=clock)
+    job = next(job for job in (at_two.jobs.submit("alice", NewJob(At(NOW + 20 * SECOND), {}))[0]
+                               for _ in range(50)) if segment_of(job.job_id, 2) == 1)
+    (row,) = [row for row in store.rows.values() if row.job_id == job.job_id]
+    # When the ticks come back, past the tick's initial lookback
+    invoker = RecordingInvoker()
+    later = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+                      invoker=invoker, clock=clock)
+    later.ticks.tick(NOW + 12 * MINUTE, NOW + 12 * MINUTE)
+    # Then the new segment is scanned from the minute the job was written into it
+    assert (row.bucket, row.segment) == (NOW, 1)
+    assert ScanRequest(1, NOW) in invoker.requests
