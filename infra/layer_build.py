@@ -86,6 +86,15 @@ def compile_bytecode(site: Path, *, python: str) -> None:
                            f"{(result.stdout + result.stderr)[-4000:]}")
 
 
+def _compile_or_discard(staging: Path, python: str) -> None:
+    """Precompile a staged layer's ``python/``; a failed compile discards the staging directory."""
+    try:
+        compile_bytecode(staging / "python", python=python)
+    except RuntimeError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def _name(requirement: str) -> str:
     for stop in "[=<>!~; ":
         requirement = requirement.split(stop, 1)[0]
@@ -167,11 +176,7 @@ def build_dependency_layer(
     requirements_file.unlink()
     shutil.rmtree(staging / "python" / "bin", ignore_errors=True)  # console scripts: unused in Lambda
     if bytecode_python:
-        try:
-            compile_bytecode(staging / "python", python=bytecode_python)
-        except RuntimeError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        _compile_or_discard(staging, bytecode_python)
     return _publish(staging, final, f"deps-{architecture}")
 
 
@@ -199,11 +204,7 @@ def build_code_layer(
     (staging / "python" / "jobrunner_certs").mkdir()
     shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
     if bytecode_python:
-        try:
-            compile_bytecode(staging / "python", python=bytecode_python)
-        except RuntimeError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        _compile_or_discard(staging, bytecode_python)
     return _publish(staging, final, "code")
 
 
