@@ -35,6 +35,8 @@ class Completion:
 
     done: ScheduledExecution
     following: ScheduledExecution | None
+    #: The job's next run, as planned under ``done.job_version``: it becomes the job's ``next_run_at``
+    #: unless a change of schedule or state has come since (whose own next run then stands).
     next_run_at: datetime | None
     #: False for manual runs and retries, which leave the job's regular next run as it is.
     sets_next_run: bool = True
@@ -109,9 +111,13 @@ class JobStore(ABC):
 
     @abstractmethod
     def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
-        """Write ``rows`` (planned under ``job.version``), then overwrite the job's user-controlled fields
-        (state, version, schedule, payload, topic, retry, timeout, paused_at, updated_at, next_run_at)
-        only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
+        """Write ``rows`` (planned under ``job.schedule_version``), then overwrite the job's user-controlled
+        fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
+        A change of schedule or state (``job.schedule_version == job.version``) writes them all (state,
+        version, schedule_version, schedule, payload, topic, retry, timeout, paused_at, updated_at,
+        next_run_at), and its next run stands until a scan completes a fire planned under it. Any other
+        change writes only version, payload, topic, retry, timeout and updated_at: the job's next run
+        stays as the store holds it, even if a scan's completion lands between the read and this write.
         Returns False when it is not: the job is unchanged and the rows are removed again (best effort;
         the winner of the race holds the same version number, so a row whose removal also failed could
         fire once under it). If it raises, the job is either unchanged or fully updated, and rows may

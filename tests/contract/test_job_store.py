@@ -47,7 +47,7 @@ def make_row(job: Job, due: datetime, lane: Lane = Lane.PLANNED, segment: int = 
     return ScheduledExecution(
         bucket=bucket, segment=segment, lane=lane, due_at=due, job_id=job.job_id,
         execution_id=execution_id_for(job.job_id, due, attempt, Trigger.SCHEDULE), user_id=job.user_id,
-        scheduled_at=due, attempt=attempt, job_version=job.version, trigger=Trigger.SCHEDULE,
+        scheduled_at=due, attempt=attempt, job_version=job.schedule_version, trigger=Trigger.SCHEDULE,
     )
 
 
@@ -308,8 +308,8 @@ def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(
     later = BUCKET + timedelta(minutes=30)
     edited = job.with_changes(
         schedule=Every(every=timedelta(minutes=2), start=later), payload={"n": 2}, topic="reports",
-        state=JobState.ACTIVE, version=2, retry=RetryPolicy(max_retries=5, initial_delay_s=1, multiplier=3,
-                                                            max_delay_s=60),
+        state=JobState.ACTIVE, version=2, schedule_version=2,
+        retry=RetryPolicy(max_retries=5, initial_delay_s=1, multiplier=3, max_delay_s=60),
         timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1), next_run_at=later,
     )
     next_row = make_row(edited, later, segment=segment, bucket=later)
@@ -328,7 +328,8 @@ def test_update_without_a_next_row_writes_no_row(job_store: JobStore) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
     job_store.create(job, row)
-    paused = job.with_changes(state=JobState.PAUSED, version=2, next_run_at=None, updated_at=NOW + timedelta(seconds=1))
+    paused = job.with_changes(state=JobState.PAUSED, version=2, schedule_version=2, next_run_at=None,
+                              updated_at=NOW + timedelta(seconds=1))
     assert job_store.update(paused, [], expected_version=1)
     assert job_store.get(job.user_id, job.job_id) == paused
     # the row planned under version 1 is left for its scan to drop
@@ -345,13 +346,14 @@ def test_update_keeps_the_creation_time(job_store: JobStore) -> None:
 
 
 def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: JobStore) -> None:
-    # Given a fire planned under version 1, and the same fire re-planned under version 2 (a PATCH)
+    # Given a fire planned under version 1, and the same fire re-planned under version 2 (a PATCH of the schedule)
     segment = unique_segment()
     job = make_job()
     stale = make_row(job, BUCKET, segment=segment)
     job_store.create(job, stale)
-    replanned = make_row(job.with_changes(version=2), BUCKET, segment=segment)
-    assert job_store.update(job.with_changes(version=2, payload={"n": 2}), [replanned], expected_version=1)
+    changed = job.with_changes(version=2, schedule_version=2, schedule=Every(every=timedelta(seconds=30), start=BUCKET))
+    replanned = make_row(changed, BUCKET, segment=segment)
+    assert job_store.update(changed, [replanned], expected_version=1)
     # Then both rows are there, and dropping (or completing) the stale one leaves the new one
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [stale, replanned]
     job_store.drop([stale])
@@ -361,6 +363,51 @@ def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Job
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
 
 
+def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(job_store: JobStore) -> None:
+    # Given a job whose fire a scan completed (planning the next one) after the API read the job
+    segment = unique_segment()
+    job = make_job()
+    first = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, first)
+    following = make_row(job, BUCKET + timedelta(minutes=1), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    run_once(job_store, job, first, following)
+    # When a PATCH of the payload, decided on the copy read before, lands
+    edited = job.with_changes(version=2, payload={"n": 2}, topic="reports", timeout_s=30,
+                              updated_at=NOW + timedelta(minutes=2))
+    assert edited.schedule_version == 1
+    assert job_store.update(edited, [], expected_version=1)
+    # Then the job has the new payload and still the next run the scan planned, and the row is there
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None
+    assert (stored.payload, stored.topic, stored.timeout_s, stored.version) == ({"n": 2}, "reports", 30, 2)
+    assert (stored.next_run_at, stored.schedule_version) == (BUCKET + timedelta(minutes=1), 1)
+    assert list(job_store.scheduled(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
+
+
+def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_next_run(job_store: JobStore) -> None:
+    # Given a job rescheduled (version 2, next run at +30 min) while a scan was publishing its first fire
+    segment = unique_segment()
+    job = make_job()
+    first = make_row(job, BUCKET, segment=segment)
+    job_store.create(job, first)
+    later = BUCKET + timedelta(minutes=30)
+    changed = job.with_changes(version=2, schedule_version=2, schedule=Every(every=timedelta(minutes=5), start=later),
+                               next_run_at=later)
+    replanned = make_row(changed, later, segment=segment, bucket=later)
+    assert job_store.update(changed, [replanned], expected_version=1)
+    # When the scan's completion of the first fire lands, planning the old schedule's next run
+    following = make_row(job, BUCKET + timedelta(minutes=1), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    run_once(job_store, job, first, following)
+    # Then the job's next run is still the change's
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None and stored.next_run_at == later
+    # and once the change's fire completes, it is the one planned after it
+    after = make_row(changed, later + timedelta(minutes=5), segment=segment, bucket=later + timedelta(minutes=5))
+    run_once(job_store, changed, replanned, after)
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None and stored.next_run_at == later + timedelta(minutes=5)
+
+
 def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None:
     # Given a job at version 2 (a first change landed)
     segment = unique_segment()
@@ -368,7 +415,7 @@ def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None
     job_store.create(job, None)
     assert job_store.update(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
     # When a second change read version 1 too and writes its row and its version 2
-    loser = job.with_changes(version=2, payload={"lost": True}, next_run_at=BUCKET)
+    loser = job.with_changes(version=2, schedule_version=2, payload={"lost": True}, next_run_at=BUCKET)
     assert not job_store.update(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
     # Then the job is the winner's, and the loser's row was removed again
     stored = job_store.get(job.user_id, job.job_id)

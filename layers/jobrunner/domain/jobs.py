@@ -5,9 +5,13 @@ Two status fields, written by different parties so that they never overwrite eac
 - ``Job.last_status`` is the state of the latest execution, written only by the scan and results.
 The status a user sees (``Job.status``) is derived from both.
 
-Every change of intent or schedule bumps ``Job.version``; a scheduled execution carries the version
-it was planned under, and the scan drops rows whose version is stale. That single rule implements
-cancel, pause, resume and schedule changes without deleting rows that a scan may be reading.
+Every change bumps ``Job.version``; a change of schedule or state (submit, a schedule PATCH, pause,
+resume, cancel) also sets ``Job.schedule_version`` to it. A scheduled execution carries the schedule
+version it was planned under, and the scan drops rows whose schedule version is stale. That single rule
+implements cancel, pause, resume and schedule changes without deleting rows that a scan may be reading,
+and lets a change of anything else (payload, topic, retry, timeout) leave the planned rows and the next
+run as they are: re-planning those from a read of the job could take a next run that a scan's
+completion had just overwritten with the old schedule's.
 """
 
 from __future__ import annotations
@@ -89,6 +93,9 @@ class Job:
     updated_at: datetime
     state: JobState = JobState.ACTIVE
     version: int = 1
+    #: The version of the last change of schedule or state; the job's scheduled rows are planned under it.
+    #: 0 when constructed: the version itself (also for jobs stored before the column existed).
+    schedule_version: int = 0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: Seconds an execution may run without reporting before it counts as failed (None: no limit).
     timeout_s: int | None = None
@@ -100,6 +107,10 @@ class Job:
     last_run_at: datetime | None = None
     last_execution_id: str | None = None
     last_status: ExecutionStatus | None = None
+
+    def __post_init__(self) -> None:
+        if not self.schedule_version:
+            object.__setattr__(self, "schedule_version", self.version)
 
     @property
     def status(self) -> JobStatus:
@@ -163,6 +174,7 @@ class ScheduledExecution:
     user_id: str
     scheduled_at: datetime
     attempt: int
+    #: The job's ``schedule_version`` when the row was planned.
     job_version: int
     trigger: Trigger
 

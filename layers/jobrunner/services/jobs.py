@@ -96,7 +96,7 @@ def plan_execution(
         user_id=job.user_id,
         scheduled_at=scheduled_at,
         attempt=attempt,
-        job_version=job.version,
+        job_version=job.schedule_version,
         trigger=trigger,
     )
 
@@ -264,16 +264,14 @@ class JobService:
         if changes.timeout_set:
             self._check_timeout(changes.timeout_s)
             updates["timeout_s"] = changes.timeout_s
-        next_run_at = job.next_run_at
-        if changes.schedule is not None:
-            schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule
-            next_run_at = schedule.first_fire(now)
-            if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
-                raise InvalidField("schedule", "never fires after now")
-            updates["schedule"] = schedule
-        if job.state is JobState.PAUSED:
-            next_run_at = None
-        return {"next_run_at": next_run_at, **updates}
+        if changes.schedule is None:
+            return updates  # the planned rows and the next run stay as they are
+        schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule
+        next_run_at = schedule.first_fire(now)
+        if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
+            raise InvalidField("schedule", "never fires after now")
+        return {**updates, "schedule": schedule,
+                "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -285,17 +283,21 @@ class JobService:
     def _save(
         self, user_id: str, job_id: str, decide: Callable[[Job, datetime], dict[str, Any] | None]
     ) -> Job:
-        """Read the job, ``decide`` its changes (None: nothing to do), and write them as a new version with
-        its next run planned under that version, on condition that no other change landed since the read.
-        A lost race re-reads and decides again (a user's intent applies to the job as it now stands), a
-        few times, then answers 409 with the current version."""
+        """Read the job, ``decide`` its changes (None: nothing to do), and write them as a new version, on
+        condition that no other change landed since the read. A change of schedule or state also becomes
+        the schedule version, with its next run planned under it; any other change plans nothing (see
+        ``domain.jobs``). A lost race re-reads and decides again (a user's intent applies to the job as it
+        now stands), a few times, then answers 409 with the current version."""
         for _ in range(MAX_UPDATE_ATTEMPTS):
             job = self.get(user_id, job_id)
             now = self._clock.now()
             changes = decide(job, now)
             if changes is None:
                 return job
-            updated = job.with_changes(version=job.version + 1, updated_at=now, **changes)
+            version = job.version + 1
+            replans = "schedule" in changes or "state" in changes
+            updated = job.with_changes(version=version, schedule_version=version if replans else job.schedule_version,
+                                       updated_at=now, **changes)
             if self._write_update(updated, job.version):
                 return updated
         current = self.get(user_id, job_id)
@@ -303,9 +305,10 @@ class JobService:
 
     def _write_update(self, updated: Job, expected_version: int) -> bool:
         """Compare-and-set ``updated`` with its next run's row placed as of the moment of writing; a row
-        that landed too late for its scan is placed and written again under the same version."""
+        that landed too late for its scan is placed and written again under the same version. A change that
+        keeps the schedule writes no row."""
         due = updated.next_run_at if updated.state is JobState.ACTIVE else None
-        if due is None:
+        if due is None or updated.schedule_version != updated.version:
             return self._store.update(updated, [], expected_version)
         now = self._clock.now()
         row = self._plan(updated, due, now, Trigger.SCHEDULE)

@@ -608,14 +608,15 @@ def _ahead(row: ScheduledExecution, job: Job) -> bool:
 def _publishable(row: ScheduledExecution, job: Job) -> bool:
     """Whether ``row`` is still wanted by ``job`` as it now stands. Cancel stops everything. A pause stops
     the schedule only: retries (and manual runs) of work already requested go on. A scheduled fire is
-    wanted only under the job's current version: any change re-plans the fires it keeps."""
+    wanted only under the job's current schedule version: a change of schedule or state re-plans the
+    fires it keeps, and a change of anything else keeps the rows planned."""
     if job.state is JobState.CANCELLED:
         return False
     if row.trigger in (Trigger.MANUAL, Trigger.RETRY):
         return True
     if job.state is JobState.PAUSED:
         return False
-    # A row of the current version is the job's only if its fire is one of the job's schedule: a change
-    # attempt that failed (its compare-and-set never landed) can leave rows under the very version number
-    # the next, successful attempt takes, at fire times of a schedule the job never had.
-    return row.job_version == job.version and fires_at(job.schedule, row.scheduled_at)
+    # A row of the current schedule version is the job's only if its fire is one of the job's schedule: a
+    # change attempt that failed (its compare-and-set never landed) can leave rows under the very version
+    # number the next, successful attempt takes, at fire times of a schedule the job never had.
+    return row.job_version == job.schedule_version and fires_at(job.schedule, row.scheduled_at)

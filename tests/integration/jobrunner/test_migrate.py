@@ -12,9 +12,9 @@ import pytest
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Lane, ScheduledExecution, Trigger, execution_id_for
 from jobrunner.domain.time import minute_bucket, utc
-from jobrunner.ports import Outcome
+from jobrunner.ports import Completion, Outcome
 
 if TYPE_CHECKING:
     from jobrunner.config import Settings
@@ -155,6 +155,52 @@ def test_migrate_copies_the_legacy_history_never_over_a_newer_row(settings: Sett
         # and a full run copies nothing more; the legacy rows are kept, for the operator to drop with their table
         assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
         assert len(list(admin.execute(f"SELECT * FROM {keyspace}.task_history"))) == 3 + len(others)
+        session.cluster.shutdown()
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()
+
+
+LEGACY_JOBS = """CREATE TABLE {keyspace}.job_table (
+    user_id text, job_id text, schedule text, payload text, topic text, state text, version int, retry text,
+    timeout_s int, paused_at timestamp, trace_parent text, created_at timestamp, updated_at timestamp,
+    next_run_at timestamp, last_run_at timestamp, last_execution_id text, last_status text,
+    PRIMARY KEY ((user_id), job_id))"""
+
+
+def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firing(settings: Settings) -> None:
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace)
+    admin = connect(cassandra, keyspace=False)
+    bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    try:
+        # Given an older keyspace with a job at version 4 (its rows planned under 4) and no schedule version
+        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
+        admin.execute(LEGACY_JOBS.format(keyspace=keyspace), timeout=60)
+        admin.execute(
+            f"INSERT INTO {keyspace}.job_table (user_id, job_id, schedule, payload, topic, state, version, retry,"
+            " created_at, updated_at, next_run_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            ("alice", "job-1", '{"every":"PT1M","start":"2026-11-22T10:05:00.000Z"}', '{"n":1}', "jobs",
+             "ACTIVE", 4, None, bucket, bucket, bucket))
+        # When the schema is applied
+        applied = migrate(cassandra)
+        # Then the columns are added, the job reads as before, with its version as its schedule version
+        for column in ("schedule_version int", "scan_next_run_at timestamp", "scan_schedule_version int"):
+            assert f"ALTER TABLE job_table ADD {column}" in applied
+        session = connect(cassandra)
+        store = CassandraJobStore(session)
+        job = store.get("alice", "job-1")
+        assert job is not None
+        assert (job.version, job.schedule_version, job.next_run_at) == (4, 4, bucket)
+        # and a scan's completion of its fire (planned under 4) becomes its next run
+        row = ScheduledExecution(
+            bucket=bucket, segment=0, lane=Lane.PLANNED, due_at=bucket, job_id="job-1",
+            execution_id=execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE), user_id="alice",
+            scheduled_at=bucket, attempt=1, job_version=4, trigger=Trigger.SCHEDULE)
+        store.complete([Completion(done=row, following=None, next_run_at=bucket + timedelta(minutes=1))])
+        job = store.get("alice", "job-1")
+        assert job is not None and job.next_run_at == bucket + timedelta(minutes=1)
         session.cluster.shutdown()
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

@@ -37,16 +37,20 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 INSERT_JOB = (
-    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, retry, timeout_s,"
-    " paused_at, trace_parent, created_at, updated_at, next_run_at, last_run_at, last_execution_id, last_status)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version, retry,"
+    " timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at, last_run_at, last_execution_id,"
+    " last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 UPDATE_JOB_RUN = (
     "UPDATE job_table SET last_run_at = ?, last_execution_id = ?, last_status = ?"
     " WHERE user_id = ? AND job_id = ?"
 )
-UPDATE_JOB_NEXT_RUN = "UPDATE job_table SET next_run_at = ? WHERE user_id = ? AND job_id = ?"
+# The scan's next run goes to columns of its own, tagged with the schedule version it was planned under, so
+# that a completion landing after a change of schedule never overwrites the change's next run (codec).
+UPDATE_JOB_NEXT_RUN = (
+    "UPDATE job_table SET scan_next_run_at = ?, scan_schedule_version = ? WHERE user_id = ? AND job_id = ?"
+)
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
     " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -86,8 +90,14 @@ SELECT_RECORD = (
     "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id = ?"
 )
 UPDATE_JOB_USER_FIELDS = (
-    "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, retry = ?, timeout_s = ?,"
-    " paused_at = ?, updated_at = ?, next_run_at = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
+    " retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?"
+    " WHERE user_id = ? AND job_id = ? IF version = ?"
+)
+# A change that keeps the schedule and the state: the next run and the planned rows stay as they are.
+UPDATE_JOB_SETTINGS = (
+    "UPDATE job_table SET payload = ?, topic = ?, version = ?, retry = ?, timeout_s = ?, updated_at = ?"
+    " WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
@@ -101,7 +111,8 @@ STATEMENTS = (
     INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_NEXT_RUN, INSERT_SCHEDULED, SELECT_SCHEDULED,
     SELECT_SCHEDULED_FROM, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
-    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
+    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER,
+    CLAIM_IDEMPOTENCY_KEY,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -203,7 +214,8 @@ class CassandraJobStore(JobStore):
                 if row is not None:
                     batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(row))
             if c.sets_next_run:
-                batch.add(self._stmt(UPDATE_JOB_NEXT_RUN), (c.next_run_at, c.done.user_id, c.done.job_id))
+                batch.add(self._stmt(UPDATE_JOB_NEXT_RUN),
+                          (c.next_run_at, c.done.job_version, c.done.user_id, c.done.job_id))
             batch.add(self._stmt(DELETE_SCHEDULED), codec.scheduled_key(c.done))
             statements.append((batch, None))
         self._run_concurrently(statements)
@@ -239,8 +251,12 @@ class CassandraJobStore(JobStore):
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
         # batch with other partitions, so the compare-and-set on the job is a statement of its own.
         self.schedule(rows)
-        params = (*codec.job_user_fields(job), job.user_id, job.job_id, expected_version)
-        applied = _guard(lambda: self._session.execute(self._stmt(UPDATE_JOB_USER_FIELDS), params).one()).applied
+        if job.schedule_version == job.version:
+            cql, fields = UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)
+        else:
+            cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
+        params = (*fields, job.user_id, job.job_id, expected_version)
+        applied = _guard(lambda: self._session.execute(self._stmt(cql), params).one()).applied
         if not applied:
             self.drop(rows)
         return bool(applied)

@@ -32,6 +32,11 @@ def dumps(value: Any) -> str:
 
 
 def job_from_row(row: Any) -> Job:
+    """The job of a ``job_table`` row. Its next run is the scan's if the scan planned it under the current
+    schedule version, else the one the last change of schedule or state wrote (also for rows written
+    before the scan had columns of its own)."""
+    schedule_version = row.schedule_version or row.version
+    scan_current = row.scan_schedule_version is not None and row.scan_schedule_version == schedule_version
     return Job(
         user_id=row.user_id,
         job_id=row.job_id,
@@ -42,11 +47,12 @@ def job_from_row(row: Any) -> Job:
         updated_at=utc(row.updated_at),
         state=JobState(row.state),
         version=row.version,
+        schedule_version=schedule_version,
         retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
         timeout_s=row.timeout_s,
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
-        next_run_at=_ts(row.next_run_at),
+        next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
         last_run_at=_ts(row.last_run_at),
         last_execution_id=row.last_execution_id,
         last_status=ExecutionStatus(row.last_status) if row.last_status else None,
@@ -57,8 +63,8 @@ def job_values(job: Job) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_JOB``."""
     return (
         job.user_id, job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
-        job.state.value, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.trace_parent,
-        job.created_at, job.updated_at,
+        job.state.value, job.version, job.schedule_version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at,
+        job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
         job.last_status.value if job.last_status else None,
     )
@@ -68,8 +74,14 @@ def job_user_fields(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_USER_FIELDS``."""
     return (
         dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
-        dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at, job.next_run_at,
+        job.schedule_version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
+        job.next_run_at,
     )
+
+
+def job_settings(job: Job) -> tuple[Any, ...]:
+    """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
+    return (dumps(job.payload), job.topic, job.version, dumps(asdict(job.retry)), job.timeout_s, job.updated_at)
 
 
 def scheduled_from_row(row: Any) -> ScheduledExecution:

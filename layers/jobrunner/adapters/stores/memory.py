@@ -92,7 +92,8 @@ class MemoryJobStore(JobStore):
                     if row is not None:
                         self.rows[_row_key(row)] = row
                 job = self.jobs.get((c.done.user_id, c.done.job_id))
-                if job is not None and c.sets_next_run:
+                # a completion planned under an older schedule version leaves the change's next run be
+                if job is not None and c.sets_next_run and c.done.job_version == job.schedule_version:
                     self.jobs[(job.user_id, job.job_id)] = replace(job, next_run_at=c.next_run_at)
                 self.rows.pop(_row_key(c.done), None)
 
@@ -123,10 +124,12 @@ class MemoryJobStore(JobStore):
                 for row in rows:
                     self.rows.pop(_row_key(row), None)
                 return False
-            # the run fields belong to the scan and results
+            # the run fields belong to the scan and results, and so does the next run if the schedule stays
+            keeps_schedule = job.schedule_version != job.version
             self.jobs[(job.user_id, job.job_id)] = replace(
                 job, created_at=current.created_at, last_run_at=current.last_run_at,
                 last_execution_id=current.last_execution_id, last_status=current.last_status,
+                next_run_at=current.next_run_at if keeps_schedule else job.next_run_at,
             )
             return True
 

@@ -486,9 +486,9 @@ class Reference:
                 f"{job.name}: next_run_at {hms(next_run)} is stale; the scans are done up to {last_bucket:%H:%M} "
                 f"and its next fire is {hms(upcoming)}")
             rows = [r for r in store.rows.values() if r.job_id == job.job_id and r.trigger is Trigger.SCHEDULE
-                    and r.scheduled_at == next_run and r.job_version == stored.version]
+                    and r.scheduled_at == next_run and r.job_version == stored.schedule_version]
             done = {(p.segment, p.bucket) for p in heartbeats.partitions((r.segment, r.bucket) for r in rows) if p.done}
+            seen = [(r.segment, f"{r.bucket:%H:%M}", r.lane.value, r.job_version) for r in rows]
             assert any((r.segment, r.bucket) not in done for r in rows), (
-                f"{job.name}: its next run {hms(next_run)} has no row of version {stored.version} that a scan will "
-                f"read (rows {[(r.segment, f'{r.bucket:%H:%M}', r.lane.value, r.job_version) for r in rows]}): "
-                "the job is dead")
+                f"{job.name}: its next run {hms(next_run)} has no row of schedule version {stored.schedule_version}"
+                f" that a scan will read (rows {seen}): the job is dead")

@@ -585,20 +585,18 @@ def test_schedule_change_replans_from_now(store: MemoryJobStore, service: JobSer
     assert (sent, report.dropped) == ([], 1)
 
 
-def test_payload_change_keeps_the_next_run_and_replans_the_same_execution_under_the_new_version(
+def test_payload_change_keeps_the_next_run_and_its_planned_row(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
     job = every_minute(service, payload={"n": 1})
     [before] = rows_of(store, job)
     clock.set(at(2))
     changed = service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
-    assert (changed.payload, changed.next_run_at, changed.version, changed.schedule) == (
-        {"n": 2}, BUCKET, 2, job.schedule
+    assert (changed.payload, changed.next_run_at, changed.version, changed.schedule_version, changed.schedule) == (
+        {"n": 2}, BUCKET, 2, 1, job.schedule
     )
-    # planned into the same place under the new version: a row of its own beside the stale one
-    stale, after = rows_of(store, job)
-    assert stale == before
-    assert (after.execution_id, after.due_at, after.job_version) == (before.execution_id, BUCKET, 2)
+    # nothing re-planned: the row planned under schedule version 1 is still the job's only one
+    assert rows_of(store, job) == [before]
     _, sent = scan(store, clock, job, BUCKET)
     assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [(before.execution_id, {"n": 2})]
 

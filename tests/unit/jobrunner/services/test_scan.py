@@ -196,8 +196,8 @@ def test_runs_planned_into_the_partition_being_scanned_are_published_by_it(world
 
 @pytest.mark.parametrize(
     "change",
-    [{"state": JobState.CANCELLED}, {"state": JobState.PAUSED}, {"version": 2}],
-    ids=["cancelled", "paused", "stale-version"],
+    [{"state": JobState.CANCELLED}, {"state": JobState.PAUSED}, {"version": 2, "schedule_version": 2}],
+    ids=["cancelled", "paused", "stale-schedule-version"],
 )
 def test_rows_of_cancelled_paused_or_replanned_jobs_are_dropped(world: World, change: dict[str, Any]) -> None:
     # Given a planned row whose job changed after it was written
@@ -735,3 +735,48 @@ def test_an_execution_is_taken_for_a_finished_replay_only_if_its_own_history_say
     # Then it is published, not completed as a replay
     assert [m.value["execution_id"] for m in world.publisher.sent] == [execution_id]
     assert report.replays_skipped == 0
+
+
+def test_a_schedule_change_racing_a_completion_survives_a_later_payload_change() -> None:
+    # Given a job every 10 s from 10:01:10, rescheduled to every 15 s from 10:01:35 after the scan
+    # published its 10:01:20 fire but before it wrote that fire's completion (which plans the old
+    # schedule's 10:01:30), and whose payload then changes at 10:01:25, before the new schedule's first fire
+    world = hooked_world()
+    store = world.store
+    assert isinstance(store, HookedStore)
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    new_schedule = Every(timedelta(seconds=15), start=at(35))
+    world.clock.script = [
+        (at(19), lambda: store.before.setdefault("complete", []).append(
+            lambda: world.jobs.change("alice", job.job_id, JobChanges(schedule=new_schedule)))),
+        (at(25), lambda: world.jobs.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))),
+    ]
+    # When the minute and the next are scanned
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then the new schedule fires from 10:01:35 on, with the new payload, and the job says when it runs next
+    assert fires(world, job) == [at(10), at(20), at(35), at(50), at(5, minute=2), at(20, minute=2),
+                                 at(35, minute=2), at(50, minute=2)]
+    assert {m.value["payload"]["n"] for m in world.publisher.sent if m.value["scheduled_at"] >= "2026-11-22T10:01:35"} \
+        == {2}
+    assert world.job(job).next_run_at == at(5, minute=3)
+
+
+def test_a_completion_racing_a_schedule_change_leaves_the_changes_next_run() -> None:
+    # Given a job every 10 s from 10:01:10, rescheduled to every 15 s from 10:01:35 after the scan
+    # published its 10:01:20 fire but before it wrote that fire's completion
+    world = hooked_world()
+    store = world.store
+    assert isinstance(store, HookedStore)
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    new_schedule = Every(timedelta(seconds=15), start=at(35))
+    seen: list[Job] = []
+    world.clock.script = [
+        (at(19), lambda: store.before.setdefault("complete", []).append(
+            lambda: world.jobs.change("alice", job.job_id, JobChanges(schedule=new_schedule)))),
+        (at(25), lambda: seen.append(world.jobs.get("alice", job.job_id))),
+    ]
+    # When the scan goes on past the completion
+    world.scan()
+    # Then the job read in between names the new schedule's first fire as its next run, not the old one's
+    assert seen[0].next_run_at == at(35)
