@@ -110,7 +110,8 @@ def complete_batch(s: Statements, e: Example) -> BatchStatement:
     batch = _batch()
     if e.recurring:
         batch.add(s.insert_row, codec.scheduled_values(e.following))
-    batch.add(s.update_next, (e.following.due_at if e.recurring else None, e.row.user_id, e.row.job_id))
+    batch.add(s.update_next, (e.following.due_at if e.recurring else None, e.row.job_version, e.row.user_id,
+                              e.row.job_id))
     batch.add(s.delete_row, codec.scheduled_key(e.row))
     return batch
 

@@ -13,18 +13,27 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from typing import TextIO
 
 from jobrunner import telemetry
 from jobrunner.worker import Execution, Worker
 
 
-def build(bootstrap: str, group_id: str = "example-workers", security: str = "plaintext") -> Worker:
+def build(
+    bootstrap: str, group_id: str = "example-workers", security: str = "plaintext", out: TextIO | None = None
+) -> Worker:
+    """The worker; ``echo`` prints to ``out``, by default the standard output as it is now. The stream is
+    taken once, here: a worker running in a thread never writes into a stream that another part of the
+    process swaps in later (a CLI test capturing its command's output, say)."""
     worker = Worker(bootstrap=bootstrap, group_id=group_id, security=security)
+    stream = out if out is not None else sys.stdout
 
     @worker.handler(None)
     @worker.handler("echo")
     def echo(execution: Execution) -> None:
-        print(f"[worker] {execution.scheduled_at} attempt {execution.attempt}: {execution.payload}", flush=True)
+        print(f"[worker] {execution.scheduled_at} attempt {execution.attempt}: {execution.payload}", file=stream,
+              flush=True)
 
     @worker.handler("flaky")
     def flaky(execution: Execution) -> None:

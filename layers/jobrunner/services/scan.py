@@ -272,8 +272,15 @@ class ScanService:
                 self._complete(part)
             rows = part.due.take(now, rules.group_size, rules.retry_backoff)
             if rows:
+                progress = _progress(part.report)
                 self._publish(part, rows, now)
-                continue
+                # A group that got nothing through ends the scan once the deadline has passed: its rows
+                # may be due again at once (a publish that times out lasts as long as the retry backoff),
+                # so the check below would never be reached, and the lease, renewed before each publish,
+                # would never lapse for another scan to take the partition over.
+                now = self._clock.now()
+                if now < deadline or _progress(part.report) > progress:
+                    continue
             if part.wrote_here:  # our own write into this partition needs one more look at the late lane
                 final_poll_done = False
             if final_poll_done and part.due.empty() and not part.pending:
@@ -583,6 +590,11 @@ class ScanService:
             if any(r.bucket == part.bucket and r.segment == part.segment for r in again):
                 part.wrote_here = True
             late = [r for r in again if not placed_in_time([r.bucket], self._clock.now())]
+
+
+def _progress(report: ScanReport) -> int:
+    """Rows a scan has dealt with for good so far (published, dropped, dead-lettered, expired or replayed)."""
+    return report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
 
 
 def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:

@@ -16,15 +16,15 @@ from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.schedules import At
 from jobrunner.domain.time import minute_bucket
-from jobrunner.ports import ScanRequest
+from jobrunner.ports import PublishError, ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.tick import TickRules, TickService
 
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterable
+    from collections.abc import Container, Iterable, Sequence
 
-    from jobrunner.ports import PartitionState, SegmentState
+    from jobrunner.ports import OutboundMessage, PartitionState, SegmentState
 
 MINUTE = timedelta(minutes=1)
 EVENT = datetime(2026, 11, 22, 10, 0, 42, tzinfo=UTC)  # EventBridge fired 42 s into 10:00
@@ -322,6 +322,66 @@ def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_i
     every = [TARGET + k * MINUTE for k in range(214)]
     assert all(p.done for p in heartbeats.partitions((0, b) for b in every))
     assert len(heartbeats.partitions((0, b) for b in every)) == len(every)
+
+
+class WedgedPublisher(MemoryPublisher):
+    """A producer wedged for good (as kafka-python 3.0.12's idempotent producer is once it has expired a
+    batch it had already sent, e.g. across a broker restart): every publish waits out its whole bound,
+    then fails with nothing acknowledged."""
+
+    def __init__(self, clock: ManualClock, give_up_at: datetime) -> None:
+        super().__init__()
+        self.clock = clock
+        self.give_up_at = give_up_at
+        self.calls = 0
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        if self.clock.now() > self.give_up_at:  # fail the test instead of looping for ever
+            pytest.fail(f"the scan was still publishing at {self.clock.now():%H:%M:%S}, long after its deadline")
+        self.calls += 1
+        self.clock.advance(timedelta(seconds=timeout_s or 10))
+        raise PublishError(range(len(messages)), "KafkaTimeoutError: Timeout waiting for future")
+
+
+def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick_dispatches_it_again() -> None:
+    # Given a row due at 10:01:17, and a scan of 10:01 whose every publish takes its whole bound and fails
+    # (the crash suite's lost partition: its publishes, each as long as the retry backoff, kept the row
+    # due at once, so the scan never reached its deadline and renewed its lease for ever)
+    clock = ManualClock(EVENT - timedelta(minutes=30))
+    store = MemoryJobStore()
+    job = JobService(store, clock, JobRules(segment_count=1)).submit(
+        "alice", NewJob(At(TARGET + timedelta(seconds=17)), {}))[0]
+    heartbeats = MemoryHeartbeatStore()
+    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    invoker = RecordingInvoker()
+    service = TickService(heartbeats, invoker, TickRules(segment_count=1))
+    rules = ScanRules(segment_count=1)
+    deadline = TARGET + MINUTE + rules.settle + rules.overtime
+    clock.set(EVENT)
+    service.tick(EVENT, EVENT)
+    assert invoker.requests == [ScanRequest(0, TARGET)]
+    wedged = WedgedPublisher(clock, give_up_at=TARGET + 30 * MINUTE)
+    # When it runs
+    report = ScanService(store, wedged, heartbeats, clock, rules).scan(ScanRequest(0, TARGET))
+    # Then it leaves the partition not done within one publish of its deadline (well inside the
+    # function's 6-minute timeout), having retried all along
+    assert (report.acquired, report.finished, report.published) == (True, False, 0)
+    assert wedged.calls > 10
+    assert clock.now() <= deadline + rules.publish_timeout
+    # And once its lease has lapsed (the later minutes' scans having finished meanwhile) the next tick
+    # dispatches the partition again, and a scan whose publisher works publishes the row: nothing is lost
+    later = minute_bucket(clock.now()) + MINUTE + timedelta(seconds=42)
+    for k in range(1, 6):
+        done(heartbeats, TARGET + k * MINUTE)
+    clock.set(later)
+    invoker.requests.clear()
+    service.tick(later, later)
+    assert ScanRequest(0, TARGET) in invoker.requests
+    publisher = MemoryPublisher()
+    again = ScanService(store, publisher, heartbeats, clock, rules).scan(ScanRequest(0, TARGET))
+    assert (again.finished, again.published) == (True, 1)
+    assert [m.key for m in publisher.sent] == [job.job_id]
+    assert store.rows == {}
 
 
 def test_a_segment_hours_behind_reads_a_bounded_window_and_still_catches_up_oldest_first() -> None:
