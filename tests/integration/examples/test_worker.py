@@ -6,7 +6,6 @@ import contextlib
 import importlib.util
 import io
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,6 +13,8 @@ import pytest
 from jobrunner.worker import Execution
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from jobrunner.config import Settings
 
 pytestmark = pytest.mark.integration
