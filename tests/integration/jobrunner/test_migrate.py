@@ -5,14 +5,23 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Lane, ScheduledExecution, Trigger, execution_id_for
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    Lane,
+    ScheduledExecution,
+    Trigger,
+    execution_id_for,
+)
+from jobrunner.domain.schedules import Every
 from jobrunner.domain.time import minute_bucket, utc
 from jobrunner.ports import Completion, Outcome
 
@@ -186,7 +195,8 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
         # When the schema is applied
         applied = migrate(cassandra)
         # Then the columns are added, the job reads as before, with its version as its schedule version
-        for column in ("schedule_version int", "scan_next_run_at timestamp", "scan_schedule_version int"):
+        for column in ("schedule_version int", "schedule_version_set_at int", "scan_next_run_at timestamp",
+                       "scan_schedule_version int"):
             assert f"ALTER TABLE job_table ADD {column}" in applied
         session = connect(cassandra)
         store = CassandraJobStore(session)
@@ -205,3 +215,24 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         admin.cluster.shutdown()
+
+
+def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
+    settings: Settings, cassandra_session: Any
+) -> None:
+    # Given a job written by this code (schedule version 1), then changed by an older release during a
+    # rolling deploy or after a rollback: its payload PATCH bumped the version to 2, wrote next_run_at and
+    # re-planned the next run under version 2, as that code did for every change
+    store = CassandraJobStore(cassandra_session)
+    bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    job = Job(user_id="alice", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=bucket),
+              payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket, next_run_at=bucket)
+    store.create(job, None)
+    cassandra_session.execute(
+        "UPDATE job_table SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND job_id = %s",
+        ('{"n":2}', bucket + timedelta(minutes=1), "alice", job.job_id))
+    # When this code reads it
+    stored = store.get("alice", job.job_id)
+    # Then its schedule version is its version, so the older code's row (planned under 2) is the job's
+    assert stored is not None
+    assert (stored.version, stored.schedule_version, stored.next_run_at) == (2, 2, bucket + timedelta(minutes=1))

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 INSERT_JOB = (
-    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version, retry,"
-    " timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at, last_run_at, last_execution_id,"
-    " last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version,"
+    " schedule_version_set_at, retry, timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at,"
+    " last_run_at, last_execution_id, last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 UPDATE_JOB_RUN = (
@@ -91,13 +91,13 @@ SELECT_RECORD = (
 )
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
-    " retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?"
+    " schedule_version_set_at = ?, retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?"
     " WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 # A change that keeps the schedule and the state: the next run and the planned rows stay as they are.
 UPDATE_JOB_SETTINGS = (
-    "UPDATE job_table SET payload = ?, topic = ?, version = ?, retry = ?, timeout_s = ?, updated_at = ?"
-    " WHERE user_id = ? AND job_id = ? IF version = ?"
+    "UPDATE job_table SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
+    " timeout_s = ?, updated_at = ? WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"

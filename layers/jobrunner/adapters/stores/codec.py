@@ -32,10 +32,14 @@ def dumps(value: Any) -> str:
 
 
 def job_from_row(row: Any) -> Job:
-    """The job of a ``job_table`` row. Its next run is the scan's if the scan planned it under the current
-    schedule version, else the one the last change of schedule or state wrote (also for rows written
-    before the scan had columns of its own)."""
-    schedule_version = row.schedule_version or row.version
+    """The job of a ``job_table`` row. Its schedule version is the stored one only if it was written with
+    the current version (``schedule_version_set_at``); a row last changed by code that predates the
+    column (an older release, during a rolling deploy or after a rollback) re-planned on every change,
+    so its version is its schedule version. Its next run is the scan's if the scan planned it under the
+    current schedule version, else the one the last change of schedule or state wrote (also for rows
+    written before the scan had columns of its own)."""
+    current = row.schedule_version is not None and row.schedule_version_set_at == row.version
+    schedule_version = row.schedule_version if current else row.version
     scan_current = row.scan_schedule_version is not None and row.scan_schedule_version == schedule_version
     return Job(
         user_id=row.user_id,
@@ -63,8 +67,8 @@ def job_values(job: Job) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_JOB``."""
     return (
         job.user_id, job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
-        job.state.value, job.version, job.schedule_version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at,
-        job.trace_parent, job.created_at, job.updated_at,
+        job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
+        job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
         job.last_status.value if job.last_status else None,
     )
@@ -74,14 +78,15 @@ def job_user_fields(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_USER_FIELDS``."""
     return (
         dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
-        job.schedule_version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
+        job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
         job.next_run_at,
     )
 
 
 def job_settings(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
-    return (dumps(job.payload), job.topic, job.version, dumps(asdict(job.retry)), job.timeout_s, job.updated_at)
+    return (dumps(job.payload), job.topic, job.version, job.version, dumps(asdict(job.retry)), job.timeout_s,
+            job.updated_at)
 
 
 def scheduled_from_row(row: Any) -> ScheduledExecution:
