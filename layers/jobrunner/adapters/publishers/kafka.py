@@ -22,6 +22,12 @@ the cluster for its topics: if it answers without this one, the message is refus
 topic's later messages without a wait, for ``MISSING_TOPIC_TTL_S``); if it does not answer, it stays a
 timeout, which never condemns a message.
 
+A producer that leaves a message undecided past its own delivery timeout is replaced too. kafka-python
+3.0.12 can wedge that way for good: when a batch already in flight expires (a broker restarted while
+it was sent), the sender resets the idempotent producer id but leaves its transaction manager READY,
+so it never asks for a new id and, for want of one, never sends nor expires another batch. Every later
+publish then timed out, and a scan holding such a producer retried its rows until it was stopped.
+
 Connections that die while the Lambda environment is frozen (the broker closes them after its
 ``connections.max.idle.ms``, an NLB or NAT gateway forgets a flow after 350 s idle) are closed by the
 producer itself first: ``connections_max_idle_ms`` is below both, and kafka-python checks it when it
@@ -200,8 +206,15 @@ class KafkaPublisher(Publisher):
                 if isinstance(exc, KafkaError) and not exc.retriable and not isinstance(exc, KafkaTimeoutError):
                     rejected.append(index)
                 cause = cause or f"{type(exc).__name__}: {exc}"
+        undecided = sum(1 for _, future in futures if not future.is_done)
         if rejected and self._owns_producer:
             log.warning("the broker refused %d record(s) for good; starting a new producer", len(rejected))
+            self.close(timeout_s=0)
+        elif undecided and self._owns_producer:
+            # The producer should have settled every message within its delivery timeout; it did not, so
+            # it has stopped sending (kafka-python 3.0.12 after an expired in-flight batch: see the module
+            # doc). Closing it at once aborts what it still holds, so nothing of this call is sent later.
+            log.warning("%d message(s) still undecided past the delivery timeout; starting a new producer", undecided)
             self.close(timeout_s=0)
         if failed or missing:
             raise PublishError(sorted(failed + missing), cause, rejected=sorted(rejected + missing))

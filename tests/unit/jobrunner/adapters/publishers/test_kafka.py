@@ -14,6 +14,8 @@ from jobrunner.ports import OutboundMessage, PublishError
 
 
 class Acknowledged:
+    is_done = True
+
     def get(self, timeout: float | None = None) -> None:
         return None
 
@@ -146,3 +148,47 @@ def test_the_producer_sockets_keep_kafka_pythons_options_and_fail_a_dead_flow_wi
     if hasattr(socket, "TCP_USER_TIMEOUT"):  # Linux, as on Lambda
         request_timeout_ms = producer_config(KafkaSettings())["request_timeout_ms"]
         assert options[(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)] < request_timeout_ms
+
+
+class Undecided:
+    """A send the producer never settles (its sender wedged: no batch is sent nor expired any more)."""
+
+    is_done = False
+
+    def get(self, timeout: float | None = None) -> None:
+        raise KafkaTimeoutError("Timeout waiting for future")
+
+
+class WedgedProducer(RecordingProducer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed_with: float | None = None
+
+    def send(self, topic: str, **fields: Any) -> Any:  # type: ignore[override]
+        super().send(topic, **fields)
+        return Undecided()
+
+    def close(self, timeout: float | None = None) -> None:
+        self.closed_with = timeout
+
+
+class ClosableProducer(RecordingProducer):
+    def close(self, timeout: float | None = None) -> None: ...
+
+
+def test_a_producer_that_leaves_messages_undecided_is_closed_and_the_next_publish_gets_a_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a publisher whose own producer has wedged (it settles nothing any more)
+    wedged, fresh = WedgedProducer(), ClosableProducer()
+    waiting: list[RecordingProducer] = [wedged, fresh]
+    monkeypatch.setattr("jobrunner.adapters.publishers.kafka.KafkaProducer", lambda **_: waiting.pop(0))
+    publisher = KafkaPublisher(KafkaSettings())
+    message = OutboundMessage(topic="jobs", key="job-1", value={}, headers={})
+    # When a publish times out with its messages still undecided
+    with pytest.raises(PublishError):
+        publisher.publish([message], timeout_s=0.2)
+    # Then that producer was closed at once (aborting what it held), and the next publish uses a new one
+    assert wedged.closed_with == 0
+    publisher.publish([message], timeout_s=0.2)
+    assert waiting == [] and len(fresh.sent) == 1
