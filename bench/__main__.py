@@ -44,6 +44,9 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     p.add_argument("--profile-executions", type=int, default=defaults.profile_executions)
     p.add_argument("--variants", default=",".join(defaults.variants), help="what-if variants of the scan")
     p.add_argument("--variant-executions", type=int, default=defaults.variant_executions)
+    p.add_argument("--writes-executions", type=int, default=defaults.writes_executions)
+    p.add_argument("--writes-failures", type=float, default=defaults.writes_failures,
+                   help="share of the writes section's executions that fail once (then retried)")
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -66,6 +69,7 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         combined_executions=args.combined_executions, profile_executions=args.profile_executions,
         variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
         variant_executions=args.variant_executions,
+        writes_executions=args.writes_executions, writes_failures=args.writes_failures,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

@@ -111,6 +111,12 @@ def _headline(bench: Bench) -> list[str]:
             rates = [run["rate"] for run in runs]
             rows.append([f"scaling: {segments} segment(s)", spread(rates, unit="/s"), "combined (16 streams)",
                          pct(median(_paired_ratios(rates, combined)))])
+    if "writes" in r:
+        w = r["writes"]
+        rows.append(["writes: rows per execution, counted by Cassandra (scan + results)",
+                     spread([run["total_per_execution"] for run in w], 2),
+                     f"model {spread([sum(run['expected'].values()) / max(run['executions'], 1) for run in w], 2)}",
+                     f"{pct(w[0]['failures_share'])} of first attempts failed and retried"])
     lines = ["## Headline figures", "",
              "Ratios are to the ceiling the work implies, measured in the same run (section 4): *combined* runs",
              "exactly an execution's raw operations (1 read, 2 batches, 1 produce) in the scan's group",
@@ -321,6 +327,94 @@ def _scaling(bench: Bench) -> list[str]:
                            "CPU cores busy (first run)"], rows)
 
 
+def _writes(bench: Bench) -> list[str]:
+    runs = bench.results.get("writes")
+    if not runs:
+        return []
+    w = runs[0]
+    execs = [max(r["executions"], 1) for r in runs]
+
+    def per(values: list[float], digits: int = 2) -> str:
+        return spread([v / n for v, n in zip(values, execs, strict=True)], digits)
+
+    lines = ["## 8. Writes per execution, counted by Cassandra", "",
+             f"**Workload** (per run): {w['fires']:,} executions due at the start of one minute, one-time and "
+             f"recurring ({w['recurring']:,} recurring in the first run),",
+             f"{w['segments']} segments, scanned by the real `ScanService`; each message read back from Kafka and "
+             "answered as `jobrunner.worker` does,",
+             f"through the real `ResultsService` on the Cassandra store: {pct(w['failures_share'])} FAILED "
+             f"({w['failed_first']:,}; each job allows one retry), the rest SUCCESS; then the",
+             f"next minute, holding the {w['published_retries']:,} retries, scanned and its retries answered "
+             f"SUCCESS: {w['executions']:,} executions per run.",
+             "**Method**: Cassandra's own per-table write counter, the `count` column of the virtual table",
+             "`system_views.local_write_latency` (no JMX needed; one per partition update applied to a table,",
+             "and every write statement on this path is one row of a partition of its own), read before and",
+             "after each step; the difference per table of the benchmark's keyspace is the rows written.",
+             "Seeding is not counted. *Model*: docs/scaling.md's count for this mix; *driver sent*: the write",
+             "statements the benchmark's counting session saw (inside batches one by one), as a cross-check.",
+             "**Reproduce**: `python -m bench --only writes --runs 1` (`--writes-executions`, `--writes-failures`;",
+             "add `--out /tmp/w.md --chart /tmp/w.png`, or it replaces docs/benchmarks.md with this section alone).",
+             ""]
+    tables = list(w["counted"])
+
+    def part(run: dict[str, Any], side: str, table: str | None) -> int:
+        """Rows of ``table`` (None: every table of the keyspace) in the steps of one side, scans or results."""
+        steps = ("scan", "retry scan") if side == "scans" else ("results", "retry results")
+        return sum(v for step in steps for t, v in run["steps"][step].items()
+                   if t == table or (table is None and "." not in t))
+
+    rows = []
+    for table in tables:
+        counted = [r["counted"].get(table, 0) for r in runs]
+        rows.append([f"`{table}`", per(counted), per([part(r, "scans", table) for r in runs]),
+                     per([part(r, "results", table) for r in runs]),
+                     per([r["expected"].get(table, 0) for r in runs]), per([r["driver"].get(table, 0) for r in runs]),
+                     " ; ".join(f"{c:,}" for c in counted)])
+    total = [sum(r["counted"].values()) for r in runs]
+    rows.append(["**total**", "**" + per(total) + "**", per([part(r, "scans", None) for r in runs]),
+                 per([part(r, "results", None) for r in runs]), per([sum(r["expected"].values()) for r in runs]),
+                 per([sum(r["driver"].values()) for r in runs]), " ; ".join(f"{t:,}" for t in total)])
+    for table in ("system.batches", "system.paxos"):
+        rows.append([f"`{table}` (server-wide)", per([r["server"].get(table, 0) for r in runs]),
+                     per([part(r, "scans", table) for r in runs]), per([part(r, "results", table) for r in runs]),
+                     "", "", " ; ".join(f"{r['server'].get(table, 0):,}" for r in runs)])
+    lines += _table(["table", "rows per execution", "of which scans", "of which results", "model",
+                     "driver sent", "rows counted, per run"], rows)
+    steps = {"scan": "published_first", "results": "published_first", "retry scan": "published_retries",
+             "retry results": "published_retries"}
+    columns = [*tables, "system.batches"]
+    lines += ["Rows counted per step (first run), and per execution of the step (keyspace tables only):", ""]
+    lines += _table(["step", *columns, "rows per execution of the step"], [
+        [step, *(f"{w['steps'][step].get(c, 0):,}" for c in columns),
+         fmt(sum(v for t, v in w["steps"][step].items() if "." not in t) / max(w[key], 1), 2)]
+        for step, key in steps.items()])
+    recurring = w["recurring"] / max(w["fires"], 1)
+    exact = all(r["counted"].get(t, 0) == r["expected"].get(t, 0)
+                for r in runs for t in {*r["counted"], *r["expected"]})
+    agreement = "they equal the model's, row for row" if exact else "**not the model's**: see the errors retried below"
+    lines += [f"How the figures add up ({agreement}): the first minute's scan writes",
+              "`start` (history row + the job's run fields, unlogged) and `complete` (delete of the done row, the",
+              f"job's next run, and the next row for the recurring {pct(recurring)}): 4 + {fmt(recurring, 2)} rows "
+              "per execution, docs/scaling.md's 4.5.",
+              "A SUCCESS result writes 2 (history row + the job's last status), a FAILED one 3 (its retry row",
+              "too). A retry execution writes 3 in its scan (no next run, so no job write in `complete`) and 2",
+              "in its result. So an execution that succeeds first time writes 6 + the recurring share = "
+              f"{fmt(6 + recurring, 2)}",
+              "(docs/scaling.md: 6.5 = 3.0 job_table, 2.0 task_history_v2, 1.5 task_schedule_v2), and with a",
+              "share *f* of first attempts failing once, the mean per execution is (6 + recurring share + 6 *f*) "
+              "/ (1 + *f*).",
+              "",
+              f"Logged batches sent: {w['logged_batches']:,} (the scans' `complete`, the results' `finish`); "
+              f"`system.batches` took {w['server'].get('system.batches', 0):,} writes:",
+              "2 per logged batch that spans partitions (the batch-log entry and its removal) and none for a",
+              "logged batch of a single partition (a retry's `complete` only deletes its row). `system.batches`",
+              "and `system.paxos` (lightweight transactions: none on this path) belong to the whole server: on",
+              "shared servers they include other clients' writes. Write errors retried: " + " ; ".join(
+                  f"scans {r['scan_errors']}, results {sum(sum(a.values()) for a in r['applied_again'])}"
+                  for r in runs) + ".", ""]
+    return lines
+
+
 #: py-spy cannot see inside the driver's compiled (Cython) modules: their time shows as self time of the
 #: last Python frame, here the benchmark's counting proxy. Named for what they are in the report.
 _FRAME_NAMES = {
@@ -375,7 +469,7 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
-                 _profile):
+                 _writes, _profile):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

@@ -27,10 +27,11 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     from bench.memory import run_memory
     from bench.profile import run_profile
     from bench.submit import run_submit
+    from bench.writes import run_writes
 
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
-            "submit": run_submit, "memory": run_memory, "profile": run_profile}
+            "submit": run_submit, "memory": run_memory, "writes": run_writes, "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:
@@ -143,6 +144,7 @@ def result_counts(bench: Bench) -> dict[str, Any]:
         "variants_published": {v: [x["published"] for x in runs] for v, runs in r.get("variants", {}).items()},
         "ceiling_ops": [{k: run[k]["ops"] for k in ("writes", "reads", "batches", "produce", "combined")}
                         for run in r.get("ceilings", [])],
+        "writes_executions": [(w["published_first"], w["published_retries"]) for w in r.get("writes", [])],
     }
 
 

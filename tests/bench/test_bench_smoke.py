@@ -49,7 +49,7 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     # and the report and its chart were written, with the machine's description
     report = options.out_md.read_text()
     for heading in ("## Machine", "## Headline figures", "## 1. Drain", "## 4. Ceilings", "## 5. Memory",
-                    "## 6. Scaling with segments"):
+                    "## 6. Scaling with segments", "## 8. Writes per execution, counted by Cassandra"):
         assert heading in report
     assert "| cores (nproc) |" in report and "| Cassandra | 5.0" in report
     assert options.out_png.stat().st_size > 10_000
@@ -60,3 +60,13 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     # while the 'before' variant still writes both logged, as the store did before
     before = bench.results["variants"]["before"][0]["writes"]
     assert before["logged_batches_per_execution"] == pytest.approx(2.0)
+    # and the writes section scanned every execution and every retry, and Cassandra's own count of the
+    # rows written is the model's: exactly, unless a write had to be sent again
+    [(first, retries)] = counts["writes_executions"]
+    assert first == options.writes_executions
+    assert retries == round(options.writes_failures * options.writes_executions)
+    counted = bench.results["writes"][0]
+    for table, expected in counted["expected"].items():
+        assert counted["counted"][table] >= expected > 0, (table, counted)
+    if counted["scan_errors"] == 0 and not any(counted["applied_again"]):
+        assert counted["counted"] == counted["expected"] == counted["driver"]
