@@ -42,8 +42,10 @@ class JobIn(Strict):
     max_retries: int = Field(0, ge=0, le=20, description="retries after the first attempt fails")
     backoff: BackoffIn | None = None
     timeout_s: int | None = Field(None, ge=1, le=86_400, description="an execution not reported by then fails")
-    idempotency_key: str | None = Field(None, min_length=1, max_length=128,
-                                        description="same key and tenant: the same job (200), never a second")
+    idempotency_key: str | None = Field(
+        None, min_length=1, max_length=128,
+        description="same key and tenant within 24 hours: the same job (200), never a second",
+    )
 
     def retry_policy(self) -> RetryPolicy:
         return _retry(self.max_retries, self.backoff)

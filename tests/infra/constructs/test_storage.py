@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.storage import KeyspacesSchema
-from jobrunner.adapters.stores.cql_schema import parse_table
+from jobrunner.adapters.stores.cql_schema import load_tables, parse_table
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -57,3 +57,15 @@ def test_grant_names_the_tables_and_reads_the_system_keyspaces(stack: cdk.Stack)
     assert statements[1]["Action"] == "cassandra:Select"
     assert statements[1]["Resource"]["Fn::Join"][1][-1] == ":/keyspace/system*"
     assert statements[2]["Action"] == ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcEndpoints"]
+
+
+def test_the_history_and_the_idempotency_keys_expire_on_keyspaces_as_the_schema_says(stack: cdk.Stack) -> None:
+    # The project's own schema: history kept 30 days, idempotency keys 24 hours (cql/001_tables.cql)
+    KeyspacesSchema(stack, "Ks", keyspace_name="jr_test", tables=load_tables(), removal_policy=RemovalPolicy.RETAIN)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "task_history_v2",
+                                                               "DefaultTimeToLive": 30 * 24 * 3600})
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_idempotency",
+                                                               "DefaultTimeToLive": 24 * 3600})
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_table",
+                                                               "DefaultTimeToLive": Match.absent()})

@@ -23,7 +23,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.schedules import Every
 from jobrunner.domain.time import minute_bucket, utc
-from jobrunner.ports import Completion, Outcome
+from jobrunner.ports import Completion, IdempotencyClaim, Outcome
 
 if TYPE_CHECKING:
     from jobrunner.config import Settings
@@ -236,3 +236,44 @@ def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     # Then its schedule version is its version, so the older code's row (planned under 2) is the job's
     assert stored is not None
     assert (stored.version, stored.schedule_version, stored.next_run_at) == (2, 2, bucket + timedelta(minutes=1))
+
+
+def test_history_and_idempotency_keys_expire_and_an_older_table_gains_the_retention(settings: Settings) -> None:
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace)
+    admin = connect(cassandra, keyspace=False)
+    try:
+        # Given a keyspace whose history and idempotency tables were created without a retention
+        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
+        admin.execute(f"CREATE TABLE {keyspace}.task_history_v2 (job_id text, execution_time timestamp, attempt int,"
+                      " execution_id text, PRIMARY KEY ((job_id), execution_time, attempt, execution_id))"
+                      " WITH CLUSTERING ORDER BY (execution_time DESC, attempt DESC, execution_id ASC)", timeout=60)
+        admin.execute(f"CREATE TABLE {keyspace}.job_idempotency (user_id text, idempotency_key text,"
+                      " PRIMARY KEY ((user_id, idempotency_key)))", timeout=60)
+        # When the schema is applied (twice)
+        first = migrate(cassandra)
+        second = migrate(cassandra)
+        # Then both tables got the file's default TTL once: 30 days of history, keys kept 24 hours
+        assert "ALTER TABLE task_history_v2 WITH default_time_to_live = 2592000" in first
+        assert "ALTER TABLE job_idempotency WITH default_time_to_live = 86400" in first
+        assert not [s for s in second if s.startswith("ALTER")]
+        # and what the store writes there expires: a record and a key carry the TTL (seconds left)
+        session = connect(cassandra)
+        store = CassandraJobStore(session)
+        fire = datetime.now(UTC).replace(microsecond=0)
+        record = ExecutionRecord(
+            job_id="job-1", scheduled_at=fire, attempt=1,
+            execution_id=execution_id_for("job-1", fire, 1, Trigger.SCHEDULE), user_id="alice",
+            status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=fire, published_at=fire)
+        store.start([record])
+        store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-1", "fp", fire))
+        [history_ttl] = session.execute("SELECT TTL(published_at) FROM task_history_v2 WHERE job_id = 'job-1'").one()
+        [key_ttl] = session.execute(
+            "SELECT TTL(job_id) FROM job_idempotency WHERE user_id = 'alice' AND idempotency_key = 'key-1'").one()
+        assert 2592000 - 60 < history_ttl <= 2592000
+        assert 86400 - 60 < key_ttl <= 86400
+        session.cluster.shutdown()
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()

@@ -107,6 +107,26 @@ def _add_missing_columns(session: Session, settings: CassandraSettings, table: T
     return added
 
 
+def _sync_default_ttl(session: Session, settings: CassandraSettings, table: TableSpec) -> list[str]:
+    """``CREATE TABLE IF NOT EXISTS`` leaves an older table's options too: give it the file's default TTL
+    (a retention added or changed since). It applies to writes from then on, as Cassandra's TTLs do.
+
+    On Keyspaces the stack's CloudFormation owns the tables' options (``infra/constructs/storage.py``
+    derives them from the same file), so this is left to it."""
+    if settings.mode == "keyspaces":
+        return []
+    row = session.execute(
+        "SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (settings.keyspace, table.name),
+    ).one()
+    wanted = table.default_time_to_live or 0
+    if row is None or row.default_time_to_live == wanted:
+        return []
+    statement = f"ALTER TABLE {table.name} WITH default_time_to_live = {wanted}"
+    session.execute(statement, timeout=60)
+    return [statement]
+
+
 def _tables(session: Session, keyspace: str) -> set[str]:
     return {row.table_name for row in session.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
@@ -176,7 +196,7 @@ def _copy_missing(
 
 
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
-    """Apply the schema (tables created, missing columns added); returns the statements run."""
+    """Apply the schema (tables created, missing columns added, default TTLs set); returns the statements run."""
     session = connect(settings, keyspace=False)
     try:
         session.execute(
@@ -193,7 +213,9 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
                 continue
             if settings.mode == "keyspaces":
                 _wait_active(session, settings.keyspace, match.group(1))
-            applied += _add_missing_columns(session, settings, parse_table(statement))
+            table = parse_table(statement)
+            applied += _add_missing_columns(session, settings, table)
+            applied += _sync_default_ttl(session, settings, table)
         moved = move_legacy_rows(session, settings.keyspace)
         if moved:
             applied.append(f"-- moved {moved} row(s) from {LEGACY_SCHEDULE} to task_schedule_v2")
