@@ -156,6 +156,8 @@ def _report_bytes(value: dict[str, Any], headers: dict[str, bytes], fail: bool) 
     trace = headers.get("traceparent")
     if isinstance(trace, bytes):
         result["traceparent"] = trace.decode()
+    if "result_token" in value:
+        result["result_token"] = value["result_token"]
     if fail:
         result.update(status="FAILED", error="RuntimeError: failed on purpose by the writes bench")
     else:

@@ -33,7 +33,10 @@ FUNCTIONS = ("api", "tick", "scan", "results")
 #: What the Lambda environment gives every function at import (the tracer and metrics read these).
 LAMBDA_ENV = {"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1", "AWS_LAMBDA_FUNCTION_NAME": "coldstart",
               "POWERTOOLS_SERVICE_NAME": "jobrunner", "POWERTOOLS_METRICS_NAMESPACE": "JobRunner",
-              "AWS_EXECUTION_ENV": f"AWS_Lambda_python{PYTHON_VERSION}"}
+              "AWS_EXECUTION_ENV": f"AWS_Lambda_python{PYTHON_VERSION}",
+              # The result key itself, not JOBRUNNER_RESULT_KEY_SECRET_ARN as deployed: in Lambda a function that
+              # needs the key refuses to start without one, and a measurement must not call Secrets Manager.
+              "JOBRUNNER_RESULT_KEY": "coldstart-dummy-result-key-not-a-secret"}
 _PROBE = ("import sys, time; sys.path[:0] = {paths!r}; start = time.perf_counter(); import handler; "
           "print(time.perf_counter() - start)")
 

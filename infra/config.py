@@ -58,7 +58,7 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "runbook_url": "docs/runbooks.md",
     # Retention of every log group, in days (a value CloudWatch Logs accepts).
     "log_retention_days": 30,
-    # Keep the Keyspaces tables and the heartbeat table when the stack is deleted.
+    # Keep the Keyspaces tables, the heartbeat table and the result key secret when the stack is deleted.
     "retain_data": True,
     # VPC address range and, optionally, the availability zones to use: two or more zone IDs (use1-az1) or
     # zone names (us-east-1a). Empty: the two zone IDs ZONE_IDS lists for the region.

@@ -4,8 +4,10 @@ Constructs never reach into each other; every cross-unit permission is granted h
 - api:     Keyspaces read/write, heartbeat table read
 - tick:    heartbeat leases, ``lambda:InvokeFunction`` on the scan function (the only invoker)
 - scan:    Keyspaces read/write, heartbeat leases, produce to ``jobs``, the allowed topics and ``job-dlq``
-           (a timed-out execution that has no retry left is dead-lettered by the scan)
-- results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``
+           (a timed-out execution that has no retry left is dead-lettered by the scan); read the result key
+- results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``; read the result key
+The result key (which signs and checks result tokens) is read by the scan and results functions only: not
+by the api or the tick, and not by the workers' policy.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from infra.constructs.api import Api
-from infra.constructs.function import FunctionBase, FunctionNetwork
+from infra.constructs.function import FunctionBase, FunctionNetwork, JobRunnerFunction
 from infra.constructs.heartbeats import HeartbeatTable
 from infra.constructs.layers import Layers
 from infra.constructs.monitoring import NAMESPACE, SERVICE, Monitoring
 from infra.constructs.network import InterfaceEndpoint, Network
 from infra.constructs.results import RESULTS_TOPIC, Results
 from infra.constructs.scanners import Scanners
+from infra.constructs.secrets import ResultKey
 from infra.constructs.storage import KeyspacesSchema
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
@@ -87,20 +90,22 @@ class JobRunnerStack(Stack):
             config.lambda_architecture]
         topics = {name: config.kafka_partitions for name in (*config.allowed_topics, RESULTS_TOPIC, DEAD_LETTER_TOPIC)}
 
-        # X-Ray: the functions in the VPC trace actively, and their subsegments need a way out.
-        endpoints = {InterfaceEndpoint.XRAY}
+        # X-Ray: the functions in the VPC trace actively, and their subsegments need a way out. Secrets Manager:
+        # the scan (and results) function reads the result key at cold start (and, with an existing Cassandra
+        # secret, every function reads that); the subnets have no NAT, so only an endpoint reaches it.
+        endpoints = {InterfaceEndpoint.XRAY, InterfaceEndpoint.SECRETS_MANAGER}
         if config.uses_keyspaces:
             endpoints.add(InterfaceEndpoint.KEYSPACES)
         if assets.results is not None:
             endpoints |= {InterfaceEndpoint.LAMBDA, InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
-        if config.existing_cassandra is not None and config.existing_cassandra.secret_arn:
-            endpoints.add(InterfaceEndpoint.SECRETS_MANAGER)
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
                                interface_endpoints=endpoints, flow_log_retention=retention)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
                                          deletion_protection=config.protected)
+        # The key of the result tokens, removed (or kept) like the data: with retain_data, kept on update and delete.
+        self.result_key = ResultKey(self, "ResultKey", removal_policy=removal)
         self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
                                           removal_policy=removal) if config.uses_keyspaces else None)
         self.layers = Layers(self, "Layers", dependencies_dir=assets.dependency_layer, code_dir=assets.code_layer,
@@ -129,6 +134,10 @@ class JobRunnerStack(Stack):
                                 consumer_group=f"jobrunner-{config.stage}-results",
                                 max_pollers=config.kafka_partitions)
                         if assets.results is not None else None)
+        # Only the signer (scan) and the checker (results) know where the result key is.
+        for holder in self._result_key_holders():
+            for name, value in self.result_key.environment.items():
+                holder.function.add_environment(name, value)
 
         # Nothing publishes or consumes before the topics exist (MSK Serverless does not auto-create them).
         self.tick.rule.node.add_dependency(self.streaming.topics_resource)
@@ -195,6 +204,13 @@ class JobRunnerStack(Stack):
                 environment["CASSANDRA_SECRET_ARN"] = existing.secret_arn
         return environment
 
+    def _result_key_holders(self) -> list[JobRunnerFunction]:
+        """The functions that sign (scan) or check (results) result tokens: the only readers of the key."""
+        holders = [self.scanners.handler]
+        if self.results is not None:
+            holders.append(self.results.handler)
+        return holders
+
     def _grant(self) -> None:
         api, tick, scan = self.api.handler.role, self.tick.handler.role, self.scanners.handler.role
         writers: list[iam.IGrantable] = [api, scan]
@@ -214,6 +230,8 @@ class JobRunnerStack(Stack):
             self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
             self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
             self.heartbeats.grant_segment_start(role)
+        for holder in self._result_key_holders():
+            self.result_key.grant_read(holder.role)
 
     def _existing_cassandra_access(self) -> None:
         existing = self.config.existing_cassandra
@@ -251,6 +269,8 @@ class JobRunnerStack(Stack):
                                 "Managed policy for a worker's role: read the job topics, write job-results"),
             "WorkerGroups": (",".join(self.config.worker_groups), "Consumer groups the worker policy allows"),
             "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard"),
+            "ResultKeySecretArn": (self.result_key.secret_arn,
+                                   "Secret holding the result tokens' key (scan and results only; rotate per docs)"),
         }
         if self.keyspaces is not None:
             outputs["KeyspaceName"] = (self.keyspaces.keyspace_name, "Amazon Keyspaces keyspace")

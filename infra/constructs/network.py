@@ -4,7 +4,8 @@ Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) 
 interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda + STS for
 the MSK event source mapping, whose pollers run in the cluster's subnets with the cluster's security
 group and must call both, and SQS for its on-failure destination; X-Ray, so that the functions'
-trace subsegments leave the VPC. Three security groups, none with "allow all outbound":
+trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the result
+key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
 - ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
 - ``kafka``: the MSK Serverless cluster; 9098 in from the functions, the workers and itself (the pollers);
 - ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.

@@ -21,6 +21,9 @@
 | DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
 | SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes |
 | AWS_REGION | us-east-1 | region |
+| JOBRUNNER_RESULT_KEY | (none) | the key that signs result tokens (local use; see ``adapters/secrets.py``) |
+| JOBRUNNER_RESULT_KEY_SECRET_ARN | (none) | AWS: a Secrets Manager secret holding that key |
+| JOBRUNNER_ACCEPT_UNSIGNED_RESULTS | false | also apply results without a token (during the upgrade that adds them) |
 | JOBRUNNER_OTEL_EXPORTER | none | local stack: export spans to console, file or otlp (``telemetry.py``) |
 | JOBRUNNER_OTEL_FILE | .local/logs/traces.jsonl | local stack: where the file exporter appends |
 """
@@ -56,6 +59,10 @@ class Settings:
     #: OpenTelemetry exporter of the local stack (none, console, file, otlp); AWS uses X-Ray instead.
     otel_exporter: str = "none"
     otel_file: str | None = None
+    #: The key that signs result tokens, or the secret that holds it (``adapters/secrets.py``).
+    result_key: str | None = None
+    result_key_secret_arn: str | None = None
+    accept_unsigned_results: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -92,4 +99,7 @@ class Settings:
             region=region,
             otel_exporter=env.get("JOBRUNNER_OTEL_EXPORTER", "none").strip().lower() or "none",
             otel_file=env.get("JOBRUNNER_OTEL_FILE") or None,
+            result_key=env.get("JOBRUNNER_RESULT_KEY") or None,
+            result_key_secret_arn=env.get("JOBRUNNER_RESULT_KEY_SECRET_ARN") or None,
+            accept_unsigned_results=env.get("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", "").lower() in ("1", "true", "yes"),
         )

@@ -109,11 +109,12 @@ def parse_report(value: bytes) -> WorkerReport | None:
         when = parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None
     except InvalidField:
         return None
-    trace = data.get("traceparent")
+    trace, token = data.get("traceparent"), data.get("result_token")
     return WorkerReport(
         execution_id=execution_id, job_id=job_id, success=status.upper() == "SUCCESS",
         error=str(error)[:2000] if error else None, scheduled_at=when, attempt=attempt,
         traceparent=parse_traceparent(trace) if isinstance(trace, str) else None,
+        result_token=token if isinstance(token, str) else None,
     )
 
 

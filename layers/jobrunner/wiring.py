@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner import telemetry
+from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.config import Settings
 from jobrunner.services.jobs import JobRules, JobService
@@ -112,8 +113,13 @@ class Container:
         return TickService(self.heartbeats, self.invoker, rules)
 
     @functools.cached_property
+    def result_key(self) -> bytes:
+        return secrets.result_key(self.settings)
+
+    @functools.cached_property
     def results(self) -> ResultsService:
-        rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic)
+        rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic,
+                            result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
         return ResultsService(self.store, self.publisher, self.clock, rules)
 
     @functools.cached_property
@@ -121,7 +127,7 @@ class Container:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
             ScanRules(segment_count=self.segment_count, allowed_topics=self.settings.allowed_topics,
-                      dead_letter_topic=self.settings.dead_letter_topic),
+                      dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key),
             results=self.results,
         )
 

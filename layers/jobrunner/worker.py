@@ -55,6 +55,9 @@ class Execution:
     #: W3C trace context of this execution: the worker's span when this process traces
     #: (``jobrunner.telemetry``), else the message's (a child of the submitting request's), if any.
     traceparent: str | None = None
+    #: The message's proof of origin, sent back with the result (the results function refuses a result
+    #: without the token of its execution).
+    result_token: str | None = None
 
     @property
     def type(self) -> str | None:
@@ -138,10 +141,13 @@ class Worker:
     def _process(self, raw: bytes, headers: dict[str, bytes] | None = None) -> None:
         try:
             data = json.loads(raw)
-            fields = [k for k in Execution.__dataclass_fields__ if k not in ("trigger", "traceparent")]
+            optional = ("trigger", "traceparent", "result_token")
+            fields = [k for k in Execution.__dataclass_fields__ if k not in optional]
             trace = (headers or {}).get("traceparent")
+            token = data.get("result_token") if isinstance(data, dict) else None
             execution = Execution(**{k: data[k] for k in fields}, trigger=data.get("trigger", "SCHEDULE"),
-                                  traceparent=trace.decode() if isinstance(trace, bytes) else None)
+                                  traceparent=trace.decode() if isinstance(trace, bytes) else None,
+                                  result_token=token if isinstance(token, str) else None)
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a message that is not an execution")
             return
@@ -173,6 +179,8 @@ class Worker:
         }
         if execution.traceparent:
             result["traceparent"] = execution.traceparent
+        if execution.result_token:
+            result["result_token"] = execution.result_token
         if handler is None:
             result.update(status="FAILED", error=f"no handler for job type {execution.type!r}")
         else:

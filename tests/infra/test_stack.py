@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.infra.conftest import VARIANTS
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
@@ -206,7 +208,8 @@ def test_data_is_retained_on_update_and_delete_but_not_when_its_creation_rolls_b
     # Given retain_data=true (the default)
     app = synth(variant)
     kept = {lid: r for t in ("AWS::Cassandra::Keyspace", "AWS::Cassandra::Table", "AWS::DynamoDB::Table",
-                             "AWS::Cognito::UserPool") for lid, r in app.resources(t).items()}
+                             "AWS::Cognito::UserPool", "AWS::SecretsManager::Secret")
+            for lid, r in app.resources(t).items()}
 
     # Then a failed first deploy deletes what it created (a keyspace's fixed name would block every retry)
     assert kept
@@ -268,3 +271,74 @@ def test_workers_in_another_listed_vpc_reach_the_cluster_without_peering(synth: 
     assert other == {"SubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
                      "SecurityGroups": ["sg-0123456789abcdef0"]}
     assert len(own["SubnetIds"]) == 2
+
+
+def _result_key(app: Synthesized) -> str:
+    """The logical id of the result key's secret."""
+    (secret,) = [lid for lid in app.resources("AWS::SecretsManager::Secret") if lid.startswith("ResultKey")]
+    return secret
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_result_key_is_a_generated_secret(synth: Callable[[str], Synthesized], variant: str) -> None:
+    app = synth(variant)
+
+    secret = app.resources("AWS::SecretsManager::Secret")[_result_key(app)]["Properties"]
+    assert secret["GenerateSecretString"] == {"PasswordLength": 64, "ExcludePunctuation": True,
+                                              "IncludeSpace": False, "RequireEachIncludedType": True}
+    assert "SecretString" not in secret
+    assert not app.resources("AWS::SecretsManager::RotationSchedule")
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_only_the_scan_and_results_functions_know_and_may_read_the_result_key(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    # Given the stack and its result key
+    app = synth(variant)
+    secret = {"Ref": _result_key(app)}
+    functions = _functions(app)
+
+    # Then the signer (scan) and the checker (results) get its ARN and may read it, that secret only
+    for unit in ("Scan", "Results"):
+        assert functions[unit]["Environment"]["Variables"]["JOBRUNNER_RESULT_KEY_SECRET_ARN"] == secret, unit
+        reads = [s for s in _statements(app, unit) if "secretsmanager:GetSecretValue" in json.dumps(s["Action"])]
+        assert [s["Resource"] for s in reads if s["Resource"] == secret] == [secret], unit
+        assert all(s["Resource"] == secret or "Ref" not in json.dumps(s["Resource"]) for s in reads), unit
+        assert not [s for s in reads if "*" in json.dumps(s["Resource"])], unit
+    # And the api and the tick neither know where it is nor may read it
+    for unit in ("Api", "Tick"):
+        assert not {"JOBRUNNER_RESULT_KEY_SECRET_ARN", "JOBRUNNER_RESULT_KEY"} & set(
+            functions[unit]["Environment"]["Variables"]), unit
+        assert _result_key(app) not in json.dumps(_statements(app, unit)), unit
+    # Nor may the workers
+    (worker_policy,) = app.resources("AWS::IAM::ManagedPolicy").values()
+    assert "secretsmanager" not in json.dumps(worker_policy).lower()
+    # And nothing else in the stack may read it
+    readers = sorted(p["Properties"]["Roles"][0]["Ref"].split("HandlerRole")[0]
+                     for p in app.resources("AWS::IAM::Policy").values()
+                     if _result_key(app) in json.dumps(p["Properties"]["PolicyDocument"]))
+    assert readers == ["Results", "Scan"]
+
+
+def test_the_api_and_the_tick_read_no_secret_without_an_existing_cassandra(default_app: Synthesized) -> None:
+    for unit in ("Api", "Tick"):
+        assert not [a for a in _actions(default_app, unit) if a.startswith("secretsmanager:")], unit
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_functions_reach_secrets_manager_through_an_endpoint(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    # The subnets have no NAT and no internet gateway: the result key is reached through the VPC endpoint
+    app = synth(variant)
+
+    assert not app.resources("AWS::EC2::NatGateway") and not app.resources("AWS::EC2::InternetGateway")
+    assert "secretsmanager" in _endpoint_services(app)
+
+
+def test_the_result_key_arn_is_an_output_its_value_is_not(default_app: Synthesized) -> None:
+    outputs = default_app.template["Outputs"]
+
+    assert outputs["ResultKeySecretArn"]["Value"] == {"Ref": _result_key(default_app)}
+    assert "SecretString" not in json.dumps(outputs) and "resolve:secretsmanager" not in json.dumps(outputs)

@@ -11,8 +11,11 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job, ScheduledExecution
 
 
-def execution_message(job: Job, row: ScheduledExecution) -> tuple[str, dict[str, Any], dict[str, str]]:
-    """(key, value, headers) of the message that hands ``row`` to the workers."""
+def execution_message(
+    job: Job, row: ScheduledExecution, result_token: str
+) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(key, value, headers) of the message that hands ``row`` to the workers; ``result_token`` is what the
+    worker sends back with its result (``domain.receipts``)."""
     value = {
         "execution_id": row.execution_id,
         "job_id": job.job_id,
@@ -21,6 +24,7 @@ def execution_message(job: Job, row: ScheduledExecution) -> tuple[str, dict[str,
         "attempt": row.attempt,
         "trigger": row.trigger.value,
         "payload": job.payload,
+        "result_token": result_token,
     }
     headers = {
         "execution_id": row.execution_id,

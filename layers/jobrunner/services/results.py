@@ -25,6 +25,7 @@ from jobrunner.domain.jobs import (
     watched_execution_ids,
 )
 from jobrunner.domain.placement import placed_anew, placed_in_time
+from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.domain.time import rfc3339
 from jobrunner.ports import OutboundMessage, Outcome
@@ -52,12 +53,19 @@ class WorkerReport:
     attempt: int | None = None
     #: The worker's span (W3C traceparent), when it sends one: the parent of applying the result.
     traceparent: str | None = None
+    #: The execution message's ``result_token``, sent back: proof that the sender holds that message.
+    result_token: str | None = None
 
 
 @dataclass(frozen=True)
 class ResultRules:
     segment_count: int
     dead_letter_topic: str = "job-dlq"
+    #: The key the scans sign result tokens with (``domain.receipts``).
+    result_key: bytes = b""
+    #: Also apply results without a token (only while messages published before tokens are in flight,
+    #: during an upgrade); a token that is there must still fit.
+    accept_unsigned: bool = False
 
 
 @dataclass
@@ -78,7 +86,13 @@ class ResultsService:
         self.counters = ResultCounters()
 
     def apply(self, report: WorkerReport) -> str:
-        """Apply one worker report; returns what happened (also counted in ``counters``)."""
+        """Apply one worker report; returns what happened (also counted in ``counters``). A report whose
+        result token is missing or does not fit its execution changes nothing: ``refused_token``."""
+        unsigned = report.result_token is None and self._rules.accept_unsigned
+        if not unsigned and not token_fits(self._rules.result_key, report.execution_id, report.result_token):
+            log.warning("result refused: its result token is %s", "missing" if report.result_token is None else
+                        "wrong", extra={"job_id": report.job_id, "execution_id": report.execution_id})
+            return self._count("refused_token")
         record = None
         if report.scheduled_at is not None and report.attempt is not None:
             record = self._store.record(report.job_id, report.scheduled_at, report.attempt, report.execution_id)

@@ -52,6 +52,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import SETTLE, placed_anew, placed_in_time
+from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE
 from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
@@ -92,6 +93,8 @@ class ScanRules:
     #: Topics a row may still be published to (None: any); a row for another is dead-lettered at once.
     allowed_topics: frozenset[str] | None = None
     dead_letter_topic: str = "job-dlq"
+    #: The key that signs each message's result token (``domain.receipts``); the results function checks it.
+    result_key: bytes = b""
 
 
 @dataclass
@@ -436,7 +439,7 @@ class ScanService:
             return
         messages = []
         for row, job in group:
-            key, value, headers = execution_message(job, row)
+            key, value, headers = execution_message(job, row, result_token(self._rules.result_key, row.execution_id))
             messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
                                             parent_trace=job.trace_parent))
         failed: dict[int, str] = {}

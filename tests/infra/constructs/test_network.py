@@ -55,6 +55,27 @@ def test_keyspaces_endpoint_accepts_cql_from_the_functions_only(stack: cdk.Stack
     })
 
 
+def test_secrets_manager_endpoint_accepts_https_from_the_functions_only(stack: cdk.Stack) -> None:
+    # Given the Secrets Manager endpoint (the functions read the result key at cold start; no NAT to go out by)
+    network, template = _network(stack, InterfaceEndpoint.SECRETS_MANAGER)
+    endpoint = network.endpoints[InterfaceEndpoint.SECRETS_MANAGER]
+    group = endpoint.connections.security_groups[0]
+
+    # Then it resolves the service's public name inside the VPC, in the isolated subnets
+    template.has_resource_properties("AWS::EC2::VPCEndpoint", {
+        "VpcEndpointType": "Interface", "PrivateDnsEnabled": True,
+        "ServiceName": {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, ".secretsmanager"]]},
+        "SecurityGroupIds": [{"Fn::GetAtt": [_id(stack, group), "GroupId"]}],
+    })
+    # And its group admits HTTPS from the functions' group, and nothing else (not the workers)
+    ingress = template.find_resources("AWS::EC2::SecurityGroupIngress", {"Properties": {
+        "GroupId": {"Fn::GetAtt": [_id(stack, group), "GroupId"]}}})
+    assert [(r["Properties"]["FromPort"], r["Properties"]["SourceSecurityGroupId"]) for r in ingress.values()] == [
+        (443, {"Fn::GetAtt": [_id(stack, network.function_security_group), "GroupId"]})]
+    (own,) = [g for lid, g in template.find_resources("AWS::EC2::SecurityGroup").items() if lid == _id(stack, group)]
+    assert "SecurityGroupIngress" not in own["Properties"]
+
+
 def test_kafka_port_is_open_to_the_functions_and_the_pollers(stack: cdk.Stack) -> None:
     network, template = _network(stack)
     kafka = {"Fn::GetAtt": [_id(stack, network.kafka_security_group), "GroupId"]}

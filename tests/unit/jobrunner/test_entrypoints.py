@@ -20,6 +20,7 @@ from jobrunner.config import Settings
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPolicy, Trigger
 from jobrunner.domain.messages import execution_message
+from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
 from jobrunner.entrypoints import parse_report, run_results
 from jobrunner.ports import Completion
@@ -175,7 +176,7 @@ def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str,
     )
     services.store.start([record])
     services.store.complete([Completion(done=row, following=None, next_run_at=None)])
-    return job, execution_message(job, row)[1]
+    return job, execution_message(job, row, result_token(services.result_key, row.execution_id))[1]
 
 
 def msk_event(*partitions: list[bytes | None]) -> dict[str, Any]:
@@ -203,7 +204,8 @@ def test_run_results_applies_a_batch_and_counts_outcomes(container: Container, c
     event = msk_event(
         [worker_result(to_succeed, False), worker_result(to_retry, True), b"garbage", None],
         [worker_result(to_dead_letter, True), worker_result(to_succeed, False),
-         json.dumps({"execution_id": "nope", "job_id": succeeding.job_id, "status": "SUCCESS"}).encode()],
+         json.dumps({"execution_id": "nope", "job_id": succeeding.job_id, "status": "SUCCESS",
+                     "result_token": result_token(container.result_key, "nope")}).encode()],
     )
     outcomes = run_results(event)
     # Then every record is accounted for
@@ -235,11 +237,13 @@ class BrokenStore(MemoryJobStore):
 
 def test_run_results_raises_when_the_store_fails_so_the_batch_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wiring, "_container", None)
-    wiring.install(Container(
+    broken = Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=BrokenStore(), publisher=MemoryPublisher(),
         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
-    ))
-    event = msk_event([worker_result(SCAN_MESSAGE, False)])
+    )
+    wiring.install(broken)
+    message = {**SCAN_MESSAGE, "result_token": result_token(broken.result_key, SCAN_MESSAGE["execution_id"])}
+    event = msk_event([worker_result(message, False)])
     with pytest.raises(Unavailable):
         run_results(event)
 
@@ -270,9 +274,31 @@ def test_applying_a_result_continues_the_workers_trace(
     _, to_succeed = published(container)
     clock.set(FIRE + timedelta(seconds=30))
     result = json.dumps({"execution_id": to_succeed["execution_id"], "job_id": to_succeed["job_id"],
-                         "status": "SUCCESS", "traceparent": WORKER_TRACE}).encode()
+                         "status": "SUCCESS", "traceparent": WORKER_TRACE,
+                         "result_token": to_succeed["result_token"]}).encode()
     assert run_results(msk_event([result])) == {"succeeded": 1}
     [span] = spans.get_finished_spans()
     assert (span.name, span.kind, parent(span)) == ("apply result", SpanKind.CONSUMER, ids(WORKER_TRACE))
     assert dict(span.attributes or {}) == {"jobrunner.execution_id": to_succeed["execution_id"],
                                            "jobrunner.job_id": to_succeed["job_id"], "jobrunner.outcome": "succeeded"}
+
+
+def test_the_result_token_our_worker_sends_back_is_read() -> None:
+    report = parse_report(worker_result({**SCAN_MESSAGE, "result_token": "t" * 43}, False))
+    assert report is not None and report.result_token == "t" * 43
+    assert parse_report(json.dumps({**MINIMAL, "result_token": 7}).encode()) == WorkerReport("e-1", "job-1", True)
+
+
+def test_run_results_refuses_and_counts_a_result_without_its_token(container: Container, clock: ManualClock) -> None:
+    # Given a published execution, and a result for it built from the message's public fields only
+    _, message = published(container)
+    clock.set(FIRE + timedelta(seconds=30))
+    forged = {k: message[k] for k in ("execution_id", "job_id", "scheduled_at", "attempt")}
+    event = msk_event([json.dumps({**forged, "status": "SUCCESS"}).encode(),
+                       json.dumps({**forged, "status": "FAILED", "result_token": "x" * 43}).encode()])
+    # When the batch is applied, then both are refused, and the record is still RUNNING
+    assert run_results(event) == {"refused_token": 2}
+    store = container.store
+    assert isinstance(store, MemoryJobStore)
+    [record] = [r for r in store.records.values() if r.execution_id == message["execution_id"]]
+    assert record.status is ExecutionStatus.RUNNING

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -12,10 +13,12 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
+from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import NewJob
+from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 
 if TYPE_CHECKING:
@@ -72,3 +75,22 @@ def test_a_segment_first_used_long_before_the_next_tick_is_scanned_from_that_min
     # Then the new segment is scanned from the minute the job was written into it
     assert (row.bucket, row.segment) == (NOW, 1)
     assert ScanRequest(1, NOW) in invoker.requests
+
+
+def test_the_scans_sign_and_the_results_check_with_the_configured_key() -> None:
+    # Given a container configured with a result key
+    settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_RESULT_KEY": "the-configured-key"})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(),
+                         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
+    job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
+    # When its minute is scanned
+    services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
+    publisher = services.publisher
+    assert isinstance(publisher, MemoryPublisher)
+    [message] = publisher.sent
+    # Then the message's token is the configured key's, and the results function takes a result with it only
+    execution_id = message.value["execution_id"]
+    assert message.value["result_token"] == result_token(b"the-configured-key", execution_id)
+    report = WorkerReport(execution_id, job.job_id, True)
+    assert services.results.apply(replace(report, result_token=result_token(b"", execution_id))) == "refused_token"
+    assert services.results.apply(replace(report, result_token=message.value["result_token"])) == "succeeded"

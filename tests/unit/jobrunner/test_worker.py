@@ -329,3 +329,14 @@ def test_plaintext_is_the_local_default_and_an_unknown_mode_is_refused() -> None
     assert connection_config("127.0.0.1:9092") == {"bootstrap_servers": ["127.0.0.1:9092"]}
     with pytest.raises(ValueError, match="msk-iam"):
         connection_config("b:9098", "iam")
+
+
+def test_the_result_carries_the_messages_result_token_back_and_a_duplicate_too() -> None:
+    # Given a message with its result token (the proof that the result comes from its holder), twice
+    message = json.loads(execution("e-1"))
+    message["result_token"] = "t" * 43
+    h = harness([json.dumps(message).encode(), json.dumps(message).encode()])
+    h.worker.handler()(lambda e: None)
+    h.worker.run(install_signal_handlers=False)
+    # Then both reports send it back
+    assert [value.get("result_token") for _, _, value in h.producer.sent] == ["t" * 43, "t" * 43]

@@ -226,6 +226,8 @@ class Execution:
     lineage: Trigger = Trigger.SCHEDULE
     fate: Fate | None = None
     reported_at: datetime | None = None  # when its worker's result reached the results function
+    #: The message's result token, which the worker sends back (every copy of one execution carries one).
+    result_token: str | None = None
     applied_at: datetime | None = None  # when that result took effect (its record written)
 
     def __repr__(self) -> str:
@@ -369,7 +371,9 @@ class Reference:
             first_id = self.copies.setdefault((job.job_id, fire, attempt, trigger, lineage), execution_id)
             assert first_id == execution_id, f"{what}: execution_id {execution_id}, an earlier copy had {first_id}"
             execution = self.executions.setdefault(
-                execution_id, Execution(execution_id, job, fire, attempt, trigger, published_at, lineage))
+                execution_id, Execution(execution_id, job, fire, attempt, trigger, published_at, lineage,
+                                        result_token=value["result_token"]))
+            assert execution.result_token == value["result_token"], f"{what}: another result token than its copy's"
             assert (execution.job, execution.scheduled_at, execution.attempt) == (job, fire, attempt), (
                 f"{what}: its execution_id {execution_id} was published before for {execution}")
             due = self._check_allowed(job, execution, published_at, what)

@@ -415,7 +415,8 @@ class World:
         effect (its record written, or when it was answered if it changed nothing)."""
         success = execution.fate == "success"
         report = WorkerReport(execution.execution_id, execution.job.job_id, success,
-                              None if success else "worker failed", execution.scheduled_at, execution.attempt)
+                              None if success else "worker failed", execution.scheduled_at, execution.attempt,
+                              result_token=execution.result_token)
         outcome = self.call(op, lambda: self.container.results.apply(report))
         self.say(f"    result of {execution}: {outcome}")
         return self.landings.get("store.finish", self.clock.now())

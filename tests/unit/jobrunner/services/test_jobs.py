@@ -792,7 +792,8 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     results = ResultsService(store, MemoryPublisher(), clock, ResultRules(segment_count=RULES.segment_count),
                              jitter=lambda: 1.0)
     assert results.apply(WorkerReport(message.value["execution_id"], job.job_id, False, "boom",
-                                      scheduled_at=at(10, 5), attempt=1)) == "retrying"
+                                      scheduled_at=at(10, 5), attempt=1,
+                                      result_token=message.value["result_token"])) == "retrying"
     # When the job is paused before the retry is due
     service.pause("alice", job.job_id)
     [retry] = rows_of(store, job)

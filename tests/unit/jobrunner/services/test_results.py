@@ -34,6 +34,7 @@ from jobrunner.ports import Completion, ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from tests.support.results import signed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,10 +84,10 @@ class World:
         return record
 
     def report(self, record: ExecutionRecord, success: bool, error: str | None = None, hint: bool = True) -> str:
-        return self.results.apply(WorkerReport(
+        return self.results.apply(signed(WorkerReport(
             execution_id=record.execution_id, job_id=record.job_id, success=success, error=error,
             scheduled_at=record.scheduled_at if hint else None, attempt=record.attempt if hint else None,
-        ))
+        )))
 
     def job(self, job: Job) -> Job:
         return self.store.jobs[(job.user_id, job.job_id)]
@@ -198,7 +199,7 @@ def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: Wo
     job = world.submit()
     world.clock.set(FIRE + timedelta(minutes=2))
     third = world.publish(job, attempt=3, trigger=Trigger.RETRY)
-    outcome = results.apply(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3))
+    outcome = results.apply(signed(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3)))
     assert outcome == "dead_lettered"
     [letter] = world.publisher.sent
     assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("payroll-dlq", 3, "failed")
@@ -224,8 +225,9 @@ def test_result_of_an_older_run_leaves_the_jobs_status_alone(world: World) -> No
 def test_result_for_an_unknown_execution_is_ignored(world: World, running: tuple[Job, ExecutionRecord]) -> None:
     job, _ = running
     before = world.snapshot()
-    outcome = world.results.apply(WorkerReport("no-such-execution", job.job_id, False, "x"))
-    assert outcome == world.results.apply(WorkerReport("x", "no-such-job", True, None, FIRE, 1)) == "ignored_unknown"
+    outcome = world.results.apply(signed(WorkerReport("no-such-execution", job.job_id, False, "x")))
+    assert outcome == world.results.apply(signed(WorkerReport("x", "no-such-job", True, None, FIRE, 1))) \
+        == "ignored_unknown"
     assert world.snapshot() == before
     assert world.results.counters.outcomes == {"ignored_unknown": 2}
 
@@ -265,7 +267,7 @@ def test_result_with_a_wrong_hint_is_found_by_execution_id(
     world: World, running: tuple[Job, ExecutionRecord]
 ) -> None:
     job, record = running
-    wrong = WorkerReport(record.execution_id, job.job_id, True, None, FIRE + timedelta(seconds=1), 7)
+    wrong = signed(WorkerReport(record.execution_id, job.job_id, True, None, FIRE + timedelta(seconds=1), 7))
     assert world.results.apply(wrong) == "succeeded"
     assert world.record(job, 1).status is ExecutionStatus.SUCCESS
 
@@ -274,7 +276,7 @@ def test_outcomes_are_counted(world: World, running: tuple[Job, ExecutionRecord]
     job, record = running
     world.report(record, False)
     world.report(record, False)
-    world.results.apply(WorkerReport("nope", job.job_id, True))
+    world.results.apply(signed(WorkerReport("nope", job.job_id, True)))
     assert world.results.counters.outcomes == {"retrying": 1, "ignored_finished": 1, "ignored_unknown": 1}
 
 
@@ -341,7 +343,8 @@ def report_of(message: OutboundMessage, success: bool, error: str | None = None)
     """What our worker sends back for ``message``."""
     value = message.value
     return WorkerReport(execution_id=value["execution_id"], job_id=value["job_id"], success=success, error=error,
-                        scheduled_at=parse_instant(value["scheduled_at"], "scheduled_at"), attempt=value["attempt"])
+                        scheduled_at=parse_instant(value["scheduled_at"], "scheduled_at"), attempt=value["attempt"],
+                        result_token=value["result_token"])
 
 
 def test_a_job_that_fails_twice_then_succeeds(world: World) -> None:
@@ -505,3 +508,43 @@ def test_a_run_now_at_the_instant_of_a_fire_times_out_on_its_own_watchdog(world:
     history = world.store.history(job.job_id, 10)
     assert len({r.execution_id for r in history}) == 4
     assert {(r.status, r.error) for r in history} == {(ExecutionStatus.FAILED, "no result within 30 s")}
+
+
+# -- forged results (DESIGN.md: a result is accepted only from a holder of that execution's message) ------
+
+
+@pytest.mark.parametrize("token", ["missing", "wrong", "another execution's", "another key's"])
+def test_a_result_without_its_executions_token_is_refused_and_changes_nothing(
+    world: World, running: tuple[Job, ExecutionRecord], token: str
+) -> None:
+    # Given an execution in flight, and a result built from what anyone can see of it (ids, fire, attempt)
+    job, record = running
+    forged = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
+    other = world.publish(world.submit(), FIRE, 1)
+    tokens = {"missing": None, "wrong": "x" * 43,
+              "another execution's": signed(WorkerReport(other.execution_id, job.job_id, True)).result_token,
+              "another key's": signed(forged, b"a guessed key").result_token}
+    before = (dict(world.store.records), dict(world.store.rows), dict(world.store.jobs))
+    # When it reaches the results function, as SUCCESS and as FAILED
+    outcomes = [world.results.apply(replace(forged, result_token=tokens[token], success=success))
+                for success in (True, False)]
+    # Then both are refused and counted, and nothing changed: no status, no retry, no dead letter
+    assert outcomes == ["refused_token", "refused_token"]
+    assert world.results.counters.outcomes == {"refused_token": 2}
+    assert (dict(world.store.records), dict(world.store.rows), dict(world.store.jobs)) == before
+    assert world.publisher.sent == []
+    # and the worker that holds the message still gets its result applied
+    assert world.report(record, True) == "succeeded"
+
+
+def test_while_unsigned_results_are_accepted_a_wrong_token_is_still_refused() -> None:
+    world = World()
+    world.results = ResultsService(world.store, world.publisher, world.clock,
+                                   ResultRules(segment_count=1, accept_unsigned=True))
+    job = world.submit()
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    report = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
+    # A result from before tokens (during the upgrade) is applied; one with a token that does not fit is not
+    assert world.results.apply(replace(report, result_token="x" * 43)) == "refused_token"
+    assert world.results.apply(report) == "succeeded"

@@ -24,6 +24,7 @@ from jobrunner.domain.jobs import (
     Trigger,
     execution_id_for,
 )
+from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import PublishError, ScanRequest
@@ -141,6 +142,8 @@ def test_message_follows_the_kafka_contract(world: World) -> None:
     assert message.headers == {
         "execution_id": execution_id, "scheduled_at": "2026-11-22T10:01:17.000Z", "attempt": "1"
     }
+    # and the token its worker sends back with the result, which the results function checks
+    assert token_fits(ScanRules(segment_count=1).result_key, execution_id, value["result_token"])
 
 
 def test_a_message_carries_the_jobs_trace_as_parent_of_its_own(world: World) -> None:
@@ -598,7 +601,8 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
 
     def report_success_then_die() -> None:
         [message] = world.publisher.sent
-        results.apply(WorkerReport(message.value["execution_id"], job.job_id, True, scheduled_at=at(17), attempt=1))
+        results.apply(WorkerReport(message.value["execution_id"], job.job_id, True, scheduled_at=at(17), attempt=1,
+                                   result_token=message.value["result_token"]))
         raise Crash
 
     store.before["complete"] = [report_success_then_die]
