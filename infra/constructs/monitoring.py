@@ -15,7 +15,8 @@ Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email su
 - watermark more than 2 minutes behind for 3 minutes, or no lag reported at all (tick not running);
 - a partition parked (its scans failed ``park_after`` times: an execution waits, retried with backoff);
 - the tick not invoked for 5 minutes; scan function errors; failed scan or tick events in their queues;
-- executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors;
+- executions dead-lettered (``DeadLetters``); API 5xx responses; results function errors; results
+  refused for a missing or wrong result token (``Results_refused_token``);
 - scan throttles, scan events waiting too long in Lambda's async queue or dropped from it;
 - Keyspaces throttling (table capacity, hot partitions) and heartbeat table (DynamoDB) throttling;
 - the API's p99 latency, its 5xx and 4xx rates; scan concurrency near its reservation;
@@ -172,6 +173,9 @@ class Monitoring(Construct):
         if results is not None:
             self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
                         description="The results function failed on a batch (the mapping retries it).")
+            self._alarm("ResultsRefused", app_metric("Results_refused_token", "Sum", FIVE_MINUTES), 1,
+                        description="Results without their execution's result token were refused: a worker "
+                                    "that drops the token, or someone forging results.")
             self._alarm("ResultsOffsetLag", results_offset_lag(results), RESULTS_LAG_ALARM_RECORDS, periods=3,
                         comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                         description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
