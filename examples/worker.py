@@ -6,7 +6,9 @@ JOBRUNNER_OTEL_EXPORTER (default none). See docs/deploy.md, "Running a worker ag
 Job types it understands (the payload's ``type``):
 - ``echo`` (and any payload without a type): prints the execution and succeeds;
 - ``flaky``: fails while ``attempt <= payload["fail_attempts"]``, then succeeds (shows retries);
-- ``fail``: always fails (shows dead letters after the last retry).
+- ``fail``: always fails (shows dead letters after the last retry);
+- ``sleep``: works for ``payload["seconds"]`` (at most 30), then succeeds (shows executions in flight
+  and, with a shorter ``timeout_s``, timeouts).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from typing import TextIO
 
 from jobrunner import telemetry
@@ -43,6 +46,10 @@ def build(
     @worker.handler("fail")
     def fail(execution: Execution) -> None:
         raise RuntimeError("this job always fails")
+
+    @worker.handler("sleep")
+    def sleep(execution: Execution) -> None:
+        time.sleep(min(float(execution.payload.get("seconds", 1)), 30.0))
 
     return worker
 
