@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import datetime
 
-    from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, ScheduledExecution
+    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
 
 
 class Clock(ABC):
@@ -31,15 +31,10 @@ class Clock(ABC):
 
 @dataclass(frozen=True)
 class Completion:
-    """Everything that follows one published execution, written atomically by ``JobStore.complete``."""
+    """Everything that follows one published execution, written by ``JobStore.complete``."""
 
     done: ScheduledExecution
     following: ScheduledExecution | None
-    #: The job's next run, as planned under ``done.job_version``: it becomes the job's ``next_run_at``
-    #: unless a change of schedule or state has come since (whose own next run then stands).
-    next_run_at: datetime | None
-    #: False for manual runs and retries, which leave the job's regular next run as it is.
-    sets_next_run: bool = True
     #: The TIMEOUT row that fails the execution if it has not reported in time (jobs with a timeout).
     watchdog: ScheduledExecution | None = None
 
@@ -60,15 +55,16 @@ class JobStore(ABC):
     - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``:
       two executions of one fire and attempt (a run now requested at the instant of a scheduled fire,
       and their retries) keep a record each, so neither's result can be lost to the other's.
-    - ``start`` records, before an execution is published, its history row (RUNNING) and the
-      job's run fields (last run, last execution, last status), so that a worker's result can never
-      arrive for an execution the store does not know. It never moves a record's status backwards:
-      a record that already ended (SUCCESS, FAILED) keeps its status, end time and error. Once it
-      returns, both are written; if it raises, either may be. It need not be atomic: both writes are
-      idempotent, and the row stays scheduled until ``complete``, so a retry or the next scan of the
-      partition writes them again.
-    - ``complete``, after the publish, atomically writes the following execution (if any) and the
-      watchdog, updates the job's next run and removes the completed row; replaying it is harmless.
+    - No execution writes the job: ``get`` and ``get_many`` return the job row as the API last wrote it,
+      and its run fields come from ``latest_records`` (``domain.jobs.with_runs``).
+    - ``start`` records, before an execution is published, its history row (RUNNING), so that a
+      worker's result can never arrive for an execution the store does not know. It never moves a
+      record's status backwards: a record that already ended (SUCCESS, FAILED) keeps its status, end
+      time and error. It is idempotent, and the row stays scheduled until ``complete``, so a retry or
+      the next scan of the partition writes it again.
+    - ``complete``, after the publish, writes the following execution (if any) and the watchdog, then
+      removes the completed row: once it returns all is done; if it raises, the completed row is still
+      there whenever a following row may be missing. Replaying it is harmless.
     - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
     - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
@@ -148,7 +144,12 @@ class JobStore(ABC):
 
     @abstractmethod
     def finish(self, outcome: Outcome) -> None:
-        """Write an execution's outcome atomically: its record, the retry (if any), the job's last status."""
+        """Write an execution's outcome: the retry (if any), then its record; a record that has ended with
+        a retry planned is only ever stored once its retry row is."""
+
+    @abstractmethod
+    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+        """The first ``limit`` records of each job's history (``history``'s order), by job id."""
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,6 @@ class Outcome:
 
     record: ExecutionRecord
     retry: ScheduledExecution | None
-    #: The job's ``last_status`` to write, or None to leave the job alone (a result for an older run).
-    job_status: ExecutionStatus | None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import pytest
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import (
+    RUN_RECORDS,
     ExecutionRecord,
     ExecutionStatus,
     Job,
@@ -22,6 +23,7 @@ from jobrunner.domain.jobs import (
     ScheduledExecution,
     Trigger,
     execution_id_for,
+    with_runs,
 )
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
@@ -37,7 +39,7 @@ def make_job(user: str | None = None, **changes: object) -> Job:
     job = Job(
         user_id=user or f"user-{uuid.uuid4().hex[:6]}", job_id=str(uuid.uuid4()),
         schedule=Every(every=timedelta(minutes=1), start=BUCKET), payload={"n": 1, "nested": [1, "x"]},
-        topic="jobs", created_at=NOW, updated_at=NOW, retry=RetryPolicy(max_retries=2), next_run_at=BUCKET,
+        topic="jobs", created_at=NOW, updated_at=NOW, retry=RetryPolicy(max_retries=2),
     )
     return job.with_changes(**changes)
 
@@ -89,16 +91,25 @@ def test_scheduled_streams_one_lane_in_due_order(job_store: JobStore) -> None:
     assert planned[0] == make_row(job, BUCKET, segment=segment)
 
 
-def running_record(row: ScheduledExecution, published_at: datetime) -> ExecutionRecord:
-    """The record the scan starts for ``row`` before publishing it."""
+def running_record(
+    row: ScheduledExecution, published_at: datetime, next_fire_at: datetime | None = None
+) -> ExecutionRecord:
+    """The record the scan starts for ``row`` before publishing it (``next_fire_at``: the schedule's next fire)."""
     return ExecutionRecord(
         job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt, execution_id=row.execution_id,
         user_id=row.user_id, status=ExecutionStatus.RUNNING, trigger=row.trigger, due_at=row.due_at,
-        published_at=published_at,
+        published_at=published_at, job_version=row.job_version, next_fire_at=next_fire_at,
     )
 
 
-def test_start_records_the_execution_and_the_jobs_run_fields(job_store: JobStore) -> None:
+def shown(store: JobStore, job: Job) -> Job:
+    """The job as the API shows it: the stored job with its run fields derived from its newest records."""
+    stored = store.get(job.user_id, job.job_id)
+    assert stored is not None
+    return with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
+
+
+def test_start_records_the_execution_and_writes_nothing_to_the_job(job_store: JobStore) -> None:
     # Given two jobs, each with a row about to be published
     segment = unique_segment()
     jobs = [make_job(), make_job()]
@@ -106,18 +117,20 @@ def test_start_records_the_execution_and_the_jobs_run_fields(job_store: JobStore
     for job, row in zip(jobs, rows, strict=True):
         job_store.create(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
-    records = [running_record(row, published) for row in rows]
+    records = [running_record(row, published, next_fire_at=BUCKET + timedelta(seconds=70)) for row in rows]
     # When the scan starts both executions in one call, then replays it
     job_store.start(records)
     job_store.start(records)  # replaying is harmless
-    # Then each execution is in its job's history, RUNNING, and each job's run fields name it
+    # Then each execution is in its job's history, RUNNING; the job rows are as they were written, and
+    # the run fields derived from the history name the execution and the next fire
     for job, row, record in zip(jobs, rows, records, strict=True):
         assert job_store.history(job.job_id, 10) == [record]
         assert job_store.record(job.job_id, row.scheduled_at, 1, row.execution_id) == record
-        stored = job_store.get(job.user_id, job.job_id)
-        assert stored == job.with_changes(
-            last_run_at=published, last_execution_id=row.execution_id, last_status=ExecutionStatus.RUNNING
-        )  # the run fields only: next_run_at and the user's fields are as they were
+        assert job_store.get(job.user_id, job.job_id) == job
+        assert shown(job_store, job) == job.with_changes(
+            last_run_at=published, last_execution_id=row.execution_id, last_status=ExecutionStatus.RUNNING,
+            next_run_at=BUCKET + timedelta(seconds=70),
+        )
     # and the rows are left for complete
     left = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
     assert sorted(left, key=lambda r: r.job_id) == sorted(rows, key=lambda r: r.job_id)
@@ -130,30 +143,29 @@ def test_complete_plans_the_next_run_and_removes_the_row(job_store: JobStore) ->
     row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
     job_store.create(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
-    record = running_record(row, published)
+    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
+    record = running_record(row, published, next_fire_at=following.due_at)
     job_store.start([record])
     # When its publish is acknowledged and complete writes what follows, twice
-    following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     watchdog = ScheduledExecution(
         bucket=BUCKET, segment=segment, lane=Lane.LATE, due_at=published + timedelta(seconds=30), job_id=job.job_id,
         execution_id=execution_id_for(job.job_id, row.scheduled_at, 1, Trigger.TIMEOUT), user_id=job.user_id,
         scheduled_at=row.scheduled_at, attempt=1, job_version=job.version, trigger=Trigger.TIMEOUT,
     )
-    completion = Completion(done=row, following=following, next_run_at=following.due_at, watchdog=watchdog)
+    completion = Completion(done=row, following=following, watchdog=watchdog)
     job_store.complete([completion])
     job_store.complete([completion])  # replaying is harmless
     # Then the row is gone, the following row and the watchdog wait in their partitions
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
     assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
     assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [watchdog]
-    # and the job's next run is the following one, its run fields still those start wrote
+    # and the job row is untouched: its next run and last run are derived from the history
     assert job_store.history(job.job_id, 10) == [record]
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None
-    assert (stored.next_run_at, stored.last_run_at, stored.last_execution_id, stored.last_status) == (
+    assert job_store.get(job.user_id, job.job_id) == job
+    run = shown(job_store, job)
+    assert (run.next_run_at, run.last_run_at, run.last_execution_id, run.last_status) == (
         following.due_at, published, row.execution_id, ExecutionStatus.RUNNING
     )
-    assert stored.payload == job.payload  # the run fields only
 
 
 def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) -> None:
@@ -163,20 +175,17 @@ def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) 
     row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
     job_store.create(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
-    job_store.start([running_record(row, published)])
-    succeeded = ExecutionRecord(
-        job_id=job.job_id, scheduled_at=row.scheduled_at, attempt=1, execution_id=row.execution_id,
-        user_id=job.user_id, status=ExecutionStatus.SUCCESS, trigger=Trigger.SCHEDULE, due_at=row.due_at,
-        published_at=published, finished_at=published + timedelta(seconds=1),
-    )
-    job_store.finish(Outcome(succeeded, None, ExecutionStatus.SUCCESS))
-    # When the scan completes it
     following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
-    job_store.complete([Completion(done=row, following=following, next_run_at=following.due_at)])
-    # Then the SUCCESS survives: complete wrote neither the record nor the job's run fields
+    started = running_record(row, published, next_fire_at=following.due_at)
+    job_store.start([started])
+    succeeded = replace(started, status=ExecutionStatus.SUCCESS, finished_at=published + timedelta(seconds=1))
+    job_store.finish(Outcome(succeeded, None))
+    # When the scan completes it
+    job_store.complete([Completion(done=row, following=following)])
+    # Then the SUCCESS survives: complete wrote neither the record nor the job
     assert job_store.history(job.job_id, 10) == [succeeded]
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored == job.with_changes(
+    assert job_store.get(job.user_id, job.job_id) == job
+    assert shown(job_store, job) == job.with_changes(
         next_run_at=following.due_at, last_run_at=published, last_execution_id=row.execution_id,
         last_status=ExecutionStatus.SUCCESS,
     )
@@ -188,10 +197,10 @@ def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
     job_store.create(job, row)
-    job_store.complete([Completion(done=row, following=None, next_run_at=None)])
+    job_store.complete([Completion(done=row, following=None)])
     assert job_store.history(job.job_id, 10) == []
     assert job_store.record(job.job_id, BUCKET, 1, row.execution_id) is None
-    assert job_store.get(job.user_id, job.job_id) == job.with_changes(next_run_at=None)
+    assert job_store.get(job.user_id, job.job_id) == job
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
 
 
@@ -205,10 +214,10 @@ def test_complete_of_a_manual_run_keeps_the_next_run(job_store: JobStore) -> Non
         published_at=BUCKET,
     )
     job_store.start([record])
-    job_store.complete([Completion(done=row, following=None, next_run_at=None, sets_next_run=False)])
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None and stored.next_run_at == job.next_run_at
-    assert (stored.last_run_at, stored.last_execution_id) == (BUCKET, row.execution_id)
+    job_store.complete([Completion(done=row, following=None)])
+    run = shown(job_store, job)
+    assert run.next_run_at == job.next_run_at
+    assert (run.last_run_at, run.last_execution_id) == (BUCKET, row.execution_id)
 
 
 def test_drop_removes_rows_without_history(job_store: JobStore) -> None:
@@ -227,7 +236,7 @@ def test_history_is_newest_first_and_limited(job_store: JobStore) -> None:
     job_store.create(job, None)
     rows = [make_row(job, BUCKET + timedelta(minutes=minute), segment=unique_segment()) for minute in range(4)]
     job_store.start([running_record(row, row.due_at) for row in rows])
-    job_store.complete([Completion(done=row, following=None, next_run_at=None) for row in rows])
+    job_store.complete([Completion(done=row, following=None) for row in rows])
     newest = job_store.history(job.job_id, 3)
     assert [r.scheduled_at for r in newest] == [BUCKET + timedelta(minutes=m) for m in (3, 2, 1)]
 
@@ -249,10 +258,12 @@ def make_record(
 
 
 def run_once(store: JobStore, job: Job, row: ScheduledExecution, following: ScheduledExecution | None) -> None:
-    """What the scan does around publishing ``row``: it starts the execution (the run fields of the job
-    change), publishes it, then completes it."""
-    store.start([make_record(job, row.scheduled_at, status=ExecutionStatus.RUNNING)])
-    store.complete([Completion(done=row, following=following, next_run_at=following.due_at if following else None)])
+    """What the scan does around publishing ``row``: it starts the execution (its record names the next
+    fire), publishes it, then completes it."""
+    started = make_record(job, row.scheduled_at, status=ExecutionStatus.RUNNING)
+    store.start([replace(started, job_version=row.job_version,
+                         next_fire_at=following.scheduled_at if following else None)])
+    store.complete([Completion(done=row, following=following)])
 
 
 def all_pages(store: JobStore, user: str, limit: int) -> tuple[list[str], list[int]]:
@@ -302,21 +313,21 @@ def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(
     job_store.create(job, first)
     following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     run_once(job_store, job, first, following)
-    ran = job_store.get(job.user_id, job.job_id)
-    assert ran is not None and ran.last_status is ExecutionStatus.RUNNING
+    ran = shown(job_store, job)
+    assert ran.last_status is ExecutionStatus.RUNNING
     # When the API saves a new version from its copy read before the run (stale run fields)
     later = BUCKET + timedelta(minutes=30)
     edited = job.with_changes(
         schedule=Every(every=timedelta(minutes=2), start=later), payload={"n": 2}, topic="reports",
         state=JobState.ACTIVE, version=2, schedule_version=2,
         retry=RetryPolicy(max_retries=5, initial_delay_s=1, multiplier=3, max_delay_s=60),
-        timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1), next_run_at=later,
+        timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1),
     )
     next_row = make_row(edited, later, segment=segment, bucket=later)
     assert job_store.update(edited, [next_row], expected_version=1)
-    # Then every user-controlled field is the new one, the run fields are the scan's, and the row is there
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored == edited.with_changes(
+    # Then every user-controlled field is the new one, the run fields are the run's, and the row is there
+    assert job_store.get(job.user_id, job.job_id) == edited
+    assert shown(job_store, job) == edited.with_changes(
         last_run_at=ran.last_run_at, last_execution_id=ran.last_execution_id, last_status=ran.last_status
     )
     assert list(job_store.scheduled(later, segment, Lane.PLANNED)) == [next_row]
@@ -328,7 +339,7 @@ def test_update_without_a_next_row_writes_no_row(job_store: JobStore) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
     job_store.create(job, row)
-    paused = job.with_changes(state=JobState.PAUSED, version=2, schedule_version=2, next_run_at=None,
+    paused = job.with_changes(state=JobState.PAUSED, version=2, schedule_version=2,
                               updated_at=NOW + timedelta(seconds=1))
     assert job_store.update(paused, [], expected_version=1)
     assert job_store.get(job.user_id, job.job_id) == paused
@@ -359,7 +370,7 @@ def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Job
     job_store.drop([stale])
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
     job_store.schedule([stale])
-    job_store.complete([Completion(done=stale, following=None, next_run_at=None, sets_next_run=False)])
+    job_store.complete([Completion(done=stale, following=None)])
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
 
 
@@ -377,8 +388,7 @@ def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(jo
     assert edited.schedule_version == 1
     assert job_store.update(edited, [], expected_version=1)
     # Then the job has the new payload and still the next run the scan planned, and the row is there
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None
+    stored = shown(job_store, job)
     assert (stored.payload, stored.topic, stored.timeout_s, stored.version) == ({"n": 2}, "reports", 30, 2)
     assert (stored.next_run_at, stored.schedule_version) == (BUCKET + timedelta(minutes=1), 1)
     assert list(job_store.scheduled(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
@@ -399,13 +409,11 @@ def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_nex
     following = make_row(job, BUCKET + timedelta(minutes=1), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     run_once(job_store, job, first, following)
     # Then the job's next run is still the change's
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None and stored.next_run_at == later
+    assert shown(job_store, job).next_run_at == later
     # and once the change's fire completes, it is the one planned after it
     after = make_row(changed, later + timedelta(minutes=5), segment=segment, bucket=later + timedelta(minutes=5))
     run_once(job_store, changed, replanned, after)
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None and stored.next_run_at == later + timedelta(minutes=5)
+    assert shown(job_store, job).next_run_at == later + timedelta(minutes=5)
 
 
 def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None:
@@ -415,7 +423,7 @@ def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None
     job_store.create(job, None)
     assert job_store.update(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
     # When a second change read version 1 too and writes its row and its version 2
-    loser = job.with_changes(version=2, schedule_version=2, payload={"lost": True}, next_run_at=BUCKET)
+    loser = job.with_changes(version=2, schedule_version=2, payload={"lost": True})
     assert not job_store.update(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
     # Then the job is the winner's, and the loser's row was removed again
     stored = job_store.get(job.user_id, job.job_id)
@@ -443,7 +451,7 @@ def test_start_never_moves_an_ended_execution_back(job_store: JobStore) -> None:
     job_store.start([running])
     ended = running.__class__(**{**running.__dict__, "status": ExecutionStatus.SUCCESS,
                                  "finished_at": BUCKET + timedelta(seconds=2)})
-    job_store.finish(Outcome(ended, None, ExecutionStatus.SUCCESS))
+    job_store.finish(Outcome(ended, None))
     # When a crashed scan's replay records the publish again
     replay = running.__class__(**{**running.__dict__, "published_at": BUCKET + timedelta(minutes=1)})
     job_store.start([replay])
@@ -639,7 +647,7 @@ def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: JobStor
     records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
     records.append(make_record(job, BUCKET + timedelta(minutes=1)))
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     first, second, later = (r.execution_id for r in records)
     assert job_store.record(job.job_id, BUCKET, 2, second) == records[1]
     assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1, later) == records[2]
@@ -654,7 +662,7 @@ def test_find_record_by_execution_id(job_store: JobStore) -> None:
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m), attempt) for m in range(3) for attempt in (1, 2)]
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     for record in records:
         assert job_store.find_record(job.job_id, record.execution_id) == record
     assert job_store.find_record(job.job_id, str(uuid.uuid4())) is None
@@ -664,53 +672,58 @@ def test_find_record_by_execution_id(job_store: JobStore) -> None:
     assert job_store.find_record(job.job_id, oldest.execution_id, scan_limit=6) == oldest
 
 
-def test_finish_upserts_the_record_writes_the_retry_and_the_jobs_last_status(job_store: JobStore) -> None:
-    # Given a published execution (record RUNNING, job's last_status RUNNING)
+def test_finish_upserts_the_record_and_writes_the_retry(job_store: JobStore) -> None:
+    # Given a published execution (record RUNNING)
     segment = unique_segment()
-    job = make_job(schedule=At(at=BUCKET), next_run_at=BUCKET)
+    job = make_job(schedule=At(at=BUCKET))
     row = make_row(job, BUCKET, segment=segment)
     job_store.create(job, row)
     run_once(job_store, job, row, None)
     # When it fails and a retry is planned
-    failed = make_record(job, BUCKET, status=ExecutionStatus.FAILED, error="exit 3")
     retry = ScheduledExecution(
         bucket=BUCKET + timedelta(minutes=1), segment=segment, lane=Lane.LATE, due_at=BUCKET + timedelta(seconds=67),
         job_id=job.job_id, execution_id=execution_id_for(job.job_id, BUCKET, 2, Trigger.RETRY), user_id=job.user_id,
         scheduled_at=BUCKET, attempt=2, job_version=job.version, trigger=Trigger.RETRY,
     )
-    job_store.finish(Outcome(failed, retry, ExecutionStatus.SCHEDULED))
-    # Then the record is replaced, the retry waits in its partition and the job says SCHEDULED
+    failed = replace(make_record(job, BUCKET, status=ExecutionStatus.FAILED, error="exit 3"), retry_at=retry.due_at,
+                     job_version=row.job_version)
+    job_store.finish(Outcome(failed, retry))
+    # Then the record is replaced, the retry waits in its partition, the job row is untouched and the job
+    # shows SCHEDULED
     assert job_store.history(job.job_id, 10) == [failed]
     assert job_store.record(job.job_id, BUCKET, 1, failed.execution_id) == failed
     assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
-    stored = job_store.get(job.user_id, job.job_id)
-    assert stored is not None
-    assert (stored.last_status, stored.last_execution_id) == (ExecutionStatus.SCHEDULED, row.execution_id)
-    job_store.finish(Outcome(failed, retry, ExecutionStatus.SCHEDULED))  # replaying is harmless
+    assert job_store.get(job.user_id, job.job_id) == job
+    run = shown(job_store, job)
+    assert (run.last_status, run.last_execution_id) == (ExecutionStatus.SCHEDULED, row.execution_id)
+    job_store.finish(Outcome(failed, retry))  # replaying is harmless
     assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
 
 
-def test_finish_without_job_status_leaves_the_job_alone(job_store: JobStore) -> None:
+def test_a_result_for_an_older_run_leaves_the_last_run(job_store: JobStore) -> None:
     job = make_job()
-    row = make_row(job, BUCKET, segment=unique_segment())
-    job_store.create(job, row)
-    run_once(job_store, job, row, None)
-    before = job_store.get(job.user_id, job.job_id)
-    succeeded = make_record(job, BUCKET, status=ExecutionStatus.SUCCESS)
-    job_store.finish(Outcome(succeeded, None, None))  # a result for an older run
-    assert job_store.get(job.user_id, job.job_id) == before
+    rows = [make_row(job, BUCKET + timedelta(minutes=m), segment=unique_segment()) for m in (0, 1)]
+    job_store.create(job, rows[0])
+    run_once(job_store, job, rows[0], rows[1])
+    run_once(job_store, job, rows[1], None)
+    before = shown(job_store, job)
+    succeeded = replace(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), job_version=rows[0].job_version,
+                        next_fire_at=rows[1].scheduled_at)
+    job_store.finish(Outcome(succeeded, None))  # the first run's result comes in after the second started
+    assert shown(job_store, job) == before
+    assert (before.last_execution_id, before.last_status) == (rows[1].execution_id, ExecutionStatus.RUNNING)
     assert job_store.record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
 
 
-def test_finish_with_job_status_writes_only_the_last_status(job_store: JobStore) -> None:
+def test_finish_writes_nothing_to_the_job(job_store: JobStore) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=unique_segment())
     job_store.create(job, row)
     run_once(job_store, job, row, None)
-    before = job_store.get(job.user_id, job.job_id)
-    assert before is not None
-    job_store.finish(Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None, ExecutionStatus.SUCCESS))
-    assert job_store.get(job.user_id, job.job_id) == before.with_changes(last_status=ExecutionStatus.SUCCESS)
+    before = shown(job_store, job)
+    job_store.finish(Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None))
+    assert job_store.get(job.user_id, job.job_id) == job
+    assert shown(job_store, job) == before.with_changes(last_status=ExecutionStatus.SUCCESS)
 
 
 # -- history paging -------------------------------------------------------------------------------------
@@ -744,7 +757,7 @@ def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     assert job_store.history(job.job_id, 2, cursor_of(records[3])) == [records[2], records[1]]
     assert job_store.history(job.job_id, 10, cursor_of(records[0])) == []
     assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
@@ -755,7 +768,7 @@ def test_history_pages_of_single_attempts(job_store: JobStore) -> None:
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(7)]
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     pages = history_pages(job_store, job.job_id, 3)
     assert [len(p) for p in pages] == [3, 3, 1]
     assert [r for page in pages for r in page] == newest_first(records)
@@ -772,7 +785,7 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
         for attempt in range(1, attempts + 1)
     }
     for record in by_key.values():
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
 
     def keys(limit: int, before: tuple[datetime, int]) -> list[tuple[datetime, int]]:
         """After every record of the fire and attempt ``before`` (no execution id: an older API's cursor)."""
@@ -803,7 +816,7 @@ def test_history_pages_through_retried_executions(job_store: JobStore, limit: in
         for attempt in range(1, attempts + 1)
     ]
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, newest first, and only the last page is short
@@ -830,10 +843,10 @@ def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: Jo
         assert job_store.find_record(job.job_id, record.execution_id) == record
     # When each one's result is written on its own
     failed = replace(manual, status=ExecutionStatus.FAILED, finished_at=BUCKET + timedelta(seconds=2), error="x")
-    job_store.finish(Outcome(failed, None, None))
+    job_store.finish(Outcome(failed, None))
     assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == fire  # still RUNNING
     succeeded = replace(fire, status=ExecutionStatus.SUCCESS, finished_at=BUCKET + timedelta(seconds=3))
-    job_store.finish(Outcome(succeeded, None, None))
+    job_store.finish(Outcome(succeeded, None))
     # Then each record holds its own end
     assert job_store.record(job.job_id, BUCKET, 1, manual.execution_id) == failed
     assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == succeeded
@@ -859,7 +872,7 @@ def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: 
                *lineage(t2, Trigger.SCHEDULE, 1), *lineage(t2, Trigger.MANUAL, 1)]
     assert len({r.execution_id for r in records}) == len(records) == 7
     for record in records:
-        job_store.finish(Outcome(record, None, None))
+        job_store.finish(Outcome(record, None))
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, in history order, and only the last page is short

@@ -1,8 +1,10 @@
 """Jobs, scheduled executions and execution records.
 
-Two status fields, written by different parties so that they never overwrite each other:
+Two status fields, from different places so that they never overwrite each other:
 - ``Job.state`` is the user's intent (ACTIVE, PAUSED, CANCELLED), written only by the API.
-- ``Job.last_status`` is the state of the latest execution, written only by the scan and results.
+- ``Job.last_status`` is the state of the latest execution. No execution writes the job: its run
+  fields (last run, last status, next run) are derived from its newest history records
+  (``with_runs``), so an execution costs nothing on the tenant's ``job_table`` partition.
 The status a user sees (``Job.status``) is derived from both.
 
 Every change bumps ``Job.version``; a change of schedule or state (submit, a schedule PATCH, pause,
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.time import to_epoch_ms
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import datetime
 
     from jobrunner.domain.schedules import Schedule
@@ -194,3 +197,39 @@ class ExecutionRecord:
     published_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    #: The job's schedule version the execution was planned under (None: a record from before the column).
+    job_version: int | None = None
+    #: For a scheduled fire: the schedule's next fire after it, the job's next run once this one is out
+    #: (None: the schedule has none).
+    next_fire_at: datetime | None = None
+    #: For a failed execution that is retried: when its retry is due.
+    retry_at: datetime | None = None
+
+
+#: How many of a job's newest history records its run fields are derived from (``with_runs``).
+RUN_RECORDS = 20
+
+
+def with_runs(job: Job, records: Sequence[ExecutionRecord]) -> Job:
+    """``job`` with its run fields derived from ``records``, its newest history records in history order.
+
+    - The last run is the record published last (a retry of an older fire can follow a newer fire).
+      Its status is the last status, except that a failed execution whose retry is planned reads
+      SCHEDULED.
+    - The next run of an active job is the ``next_fire_at`` of its newest scheduled fire planned under the
+      current schedule version: the scan writes it into the fire's record before publishing it. Until
+      such a fire is out (a new job, or a change of schedule or state), it is the one the job row holds.
+    Records written before these columns existed carry no schedule version and count only as runs.
+    """
+    published = [r for r in records if r.published_at is not None]
+    changes: dict[str, Any] = {}
+    if published:
+        last = max(published, key=lambda r: r.published_at or r.scheduled_at)
+        status = ExecutionStatus.SCHEDULED if last.retry_at is not None else last.status
+        changes.update(last_run_at=last.published_at, last_execution_id=last.execution_id, last_status=status)
+    if job.state is JobState.ACTIVE:
+        fire = next((r for r in records if r.trigger is Trigger.SCHEDULE and r.job_version is not None
+                     and r.job_version == job.schedule_version), None)
+        if fire is not None:
+            changes["next_run_at"] = fire.next_fire_at
+    return replace(job, **changes) if changes else job

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import (
+    RUN_RECORDS,
     ExecutionRecord,
     Job,
     JobState,
@@ -19,6 +20,7 @@ from jobrunner.domain.jobs import (
     ScheduledExecution,
     Trigger,
     execution_id_for,
+    with_runs,
 )
 from jobrunner.domain.placement import place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
@@ -130,7 +132,7 @@ class JobService:
                     raise Conflict("idempotency_key was already used for a different request")
                 existing = self._store.get(user_id, winner.job_id)
                 if existing is not None:
-                    return existing, False
+                    return self._with_runs([existing])[0], False
                 # The first request died before its job was written: finish it, as of its own instant.
                 job_id, now = winner.job_id, winner.claimed_at
         job = self._build(user_id, job_id, new, topic, now)
@@ -158,10 +160,15 @@ class JobService:
     # -- read -----------------------------------------------------------------------------------
 
     def get(self, user_id: str, job_id: str) -> Job:
+        """The job with its run fields, derived from its newest history records (``domain.jobs.with_runs``)."""
         job = self._store.get(user_id, job_id)
         if job is None:
             raise JobNotFound(job_id)
-        return job
+        return with_runs(job, self._store.latest_records([job_id], RUN_RECORDS)[job_id])
+
+    def _with_runs(self, jobs: list[Job]) -> list[Job]:
+        records = self._store.latest_records([job.job_id for job in jobs], RUN_RECORDS) if jobs else {}
+        return [with_runs(job, records[job.job_id]) for job in jobs]
 
     def list_jobs(
         self, user_id: str, limit: int, cursor: str | None, status: JobStatus | None = None
@@ -169,11 +176,12 @@ class JobService:
         """A page of the tenant's jobs, optionally only those in ``status``. A filtered page may hold fewer
         than ``limit`` jobs (even none) and still have a next cursor: keep following it until it is None."""
         if status is None:
-            return self._store.list_jobs(user_id, limit, cursor)
+            page, cursor = self._store.list_jobs(user_id, limit, cursor)
+            return self._with_runs(page), cursor
         found: list[Job] = []
         for _ in range(MAX_PAGES_PER_LIST):
             page, cursor = self._store.list_jobs(user_id, limit - len(found), cursor)
-            found += [job for job in page if job.status is status]
+            found += [job for job in self._with_runs(page) if job.status is status]
             if cursor is None or len(found) >= limit:
                 break
         return found, cursor

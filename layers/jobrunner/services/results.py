@@ -130,24 +130,23 @@ class ResultsService:
         if job is None or job.state is JobState.CANCELLED:
             return "ignored_cancelled"
         now = self._clock.now()
-        latest = job.last_execution_id == record.execution_id
         status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
         finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
         if success:
-            self._store.finish(Outcome(finished, None, status if latest else None))
+            self._store.finish(Outcome(finished, None))
             return "succeeded"
         if should_retry(job.retry, record.attempt):
             due = now + retry_delay(job.retry, record.attempt, self._jitter())
             retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
                                    attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
                                    origin=origin_of(record))
-            self._store.finish(Outcome(finished, retry, ExecutionStatus.SCHEDULED if latest else None))
+            self._store.finish(Outcome(replace(finished, retry_at=retry.due_at), retry))
             self._keep_in_time(retry)
             return "retrying"
         # Dead-letter first: if the write after it fails, the result is retried and the dead letter
         # may be sent twice (same execution_id), but never lost.
         self._publisher.publish([dead_letter(job, finished, self._rules.dead_letter_topic)])
-        self._store.finish(Outcome(finished, None, status if latest else None))
+        self._store.finish(Outcome(finished, None))
         return "dead_lettered"
 
 

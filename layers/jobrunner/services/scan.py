@@ -26,7 +26,12 @@ Failure handling, in order of the steps:
 - anything left at the end of the scan's budget: the partition is not marked done, so its lease
   expires and the tick dispatches it again. Rows already published but not completed are then
   published again with the same ``execution_id`` (the one duplicate a crash can cause), except an
-  execution whose result already came back, which is only completed.
+  execution whose result already came back, which is only completed: a scan of a partition leased
+  before (its lease item counts the attempts) reads each row's history record before publishing it.
+
+The history record written before the publish also carries what the job's run fields are derived from
+(the schedule version and the next fire, ``domain.jobs.with_runs``): an execution writes nothing to the
+job's row, so one tenant's jobs share no partition that every execution writes.
 """
 
 from __future__ import annotations
@@ -210,6 +215,8 @@ class _Partition:
     suspects: set[tuple[object, ...]] = field(default_factory=set)
     #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
     wrote_here: bool = False
+    #: The partition was leased before (a crash, a lost lease, a budget run out): its rows may be replays.
+    replaying: bool = False
 
 
 class ScanService:
@@ -240,8 +247,14 @@ class ScanService:
             log.info("partition %s/%s is leased or done; skipping", segment, bucket)
             return report
         report.acquired = True
+        try:
+            states = self._heartbeats.partitions([(segment, bucket)])
+            replaying = not states or states[0].attempts != 1
+        except Unavailable:
+            replaying = True  # unknown: check each row's record, as after a crash
         due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after))
-        part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl)
+        part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
+                          replaying=replaying)
         try:
             self._run(part)
         except _LeaseLost:
@@ -395,7 +408,7 @@ class ScanService:
                 stale.append(row)
             elif job is None or not _publishable(row, job):
                 stale.append(row)
-            elif self._already_ended(row, job):  # a replay: the result is in, only the completion is left
+            elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
                 report.replays_skipped += 1
                 part.ended.add(_identity(row))
                 part.pending.append((row, job))
@@ -419,7 +432,7 @@ class ScanService:
         report, due = part.report, part.due
         published_at = self._clock.now()
         try:
-            self._store.start([_record(row, published_at) for row, _ in live])
+            self._store.start([_record(row, job, published_at) for row, job in live])
         except Unavailable as exc:
             log.warning("history writes failed, retrying: %s", exc)
             report.errors += 1
@@ -487,11 +500,11 @@ class ScanService:
         the reason, and complete it (a recurring job's next fire is planned as usual). If the dead-letter
         topic cannot be written either (the broker itself is away), the row is retried like any other."""
         now = self._clock.now()
-        record = replace(_record(row, now), status=ExecutionStatus.FAILED, finished_at=now, error=reason)
+        record = replace(_record(row, job, now), status=ExecutionStatus.FAILED, finished_at=now, error=reason)
         try:
             self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
                                     timeout_s=self._rules.publish_timeout.total_seconds())
-            self._store.finish(Outcome(record, None, ExecutionStatus.FAILED))
+            self._store.finish(Outcome(record, None))
         except (PublishError, Unavailable) as exc:
             log.warning("dead-lettering failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -518,11 +531,9 @@ class ScanService:
                 part.report.errors += 1
                 part.due.add(row, not_before=retry_at)
 
-    def _already_ended(self, row: ScheduledExecution, job: Job) -> bool:
-        """A replay whose result is already in, as the execution's own history record says (read only
-        when the job suggests it); a record that cannot be read counts as not ended (publish again)."""
-        if not _maybe_ended(row, job):
-            return False
+    def _already_ended(self, row: ScheduledExecution) -> bool:
+        """A replay whose result is already in, as the execution's own history record says; a record that
+        cannot be read counts as not ended (publish again)."""
         try:
             record = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
@@ -534,25 +545,16 @@ class ScanService:
     ) -> Completion:
         """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
-        next_run_at = None
-        if row.trigger is Trigger.SCHEDULE and job.schedule.recurring:
-            # From the fire just published, not from now: a scan running late (after missed ticks
-            # or a crash) replays every missed fire, one after another, instead of skipping them.
-            next_run_at = job.schedule.next_fire_after(row.scheduled_at)
-            if next_run_at is not None:
-                following = plan_execution(
-                    job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE
-                )
+        next_run_at = _next_fire(row, job)
+        if next_run_at is not None:
+            following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
         watchdog = None
         if job.timeout_s is not None and _identity(row) not in ended:
             watchdog = plan_execution(
                 job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at, origin=origin_of(row),
             )
-        return Completion(
-            done=row, following=following, next_run_at=next_run_at,
-            sets_next_run=row.trigger is Trigger.SCHEDULE, watchdog=watchdog,
-        )
+        return Completion(done=row, following=following, watchdog=watchdog)
 
     def _complete(self, part: _Partition) -> None:
         """Write the pending completions, placed as of this attempt; on failure they stay pending."""
@@ -600,19 +602,23 @@ def _progress(report: ScanReport) -> int:
     return report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
 
 
-def _record(row: ScheduledExecution, now: datetime) -> ExecutionRecord:
+def _next_fire(row: ScheduledExecution, job: Job) -> datetime | None:
+    """The fire that follows a scheduled fire: from the fire just published, not from now, so a scan running
+    late (after missed ticks or a crash) replays every missed fire, one after another, instead of skipping
+    them. None for the last fire, and for manual runs and retries (which leave the schedule as it is)."""
+    if row.trigger is not Trigger.SCHEDULE or not job.schedule.recurring:
+        return None
+    return job.schedule.next_fire_after(row.scheduled_at)
+
+
+def _record(row: ScheduledExecution, job: Job, now: datetime) -> ExecutionRecord:
+    """The history record of publishing ``row`` at ``now``, with what the job's run fields derive from."""
     return ExecutionRecord(
         job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
         execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
-        trigger=row.trigger, due_at=row.due_at, published_at=now,
+        trigger=row.trigger, due_at=row.due_at, published_at=now, job_version=row.job_version,
+        next_fire_at=_next_fire(row, job),
     )
-
-
-def _maybe_ended(row: ScheduledExecution, job: Job) -> bool:
-    """The job says its latest execution is this row's and has ended: a crash replay, probably. Only
-    probably: the two cells are written by different parties (the scan's start, the results), and a
-    start that timed out and landed late beside the previous execution's result says the same."""
-    return job.last_execution_id == row.execution_id and job.last_status in _ENDED
 
 
 def _ahead(row: ScheduledExecution, job: Job) -> bool:

@@ -13,6 +13,7 @@ from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
 from jobrunner.domain.jobs import (
+    RUN_RECORDS,
     ExecutionRecord,
     ExecutionStatus,
     Job,
@@ -20,6 +21,7 @@ from jobrunner.domain.jobs import (
     ScheduledExecution,
     Trigger,
     execution_id_for,
+    with_runs,
 )
 from jobrunner.domain.schedules import Every
 from jobrunner.domain.time import minute_bucket, utc
@@ -153,7 +155,7 @@ def test_migrate_copies_the_legacy_history_never_over_a_newer_row(settings: Sett
         assert copy_legacy_history(session, keyspace, page_size=2) == 0
         # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
         succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
-        store.finish(Outcome(succeeded, None, None))
+        store.finish(Outcome(succeeded, None))
         late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
         write_legacy(late)
         # When the migration runs again (paging 2 rows at a time)
@@ -203,14 +205,20 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
         job = store.get("alice", "job-1")
         assert job is not None
         assert (job.version, job.schedule_version, job.next_run_at) == (4, 4, bucket)
-        # and a scan's completion of its fire (planned under 4) becomes its next run
+        # and a scan's publish of its fire (planned under 4) makes the fire after it its next run
         row = ScheduledExecution(
             bucket=bucket, segment=0, lane=Lane.PLANNED, due_at=bucket, job_id="job-1",
             execution_id=execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE), user_id="alice",
             scheduled_at=bucket, attempt=1, job_version=4, trigger=Trigger.SCHEDULE)
-        store.complete([Completion(done=row, following=None, next_run_at=bucket + timedelta(minutes=1))])
+        store.start([ExecutionRecord(
+            job_id="job-1", scheduled_at=bucket, attempt=1, execution_id=row.execution_id, user_id="alice",
+            status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=bucket, published_at=bucket,
+            job_version=4, next_fire_at=bucket + timedelta(minutes=1))])
+        store.complete([Completion(done=row, following=None)])
         job = store.get("alice", "job-1")
-        assert job is not None and job.next_run_at == bucket + timedelta(minutes=1)
+        assert job is not None
+        job = with_runs(job, store.latest_records(["job-1"], RUN_RECORDS)["job-1"])
+        assert job.next_run_at == bucket + timedelta(minutes=1)
         session.cluster.shutdown()
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
@@ -226,7 +234,7 @@ def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     store = CassandraJobStore(cassandra_session)
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
     job = Job(user_id="alice", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=bucket),
-              payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket, next_run_at=bucket)
+              payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket)
     store.create(job, None)
     cassandra_session.execute(
         "UPDATE job_table SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND job_id = %s",
@@ -273,6 +281,54 @@ def test_history_and_idempotency_keys_expire_and_an_older_table_gains_the_retent
             "SELECT TTL(job_id) FROM job_idempotency WHERE user_id = 'alice' AND idempotency_key = 'key-1'").one()
         assert 2592000 - 60 < history_ttl <= 2592000
         assert 86400 - 60 < key_ttl <= 86400
+        session.cluster.shutdown()
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()
+
+
+LEGACY_HISTORY_V2 = """CREATE TABLE {keyspace}.task_history_v2 (
+    job_id text, execution_time timestamp, attempt int, execution_id text, user_id text, status text,
+    trigger text, due_at timestamp, published_at timestamp, finished_at timestamp, error text,
+    PRIMARY KEY ((job_id), execution_time, attempt, execution_id))
+    WITH CLUSTERING ORDER BY (execution_time DESC, attempt DESC, execution_id ASC)"""
+
+
+def test_history_written_before_the_run_columns_reads_as_runs_and_the_job_keeps_its_next_run(
+    settings: Settings,
+) -> None:
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace)
+    admin = connect(cassandra, keyspace=False)
+    bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    try:
+        # Given an older keyspace: a job whose scan wrote its run fields on the job row (next run 10:06),
+        # and the record of its 10:05 fire, without the columns the run fields are now derived from
+        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
+        admin.execute(LEGACY_HISTORY_V2.format(keyspace=keyspace), timeout=60)
+        execution_id = execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE)
+        admin.execute(
+            f"INSERT INTO {keyspace}.task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status,"
+            " trigger, due_at, published_at, finished_at) VALUES (%s, %s, 1, %s, 'alice', 'SUCCESS', 'SCHEDULE',"
+            " %s, %s, %s)", ("job-1", bucket, execution_id, bucket, bucket, bucket + timedelta(seconds=2)))
+        # When the schema is applied
+        applied = migrate(cassandra)
+        # Then the history table gains the columns, and its record reads as it was
+        for column in ("job_version int", "next_fire_at timestamp", "retry_at timestamp"):
+            assert f"ALTER TABLE task_history_v2 ADD {column}" in applied
+        session = connect(cassandra)
+        store = CassandraJobStore(session)
+        job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=bucket),
+                  payload={}, topic="jobs", created_at=bucket, updated_at=bucket,
+                  next_run_at=bucket + timedelta(minutes=1))
+        store.create(job, None)
+        [record] = store.latest_records(["job-1"], RUN_RECORDS)["job-1"]
+        assert (record.status, record.job_version, record.next_fire_at) == (ExecutionStatus.SUCCESS, None, None)
+        # and the job shows it as its last run, keeping the next run its row holds
+        shown = with_runs(job, [record])
+        assert (shown.last_execution_id, shown.last_status, shown.next_run_at) == (
+            execution_id, ExecutionStatus.SUCCESS, bucket + timedelta(minutes=1))
         session.cluster.shutdown()
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)

@@ -175,7 +175,7 @@ def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str,
         status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=FIRE, published_at=FIRE,
     )
     services.store.start([record])
-    services.store.complete([Completion(done=row, following=None, next_run_at=None)])
+    services.store.complete([Completion(done=row, following=None)])
     return job, execution_message(job, row, result_token(services.result_key, row.execution_id))[1]
 
 

@@ -1,14 +1,16 @@
 """JobStore on Apache Cassandra or Amazon Keyspaces, through the DataStax driver.
 
 Every statement here is Keyspaces-compatible (checked by ``tests/infra/test_keyspaces_compat.py``):
-prepared DML only, LOCAL_QUORUM writes and reads, logged batches for the atomic steps, no TRUNCATE,
-no secondary index, no ALLOW FILTERING.
+prepared DML only, LOCAL_QUORUM writes and reads, no TRUNCATE, no secondary index, no ALLOW FILTERING.
 
-``start`` is an UNLOGGED batch: its two rows (the history row and the job's run fields) need no
-atomicity, because the scheduled row stays in ``task_schedule_v2`` until ``complete``; a half-written
-start is written again by the scan's retry or, after a crash, by the next scan of the partition. A
-logged batch costs a batch-log write and delete on Cassandra, and on Keyspaces every row of a logged
-batch is written twice (prepare and commit), so this saves two of the scan's row writes per execution.
+An execution writes no ``job_table`` row (its run fields are derived from history, ``domain.jobs.with_runs``)
+and uses no logged batch: a logged batch costs a batch-log write and delete on Cassandra, and on Keyspaces
+every row of one is written twice (prepare and commit). The steps that must not be half-done are ordered
+instead, so that what is written first makes the later write safe to repeat:
+- ``complete`` writes the following rows (next fire, watchdog), then removes the done row: a crash in
+  between leaves the done row, whose replay writes them again;
+- ``finish`` writes the retry row, then the record that ends the execution: a record that says FAILED
+  always has its retry.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent
-from cassandra.query import BatchStatement, BatchType, PreparedStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
@@ -42,15 +44,6 @@ INSERT_JOB = (
     " last_run_at, last_execution_id, last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
-UPDATE_JOB_RUN = (
-    "UPDATE job_table SET last_run_at = ?, last_execution_id = ?, last_status = ?"
-    " WHERE user_id = ? AND job_id = ?"
-)
-# The scan's next run goes to columns of its own, tagged with the schedule version it was planned under, so
-# that a completion landing after a change of schedule never overwrites the change's next run (codec).
-UPDATE_JOB_NEXT_RUN = (
-    "UPDATE job_table SET scan_next_run_at = ?, scan_schedule_version = ? WHERE user_id = ? AND job_id = ?"
-)
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
     " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -68,13 +61,14 @@ DELETE_SCHEDULED = (
 )
 INSERT_RECORD = (
     "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
-    " due_at, published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " due_at, published_at, finished_at, error, job_version, next_fire_at, retry_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 #: The record of a publish: every column but the end (status, finished_at, error), which only ``finish``
 #: writes, so a replayed publish never moves an ended execution back to RUNNING.
 INSERT_RECORD_STARTED = (
     "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
-    " published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    " published_at, job_version, next_fire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_RECORDS = "SELECT * FROM task_history_v2 WHERE job_id = ? LIMIT ?"
 #: The pages after a record, in the key's order: the rest of its (fire, attempt), of its fire, then older fires.
@@ -99,7 +93,6 @@ UPDATE_JOB_SETTINGS = (
     "UPDATE job_table SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
     " timeout_s = ?, updated_at = ? WHERE user_id = ? AND job_id = ? IF version = ?"
 )
-UPDATE_JOB_LAST_STATUS = "UPDATE job_table SET last_status = ? WHERE user_id = ? AND job_id = ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
@@ -108,14 +101,19 @@ CLAIM_IDEMPOTENCY_KEY = (
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, UPDATE_JOB_RUN, UPDATE_JOB_NEXT_RUN, INSERT_SCHEDULED, SELECT_SCHEDULED,
+    INSERT_JOB, SELECT_JOB, INSERT_SCHEDULED, SELECT_SCHEDULED,
     SELECT_SCHEDULED_FROM, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
-    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, UPDATE_JOB_LAST_STATUS, SELECT_JOBS, SELECT_JOBS_AFTER,
+    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
     CLAIM_IDEMPOTENCY_KEY,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
+
+
+def unset_nulls(values: Sequence[Any]) -> tuple[Any, ...]:
+    """``values`` with None as unset: an insert then writes nothing for it, where a null writes a tombstone."""
+    return tuple(UNSET_VALUE if value is None else value for value in values)
 
 
 def _guard(call: Callable[[], T]) -> T:
@@ -197,28 +195,13 @@ class CassandraJobStore(JobStore):
                 yield scheduled
 
     def start(self, records: Sequence[ExecutionRecord]) -> None:
-        statements: list[tuple[Any, Sequence[Any] | None]] = []
-        for record in records:
-            batch = self._batch(BatchType.UNLOGGED)  # idempotent and repaired by a retry: see the module doc
-            batch.add(self._stmt(INSERT_RECORD_STARTED), codec.started_record_values(record))
-            batch.add(self._stmt(UPDATE_JOB_RUN), (record.published_at, record.execution_id, record.status.value,
-                                                   record.user_id, record.job_id))
-            statements.append((batch, None))
-        self._run_concurrently(statements)
+        stmt = self._stmt(INSERT_RECORD_STARTED)
+        self._run_concurrently([(stmt, unset_nulls(codec.started_record_values(r))) for r in records])
 
     def complete(self, completions: Sequence[Completion]) -> None:
-        statements: list[tuple[Any, Sequence[Any] | None]] = []
-        for c in completions:
-            batch = self._batch()
-            for row in (c.following, c.watchdog):
-                if row is not None:
-                    batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(row))
-            if c.sets_next_run:
-                batch.add(self._stmt(UPDATE_JOB_NEXT_RUN),
-                          (c.next_run_at, c.done.job_version, c.done.user_id, c.done.job_id))
-            batch.add(self._stmt(DELETE_SCHEDULED), codec.scheduled_key(c.done))
-            statements.append((batch, None))
-        self._run_concurrently(statements)
+        # The following rows first, then the removals (see the module doc): no logged batch.
+        self.schedule([row for c in completions for row in (c.following, c.watchdog) if row is not None])
+        self.drop([c.done for c in completions])
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
         stmt = self._stmt(DELETE_SCHEDULED)
@@ -293,11 +276,13 @@ class CassandraJobStore(JobStore):
         return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
 
     def finish(self, outcome: Outcome) -> None:
-        batch = self._batch()
-        record = outcome.record
-        batch.add(self._stmt(INSERT_RECORD), codec.record_values(record))
-        if outcome.retry is not None:
-            batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(outcome.retry))
-        if outcome.job_status is not None:
-            batch.add(self._stmt(UPDATE_JOB_LAST_STATUS), (outcome.job_status.value, record.user_id, record.job_id))
-        _guard(lambda: self._session.execute(batch))
+        if outcome.retry is not None:  # first: a record that says FAILED always has its retry (module doc)
+            self.schedule([outcome.retry])
+        values = unset_nulls(codec.record_values(outcome.record))
+        _guard(lambda: self._session.execute(self._stmt(INSERT_RECORD), values))
+
+    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+        stmt = self._stmt(SELECT_RECORDS)
+        results = self._run_concurrently([(stmt, (job_id, limit)) for job_id in job_ids])
+        return {job_id: [codec.record_from_row(row) for row in result]
+                for job_id, result in zip(job_ids, results, strict=True)}

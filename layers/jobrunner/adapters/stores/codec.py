@@ -133,6 +133,9 @@ def record_from_row(row: Any) -> ExecutionRecord:
         published_at=_ts(row.published_at),
         finished_at=_ts(row.finished_at),
         error=row.error,
+        job_version=row.job_version,
+        next_fire_at=_ts(row.next_fire_at),
+        retry_at=_ts(row.retry_at),
     )
 
 
@@ -140,7 +143,7 @@ def started_record_values(record: ExecutionRecord) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_RECORD_STARTED`` (no status: see that statement)."""
     return (
         record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id,
-        record.trigger.value, record.due_at, record.published_at,
+        record.trigger.value, record.due_at, record.published_at, record.job_version, record.next_fire_at,
     )
 
 
@@ -149,5 +152,5 @@ def record_values(record: ExecutionRecord) -> tuple[Any, ...]:
     return (
         record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id,
         record.status.value, record.trigger.value, record.due_at, record.published_at,
-        record.finished_at, record.error,
+        record.finished_at, record.error, record.job_version, record.next_fire_at, record.retry_at,
     )

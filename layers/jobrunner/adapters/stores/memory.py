@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,14 @@ def _row_key(row: ScheduledExecution) -> _RowKey:
 
 def _record_key(record: ExecutionRecord) -> _RecordKey:
     return (record.job_id, record.scheduled_at, record.attempt, record.execution_id)
+
+
+def _upsert(known: ExecutionRecord | None, record: ExecutionRecord) -> ExecutionRecord:
+    """``record`` written over ``known`` as a Cassandra insert does: a column given no value keeps its own."""
+    if known is None:
+        return record
+    kept = {f.name: getattr(known, f.name) for f in fields(record) if getattr(record, f.name) is None}
+    return replace(record, **kept)
 
 
 def _after(record: ExecutionRecord, before: tuple[datetime, int, str | None]) -> bool:
@@ -77,13 +85,7 @@ class MemoryJobStore(JobStore):
                 known = self.records.get(key)
                 if known is not None and known.status in _ENDED:  # never backwards: the end stays
                     record = replace(record, status=known.status, finished_at=known.finished_at, error=known.error)
-                self.records[key] = record
-                job = self.jobs.get((record.user_id, record.job_id))
-                if job is not None:
-                    self.jobs[(job.user_id, job.job_id)] = replace(
-                        job, last_run_at=record.published_at, last_execution_id=record.execution_id,
-                        last_status=record.status,
-                    )
+                self.records[key] = _upsert(known, record)
 
     def complete(self, completions: Sequence[Completion]) -> None:
         with self._lock:
@@ -91,10 +93,6 @@ class MemoryJobStore(JobStore):
                 for row in (c.following, c.watchdog):
                     if row is not None:
                         self.rows[_row_key(row)] = row
-                job = self.jobs.get((c.done.user_id, c.done.job_id))
-                # a completion planned under an older schedule version leaves the change's next run be
-                if job is not None and c.sets_next_run and c.done.job_version == job.schedule_version:
-                    self.jobs[(job.user_id, job.job_id)] = replace(job, next_run_at=c.next_run_at)
                 self.rows.pop(_row_key(c.done), None)
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
@@ -124,11 +122,11 @@ class MemoryJobStore(JobStore):
                 for row in rows:
                     self.rows.pop(_row_key(row), None)
                 return False
-            # the run fields belong to the scan and results, and so does the next run if the schedule stays
+            # as stored: the API's fields only (run fields are derived from history); the next run stays
+            # as it was written unless the schedule changes
             keeps_schedule = job.schedule_version != job.version
             self.jobs[(job.user_id, job.job_id)] = replace(
-                job, created_at=current.created_at, last_run_at=current.last_run_at,
-                last_execution_id=current.last_execution_id, last_status=current.last_status,
+                job, created_at=current.created_at, last_run_at=None, last_execution_id=None, last_status=None,
                 next_run_at=current.next_run_at if keeps_schedule else job.next_run_at,
             )
             return True
@@ -161,9 +159,9 @@ class MemoryJobStore(JobStore):
     def finish(self, outcome: Outcome) -> None:
         with self._lock:
             record = outcome.record
-            self.records[_record_key(record)] = record
+            self.records[_record_key(record)] = _upsert(self.records.get(_record_key(record)), record)
             if outcome.retry is not None:
                 self.rows[_row_key(outcome.retry)] = outcome.retry
-            job = self.jobs.get((record.user_id, record.job_id))
-            if job is not None and outcome.job_status is not None:
-                self.jobs[(job.user_id, job.job_id)] = replace(job, last_status=outcome.job_status)
+
+    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+        return {job_id: self.history(job_id, limit) for job_id in job_ids}

@@ -241,7 +241,7 @@ def add_history(world: World, job_id: str, fires: int, attempts: int = 1) -> lis
                 job_id=job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=execution_id,
                 user_id="alice", status=ExecutionStatus.SUCCESS, trigger=Trigger.SCHEDULE, due_at=scheduled_at,
                 published_at=scheduled_at, finished_at=scheduled_at + timedelta(seconds=1),
-            ), None, None))
+            ), None))
             ids.append(execution_id)
     return ids[::-1]
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from jobrunner.domain.jobs import (
+    ExecutionRecord,
     ExecutionStatus,
     Job,
     JobState,
@@ -19,8 +21,9 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     origin_of,
     watched_execution_ids,
+    with_runs,
 )
-from jobrunner.domain.schedules import At
+from jobrunner.domain.schedules import At, Every
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 NEXT = T0 + timedelta(minutes=5)
@@ -123,3 +126,77 @@ def test_a_watchdog_names_the_execution_it_watches() -> None:
     assert watched_execution_ids(row(1, Trigger.TIMEOUT, Trigger.MANUAL)) == [row(1, Trigger.MANUAL).execution_id]
     assert watched_execution_ids(row(1, Trigger.TIMEOUT)) == [
         row(1, Trigger.SCHEDULE).execution_id, row(1, Trigger.MANUAL).execution_id]
+
+
+# -- run fields derived from history ---------------------------------------------------------------
+
+
+def every_minute(schedule_version: int = 1, state: JobState = JobState.ACTIVE) -> Job:
+    return Job(
+        user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=T0), payload={}, topic="jobs",
+        created_at=T0, updated_at=T0, state=state, version=schedule_version, next_run_at=T0,
+    )
+
+
+def fired(at: datetime, *, version: int | None = 1, trigger: Trigger = Trigger.SCHEDULE, attempt: int = 1,
+          status: ExecutionStatus = ExecutionStatus.RUNNING, published: datetime | None = None,
+          retry_at: datetime | None = None) -> ExecutionRecord:
+    """The record of a fire at ``at`` published at once (or at ``published``), naming the next minute."""
+    return ExecutionRecord(
+        job_id="job-1", scheduled_at=at, attempt=attempt, execution_id=execution_id_for("job-1", at, attempt, trigger),
+        user_id="alice", status=status, trigger=trigger, due_at=at, published_at=published or at,
+        job_version=version, next_fire_at=at + timedelta(minutes=1) if trigger is Trigger.SCHEDULE else None,
+        retry_at=retry_at,
+    )
+
+
+def test_a_job_without_history_shows_its_stored_next_run_and_no_last_run() -> None:
+    assert with_runs(every_minute(), []) == every_minute()
+
+
+def test_the_next_run_is_the_one_named_by_the_newest_fire_of_the_current_schedule_version() -> None:
+    history = [fired(T0 + timedelta(minutes=2)), fired(T0 + timedelta(minutes=1))]  # newest first
+    shown = with_runs(every_minute(), history)
+    assert (shown.next_run_at, shown.last_run_at, shown.last_status) == (
+        T0 + timedelta(minutes=3), T0 + timedelta(minutes=2), ExecutionStatus.RUNNING)
+    assert shown.status is JobStatus.RUNNING
+
+
+def test_fires_of_an_older_schedule_version_leave_the_changes_next_run() -> None:
+    # a change of schedule (version 2) wrote next_run_at T0; the newest fire is the old schedule's
+    shown = with_runs(every_minute(schedule_version=2), [fired(T0 + timedelta(minutes=9), version=1)])
+    assert shown.next_run_at == T0
+    assert shown.last_run_at == T0 + timedelta(minutes=9)
+
+
+def test_records_from_before_the_columns_count_as_runs_only() -> None:
+    shown = with_runs(every_minute(), [fired(T0 + timedelta(minutes=9), version=None)])
+    assert (shown.next_run_at, shown.last_run_at) == (T0, T0 + timedelta(minutes=9))
+
+
+def test_manual_runs_and_retries_do_not_move_the_next_run_but_are_the_last_run() -> None:
+    fire = fired(T0 + timedelta(minutes=1), status=ExecutionStatus.FAILED)
+    manual = fired(T0 + timedelta(minutes=1, seconds=30), trigger=Trigger.MANUAL)
+    retry = fired(T0 + timedelta(minutes=1), trigger=Trigger.RETRY, attempt=2,
+                  published=T0 + timedelta(minutes=1, seconds=40))
+    shown = with_runs(every_minute(), [manual, retry, fire])
+    assert shown.next_run_at == T0 + timedelta(minutes=2)
+    assert shown.last_execution_id == retry.execution_id  # published last, though of an older fire
+
+
+def test_a_failure_whose_retry_is_planned_shows_scheduled() -> None:
+    failed = fired(T0, status=ExecutionStatus.FAILED, retry_at=T0 + timedelta(seconds=20))
+    assert with_runs(every_minute(), [failed]).last_status is ExecutionStatus.SCHEDULED
+    dead = fired(T0, status=ExecutionStatus.FAILED)
+    assert with_runs(every_minute(), [dead]).last_status is ExecutionStatus.FAILED
+
+
+@pytest.mark.parametrize("state", [JobState.PAUSED, JobState.CANCELLED])
+def test_a_paused_or_cancelled_job_keeps_its_stored_next_run(state: JobState) -> None:
+    stopped = every_minute(state=state).with_changes(next_run_at=None)
+    assert with_runs(stopped, [fired(T0)]).next_run_at is None
+
+
+def test_the_last_fire_of_a_schedule_leaves_no_next_run() -> None:
+    last = replace(fired(T0), next_fire_at=None)
+    assert with_runs(every_minute(), [last]).next_run_at is None

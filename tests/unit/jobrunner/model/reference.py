@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, execution_id_for
+from jobrunner.domain.jobs import RUN_RECORDS, ExecutionStatus, JobState, Trigger, execution_id_for, with_runs
 from jobrunner.domain.schedules import At, Every, parse_instant
 
 if TYPE_CHECKING:
@@ -485,6 +485,7 @@ class Reference:
                 continue
             stored = store.get(USER, job.job_id)
             assert stored is not None
+            stored = with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
             next_run = stored.next_run_at
             assert next_run is not None and last_bucket <= next_run <= upcoming, (
                 f"{job.name}: next_run_at {hms(next_run)} is stale; the scans are done up to {last_bucket:%H:%M} "

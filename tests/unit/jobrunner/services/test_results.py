@@ -19,6 +19,7 @@ from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.jobs import (
+    RUN_RECORDS,
     ExecutionRecord,
     ExecutionStatus,
     Job,
@@ -27,6 +28,7 @@ from jobrunner.domain.jobs import (
     RetryPolicy,
     Trigger,
     execution_id_for,
+    with_runs,
 )
 from jobrunner.domain.placement import place
 from jobrunner.domain.schedules import At, Every, parse_instant
@@ -75,11 +77,12 @@ class World:
         record = ExecutionRecord(
             job_id=job.job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=row.execution_id,
             user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=trigger, due_at=row.due_at,
-            published_at=self.clock.now(),
+            published_at=self.clock.now(), job_version=row.job_version,
+            next_fire_at=job.schedule.next_fire_after(scheduled_at)
+            if trigger is Trigger.SCHEDULE and job.schedule.recurring else None,
         )
         self.store.start([record])
-        self.store.complete([Completion(done=row, following=None, next_run_at=None,
-                                        sets_next_run=trigger is Trigger.SCHEDULE)])
+        self.store.complete([Completion(done=row, following=None)])
         self.store.rows.clear()  # the first run's own row is done
         return record
 
@@ -90,7 +93,9 @@ class World:
         )))
 
     def job(self, job: Job) -> Job:
-        return self.store.jobs[(job.user_id, job.job_id)]
+        """The job as the API shows it: its run fields derived from its history."""
+        stored = self.store.jobs[(job.user_id, job.job_id)]
+        return with_runs(stored, self.store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
 
     def record(self, job: Job, attempt: int, scheduled_at: datetime = FIRE) -> ExecutionRecord:
         """The one record of that fire and attempt."""

@@ -15,6 +15,7 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import (
+    RUN_RECORDS,
     ExecutionRecord,
     ExecutionStatus,
     Job,
@@ -23,6 +24,7 @@ from jobrunner.domain.jobs import (
     Lane,
     Trigger,
     execution_id_for,
+    with_runs,
 )
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
@@ -97,7 +99,9 @@ class World:
         return self.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
 
     def job(self, job: Job) -> Job:
-        return self.store.jobs[(job.user_id, job.job_id)]
+        """The job as the API shows it: its run fields derived from its history."""
+        stored = self.store.jobs[(job.user_id, job.job_id)]
+        return with_runs(stored, self.store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
 
     def record(self, job_id: str, scheduled_at: datetime, attempt: int = 1) -> ExecutionRecord:
         """The history record of a scheduled fire's attempt."""
@@ -257,6 +261,7 @@ class CheckingPublisher(TimedPublisher):
         for m in messages:
             record = self.store.find_record(m.value["job_id"], m.value["execution_id"])
             job = self.store.get(m.value["user_id"], m.value["job_id"])
+            job = job and with_runs(job, self.store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
             self.known_at_publish.append((record.status if record else None, job.last_execution_id if job else None))
         super().publish(messages)
 
