@@ -393,21 +393,19 @@ def _writes(bench: Bench) -> list[str]:
                 for r in runs for t in {*r["counted"], *r["expected"]})
     agreement = "they equal the model's, row for row" if exact else "**not the model's**: see the errors retried below"
     lines += [f"How the figures add up ({agreement}): the first minute's scan writes",
-              "`start` (history row + the job's run fields, unlogged) and `complete` (delete of the done row, the",
-              f"job's next run, and the next row for the recurring {pct(recurring)}): 4 + {fmt(recurring, 2)} rows "
-              "per execution, docs/scaling.md's 4.5.",
-              "A SUCCESS result writes 2 (history row + the job's last status), a FAILED one 3 (its retry row",
-              "too). A retry execution writes 3 in its scan (no next run, so no job write in `complete`) and 2",
-              "in its result. So an execution that succeeds first time writes 6 + the recurring share = "
-              f"{fmt(6 + recurring, 2)}",
-              "(docs/scaling.md: 6.5 = 3.0 job_table, 2.0 task_history_v2, 1.5 task_schedule_v2), and with a",
-              "share *f* of first attempts failing once, the mean per execution is (6 + recurring share + 6 *f*) "
+              "`start` (the history row) and `complete` (the next row for the recurring "
+              f"{pct(recurring)}, then the delete of the done row): 2 + {fmt(recurring, 2)} rows per execution.",
+              "A SUCCESS result writes 1 (the history row), a FAILED one 2 (its retry row first). No execution",
+              "writes `job_table`: a job's run fields are derived from its history. A retry execution writes 2 in",
+              "its scan (no next run) and 1 in its result. So an execution that succeeds first time writes 3 +",
+              f"the recurring share = {fmt(3 + recurring, 2)} (docs/scaling.md: 3.5 = 2.0 task_history_v2,",
+              "1.5 task_schedule_v2; 6.5 before the redesign's first step, with 3.0 on job_table), and with a",
+              "share *f* of first attempts failing once, the mean per execution is (3 + recurring share + 4 *f*) "
               "/ (1 + *f*).",
               "",
-              f"Logged batches sent: {w['logged_batches']:,} (the scans' `complete`, the results' `finish`); "
-              f"`system.batches` took {w['server'].get('system.batches', 0):,} writes:",
-              "2 per logged batch that spans partitions (the batch-log entry and its removal) and none for a",
-              "logged batch of a single partition (a retry's `complete` only deletes its row). `system.batches`",
+              f"Logged batches sent: {w['logged_batches']:,} (none is left on the execution path; before, the scans'",
+              f"`complete` and the results' `finish` were); `system.batches` took "
+              f"{w['server'].get('system.batches', 0):,} writes. `system.batches`",
               "and `system.paxos` (lightweight transactions: none on this path) belong to the whole server: on",
               "shared servers they include other clients' writes. Write errors retried: " + " ; ".join(
                   f"scans {r['scan_errors']}, results {sum(sum(a.values()) for a in r['applied_again'])}"
