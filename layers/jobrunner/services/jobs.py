@@ -164,7 +164,7 @@ class JobService:
         job = self._store.get(user_id, job_id)
         if job is None:
             raise JobNotFound(job_id)
-        return with_runs(job, self._store.latest_records([job_id], RUN_RECORDS)[job_id])
+        return self._with_runs([job])[0]
 
     def _with_runs(self, jobs: list[Job]) -> list[Job]:
         records = self._store.latest_records([job.job_id for job in jobs], RUN_RECORDS) if jobs else {}
