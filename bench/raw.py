@@ -34,7 +34,7 @@ from jobrunner.adapters.stores.cassandra import (
     SELECT_JOB,
     unset_nulls,
 )
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Lane, Trigger
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.time import minute_bucket
@@ -108,9 +108,11 @@ def start_statements(s: Statements, e: Example) -> list[tuple[Any, Any]]:
 
 
 def complete_statements(s: Statements, e: Example) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
-    """The scan's ``complete`` of one execution, in its two steps: the next row, then the delete."""
+    """The scan's ``complete`` of one execution, in its two steps: the next row, then the delete of the
+    done row, which only a LATE row gets (a PLANNED one expires)."""
     following = [(s.insert_row, codec.scheduled_values(e.following))] if e.recurring else []
-    return following, [(s.delete_row, codec.scheduled_key(e.row))]
+    done = [(s.delete_row, codec.scheduled_key(e.row))] if e.row.lane is Lane.LATE else []
+    return following, done
 
 
 def pair_batch(s: Statements, e: Example) -> BatchStatement:

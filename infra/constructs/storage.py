@@ -22,6 +22,20 @@ if TYPE_CHECKING:
     from jobrunner.adapters.stores.cql_schema import TableSpec
 
 
+#: The longest default time to live Keyspaces accepts (20 years).
+KEYSPACES_MAX_TTL_S = 630_720_000
+
+
+def keyspaces_default_ttl(spec: TableSpec) -> int | None:
+    """The table's default TTL from ``cql/``; for a table without one whose rows are written ``USING TTL``,
+    the longest: CloudFormation turns TTL on only through a default, and Keyspaces refuses ``USING TTL``
+    on a table without TTL. Every such insert sets its own TTL, so the default only ever applies to rows
+    an older release wrote without one."""
+    if spec.default_time_to_live is None and spec.rows_expire:
+        return KEYSPACES_MAX_TTL_S
+    return spec.default_time_to_live
+
+
 def _column(name: str, cql_type: str) -> cassandra.CfnTable.ColumnProperty:
     return cassandra.CfnTable.ColumnProperty(column_name=name, column_type=cql_type)
 
@@ -59,7 +73,7 @@ class KeyspacesSchema(Construct):
                 regular_columns=[_column(c.name, c.type) for c in spec.regular] or None,
                 billing_mode=cassandra.CfnTable.BillingModeProperty(mode="ON_DEMAND"),
                 point_in_time_recovery_enabled=True,
-                default_time_to_live=spec.default_time_to_live,
+                default_time_to_live=keyspaces_default_ttl(spec),
             )
             table.node.add_dependency(self.keyspace)
             table.apply_removal_policy(removal_policy)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import datetime
 
-    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
 
 
 class Clock(ABC):
@@ -51,7 +51,10 @@ class JobStore(ABC):
       second row, so removing the stale one never removes the new one.
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
       their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
-      with ``after``, only the rows whose key sorts after that row's (to resume a broken read).
+      with ``after``, only the rows that sort after that position (to resume a broken read, or a
+      partition a scan settled up to there).
+    - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
+      (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
     - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``:
       two executions of one fire and attempt (a run now requested at the instant of a scheduled fire,
       and their retries) keep a record each, so neither's result can be lost to the other's.
@@ -63,8 +66,10 @@ class JobStore(ABC):
       time and error. It is idempotent, and the row stays scheduled until ``complete``, so a retry or
       the next scan of the partition writes it again.
     - ``complete``, after the publish, writes the following execution (if any) and the watchdog, then
-      removes the completed row: once it returns all is done; if it raises, the completed row is still
-      there whenever a following row may be missing. Replaying it is harmless.
+      removes the completed row if it is in the LATE lane (polled whole while its scan runs); a PLANNED
+      row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``).
+      Once it returns all is done; if it raises, the completed row is still there whenever a following
+      row may be missing. Replaying it is harmless.
     - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
     - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
@@ -82,7 +87,7 @@ class JobStore(ABC):
 
     @abstractmethod
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
     ) -> Iterator[ScheduledExecution]: ...
 
     @abstractmethod
@@ -235,6 +240,8 @@ class PartitionState:
     published: int = 0
     #: How many times a scan has leased this partition (each successful ``acquire``).
     attempts: int = 0
+    #: The scan's progress through the PLANNED lane, as kept by its last renewal (opaque to the store).
+    progress: str | None = None
 
 
 class HeartbeatStore(ABC):
@@ -245,7 +252,9 @@ class HeartbeatStore(ABC):
       there is no lease, the lease has expired, or the caller already owns it; never once the
       partition is done. Each success adds one to the partition's ``attempts`` (a refusal does not).
     - ``renew`` extends the caller's lease and returns False when the caller no longer owns it
-      (the scan must then stop publishing).
+      (the scan must then stop publishing). With ``progress``, it also keeps that string on the
+      partition (``PartitionState.progress``) in the same conditional write, so only the lease owner
+      ever moves it; ``acquire`` leaves it as it is.
     - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
     - ``advance_watermark`` only ever moves a segment's watermark forward.
     - ``beat`` records a heartbeat and adds to the segment's counters.
@@ -264,7 +273,9 @@ class HeartbeatStore(ABC):
     def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool: ...
 
     @abstractmethod
-    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool: ...
+    def renew(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
+    ) -> bool: ...
 
     @abstractmethod
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...

@@ -76,6 +76,21 @@ def test_acquire_counts_every_attempt_and_only_successful_ones(heartbeat_store: 
     assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
 
 
+def test_renew_keeps_the_owners_progress_for_the_next_scan(heartbeat_store: HeartbeatStore) -> None:
+    # Given a scan that renewed its lease with its progress twice, then a renewal without one
+    assert heartbeat_store.acquire(4242, BUCKET, "a", T0, 30)
+    assert [s.progress for s in heartbeat_store.partitions([(4242, BUCKET)])] == [None]
+    assert heartbeat_store.renew(4242, BUCKET, "a", T0 + timedelta(seconds=10), 30, progress="first")
+    assert heartbeat_store.renew(4242, BUCKET, "a", T0 + timedelta(seconds=20), 30, progress="second")
+    assert heartbeat_store.renew(4242, BUCKET, "a", T0 + timedelta(seconds=25), 30)
+    # When another scan tries to renew it, and then takes the partition over once the lease has lapsed
+    assert not heartbeat_store.renew(4242, BUCKET, "b", T0 + timedelta(seconds=26), 30, progress="stolen")
+    assert heartbeat_store.acquire(4242, BUCKET, "b", T0 + timedelta(seconds=60), 30)
+    # Then the taker reads the last progress its owner kept
+    [state] = heartbeat_store.partitions([(4242, BUCKET)])
+    assert (state.owner, state.attempts, state.progress) == ("b", 2, "second")
+
+
 def test_parked_partitions_are_kept_with_their_segment_until_unparked(heartbeat_store: HeartbeatStore) -> None:
     later = BUCKET + timedelta(minutes=1)
     # Given a segment with a watermark and counters

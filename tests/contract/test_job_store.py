@@ -19,6 +19,7 @@ from jobrunner.domain.jobs import (
     Job,
     JobState,
     Lane,
+    LanePosition,
     RetryPolicy,
     ScheduledExecution,
     Trigger,
@@ -136,7 +137,7 @@ def test_start_records_the_execution_and_writes_nothing_to_the_job(job_store: Jo
     assert sorted(left, key=lambda r: r.job_id) == sorted(rows, key=lambda r: r.job_id)
 
 
-def test_complete_plans_the_next_run_and_removes_the_row(job_store: JobStore) -> None:
+def test_complete_plans_the_next_run_and_keeps_the_done_planned_row(job_store: JobStore) -> None:
     # Given a started execution of a job with a timeout
     segment = unique_segment()
     job = make_job(timeout_s=30)
@@ -155,8 +156,9 @@ def test_complete_plans_the_next_run_and_removes_the_row(job_store: JobStore) ->
     completion = Completion(done=row, following=following, watchdog=watchdog)
     job_store.complete([completion])
     job_store.complete([completion])  # replaying is harmless
-    # Then the row is gone, the following row and the watchdog wait in their partitions
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+    # Then the done row stays (it expires: no delete per execution), the following row and the watchdog
+    # wait in their partitions
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]
     assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
     assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [watchdog]
     # and the job row is untouched: its next run and last run are derived from the history
@@ -166,6 +168,19 @@ def test_complete_plans_the_next_run_and_removes_the_row(job_store: JobStore) ->
     assert (run.next_run_at, run.last_run_at, run.last_execution_id, run.last_status) == (
         following.due_at, published, row.execution_id, ExecutionStatus.RUNNING
     )
+
+
+def test_complete_removes_a_done_late_row(job_store: JobStore) -> None:
+    # Given a row of the late lane (polled whole while its scan runs), started and published
+    segment = unique_segment()
+    job = make_job(schedule=At(BUCKET + timedelta(seconds=20)))
+    row = make_row(job, BUCKET + timedelta(seconds=20), lane=Lane.LATE, segment=segment)
+    job_store.create(job, row)
+    job_store.start([running_record(row, row.due_at)])
+    # When it is completed
+    job_store.complete([Completion(done=row, following=None)])
+    # Then it is gone from the late lane
+    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == []
 
 
 def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) -> None:
@@ -189,7 +204,7 @@ def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) 
         next_run_at=following.due_at, last_run_at=published, last_execution_id=row.execution_id,
         last_status=ExecutionStatus.SUCCESS,
     )
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+    assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
 
 
 def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
@@ -201,7 +216,7 @@ def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
     assert job_store.history(job.job_id, 10) == []
     assert job_store.record(job.job_id, BUCKET, 1, row.execution_id) is None
     assert job_store.get(job.user_id, job.job_id) == job
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]  # kept until it expires
 
 
 def test_complete_of_a_manual_run_keeps_the_next_run(job_store: JobStore) -> None:
@@ -369,9 +384,10 @@ def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Job
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [stale, replanned]
     job_store.drop([stale])
     assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
-    job_store.schedule([stale])
-    job_store.complete([Completion(done=stale, following=None)])
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
+    late_stale, late_replanned = (replace(r, lane=Lane.LATE) for r in (stale, replanned))
+    job_store.schedule([late_stale, late_replanned])
+    job_store.complete([Completion(done=late_stale, following=None)])
+    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [late_replanned]
 
 
 def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(job_store: JobStore) -> None:
@@ -472,7 +488,9 @@ def test_scheduled_after_a_row_resumes_a_broken_read(job_store: JobStore) -> Non
     everything = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
     # Then reading after any of them yields exactly the rows that sort after it
     for index, row in enumerate(everything):
-        assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, after=row)) == everything[index + 1:]
+        assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, after=LanePosition.of(row))) == (
+            everything[index + 1:]
+        )
 
 
 def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:

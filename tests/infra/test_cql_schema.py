@@ -11,6 +11,7 @@ from jobrunner.adapters.stores.cql_schema import (
     parse_table,
     split_top_level,
     statements,
+    with_row_ttls,
 )
 
 
@@ -67,3 +68,9 @@ def test_the_project_schema_parses() -> None:
 
     assert {"job_table", "task_schedule_v2", "task_history_v2"} <= set(names)
     assert "task_history" not in names  # replaced: its key lacked the execution id
+
+
+def test_tables_inserted_using_ttl_are_marked_for_keyspaces_to_turn_ttl_on() -> None:
+    tables = [parse_table(f"CREATE TABLE {name} (k int PRIMARY KEY, v int)") for name in ("a", "b")]
+    dml = ["INSERT INTO a (k, v) VALUES (?, ?)\n USING TTL ?", "INSERT INTO b (k) VALUES (?)", "SELECT * FROM b"]
+    assert [(t.name, t.rows_expire) for t in with_row_ttls(tables, dml)] == [("a", True), ("b", False)]

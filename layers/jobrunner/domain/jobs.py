@@ -18,12 +18,13 @@ completion had just overwritten with the old schedule's.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.time import to_epoch_ms
+from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,6 +181,30 @@ class ScheduledExecution:
     #: The job's ``schedule_version`` when the row was planned.
     job_version: int
     trigger: Trigger
+
+
+@dataclass(frozen=True, order=True)
+class LanePosition:
+    """Where a scheduled row sorts within its lane (its clustering key after the lane): a scan's progress
+    through its PLANNED lane is kept as the position of the last row it has settled (``ScanService``)."""
+
+    due_at: datetime
+    job_id: str
+    execution_id: str
+    job_version: int
+
+    @classmethod
+    def of(cls, row: ScheduledExecution) -> LanePosition:
+        return cls(row.due_at, row.job_id, row.execution_id, row.job_version)
+
+    def encode(self) -> str:
+        """A string to keep the position in (the scan's lease item); ``decode`` reads it back."""
+        return json.dumps([to_epoch_ms(self.due_at), self.job_id, self.execution_id, self.job_version])
+
+    @classmethod
+    def decode(cls, text: str) -> LanePosition:
+        due_ms, job_id, execution_id, job_version = json.loads(text)
+        return cls(from_epoch_ms(int(due_ms)), str(job_id), str(execution_id), int(job_version))
 
 
 @dataclass(frozen=True)

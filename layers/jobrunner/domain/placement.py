@@ -13,12 +13,19 @@ write that has returned by then is seen. ``placed_in_time`` tells a writer wheth
 did not (a slow or retried write), the writer places the row again from the new ``now`` and writes it
 again: the same execution, so at worst a second copy with the same ``execution_id``, never a loss.
 Placement is always computed at the moment of each write attempt, never once for all attempts.
+
+A row is never deleted once its execution is done (a delete per execution would be a second write, and a
+tombstone for the next read to skip): it expires ``KEEP_ROWS`` after its scan may close (``row_ttl``).
+A scan that crashes or runs out of time resumes after the last row it settled, which its lease item
+keeps, so a done row is not read again; a partition can stay not done (failing, parked, waiting for an
+operator) for up to ``KEEP_ROWS`` before its rows expire.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.jobs import Lane, ScheduledExecution
@@ -29,6 +36,12 @@ if TYPE_CHECKING:
 
 OPEN_AHEAD = timedelta(seconds=90)
 SETTLE = timedelta(seconds=5)
+#: How long a scheduled row is kept after its scan may close (the ParkedPartitions alarm fires long before).
+KEEP_ROWS = timedelta(days=30)
+#: The longest time to live Cassandra and Amazon Keyspaces accept (20 years).
+MAX_TTL_S = 630_720_000
+#: The latest expiry Cassandra stores before its 5.0 storage format (32-bit seconds; CASSANDRA-14092).
+LATEST_EXPIRY = datetime(2038, 1, 1, tzinfo=UTC)
 
 
 def place(due_at: datetime, now: datetime) -> tuple[datetime, Lane]:
@@ -53,3 +66,14 @@ def placed_anew(row: ScheduledExecution, now: datetime) -> ScheduledExecution:
     """``row`` (the same execution, under the same version) placed as seen at ``now``."""
     bucket, lane = place(row.due_at, now)
     return replace(row, bucket=bucket, lane=lane)
+
+
+def row_ttl(bucket: datetime, now: datetime) -> int:
+    """Seconds a row of ``bucket`` written at ``now`` is kept: until ``KEEP_ROWS`` after its scan may close;
+    0 (no expiry) for a row due so far ahead that no time to live reaches that far (``MAX_TTL_S``,
+    ``LATEST_EXPIRY``)."""
+    expiry = scan_closes_at(bucket) + KEEP_ROWS
+    seconds = math.ceil((expiry - utc(now)).total_seconds())
+    if seconds > MAX_TTL_S or expiry >= LATEST_EXPIRY:
+        return 0
+    return max(1, seconds)

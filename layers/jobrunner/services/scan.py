@@ -4,8 +4,10 @@ One scan owns one partition through a lease. It streams the PLANNED lane in due 
 LATE lane about every second (rows written after the scan may have started), and for each group of
 due rows: reads their jobs, drops rows that are stale (cancelled job, or a fire re-planned under a
 newer job version), publishes the rest, having first recorded each one as RUNNING (so that no worker
-result can arrive for an execution the store does not know), then atomically plans the next run and
-removes the row.
+result can arrive for an execution the store does not know), then plans the next run. A done PLANNED
+row is not deleted (it expires): the scan's progress through that lane (the position up to which every
+row is settled) is kept in its lease item at each renewal, and a scan that takes the partition over
+resumes from there.
 
 Failure handling, in order of the steps:
 - a read fails (the planned stream, a late poll, the jobs): retried with backoff within the scan; a
@@ -28,6 +30,8 @@ Failure handling, in order of the steps:
   published again with the same ``execution_id`` (the one duplicate a crash can cause), except an
   execution whose result already came back, which is only completed: a scan of a partition leased
   before (its lease item counts the attempts) reads each row's history record before publishing it.
+  It reads the PLANNED lane from the progress the last renewal kept, so the rows it sees again are
+  those settled since then (at most ``renew_every`` of them) and those never settled.
 
 The history record written before the publish also carries what the job's run fields are derived from
 (the schedule version and the next fire, ``domain.jobs.with_runs``): an execution writes nothing to the
@@ -36,6 +40,8 @@ job's row, so one tenant's jobs share no partition that every execution writes.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import heapq
 import itertools
 import logging
@@ -51,6 +57,7 @@ from jobrunner.domain.jobs import (
     Job,
     JobState,
     Lane,
+    LanePosition,
     ScheduledExecution,
     Trigger,
     origin_of,
@@ -65,7 +72,7 @@ from jobrunner.services.jobs import plan_execution
 from jobrunner.services.results import dead_letter
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
@@ -127,13 +134,22 @@ def _identity(row: ScheduledExecution) -> tuple[object, ...]:
 class _Due:
     """Rows waiting to be published, ordered by due instant (planned stream merged with late polls).
 
-    The planned stream is read lazily; when a read of it fails, it is reopened after the last row it
-    yielded, once ``retry_at`` has come."""
+    The planned stream is read lazily, from ``start`` (the position a scan before this one settled the
+    lane up to) on; when a read of it fails, it is reopened after the last row it yielded, once
+    ``retry_at`` has come. Every planned row taken is tracked until it is settled (``settle``), and
+    ``progress`` is the position up to which every planned row is: the point a later scan resumes from."""
 
-    def __init__(self, open_planned: Callable[[ScheduledExecution | None], Iterator[ScheduledExecution]]) -> None:
+    def __init__(
+        self, open_planned: Callable[[LanePosition | None], Iterator[ScheduledExecution]],
+        start: LanePosition | None = None,
+    ) -> None:
         self._open = open_planned
         self._planned: Iterator[ScheduledExecution] | None = None
-        self._last_read: ScheduledExecution | None = None
+        self._last_read: LanePosition | None = start
+        #: Planned rows taken and not yet settled, in lane order, and the settled ones among them.
+        self._taken: collections.deque[tuple[LanePosition, tuple[object, ...]]] = collections.deque()
+        self._settled: set[tuple[object, ...]] = set()
+        self.progress: LanePosition | None = start
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
         #: Late-lane rows already taken, by identity (each poll returns the rows it returned before).
@@ -158,7 +174,7 @@ class _Due:
             self._head, self.retry_at = None, now + backoff
             return
         if self._head is not None:
-            self._last_read = self._head
+            self._last_read = LanePosition.of(self._head)
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
         heapq.heappush(self._heap, (max(row.due_at, not_before or row.due_at), next(self._order), row))
@@ -177,6 +193,7 @@ class _Due:
                 out.append(heapq.heappop(self._heap)[2])
             elif self._head is not None and self._head.due_at <= now:
                 out.append(self._head)
+                self._taken.append((LanePosition.of(self._head), _identity(self._head)))
                 self._advance_head(now, backoff)
             else:
                 break
@@ -184,6 +201,15 @@ class _Due:
 
     def empty(self) -> bool:
         return self._head is None and not self._heap and self.retry_at is None
+
+    def settle(self, rows: Iterable[ScheduledExecution]) -> None:
+        """Rows dealt with for good (completed, or dropped as stale): ``progress`` moves past every planned
+        row taken so far that is settled with all those before it."""
+        self._settled.update(_identity(r) for r in rows if r.lane is Lane.PLANNED)
+        while self._taken and self._taken[0][1] in self._settled:
+            position, identity = self._taken.popleft()
+            self._settled.discard(identity)
+            self.progress = position
 
 
 class _LeaseLost(Exception):
@@ -247,12 +273,15 @@ class ScanService:
             log.info("partition %s/%s is leased or done; skipping", segment, bucket)
             return report
         report.acquired = True
+        start: LanePosition | None = None
         try:
             states = self._heartbeats.partitions([(segment, bucket)])
             replaying = not states or states[0].attempts != 1
+            if states and states[0].progress is not None:  # a scan before this one settled the lane up to there
+                start = LanePosition.decode(states[0].progress)
         except Unavailable:
-            replaying = True  # unknown: check each row's record, as after a crash
-        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after))
+            replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
+        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start)
         part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
                           replaying=replaying)
         try:
@@ -303,6 +332,8 @@ class ScanService:
                 break
             if now >= deadline:
                 log.error("partition %s/%s left for catch-up with work outstanding", part.segment, part.bucket)
+                with contextlib.suppress(_LeaseLost):  # keeps the progress since the last renewal for the next scan
+                    self._renew(part, now)
                 return
             wake = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
             self._clock.sleep_until(wake)
@@ -333,9 +364,11 @@ class ScanService:
     def _renew(self, part: _Partition, now: datetime) -> None:
         """Extend the lease. Raises ``_LeaseLost`` when another scan owns it, or when the heartbeat store
         cannot be reached and the lease is about to lapse (so this scan stops before another starts)."""
+        progress = part.due.progress
         try:
             renewed = self._heartbeats.renew(
-                part.segment, part.bucket, part.owner, now, self._rules.lease_ttl.total_seconds()
+                part.segment, part.bucket, part.owner, now, self._rules.lease_ttl.total_seconds(),
+                progress=progress.encode() if progress is not None else None,
             )
         except Unavailable as exc:
             part.report.errors += 1
@@ -417,11 +450,14 @@ class ScanService:
             else:
                 live.append((row, job))
         if stale:
+            # A stale PLANNED row is left to expire with the rest of its lane; a LATE one is removed so
+            # that the late lane's polls stop returning it.
             try:
-                self._store.drop(stale)
-                report.dropped += len(stale)
+                self._store.drop([r for r in stale if r.lane is Lane.LATE])
             except Unavailable:
-                report.errors += 1  # harmless: a later scan drops them again
+                report.errors += 1  # harmless: the row is never published, and a later scan drops it again
+            report.dropped += len(stale)
+            due.settle(stale)
         if live:
             self._publish_live(part, live, retry_at)
         self._complete(part)
@@ -523,8 +559,10 @@ class ScanService:
             try:
                 if self._results is not None:
                     self._results.expire(row)
-                self._store.drop([row])
+                if row.lane is Lane.LATE:  # a PLANNED one expires with its lane
+                    self._store.drop([row])
                 part.report.expired += 1
+                part.due.settle([row])
             except (Unavailable, PublishError) as exc:
                 log.warning("watchdog failed, retrying: %s", exc,
                             extra={"job_id": row.job_id, "execution_id": row.execution_id})
@@ -570,6 +608,7 @@ class ScanService:
             return
         part.pending = []
         part.ended.clear()
+        part.due.settle(c.done for c in completions)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         if any(r.bucket == part.bucket and r.segment == part.segment for r in written):
             part.wrote_here = True

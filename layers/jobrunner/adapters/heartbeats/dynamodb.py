@@ -5,7 +5,8 @@ Table layout (key: ``segment`` N, ``minute`` N):
   minute), ``last_heartbeat``, ``last_owner``, ``published_total``, and ``parked`` (a number set:
   the epoch ms of the partitions set aside after failing again and again, until they are done).
 - ``minute = <epoch ms>``: one item per scanned partition: ``owner``, ``lease_expires`` (epoch ms),
-  ``done``, ``published``, ``attempts`` (successful acquires), and ``expires_at`` (epoch s, the
+  ``done``, ``published``, ``attempts`` (successful acquires), ``progress`` (the scan's position in its
+  PLANNED lane, kept at each renewal), and ``expires_at`` (epoch s, the
   table's TTL attribute) for clean-up. A parked partition is leased again at least every backoff cap
   (far less than the 3 days it is kept), so its item does not expire while it is parked.
 - ``segment = -1, minute = 0``: the table's own item: ``highest_segment_count``, only ever raised.
@@ -92,15 +93,22 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
             },
         )
 
-    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+    def renew(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
+    ) -> bool:
+        values: dict[str, Any] = {
+            ":o": {"S": owner}, ":e": _n(to_epoch_ms(now) + ttl_s * 1000), ":f": {"BOOL": False},
+        }
+        update = "SET lease_expires = :e"
+        if progress is not None:
+            update += ", progress = :g"
+            values[":g"] = {"S": progress}
         return self._conditional_update(
             Key=self._key(segment, to_epoch_ms(bucket)),
-            UpdateExpression="SET lease_expires = :e",
+            UpdateExpression=update,
             ConditionExpression="#o = :o AND #d = :f",
             ExpressionAttributeNames={"#o": "owner", "#d": "done"},
-            ExpressionAttributeValues={
-                ":o": {"S": owner}, ":e": _n(to_epoch_ms(now) + ttl_s * 1000), ":f": {"BOOL": False},
-            },
+            ExpressionAttributeValues=values,
         )
 
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
@@ -165,6 +173,7 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
                 done=bool(item.get("done", {}).get("BOOL", False)),
                 published=int(item.get("published", {}).get("N", "0")),
                 attempts=int(item.get("attempts", {}).get("N", "0")),
+                progress=item.get("progress", {}).get("S"),
             )
             for item in items
         ]

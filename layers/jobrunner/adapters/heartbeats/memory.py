@@ -31,17 +31,20 @@ class MemoryHeartbeatStore(HeartbeatStore):
                     return False
             self._partitions[(segment, bucket)] = PartitionState(
                 segment, bucket, owner, now + timedelta(seconds=ttl_s), False, 0,
-                attempts=(current.attempts if current else 0) + 1,
+                attempts=(current.attempts if current else 0) + 1, progress=current.progress if current else None,
             )
             return True
 
-    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+    def renew(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
+    ) -> bool:
         with self._lock:
             current = self._partitions.get((segment, bucket))
             if current is None or current.owner != owner or current.done:
                 return False
             self._partitions[(segment, bucket)] = dataclasses.replace(
-                current, lease_expires_at=now + timedelta(seconds=ttl_s)
+                current, lease_expires_at=now + timedelta(seconds=ttl_s),
+                progress=current.progress if progress is None else progress,
             )
             return True
 

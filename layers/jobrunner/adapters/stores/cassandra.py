@@ -7,8 +7,9 @@ An execution writes no ``job_table`` row (its run fields are derived from histor
 and uses no logged batch: a logged batch costs a batch-log write and delete on Cassandra, and on Keyspaces
 every row of one is written twice (prepare and commit). The steps that must not be half-done are ordered
 instead, so that what is written first makes the later write safe to repeat:
-- ``complete`` writes the following rows (next fire, watchdog), then removes the done row: a crash in
-  between leaves the done row, whose replay writes them again;
+- ``complete`` writes the following rows (next fire, watchdog), then removes the done row if it is a
+  LATE one: a crash in between leaves the done row, whose replay writes them again. A done PLANNED row
+  is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
 - ``finish`` writes the retry row, then the record that ends the execution: a record that says FAILED
   always has its retry.
 """
@@ -25,6 +26,7 @@ from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStat
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.time import utc
 from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
     from cassandra.cluster import Session
 
-    from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, ScheduledExecution
+    from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
 
 T = TypeVar("T")
 
@@ -44,14 +46,15 @@ INSERT_JOB = (
     " last_run_at, last_execution_id, last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
+#: Every row expires some time after its scan may close (``domain.placement.row_ttl``): no delete per execution.
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
-    " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
 )
 SELECT_SCHEDULED = (
     "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ?"
 )
-#: Resuming a broken read: the rows from the last one's due instant on (those up to it are skipped).
+#: Resuming a read after a position: the rows from its due instant on (those up to it are skipped).
 SELECT_SCHEDULED_FROM = (
     "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at >= ?"
 )
@@ -175,7 +178,7 @@ class CassandraJobStore(JobStore):
         return found
 
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
     ) -> Iterator[ScheduledExecution]:
         params: tuple[Any, ...]
         if after is None:
@@ -185,13 +188,12 @@ class CassandraJobStore(JobStore):
         stmt.fetch_size = self._page_size
         result = _guard(lambda: self._session.execute(stmt, params))
         rows = iter(result)
-        skip_to = codec.scheduled_order(after) if after is not None else None
         while True:  # the driver fetches the next page lazily inside next()
             row = _guard(lambda: next(rows, None))
             if row is None:
                 return
             scheduled = codec.scheduled_from_row(row)
-            if skip_to is None or codec.scheduled_order(scheduled) > skip_to:
+            if after is None or LanePosition.of(scheduled) > after:
                 yield scheduled
 
     def start(self, records: Sequence[ExecutionRecord]) -> None:
@@ -201,7 +203,7 @@ class CassandraJobStore(JobStore):
     def complete(self, completions: Sequence[Completion]) -> None:
         # The following rows first, then the removals (see the module doc): no logged batch.
         self.schedule([row for c in completions for row in (c.following, c.watchdog) if row is not None])
-        self.drop([c.done for c in completions])
+        self.drop([c.done for c in completions if c.done.lane is Lane.LATE])
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
         stmt = self._stmt(DELETE_SCHEDULED)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -16,11 +17,9 @@ from jobrunner.domain.jobs import (
     ScheduledExecution,
     Trigger,
 )
+from jobrunner.domain.placement import row_ttl
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import utc
-
-if TYPE_CHECKING:
-    from datetime import datetime
 
 
 def _ts(value: datetime | None) -> datetime | None:
@@ -105,9 +104,11 @@ def scheduled_from_row(row: Any) -> ScheduledExecution:
     )
 
 
-def scheduled_values(row: ScheduledExecution) -> tuple[Any, ...]:
-    """Values in the column order of ``INSERT_SCHEDULED``."""
-    return (*scheduled_key(row), row.user_id, row.scheduled_at, row.attempt, row.trigger.value)
+def scheduled_values(row: ScheduledExecution, now: datetime | None = None) -> tuple[Any, ...]:
+    """Values in the column order of ``INSERT_SCHEDULED``, its time to live (``row_ttl``) as written at
+    ``now`` (the wall clock when None) last."""
+    ttl = row_ttl(row.bucket, now if now is not None else datetime.now(UTC))
+    return (*scheduled_key(row), row.user_id, row.scheduled_at, row.attempt, row.trigger.value, ttl)
 
 
 def scheduled_key(row: ScheduledExecution) -> tuple[Any, ...]:
@@ -115,9 +116,6 @@ def scheduled_key(row: ScheduledExecution) -> tuple[Any, ...]:
     return (row.bucket, row.segment, row.lane.value, row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
-def scheduled_order(row: ScheduledExecution) -> tuple[Any, ...]:
-    """Where a row sorts within its lane (its clustering key after the lane)."""
-    return (row.due_at, row.job_id, row.execution_id, row.job_version)
 
 
 def record_from_row(row: Any) -> ExecutionRecord:

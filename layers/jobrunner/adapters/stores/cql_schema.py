@@ -12,8 +12,12 @@ statement, another table option, a static column) raises ``SchemaError``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 CQL_DIR = Path(__file__).resolve().parents[4] / "cql"
 
@@ -45,6 +49,8 @@ class TableSpec:
     #: Every other column, in the order the schema declares them.
     regular: tuple[Column, ...]
     default_time_to_live: int | None = None
+    #: Rows are written with ``USING TTL`` (``with_row_ttls``): Keyspaces must have TTL turned on.
+    rows_expire: bool = False
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -192,6 +198,15 @@ def load_tables(directory: Path = CQL_DIR) -> list[TableSpec]:
     if len(set(names)) != len(names):
         raise SchemaError(f"a table is declared twice: {names}")
     return tables
+
+
+_INSERT_WITH_TTL = re.compile(r"^INSERT INTO (?:\w+\.)?(\w+)\b.*\bUSING TTL\b", re.IGNORECASE)
+
+
+def with_row_ttls(tables: Sequence[TableSpec], dml: Iterable[str]) -> list[TableSpec]:
+    """``tables`` with ``rows_expire`` set on each one that a statement of ``dml`` inserts into ``USING TTL``."""
+    expiring = {m.group(1).lower() for m in (_INSERT_WITH_TTL.match(" ".join(s.split())) for s in dml) if m}
+    return [replace(t, rows_expire=t.name in expiring) for t in tables]
 
 
 # What Keyspaces rejects, as (pattern, reason). The statements are matched with string literals removed.

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, ScheduledExecution
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, LanePosition, ScheduledExecution
 from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
 if TYPE_CHECKING:
@@ -67,11 +67,11 @@ class MemoryJobStore(JobStore):
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: ScheduledExecution | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
     ) -> Iterator[ScheduledExecution]:
         with self._lock:
             keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane)
-                          and (after is None or k > _row_key(after)))
+                          and (after is None or LanePosition(*k[3:]) > after))
         for key in keys:  # like a paged read: rows removed meanwhile are not returned
             with self._lock:
                 row = self.rows.get(key)
@@ -93,7 +93,8 @@ class MemoryJobStore(JobStore):
                 for row in (c.following, c.watchdog):
                     if row is not None:
                         self.rows[_row_key(row)] = row
-                self.rows.pop(_row_key(c.done), None)
+                if c.done.lane is Lane.LATE:  # a PLANNED row stays (it expires in Cassandra)
+                    self.rows.pop(_row_key(c.done), None)
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ from jobrunner.domain.jobs import (
     JobState,
     JobStatus,
     Lane,
+    LanePosition,
     ScheduledExecution,
     Trigger,
     execution_id_for,
@@ -200,3 +201,12 @@ def test_a_paused_or_cancelled_job_keeps_its_stored_next_run(state: JobState) ->
 def test_the_last_fire_of_a_schedule_leaves_no_next_run() -> None:
     last = replace(fired(T0), next_fire_at=None)
     assert with_runs(every_minute(), [last]).next_run_at is None
+
+
+def test_a_lane_position_survives_its_encoding_and_sorts_as_the_lane_does() -> None:
+    due = datetime(2026, 11, 22, 10, 1, 7, 250000, tzinfo=UTC)
+    first = LanePosition(due, "job|a", "exec,\"1\"", 3)
+    assert LanePosition.decode(first.encode()) == first
+    later = [LanePosition(due, "job|a", "exec,\"1\"", 4), LanePosition(due, "job|b", "a", 1),
+             LanePosition(due + timedelta(milliseconds=1), "a", "a", 1)]
+    assert all(first < other for other in later)

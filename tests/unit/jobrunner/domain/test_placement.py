@@ -7,7 +7,16 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from jobrunner.domain.jobs import Lane
-from jobrunner.domain.placement import OPEN_AHEAD, SETTLE, place
+from jobrunner.domain.placement import (
+    KEEP_ROWS,
+    LATEST_EXPIRY,
+    MAX_TTL_S,
+    OPEN_AHEAD,
+    SETTLE,
+    place,
+    row_ttl,
+    scan_closes_at,
+)
 
 BUCKET = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
@@ -49,3 +58,20 @@ def test_placement_is_in_utc() -> None:
     due = datetime(2026, 11, 22, 12, 5, 30, tzinfo=timezone(timedelta(hours=2)))
     bucket, _ = place(due, BUCKET - timedelta(hours=3))
     assert bucket == BUCKET and bucket.utcoffset() == timedelta(0)
+
+
+def test_a_row_is_kept_until_well_after_its_scan_may_close() -> None:
+    now = BUCKET - timedelta(hours=3)
+    ttl = row_ttl(BUCKET, now)
+    assert now + timedelta(seconds=ttl) == scan_closes_at(BUCKET) + KEEP_ROWS
+    # a row written while its scan runs (or replayed late) is kept as long after the scan's close
+    late = BUCKET + timedelta(seconds=50, milliseconds=300)
+    assert late + timedelta(seconds=row_ttl(BUCKET, late)) >= scan_closes_at(BUCKET) + KEEP_ROWS
+
+
+def test_a_row_further_ahead_than_any_time_to_live_reaches_never_expires() -> None:
+    # Cassandra's storage keeps expiries before 2038 only, and no time to live exceeds 20 years
+    before_limit = LATEST_EXPIRY - KEEP_ROWS - timedelta(minutes=2)
+    assert 0 < row_ttl(before_limit, BUCKET) <= MAX_TTL_S
+    assert row_ttl(LATEST_EXPIRY - KEEP_ROWS, BUCKET) == 0
+    assert row_ttl(BUCKET + timedelta(days=365 * 25), BUCKET) == 0

@@ -37,6 +37,7 @@ from jobrunner.services.jobs import JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from tests.support.results import signed
+from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,6 +93,10 @@ class World:
             scheduled_at=record.scheduled_at if hint else None, attempt=record.attempt if hint else None,
         )))
 
+    def waiting(self) -> list[ScheduledExecution]:
+        """The rows a scan will still read (a done partition keeps its PLANNED rows until they expire)."""
+        return waiting(self.store, self.heartbeats)
+
     def job(self, job: Job) -> Job:
         """The job as the API shows it: its run fields derived from its history."""
         stored = self.store.jobs[(job.user_id, job.job_id)]
@@ -136,7 +141,7 @@ def test_success_finishes_the_record_and_the_job(world: World, running: tuple[Jo
         record, status=ExecutionStatus.SUCCESS, finished_at=FIRE + timedelta(seconds=42), error=None
     )
     assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.SUCCESS, JobStatus.SUCCESS)
-    assert world.store.rows == {} and world.publisher.sent == []
+    assert world.waiting() == [] and world.publisher.sent == []
     assert world.results.counters.outcomes == {"succeeded": 1}
 
 
@@ -148,7 +153,7 @@ def test_failure_with_retries_left_plans_the_next_attempt_after_a_backoff(
     assert world.report(record, False, "ValueError: no data") == "retrying"
     failed = world.record(job, 1)
     assert (failed.status, failed.error, failed.finished_at) == (ExecutionStatus.FAILED, "ValueError: no data", now)
-    [retry] = world.store.rows.values()
+    [retry] = world.waiting()
     # base 10 s, equal jitter 0.5: 7.5 s
     assert (retry.trigger, retry.attempt, retry.scheduled_at, retry.due_at) == (
         Trigger.RETRY, 2, FIRE, now + timedelta(seconds=7.5)
@@ -166,7 +171,7 @@ def test_retry_is_due_between_half_the_base_and_the_base(jitter: float) -> None:
     job = world.submit()
     world.clock.set(FIRE)
     world.report(world.publish(job), False)
-    [retry] = world.store.rows.values()
+    [retry] = world.waiting()
     assert FIRE + timedelta(seconds=5) <= retry.due_at < FIRE + timedelta(seconds=10)
 
 
@@ -175,7 +180,7 @@ def test_later_attempts_back_off_longer(world: World, running: tuple[Job, Execut
     world.clock.set(FIRE + timedelta(minutes=1))
     second = world.publish(job, attempt=2, trigger=Trigger.RETRY)
     assert world.report(second, False, "again") == "retrying"
-    [retry] = world.store.rows.values()
+    [retry] = world.waiting()
     assert (retry.attempt, retry.due_at) == (3, FIRE + timedelta(minutes=1, seconds=15))  # base 20 s
 
 
@@ -194,7 +199,7 @@ def test_failure_without_retries_left_is_dead_lettered(world: World) -> None:
     assert letter.headers == {"execution_id": record.execution_id, "scheduled_at": "2026-11-22T10:10:00.000Z",
                               "attempt": "1"}
     assert world.record(job, 1).status is ExecutionStatus.FAILED
-    assert world.store.rows == {}
+    assert world.waiting() == []
     assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.FAILED, JobStatus.FAILED)
 
 
@@ -305,7 +310,7 @@ def test_watchdog_fails_a_silent_execution_and_retries_it(world: World) -> None:
     assert (failed.status, failed.error, failed.finished_at) == (
         ExecutionStatus.FAILED, "no result within 30 s", FIRE + timedelta(seconds=30)
     )
-    [retry] = world.store.rows.values()
+    [retry] = world.waiting()
     assert (retry.trigger, retry.attempt, retry.due_at) == (Trigger.RETRY, 2, FIRE + timedelta(seconds=37.5))
 
 
@@ -317,7 +322,7 @@ def test_watchdog_of_the_last_attempt_dead_letters_it(world: World) -> None:
     assert world.results.expire(watchdog_of(world, job, record)) == "timed_out_dead_lettered"
     [letter] = world.publisher.sent
     assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("job-dlq", 2, "no result within 30 s")
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 @pytest.mark.parametrize("success", [True, False])
@@ -371,7 +376,7 @@ def test_a_job_that_fails_twice_then_succeeds(world: World) -> None:
         reported.append(world.clock.now())
         attempt = message.value["attempt"]
         world.results.apply(report_of(message, worker_says[attempt], None if worker_says[attempt] else "exit 1"))
-        retries = list(world.store.rows.values())
+        retries = world.waiting()
         if retries:
             [retry] = retries
             assert retry.lane is Lane.LATE
@@ -391,7 +396,7 @@ def test_a_job_that_fails_twice_then_succeeds(world: World) -> None:
     assert {r.scheduled_at for r in history} == {FIRE}
     assert len({r.execution_id for r in history}) == 3
     assert (world.job(job).status, world.job(job).last_execution_id) == (JobStatus.SUCCESS, history[0].execution_id)
-    assert world.store.rows == {}
+    assert world.waiting() == []
     assert [m.topic for m in world.publisher.sent] == ["jobs"] * 3  # nothing dead-lettered
     assert world.results.counters.outcomes == {"retrying": 2, "succeeded": 1}
 
@@ -418,7 +423,7 @@ def test_a_job_whose_worker_never_reports_is_failed_by_its_watchdog_and_dead_let
     assert history[0].finished_at == FIRE + timedelta(seconds=67.5)
     assert (first.published, first.expired, second.published, second.expired) == (2, 1, 0, 1)
     assert (world.job(job).status, world.job(job).last_status) == (JobStatus.FAILED, ExecutionStatus.FAILED)
-    assert world.store.rows == {}
+    assert world.waiting() == []
     assert world.results.counters.outcomes == {"timed_out_retrying": 1, "timed_out_dead_lettered": 1}
 
 
@@ -453,7 +458,7 @@ def test_a_job_that_reports_in_time_is_left_alone_by_its_watchdog() -> None:
     assert (report.published, report.expired) == (1, 1)
     assert world.results.counters.outcomes == {"succeeded": 1, "watchdog_cleared": 1}
     assert world.job(job).status is JobStatus.SUCCESS
-    assert world.store.rows == {}
+    assert world.waiting() == []
     assert [m.topic for m in world.publisher.sent] == ["jobs"]
 
 
@@ -480,7 +485,7 @@ def test_a_run_now_at_the_instant_of_a_fire_has_both_results_applied(world: Worl
     # Then each failure is applied to its own execution and retried (none is "ignored_unknown")
     assert outcomes == ["retrying", "retrying"]
     # and the two retries are two executions, each published, failed and dead-lettered in turn
-    retries = [r for r in world.store.rows.values() if r.trigger is Trigger.RETRY]
+    retries = [r for r in world.waiting() if r.trigger is Trigger.RETRY]
     assert len({r.execution_id for r in retries}) == 2
     for bucket in sorted({r.bucket for r in retries}):
         world.scan(bucket)

@@ -33,6 +33,7 @@ from jobrunner.ports import PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -98,6 +99,10 @@ class World:
         self.clock.set(DISPATCHED)
         return self.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
 
+    def waiting(self) -> list[ScheduledExecution]:
+        """The rows a scan will still read (a done partition keeps its PLANNED rows until they expire)."""
+        return waiting(self.store, self.heartbeats)
+
     def job(self, job: Job) -> Job:
         """The job as the API shows it: its run fields derived from its history."""
         stored = self.store.jobs[(job.user_id, job.job_id)]
@@ -125,7 +130,7 @@ def test_each_row_is_published_at_its_due_instant(world: World) -> None:
     assert [t for _, t in world.published()] == [at(0), at(17), at(40)]
     assert {m.key for m in world.publisher.sent} == {j.job_id for j in jobs}
     assert (report.acquired, report.finished, report.published, report.errors) == (True, True, 3, 0)
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 def test_message_follows_the_kafka_contract(world: World) -> None:
@@ -172,7 +177,7 @@ def test_one_time_job_is_recorded_running_and_gets_no_next_row(world: World) -> 
     assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(17))
     stored = world.job(job)
     assert (stored.next_run_at, stored.last_execution_id, stored.status) == (None, execution_id, JobStatus.RUNNING)
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 def test_every_job_gets_its_next_row_and_next_run_at(world: World) -> None:
@@ -182,7 +187,7 @@ def test_every_job_gets_its_next_row_and_next_run_at(world: World) -> None:
     world.scan()
     # Then 10:01:10 is published and the 10:02:10 run is planned in the next bucket
     assert [t for _, t in world.published()] == [at(10)]
-    [following] = world.store.rows.values()
+    [following] = world.waiting()
     assert (following.bucket, following.due_at, following.attempt) == (at(0, minute=2), at(10, minute=2), 1)
     assert following.execution_id == execution_id_for(job.job_id, at(10, minute=2), 1, Trigger.SCHEDULE)
     stored = world.job(job)
@@ -197,7 +202,7 @@ def test_runs_planned_into_the_partition_being_scanned_are_published_by_it(world
     # Then all three fires of the minute are published on time, and the fourth waits in bucket 10:02
     assert [t for _, t in world.published()] == [at(10), at(30), at(50)]
     assert report.published == 3
-    [following] = world.store.rows.values()
+    [following] = world.waiting()
     assert (following.bucket, following.due_at) == (at(0, minute=2), at(10, minute=2))
 
 
@@ -215,7 +220,7 @@ def test_rows_of_cancelled_paused_or_replanned_jobs_are_dropped(world: World, ch
     # Then nothing is published and the row is gone
     assert world.publisher.sent == []
     assert (report.dropped, report.finished) == (1, True)
-    assert world.store.rows == {} and world.store.records == {}
+    assert world.waiting() == [] and world.store.records == {}
 
 
 def test_a_finished_partition_is_not_scanned_again(world: World) -> None:
@@ -246,7 +251,7 @@ def test_publish_failure_is_retried_within_the_scan(world: World) -> None:
     # the record and the job's run fields are those of the publish that went through
     assert world.record(job.job_id, at(17)).published_at == at(18)
     assert world.job(job).last_run_at == at(18)
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 class CheckingPublisher(TimedPublisher):
@@ -304,7 +309,7 @@ def test_an_execution_whose_record_cannot_be_written_is_not_published_until_it_i
     assert (report.errors, report.published, report.finished) == (1, 1, True)
     record = world.record(job.job_id, at(17))
     assert (record.status, record.execution_id, record.published_at) == (ExecutionStatus.RUNNING, execution_id, at(18))
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 def test_rows_written_to_the_late_lane_during_the_scan_are_published(world: World) -> None:
@@ -501,7 +506,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
     assert [t for e, t in world.published() if e != dead.value["execution_id"]][-1:] == [at(40)]
     assert fires(world, good) == [at(40)]
     assert (report.finished, report.dead_lettered) == (True, 1)
-    assert world.store.rows == {}
+    assert world.waiting() == []
 
 
 def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
@@ -541,7 +546,7 @@ def test_a_read_error_in_the_middle_of_the_planned_lane_is_retried_and_nothing_i
     report = world.scan()
     assert [t for _, t in world.published()][:2] == [at(5), at(10)]
     assert sorted(m.key for m in world.publisher.sent) == sorted(j.job_id for j in jobs)
-    assert report.finished and world.store.rows == {}
+    assert report.finished and world.waiting() == []
 
 
 class FlakyHeartbeats(MemoryHeartbeatStore):
@@ -549,11 +554,13 @@ class FlakyHeartbeats(MemoryHeartbeatStore):
         super().__init__()
         self.failures = failures
 
-    def renew(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
+    def renew(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
+    ) -> bool:
         if self.failures > 0:
             self.failures -= 1
             raise Unavailable("throttled")
-        return super().renew(segment, bucket, owner, now, ttl_s)
+        return super().renew(segment, bucket, owner, now, ttl_s, progress)
 
 
 def test_a_failed_lease_renewal_is_retried_and_the_scan_goes_on() -> None:
@@ -789,3 +796,65 @@ def test_a_completion_racing_a_schedule_change_leaves_the_changes_next_run() -> 
     world.scan()
     # Then the job read in between names the new schedule's first fire as its next run, not the old one's
     assert seen[0].next_run_at == at(35)
+
+
+def crash_at(world: World, instant: datetime) -> None:
+    def die() -> None:
+        raise Crash
+
+    world.clock.script.append((instant, die))
+
+
+def test_a_done_planned_row_is_kept_and_a_scan_taking_over_resumes_after_the_progress_its_lease_kept(
+    world: World,
+) -> None:
+    # Given three one-time jobs, and a scan that dies at 10:01:40, after publishing the first two
+    jobs = [world.submit(At(at(s))) for s in (5, 25, 45)]
+    crash_at(world, at(40))
+    with pytest.raises(Crash):
+        world.scan()
+    assert [m.key for m in world.publisher.sent] == [jobs[0].job_id, jobs[1].job_id]
+    # Then the two done rows are still stored (they expire; no delete per execution)
+    assert {r.job_id for r in world.store.rows.values()} == {j.job_id for j in jobs}
+    # When the partition is scanned again once the dead scan's lease has expired
+    world.clock.advance(MINUTE)
+    again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then it starts after the rows its predecessor settled: only the third is published, once
+    assert [m.key for m in world.publisher.sent] == [j.job_id for j in jobs]
+    assert (again.finished, again.published, again.replays_skipped) == (True, 1, 0)
+    assert world.waiting() == []
+
+
+class KeyTimeoutPublisher(TimedPublisher):
+    """Times out every message of the given keys (a slow broker for one partition of the topic)."""
+
+    def __init__(self, clock: ManualClock, keys: set[str]) -> None:
+        super().__init__(clock)
+        self.keys = keys
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        failed = [i for i, m in enumerate(messages) if m.key in self.keys]
+        super().publish([m for m in messages if m.key not in self.keys])
+        if failed:
+            raise PublishError(failed, "KafkaTimeoutError: Timeout waiting for future")
+
+
+def test_a_row_not_yet_settled_holds_the_progress_back_so_a_later_scan_publishes_it() -> None:
+    # Given two jobs: the first one's publishes all time out, the second's goes through
+    world = World()
+    first, second = world.submit(At(at(5))), world.submit(At(at(25)))
+    world.publisher = KeyTimeoutPublisher(world.clock, {first.job_id})
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    # When the scan dies at 10:01:50, having renewed its lease with the second row settled
+    crash_at(world, at(50))
+    with pytest.raises(Crash):
+        world.scan()
+    assert [m.key for m in world.publisher.sent] == [second.job_id]
+    # And the partition is scanned again by a scan whose broker works
+    world.clock.advance(MINUTE)
+    world.publisher.keys.clear()
+    again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then the first row is published: the kept progress never passed it
+    assert again.finished
+    assert first.job_id in [m.key for m in world.publisher.sent]
+    assert world.waiting() == []

@@ -20,6 +20,7 @@ from jobrunner.ports import PublishError, ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.tick import TickRules, TickService
+from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Sequence
@@ -381,7 +382,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     again = ScanService(store, publisher, heartbeats, clock, rules).scan(ScanRequest(0, TARGET))
     assert (again.finished, again.published) == (True, 1)
     assert [m.key for m in publisher.sent] == [job.job_id]
-    assert store.rows == {}
+    assert waiting(store, heartbeats) == []
 
 
 def test_a_segment_hours_behind_reads_a_bounded_window_and_still_catches_up_oldest_first() -> None:
@@ -477,7 +478,7 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
     # Then the row is published from its retired segment
     assert ScanRequest(row.segment, minute_bucket(due)) in invoker.requests
     assert [m.key for m in publisher.sent] == [job.job_id]
-    assert store.rows == {}
+    assert waiting(store, heartbeats) == []
 
 
 # -- heartbeat store failures (issue #12, finding 9) --------------------------------------------------------
