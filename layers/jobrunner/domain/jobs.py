@@ -70,8 +70,9 @@ class Trigger(StrEnum):
 class Lane(StrEnum):
     """Where in its partition a scheduled execution is written.
 
-    PLANNED rows are written before their minute's scan can have started and are read once by it;
-    LATE rows are written when the scan may already be running and are polled by it every second.
+    PLANNED rows are written before their minute's scan can have started and are read once by it (and
+    by the scan itself into its own partition, which it keeps in memory); LATE rows are written by others
+    when the scan may already be running and are polled by it every second.
     """
 
     PLANNED = "P"

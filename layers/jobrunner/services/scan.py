@@ -1,7 +1,9 @@
 """The segment scan: publish every execution of one (minute, segment) partition at its due instant.
 
 One scan owns one partition through a lease. It streams the PLANNED lane in due order, polls the
-LATE lane about every second (rows written after the scan may have started), and for each group of
+LATE lane about every second (rows written by others after the scan may have started), keeps in memory
+the rows it writes into its own partition (the next fires of short-period jobs, watchdogs: written to
+its PLANNED lane, which no poll reads, and read from there only by a scan taking over), and for each group of
 due rows: reads their jobs, drops rows that are stale (cancelled job, or a fire re-planned under a
 newer job version), publishes the rest, having first recorded each one as RUNNING (so that no worker
 result can arrive for an execution the store does not know), then plans the next run. A done PLANNED
@@ -40,7 +42,6 @@ job's row, so one tenant's jobs share no partition that every execution writes.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import heapq
 import itertools
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
+_MS = timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
@@ -132,12 +134,15 @@ def _identity(row: ScheduledExecution) -> tuple[object, ...]:
 
 
 class _Due:
-    """Rows waiting to be published, ordered by due instant (planned stream merged with late polls).
+    """Rows waiting to be published, ordered by due instant (planned stream merged with late polls and
+    the rows the scan writes into its own partition).
 
     The planned stream is read lazily, from ``start`` (the position a scan before this one settled the
     lane up to) on; when a read of it fails, it is reopened after the last row it yielded, once
-    ``retry_at`` has come. Every planned row taken is tracked until it is settled (``settle``), and
-    ``progress`` is the position up to which every planned row is: the point a later scan resumes from."""
+    ``retry_at`` has come. Every planned row taken from the stream, and every row the scan writes into
+    its own planned lane (``add_own``), is tracked until it is settled (``settle``); ``progress()`` is
+    the position up to which every planned row is settled and none is still unread: the point a later
+    scan resumes from."""
 
     def __init__(
         self, open_planned: Callable[[LanePosition | None], Iterator[ScheduledExecution]],
@@ -146,15 +151,19 @@ class _Due:
         self._open = open_planned
         self._planned: Iterator[ScheduledExecution] | None = None
         self._last_read: LanePosition | None = start
-        #: Planned rows taken and not yet settled, in lane order, and the settled ones among them.
-        self._taken: collections.deque[tuple[LanePosition, tuple[object, ...]]] = collections.deque()
-        self._settled: set[tuple[object, ...]] = set()
-        self.progress: LanePosition | None = start
+        #: Planned rows taken or written and not yet settled (a heap, with stale entries skipped lazily),
+        #: and the settled positions not yet passed by the progress.
+        self._unsettled: dict[tuple[object, ...], LanePosition] = {}
+        self._unsettled_heap: list[tuple[LanePosition, tuple[object, ...]]] = []
+        self._settled: list[LanePosition] = []
+        self._progress: LanePosition | None = start
+        #: Rows this scan wrote into its own planned lane: already in the heap, skipped if the stream yields them.
+        self._own: set[tuple[object, ...]] = set()
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
         #: Late-lane rows already taken, by identity (each poll returns the rows it returned before).
-        #: Planned rows are streamed once, in order, and need no memory: a scan's memory does not grow
-        #: with its partition (docs/benchmarks.md, "Memory"), only with its late lane.
+        #: Planned rows are streamed once, in order: a scan's memory does not grow with its partition
+        #: (docs/benchmarks.md, "Memory"), only with its late lane and the rows it writes into its own.
         self.seen: set[tuple[object, ...]] = set()
         self._head: ScheduledExecution | None = None
         #: When the broken planned stream is to be reopened (None: not broken).
@@ -167,17 +176,36 @@ class _Due:
 
     def _advance_head(self, now: datetime, backoff: timedelta) -> None:
         assert self._planned is not None
-        try:
-            self._head = next(self._planned, None)
-        except Unavailable as exc:
-            log.warning("planned lane read failed, resuming in %s: %s", backoff, exc)
-            self._head, self.retry_at = None, now + backoff
-            return
-        if self._head is not None:
+        while True:
+            try:
+                self._head = next(self._planned, None)
+            except Unavailable as exc:
+                log.warning("planned lane read failed, resuming in %s: %s", backoff, exc)
+                self._head, self.retry_at = None, now + backoff
+                return
+            if self._head is None:
+                return
             self._last_read = LanePosition.of(self._head)
+            if _identity(self._head) not in self._own:  # a row of our own is in the heap already
+                return
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
         heapq.heappush(self._heap, (max(row.due_at, not_before or row.due_at), next(self._order), row))
+
+    def add_own(self, row: ScheduledExecution) -> None:
+        """A row this scan wrote into its own PLANNED lane: published from memory, tracked until settled."""
+        identity = _identity(row)
+        if identity in self._own:
+            return
+        self._own.add(identity)
+        self._track(row)
+        self.add(row)
+
+    def _track(self, row: ScheduledExecution) -> None:
+        identity, position = _identity(row), LanePosition.of(row)
+        if identity not in self._unsettled:
+            self._unsettled[identity] = position
+            heapq.heappush(self._unsettled_heap, (position, identity))
 
     def next_at(self) -> datetime | None:
         candidates = [t for t in (self._head.due_at if self._head else None,
@@ -193,7 +221,7 @@ class _Due:
                 out.append(heapq.heappop(self._heap)[2])
             elif self._head is not None and self._head.due_at <= now:
                 out.append(self._head)
-                self._taken.append((LanePosition.of(self._head), _identity(self._head)))
+                self._track(self._head)
                 self._advance_head(now, backoff)
             else:
                 break
@@ -203,13 +231,28 @@ class _Due:
         return self._head is None and not self._heap and self.retry_at is None
 
     def settle(self, rows: Iterable[ScheduledExecution]) -> None:
-        """Rows dealt with for good (completed, or dropped as stale): ``progress`` moves past every planned
-        row taken so far that is settled with all those before it."""
-        self._settled.update(_identity(r) for r in rows if r.lane is Lane.PLANNED)
-        while self._taken and self._taken[0][1] in self._settled:
-            position, identity = self._taken.popleft()
-            self._settled.discard(identity)
-            self.progress = position
+        """Rows dealt with for good (completed, or dropped as stale)."""
+        for row in rows:
+            position = self._unsettled.pop(_identity(row), None) if row.lane is Lane.PLANNED else None
+            if position is not None:
+                heapq.heappush(self._settled, position)
+
+    def progress(self) -> LanePosition | None:
+        """The position up to which every planned row is settled: past no unsettled row, and past no row
+        the stream has not yielded yet (the head, or everything after the last row read while it is broken)."""
+        while self._unsettled_heap and self._unsettled.get(self._unsettled_heap[0][1]) != self._unsettled_heap[0][0]:
+            heapq.heappop(self._unsettled_heap)  # settled since it was pushed
+        while self._settled:
+            top = self._settled[0]
+            if self._unsettled_heap and top >= self._unsettled_heap[0][0]:
+                break
+            if self._head is not None and top >= LanePosition.of(self._head):
+                break
+            if self.retry_at is not None and self._last_read is not None and top > self._last_read:
+                break
+            heapq.heappop(self._settled)
+            self._progress = top if self._progress is None else max(self._progress, top)
+        return self._progress
 
 
 class _LeaseLost(Exception):
@@ -364,7 +407,7 @@ class ScanService:
     def _renew(self, part: _Partition, now: datetime) -> None:
         """Extend the lease. Raises ``_LeaseLost`` when another scan owns it, or when the heartbeat store
         cannot be reached and the lease is about to lapse (so this scan stops before another starts)."""
-        progress = part.due.progress
+        progress = part.due.progress()
         try:
             renewed = self._heartbeats.renew(
                 part.segment, part.bucket, part.owner, now, self._rules.lease_ttl.total_seconds(),
@@ -579,7 +622,7 @@ class ScanService:
         return record is not None and record.status in _ENDED
 
     def _completion(
-        self, row: ScheduledExecution, job: Job, now: datetime, ended: set[tuple[object, ...]]
+        self, part: _Partition, row: ScheduledExecution, job: Job, now: datetime, ended: set[tuple[object, ...]]
     ) -> Completion:
         """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
@@ -592,14 +635,14 @@ class ScanService:
                 job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at, origin=origin_of(row),
             )
-        return Completion(done=row, following=following, watchdog=watchdog)
+        return Completion(done=row, following=_own(part, following, now), watchdog=_own(part, watchdog, now))
 
     def _complete(self, part: _Partition) -> None:
         """Write the pending completions, placed as of this attempt; on failure they stay pending."""
         if not part.pending:
             return
         now = self._clock.now()
-        completions = [self._completion(row, job, now, part.ended) for row, job in part.pending]
+        completions = [self._completion(part, row, job, now, part.ended) for row, job in part.pending]
         try:
             self._store.complete(completions)
         except Unavailable as exc:
@@ -610,9 +653,20 @@ class ScanService:
         part.ended.clear()
         part.due.settle(c.done for c in completions)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
-        if any(r.bucket == part.bucket and r.segment == part.segment for r in written):
-            part.wrote_here = True
-        late = [r for r in written if not placed_in_time([r.bucket], self._clock.now())]
+        # Rows of our own partition are published from memory, as long as the lease held while they were
+        # written: a scan that may have lost it writes them again where the partition's owner polls.
+        returned_at = self._clock.now()
+        held = returned_at < part.lease_until - self._rules.lease_margin
+        late = []
+        for row in written:
+            if _in(part, row) and row.lane is Lane.PLANNED and held:
+                part.due.add_own(row)
+            elif _in(part, row) and row.lane is Lane.PLANNED:
+                late.append(row)
+            else:
+                part.wrote_here = part.wrote_here or _in(part, row)
+                if not placed_in_time([row.bucket], returned_at):
+                    late.append(row)
         if late:
             self._replace_late(part, late)
 
@@ -634,6 +688,20 @@ class ScanService:
             if any(r.bucket == part.bucket and r.segment == part.segment for r in again):
                 part.wrote_here = True
             late = [r for r in again if not placed_in_time([r.bucket], self._clock.now())]
+
+
+def _in(part: _Partition, row: ScheduledExecution) -> bool:
+    return row.bucket == part.bucket and row.segment == part.segment
+
+
+def _own(part: _Partition, row: ScheduledExecution | None, now: datetime) -> ScheduledExecution | None:
+    """A row for the scan's own partition goes to its PLANNED lane, which only this scan reads while it holds
+    the lease: it publishes the row from memory (no poll reads it), and a scan taking over reads it from
+    the kept progress. Its key is due no earlier than just after ``now``, so it sorts after every row the
+    scan has settled (each was due by then) and after any progress it has kept."""
+    if row is None or not _in(part, row):
+        return row
+    return replace(row, lane=Lane.PLANNED, due_at=max(row.due_at, now + _MS))
 
 
 def _progress(report: ScanReport) -> int:

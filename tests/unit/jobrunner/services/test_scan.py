@@ -22,6 +22,7 @@ from jobrunner.domain.jobs import (
     JobState,
     JobStatus,
     Lane,
+    LanePosition,
     Trigger,
     execution_id_for,
     with_runs,
@@ -858,3 +859,53 @@ def test_a_row_not_yet_settled_holds_the_progress_back_so_a_later_scan_publishes
     assert again.finished
     assert first.job_id in [m.key for m in world.publisher.sent]
     assert world.waiting() == []
+
+
+class LateReadCountingStore(MemoryJobStore):
+    """Counts the rows the late lane's polls return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.late_rows_read = 0
+
+    def scheduled(
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+    ) -> Iterator[ScheduledExecution]:
+        for row in super().scheduled(bucket, segment, lane, after):
+            self.late_rows_read += lane is Lane.LATE
+            yield row
+
+
+def test_a_short_period_job_is_published_from_the_scans_memory_and_no_poll_reads_its_rows() -> None:
+    # Given a job every 5 s from 10:01:05: each fire's next one lands in the partition being scanned
+    world = World(store=LateReadCountingStore())
+    job = world.submit(Every(timedelta(seconds=5), start=at(5)))
+    # When the minute is scanned (about sixty late-lane polls)
+    report = world.scan()
+    # Then every fire is published at its instant, and no poll ever returned one of its rows: they went to
+    # the partition's planned lane, kept by the scan, and they expire there (no delete, no tombstone)
+    assert [t for _, t in world.published()] == [at(s) for s in range(5, 60, 5)]
+    assert (report.published, report.finished) == (11, True)
+    assert isinstance(world.store, LateReadCountingStore) and world.store.late_rows_read == 0
+    mine = [r for r in world.store.rows.values() if r.job_id == job.job_id and r.bucket == BUCKET]
+    assert len(mine) == 11 and {r.lane for r in mine} == {Lane.PLANNED}
+    [following] = world.waiting()
+    assert following.due_at == at(0, minute=2)
+
+
+def test_a_scan_taking_over_publishes_the_rows_its_predecessor_wrote_into_the_partition() -> None:
+    # Given a job every 10 s from 10:01:10, and a scan that dies at 10:01:33 (after publishing 10, 20, 30)
+    world = World()
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+    crash_at(world, at(33))
+    with pytest.raises(Crash):
+        world.scan()
+    assert fires(world, job) == [at(10), at(20), at(30)]
+    # When the partition is taken over once the dead scan's lease has lapsed
+    world.clock.set(at(33) + timedelta(seconds=31))
+    again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then the rest of the minute's fires are published (late, the last one by the next minute's scan, as a
+    # catch-up fire is), and none is lost
+    assert again.finished
+    scan_bucket(world, BUCKET + MINUTE)
+    assert fires(world, job) == EVERY_10_S_FROM_10_01_10
