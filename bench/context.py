@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from jobrunner.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "profile")
-VARIANT_NAMES = ("baseline", "before", "driver-rows", "logged-start", "prefetch", "unlogged", "groups-2000", "all")
+SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
+            "profile")
+VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "groups-2000", "all")
 
 
 @dataclass
@@ -53,6 +54,9 @@ class Options:
     #: The writes section: executions due in one minute, and the share of them that fails once (retried).
     writes_executions: int = 2_000
     writes_failures: float = 0.1
+    #: The short-period section: jobs in one segment, each firing every ``short_period_s`` seconds.
+    short_jobs: int = 1_000
+    short_period_s: int = 10
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -64,12 +68,13 @@ class Options:
     def smoke(cls, work_dir: Path) -> Options:
         """Seconds, not minutes: proves the harness works end to end (counts, never speeds)."""
         return cls(
-            runs=1, processes=2, sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes"),
-            variants=("baseline", "before", "all"), variant_executions=200,
+            runs=1, processes=2,
+            sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod"),
+            variants=("baseline", "driver-rows", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,
-            raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200,
+            raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )

@@ -293,8 +293,8 @@ def _variants(bench: Bench) -> list[str]:
              f"The drain again ({first['executions']:,} executions, {first['segments']} segments), with one change",
              "each, built in `bench/variants.py` without touching `layers/`; the variants of one repetition",
              "run back to back, so that noise hits them alike. Gain = median of the run-by-run ratios to the",
-             "baseline run next to it. `before`, `driver-rows` and `logged-start` undo changes the store has",
-             "adopted (the baseline has them), so a gain below 1 there is what those changes won.", ""]
+             "baseline run next to it. `driver-rows` undoes a change the store has adopted (the baseline has",
+             "it), so a gain below 1 there is what that change won.", ""]
     rows = []
     for name, runs in var.items():
         rates = [run["rate"] for run in runs]
@@ -394,14 +394,15 @@ def _writes(bench: Bench) -> list[str]:
     agreement = "they equal the model's, row for row" if exact else "**not the model's**: see the errors retried below"
     lines += [f"How the figures add up ({agreement}): the first minute's scan writes",
               "`start` (the history row) and `complete` (the next row for the recurring "
-              f"{pct(recurring)}, then the delete of the done row): 2 + {fmt(recurring, 2)} rows per execution.",
+              f"{pct(recurring)}; the done row is not deleted, it expires): 1 + {fmt(recurring, 2)} rows per "
+              "execution.",
               "A SUCCESS result writes 1 (the history row), a FAILED one 2 (its retry row first). No execution",
-              "writes `job_table`: a job's run fields are derived from its history. A retry execution writes 2 in",
-              "its scan (no next run) and 1 in its result. So an execution that succeeds first time writes 3 +",
-              f"the recurring share = {fmt(3 + recurring, 2)} (docs/scaling.md: 3.5 = 2.0 task_history_v2,",
-              "1.5 task_schedule_v2; 6.5 before the redesign's first step, with 3.0 on job_table), and with a",
-              "share *f* of first attempts failing once, the mean per execution is (3 + recurring share + 4 *f*) "
-              "/ (1 + *f*).",
+              "writes `job_table`: a job's run fields are derived from its history. A retry execution (a row of",
+              "the late lane, deleted once done) writes 2 in its scan (no next run) and 1 in its result. So an",
+              f"execution that succeeds first time writes 2 + the recurring share = {fmt(2 + recurring, 2)}",
+              "(docs/scaling.md: 2.5 = 2.0 task_history_v2, 0.5 task_schedule_v2; 6.5 before the redesign, with",
+              "3.0 on job_table), and with a share *f* of first attempts failing once, the mean per execution is",
+              "(2 + recurring share + 4 *f*) / (1 + *f*).",
               "",
               f"Logged batches sent: {w['logged_batches']:,} (none is left on the execution path; before, the scans'",
               f"`complete` and the results' `finish` were); `system.batches` took "
@@ -410,6 +411,32 @@ def _writes(bench: Bench) -> list[str]:
               "shared servers they include other clients' writes. Write errors retried: " + " ; ".join(
                   f"scans {r['scan_errors']}, results {sum(sum(a.values()) for a in r['applied_again'])}"
                   for r in runs) + ".", ""]
+    return lines
+
+
+def _shortperiod(bench: Bench) -> list[str]:
+    runs = bench.results.get("shortperiod")
+    if not runs:
+        return []
+    s = runs[0]
+    lines = ["## 9. Short-period jobs: rows read per execution, and tombstones", "",
+             f"**Workload** (per run): {s['jobs']:,} jobs every {s['period_s']} s in one segment, their first fires "
+             f"spread over the first {s['period_s']} s of a fresh minute ({s['executions']:,} executions), scanned",
+             "by the real `ScanService` on the real stores and Kafka, on a clock that skips the scan's sleeps (so",
+             "it still polls its late lane once a simulated second). **Counted**: every row the scan's reads of",
+             "`task_schedule_v2` returned, per lane (client side), the job rows read, and, once the minute is",
+             "done, the live rows and tombstones one read of each lane touched (Cassandra's query trace: what the",
+             "next poll of that lane would have to skip). Code: " + ", ".join(sorted({f"`{r['code']}`" for r in runs}))
+             + ".",
+             "**Reproduce**: `python -m bench --only shortperiod --runs 1` (`--short-jobs`, `--short-period`).", ""]
+    lines += _table(["run", "executions", "rows read per execution (schedule + jobs)", "late-lane rows read",
+                     "planned-lane rows read", "late-lane polls", "job rows read",
+                     "late lane after the minute: live / tombstones", "planned lane: live / tombstones"], [
+        [str(i + 1), f"{r['executions']:,}", fmt(r["reads_per_execution"], 2), f"{r['rows_read']['LATE']:,}",
+         f"{r['rows_read']['PLANNED']:,}", f"{r['reads']['LATE']:,}", f"{r['jobs_read']:,}",
+         f"{r['traced']['late']['live']:,} / {r['traced']['late']['tombstones']:,}",
+         f"{r['traced']['planned']['live']:,} / {r['traced']['planned']['tombstones']:,}"]
+        for i, r in enumerate(runs)])
     return lines
 
 
@@ -467,7 +494,7 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
-                 _writes, _profile):
+                 _writes, _shortperiod, _profile):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

@@ -26,12 +26,14 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     from bench.lateness import run_lateness
     from bench.memory import run_memory
     from bench.profile import run_profile
+    from bench.shortperiod import run_shortperiod
     from bench.submit import run_submit
     from bench.writes import run_writes
 
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
-            "submit": run_submit, "memory": run_memory, "writes": run_writes, "profile": run_profile}
+            "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
+            "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:

@@ -1,29 +1,24 @@
 """Variants of the scan, built in the benchmark only (nothing in ``layers/`` changes), to put a measured
 number next to each optimisation: the *before* of the ones the store adopted, the *what-if* of the rest.
 
-Adopted (the baseline has them; these variants undo them):
-- ``before``: the store as it was before both: the driver's row factory and a logged ``start``;
-- ``driver-rows``: only the row factory undone: the driver's ``named_tuple_factory`` builds a new
-  ``namedtuple`` class for every result set (``adapters/stores/rows.py`` keeps one per column list);
-- ``logged-start``: only ``start`` as a LOGGED batch again (the store now writes it UNLOGGED).
+Adopted (the baseline has it; this variant undoes it):
+- ``driver-rows``: the driver's ``named_tuple_factory``, which builds a new ``namedtuple`` class for
+  every result set (``adapters/stores/rows.py`` keeps one per column list).
 
 What-if (not adopted; docs/benchmarks.md says why):
 - ``prefetch``: the scan's job reads (``get_many``) done before the minute starts, as a scan that
   starts ~60 s early could do; the drain then only starts, publishes and completes;
-- ``unlogged``: ``complete`` as an UNLOGGED batch too (what the rest of the batch log costs);
 - ``groups-2000``: ``ScanRules.group_size`` 2000 instead of 500, store concurrency 256 instead of 64;
-- ``all``: ``prefetch``, ``unlogged`` and ``groups-2000`` together.
+- ``all``: ``prefetch`` and ``groups-2000`` together.
+
+(The variants of the batch types, ``logged-start`` and ``unlogged``, were retired with the batches: the
+execution path writes single rows only since 2026-11-24.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from cassandra import ConsistencyLevel
-from cassandra.query import BatchStatement, BatchType
-
-from jobrunner.adapters.stores.cassandra import CassandraJobStore
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,8 +32,6 @@ class Variant:
     name: str = "baseline"
     driver_rows: bool = False
     prefetch: bool = False
-    #: "unlogged": complete as an UNLOGGED batch too; "logged-start": start as a LOGGED batch again.
-    batches: str = "store"
     group_size: int | None = None
     concurrency: int | None = None
     description: str = "the scan as `wiring.Container` builds it"
@@ -50,19 +43,14 @@ class Variant:
 VARIANTS = {
     v.name: v for v in (
         Variant(),
-        Variant("before", driver_rows=True, batches="logged-start",
-                description="before the two adopted changes: the driver's row factory and a logged start"),
         Variant("driver-rows", driver_rows=True,
                 description="adopted change undone: the driver's row factory (a namedtuple class per result set)"),
-        Variant("logged-start", batches="logged-start",
-                description="adopted change undone: start as a LOGGED batch"),
         Variant("prefetch", prefetch=True,
                 description="what-if: job rows read before the minute starts (get_many ahead)"),
-        Variant("unlogged", batches="unlogged", description="what-if: complete as an UNLOGGED batch too"),
         Variant("groups-2000", group_size=2000, concurrency=256,
                 description="what-if: groups of 2000 rows, store concurrency 256"),
-        Variant("all", prefetch=True, batches="unlogged", group_size=2000, concurrency=256,
-                description="what-if: prefetch, unlogged and groups-2000 together"),
+        Variant("all", prefetch=True, group_size=2000, concurrency=256,
+                description="what-if: prefetch and groups-2000 together"),
     )
 }
 
@@ -72,22 +60,6 @@ def use_driver_rows(session: Any) -> None:
     from cassandra.query import named_tuple_factory
 
     session.cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT].row_factory = named_tuple_factory
-
-
-class VariantJobStore(CassandraJobStore):
-    """The real store with its batch types changed: ``complete`` unlogged too (what-if only: a partial
-    complete can lose a recurring job's next run), or ``start`` logged again (the store before)."""
-
-    def __init__(self, *args: Any, batches: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._batches = batches
-
-    def _batch(self, batch_type: BatchType = BatchType.LOGGED) -> BatchStatement:
-        if self._batches == "unlogged":
-            batch_type = BatchType.UNLOGGED
-        elif self._batches == "logged-start":
-            batch_type = BatchType.LOGGED
-        return BatchStatement(batch_type=batch_type, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
 
 @dataclass

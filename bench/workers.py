@@ -42,7 +42,6 @@ class _Slot:
 
     def __init__(self, state: _Worker, variant: Variant) -> None:
         from bench.instruments import CallCounter, CountingSession
-        from bench.variants import VariantJobStore
         from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
         from jobrunner.adapters.publishers.kafka import KafkaPublisher
         from jobrunner.adapters.stores.cassandra import CassandraJobStore
@@ -51,8 +50,7 @@ class _Slot:
         self.variant = variant
         self.session = CountingSession(state.session_for(variant))
         concurrency = variant.concurrency or 64
-        self.store = (VariantJobStore(self.session, concurrency=concurrency, batches=variant.batches)
-                      if variant.batches != "store" else CassandraJobStore(self.session, concurrency=concurrency))
+        self.store = CassandraJobStore(self.session, concurrency=concurrency)
         self.publisher = KafkaPublisher(settings.kafka)
         self.dynamodb = CallCounter(state.dynamodb)
         self.heartbeats = DynamoDBHeartbeatStore(settings.heartbeat_table, self.dynamodb)

@@ -49,17 +49,18 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     # and the report and its chart were written, with the machine's description
     report = options.out_md.read_text()
     for heading in ("## Machine", "## Headline figures", "## 1. Drain", "## 4. Ceilings", "## 5. Memory",
-                    "## 6. Scaling with segments", "## 8. Writes per execution, counted by Cassandra"):
+                    "## 6. Scaling with segments", "## 8. Writes per execution, counted by Cassandra",
+                    "## 9. Short-period jobs"):
         assert heading in report
     assert "| cores (nproc) |" in report and "| Cassandra | 5.0" in report
     assert options.out_png.stat().st_size > 10_000
     # and the scans' counted writes add up: no batch on the execution path (single-row writes only), for
-    # every variant (the batch-type variants are the same store since the path has no batch left)
+    # every variant
     writes = bench.results["drain"][0]["writes"]
     assert writes["batches_per_execution"] == 0
     assert writes["logged_batches_per_execution"] == 0
-    before = bench.results["variants"]["before"][0]["writes"]
-    assert before["logged_batches_per_execution"] == 0
+    for runs in bench.results["variants"].values():
+        assert runs[0]["writes"]["logged_batches_per_execution"] == 0
     # and the writes section scanned every execution and every retry, and Cassandra's own count of the
     # rows written is the model's: exactly, unless a write had to be sent again
     [(first, retries)] = counts["writes_executions"]
@@ -72,3 +73,10 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     assert counted["counted"]["job_table"] == 0  # no execution writes the job: Cassandra's own count
     if counted["scan_errors"] == 0 and not any(counted["applied_again"]):
         assert counted["counted"] == counted["expected"] == counted["driver"]
+    # and the short-period jobs were published from the scan's memory: every fire of the minute, no row
+    # of theirs read by a late-lane poll, and no tombstone left for a poll to skip
+    [short] = bench.results["shortperiod"]
+    assert short["executions"] == options.short_jobs * (60 // options.short_period_s)
+    assert short["rows_read"]["LATE"] == 0
+    assert short["traced"]["late"]["tombstones"] == short["traced"]["planned"]["tombstones"] == 0
+    assert short["traced"]["planned"]["live"] == short["executions"]

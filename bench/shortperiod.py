@@ -1,0 +1,147 @@
+"""Short-period jobs: the rows a scan reads per execution of jobs that fire every few seconds, and the
+tombstones its reads of the partition must skip.
+
+``jobs`` jobs every ``period`` seconds in one segment, their first fires spread over the first period of
+one fresh minute, seeded into that minute's PLANNED lane; the minute is scanned by the real
+``ScanService`` on the real Cassandra store, Kafka publisher and heartbeat table, on a clock that runs
+at real speed but skips the scan's sleeps (each poll of the late lane still happens, about once a
+simulated second). No worker answers (results do not read ``task_schedule_v2``). Counted on the
+client: every row the scan's reads of ``task_schedule_v2`` returned, per lane, and the job rows read.
+Counted by Cassandra: the live rows and tombstones one read of each lane of the partition touched once
+the minute is done (a traced query: the trace's "Read N live rows and M tombstone cells"), which is
+what the next poll of a lane would skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.instruments import SkipClock
+from bench.seed import PAD, insert
+from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.domain.jobs import Job, Lane, Trigger
+from jobrunner.domain.schedules import Every
+from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import plan_execution
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import datetime
+
+    from bench.context import Bench
+    from jobrunner.domain.jobs import LanePosition, ScheduledExecution
+
+TENANT = "bench-short"
+_TRACE = re.compile(r"Read (\d+) live rows and (\d+) tombstone cells")
+
+
+class _CountingStore(CassandraJobStore):
+    """The Cassandra store, counting the rows its reads of the schedule and of the jobs return."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self.rows_read: dict[str, int] = {lane.name: 0 for lane in Lane}
+        self.reads: dict[str, int] = {lane.name: 0 for lane in Lane}
+        self.jobs_read = 0
+
+    def scheduled(
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+    ) -> Iterator[ScheduledExecution]:
+        self.reads[lane.name] += 1
+        for row in super().scheduled(bucket, segment, lane, after):
+            self.rows_read[lane.name] += 1
+            yield row
+
+    def get_many(self, keys: Any) -> dict[tuple[str, str], Job]:
+        self.jobs_read += len(keys)
+        return super().get_many(keys)
+
+
+def _seed(bench: Bench, session: Any, bucket: datetime, jobs: int, period_s: int) -> None:
+    planned_at = bucket - timedelta(minutes=10)
+    pairs = []
+    for index in range(jobs):
+        first = bucket + timedelta(seconds=index % period_s, milliseconds=index // period_s)
+        job = Job(user_id=TENANT, job_id=f"short-{bucket:%H%M}-{index:06d}",
+                  schedule=Every(every=timedelta(seconds=period_s), start=first),
+                  payload={"bench": True, "n": index, "pad": PAD}, topic=bench.names.topic,
+                  created_at=planned_at, updated_at=planned_at, next_run_at=first)
+        row = plan_execution(job, first, planned_at, 1, trigger=Trigger.SCHEDULE)
+        assert row.bucket == bucket and row.lane is Lane.PLANNED, (row.bucket, row.lane)
+        pairs.append((job, row))
+    insert(session, pairs)
+
+
+def _traced(session: Any, bucket: datetime, lane: Lane) -> tuple[int, int]:
+    """Live rows and tombstone cells one read of a lane of segment 0 of ``bucket`` touched (Cassandra's trace)."""
+    from cassandra.query import SimpleStatement
+
+    query = SimpleStatement(
+        "SELECT job_id FROM task_schedule_v2 WHERE next_execution_time = %s AND segment = 0 AND lane = %s",
+        fetch_size=1_000_000,  # one read command for the whole lane, so its trace counts every row
+    )
+    result = session.execute(query, (bucket, lane.value), trace=True)
+    list(result)
+    events = result.get_query_trace(max_wait_sec=10).events
+    found = [tuple(int(g) for g in m.groups()) for e in events if (m := _TRACE.search(e.description or ""))]
+    return (sum(f[0] for f in found), sum(f[1] for f in found)) if found else (0, 0)
+
+
+def _code() -> str:
+    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
+    import jobrunner
+
+    root = Path(jobrunner.__file__).resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def shortperiod_once(bench: Bench, jobs: int, period_s: int) -> dict[str, Any]:
+    from jobrunner.adapters.stores.session import connect
+    from jobrunner.wiring import Container
+
+    bucket = bench.next_bucket()
+    session = connect(bench.settings.cassandra)
+    try:
+        _seed(bench, session, bucket, jobs, period_s)
+        store = _CountingStore(session)
+        started = time.monotonic()
+        clock = SkipClock(bucket - timedelta(seconds=30), started)  # dispatched 30 s ahead, as by the tick
+        container = Container(dataclasses.replace(bench.settings, segments=1), store=store, clock=clock)
+        report = container.scans.scan(ScanRequest(segment=0, bucket=bucket))
+        took = time.monotonic() - started
+        planned, late = _traced(session, bucket, Lane.PLANNED), _traced(session, bucket, Lane.LATE)
+    finally:
+        session.cluster.shutdown()
+    executions = max(report.published, 1)
+    schedule_rows = sum(store.rows_read.values())
+    return {
+        "code": _code(), "jobs": jobs, "period_s": period_s, "executions": report.published,
+        "finished": report.finished, "errors": report.errors, "took_s": took,
+        "rows_read": store.rows_read, "reads": store.reads, "jobs_read": store.jobs_read,
+        "schedule_rows_per_execution": schedule_rows / executions,
+        "reads_per_execution": (schedule_rows + store.jobs_read) / executions,
+        "traced": {"planned": {"live": planned[0], "tombstones": planned[1]},
+                   "late": {"live": late[0], "tombstones": late[1]}},
+    }
+
+
+def run_shortperiod(bench: Bench) -> None:
+    o = bench.options
+    runs = []
+    for index in range(o.runs):
+        r = shortperiod_once(bench, o.short_jobs, o.short_period_s)
+        print(f"  short-period run {index + 1}/{o.runs} ({r['code']}): {r['executions']} executions of "
+              f"{r['jobs']} jobs every {r['period_s']} s: {r['reads_per_execution']:.2f} rows read per execution "
+              f"(late lane {r['rows_read']['LATE']:,}, planned {r['rows_read']['PLANNED']:,}, "
+              f"jobs {r['jobs_read']:,}); "
+              f"after the minute a late-lane read skips {r['traced']['late']['tombstones']:,} tombstones", flush=True)
+        runs.append(r)
+    bench.results["shortperiod"] = runs
