@@ -89,6 +89,9 @@ class ScanRules:
     segment_count: int
     lease_ttl: timedelta = timedelta(seconds=30)
     renew_every: timedelta = timedelta(seconds=10)
+    #: How often a scan that has moved on keeps its progress (a renewal that carries it): a scan taking
+    #: the partition over after a crash publishes again what was settled since (same ``execution_id``).
+    progress_every: timedelta = timedelta(seconds=2)
     poll_every: timedelta = timedelta(seconds=1)
     settle: timedelta = SETTLE
     #: How long after its bucket ends a scan keeps retrying failures before leaving them to catch-up.
@@ -286,6 +289,8 @@ class _Partition:
     wrote_here: bool = False
     #: The partition was leased before (a crash, a lost lease, a budget run out): its rows may be replays.
     replaying: bool = False
+    #: The progress the last renewal kept in the lease item.
+    kept: LanePosition | None = None
 
 
 class ScanService:
@@ -326,7 +331,7 @@ class ScanService:
             replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
         due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start)
         part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
-                          replaying=replaying)
+                          replaying=replaying, kept=start)
         try:
             self._run(part)
         except _LeaseLost:
@@ -342,12 +347,15 @@ class ScanService:
         part.due.open(now, rules.retry_backoff)
         next_poll = now
         next_renew = now + rules.renew_every
+        next_progress = now + rules.progress_every
         final_poll_done = False
         while True:
             now = self._clock.now()
-            if now >= next_renew:
+            if now >= next_renew or (now >= next_progress and part.due.progress() != part.kept):
                 self._renew(part, now)
                 next_renew = now + rules.renew_every
+            if now >= next_progress:
+                next_progress = now + rules.progress_every
             if part.due.retry_at is not None and now >= part.due.retry_at:
                 part.due.open(now, rules.retry_backoff)
             if now >= next_poll:
@@ -422,6 +430,7 @@ class ScanService:
         if not renewed:
             raise _LeaseLost
         part.lease_until = now + self._rules.lease_ttl
+        part.kept = progress
         try:
             self._beat(part, now)
         except Unavailable:

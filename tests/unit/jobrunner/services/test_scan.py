@@ -909,3 +909,18 @@ def test_a_scan_taking_over_publishes_the_rows_its_predecessor_wrote_into_the_pa
     assert again.finished
     scan_bucket(world, BUCKET + MINUTE)
     assert fires(world, job) == EVERY_10_S_FROM_10_01_10
+
+
+def test_a_scan_keeps_its_progress_within_seconds_so_a_crash_replays_only_the_last_few(world: World) -> None:
+    # Given three one-time jobs, and a scan that dies at 10:01:29, four seconds after publishing the second
+    jobs = [world.submit(At(at(s))) for s in (5, 25, 45)]
+    crash_at(world, at(29))
+    with pytest.raises(Crash):
+        world.scan()
+    # When the partition is taken over once the dead scan's lease has lapsed
+    world.clock.advance(MINUTE)
+    again = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then the second job is not published again: its settlement was kept within seconds, not at the next
+    # ten-second renewal
+    assert again.finished
+    assert [m.key for m in world.publisher.sent] == [j.job_id for j in jobs]
