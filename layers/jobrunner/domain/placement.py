@@ -14,8 +14,9 @@ did not (a slow or retried write), the writer places the row again from the new 
 again: the same execution, so at worst a second copy with the same ``execution_id``, never a loss.
 Placement is always computed at the moment of each write attempt, never once for all attempts.
 
-A row is never deleted once its execution is done (a delete per execution would be a second write, and a
-tombstone for the next read to skip): it expires ``KEEP_ROWS`` after its scan may close (``row_ttl``).
+A PLANNED row is not deleted once its execution is done (a delete per execution would be a second write,
+and a tombstone for the next read to skip); every row expires ``KEEP_ROWS`` after its scan may close
+(``row_ttl``), and only a done LATE row, which its scan's polls read whole, is deleted.
 A scan that crashes or runs out of time resumes after the last row it settled, which its lease item
 keeps, so a done row is not read again; a partition can stay not done (failing, parked, waiting for an
 operator) for up to ``KEEP_ROWS`` before its rows expire.

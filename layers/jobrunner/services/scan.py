@@ -33,7 +33,7 @@ Failure handling, in order of the steps:
   execution whose result already came back, which is only completed: a scan of a partition leased
   before (its lease item counts the attempts) reads each row's history record before publishing it.
   It reads the PLANNED lane from the progress the last renewal kept, so the rows it sees again are
-  those settled since then (at most ``renew_every`` of them) and those never settled.
+  those settled since then (about ``progress_every`` of them) and those never settled.
 
 The history record written before the publish also carries what the job's run fields are derived from
 (the schedule version and the next fire, ``domain.jobs.with_runs``): an execution writes nothing to the
@@ -706,11 +706,14 @@ def _in(part: _Partition, row: ScheduledExecution) -> bool:
 def _own(part: _Partition, row: ScheduledExecution | None, now: datetime) -> ScheduledExecution | None:
     """A row for the scan's own partition goes to its PLANNED lane, which only this scan reads while it holds
     the lease: it publishes the row from memory (no poll reads it), and a scan taking over reads it from
-    the kept progress. Its key is due no earlier than just after ``now``, so it sorts after every row the
-    scan has settled (each was due by then) and after any progress it has kept."""
+    the kept progress. Its key is due no earlier than just after ``now`` and after the progress (the one
+    this scan started from included, which another host's clock may have put ahead of ``now``), so it
+    sorts after every row settled so far and no progress kept can have passed it."""
     if row is None or not _in(part, row):
         return row
-    return replace(row, lane=Lane.PLANNED, due_at=max(row.due_at, now + _MS))
+    floor = part.due.progress()
+    due_at = max(row.due_at, now + _MS, floor.due_at + _MS if floor is not None else row.due_at)
+    return replace(row, lane=Lane.PLANNED, due_at=due_at)
 
 
 def _progress(report: ScanReport) -> int:

@@ -57,3 +57,7 @@ def test_every_scheduled_row_expires_a_while_after_its_scan_and_a_done_one_is_no
     # And completing the first leaves it in place (it expires; no delete, no tombstone)
     store.complete([Completion(done=first, following=None)])
     assert _ttl(cassandra_session, first) is not None
+    # And a row due further ahead than any time to live reaches is kept without one
+    far = _row(job, datetime(2040, 2, 29, 12, 0, tzinfo=UTC), segment)
+    store.schedule([far])
+    assert _ttl(cassandra_session, far) is None
