@@ -73,6 +73,8 @@ def row_ttl(bucket: datetime, now: datetime) -> int:
     """Seconds a row of ``bucket`` written at ``now`` is kept: until ``KEEP_ROWS`` after its scan may close;
     0 (no expiry) for a row due so far ahead that no time to live reaches that far (``MAX_TTL_S``,
     ``LATEST_EXPIRY``)."""
+    if utc(bucket) >= LATEST_EXPIRY - KEEP_ROWS:  # also keeps the sums below inside datetime's years (9999)
+        return 0
     expiry = scan_closes_at(bucket) + KEEP_ROWS
     seconds = math.ceil((expiry - utc(now)).total_seconds())
     if seconds > MAX_TTL_S or expiry >= LATEST_EXPIRY:

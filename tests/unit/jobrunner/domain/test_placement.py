@@ -75,3 +75,5 @@ def test_a_row_further_ahead_than_any_time_to_live_reaches_never_expires() -> No
     assert 0 < row_ttl(before_limit, BUCKET) <= MAX_TTL_S
     assert row_ttl(LATEST_EXPIRY - KEEP_ROWS, BUCKET) == 0
     assert row_ttl(BUCKET + timedelta(days=365 * 25), BUCKET) == 0
+    # even the last minute a datetime holds (a schedule may start at 9999-12-31T23:59:59Z)
+    assert row_ttl(datetime(9999, 12, 31, 23, 59, tzinfo=UTC), BUCKET) == 0
