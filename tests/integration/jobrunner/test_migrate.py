@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -28,38 +28,56 @@ from jobrunner.domain.time import minute_bucket, utc
 from jobrunner.ports import Completion, IdempotencyClaim, Outcome
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from jobrunner.adapters.stores.session import CassandraSettings
     from jobrunner.config import Settings
 
 pytestmark = pytest.mark.integration
 
 
-def test_migrate_is_idempotent_and_adds_missing_columns(settings: Settings) -> None:
+@dataclass(frozen=True)
+class Older:
+    """A throw-away keyspace (created empty, dropped after the test) and an admin session outside it."""
+
+    keyspace: str
+    cassandra: CassandraSettings
+    admin: Any
+
+
+@pytest.fixture
+def older(settings: Settings) -> Iterator[Older]:
     keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
     cassandra = replace(settings.cassandra, keyspace=keyspace)
     admin = connect(cassandra, keyspace=False)
+    admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
     try:
-        # Given a keyspace whose job_table predates the timeout_s and trace_parent columns
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(f"CREATE TABLE {keyspace}.job_table (user_id text, job_id text, schedule text,"
-                      " PRIMARY KEY ((user_id), job_id))", timeout=60)
-        # When the schema is applied twice
-        first = migrate(cassandra)
-        second = migrate(cassandra)
-        # Then the missing columns were added once, and the second run changed nothing
-        assert "ALTER TABLE job_table ADD timeout_s int" in first
-        assert "ALTER TABLE job_table ADD trace_parent text" in first
-        assert not [s for s in second if s.startswith("ALTER")]
-        columns = {row.column_name for row in admin.execute(
-            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table'",
-            (keyspace,))}
-        assert {"timeout_s", "trace_parent", "paused_at", "payload", "version"} <= columns
-        tables = {row.table_name for row in admin.execute(
-            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-        assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency"}
+        yield Older(keyspace, cassandra, admin)
     finally:
         admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
         admin.cluster.shutdown()
+
+
+def test_migrate_is_idempotent_and_adds_missing_columns(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
+    # Given a keyspace whose job_table predates the timeout_s and trace_parent columns
+    admin.execute(f"CREATE TABLE {keyspace}.job_table (user_id text, job_id text, schedule text,"
+                  " PRIMARY KEY ((user_id), job_id))", timeout=60)
+    # When the schema is applied twice
+    first = migrate(cassandra)
+    second = migrate(cassandra)
+    # Then the missing columns were added once, and the second run changed nothing
+    assert "ALTER TABLE job_table ADD timeout_s int" in first
+    assert "ALTER TABLE job_table ADD trace_parent text" in first
+    assert not [s for s in second if s.startswith("ALTER")]
+    columns = {row.column_name for row in admin.execute(
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table'",
+        (keyspace,))}
+    assert {"timeout_s", "trace_parent", "paused_at", "payload", "version"} <= columns
+    tables = {row.table_name for row in admin.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
+    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency"}
 
 
 LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
@@ -68,39 +86,31 @@ LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
     PRIMARY KEY ((next_execution_time, segment), lane, due_at, job_id, execution_id))"""
 
 
-def test_migrate_moves_the_rows_of_the_legacy_schedule_table_without_losing_one(settings: Settings) -> None:
-    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
-    cassandra = replace(settings.cassandra, keyspace=keyspace)
-    admin = connect(cassandra, keyspace=False)
+def test_migrate_moves_the_rows_of_the_legacy_schedule_table_without_losing_one(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
     now = datetime.now(UTC)
     future = minute_bucket(now) + timedelta(hours=2)
     past = minute_bucket(now) - timedelta(minutes=10)  # a bucket whose scan has long finished
-    try:
-        # Given an older keyspace whose task_schedule (no version in its key) holds a future and an overdue row
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(LEGACY_TABLE.format(keyspace=keyspace), timeout=60)
-        insert = (f"INSERT INTO {keyspace}.task_schedule (next_execution_time, segment, lane, due_at, job_id,"
-                  " execution_id, user_id, scheduled_at, attempt, job_version, trigger)"
-                  " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
-        for due in (future + timedelta(seconds=7), past + timedelta(seconds=3)):
-            admin.execute(insert, (minute_bucket(due), 2, "P", due, f"job-{due.minute}", f"exec-{due.minute}",
-                                   "alice", due, 1, 3, "SCHEDULE"))
-        # When the schema is applied (twice)
-        migrate(cassandra)
-        assert not [s for s in migrate(cassandra) if s.startswith("-- moved")]
-        # Then both rows are in task_schedule_v2 under their version: the future one in its own bucket,
-        # the overdue one in a bucket still to be scanned; and the legacy table is empty
-        rows = {r.execution_id: r for r in admin.execute(f"SELECT * FROM {keyspace}.task_schedule_v2")}
-        assert set(rows) == {f"exec-{future.minute}", f"exec-{past.minute}"}
-        moved_future, moved_past = rows[f"exec-{future.minute}"], rows[f"exec-{past.minute}"]
-        assert (utc(moved_future.next_execution_time), moved_future.lane, moved_future.job_version) == (future, "P", 3)
-        assert utc(moved_past.next_execution_time) >= minute_bucket(now) and moved_past.lane == "L"
-        assert utc(moved_past.due_at) == past + timedelta(seconds=3)
-        assert list(admin.execute(f"SELECT * FROM {keyspace}.task_schedule")) == []
-    finally:
-        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        admin.cluster.shutdown()
+    # Given an older keyspace whose task_schedule (no version in its key) holds a future and an overdue row
+    admin.execute(LEGACY_TABLE.format(keyspace=keyspace), timeout=60)
+    insert = (f"INSERT INTO {keyspace}.task_schedule (next_execution_time, segment, lane, due_at, job_id,"
+              " execution_id, user_id, scheduled_at, attempt, job_version, trigger)"
+              " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+    for due in (future + timedelta(seconds=7), past + timedelta(seconds=3)):
+        admin.execute(insert, (minute_bucket(due), 2, "P", due, f"job-{due.minute}", f"exec-{due.minute}",
+                               "alice", due, 1, 3, "SCHEDULE"))
+    # When the schema is applied (twice)
+    migrate(cassandra)
+    assert not [s for s in migrate(cassandra) if s.startswith("-- moved")]
+    # Then both rows are in task_schedule_v2 under their version: the future one in its own bucket,
+    # the overdue one in a bucket still to be scanned; and the legacy table is empty
+    rows = {r.execution_id: r for r in admin.execute(f"SELECT * FROM {keyspace}.task_schedule_v2")}
+    assert set(rows) == {f"exec-{future.minute}", f"exec-{past.minute}"}
+    moved_future, moved_past = rows[f"exec-{future.minute}"], rows[f"exec-{past.minute}"]
+    assert (utc(moved_future.next_execution_time), moved_future.lane, moved_future.job_version) == (future, "P", 3)
+    assert utc(moved_past.next_execution_time) >= minute_bucket(now) and moved_past.lane == "L"
+    assert utc(moved_past.due_at) == past + timedelta(seconds=3)
+    assert list(admin.execute(f"SELECT * FROM {keyspace}.task_schedule")) == []
 
 
 LEGACY_HISTORY = """CREATE TABLE {keyspace}.task_history (
@@ -117,10 +127,8 @@ def legacy_record(job_id: str, at: datetime, status: ExecutionStatus, error: str
     )
 
 
-def test_migrate_copies_the_legacy_history_never_over_a_newer_row(settings: Settings) -> None:
-    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
-    cassandra = replace(settings.cassandra, keyspace=keyspace)
-    admin = connect(cassandra, keyspace=False)
+def test_migrate_copies_the_legacy_history_never_over_a_newer_row(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
     fire = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
     in_flight = legacy_record("job-a", fire, ExecutionStatus.RUNNING)  # its result is still to come
     failed = legacy_record("job-a", fire - timedelta(hours=1), ExecutionStatus.FAILED, "exit 3")
@@ -134,42 +142,36 @@ def test_migrate_copies_the_legacy_history_never_over_a_newer_row(settings: Sett
             record.job_id, record.scheduled_at, record.attempt, record.execution_id, record.user_id, status,
             record.trigger.value, record.due_at, record.published_at, record.finished_at, record.error))
 
-    try:
-        # Given an older keyspace whose task_history (no execution id in its key) holds finished records and
-        # one of an execution in flight
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(LEGACY_HISTORY.format(keyspace=keyspace), timeout=60)
-        for record in (in_flight, failed, *others):
-            write_legacy(record)
-        # When the schema is applied
-        first = migrate(cassandra)
-        # Then every record is in task_history_v2, whole, found by its key (the in-flight one's result finds it)
-        assert f"-- copied {2 + len(others)} row(s) from task_history to task_history_v2" in first
-        session = connect(cassandra)
-        store = CassandraJobStore(session)
-        for record in (in_flight, failed, *others):
-            assert store.record(record.job_id, record.scheduled_at, 1, record.execution_id) == record
-        assert store.history("job-a", 10) == [in_flight, failed]
-        # and a copy paging 2 rows at a time finds every one of them already there
-        assert copy_legacy_history(session, keyspace, page_size=2) == 0
-        # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
-        succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
-        store.finish(Outcome(succeeded, None))
-        late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
-        write_legacy(late)
-        # When the migration runs again (paging 2 rows at a time)
-        copied = copy_legacy_history(session, keyspace, page_size=2)
-        # Then only the new legacy record is copied: the newer row in task_history_v2 is left as it is
-        assert copied == 1
-        assert store.history("job-a", 10) == [late, succeeded, failed]
-        # and a full run copies nothing more; the legacy rows are kept, for the operator to drop with their table
-        assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
-        assert len(list(admin.execute(f"SELECT * FROM {keyspace}.task_history"))) == 3 + len(others)
-        session.cluster.shutdown()
-    finally:
-        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        admin.cluster.shutdown()
+    # Given an older keyspace whose task_history (no execution id in its key) holds finished records and
+    # one of an execution in flight
+    admin.execute(LEGACY_HISTORY.format(keyspace=keyspace), timeout=60)
+    for record in (in_flight, failed, *others):
+        write_legacy(record)
+    # When the schema is applied
+    first = migrate(cassandra)
+    # Then every record is in task_history_v2, whole, found by its key (the in-flight one's result finds it)
+    assert f"-- copied {2 + len(others)} row(s) from task_history to task_history_v2" in first
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    for record in (in_flight, failed, *others):
+        assert store.record(record.job_id, record.scheduled_at, 1, record.execution_id) == record
+    assert store.history("job-a", 10) == [in_flight, failed]
+    # and a copy paging 2 rows at a time finds every one of them already there
+    assert copy_legacy_history(session, keyspace, page_size=2) == 0
+    # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
+    succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
+    store.finish(Outcome(succeeded, None))
+    late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
+    write_legacy(late)
+    # When the migration runs again (paging 2 rows at a time)
+    copied = copy_legacy_history(session, keyspace, page_size=2)
+    # Then only the new legacy record is copied: the newer row in task_history_v2 is left as it is
+    assert copied == 1
+    assert store.history("job-a", 10) == [late, succeeded, failed]
+    # and a full run copies nothing more; the legacy rows are kept, for the operator to drop with their table
+    assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
+    assert len(list(admin.execute(f"SELECT * FROM {keyspace}.task_history"))) == 3 + len(others)
+    session.cluster.shutdown()
 
 
 LEGACY_JOBS = """CREATE TABLE {keyspace}.job_table (
@@ -179,50 +181,42 @@ LEGACY_JOBS = """CREATE TABLE {keyspace}.job_table (
     PRIMARY KEY ((user_id), job_id))"""
 
 
-def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firing(settings: Settings) -> None:
-    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
-    cassandra = replace(settings.cassandra, keyspace=keyspace)
-    admin = connect(cassandra, keyspace=False)
+def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firing(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
-    try:
-        # Given an older keyspace with a job at version 4 (its rows planned under 4) and no schedule version
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(LEGACY_JOBS.format(keyspace=keyspace), timeout=60)
-        admin.execute(
-            f"INSERT INTO {keyspace}.job_table (user_id, job_id, schedule, payload, topic, state, version, retry,"
-            " created_at, updated_at, next_run_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            ("alice", "job-1", '{"every":"PT1M","start":"2026-11-22T10:05:00.000Z"}', '{"n":1}', "jobs",
-             "ACTIVE", 4, None, bucket, bucket, bucket))
-        # When the schema is applied
-        applied = migrate(cassandra)
-        # Then the columns are added, the job reads as before, with its version as its schedule version
-        for column in ("schedule_version int", "schedule_version_set_at int", "scan_next_run_at timestamp",
-                       "scan_schedule_version int"):
-            assert f"ALTER TABLE job_table ADD {column}" in applied
-        session = connect(cassandra)
-        store = CassandraJobStore(session)
-        job = store.get("alice", "job-1")
-        assert job is not None
-        assert (job.version, job.schedule_version, job.next_run_at) == (4, 4, bucket)
-        # and a scan's publish of its fire (planned under 4) makes the fire after it its next run
-        row = ScheduledExecution(
-            bucket=bucket, segment=0, lane=Lane.PLANNED, due_at=bucket, job_id="job-1",
-            execution_id=execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE), user_id="alice",
-            scheduled_at=bucket, attempt=1, job_version=4, trigger=Trigger.SCHEDULE)
-        store.start([ExecutionRecord(
-            job_id="job-1", scheduled_at=bucket, attempt=1, execution_id=row.execution_id, user_id="alice",
-            status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=bucket, published_at=bucket,
-            job_version=4, next_fire_at=bucket + timedelta(minutes=1))])
-        store.complete([Completion(done=row, following=None)])
-        job = store.get("alice", "job-1")
-        assert job is not None
-        job = with_runs(job, store.latest_records(["job-1"], RUN_RECORDS)["job-1"])
-        assert job.next_run_at == bucket + timedelta(minutes=1)
-        session.cluster.shutdown()
-    finally:
-        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        admin.cluster.shutdown()
+    # Given an older keyspace with a job at version 4 (its rows planned under 4) and no schedule version
+    admin.execute(LEGACY_JOBS.format(keyspace=keyspace), timeout=60)
+    admin.execute(
+        f"INSERT INTO {keyspace}.job_table (user_id, job_id, schedule, payload, topic, state, version, retry,"
+        " created_at, updated_at, next_run_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        ("alice", "job-1", '{"every":"PT1M","start":"2026-11-22T10:05:00.000Z"}', '{"n":1}', "jobs",
+         "ACTIVE", 4, None, bucket, bucket, bucket))
+    # When the schema is applied
+    applied = migrate(cassandra)
+    # Then the columns are added, the job reads as before, with its version as its schedule version
+    for column in ("schedule_version int", "schedule_version_set_at int", "scan_next_run_at timestamp",
+                   "scan_schedule_version int"):
+        assert f"ALTER TABLE job_table ADD {column}" in applied
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    job = store.get("alice", "job-1")
+    assert job is not None
+    assert (job.version, job.schedule_version, job.next_run_at) == (4, 4, bucket)
+    # and a scan's publish of its fire (planned under 4) makes the fire after it its next run
+    row = ScheduledExecution(
+        bucket=bucket, segment=0, lane=Lane.PLANNED, due_at=bucket, job_id="job-1",
+        execution_id=execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE), user_id="alice",
+        scheduled_at=bucket, attempt=1, job_version=4, trigger=Trigger.SCHEDULE)
+    store.start([ExecutionRecord(
+        job_id="job-1", scheduled_at=bucket, attempt=1, execution_id=row.execution_id, user_id="alice",
+        status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=bucket, published_at=bucket,
+        job_version=4, next_fire_at=bucket + timedelta(minutes=1))])
+    store.complete([Completion(done=row, following=None)])
+    job = store.get("alice", "job-1")
+    assert job is not None
+    job = with_runs(job, store.latest_records(["job-1"], RUN_RECORDS)["job-1"])
+    assert job.next_run_at == bucket + timedelta(minutes=1)
+    session.cluster.shutdown()
 
 
 def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
@@ -246,45 +240,37 @@ def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     assert (stored.version, stored.schedule_version, stored.next_run_at) == (2, 2, bucket + timedelta(minutes=1))
 
 
-def test_history_and_idempotency_keys_expire_and_an_older_table_gains_the_retention(settings: Settings) -> None:
-    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
-    cassandra = replace(settings.cassandra, keyspace=keyspace)
-    admin = connect(cassandra, keyspace=False)
-    try:
-        # Given a keyspace whose history and idempotency tables were created without a retention
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(f"CREATE TABLE {keyspace}.task_history_v2 (job_id text, execution_time timestamp, attempt int,"
-                      " execution_id text, PRIMARY KEY ((job_id), execution_time, attempt, execution_id))"
-                      " WITH CLUSTERING ORDER BY (execution_time DESC, attempt DESC, execution_id ASC)", timeout=60)
-        admin.execute(f"CREATE TABLE {keyspace}.job_idempotency (user_id text, idempotency_key text,"
-                      " PRIMARY KEY ((user_id, idempotency_key)))", timeout=60)
-        # When the schema is applied (twice)
-        first = migrate(cassandra)
-        second = migrate(cassandra)
-        # Then both tables got the file's default TTL once: 30 days of history, keys kept 24 hours
-        assert "ALTER TABLE task_history_v2 WITH default_time_to_live = 2592000" in first
-        assert "ALTER TABLE job_idempotency WITH default_time_to_live = 86400" in first
-        assert not [s for s in second if s.startswith("ALTER")]
-        # and what the store writes there expires: a record and a key carry the TTL (seconds left)
-        session = connect(cassandra)
-        store = CassandraJobStore(session)
-        fire = datetime.now(UTC).replace(microsecond=0)
-        record = ExecutionRecord(
-            job_id="job-1", scheduled_at=fire, attempt=1,
-            execution_id=execution_id_for("job-1", fire, 1, Trigger.SCHEDULE), user_id="alice",
-            status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=fire, published_at=fire)
-        store.start([record])
-        store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-1", "fp", fire))
-        [history_ttl] = session.execute("SELECT TTL(published_at) FROM task_history_v2 WHERE job_id = 'job-1'").one()
-        [key_ttl] = session.execute(
-            "SELECT TTL(job_id) FROM job_idempotency WHERE user_id = 'alice' AND idempotency_key = 'key-1'").one()
-        assert 2592000 - 60 < history_ttl <= 2592000
-        assert 86400 - 60 < key_ttl <= 86400
-        session.cluster.shutdown()
-    finally:
-        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        admin.cluster.shutdown()
+def test_history_and_idempotency_keys_expire_and_an_older_table_gains_the_retention(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
+    # Given a keyspace whose history and idempotency tables were created without a retention
+    admin.execute(f"CREATE TABLE {keyspace}.task_history_v2 (job_id text, execution_time timestamp, attempt int,"
+                  " execution_id text, PRIMARY KEY ((job_id), execution_time, attempt, execution_id))"
+                  " WITH CLUSTERING ORDER BY (execution_time DESC, attempt DESC, execution_id ASC)", timeout=60)
+    admin.execute(f"CREATE TABLE {keyspace}.job_idempotency (user_id text, idempotency_key text,"
+                  " PRIMARY KEY ((user_id, idempotency_key)))", timeout=60)
+    # When the schema is applied (twice)
+    first = migrate(cassandra)
+    second = migrate(cassandra)
+    # Then both tables got the file's default TTL once: 30 days of history, keys kept 24 hours
+    assert "ALTER TABLE task_history_v2 WITH default_time_to_live = 2592000" in first
+    assert "ALTER TABLE job_idempotency WITH default_time_to_live = 86400" in first
+    assert not [s for s in second if s.startswith("ALTER")]
+    # and what the store writes there expires: a record and a key carry the TTL (seconds left)
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    fire = datetime.now(UTC).replace(microsecond=0)
+    record = ExecutionRecord(
+        job_id="job-1", scheduled_at=fire, attempt=1,
+        execution_id=execution_id_for("job-1", fire, 1, Trigger.SCHEDULE), user_id="alice",
+        status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=fire, published_at=fire)
+    store.start([record])
+    store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-1", "fp", fire))
+    [history_ttl] = session.execute("SELECT TTL(published_at) FROM task_history_v2 WHERE job_id = 'job-1'").one()
+    [key_ttl] = session.execute(
+        "SELECT TTL(job_id) FROM job_idempotency WHERE user_id = 'alice' AND idempotency_key = 'key-1'").one()
+    assert 2592000 - 60 < history_ttl <= 2592000
+    assert 86400 - 60 < key_ttl <= 86400
+    session.cluster.shutdown()
 
 
 LEGACY_HISTORY_V2 = """CREATE TABLE {keyspace}.task_history_v2 (
@@ -295,41 +281,33 @@ LEGACY_HISTORY_V2 = """CREATE TABLE {keyspace}.task_history_v2 (
 
 
 def test_history_written_before_the_run_columns_reads_as_runs_and_the_job_keeps_its_next_run(
-    settings: Settings,
+    older: Older,
 ) -> None:
-    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
-    cassandra = replace(settings.cassandra, keyspace=keyspace)
-    admin = connect(cassandra, keyspace=False)
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
-    try:
-        # Given an older keyspace: a job whose scan wrote its run fields on the job row (next run 10:06),
-        # and the record of its 10:05 fire, without the columns the run fields are now derived from
-        admin.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                      "{'class': 'SimpleStrategy', 'replication_factor': 1}", timeout=60)
-        admin.execute(LEGACY_HISTORY_V2.format(keyspace=keyspace), timeout=60)
-        execution_id = execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE)
-        admin.execute(
-            f"INSERT INTO {keyspace}.task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status,"
-            " trigger, due_at, published_at, finished_at) VALUES (%s, %s, 1, %s, 'alice', 'SUCCESS', 'SCHEDULE',"
-            " %s, %s, %s)", ("job-1", bucket, execution_id, bucket, bucket, bucket + timedelta(seconds=2)))
-        # When the schema is applied
-        applied = migrate(cassandra)
-        # Then the history table gains the columns, and its record reads as it was
-        for column in ("job_version int", "next_fire_at timestamp", "retry_at timestamp"):
-            assert f"ALTER TABLE task_history_v2 ADD {column}" in applied
-        session = connect(cassandra)
-        store = CassandraJobStore(session)
-        job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=bucket),
-                  payload={}, topic="jobs", created_at=bucket, updated_at=bucket,
-                  next_run_at=bucket + timedelta(minutes=1))
-        store.create(job, None)
-        [record] = store.latest_records(["job-1"], RUN_RECORDS)["job-1"]
-        assert (record.status, record.job_version, record.next_fire_at) == (ExecutionStatus.SUCCESS, None, None)
-        # and the job shows it as its last run, keeping the next run its row holds
-        shown = with_runs(job, [record])
-        assert (shown.last_execution_id, shown.last_status, shown.next_run_at) == (
-            execution_id, ExecutionStatus.SUCCESS, bucket + timedelta(minutes=1))
-        session.cluster.shutdown()
-    finally:
-        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
-        admin.cluster.shutdown()
+    # Given an older keyspace: a job whose scan wrote its run fields on the job row (next run 10:06),
+    # and the record of its 10:05 fire, without the columns the run fields are now derived from
+    admin.execute(LEGACY_HISTORY_V2.format(keyspace=keyspace), timeout=60)
+    execution_id = execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE)
+    admin.execute(
+        f"INSERT INTO {keyspace}.task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status,"
+        " trigger, due_at, published_at, finished_at) VALUES (%s, %s, 1, %s, 'alice', 'SUCCESS', 'SCHEDULE',"
+        " %s, %s, %s)", ("job-1", bucket, execution_id, bucket, bucket, bucket + timedelta(seconds=2)))
+    # When the schema is applied
+    applied = migrate(cassandra)
+    # Then the history table gains the columns, and its record reads as it was
+    for column in ("job_version int", "next_fire_at timestamp", "retry_at timestamp"):
+        assert f"ALTER TABLE task_history_v2 ADD {column}" in applied
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=bucket),
+              payload={}, topic="jobs", created_at=bucket, updated_at=bucket,
+              next_run_at=bucket + timedelta(minutes=1))
+    store.create(job, None)
+    [record] = store.latest_records(["job-1"], RUN_RECORDS)["job-1"]
+    assert (record.status, record.job_version, record.next_fire_at) == (ExecutionStatus.SUCCESS, None, None)
+    # and the job shows it as its last run, keeping the next run its row holds
+    shown = with_runs(job, [record])
+    assert (shown.last_execution_id, shown.last_status, shown.next_run_at) == (
+        execution_id, ExecutionStatus.SUCCESS, bucket + timedelta(minutes=1))
+    session.cluster.shutdown()
