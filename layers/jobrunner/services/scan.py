@@ -694,7 +694,7 @@ class ScanService:
                 if part.lease_until - self._clock.now() < self._rules.lease_ttl / 2:
                     self._renew(part, self._clock.now())  # keeps the partition ours, or stops the scan
                 continue
-            if any(r.bucket == part.bucket and r.segment == part.segment for r in again):
+            if any(_in(part, r) for r in again):
                 part.wrote_here = True
             late = [r for r in again if not placed_in_time([r.bucket], self._clock.now())]
 
