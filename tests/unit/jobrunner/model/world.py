@@ -454,8 +454,11 @@ class World:
         self.ticked = start
         for offset_ms, op in minute.ops:
             self.clock.at(start + timedelta(milliseconds=offset_ms), functools.partial(self.run_op, op))
-        self.event_time = start + timedelta(seconds=minute.second)
-        self.clock.sleep_until(self.event_time)
+        event_time = start + timedelta(seconds=minute.second)
+        self.clock.sleep_until(event_time)
+        # Only now is this minute's event the one a redelivery (``Tick``) repeats: an op that runs earlier in
+        # the minute repeats the previous one (EventBridge never delivers an event before its time).
+        self.event_time = event_time
         if minute.tick == "missed":
             self.say(f"tick of {start:%H:%M} missed")
             return
