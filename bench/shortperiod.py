@@ -53,10 +53,10 @@ class _CountingStore(CassandraJobStore):
         self.jobs_read = 0
 
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, **window: Any
     ) -> Iterator[ScheduledExecution]:
         self.reads[lane.name] += 1
-        for row in super().scheduled(bucket, segment, lane, after):
+        for row in super().scheduled(bucket, segment, lane, after, **window):
             self.rows_read[lane.name] += 1
             yield row
 

@@ -52,7 +52,8 @@ class JobStore(ABC):
     - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
       their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
       with ``after``, only the rows that sort after that position (to resume a broken read, or a
-      partition a scan settled up to there).
+      partition a scan settled up to there); with ``since`` and/or ``until``, only the rows due at
+      or after ``since`` and before ``until`` (a window of the late lane), reading no row outside it.
     - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
       (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
     - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``:
@@ -66,7 +67,8 @@ class JobStore(ABC):
       time and error. It is idempotent, and the row stays scheduled until ``complete``, so a retry or
       the next scan of the partition writes it again.
     - ``complete``, after the publish, writes the following execution (if any) and the watchdog, then
-      removes the completed row if it is in the LATE lane (polled whole while its scan runs); a PLANNED
+      removes the completed row if it is in the LATE lane (which a scan taking the partition over reads
+      from its start); a PLANNED
       row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``).
       Once it returns all is done; if it raises, the completed row is still there whenever a following
       row may be missing. Replaying it is harmless.
@@ -87,7 +89,8 @@ class JobStore(ABC):
 
     @abstractmethod
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
+        since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]: ...
 
     @abstractmethod

@@ -493,6 +493,30 @@ def test_scheduled_after_a_row_resumes_a_broken_read(job_store: JobStore) -> Non
         )
 
 
+def test_scheduled_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job_store: JobStore) -> None:
+    # Given a lane of rows due at 1, 3, 3 and 9 s into the bucket
+    segment = unique_segment()
+    jobs = [make_job() for _ in range(4)]
+    dues = [BUCKET + timedelta(seconds=s) for s in (1, 3, 3, 9)]
+    for job, due in zip(jobs, dues, strict=True):
+        job_store.create(job, make_row(job, due, segment=segment))
+    everything = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+
+    def window(since: int | None, until: int | None) -> list[ScheduledExecution]:
+        bounds = {"since": None if since is None else BUCKET + timedelta(seconds=since),
+                  "until": None if until is None else BUCKET + timedelta(seconds=until)}
+        return list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, **bounds))
+
+    # Then a window yields the rows due at or after its start and before its end, in order
+    assert window(None, 3) == everything[:1]
+    assert window(3, 9) == everything[1:3]
+    assert window(3, None) == everything[1:]
+    assert window(4, 9) == []
+    assert window(None, None) == everything
+    # and consecutive windows yield each row once
+    assert window(None, 2) + window(2, 3) + window(3, 5) + window(5, None) == everything
+
+
 def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:
     segment = unique_segment()
     job = make_job()

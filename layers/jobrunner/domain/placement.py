@@ -7,16 +7,26 @@ lane about every second until ``SETTLE`` after its bucket ends. A writer therefo
   goes to the bucket being scanned now, never to one whose scan may already have finished;
 - writes to the LATE lane whenever that bucket's scan may already have started (``OPEN_AHEAD`` before
   the bucket, which leaves 30 s for clock skew between the writer and the tick).
-The only requirement left on the writer is that its write lands before the scan of its bucket can
-finish: a scan polls its late lane once more after ``bucket + 1 min + SETTLE`` before it is done, so a
-write that has returned by then is seen. ``placed_in_time`` tells a writer whether that held; when it
-did not (a slow or retried write), the writer places the row again from the new ``now`` and writes it
-again: the same execution, so at worst a second copy with the same ``execution_id``, never a loss.
-Placement is always computed at the moment of each write attempt, never once for all attempts.
+The scan reads its late lane in windows of due time, each row once: a poll at ``t`` reads the rows due
+from where the last poll stopped up to ``t + LATE_REACH``, and the next poll goes on from there. So a
+LATE row must never land behind a window already read. A writer keys it no earlier than
+``LATE_LEAD`` after the moment it places it (``late_due``: a row due sooner, or overdue, is published
+at that key, up to ``LATE_LEAD`` after its write), and its write must return within
+``LATE_WRITE_WITHIN``. Then a row that lands after a poll started at ``t`` (on the scan's clock) is
+keyed at least ``LATE_LEAD - LATE_WRITE_WITHIN - CLOCK_SKEW`` = ``LATE_REACH`` after ``t``: in a
+window not read yet, as long as the writer's clock is within ``CLOCK_SKEW`` of the scan's.
+The other requirement on the writer is that its write lands before the scan of its bucket can
+finish: a scan polls its late lane once more, to its end, after ``bucket + 1 min + SETTLE`` before it
+is done, so a write that has returned by then is seen. ``placed_in_time`` tells a writer whether both
+held; when they did not (a slow or retried write), the writer places the row again from the new
+``now`` and writes it again: the same execution, so at worst a second copy with the same
+``execution_id``, never a loss. Placement is always computed at the moment of each write attempt,
+never once for all attempts.
 
 A PLANNED row is not deleted once its execution is done (a delete per execution would be a second write,
 and a tombstone for the next read to skip); every row expires ``KEEP_ROWS`` after its scan may close
-(``row_ttl``), and only a done LATE row, which its scan's polls read whole, is deleted.
+(``row_ttl``), and only a done LATE row is deleted: the polls of a running scan read each row once, but a
+scan taking the partition over reads its late lane from the start.
 A scan that crashes or runs out of time resumes after the last row it settled, which its lease item
 keeps, so a done row is not read again; a partition can stay not done (failing, parked, waiting for an
 operator) for up to ``KEEP_ROWS`` before its rows expire.
@@ -37,6 +47,15 @@ if TYPE_CHECKING:
 
 OPEN_AHEAD = timedelta(seconds=90)
 SETTLE = timedelta(seconds=5)
+#: How far past its poll a scan's read of its late lane reaches (the rows due up to then).
+LATE_REACH = timedelta(seconds=1)
+#: Clock difference tolerated between a writer of LATE rows and the scan (hosts synchronised by NTP
+#: or the Amazon Time Sync Service are within milliseconds).
+CLOCK_SKEW = timedelta(milliseconds=500)
+#: How long a LATE row's write may take; one that returns later is placed and written again.
+LATE_WRITE_WITHIN = timedelta(milliseconds=500)
+#: The earliest a LATE row is keyed after the moment it is placed.
+LATE_LEAD = LATE_REACH + CLOCK_SKEW + LATE_WRITE_WITHIN
 #: How long a scheduled row is kept after its scan may close (the ParkedPartitions alarm fires long before).
 KEEP_ROWS = timedelta(days=30)
 #: The longest time to live Cassandra and Amazon Keyspaces accept (20 years).
@@ -53,20 +72,33 @@ def place(due_at: datetime, now: datetime) -> tuple[datetime, Lane]:
     return bucket, lane
 
 
+def late_due(due_at: datetime, now: datetime) -> datetime:
+    """The key of a LATE row due at ``due_at`` placed at ``now``: no earlier than ``LATE_LEAD`` after ``now``
+    (so that it lands in a window of the late lane its scan has not read yet)."""
+    return max(utc(due_at), utc(now) + LATE_LEAD)
+
+
 def scan_closes_at(bucket: datetime) -> datetime:
     """The earliest instant the scan of ``bucket`` may take its last look at its late lane."""
     return bucket + MINUTE + SETTLE
 
 
-def placed_in_time(buckets: Iterable[datetime], returned_at: datetime) -> bool:
-    """True when a write into ``buckets`` that returned at ``returned_at`` is sure to be seen by their scans."""
-    return all(utc(returned_at) <= scan_closes_at(bucket) for bucket in buckets)
+def placed_in_time(rows: Iterable[ScheduledExecution], placed_at: datetime, returned_at: datetime) -> bool:
+    """True when a write of ``rows``, placed at ``placed_at``, that returned at ``returned_at`` is sure to be
+    seen by their scans: before each scan may close, and for a LATE row within ``LATE_WRITE_WITHIN``."""
+    returned_at = utc(returned_at)
+    return all(
+        returned_at <= scan_closes_at(row.bucket)
+        and (row.lane is Lane.PLANNED or returned_at <= utc(placed_at) + LATE_WRITE_WITHIN)
+        for row in rows
+    )
 
 
 def placed_anew(row: ScheduledExecution, now: datetime) -> ScheduledExecution:
-    """``row`` (the same execution, under the same version) placed as seen at ``now``."""
+    """``row`` (the same execution, under the same version) placed as seen at ``now``. A LATE row's key is
+    no earlier than its last one, which was no earlier than its due instant."""
     bucket, lane = place(row.due_at, now)
-    return replace(row, bucket=bucket, lane=lane)
+    return replace(row, bucket=bucket, lane=lane, due_at=late_due(row.due_at, now) if lane is Lane.LATE else row.due_at)
 
 
 def row_ttl(bucket: datetime, now: datetime) -> int:

@@ -16,13 +16,14 @@ from jobrunner.domain.jobs import (
     Job,
     JobState,
     JobStatus,
+    Lane,
     RetryPolicy,
     ScheduledExecution,
     Trigger,
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.placement import place, placed_in_time
+from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import utc
@@ -84,15 +85,16 @@ def plan_execution(
     job: Job, due_at: datetime, now: datetime, segment_count: int, *, trigger: Trigger, attempt: int = 1,
     scheduled_at: datetime | None = None, origin: Trigger = Trigger.SCHEDULE,
 ) -> ScheduledExecution:
-    """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``;
-    ``origin``: the lineage of a retry or a watchdog (``domain.jobs.execution_id_for``)."""
+    """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``
+    (a LATE row is keyed no earlier than ``domain.placement.LATE_LEAD`` after ``now``); ``origin``: the
+    lineage of a retry or a watchdog (``domain.jobs.execution_id_for``)."""
     scheduled_at = utc(scheduled_at or due_at)
     bucket, lane = place(due_at, now)
     return ScheduledExecution(
         bucket=bucket,
         segment=segment_of(job.job_id, segment_count),
         lane=lane,
-        due_at=utc(due_at),
+        due_at=late_due(due_at, now) if lane is Lane.LATE else utc(due_at),
         job_id=job.job_id,
         execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger, origin),
         user_id=job.user_id,
@@ -138,7 +140,12 @@ class JobService:
         job = self._build(user_id, job_id, new, topic, now)
         assert job.next_run_at is not None
         first = job.next_run_at
-        self._write_in_time(lambda at: self._store.create(job, self._plan(job, first, at, Trigger.SCHEDULE)))
+        def write(at: datetime) -> list[ScheduledExecution]:
+            row = self._plan(job, first, at, Trigger.SCHEDULE)
+            self._store.create(job, row)
+            return [row]
+
+        self._write_in_time(write)
         return job, True
 
     def _build(self, user_id: str, job_id: str, new: NewJob, topic: str, now: datetime) -> Job:
@@ -248,9 +255,9 @@ class JobService:
         due = self._clock.now()
         rows: list[ScheduledExecution] = []
 
-        def write(at: datetime) -> None:
-            rows[:] = [self._plan(job, due, at, Trigger.MANUAL)]
-            self._store.schedule(rows)
+        def write(at: datetime) -> list[ScheduledExecution]:
+            rows[:] = self._schedule([self._plan(job, due, at, Trigger.MANUAL)])
+            return rows
 
         self._write_in_time(write)
         return rows[0]
@@ -322,17 +329,21 @@ class JobService:
         row = self._plan(updated, due, now, Trigger.SCHEDULE)
         if not self._store.update(updated, [row], expected_version):
             return False
-        if not placed_in_time([row.bucket], self._clock.now()):
-            self._write_in_time(lambda at: self._store.schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
+        if not placed_in_time([row], now, self._clock.now()):
+            self._write_in_time(lambda at: self._schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
         return True
 
-    def _write_in_time(self, write: Callable[[datetime], None]) -> None:
-        """Run ``write(now)``, which places its rows as seen at ``now`` and writes them, until a write returns
-        in time for the scans of the buckets it placed them in (see ``domain.placement``)."""
+    def _schedule(self, rows: list[ScheduledExecution]) -> list[ScheduledExecution]:
+        self._store.schedule(rows)
+        return rows
+
+    def _write_in_time(self, write: Callable[[datetime], list[ScheduledExecution]]) -> None:
+        """Run ``write(now)``, which places its rows as seen at ``now``, writes them and returns them, until a
+        write returns in time for the scans of the buckets it placed them in (see ``domain.placement``)."""
         for _ in range(MAX_PLACEMENTS):
             started = self._clock.now()
-            write(started)
-            if placed_in_time([place(started, started)[0]], self._clock.now()):
+            rows = write(started)
+            if placed_in_time(rows, started, self._clock.now()):
                 return
         raise Unavailable("the database keeps answering too slowly for the scans; the write may have to be retried")
 

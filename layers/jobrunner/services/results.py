@@ -141,7 +141,7 @@ class ResultsService:
                                    attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
                                    origin=origin_of(record))
             self._store.finish(Outcome(replace(finished, retry_at=retry.due_at), retry))
-            self._keep_in_time(retry)
+            self._keep_in_time(retry, now)
             return "retrying"
         # Dead-letter first: if the write after it fails, the result is retried and the dead letter
         # may be sent twice (same execution_id), but never lost.
@@ -150,11 +150,12 @@ class ResultsService:
         return "dead_lettered"
 
 
-    def _keep_in_time(self, row: ScheduledExecution) -> None:
-        """A retry row whose write returned after its bucket's scan may have finished is placed and
-        written again from now (``domain.placement``); the copy left behind is never read."""
-        while not placed_in_time([row.bucket], self._clock.now()):
-            row = placed_anew(row, self._clock.now())
+    def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
+        """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)
+        is placed and written again from now; the copy left behind is never read, or is a same-id duplicate."""
+        while not placed_in_time([row], placed_at, self._clock.now()):
+            placed_at = self._clock.now()
+            row = placed_anew(row, placed_at)
             self._store.schedule([row])
 
 

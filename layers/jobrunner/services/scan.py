@@ -1,7 +1,8 @@
 """The segment scan: publish every execution of one (minute, segment) partition at its due instant.
 
 One scan owns one partition through a lease. It streams the PLANNED lane in due order, polls the
-LATE lane about every second (rows written by others after the scan may have started), keeps in memory
+LATE lane about every second (rows written by others after the scan may have started: each poll reads
+the next window of due time, so each row once, ``domain.placement``), keeps in memory
 the rows it writes into its own partition (the next fires of short-period jobs, watchdogs: written to
 its PLANNED lane, which no poll reads, and read from there only by a scan taking over), and for each group of
 due rows: reads their jobs, drops rows that are stale (cancelled job, or a fire re-planned under a
@@ -64,7 +65,7 @@ from jobrunner.domain.jobs import (
     origin_of,
 )
 from jobrunner.domain.messages import execution_message
-from jobrunner.domain.placement import SETTLE, placed_anew, placed_in_time
+from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE
@@ -291,6 +292,8 @@ class _Partition:
     replaying: bool = False
     #: The progress the last renewal kept in the lease item.
     kept: LanePosition | None = None
+    #: Where the next poll of the late lane starts (the due instant up to which it has been read).
+    late_from: datetime | None = None
 
 
 class ScanService:
@@ -361,7 +364,7 @@ class ScanService:
             if now >= next_poll:
                 polled_at_end = now >= end
                 part.wrote_here = False
-                if self._poll_late(part):
+                if self._poll_late(part, now, to_end=polled_at_end):
                     final_poll_done = final_poll_done or polled_at_end
                 next_poll = now + rules.poll_every
             if part.pending:
@@ -449,15 +452,22 @@ class ScanService:
         self._heartbeats.beat(part.segment, part.owner, now, report.published - report.reported)
         report.reported = report.published
 
-    def _poll_late(self, part: _Partition) -> bool:
+    def _poll_late(self, part: _Partition, now: datetime, to_end: bool) -> bool:
+        """Read the late lane's next window: the rows due from where the last poll stopped (the whole lane's
+        start for the first) up to ``LATE_REACH`` after ``now``, or to its end. No row lands behind a window
+        once read (``domain.placement``), so each row is read once, and no poll reads again the rows (and
+        the tombstones of the done rows) of the windows before it."""
+        until = None if to_end else now + LATE_REACH
         try:
-            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE):
+            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE, since=part.late_from, until=until):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
                     part.due.add(row)
         except Unavailable as exc:
             log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
             return False
+        if until is not None:
+            part.late_from = until if part.late_from is None else max(part.late_from, until)
         return True
 
     def _publish(self, part: _Partition, rows: list[ScheduledExecution], now: datetime) -> None:
@@ -638,13 +648,16 @@ class ScanService:
         next_run_at = _next_fire(row, job)
         if next_run_at is not None:
             following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
+            following = _own(part, following, next_run_at, now)
         watchdog = None
         if job.timeout_s is not None and _identity(row) not in ended:
+            expires_at = now + timedelta(seconds=job.timeout_s)
             watchdog = plan_execution(
-                job, now + timedelta(seconds=job.timeout_s), now, self._rules.segment_count,
+                job, expires_at, now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at, origin=origin_of(row),
             )
-        return Completion(done=row, following=_own(part, following, now), watchdog=_own(part, watchdog, now))
+            watchdog = _own(part, watchdog, expires_at, now)
+        return Completion(done=row, following=following, watchdog=watchdog)
 
     def _complete(self, part: _Partition) -> None:
         """Write the pending completions, placed as of this attempt; on failure they stay pending."""
@@ -674,7 +687,7 @@ class ScanService:
                 late.append(row)
             else:
                 part.wrote_here = part.wrote_here or _in(part, row)
-                if not placed_in_time([row.bucket], returned_at):
+                if not placed_in_time([row], now, returned_at):
                     late.append(row)
         if late:
             self._replace_late(part, late)
@@ -696,23 +709,25 @@ class ScanService:
                 continue
             if any(_in(part, r) for r in again):
                 part.wrote_here = True
-            late = [r for r in again if not placed_in_time([r.bucket], self._clock.now())]
+            returned_at = self._clock.now()
+            late = [r for r in again if not placed_in_time([r], now, returned_at)]
 
 
 def _in(part: _Partition, row: ScheduledExecution) -> bool:
     return row.bucket == part.bucket and row.segment == part.segment
 
 
-def _own(part: _Partition, row: ScheduledExecution | None, now: datetime) -> ScheduledExecution | None:
+def _own(part: _Partition, row: ScheduledExecution, due_at: datetime, now: datetime) -> ScheduledExecution:
     """A row for the scan's own partition goes to its PLANNED lane, which only this scan reads while it holds
-    the lease: it publishes the row from memory (no poll reads it), and a scan taking over reads it from
-    the kept progress. Its key is due no earlier than just after ``now`` and after the progress (the one
-    this scan started from included, which another host's clock may have put ahead of ``now``), so it
-    sorts after every row settled so far and no progress kept can have passed it."""
-    if row is None or not _in(part, row):
+    the lease: it publishes the row from memory (no poll reads it, so it needs no late lane's lead), and a
+    scan taking over reads it from the kept progress. Its key is its due instant ``due_at``, but no earlier
+    than just after ``now`` and after the progress (the one this scan started from included, which another
+    host's clock may have put ahead of ``now``), so it sorts after every row settled so far and no progress
+    kept can have passed it."""
+    if not _in(part, row):
         return row
     floor = part.due.progress()
-    due_at = max(row.due_at, now + _MS, floor.due_at + _MS if floor is not None else row.due_at)
+    due_at = max(due_at, now + _MS, floor.due_at + _MS if floor is not None else due_at)
     return replace(row, lane=Lane.PLANNED, due_at=due_at)
 
 

@@ -58,6 +58,14 @@ SELECT_SCHEDULED = (
 SELECT_SCHEDULED_FROM = (
     "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at >= ?"
 )
+#: A window of due time (the late lane's polls), with either bound or both.
+SELECT_SCHEDULED_UNTIL = (
+    "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at < ?"
+)
+SELECT_SCHEDULED_WINDOW = (
+    "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at >= ?"
+    " AND due_at < ?"
+)
 DELETE_SCHEDULED = (
     "DELETE FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
     " AND job_id = ? AND execution_id = ? AND job_version = ?"
@@ -104,8 +112,8 @@ CLAIM_IDEMPOTENCY_KEY = (
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, INSERT_SCHEDULED, SELECT_SCHEDULED,
-    SELECT_SCHEDULED_FROM, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
+    INSERT_JOB, SELECT_JOB, INSERT_SCHEDULED, SELECT_SCHEDULED, SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL,
+    SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
     CLAIM_IDEMPOTENCY_KEY,
@@ -178,13 +186,22 @@ class CassandraJobStore(JobStore):
         return found
 
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
+        since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]:
-        params: tuple[Any, ...]
-        if after is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED), (bucket, segment, lane.value)
-        else:  # one clustering column in the slice (Keyspaces-safe); the rest of the key is compared here
-            stmt, params = self._stmt(SELECT_SCHEDULED_FROM), (bucket, segment, lane.value, after.due_at)
+        if after is not None and since is not None:
+            raise ValueError("give after or since, not both")
+        # One clustering column in each slice (Keyspaces-safe); the rest of ``after``'s key is compared here.
+        lower = after.due_at if after is not None else since
+        key: tuple[Any, ...] = (bucket, segment, lane.value)
+        if lower is None and until is None:
+            stmt, params = self._stmt(SELECT_SCHEDULED), key
+        elif until is None:
+            stmt, params = self._stmt(SELECT_SCHEDULED_FROM), (*key, lower)
+        elif lower is None:
+            stmt, params = self._stmt(SELECT_SCHEDULED_UNTIL), (*key, until)
+        else:
+            stmt, params = self._stmt(SELECT_SCHEDULED_WINDOW), (*key, lower, until)
         stmt.fetch_size = self._page_size
         result = _guard(lambda: self._session.execute(stmt, params))
         rows = iter(result)

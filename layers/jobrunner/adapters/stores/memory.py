@@ -67,11 +67,13 @@ class MemoryJobStore(JobStore):
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
     def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
+        since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]:
         with self._lock:
             keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane)
-                          and (after is None or LanePosition(*k[3:]) > after))
+                          and (after is None or LanePosition(*k[3:]) > after)
+                          and (since is None or k[3] >= since) and (until is None or k[3] < until))
         for key in keys:  # like a paged read: rows removed meanwhile are not returned
             with self._lock:
                 row = self.rows.get(key)

@@ -222,7 +222,8 @@ def test_run_answers_202_with_the_manual_execution(world: World) -> None:
     assert status == 202
     assert body == {
         "execution_id": execution_id_for(job["job_id"], NOW + timedelta(seconds=42), 1, Trigger.MANUAL),
-        "job_id": job["job_id"], "due_at": "2026-11-22T10:00:42.000Z", "trigger": "MANUAL",
+        # due LATE_LEAD (2 s) after the request: the late lane's lead (domain.placement)
+        "job_id": job["job_id"], "due_at": "2026-11-22T10:00:44.000Z", "trigger": "MANUAL",
     }
     assert body["execution_id"] in {r.execution_id for r in world.store.rows.values()}
 

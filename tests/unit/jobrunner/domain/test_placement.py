@@ -6,14 +6,21 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobrunner.domain.jobs import Lane
+from jobrunner.domain.jobs import Lane, ScheduledExecution, Trigger
 from jobrunner.domain.placement import (
+    CLOCK_SKEW,
     KEEP_ROWS,
+    LATE_LEAD,
+    LATE_REACH,
+    LATE_WRITE_WITHIN,
     LATEST_EXPIRY,
     MAX_TTL_S,
     OPEN_AHEAD,
     SETTLE,
+    late_due,
     place,
+    placed_anew,
+    placed_in_time,
     row_ttl,
     scan_closes_at,
 )
@@ -77,3 +84,34 @@ def test_a_row_further_ahead_than_any_time_to_live_reaches_never_expires() -> No
     assert row_ttl(BUCKET + timedelta(days=365 * 25), BUCKET) == 0
     # even the last minute a datetime holds (a schedule may start at 9999-12-31T23:59:59Z)
     assert row_ttl(datetime(9999, 12, 31, 23, 59, tzinfo=UTC), BUCKET) == 0
+
+
+def row(lane: Lane, due: datetime, bucket: datetime = BUCKET) -> ScheduledExecution:
+    return ScheduledExecution(bucket=bucket, segment=0, lane=lane, due_at=due, job_id="j", execution_id="e",
+                              user_id="u", scheduled_at=due, attempt=1, job_version=1, trigger=Trigger.MANUAL)
+
+
+def test_a_late_row_is_keyed_no_earlier_than_the_lead_after_its_placement() -> None:
+    now = BUCKET + timedelta(seconds=20)
+    assert late_due(now - timedelta(minutes=5), now) == now + LATE_LEAD  # overdue
+    assert late_due(now + LATE_LEAD - MS, now) == now + LATE_LEAD  # imminent
+    assert late_due(now + timedelta(seconds=30), now) == now + timedelta(seconds=30)  # due later: as it is
+    # the lead covers the poll's reach, the clocks' difference and the write's own time
+    assert LATE_LEAD == LATE_REACH + CLOCK_SKEW + LATE_WRITE_WITHIN
+
+
+def test_a_late_write_is_in_time_only_if_it_returned_within_its_allowance() -> None:
+    placed_at = BUCKET + timedelta(seconds=20)
+    late, planned = row(Lane.LATE, placed_at + LATE_LEAD), row(Lane.PLANNED, placed_at + LATE_LEAD)
+    assert placed_in_time([late], placed_at, placed_at + LATE_WRITE_WITHIN)
+    assert not placed_in_time([late], placed_at, placed_at + LATE_WRITE_WITHIN + MS)
+    # a planned row's scan reads its lane from the start: only the scan's close matters
+    assert placed_in_time([planned], placed_at, placed_at + timedelta(seconds=40))
+    assert placed_in_time([planned], placed_at, scan_closes_at(BUCKET))
+    assert not placed_in_time([planned], placed_at, scan_closes_at(BUCKET) + MS)
+
+
+def test_a_row_placed_anew_late_is_keyed_from_the_new_placement() -> None:
+    first = BUCKET + timedelta(seconds=20)
+    again = placed_anew(row(Lane.LATE, first + LATE_LEAD), first + timedelta(seconds=3))
+    assert (again.bucket, again.lane, again.due_at) == (BUCKET, Lane.LATE, first + timedelta(seconds=3) + LATE_LEAD)

@@ -17,6 +17,7 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
+from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
@@ -26,7 +27,7 @@ from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
@@ -428,6 +429,43 @@ def test_resume_runs_from_the_first_fire_after_now_without_backlog(
     assert sent == []
 
 
+class SlowSchedulingStore(MemoryJobStore):
+    """Each ``schedule`` takes ``took`` on the clock (a slow write)."""
+
+    def __init__(self, clock: ManualClock, took: timedelta) -> None:
+        super().__init__()
+        self.clock, self.took = clock, took
+        self.written: list[ScheduledExecution] = []
+
+    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+        super().schedule(rows)
+        self.written.extend(rows)
+        self.clock.advance(self.took)
+        self.took = timedelta(0)  # only the first write is slow
+
+
+def test_a_late_lane_write_that_returns_too_slowly_is_written_again_keyed_from_its_return(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a run now at 10:03:20 whose first write takes 1.2 s, longer than LATE_WRITE_WITHIN: it may land
+    # after a poll that has already read the window its key (10:03:22) is in
+    job = every_minute(service)
+    slow = SlowSchedulingStore(clock, timedelta(milliseconds=1200))
+    slow.jobs = store.jobs
+    clock.set(at(3, 20))
+    row = JobService(slow, clock, RULES).run_now("alice", job.job_id)
+    # Then it is written again, keyed LATE_LEAD after the second write's placement: the same execution
+    first, second = slow.written
+    assert first.due_at == at(3, 20) + LATE_LEAD
+    assert second == row and second.due_at == at(3, 21) + timedelta(milliseconds=200) + LATE_LEAD
+    assert first.execution_id == second.execution_id and second.lane is Lane.LATE
+    # while a write that returns within LATE_WRITE_WITHIN is written once
+    quick = SlowSchedulingStore(clock, LATE_WRITE_WITHIN)
+    quick.jobs = store.jobs
+    JobService(quick, clock, RULES).run_now("alice", job.job_id)
+    assert len(quick.written) == 1
+
+
 def test_resume_with_catch_up_replays_the_fires_missed_while_paused(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
@@ -440,7 +478,9 @@ def test_resume_with_catch_up_replays_the_fires_missed_while_paused(
     # Then its next run is the first fire after the pause, due at once (late lane of the running minute)
     assert resumed.next_run_at == BUCKET
     new_row = rows_of(store, job)[-1]
-    assert (new_row.due_at, new_row.bucket, new_row.lane, new_row.job_version) == (BUCKET, at(15), Lane.LATE, 3)
+    # (keyed LATE_LEAD after the write, so that it lands ahead of the late lane's windows already read)
+    assert (new_row.scheduled_at, new_row.due_at, new_row.bucket, new_row.lane, new_row.job_version) == (
+        BUCKET, at(15, 30) + LATE_LEAD, at(15), Lane.LATE, 3)
     # and the scan of that minute publishes every missed fire, one after another, oldest first
     _, sent = scan(store, clock, job, at(15))
     assert [m.value["scheduled_at"] for m in sent] == [f"2026-11-22T10:{m}:00.000Z" for m in range(10, 16)]
@@ -533,7 +573,7 @@ def test_run_now_plans_a_manual_run_due_now_in_the_late_lane(
     clock.set(at(3, 20))
     row = service.run_now("alice", job.job_id)
     assert (row.trigger, row.due_at, row.scheduled_at, row.attempt, row.job_version) == (
-        Trigger.MANUAL, at(3, 20), at(3, 20), 1, 1
+        Trigger.MANUAL, at(3, 20) + LATE_LEAD, at(3, 20), 1, 1
     )
     assert (row.bucket, row.lane) == (minute_bucket(at(3, 25)), Lane.LATE)
     assert row.execution_id == execution_id_for(job.job_id, at(3, 20), 1, Trigger.MANUAL)
