@@ -457,17 +457,17 @@ class ScanService:
         start for the first) up to ``LATE_REACH`` after ``now``, or to its end. No row lands behind a window
         once read (``domain.placement``), so each row is read once, and no poll reads again the rows (and
         the tombstones of the done rows) of the windows before it."""
-        until = None if to_end else now + LATE_REACH
+        reach = now + LATE_REACH
         try:
-            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE, since=part.late_from, until=until):
+            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE, since=part.late_from,
+                                             until=None if to_end else reach):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
                     part.due.add(row)
         except Unavailable as exc:
             log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
             return False
-        if until is not None:
-            part.late_from = until if part.late_from is None else max(part.late_from, until)
+        part.late_from = reach if part.late_from is None else max(part.late_from, reach)
         return True
 
     def _publish(self, part: _Partition, rows: list[ScheduledExecution], now: datetime) -> None:
