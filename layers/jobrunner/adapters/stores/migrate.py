@@ -33,7 +33,7 @@ from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.cql_schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores.session import CassandraSettings, connect
-from jobrunner.domain.placement import placed_anew
+from jobrunner.domain.placement import placed_anew, placed_in_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -137,7 +137,8 @@ def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = Non
 
     A full read of the old table (token-range paging, which Keyspaces supports); each row is written
     to the new table before it is deleted from the old one, so a crash in between leaves a copy, never
-    a loss (a copy is the same execution, under the same ``execution_id``)."""
+    a loss (a copy is the same execution, under the same ``execution_id``). A row is placed as of its write
+    (``domain.placement``), and written again if that write returned too late for its scan."""
     if LEGACY_SCHEDULE not in _tables(session, keyspace):
         return 0
     store = CassandraJobStore(session)
@@ -146,8 +147,13 @@ def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = Non
     read = SimpleStatement(SELECT_LEGACY_SCHEDULED, fetch_size=500, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
     moved = 0
     for row in session.execute(read):
-        old = codec.scheduled_from_row(row)
-        store.schedule([placed_anew(old, now or datetime.now(UTC))])
+        placed_at = now or datetime.now(UTC)
+        moved_row = placed_anew(codec.scheduled_from_row(row), placed_at)
+        store.schedule([moved_row])
+        while now is None and not placed_in_time([moved_row], placed_at, datetime.now(UTC)):  # too slow: again
+            placed_at = datetime.now(UTC)
+            moved_row = placed_anew(moved_row, placed_at)
+            store.schedule([moved_row])
         session.execute(delete, (row.next_execution_time, row.segment, row.lane, row.due_at, row.job_id,
                                  row.execution_id))
         moved += 1
