@@ -48,7 +48,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     p.add_argument("--writes-failures", type=float, default=defaults.writes_failures,
                    help="share of the writes section's executions that fail once (then retried)")
     p.add_argument("--short-jobs", type=int, default=defaults.short_jobs)
-    p.add_argument("--short-period", type=int, default=defaults.short_period_s, help="seconds between fires")
+    p.add_argument("--short-periods", type=_ints, default=defaults.short_periods,
+                   help="seconds between fires, a workload each (comma-separated)")
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -72,7 +73,7 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
         variant_executions=args.variant_executions,
         writes_executions=args.writes_executions, writes_failures=args.writes_failures,
-        short_jobs=args.short_jobs, short_period_s=args.short_period,
+        short_jobs=args.short_jobs, short_periods=args.short_periods,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

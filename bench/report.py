@@ -418,24 +418,28 @@ def _shortperiod(bench: Bench) -> list[str]:
     runs = bench.results.get("shortperiod")
     if not runs:
         return []
-    s = runs[0]
+    periods = " and ".join(f"{p} s" for p in sorted({r["period_s"] for r in runs}))
     lines = ["## 9. Short-period jobs: rows read per execution, and tombstones", "",
-             f"**Workload** (per run): {s['jobs']:,} jobs every {s['period_s']} s in one segment, their first fires "
-             f"spread over the first {s['period_s']} s of a fresh minute; that minute (*first*) and the next",
+             f"**Workload** (per run): {runs[0]['jobs']:,} jobs every *period* ({periods}) in one segment, their "
+             "first fires spread over the first period of a fresh minute; that minute (*first*) and the next",
              "(*steady*: its first fires were planned into its late lane by the first minute's scan) scanned by",
              "the real `ScanService` on the real stores and Kafka, on a clock that skips the scan's sleeps (so",
              "it still polls its late lane once a simulated second). **Counted**: every row the scan's reads of ",
-             "`task_schedule_v2` returned, per lane (client side), the job rows read, and, once the minute is",
-             "done, the live rows and tombstones one read of each lane touched (Cassandra's query trace: what the",
-             "next poll of that lane would have to skip). Code: " + ", ".join(sorted({f"`{r['code']}`" for r in runs}))
-             + ".",
-             "**Reproduce**: `python -m bench --only shortperiod --runs 1` (`--short-jobs`, `--short-period`).", ""]
-    lines += _table(["run", "code", "minute", "executions", "rows read per execution (schedule + jobs)",
+             "`task_schedule_v2` returned, per lane (client side), the job rows read, the tombstones the late",
+             "lane's polls touched (each poll's read again, traced by Cassandra), and, once the minute is done,",
+             "the live rows and tombstones a read of each whole lane touched (Cassandra's query trace: what a",
+             "scan taking the partition over would read once). Code: "
+             + ", ".join(sorted({f"`{r['code']}`" for r in runs})) + ".",
+             "**Reproduce**: `python -m bench --only shortperiod --runs 1` (`--short-jobs`, `--short-periods`).", ""]
+    lines += _table(["run", "code", "period", "minute", "executions", "rows read per execution (schedule + jobs)",
                      "late-lane rows read", "planned-lane rows read", "late-lane polls", "job rows read",
-                     "late lane after the minute: live / tombstones", "planned lane: live / tombstones"], [
-        [str(i + 1), f"`{r['code']}`", name, f"{m['executions']:,}", fmt(m["reads_per_execution"], 2),
-         f"{m['rows_read']['LATE']:,}",
+                     "tombstones the late-lane polls touched",
+                     "whole late lane after the minute: live / tombstones",
+                     "whole planned lane: live / tombstones"], [
+        [str(i + 1), f"`{r['code']}`", f"{r['period_s']} s", name, f"{m['executions']:,}",
+         fmt(m["reads_per_execution"], 2), f"{m['rows_read']['LATE']:,}",
          f"{m['rows_read']['PLANNED']:,}", f"{m['reads']['LATE']:,}", f"{m['jobs_read']:,}",
+         f"{m['late_poll_tombstones']:,}" if "late_poll_tombstones" in m else "not counted",
          f"{m['traced']['late']['live']:,} / {m['traced']['late']['tombstones']:,}",
          f"{m['traced']['planned']['live']:,} / {m['traced']['planned']['tombstones']:,}"]
         for i, r in enumerate(runs) for name, m in zip(("first", "steady"), r["minutes"], strict=True)])

@@ -75,9 +75,13 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
         assert counted["counted"] == counted["expected"] == counted["driver"]
     # and the short-period jobs were published from the scan's memory: every fire of both minutes, and in
     # their first minute no row of theirs read by a late-lane poll, and no tombstone left for a poll to skip
-    [short] = bench.results["shortperiod"]
-    first, steady = short["minutes"]
-    assert first["executions"] == steady["executions"] == options.short_jobs * (60 // options.short_period_s)
-    assert first["rows_read"]["LATE"] == 0
-    assert first["traced"]["late"]["tombstones"] == first["traced"]["planned"]["tombstones"] == 0
-    assert first["traced"]["planned"]["live"] == first["executions"]
+    assert [s["period_s"] for s in bench.results["shortperiod"]] == list(options.short_periods)
+    for short in bench.results["shortperiod"]:
+        first, steady = short["minutes"]
+        assert first["executions"] == steady["executions"] == options.short_jobs * (60 // short["period_s"])
+        assert first["rows_read"]["LATE"] == 0
+        assert first["traced"]["late"]["tombstones"] == first["traced"]["planned"]["tombstones"] == 0
+        assert first["traced"]["planned"]["live"] == first["executions"]
+        # and in the steady state each late-lane row was read once, and no poll touched a tombstone
+        assert steady["rows_read"]["LATE"] == options.short_jobs
+        assert steady["late_poll_tombstones"] == 0
