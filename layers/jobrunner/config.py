@@ -19,7 +19,8 @@
 | KAFKA_SECURITY | plaintext | plaintext, or msk-iam |
 | HEARTBEAT_TABLE | jobrunner-heartbeats | DynamoDB table of leases and watermarks |
 | DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
-| SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes |
+| SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes (and the writers that wake scans) |
+| JOBRUNNER_WAKE_SCANS | false | writers of late rows wake their scans, so scans with nothing to do end early |
 | AWS_REGION | us-east-1 | region |
 | JOBRUNNER_RESULT_KEY | (none) | the key that signs result tokens (local use; see ``adapters/secrets.py``) |
 | JOBRUNNER_RESULT_KEY_SECRET_ARN | (none) | AWS: a Secrets Manager secret holding that key |
@@ -58,6 +59,9 @@ class Settings:
     region: str
     #: OpenTelemetry exporter of the local stack (none, console, file, otlp); AWS uses X-Ray instead.
     otel_exporter: str = "none"
+    #: Writers of LATE rows invoke the scan function for the partition (``services.wake``), and scans with
+    #: nothing to do end early (``ScanRules.idle_end``). The stack turns it on where it grants the invoke.
+    wake_scans: bool = False
     otel_file: str | None = None
     #: The key that signs result tokens, or the secret that holds it (``adapters/secrets.py``).
     result_key: str | None = None
@@ -102,4 +106,5 @@ class Settings:
             result_key=env.get("JOBRUNNER_RESULT_KEY") or None,
             result_key_secret_arn=env.get("JOBRUNNER_RESULT_KEY_SECRET_ARN") or None,
             accept_unsigned_results=env.get("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", "").lower() in ("1", "true", "yes"),
+            wake_scans=env.get("JOBRUNNER_WAKE_SCANS", "").lower() in ("1", "true", "yes"),
         )

@@ -259,6 +259,10 @@ class HeartbeatStore(ABC):
       partition (``PartitionState.progress``) in the same conditional write, so only the lease owner
       ever moves it; ``acquire`` leaves it as it is.
     - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
+    - ``release`` gives the caller's lease up without finishing (a scan with nothing to do ending
+      early): the partition can be acquired again at once, the progress is kept as ``renew`` keeps
+      it, and the lease no longer counts as an attempt (so ``attempts`` says how many scans held the
+      partition and did not leave it cleanly). Returns False when the caller does not own it.
     - ``advance_watermark`` only ever moves a segment's watermark forward.
     - ``beat`` records a heartbeat and adds to the segment's counters.
     - ``park`` adds partitions to the segment's ``parked`` set and ``unpark`` removes them; both are
@@ -282,6 +286,11 @@ class HeartbeatStore(ABC):
 
     @abstractmethod
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...
+
+    @abstractmethod
+    def release(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
+    ) -> bool: ...
 
     @abstractmethod
     def segments(self, segments: Iterable[int]) -> list[SegmentState]:

@@ -23,6 +23,9 @@ from jobrunner.services.tick import TickRules, TickService
 if TYPE_CHECKING:
     from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher
 
+#: How long a scan with nothing to do waits before it ends, where late writes wake scans.
+IDLE_END = timedelta(seconds=3)
+
 
 class Container:
     """Lazily built adapters and services; pass any port to override it (tests, the local stack)."""
@@ -84,6 +87,15 @@ class Container:
         return self._invoker
 
     @functools.cached_property
+    def waker(self) -> Invoker | None:
+        """What the writers of LATE rows wake a partition's scan with (``services.wake``): the invoker given
+        (the local stack, tests), or the scan function where ``JOBRUNNER_WAKE_SCANS`` is set; None: no
+        wakes, and then no scan ends early either (``ScanRules.idle_end``)."""
+        if self._invoker is not None:
+            return self._invoker
+        return self.invoker if self.settings.wake_scans else None
+
+    @functools.cached_property
     def segment_count(self) -> int:
         """The configured segment count, started and recorded in the heartbeat table before a row is
         placed with it (``services.segments.start_segments``).
@@ -104,7 +116,7 @@ class Container:
             allowed_topics=self.settings.allowed_topics,
             max_payload_bytes=self.settings.max_payload_bytes,
         )
-        return JobService(self.store, self.clock, rules)
+        return JobService(self.store, self.clock, rules, waker=self.waker)
 
     @functools.cached_property
     def ticks(self) -> TickService:
@@ -120,15 +132,16 @@ class Container:
     def results(self) -> ResultsService:
         rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic,
                             result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
-        return ResultsService(self.store, self.publisher, self.clock, rules)
+        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker)
 
     @functools.cached_property
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
             ScanRules(segment_count=self.segment_count, allowed_topics=self.settings.allowed_topics,
-                      dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key),
-            results=self.results,
+                      dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
+                      idle_end=IDLE_END if self.waker is not None else None),
+            results=self.results, waker=self.waker,
         )
 
     @functools.cached_property

@@ -91,6 +91,23 @@ def test_renew_keeps_the_owners_progress_for_the_next_scan(heartbeat_store: Hear
     assert (state.owner, state.attempts, state.progress) == ("b", 2, "second")
 
 
+def test_release_gives_the_lease_up_at_once_without_counting_an_attempt(heartbeat_store: HeartbeatStore) -> None:
+    # Given a scan holding a partition with its progress kept
+    assert heartbeat_store.acquire(4243, BUCKET, "a", T0, 30)
+    assert heartbeat_store.renew(4243, BUCKET, "a", T0 + timedelta(seconds=5), 30, progress="p")
+    # When another scan releases it, nothing changes; when its owner does, it is free at once
+    assert not heartbeat_store.release(4243, BUCKET, "b", T0 + timedelta(seconds=6))
+    assert not heartbeat_store.acquire(4243, BUCKET, "b", T0 + timedelta(seconds=7), 30)
+    assert heartbeat_store.release(4243, BUCKET, "a", T0 + timedelta(seconds=8), progress="q")
+    [state] = heartbeat_store.partitions([(4243, BUCKET)])
+    assert (state.attempts, state.progress, state.done) == (0, "q", False)
+    # Then the next scan takes it at once, as a first attempt, and a finished partition cannot be released
+    assert heartbeat_store.acquire(4243, BUCKET, "b", T0 + timedelta(seconds=9), 30)
+    assert [s.attempts for s in heartbeat_store.partitions([(4243, BUCKET)])] == [1]
+    assert heartbeat_store.finish(4243, BUCKET, "b", T0 + timedelta(seconds=10), 0)
+    assert not heartbeat_store.release(4243, BUCKET, "b", T0 + timedelta(seconds=11))
+
+
 def test_parked_partitions_are_kept_with_their_segment_until_unparked(heartbeat_store: HeartbeatStore) -> None:
     later = BUCKET + timedelta(minutes=1)
     # Given a segment with a watermark and counters

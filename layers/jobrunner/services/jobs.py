@@ -28,12 +28,13 @@ from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import utc
 from jobrunner.ports import IdempotencyClaim
+from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from jobrunner.ports import Clock, JobStore
+    from jobrunner.ports import Clock, Invoker, JobStore
 
 MAX_TIMEOUT_S = 24 * 3600
 #: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
@@ -106,10 +107,12 @@ def plan_execution(
 
 
 class JobService:
-    def __init__(self, store: JobStore, clock: Clock, rules: JobRules) -> None:
+    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: Invoker | None = None) -> None:
         self._store = store
         self._clock = clock
         self._rules = rules
+        #: Wakes the scan of a partition this service wrote a LATE row to (``services.wake``).
+        self._waker = waker
 
     # -- submit ---------------------------------------------------------------------------------
 
@@ -329,6 +332,7 @@ class JobService:
         row = self._plan(updated, due, now, Trigger.SCHEDULE)
         if not self._store.update(updated, [row], expected_version):
             return False
+        wake(self._waker, [row])
         if not placed_in_time([row], now, self._clock.now()):
             self._write_in_time(lambda at: self._schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
         return True
@@ -343,6 +347,7 @@ class JobService:
         for _ in range(MAX_PLACEMENTS):
             started = self._clock.now()
             rows = write(started)
+            wake(self._waker, rows)
             if placed_in_time(rows, started, self._clock.now()):
                 return
         raise Unavailable("the database keeps answering too slowly for the scans; the write may have to be retried")

@@ -30,12 +30,13 @@ from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.domain.time import rfc3339
 from jobrunner.ports import OutboundMessage, Outcome
 from jobrunner.services.jobs import plan_execution
+from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from jobrunner.ports import Clock, JobStore, Publisher
+    from jobrunner.ports import Clock, Invoker, JobStore, Publisher
 
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,10 @@ class ResultCounters:
 class ResultsService:
     def __init__(
         self, store: JobStore, publisher: Publisher, clock: Clock, rules: ResultRules,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = random.random, waker: Invoker | None = None,
     ) -> None:
+        #: Wakes the scan of a partition a retry is written to (``services.wake``).
+        self._waker = waker
         self._store = store
         self._publisher = publisher
         self._clock = clock
@@ -153,10 +156,12 @@ class ResultsService:
     def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
         """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)
         is placed and written again from now; the copy left behind is never read, or is a same-id duplicate."""
+        wake(self._waker, [row])
         while not placed_in_time([row], placed_at, self._clock.now()):
             placed_at = self._clock.now()
             row = placed_anew(row, placed_at)
             self._store.schedule([row])
+            wake(self._waker, [row])
 
 
 def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:

@@ -72,11 +72,12 @@ from jobrunner.domain.time import MINUTE
 from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
 from jobrunner.services.jobs import plan_execution
 from jobrunner.services.results import dead_letter
+from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
+    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,10 @@ class ScanRules:
     dead_letter_topic: str = "job-dlq"
     #: The key that signs each message's result token (``domain.receipts``); the results function checks it.
     result_key: bytes = b""
+    #: A scan with nothing to do for this long (its planned lane read, nothing due, nothing pending, no
+    #: late row in its polls) gives its lease up and ends, unless its minute closes sooner anyway. Only
+    #: where the writers of LATE rows wake the partition's scan (``services.wake``); None: never.
+    idle_end: timedelta | None = None
 
 
 @dataclass
@@ -128,6 +133,7 @@ class ScanReport:
     expired: int = 0  # watchdog rows handled
     dead_lettered: int = 0  # rows that could not be published, sent to the dead-letter topic instead
     replays_skipped: int = 0  # replayed rows whose execution had already ended: completed, not republished
+    idle: bool = False  # ended early with nothing to do, the lease given up (``ScanRules.idle_end``)
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
 
@@ -300,8 +306,11 @@ class ScanService:
     def __init__(
         self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
         rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
+        waker: Invoker | None = None,
     ) -> None:
         self._results = results
+        #: Wakes the scan of another partition this scan wrote a LATE row to (``services.wake``).
+        self._waker = waker
         self._store = store
         self._publisher = publisher
         self._heartbeats = heartbeats
@@ -352,6 +361,7 @@ class ScanService:
         next_renew = now + rules.renew_every
         next_progress = now + rules.progress_every
         final_poll_done = False
+        idle_since: datetime | None = None
         while True:
             now = self._clock.now()
             if now >= next_renew or (now >= next_progress and part.due.progress() != part.kept):
@@ -384,14 +394,54 @@ class ScanService:
                 final_poll_done = False
             if final_poll_done and part.due.empty() and not part.pending:
                 break
+            if rules.idle_end is None or not part.due.empty() or part.pending or part.wrote_here:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = now
+            elif now - idle_since >= rules.idle_end and now < end - rules.idle_end:
+                if self._end_idle(part):
+                    return
+                idle_since = None
             if now >= deadline:
                 log.error("partition %s/%s left for catch-up with work outstanding", part.segment, part.bucket)
                 with contextlib.suppress(_LeaseLost):  # keeps the progress since the last renewal for the next scan
                     self._renew(part, now)
                 return
-            wake = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
-            self._clock.sleep_until(wake)
+            wake_at = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
+            self._clock.sleep_until(wake_at)
         self._finish(part, deadline)
+
+    def _end_idle(self, part: _Partition) -> bool:
+        """Give the lease up with nothing left to do; True when the scan may end. A writer whose wake came
+        while this scan still held the lease was refused, so the late lane gets one more look after the
+        release, to its end (a row due later than the polls have reached counts too): if it holds
+        something, the scan takes the lease back and goes on (or leaves the rows to the scan that took it
+        first)."""
+        now = self._clock.now()
+        progress = part.due.progress()
+        try:
+            self._beat(part, now)
+            released = self._heartbeats.release(part.segment, part.bucket, part.owner, now,
+                                                progress=progress.encode() if progress is not None else None)
+        except Unavailable as exc:
+            log.warning("could not give up the lease of %s/%s: %s", part.segment, part.bucket, exc)
+            return False
+        if not released:
+            raise _LeaseLost
+        if self._poll_late(part, self._clock.now(), to_end=True) and part.due.empty():
+            part.report.idle = True
+            log.info("partition %s/%s idle: lease given up", part.segment, part.bucket)
+            return True
+        try:  # something arrived (or the poll failed): take the partition back, unless a woken scan has
+            taken = self._heartbeats.acquire(part.segment, part.bucket, part.owner, self._clock.now(),
+                                             self._rules.lease_ttl.total_seconds())
+        except Unavailable:
+            taken = False
+        if not taken:  # another scan holds it now (or nobody, and the tick dispatches it again): stop here
+            part.report.idle = True
+            return True
+        part.lease_until = self._clock.now() + self._rules.lease_ttl
+        return False
 
     def _finish(self, part: _Partition, deadline: datetime) -> None:
         """Mark the partition done (retrying a failing heartbeat store until the deadline) and move the
@@ -679,6 +729,7 @@ class ScanService:
         # written: a scan that may have lost it writes them again where the partition's owner polls.
         returned_at = self._clock.now()
         held = returned_at < part.lease_until - self._rules.lease_margin
+        wake(self._waker, [row for row in written if not _in(part, row)])
         late = []
         for row in written:
             if _in(part, row) and row.lane is Lane.PLANNED and held:
@@ -709,6 +760,7 @@ class ScanService:
                 continue
             if any(_in(part, r) for r in again):
                 part.wrote_here = True
+            wake(self._waker, [r for r in again if not _in(part, r)])
             returned_at = self._clock.now()
             late = [r for r in again if not placed_in_time([r], now, returned_at)]
 

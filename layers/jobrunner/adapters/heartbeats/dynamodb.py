@@ -111,6 +111,23 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
             ExpressionAttributeValues=values,
         )
 
+    def release(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
+    ) -> bool:
+        values: dict[str, Any] = {":o": {"S": owner}, ":now": _n(to_epoch_ms(now)), ":f": {"BOOL": False},
+                                  ":less": _n(-1)}
+        update = "SET lease_expires = :now"
+        if progress is not None:
+            update += ", progress = :g"
+            values[":g"] = {"S": progress}
+        return self._conditional_update(
+            Key=self._key(segment, to_epoch_ms(bucket)),
+            UpdateExpression=update + " ADD attempts :less",
+            ConditionExpression="#o = :o AND #d = :f",
+            ExpressionAttributeNames={"#o": "owner", "#d": "done"},
+            ExpressionAttributeValues=values,
+        )
+
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
         return self._conditional_update(
             Key=self._key(segment, to_epoch_ms(bucket)),

@@ -48,6 +48,19 @@ class MemoryHeartbeatStore(HeartbeatStore):
             )
             return True
 
+    def release(
+        self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
+    ) -> bool:
+        with self._lock:
+            current = self._partitions.get((segment, bucket))
+            if current is None or current.owner != owner or current.done:
+                return False
+            self._partitions[(segment, bucket)] = dataclasses.replace(
+                current, lease_expires_at=now, attempts=current.attempts - 1,
+                progress=current.progress if progress is None else progress,
+            )
+            return True
+
     def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
         with self._lock:
             current = self._partitions.get((segment, bucket))

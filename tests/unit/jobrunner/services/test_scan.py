@@ -31,7 +31,7 @@ from jobrunner.domain.placement import LATE_LEAD
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.tracing import child_traceparent
-from jobrunner.ports import PublishError, ScanRequest
+from jobrunner.ports import Invoker, PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -946,3 +946,113 @@ def test_a_scan_keeps_its_progress_within_seconds_so_a_crash_replays_only_the_la
     # ten-second renewal
     assert again.finished
     assert [m.key for m in world.publisher.sent] == [j.job_id for j in jobs]
+
+
+# -- a scan with nothing to do ends early; writers of late rows wake it ---------------------------------------
+
+IDLE_END = timedelta(seconds=3)
+
+
+class RecordingWaker(Invoker):
+    """The scan function as the writers see it: records each requested scan (the test runs it)."""
+
+    def __init__(self) -> None:
+        self.requests: list[ScanRequest] = []
+
+    def invoke_scan(self, request: ScanRequest) -> None:
+        self.requests.append(request)
+
+
+class ReleaseHooked(MemoryHeartbeatStore):
+    """Runs queued actions just before ``release`` (a writer landing as the scan gives its lease up)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_release: list[Callable[[], None]] = []
+
+    def release(self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None) -> bool:
+        while self.before_release:
+            self.before_release.pop(0)()
+        return super().release(segment, bucket, owner, now, progress)
+
+
+def idle_world() -> tuple[World, RecordingWaker]:
+    world, waker = World(heartbeats=ReleaseHooked()), RecordingWaker()
+    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1), waker=waker)
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, idle_end=IDLE_END), waker=waker)
+    return world, waker
+
+
+def test_a_scan_with_nothing_to_do_gives_its_lease_up_and_ends_within_seconds() -> None:
+    # Given an empty partition
+    world, _ = idle_world()
+    # When its scan runs
+    report = world.scan()
+    # Then it ends a few seconds after it started, not after its minute; the partition is free, not done,
+    # and the lease it gave up does not count as an attempt (no catch-up backlog, no parking)
+    assert report.idle and not report.finished
+    assert world.clock.now() <= DISPATCHED + IDLE_END + timedelta(seconds=2)
+    [state] = world.heartbeats.partitions([(0, BUCKET)])
+    assert (state.done, state.attempts) == (False, 0) and state.lease_expires_at <= world.clock.now()
+
+
+def test_a_late_row_written_after_the_scan_ended_idle_wakes_a_scan_that_publishes_it_on_time() -> None:
+    # Given a scan that ended idle
+    world, waker = idle_world()
+    assert world.scan().idle
+    # When a job due at 10:01:20 is submitted at 10:00:40, into the partition's late lane
+    world.clock.set(at(40, minute=0))
+    job = world.jobs.submit("alice", NewJob(At(at(20)), {}))[0]
+    # Then the writer asked for a scan of that partition, and that scan publishes the job at its instant
+    assert waker.requests == [ScanRequest(segment=0, bucket=BUCKET)]
+    world.scans.scan(waker.requests[0])
+    assert world.published() == [(execution_id_for(job.job_id, at(20), 1, Trigger.SCHEDULE), at(20))]
+
+
+def test_a_row_landing_as_the_scan_gives_its_lease_up_is_published_by_it() -> None:
+    # Given a scan about to give its lease up, and a job due at 10:01:20 landing in its late lane just before
+    # (its writer's wake was refused: the lease was still held, so the woken scan would have left at once)
+    world, _ = idle_world()
+    landed: list[Job] = []
+    assert isinstance(world.heartbeats, ReleaseHooked)
+    world.heartbeats.before_release.append(
+        lambda: landed.append(world.jobs.submit("alice", NewJob(At(at(20)), {}))[0]))
+    # When the scan goes on
+    report = world.scan()
+    # Then its look at the late lane after the release found the row: it took the lease back and published it
+    [job] = landed
+    assert world.published() == [(execution_id_for(job.job_id, at(20), 1, Trigger.SCHEDULE), at(20))]
+    assert report.published == 1  # (and then, with nothing left, it gave the lease up again)
+
+
+def test_a_scan_does_not_end_while_a_late_row_waits_beyond_its_polls_reach() -> None:
+    # Given a job due at 10:01:50, written at 10:00:31 into the late lane of 10:01, beyond the polls' reach
+    world, _ = idle_world()
+    world.clock.script = [(at(31, minute=0), lambda: world.jobs.submit("alice", NewJob(At(at(50)), {})))]
+    # When the partition is scanned from 10:00:30
+    report = world.scan()
+    # Then the scan ends only once it has published it (its look to the lane's end before ending found it)
+    assert [t for _, t in world.published()] == [at(50)]
+    assert report.published == 1
+
+
+def test_a_scan_near_its_minutes_end_finishes_the_partition_instead_of_ending_idle() -> None:
+    # Given an empty partition whose scan starts 2 s before its minute closes (a catch-up dispatch)
+    world, _ = idle_world()
+    world.clock.set(at(3, minute=2))
+    # When it runs
+    report = world.scans.scan(ScanRequest(segment=0, bucket=BUCKET))
+    # Then it marks the partition done
+    assert report.finished and not report.idle
+
+
+def test_a_scan_writing_into_the_next_minutes_late_lane_wakes_that_partitions_scan() -> None:
+    # Given a job every 10 s from 10:01:10, whose fire of 10:01:50 plans 10:02:00 into the next partition
+    world, waker = idle_world()
+    world.submit(Every(timedelta(seconds=10), start=at(10)))
+    # When its minute is scanned
+    world.scan()
+    # Then the scan woke the next minute's partition once it had written the row there
+    assert ScanRequest(segment=0, bucket=BUCKET + MINUTE) in waker.requests
+    assert ScanRequest(segment=0, bucket=BUCKET) not in waker.requests  # its own rows it keeps
