@@ -80,6 +80,8 @@ class JobRunnerStack(Stack):
                          env=Environment(account=config.account, region=config.region) if pinned else None,
                          termination_protection=config.protected)
         self.config = config
+        #: The scan function's own name: the tick and the writers that wake scans invoke it by name.
+        self.scan_function_name = f"jobrunner-{config.stage}-scan"
         Tags.of(self).add("project", "distributed-job-runner")
         Tags.of(self).add("stage", config.stage)
         # Data is kept on update and delete, but not when its own creation rolls back: a failed first
@@ -96,8 +98,9 @@ class JobRunnerStack(Stack):
         endpoints = {InterfaceEndpoint.XRAY, InterfaceEndpoint.SECRETS_MANAGER}
         if config.uses_keyspaces:
             endpoints.add(InterfaceEndpoint.KEYSPACES)
+        endpoints.add(InterfaceEndpoint.LAMBDA)  # the API and the scans wake scans (``services.wake``)
         if assets.results is not None:
-            endpoints |= {InterfaceEndpoint.LAMBDA, InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
+            endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
                                interface_endpoints=endpoints, flow_log_retention=retention)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
@@ -124,9 +127,9 @@ class JobRunnerStack(Stack):
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
                             network=function_network, environment=self._environment(assets))
         self.scanners = Scanners(self, "Scan", base=base, code=assets.scan, memory_size=config.scan_memory_mb,
-                                 reserved_concurrency=config.scan_reserved_concurrency)
+                                 reserved_concurrency=config.scan_reserved_concurrency,
+                                 function_name=self.scan_function_name)
         self.tick = Tick(self, "Tick", base=base, code=assets.tick)
-        self.tick.function.add_environment("SCAN_FUNCTION_NAME", self.scanners.function.function_name)
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected)
@@ -183,6 +186,9 @@ class JobRunnerStack(Stack):
             "HEARTBEAT_TABLE": self.heartbeats.table_name,
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
+            "SCAN_FUNCTION_NAME": self.scan_function_name,
+            "JOBRUNNER_WAKE_SCANS": "true",
         }
         if config.existing_cassandra is None:
             environment.update({
@@ -223,7 +229,8 @@ class JobRunnerStack(Stack):
         self.heartbeats.grant_segment_start(api)
         self.heartbeats.grant_leases(tick)
         self.heartbeats.grant_leases(scan)
-        self.scanners.grant_dispatch(tick)
+        for invoker in (tick, *writers):  # the tick dispatches scans; the writers of late rows wake them
+            self.scanners.grant_dispatch(invoker)
         self.streaming.grant_produce(scan, [*self.config.allowed_topics, DEAD_LETTER_TOPIC])
         if self.results is not None:
             role = self.results.handler.role

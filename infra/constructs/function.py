@@ -69,6 +69,7 @@ class JobRunnerFunction(Construct):
         in_vpc: bool,
         environment: Mapping[str, str] | None = None,
         reserved_concurrency: int | None = None,
+        function_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if in_vpc and base.network is None:
@@ -88,6 +89,7 @@ class JobRunnerFunction(Construct):
         )
         self.function = lambda_.Function(
             self, "Function",
+            function_name=function_name,
             description=description,
             runtime=RUNTIME,
             handler=HANDLER,

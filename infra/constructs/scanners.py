@@ -6,13 +6,19 @@ Asynchronous invocations that fail are retried twice; events older than 6 minute
 (the tick re-dispatches any partition whose lease lapsed, from the watermark); what still fails goes
 to an SQS queue, which raises an alarm. Reserved concurrency is sized from the segments
 (``infra.config.scan_concurrency``). The function runs in the VPC (MSK, Keyspaces' endpoint).
+
+Besides the tick, every writer of late rows invokes it to wake a partition's scan (``services.wake``): the
+API, the results function and the scan function itself (a next fire written into the next minute). So the
+function has a name of its own, known before it exists: a grant to invoke it, or an environment variable
+naming it, refers to no attribute of the function, and the scan function's own role can hold one without a
+dependency cycle.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_destinations as destinations
 from constructs import Construct
@@ -36,13 +42,21 @@ class Scanners(Construct):
         base: FunctionBase,
         code: Path,
         reserved_concurrency: int | None,
+        function_name: str,
         memory_size: int = 512,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.function_name = function_name
+        #: The function's ARN, unqualified, from its name alone.
+        self.function_arn = Stack.of(self).format_arn(
+            service="lambda", resource="function", resource_name=function_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         self.handler = JobRunnerFunction(
             self, "Handler", base=base, code=code, in_vpc=True,
             description="Segment scan: publishes one (minute, segment) partition",
             memory_size=memory_size, timeout=SCAN_TIMEOUT, reserved_concurrency=reserved_concurrency,
+            function_name=function_name,
         )
         self.function = self.handler.function
         self.failed_invocations = dead_letter_queue(self, "FailedInvocations", "the scan function's async invokes")
@@ -52,9 +66,9 @@ class Scanners(Construct):
         )
 
     def grant_dispatch(self, grantee: iam.IGrantable) -> iam.Grant:
-        """``lambda:InvokeFunction`` on the scan function, unqualified (the tick, and only the tick).
+        """``lambda:InvokeFunction`` on the scan function, unqualified (the tick, and the writers that wake it).
 
-        Not ``grant_invoke``, which adds every version and alias (``<arn>:*``); the tick invokes by name.
+        Not ``grant_invoke``, which adds every version and alias (``<arn>:*``); they invoke by name.
         """
         return iam.Grant.add_to_principal(grantee=grantee, actions=["lambda:InvokeFunction"],
-                                          resource_arns=[self.function.function_arn])
+                                          resource_arns=[self.function_arn])

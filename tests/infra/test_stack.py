@@ -67,27 +67,38 @@ def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
         assert variables["JOBRUNNER_SEGMENTS"] == "16"
         assert function["Runtime"] == "python3.13" and function["Architectures"] == ["arm64"]
         assert len(function["Layers"]) == 2
-    scan = functions["Tick"]["Environment"]["Variables"]["SCAN_FUNCTION_NAME"]
-    assert scan["Ref"].startswith("ScanHandlerFunction")
-    assert all("SCAN_FUNCTION_NAME" not in f["Environment"]["Variables"] for u, f in functions.items() if u != "Tick")
+    # every function names the scan function (the tick dispatches scans, the writers of late rows wake
+    # them), by the name it is given, which refers to nothing of the function (no dependency cycle)
+    assert functions["Scan"]["FunctionName"] == "jobrunner-dev-scan"
+    for unit, function in functions.items():
+        variables = function["Environment"]["Variables"]
+        wakes = (variables["SCAN_FUNCTION_NAME"], variables["JOBRUNNER_WAKE_SCANS"])
+        assert wakes == ("jobrunner-dev-scan", "true"), unit
 
 
-def test_only_the_tick_invokes_the_scan(default_app: Synthesized) -> None:
-    invokers = [p["Properties"]["Roles"][0]["Ref"] for p in default_app.resources("AWS::IAM::Policy").values()
+def test_the_tick_and_the_writers_of_late_rows_invoke_the_scan_by_its_name(default_app: Synthesized) -> None:
+    invokers = {p["Properties"]["Roles"][0]["Ref"].split("HandlerRole")[0]: s["Resource"]
+                for p in default_app.resources("AWS::IAM::Policy").values()
                 for s in p["Properties"]["PolicyDocument"]["Statement"]
-                if "lambda:InvokeFunction" in json.dumps(s["Action"]) and "ScanHandlerFunction" in json.dumps(s)]
+                if "lambda:InvokeFunction" in json.dumps(s["Action"]) and "jobrunner-dev-scan" in json.dumps(s)}
 
-    assert len(invokers) == 1 and invokers[0].startswith("TickHandlerRole")
+    assert set(invokers) == {"Tick", "Api", "Scan", "Results"}
+    for resource in invokers.values():  # unqualified: no version or alias
+        assert json.dumps(resource).endswith(':function:jobrunner-dev-scan"]]}')
+    # and nothing else invokes it
+    assert not [s for p in default_app.resources("AWS::IAM::Policy").values()
+                for s in p["Properties"]["PolicyDocument"]["Statement"]
+                if "ScanHandlerFunction" in json.dumps(s) and "lambda:InvokeFunction" in json.dumps(s["Action"])]
 
 
 @pytest.mark.parametrize(("unit", "allowed", "denied"), [
-    ("Api", {"cassandra:Select", "cassandra:Modify", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
-     {"kafka-cluster:WriteData", "lambda:InvokeFunction"}),
+    ("Api", {"cassandra:Select", "cassandra:Modify", "dynamodb:GetItem", "dynamodb:BatchGetItem",
+             "lambda:InvokeFunction"}, {"kafka-cluster:WriteData"}),
     ("Tick", {"dynamodb:UpdateItem", "lambda:InvokeFunction"}, {"cassandra:Modify", "kafka-cluster:WriteData"}),
     ("Scan", {"cassandra:Modify", "dynamodb:UpdateItem", "kafka-cluster:WriteData",
-              "kafka-cluster:WriteDataIdempotently"}, {"lambda:InvokeFunction", "kafka-cluster:ReadData"}),
-    ("Results", {"cassandra:Modify", "kafka-cluster:ReadData", "kafka-cluster:AlterGroup", "kafka-cluster:WriteData"},
-     {"lambda:InvokeFunction"}),
+              "kafka-cluster:WriteDataIdempotently", "lambda:InvokeFunction"}, {"kafka-cluster:ReadData"}),
+    ("Results", {"cassandra:Modify", "kafka-cluster:ReadData", "kafka-cluster:AlterGroup", "kafka-cluster:WriteData",
+                 "lambda:InvokeFunction"}, set()),
 ])
 def test_each_function_holds_what_it_needs_and_no_more(
     default_app: Synthesized, unit: str, allowed: set[str], denied: set[str],
