@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
-    from datetime import datetime
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
 
@@ -247,6 +247,10 @@ class PartitionState:
     progress: str | None = None
 
 
+#: The expiry of a lease given up (``HeartbeatStore.release``).
+RELEASED = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class HeartbeatStore(ABC):
     """Leases, heartbeats and watermarks of the scans (DynamoDB in production).
 
@@ -260,7 +264,8 @@ class HeartbeatStore(ABC):
       ever moves it; ``acquire`` leaves it as it is.
     - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
     - ``release`` gives the caller's lease up without finishing (a scan with nothing to do ending
-      early): the partition can be acquired again at once, the progress is kept as ``renew`` keeps
+      early): the lease expires at ``RELEASED`` (the epoch, past for every clock), so the partition can
+      be acquired again at once, the progress is kept as ``renew`` keeps
       it, and the lease no longer counts as an attempt (so ``attempts`` says how many scans held the
       partition and did not leave it cleanly). Returns False when the caller does not own it.
     - ``advance_watermark`` only ever moves a segment's watermark forward.

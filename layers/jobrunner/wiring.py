@@ -19,6 +19,7 @@ from jobrunner.services.results import ResultRules, ResultsService
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.segments import SegmentService, start_segments
 from jobrunner.services.tick import TickRules, TickService
+from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
     from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher
@@ -87,13 +88,13 @@ class Container:
         return self._invoker
 
     @functools.cached_property
-    def waker(self) -> Invoker | None:
-        """What the writers of LATE rows wake a partition's scan with (``services.wake``): the invoker given
-        (the local stack, tests), or the scan function where ``JOBRUNNER_WAKE_SCANS`` is set; None: no
+    def waker(self) -> ScanWaker | None:
+        """What the writers of LATE rows wake a partition's scan with (``services.wake``), through the invoker
+        given (the local stack, tests) or the scan function where ``JOBRUNNER_WAKE_SCANS`` is set; None: no
         wakes, and then no scan ends early either (``ScanRules.idle_end``)."""
-        if self._invoker is not None:
-            return self._invoker
-        return self.invoker if self.settings.wake_scans else None
+        if self._invoker is None and not self.settings.wake_scans:
+            return None
+        return ScanWaker(self.invoker, self.heartbeats, self.clock)
 
     @functools.cached_property
     def segment_count(self) -> int:

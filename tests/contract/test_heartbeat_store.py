@@ -100,7 +100,7 @@ def test_release_gives_the_lease_up_at_once_without_counting_an_attempt(heartbea
     assert not heartbeat_store.acquire(4243, BUCKET, "b", T0 + timedelta(seconds=7), 30)
     assert heartbeat_store.release(4243, BUCKET, "a", T0 + timedelta(seconds=8), progress="q")
     [state] = heartbeat_store.partitions([(4243, BUCKET)])
-    assert (state.attempts, state.progress, state.done) == (0, "q", False)
+    assert (state.attempts, state.progress, state.done, state.lease_expires_at) == (0, "q", False, RELEASED)
     # Then the next scan takes it at once, as a first attempt, and a finished partition cannot be released
     assert heartbeat_store.acquire(4243, BUCKET, "b", T0 + timedelta(seconds=9), 30)
     assert [s.attempts for s in heartbeat_store.partitions([(4243, BUCKET)])] == [1]

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from jobrunner.ports import Clock, Invoker, JobStore
+    from jobrunner.ports import Clock, JobStore
+    from jobrunner.services.wake import ScanWaker
 
 MAX_TIMEOUT_S = 24 * 3600
 #: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
@@ -107,7 +108,7 @@ def plan_execution(
 
 
 class JobService:
-    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: Invoker | None = None) -> None:
+    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None) -> None:
         self._store = store
         self._clock = clock
         self._rules = rules

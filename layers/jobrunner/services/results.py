@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from jobrunner.ports import Clock, Invoker, JobStore, Publisher
+    from jobrunner.ports import Clock, JobStore, Publisher
+    from jobrunner.services.wake import ScanWaker
 
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ class ResultCounters:
 class ResultsService:
     def __init__(
         self, store: JobStore, publisher: Publisher, clock: Clock, rules: ResultRules,
-        jitter: Callable[[], float] = random.random, waker: Invoker | None = None,
+        jitter: Callable[[], float] = random.random, waker: ScanWaker | None = None,
     ) -> None:
         #: Wakes the scan of a partition a retry is written to (``services.wake``).
         self._waker = waker

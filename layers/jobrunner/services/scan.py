@@ -77,8 +77,9 @@ from jobrunner.services.wake import wake
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher, ScanRequest
+    from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
+    from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +307,7 @@ class ScanService:
     def __init__(
         self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
         rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
-        waker: Invoker | None = None,
+        waker: ScanWaker | None = None,
     ) -> None:
         self._results = results
         #: Wakes the scan of another partition this scan wrote a LATE row to (``services.wake``).

@@ -2,9 +2,15 @@
 
 A scan with nothing left to do ends early (``ScanRules.idle_end``) instead of polling its late lane until
 its minute closes, so whoever writes a LATE row (a run now, a change planning a near fire, a retry, a
-scan planning into the next minute) asks for a scan of that partition once the write has returned. A
-scan that is still running holds the lease and the new one leaves at once; a scan that ended idle has
-released it and the new one takes the partition. If the request fails, nothing is lost: the partition is
+scan planning into the next minute) makes sure, once the write has returned, that a scan of that
+partition will read it:
+- a partition a scan holds (a live lease) needs nothing: that scan reads the row in its polls, or, if it
+  gives its lease up after the write landed, in the look at its late lane it takes after the release;
+- a done partition needs nothing either: a write that returned in time for it (``domain.placement``) was
+  read by its last poll, and one that did not is placed again, in a later partition, by its writer;
+- any other (never leased yet, given up idle, or whose scan died) gets a scan requested.
+The lease is read after the write (a consistent read), so no release can fall between the two unnoticed.
+If the read fails, the scan is requested anyway; if the request fails, nothing is lost: the partition is
 not done, so the tick dispatches it again within a minute and that scan publishes the row, late.
 """
 
@@ -19,21 +25,51 @@ from jobrunner.ports import ScanRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from datetime import datetime
 
     from jobrunner.domain.jobs import ScheduledExecution
-    from jobrunner.ports import Invoker
+    from jobrunner.ports import Clock, HeartbeatStore, Invoker, PartitionState
+
 
 log = logging.getLogger(__name__)
 
 
-def wake(invoker: Invoker | None, rows: Iterable[ScheduledExecution]) -> int:
-    """Request a scan of every partition one of ``rows`` was written to in its LATE lane; returns how many."""
-    if invoker is None:
-        return 0
-    partitions = sorted({(row.segment, row.bucket) for row in rows if row.lane is Lane.LATE})
-    for segment, bucket in partitions:
+class ScanWaker:
+    def __init__(self, invoker: Invoker, heartbeats: HeartbeatStore, clock: Clock) -> None:
+        self._invoker = invoker
+        self._heartbeats = heartbeats
+        self._clock = clock
+
+    def wake(self, rows: Iterable[ScheduledExecution]) -> int:
+        """Request a scan of every partition one of ``rows`` was written to in its LATE lane that no scan
+        holds and that is not done; returns how many were requested."""
+        partitions = sorted({(row.segment, row.bucket) for row in rows if row.lane is Lane.LATE})
+        if not partitions:
+            return 0
         try:
-            invoker.invoke_scan(ScanRequest(segment=segment, bucket=bucket))
-        except Unavailable as exc:  # the tick's next dispatch finds the row (up to a minute late)
-            log.warning("could not wake the scan of %s/%s: %s", segment, bucket.isoformat(), exc)
-    return len(partitions)
+            states = {(s.segment, s.bucket): s for s in self._heartbeats.partitions(partitions)}
+        except Unavailable as exc:  # unknown: request them all (a held one's new scan leaves at once)
+            log.warning("could not read the leases of %d partitions: %s", len(partitions), exc)
+            states = {}
+        now = self._clock.now()
+        woken = 0
+        for segment, bucket in partitions:
+            state = states.get((segment, bucket))
+            if state is not None and (state.done or _held(state, now)):
+                continue
+            try:
+                self._invoker.invoke_scan(ScanRequest(segment=segment, bucket=bucket))
+                woken += 1
+            except Unavailable as exc:  # the tick's next dispatch finds the row (up to a minute late)
+                log.warning("could not wake the scan of %s/%s: %s", segment, bucket.isoformat(), exc)
+        return woken
+
+
+def wake(waker: ScanWaker | None, rows: Iterable[ScheduledExecution]) -> int:
+    """``waker.wake(rows)``, or nothing where scans are not woken."""
+    return 0 if waker is None else waker.wake(rows)
+
+
+def _held(state: PartitionState, now: datetime) -> bool:
+    """A live lease (a lease given up has expired at the epoch, whatever the reader's clock says)."""
+    return state.owner is not None and state.lease_expires_at is not None and state.lease_expires_at > now

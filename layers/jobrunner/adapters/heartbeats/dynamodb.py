@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
-from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
+from jobrunner.ports import RELEASED, HeartbeatStore, PartitionState, SegmentState
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -114,9 +114,9 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
     def release(
         self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
     ) -> bool:
-        values: dict[str, Any] = {":o": {"S": owner}, ":now": _n(to_epoch_ms(now)), ":f": {"BOOL": False},
+        values: dict[str, Any] = {":o": {"S": owner}, ":gone": _n(to_epoch_ms(RELEASED)), ":f": {"BOOL": False},
                                   ":less": _n(-1)}
-        update = "SET lease_expires = :now"
+        update = "SET lease_expires = :gone"
         if progress is not None:
             update += ", progress = :g"
             values[":g"] = {"S": progress}

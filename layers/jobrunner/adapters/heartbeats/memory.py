@@ -7,7 +7,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.ports import HeartbeatStore, PartitionState, SegmentState
+from jobrunner.ports import RELEASED, HeartbeatStore, PartitionState, SegmentState
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -56,7 +56,7 @@ class MemoryHeartbeatStore(HeartbeatStore):
             if current is None or current.owner != owner or current.done:
                 return False
             self._partitions[(segment, bucket)] = dataclasses.replace(
-                current, lease_expires_at=now, attempts=current.attempts - 1,
+                current, lease_expires_at=RELEASED, attempts=current.attempts - 1,
                 progress=current.progress if progress is None else progress,
             )
             return True

@@ -35,6 +35,7 @@ from jobrunner.ports import Invoker, PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from jobrunner.services.wake import ScanWaker
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
@@ -977,11 +978,12 @@ class ReleaseHooked(MemoryHeartbeatStore):
 
 
 def idle_world() -> tuple[World, RecordingWaker]:
-    world, waker = World(heartbeats=ReleaseHooked()), RecordingWaker()
+    world, invoker = World(heartbeats=ReleaseHooked()), RecordingWaker()
+    waker = ScanWaker(invoker, world.heartbeats, world.clock)
     world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1), waker=waker)
     world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
                               ScanRules(segment_count=1, idle_end=IDLE_END), waker=waker)
-    return world, waker
+    return world, invoker
 
 
 def test_a_scan_with_nothing_to_do_gives_its_lease_up_and_ends_within_seconds() -> None:
