@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from jobrunner.ports import RELEASED
+
 if TYPE_CHECKING:
     from jobrunner.ports import HeartbeatStore
 
