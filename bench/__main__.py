@@ -50,6 +50,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     p.add_argument("--short-jobs", type=int, default=defaults.short_jobs)
     p.add_argument("--short-periods", type=_ints, default=defaults.short_periods,
                    help="seconds between fires, a workload each (comma-separated)")
+    p.add_argument("--idle-segments", type=int, default=defaults.idle_segments)
+    p.add_argument("--idle-minutes", type=int, default=defaults.idle_minutes)
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -73,7 +75,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
         variant_executions=args.variant_executions,
         writes_executions=args.writes_executions, writes_failures=args.writes_failures,
-        short_jobs=args.short_jobs, short_periods=args.short_periods,
+        short_jobs=args.short_jobs, short_periods=args.short_periods, idle_segments=args.idle_segments,
+        idle_minutes=args.idle_minutes,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
-            "profile")
+            "idle", "profile")
 VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "groups-2000", "all")
 
 
@@ -59,6 +59,9 @@ class Options:
     #: every fire of which does).
     short_jobs: int = 1_000
     short_periods: tuple[int, ...] = (10, 60)
+    #: The idle section: segments with no job, and the minutes of ticks counted (after two of warm-up).
+    idle_segments: int = 4
+    idle_minutes: int = 5
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -71,12 +74,14 @@ class Options:
         """Seconds, not minutes: proves the harness works end to end (counts, never speeds)."""
         return cls(
             runs=1, processes=2,
-            sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod"),
+            sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod",
+                      "idle"),
             variants=("baseline", "driver-rows", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,
             raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
+            idle_segments=2, idle_minutes=3,
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )

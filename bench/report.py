@@ -446,6 +446,25 @@ def _shortperiod(bench: Bench) -> list[str]:
     return lines
 
 
+def _idle(bench: Bench) -> list[str]:
+    runs = bench.results.get("idle")
+    if not runs:
+        return []
+    lines = ["## 10. Idle: scans of partitions with nothing to do", "",
+             f"**Workload** (per run): {runs[0]['segments']} segments without any job, ticked at second 1 of "
+             "each minute as EventBridge's rule does; every scan a tick (or a writer) asks for runs to its end",
+             "on the real stores, on a clock of its own that starts at the tick and skips its sleeps, so its",
+             "duration is what it would hold a Lambda invocation for. **Counted**, per (minute, segment) of the",
+             "minutes after the first two (whose catch-up is left out): scan invocations, and the seconds they",
+             "ran. Code: " + ", ".join(sorted({f"`{r['code']}`" for r in runs})) + ".",
+             "**Reproduce**: `python -m bench --only idle --runs 1` (`--idle-segments`, `--idle-minutes`).", ""]
+    lines += _table(["run", "code", "minutes counted", "scan invocations per (minute, segment)",
+                     "scan seconds per (minute, segment)", "longest scan (s)"], [
+        [str(i + 1), f"`{r['code']}`", str(r["minutes"]), fmt(r["invocations_per_partition"], 2),
+         fmt(r["scan_seconds_per_partition"], 1), fmt(r["longest_scan_s"], 1)] for i, r in enumerate(runs)])
+    return lines
+
+
 #: py-spy cannot see inside the driver's compiled (Cython) modules: their time shows as self time of the
 #: last Python frame, here the benchmark's counting proxy. Named for what they are in the report.
 _FRAME_NAMES = {
@@ -500,7 +519,7 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
-                 _writes, _shortperiod, _profile):
+                 _writes, _shortperiod, _idle, _profile):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

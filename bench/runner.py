@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def _sections() -> dict[str, Callable[[Bench], None]]:
     from bench.ceilings import run_ceilings
     from bench.drain import run_drain, run_scaling, run_variants
+    from bench.idle import run_idle
     from bench.lateness import run_lateness
     from bench.memory import run_memory
     from bench.profile import run_profile
@@ -33,7 +34,7 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
             "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
-            "profile": run_profile}
+            "idle": run_idle, "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:

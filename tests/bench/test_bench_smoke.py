@@ -85,3 +85,7 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
         # and in the steady state each late-lane row was read once, and no poll touched a tombstone
         assert steady["rows_read"]["LATE"] == options.short_jobs
         assert steady["late_poll_tombstones"] == 0
+    # and scans of partitions with nothing to do ended within seconds, each partition scanned at least once
+    [idle] = bench.results["idle"]
+    assert idle["minutes"] == options.idle_minutes - 2 and idle["invocations_per_partition"] >= 1
+    assert 0 < idle["longest_scan_s"] < 30
