@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import itertools
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -126,8 +127,9 @@ class FaultPlan:
         self.calls: Counter[str] = Counter()  # by target, and by port (``port.*``)
         self.hits: Counter[int] = Counter()  # by fault: the calls so far that concern its job
         self.outage_until: datetime | None = None
-        #: The writes that landed (target, when, what they returned): when a user's change took effect.
-        self.writes: list[tuple[str, datetime, Any]] = []
+        #: The writes that landed (target, when, what they returned, in which order of all the writes that
+        #: landed): when a user's change took effect, and, for two at the same instant, which came first.
+        self.writes: list[tuple[str, datetime, Any, int]] = []
 
     def due(self, target: str, call: Call, job_of: Callable[[Fault], str | None]) -> list[Fault]:
         """The faults due at this call of ``target``. A fault counts the calls of its target, or of any
@@ -179,14 +181,16 @@ class Call:
 WRITES = ("store.update", "store.create", "store.schedule", "store.finish")
 
 
-def landings(plans: Iterable[FaultPlan]) -> dict[str, datetime]:
+def landings(plans: Iterable[FaultPlan]) -> dict[str, tuple[datetime, int]]:
     """When a request's writes first landed, by target (a job update counts only if it won its
-    compare-and-set): the moment its change took effect, whenever it was answered."""
-    first: dict[str, datetime] = {}
+    compare-and-set): the moment its change took effect, whenever it was answered, and its place in the
+    order of all writes (two requests' writes can land at the same instant of the clock, one after the
+    other: the later one is in effect, whichever was answered first)."""
+    first: dict[str, tuple[datetime, int]] = {}
     for plan in plans:
-        for target, at, result in plan.writes:
+        for target, at, result, order in plan.writes:
             if result is not False:
-                first.setdefault(target, at)
+                first.setdefault(target, (at, order))
     return first
 
 
@@ -197,11 +201,17 @@ class Injector:
     def __init__(self, clock: Simulation, run_op: Callable[[Op], None], job_id: Callable[[int], str | None],
                  say: Callable[[str], None]) -> None:
         self.enabled = True
+        #: Numbers the writes that land (and the changes that wrote nothing, when answered), in order.
+        self._landed = itertools.count()
         self._clock = clock
         self._run_op = run_op
         self._job_id = job_id  # the job an op's index names, if any yet
         self._say = say
         self._stacks: dict[int, list[FaultPlan]] = {}
+
+    def next_order(self) -> int:
+        """The next number in the order of landed writes (a change that wrote nothing takes effect then)."""
+        return next(self._landed)
 
     @property
     def _stack(self) -> list[FaultPlan]:
@@ -228,7 +238,7 @@ class Injector:
                 self._perform(fault, call)
         result = call.run()
         if target in WRITES:
-            plan.writes.append((target, self._clock.now(), result))
+            plan.writes.append((target, self._clock.now(), result, next(self._landed)))
         for fault in due:
             if fault.when == "after":
                 self._perform(fault, call)

@@ -134,6 +134,8 @@ class Change:
     at: datetime
     landed: datetime
     payload: Any = None
+    #: Its write's place among all writes: of two changes landed at the same instant, the later one wins.
+    order: int = 0
     schedule: Schedule | None = None
     catch_up: bool = False
 
@@ -170,7 +172,7 @@ class JobModel:
         self.state, self.schedule = JobState.ACTIVE, self.first.schedule
         self.epochs, self.payloads = [replace(self.first)], [(self.created_at, self.first_payload)]
         self.pauses, self.paused_at, self.rescheduled_at, self.cancelled_at = [], None, None, None
-        for change in sorted(self.changes, key=lambda c: c.landed):  # stable: answered order breaks ties
+        for change in sorted(self.changes, key=lambda c: (c.landed, c.order)):
             self._apply(change)
 
     def _apply(self, change: Change) -> None:
@@ -308,23 +310,23 @@ class Reference:
         self.jobs.append(model)
         self.by_id[job.job_id] = model
 
-    def payload_changed(self, job: JobModel, payload: Any, landed: datetime) -> None:
-        job.change(Change("payload", landed, landed, payload=payload))
+    def payload_changed(self, job: JobModel, payload: Any, landed: datetime, order: int) -> None:
+        job.change(Change("payload", landed, landed, payload=payload, order=order))
 
-    def rescheduled(self, job: JobModel, requested: Schedule, at: datetime, landed: datetime) -> None:
-        job.change(Change("schedule", at, landed, schedule=anchored(requested, at)))
+    def rescheduled(self, job: JobModel, requested: Schedule, at: datetime, landed: datetime, order: int) -> None:
+        job.change(Change("schedule", at, landed, schedule=anchored(requested, at), order=order))
 
-    def paused(self, job: JobModel, done: Job, landed: datetime) -> None:
+    def paused(self, job: JobModel, done: Job, landed: datetime, order: int) -> None:
         assert done.state is JobState.PAUSED and done.paused_at is not None, f"{job.name}: pause answered {done}"
-        job.change(Change("pause", done.paused_at, landed))
+        job.change(Change("pause", done.paused_at, landed, order=order))
 
-    def resumed(self, job: JobModel, done: Job, catch_up: bool, landed: datetime) -> None:
+    def resumed(self, job: JobModel, done: Job, catch_up: bool, landed: datetime, order: int) -> None:
         assert done.state is JobState.ACTIVE, f"{job.name}: resume answered {done.state}"
-        job.change(Change("resume", done.updated_at, landed, catch_up=catch_up))
+        job.change(Change("resume", done.updated_at, landed, catch_up=catch_up, order=order))
 
-    def cancelled(self, job: JobModel, done: Job, landed: datetime) -> None:
+    def cancelled(self, job: JobModel, done: Job, landed: datetime, order: int) -> None:
         assert done.state is JobState.CANCELLED, f"{job.name}: cancel answered {done.state}"
-        job.change(Change("cancel", done.updated_at, landed))
+        job.change(Change("cancel", done.updated_at, landed, order=order))
 
     def ran_now(self, job: JobModel, row: ScheduledExecution) -> None:
         job.manual[row.execution_id] = row.scheduled_at

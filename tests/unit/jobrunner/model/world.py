@@ -80,7 +80,8 @@ class RecordingPublisher(MemoryPublisher):
 
 
 class ScanInvoker(Invoker):
-    """Async invoke: each requested scan starts at once, as a task of the simulation."""
+    """Async invoke: each requested scan (a tick's dispatch, a writer's wake) starts at once, as a task of the
+    simulation."""
 
     def __init__(self, world: World) -> None:
         self._world = world
@@ -163,7 +164,7 @@ class Payload(Op):
         changes = JobChanges(payload=payload, payload_set=True)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         if done is not None:
-            world.model.payload_changed(job, payload, world.landed)
+            world.model.payload_changed(job, payload, world.landed, world.landed_order)
 
 
 @dataclass(frozen=True, repr=False)
@@ -181,7 +182,7 @@ class Reschedule(Op):
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         if done is not None:
             assert changes.schedule is not None
-            world.model.rescheduled(job, changes.schedule, done.updated_at, world.landed)
+            world.model.rescheduled(job, changes.schedule, done.updated_at, world.landed, world.landed_order)
 
 
 @dataclass(frozen=True, repr=False)
@@ -193,7 +194,7 @@ class Pause(Op):
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.pause(USER, job.job_id))
             if done is not None:
-                world.model.paused(job, done, world.landed)
+                world.model.paused(job, done, world.landed, world.landed_order)
 
 
 @dataclass(frozen=True, repr=False)
@@ -206,7 +207,7 @@ class Resume(Op):
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.resume(USER, job.job_id, catch_up=self.catch_up))
             if done is not None:
-                world.model.resumed(job, done, self.catch_up, world.landed)
+                world.model.resumed(job, done, self.catch_up, world.landed, world.landed_order)
 
 
 @dataclass(frozen=True, repr=False)
@@ -218,7 +219,7 @@ class Cancel(Op):
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.cancel(USER, job.job_id))
             if done is not None:
-                world.model.cancelled(job, done, world.landed)
+                world.model.cancelled(job, done, world.landed, world.landed_order)
 
 
 @dataclass(frozen=True, repr=False)
@@ -304,11 +305,15 @@ class World:
         self.faults = Injector(self.clock, self.run_op, self._job_id, self.say)
         self._serial = itertools.count(1)
         self.ticked = START - MINUTE  # the minute of the latest tick (each minute is ticked at most once)
+        #: Whether a requested scan starts (a tick's dispatch, a writer's wake); False once the stack stops.
+        self._dispatching = True
         self.event_time = START
         self.most_segments = 0
         self._faults: list[Fault] = []  # those of the scans the current minute dispatches
         self.landed = START
-        self.landings: dict[str, datetime] = {}
+        self.landings: dict[str, tuple[datetime, int]] = {}
+        #: The order of the last acknowledged change's write among all writes (ties of ``landed``).
+        self.landed_order = 0
         self._dispatched = 0
         #: False once a step raised: the drain and the final checks are then skipped (the failure is the news).
         self.healthy = True
@@ -396,9 +401,9 @@ class World:
                         result = action()
                         # When the request acknowledged last took effect (when answered, if it wrote nothing).
                         self.landings = landings(plans)
-                        self.landed = next((self.landings[t] for t in ("store.update", "store.create",
-                                                                       "store.schedule") if t in self.landings),
-                                           self.clock.now())
+                        self.landed, self.landed_order = next(
+                            (self.landings[t] for t in ("store.update", "store.create", "store.schedule")
+                             if t in self.landings), (self.clock.now(), self.faults.next_order()))
                         return result
                     except (Unavailable, PublishError) as exc:
                         self.say(f"    failed ({exc}); retried")
@@ -419,7 +424,7 @@ class World:
                               result_token=execution.result_token)
         outcome = self.call(op, lambda: self.container.results.apply(report))
         self.say(f"    result of {execution}: {outcome}")
-        return self.landings.get("store.finish", self.clock.now())
+        return self.landings.get("store.finish", (self.clock.now(), 0))[0]
 
     def answer(self, execution: Execution, fate: Fate, op: Op | None = None) -> None:
         self.model.answered(execution, fate, self.clock.now())
@@ -440,10 +445,10 @@ class World:
 
     def tick(self, event_time: datetime, dispatch: bool = True) -> Any:
         """The tick of ``event_time``'s minute, now; ``dispatch=False`` drops the scans it asks for."""
-        self._dispatching = dispatch
+        dispatching, self._dispatching = self._dispatching, dispatch
         with self.faults.acting(FaultPlan()):
             report = self.container.ticks.tick(event_time, self.clock.now())
-        self._dispatching = True
+        self._dispatching = dispatching
         requests = ", ".join(f"{r.segment}/{r.bucket:%H:%M}" for r in report.dispatched)
         self.say(f"tick of {hms(event_time)} dispatches {requests or 'nothing'}")
         return report
@@ -508,10 +513,17 @@ class World:
             self.clock.sleep_until(self.event_time)
             target: datetime = self.tick(self.event_time).target
             self.deliver_all()
+            # The scans the tick dispatched run first: a partition whose scan gave its lease up with nothing
+            # to do (ScanRules.idle_end) is marked done by the one the tick after its minute dispatches.
+            self.clock.sleep_until(self.event_time + timedelta(seconds=1))
             if self.clock.now() >= started + 4 * MINUTE and self.caught_up(target - 2 * MINUTE):
                 break
         else:
             raise AssertionError(f"30 minutes after the faults stopped, segments are still behind: {self.watermarks()}")
+        # The stack stops: no tick, and no wake either (a scan's next fires written into the next minute would
+        # wake its scan, and short-period jobs would go on firing minute after minute).
+        self._dispatching = False
+        self.say("-- stopped: no more ticks or wakes")
         self.clock.sleep_until(target + 5 * MINUTE)  # the last scans end (a scan lives at most 4 min 5 s)
         assert not self.clock.busy(), "scans still running 5 minutes after their minute"
         self.deliver_all()
