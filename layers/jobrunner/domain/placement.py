@@ -87,8 +87,9 @@ def placed_in_time(rows: Iterable[ScheduledExecution], placed_at: datetime, retu
     """True when a write of ``rows``, placed at ``placed_at``, that returned at ``returned_at`` is sure to be
     seen by their scans: before each scan may close, and for a LATE row within ``LATE_WRITE_WITHIN``."""
     returned_at = utc(returned_at)
+    closing = returned_at - (MINUTE + SETTLE)  # compared to the bucket: its close may lie past year 9999
     return all(
-        returned_at <= scan_closes_at(row.bucket)
+        closing <= row.bucket
         and (row.lane is Lane.PLANNED or returned_at <= utc(placed_at) + LATE_WRITE_WITHIN)
         for row in rows
     )

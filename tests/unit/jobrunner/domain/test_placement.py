@@ -111,6 +111,13 @@ def test_a_late_write_is_in_time_only_if_it_returned_within_its_allowance() -> N
     assert not placed_in_time([planned], placed_at, scan_closes_at(BUCKET) + MS)
 
 
+def test_a_write_to_the_last_minute_a_datetime_holds_is_judged_without_overflowing() -> None:
+    # a schedule may start at 9999-12-31T23:59:59Z: its scan's close lies past what a datetime holds
+    last = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
+    planned = row(Lane.PLANNED, last + timedelta(seconds=59), bucket=last)
+    assert placed_in_time([planned], BUCKET, BUCKET + timedelta(seconds=40))
+
+
 def test_a_row_placed_anew_late_is_keyed_from_the_new_placement() -> None:
     first = BUCKET + timedelta(seconds=20)
     again = placed_anew(row(Lane.LATE, first + LATE_LEAD), first + timedelta(seconds=3))
