@@ -482,7 +482,13 @@ class Reference:
             epoch = job.epochs[-1]
             if job.state is not JobState.ACTIVE:
                 continue
+            # A scan woken ahead of its minute (a next fire written into it) may have published fires after
+            # the last bucket dispatched: the next run is the first fire from there not published yet.
+            published = {fire for (job_id, fire, attempt, trigger, _) in self.copies
+                         if job_id == job.job_id and trigger is Trigger.SCHEDULE and attempt == 1}
             upcoming = epoch.first_from(last_bucket + MINUTE)
+            while upcoming is not None and upcoming in published:
+                upcoming = epoch.first_from(upcoming + timedelta(microseconds=1))
             if upcoming is None:
                 continue
             stored = store.get(USER, job.job_id)
