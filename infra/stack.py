@@ -102,7 +102,8 @@ class JobRunnerStack(Stack):
         if assets.results is not None:
             endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
-                               interface_endpoints=endpoints, flow_log_retention=retention)
+                               interface_endpoints=endpoints, endpoint_zones=config.endpoint_zones,
+                               flow_log_retention=retention)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
