@@ -8,6 +8,7 @@ and objects.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # Other VPCs whose workers reach the cluster directly (MSK Serverless: up to 4 besides the stack's):
     # [{"subnet_ids": ["subnet-..."], "security_group_ids": ["sg-..."]}].
     "kafka_client_vpcs": [],
+    # null: an MSK Serverless cluster. Or a provisioned MSK cluster, cheaper at zero load (a dev stage):
+    # {"instance_type": "kafka.t3.small", "brokers_per_zone": 1, "storage_gib": 10, "kafka_version": "3.8.x"}
+    # (omitted fields take these values; {} takes them all). Not with kafka_client_vpcs (serverless only).
+    "kafka_provisioned": None,
+    # Zones that hold each interface VPC endpoint: null, every zone of the VPC; or N, the first N only
+    # (cheaper; the other zones' functions reach them across zones, and lose them with their zone).
+    "endpoint_zones": None,
     # A local PEM file shipped in the code layer as the Keyspaces CA bundle; null: infra/certs/keyspaces-bundle.pem
     # (the roots AWS documents for Keyspaces: Amazon Root CA 1-4 and Starfield Class 2).
     "keyspaces_ca_bundle": None,
@@ -147,6 +155,17 @@ class KafkaClientVpc:
 
 
 @dataclass(frozen=True)
+class ProvisionedKafka:
+    """The brokers of a provisioned MSK cluster (Standard brokers, EBS storage), used instead of MSK Serverless."""
+
+    instance_type: str = "kafka.t3.small"
+    brokers_per_zone: int = 1
+    storage_gib: int = 10
+    #: MSK's recommended version when this was written (its "Supported Apache Kafka versions" page).
+    kafka_version: str = "3.8.x"
+
+
+@dataclass(frozen=True)
 class DeploymentConfig:
     """The parsed context; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``)."""
 
@@ -172,6 +191,8 @@ class DeploymentConfig:
     keyspaces_ca_bundle: str | None
     worker_groups: tuple[str, ...]
     kafka_client_vpcs: tuple[KafkaClientVpc, ...]
+    kafka_provisioned: ProvisionedKafka | None
+    endpoint_zones: int | None
     dependency_layer_dir: str | None
     build_cache_dir: str
     #: The stack's environment, from ``stages``; None: where the credentials point (env-agnostic template).
@@ -206,6 +227,9 @@ class DeploymentConfig:
         keyspace = raw["keyspace"] or f"jobrunner_{stage.replace('-', '_')}"
         if not _KEYSPACE.match(keyspace):
             raise ConfigError(f"keyspace {keyspace!r}: 1-48 lowercase letters, digits or underscores")
+        zones = _zones(raw)
+        client_vpcs = _client_vpcs(raw["kafka_client_vpcs"])
+        kafka_provisioned = _provisioned(raw["kafka_provisioned"], zones, client_vpcs)
         return cls(
             stage=stage,
             segments=segments,
@@ -226,10 +250,12 @@ class DeploymentConfig:
             log_retention_days=_log_retention(raw),
             retain_data=_bool(raw, "retain_data"),
             vpc_cidr=_text(raw, "vpc_cidr"),
-            availability_zones=_zones(raw),
+            availability_zones=zones,
             keyspaces_ca_bundle=raw["keyspaces_ca_bundle"] or None,
             worker_groups=_groups(raw["worker_groups"]),
-            kafka_client_vpcs=_client_vpcs(raw["kafka_client_vpcs"]),
+            kafka_client_vpcs=client_vpcs,
+            kafka_provisioned=kafka_provisioned,
+            endpoint_zones=_endpoint_zones(raw["endpoint_zones"], zones),
             dependency_layer_dir=raw["dependency_layer_dir"] or None,
             build_cache_dir=_text(raw, "build_cache_dir"),
             **settings,
@@ -443,3 +469,57 @@ def _client_vpcs(value: Any) -> tuple[KafkaClientVpc, ...]:
             raise ConfigError(f"kafka_client_vpcs: security_group_ids must be sg-... ids, got {groups!r}")
         vpcs.append(KafkaClientVpc(subnet_ids=tuple(subnets), security_group_ids=tuple(groups)))
     return tuple(vpcs)
+
+
+#: What ``kafka_provisioned`` may hold, with the values its omitted fields take.
+_PROVISIONED_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(ProvisionedKafka)}
+_INSTANCE_TYPE = re.compile(r"^kafka\.[a-z0-9]+\.[a-z0-9]+$")
+_KAFKA_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.([0-9]+|x)(\.[a-z]+)?$")
+#: MSK's bounds of a Standard broker's EBS storage, in GiB (its quota page).
+STORAGE_GIB = (1, 16384)
+
+
+def _provisioned(value: Any, zones: tuple[str, ...],
+                 client_vpcs: tuple[KafkaClientVpc, ...]) -> ProvisionedKafka | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"kafka_provisioned: expected null or an object such as {{\"instance_type\": "
+                          f"\"kafka.t3.small\", \"brokers_per_zone\": 1}}, got {value!r}")
+    if client_vpcs:
+        raise ConfigError("kafka_provisioned: kafka_client_vpcs (endpoints of the cluster in other VPCs) is an MSK "
+                          "Serverless feature; set one of the two, not both")
+    if len(zones) > 3:
+        raise ConfigError(f"kafka_provisioned: a provisioned MSK cluster takes two or three zones, "
+                          f"availability_zones lists {len(zones)}")
+    unknown = set(value) - set(_PROVISIONED_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"kafka_provisioned: unknown keys {sorted(unknown)} (known: "
+                          f"{', '.join(_PROVISIONED_DEFAULTS)})")
+    given = {**_PROVISIONED_DEFAULTS, **value}
+    instance_type, brokers, storage, version = (
+        given["instance_type"], given["brokers_per_zone"], given["storage_gib"], given["kafka_version"])
+    if not (isinstance(instance_type, str) and _INSTANCE_TYPE.match(instance_type)):
+        raise ConfigError(f"kafka_provisioned.instance_type: expected an MSK Standard broker type such as "
+                          f"kafka.t3.small or kafka.m7g.large, got {instance_type!r}")
+    if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= 10:
+        raise ConfigError(f"kafka_provisioned.brokers_per_zone: expected an integer in [1, 10], got {brokers!r}")
+    low, high = STORAGE_GIB
+    if isinstance(storage, bool) or not isinstance(storage, int) or not low <= storage <= high:
+        raise ConfigError(f"kafka_provisioned.storage_gib: expected an integer in [{low}, {high}] (MSK's bounds per "
+                          f"broker), got {storage!r}")
+    if not (isinstance(version, str) and _KAFKA_VERSION.match(version)):
+        raise ConfigError(f"kafka_provisioned.kafka_version: expected an MSK version such as 3.8.x or 3.6.0, "
+                          f"got {version!r}")
+    return ProvisionedKafka(instance_type=instance_type, brokers_per_zone=brokers, storage_gib=storage,
+                            kafka_version=version)
+
+
+def _endpoint_zones(value: Any, zones: tuple[str, ...]) -> int | None:
+    if value is None:
+        return None
+    count = len(zones) or 2  # empty: the two zones ZONE_IDS lists for the region
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
+        raise ConfigError(f"endpoint_zones: expected null (every zone) or an integer in [1, {count}] (the VPC's "
+                          f"zones), got {value!r}")
+    return value

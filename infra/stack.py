@@ -102,7 +102,8 @@ class JobRunnerStack(Stack):
         if assets.results is not None:
             endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
-                               interface_endpoints=endpoints, flow_log_retention=retention)
+                               interface_endpoints=endpoints, endpoint_zones=config.endpoint_zones,
+                               flow_log_retention=retention)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
@@ -117,11 +118,15 @@ class JobRunnerStack(Stack):
         # below, once the bootstrap brokers exist.
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
                             network=function_network)
+        # A provisioned cluster has a name of its own: switching a stage between the two kinds creates the new
+        # cluster before CloudFormation deletes the old one, and the two must not clash.
+        cluster_name = f"jobrunner-{config.stage}" + ("-provisioned" if config.kafka_provisioned else "")
         self.streaming = Streaming(
-            self, "Streaming", cluster_name=f"jobrunner-{config.stage}",
+            self, "Streaming", cluster_name=cluster_name,
             subnets=self.network.vpc.isolated_subnets,
             security_group=self.network.kafka_security_group, topics=topics, topic_admin_code=assets.topic_admin,
             base=base, log_retention=retention, client_vpcs=config.kafka_client_vpcs,
+            provisioned=config.kafka_provisioned,
         )
 
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
@@ -142,7 +147,7 @@ class JobRunnerStack(Stack):
             for name, value in self.result_key.environment.items():
                 holder.function.add_environment(name, value)
 
-        # Nothing publishes or consumes before the topics exist (MSK Serverless does not auto-create them).
+        # Nothing publishes or consumes before the topics exist (the cluster does not auto-create them).
         self.tick.rule.node.add_dependency(self.streaming.topics_resource)
         if self.results is not None:
             self.results.event_source.node.add_dependency(self.streaming.topics_resource)
@@ -262,7 +267,8 @@ class JobRunnerStack(Stack):
             "HeartbeatTableName": (self.heartbeats.table_name, "DynamoDB heartbeat table"),
             "ScanFunctionName": (self.scanners.function.function_name, "Scan function"),
             "TickFunctionName": (self.tick.function.function_name, "Tick function"),
-            "KafkaClusterArn": (self.streaming.cluster_arn, "MSK Serverless cluster"),
+            "KafkaClusterArn": (self.streaming.cluster_arn, "MSK provisioned cluster" if self.config.kafka_provisioned
+                                else "MSK Serverless cluster"),
             "KafkaBootstrapBrokers": (self.streaming.bootstrap_brokers, "Bootstrap brokers (IAM auth, port 9098)"),
             "AlarmTopicArn": (self.monitoring.topic.topic_arn, "Alarm notifications"),
             "VpcId": (self.network.vpc.vpc_id, "The VPC (isolated subnets: no internet, AWS through endpoints)"),

@@ -7,9 +7,13 @@ group and must call both, and SQS for its on-failure destination; X-Ray, so that
 trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the result
 key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
 - ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
-- ``kafka``: the MSK Serverless cluster; 9098 in from the functions, the workers and itself (the pollers);
+- ``kafka``: the MSK cluster (serverless or provisioned brokers); 9098 in from the functions, the workers
+  and itself (the pollers);
 - ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
-Each interface endpoint has its own group, open on its port to the groups above that use it.
+Each interface endpoint has its own group, open on its port to the groups above that use it. An
+interface endpoint sits in every zone, or (``endpoint_zones``) in the first N only: private DNS gives
+the endpoint's addresses to every subnet, so the other zones reach it across zones (and lose it with
+its zone); that halves its hourly price in two zones. The DynamoDB gateway endpoint has no zones.
 
 Zones are pinned by zone ID (the same physical zone in every account): the two ``ZONE_IDS`` lists for
 the region, through a template mapping when the region is only known at deploy time (a rule refuses a
@@ -75,6 +79,7 @@ class Network(Construct):
         cidr: str,
         availability_zones: Sequence[str] = (),
         interface_endpoints: Collection[InterfaceEndpoint],
+        endpoint_zones: int | None = None,
         flow_log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -110,6 +115,8 @@ class Network(Construct):
             self, "Functions", vpc=self.vpc, allow_all_outbound=False,
             description="Job runner functions in the VPC",
         )
+        # The description says serverless whatever the cluster: changing it would replace the group, and with it
+        # the cluster's network interfaces.
         self.kafka_security_group = ec2.SecurityGroup(
             self, "Kafka", vpc=self.vpc, allow_all_outbound=False,
             description="MSK Serverless cluster and its Lambda event source pollers",
@@ -140,17 +147,27 @@ class Network(Construct):
             InterfaceEndpoint.SQS: [self.kafka_security_group],
             InterfaceEndpoint.XRAY: [self.function_security_group],
         }
+        self.endpoint_subnets = self._endpoint_subnets(endpoint_zones)
         self.endpoints: dict[InterfaceEndpoint, ec2.InterfaceVpcEndpoint] = {}
         for endpoint in sorted(interface_endpoints, key=lambda e: e.value):
             name = endpoint.name.title().replace("_", "")
             group = ec2.SecurityGroup(self, f"{name}Endpoint", vpc=self.vpc, allow_all_outbound=False,
                                       description=f"VPC endpoint: {endpoint.value}")
             self.endpoints[endpoint] = self.vpc.add_interface_endpoint(
-                name, service=endpoint.service, private_dns_enabled=True, subnets=self.subnets, open=False,
+                name, service=endpoint.service, private_dns_enabled=True, subnets=self.endpoint_subnets, open=False,
                 security_groups=[group],
             )
             for client in clients[endpoint]:
                 self.endpoints[endpoint].connections.allow_default_port_from(client, f"{endpoint.value} endpoint")
+
+    def _endpoint_subnets(self, zones: int | None) -> ec2.SubnetSelection:
+        """Every subnet, or those of the first ``zones`` zones (one subnet per zone)."""
+        if zones is None:
+            return self.subnets
+        subnets = self.vpc.isolated_subnets
+        if not 1 <= zones <= len(subnets):
+            raise ConfigError(f"endpoint_zones: {zones}, but the VPC has {len(subnets)} zones")
+        return ec2.SubnetSelection(subnets=subnets[:zones])
 
     def _default_zone_ids(self) -> list[str]:
         """``ZONE_IDS[region]``: resolved here if the stack's region is known, else looked up at deploy time."""

@@ -1,10 +1,17 @@
-"""Kafka: an MSK Serverless cluster with IAM auth, its bootstrap brokers, and the topics the system uses.
+"""Kafka: an MSK cluster with IAM auth, its bootstrap brokers, and the topics the system uses.
 
+- The cluster: MSK Serverless, or (``provisioned``) a provisioned cluster of Standard brokers, far
+  cheaper at zero load. Both take IAM clients only, over TLS on 9098, in the stack's subnets with the
+  Kafka security group, and have ARNs of one form (``cluster/<name>/<uuid>``), so the topic and group
+  ARNs of the grants below hold for either. A provisioned cluster's topics take MSK's default
+  replication (factor 2 and min.insync.replicas 1 in two zones, 3 and 2 in three; topics are not
+  auto-created), so it gets no configuration of its own. Only MSK Serverless has endpoints in other
+  VPCs (``client_vpcs``).
 - Bootstrap brokers: CloudFormation does not return them, so a custom resource calls
   ``kafka:GetBootstrapBrokers`` at deploy time; the functions get the string in ``KAFKA_BOOTSTRAP``.
 - Topics: ``AWS::MSK::Topic`` (the MSK topic API) serves provisioned clusters only, so a custom
-  resource runs ``infra/handlers/kafka_topics`` in the VPC: kafka-python's admin client over IAM auth
-  creates each missing topic. Existing topics are never changed or deleted by it.
+  resource, for either kind, runs ``infra/handlers/kafka_topics`` in the VPC: kafka-python's admin
+  client over IAM auth creates each missing topic. Existing topics are never changed or deleted by it.
 - Grants are per action set on the cluster, topic and group ARNs (``kafka-cluster:*``).
 """
 
@@ -28,7 +35,7 @@ if TYPE_CHECKING:
 
     from aws_cdk import aws_ec2 as ec2
 
-    from infra.config import KafkaClientVpc
+    from infra.config import KafkaClientVpc, ProvisionedKafka
 
 #: The id of the one Lambda function CDK shares between all AwsCustomResource instances of a stack.
 AWS_CUSTOM_RESOURCE_FUNCTION_ID = "AWS679f53fac002430cb0da5b7982bd2287"
@@ -55,24 +62,19 @@ class Streaming(Construct):
         base: FunctionBase,
         log_retention: logs.RetentionDays,
         client_vpcs: Sequence[KafkaClientVpc] = (),
+        provisioned: ProvisionedKafka | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster_name = cluster_name
         self.topics = dict(topics)
-        self.cluster = msk.CfnServerlessCluster(
-            self, "Cluster",
-            cluster_name=cluster_name,
-            client_authentication=msk.CfnServerlessCluster.ClientAuthenticationProperty(
-                sasl=msk.CfnServerlessCluster.SaslProperty(iam=msk.CfnServerlessCluster.IamProperty(enabled=True)),
-            ),
-            # The stack's VPC, then each VPC whose clients (workers) reach the cluster directly (up to 5 in all):
-            # no peering, the cluster has endpoints in each.
-            vpc_configs=[msk.CfnServerlessCluster.VpcConfigProperty(
-                subnet_ids=[s.subnet_id for s in subnets], security_groups=[security_group.security_group_id],
-            )] + [msk.CfnServerlessCluster.VpcConfigProperty(
-                subnet_ids=list(v.subnet_ids), security_groups=list(v.security_group_ids) or None,
-            ) for v in client_vpcs],
-        )
+        subnets = list(subnets)
+        self.cluster: msk.CfnServerlessCluster | msk.CfnCluster
+        if provisioned is None:
+            self.cluster = self._serverless_cluster(subnets, security_group, client_vpcs)
+        elif client_vpcs:
+            raise ValueError("client_vpcs: only an MSK Serverless cluster has endpoints in other VPCs")
+        else:
+            self.cluster = self._provisioned_cluster(provisioned, subnets, security_group, log_retention)
         self.cluster_arn = self.cluster.attr_arn
         # arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>: topics and groups are named under <name>/<uuid>.
         self._cluster_uuid = Fn.select(2, Fn.split("/", self.cluster_arn))
@@ -114,6 +116,56 @@ class Streaming(Construct):
                 "BootstrapServers": self.bootstrap_brokers,
                 "Topics": [{"Name": name, "Partitions": count} for name, count in sorted(self.topics.items())],
             },
+        )
+
+    # The cluster ------------------------------------------------------------------------------------
+
+    def _serverless_cluster(self, subnets: Sequence[ec2.ISubnet], security_group: ec2.ISecurityGroup,
+                            client_vpcs: Sequence[KafkaClientVpc]) -> msk.CfnServerlessCluster:
+        return msk.CfnServerlessCluster(
+            self, "Cluster",
+            cluster_name=self.cluster_name,
+            client_authentication=msk.CfnServerlessCluster.ClientAuthenticationProperty(
+                sasl=msk.CfnServerlessCluster.SaslProperty(iam=msk.CfnServerlessCluster.IamProperty(enabled=True)),
+            ),
+            # The stack's VPC, then each VPC whose clients (workers) reach the cluster directly (up to 5 in all):
+            # no peering, the cluster has endpoints in each.
+            vpc_configs=[msk.CfnServerlessCluster.VpcConfigProperty(
+                subnet_ids=[s.subnet_id for s in subnets], security_groups=[security_group.security_group_id],
+            )] + [msk.CfnServerlessCluster.VpcConfigProperty(
+                subnet_ids=list(v.subnet_ids), security_groups=list(v.security_group_ids) or None,
+            ) for v in client_vpcs],
+        )
+
+    def _provisioned_cluster(self, brokers: ProvisionedKafka, subnets: Sequence[ec2.ISubnet],
+                             security_group: ec2.ISecurityGroup, log_retention: logs.RetentionDays) -> msk.CfnCluster:
+        """``brokers.brokers_per_zone`` brokers in each subnet's zone; IAM clients only, TLS everywhere."""
+        broker_logs = logs.LogGroup(self, "BrokerLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
+        return msk.CfnCluster(
+            self, "ProvisionedCluster",
+            cluster_name=self.cluster_name,
+            kafka_version=brokers.kafka_version,
+            # MSK spreads the brokers evenly over the client subnets, so a multiple of their number.
+            number_of_broker_nodes=brokers.brokers_per_zone * len(subnets),
+            broker_node_group_info=msk.CfnCluster.BrokerNodeGroupInfoProperty(
+                client_subnets=[s.subnet_id for s in subnets],
+                instance_type=brokers.instance_type,
+                security_groups=[security_group.security_group_id],
+                storage_info=msk.CfnCluster.StorageInfoProperty(
+                    ebs_storage_info=msk.CfnCluster.EBSStorageInfoProperty(volume_size=brokers.storage_gib)),
+            ),
+            client_authentication=msk.CfnCluster.ClientAuthenticationProperty(
+                sasl=msk.CfnCluster.SaslProperty(iam=msk.CfnCluster.IamProperty(enabled=True)),
+                unauthenticated=msk.CfnCluster.UnauthenticatedProperty(enabled=False),
+            ),
+            # At rest: no key given, so MSK encrypts the volumes with its AWS managed key.
+            encryption_info=msk.CfnCluster.EncryptionInfoProperty(
+                encryption_in_transit=msk.CfnCluster.EncryptionInTransitProperty(client_broker="TLS", in_cluster=True),
+            ),
+            logging_info=msk.CfnCluster.LoggingInfoProperty(broker_logs=msk.CfnCluster.BrokerLogsProperty(
+                cloud_watch_logs=msk.CfnCluster.CloudWatchLogsProperty(enabled=True,
+                                                                       log_group=broker_logs.log_group_name),
+            )),
         )
 
     def _get_bootstrap_brokers(self) -> cr.AwsSdkCall:

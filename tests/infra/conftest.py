@@ -34,6 +34,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                     "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"],
                     "kafka_client_vpcs": [{"subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
                                            "security_group_ids": ["sg-0123456789abcdef0"]}]},
+    # A cheaper dev stage, set as docs/deploy.md shows: a provisioned MSK cluster, endpoints in one zone.
+    "dev-provisioned": {"stages": {"dev": {"segments": 4, "endpoint_zones": 1, "kafka_provisioned": {
+        "instance_type": "kafka.t3.small", "brokers_per_zone": 1, "storage_gib": 10}}}},
     "existing-cassandra": {"existing_cassandra": {
         "contact_points": ["10.1.0.10", "10.1.0.11"], "port": 9042,
         "secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:cassandra-AbCdEf",

@@ -187,3 +187,101 @@ def test_stages_given_on_the_command_line_are_parsed() -> None:
     staging = config(stage="staging", stages='{"staging": {"account": "123456789012", "region": "us-east-1"}}')
 
     assert staging.region == "us-east-1"
+
+
+def test_kafka_is_serverless_and_endpoints_in_every_zone_by_default() -> None:
+    defaults = config()
+
+    assert defaults.kafka_provisioned is None
+    assert defaults.endpoint_zones is None
+
+
+def test_a_provisioned_cluster_takes_defaults_for_what_it_omits() -> None:
+    from infra.config import ProvisionedKafka
+
+    assert config(kafka_provisioned={}).kafka_provisioned == ProvisionedKafka(
+        instance_type="kafka.t3.small", brokers_per_zone=1, storage_gib=10, kafka_version="3.8.x")
+    # Given on the command line, as a JSON string
+    parsed = config(kafka_provisioned='{"instance_type": "kafka.m7g.large", "brokers_per_zone": 2, '
+                                      '"storage_gib": 100, "kafka_version": "3.9.x.kraft"}')
+    assert parsed.kafka_provisioned == ProvisionedKafka("kafka.m7g.large", 2, 100, "3.9.x.kraft")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("kafka.t3.small", r"kafka_provisioned: expected null or an object"),
+    ({"brokers": 2}, r"kafka_provisioned: unknown keys \['brokers'\]"),
+    ({"instance_type": "t3.small"}, r"kafka_provisioned\.instance_type"),
+    ({"instance_type": "express.m7g.large"}, r"kafka_provisioned\.instance_type"),
+    ({"brokers_per_zone": 0}, r"kafka_provisioned\.brokers_per_zone"),
+    ({"brokers_per_zone": -1}, r"kafka_provisioned\.brokers_per_zone"),
+    ({"brokers_per_zone": True}, r"kafka_provisioned\.brokers_per_zone"),
+    ({"storage_gib": 0}, r"kafka_provisioned\.storage_gib: expected an integer in \[1, 16384\]"),
+    ({"storage_gib": 16385}, r"kafka_provisioned\.storage_gib"),
+    ({"storage_gib": "10"}, r"kafka_provisioned\.storage_gib"),
+    ({"kafka_version": "latest"}, r"kafka_provisioned\.kafka_version"),
+    ({"kafka_version": 3.8}, r"kafka_provisioned\.kafka_version"),
+])
+def test_bad_provisioned_clusters_are_rejected_with_the_key_named(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config(kafka_provisioned=value)
+
+
+def test_a_provisioned_cluster_has_no_endpoints_in_other_vpcs() -> None:
+    # Given workers' VPCs reaching the cluster through its endpoints there: an MSK Serverless feature
+    vpcs = [{"subnet_ids": ["subnet-1", "subnet-2"]}]
+
+    with pytest.raises(ConfigError, match=r"kafka_provisioned: kafka_client_vpcs .* MSK Serverless"):
+        config(kafka_provisioned={}, kafka_client_vpcs=vpcs)
+    with pytest.raises(ConfigError, match="kafka_client_vpcs"):
+        config(stage="dev", stages={"dev": {"kafka_provisioned": {}}}, kafka_client_vpcs=vpcs)
+
+
+def test_a_provisioned_cluster_takes_two_or_three_zones() -> None:
+    three = ["use1-az1", "use1-az2", "use1-az4"]
+
+    assert config(kafka_provisioned={}, availability_zones=three).kafka_provisioned is not None
+    with pytest.raises(ConfigError, match=r"kafka_provisioned: .* two or three zones"):
+        config(kafka_provisioned={}, availability_zones=[*three, "use1-az5"])
+
+
+@pytest.mark.parametrize(("context", "expected"), [
+    ({"endpoint_zones": 1}, 1),
+    ({"endpoint_zones": "2"}, 2),
+    ({"endpoint_zones": 3, "availability_zones": ["use1-az1", "use1-az2", "use1-az4"]}, 3),
+])
+def test_endpoint_zones_counts_the_vpcs_first_zones(context: dict[str, Any], expected: int) -> None:
+    assert config(**context).endpoint_zones == expected
+
+
+@pytest.mark.parametrize("context", [
+    {"endpoint_zones": 0},
+    {"endpoint_zones": -1},
+    {"endpoint_zones": 3},                                    # the default VPC has two zones
+    {"endpoint_zones": 3, "availability_zones": ["use1-az1", "use1-az2"]},
+    {"endpoint_zones": "one"},
+    {"endpoint_zones": True},
+])
+def test_bad_endpoint_zones_are_rejected_with_the_key_named(context: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="endpoint_zones"):
+        config(**context)
+
+
+def test_a_cheaper_dev_stage_is_set_in_stages() -> None:
+    from infra.config import ProvisionedKafka
+
+    # Given the stages entry docs/deploy.md shows for a cheaper dev stage
+    stages = {"dev": {"kafka_provisioned": {"instance_type": "kafka.t3.small", "storage_gib": 10},
+                      "endpoint_zones": 1}}
+
+    dev = config(stages=stages)
+
+    assert dev.kafka_provisioned == ProvisionedKafka()
+    assert dev.endpoint_zones == 1
+    # And other stages keep MSK Serverless and endpoints in every zone
+    staging = config(stage="staging", stages=stages)
+    assert (staging.kafka_provisioned, staging.endpoint_zones) == (None, None)
+    # And a different value on the command line is refused, as for any key a stage sets
+    with pytest.raises(ConfigError, match=r"endpoint_zones: stages\.dev sets 1"):
+        config(stages=stages, endpoint_zones="2")
+    with pytest.raises(ConfigError, match=r"kafka_provisioned\.storage_gib"):
+        config(stages={"dev": {"kafka_provisioned": {"storage_gib": 0}}})

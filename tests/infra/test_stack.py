@@ -353,3 +353,54 @@ def test_the_result_key_arn_is_an_output_its_value_is_not(default_app: Synthesiz
 
     assert outputs["ResultKeySecretArn"]["Value"] == {"Ref": _result_key(default_app)}
     assert "SecretString" not in json.dumps(outputs) and "resolve:secretsmanager" not in json.dumps(outputs)
+
+
+def test_the_default_stage_runs_msk_serverless(default_app: Synthesized) -> None:
+    assert len(default_app.resources("AWS::MSK::ServerlessCluster")) == 1
+    assert not default_app.resources("AWS::MSK::Cluster")
+    assert default_app.template["Outputs"]["KafkaClusterArn"]["Description"] == "MSK Serverless cluster"
+
+
+def test_a_cheaper_dev_stage_runs_a_provisioned_cluster_in_the_stacks_subnets(
+    synth: Callable[[str], Synthesized],
+) -> None:
+    # Given stages.dev with kafka_provisioned (two kafka.t3.small brokers of 10 GiB) and endpoint_zones=1
+    app = synth("dev-provisioned")
+
+    # Then the cluster is one provisioned cluster, IAM auth only, one broker in each of the two zones
+    assert not app.resources("AWS::MSK::ServerlessCluster")
+    ((cluster_id, cluster),) = app.resources("AWS::MSK::Cluster").items()
+    properties = cluster["Properties"]
+    nodes = properties["BrokerNodeGroupInfo"]
+    assert properties["ClientAuthentication"] == {"Sasl": {"Iam": {"Enabled": True}},
+                                                  "Unauthenticated": {"Enabled": False}}
+    assert (properties["NumberOfBrokerNodes"], nodes["InstanceType"], nodes["StorageInfo"]) == (
+        2, "kafka.t3.small", {"EBSStorageInfo": {"VolumeSize": 10}})
+    assert properties["ClusterName"] == "jobrunner-dev-provisioned"
+    # And it sits where workers are told to run, behind the group they are told to reach
+    outputs = app.template["Outputs"]
+    subnets = [part for part in outputs["PrivateSubnetIds"]["Value"]["Fn::Join"][1] if part != ","]
+    assert nodes["ClientSubnets"] == subnets and len(subnets) == 2
+    assert nodes["SecurityGroups"] == [outputs["KafkaSecurityGroupId"]["Value"]]
+    # And everything that used the serverless cluster uses it: outputs, the bootstrap string, the trigger
+    arn = {"Fn::GetAtt": [cluster_id, "Arn"]}
+    assert outputs["KafkaClusterArn"] == {"Description": "MSK provisioned cluster", "Value": arn}
+    (mapping,) = app.resources("AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["EventSourceArn"] == arn
+    for unit, function in _functions(app).items():
+        variables = function["Environment"]["Variables"]
+        assert variables["KAFKA_BOOTSTRAP"]["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam", unit
+        assert variables["JOBRUNNER_SEGMENTS"] == "4", unit
+    assert cluster_id in json.dumps(app.resources("AWS::IAM::ManagedPolicy"))  # the worker policy's ARNs
+
+
+def _interface_endpoint_subnets(app: Synthesized) -> list[int]:
+    return [len(e["Properties"]["SubnetIds"]) for e in app.resources("AWS::EC2::VPCEndpoint").values()
+            if e["Properties"]["VpcEndpointType"] == "Interface"]
+
+
+def test_interface_endpoints_sit_in_both_zones_unless_a_stage_asks_for_one(
+    default_app: Synthesized, synth: Callable[[str], Synthesized],
+) -> None:
+    assert _interface_endpoint_subnets(default_app) == [2] * 6
+    assert _interface_endpoint_subnets(synth("dev-provisioned")) == [1] * 6

@@ -169,3 +169,39 @@ def test_zones_given_by_id_or_by_name_are_used_as_given(
             flow_log_retention=logs.RetentionDays.ONE_MONTH)
 
     assert _subnet_zones(Template.from_stack(stack)) == expected
+
+
+def _interface_subnets(template: Template) -> list[list[Any]]:
+    endpoints = template.find_resources("AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Interface"}})
+    return [e["Properties"]["SubnetIds"] for e in endpoints.values()]
+
+
+def test_interface_endpoints_sit_in_every_zone_by_default(stack: cdk.Stack) -> None:
+    _net, template = _network(stack, InterfaceEndpoint.KEYSPACES, InterfaceEndpoint.XRAY)
+
+    assert [len(subnets) for subnets in _interface_subnets(template)] == [2, 2]
+
+
+def test_interface_endpoints_in_the_first_zone_only(stack: cdk.Stack) -> None:
+    # Given endpoint_zones=1 (a cheaper dev stage)
+    network = Network(stack, "Net", cidr="10.40.0.0/16", interface_endpoints=set(InterfaceEndpoint),
+                      endpoint_zones=1, flow_log_retention=logs.RetentionDays.ONE_MONTH)
+    template = Template.from_stack(stack)
+    first = {"Ref": _id(stack, network.vpc.isolated_subnets[0])}
+
+    # Then every interface endpoint has its one network interface in the first zone's subnet
+    assert _interface_subnets(template) == [[first]] * len(InterfaceEndpoint)
+    # And the functions, in both zones, keep resolving the services' names to it (private DNS is VPC-wide)
+    interface = {"Properties": {"VpcEndpointType": "Interface"}}
+    assert all(e["Properties"]["PrivateDnsEnabled"]
+               for e in template.find_resources("AWS::EC2::VPCEndpoint", interface).values())
+    # And the DynamoDB gateway endpoint, which has no zones, still serves both subnets' route tables
+    (gateway,) = template.find_resources("AWS::EC2::VPCEndpoint",
+                                         {"Properties": {"VpcEndpointType": "Gateway"}}).values()
+    assert len(gateway["Properties"]["RouteTableIds"]) == 2
+
+
+def test_endpoint_zones_beyond_the_vpcs_zones_are_refused(stack: cdk.Stack) -> None:
+    with pytest.raises(ConfigError, match="endpoint_zones: 3, but the VPC has 2 zones"):
+        Network(stack, "Net", cidr="10.40.0.0/16", interface_endpoints={InterfaceEndpoint.STS}, endpoint_zones=3,
+                flow_log_retention=logs.RetentionDays.ONE_MONTH)

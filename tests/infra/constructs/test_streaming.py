@@ -99,3 +99,100 @@ def test_consume_grant_names_the_topic_and_group(stack: cdk.Stack, streaming: St
     assert '"/job-results"' in text and ":group/jobrunner-test/" in text and '"/g1"' in text
     assert "kafka-cluster:ReadData" in text and "kafka-cluster:AlterGroup" in text
     assert "kafka-cluster:WriteData" not in text
+
+
+@pytest.fixture
+def provisioned(stack: cdk.Stack, vpc: ec2.Vpc, base: FunctionBase) -> Streaming:
+    from infra.config import ProvisionedKafka
+
+    return Streaming(
+        stack, "Kafka", cluster_name="jobrunner-test", subnets=vpc.isolated_subnets,
+        security_group=ec2.SecurityGroup(stack, "KafkaSg", vpc=vpc),
+        topics={"jobs": 6, "job-results": 3, "job-dlq": 1}, topic_admin_code=Path(TOPIC_ADMIN), base=base,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+        provisioned=ProvisionedKafka(instance_type="kafka.m7g.large", brokers_per_zone=2, storage_gib=50,
+                                     kafka_version="3.8.x"),
+    )
+
+
+def _ref(stack: cdk.Stack, construct: Any) -> str:
+    return stack.get_logical_id(construct.node.default_child)
+
+
+def test_provisioned_brokers_in_each_subnet_with_iam_auth_only(
+    stack: cdk.Stack, vpc: ec2.Vpc, provisioned: Streaming,
+) -> None:
+    template = Template.from_stack(stack)
+
+    template.resource_count_is("AWS::MSK::ServerlessCluster", 0)
+    (cluster,) = template.find_resources("AWS::MSK::Cluster").values()
+    properties = cluster["Properties"]
+    # Given 2 subnets and 2 brokers per zone: 4 brokers, of the type and storage asked for
+    assert len(vpc.isolated_subnets) == 2
+    assert properties["NumberOfBrokerNodes"] == 4
+    assert properties["KafkaVersion"] == "3.8.x"
+    nodes = properties["BrokerNodeGroupInfo"]
+    assert nodes["InstanceType"] == "kafka.m7g.large"
+    assert nodes["StorageInfo"] == {"EBSStorageInfo": {"VolumeSize": 50}}
+    assert nodes["ClientSubnets"] == [{"Ref": _ref(stack, s)} for s in vpc.isolated_subnets]
+    (group,) = [lid for lid in template.find_resources("AWS::EC2::SecurityGroup") if lid.startswith("KafkaSg")]
+    assert nodes["SecurityGroups"] == [{"Fn::GetAtt": [group, "GroupId"]}]
+    # IAM clients only (no SCRAM, no TLS certificates, no anonymous), TLS to and between the brokers
+    assert properties["ClientAuthentication"] == {"Sasl": {"Iam": {"Enabled": True}},
+                                                  "Unauthenticated": {"Enabled": False}}
+    assert properties["EncryptionInfo"] == {"EncryptionInTransit": {"ClientBroker": "TLS", "InCluster": True}}
+    assert "ConfigurationInfo" not in properties  # MSK's default replication for the zones (docs/deploy.md)
+
+
+def test_provisioned_broker_logs_go_to_a_log_group_with_the_retention(
+    stack: cdk.Stack, provisioned: Streaming,
+) -> None:
+    template = Template.from_stack(stack)
+
+    (cluster,) = template.find_resources("AWS::MSK::Cluster").values()
+    group = cluster["Properties"]["LoggingInfo"]["BrokerLogs"]["CloudWatchLogs"]
+    assert group["Enabled"] is True
+    logs_of_brokers = template.find_resources("AWS::Logs::LogGroup")[group["LogGroup"]["Ref"]]
+    assert logs_of_brokers["Properties"]["RetentionInDays"] == 7
+    assert logs_of_brokers["DeletionPolicy"] == "Delete"
+
+
+def test_a_provisioned_cluster_is_reached_and_granted_like_a_serverless_one(
+    stack: cdk.Stack, provisioned: Streaming,
+) -> None:
+    role = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    provisioned.grant_produce(role, ["jobs"])
+    template = Template.from_stack(stack)
+    (cluster_id,) = template.find_resources("AWS::MSK::Cluster")
+    arn = {"Fn::GetAtt": [cluster_id, "Arn"]}
+
+    # The bootstrap brokers (IAM, 9098) from the Kafka API, on this cluster
+    assert stack.resolve(provisioned.cluster_arn) == arn
+    (resource,) = template.find_resources("Custom::AWS").values()
+    assert arn in resource["Properties"]["Create"]["Fn::Join"][1]
+    assert stack.resolve(provisioned.bootstrap_brokers)["Fn::GetAtt"][1] == "BootstrapBrokerStringSaslIam"
+    # The topics by the custom resource, as for MSK Serverless
+    template.resource_count_is("Custom::KafkaTopics", 1)
+    # Topic ARNs under cluster/<name>/<uuid>: the uuid is the ARN's third part, whatever the cluster's kind
+    (topic_arn,) = [s["Resource"] for s in _statements(stack, "Producer") if "kafka-cluster:WriteData" in s["Action"]]
+    parts = topic_arn["Fn::Join"][1]
+    assert ":topic/jobrunner-test/" in parts and parts[-1] == "/jobs"
+    assert {"Fn::Select": [2, {"Fn::Split": ["/", arn]}]} in parts
+
+
+def test_only_a_serverless_cluster_has_endpoints_in_other_vpcs(stack: cdk.Stack, vpc: ec2.Vpc,
+                                                                 base: FunctionBase) -> None:
+    from infra.config import KafkaClientVpc, ProvisionedKafka
+
+    with pytest.raises(ValueError, match="client_vpcs"):
+        Streaming(stack, "Kafka", cluster_name="c", subnets=vpc.isolated_subnets,
+                  security_group=ec2.SecurityGroup(stack, "KafkaSg", vpc=vpc), topics={"jobs": 1},
+                  topic_admin_code=Path(TOPIC_ADMIN), base=base, log_retention=logs.RetentionDays.ONE_WEEK,
+                  client_vpcs=[KafkaClientVpc(("subnet-1", "subnet-2"))], provisioned=ProvisionedKafka())
+
+
+def test_the_serverless_cluster_has_no_brokers_of_its_own(stack: cdk.Stack, streaming: Streaming) -> None:
+    template = Template.from_stack(stack)
+
+    template.resource_count_is("AWS::MSK::ServerlessCluster", 1)
+    template.resource_count_is("AWS::MSK::Cluster", 0)
