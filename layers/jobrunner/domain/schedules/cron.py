@@ -11,6 +11,7 @@ croniter does the calendar matching, kept at arm's length:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -66,15 +67,14 @@ class Cron:
     Sunday), ``*``, ranges ``a-b``, steps ``*/n`` and ``a-b/n``, and lists. When both day fields are
     restricted (anything but a bare ``*``), a day matches if either does; otherwise both must match.
 
-    Daylight saving: each matching wall-clock time fires exactly once, at the UTC instant zoneinfo gives
-    it with ``fold=0``:
-    - a time that occurs twice (clocks go back) fires at its first occurrence only; the repeated stretch
-      does not fire again. An hourly cron fires once for the repeated hour; an every-minute cron pauses
-      for the length of the repeat (an hour of real time in Europe and North America).
-    - a time that does not exist (clocks go forward) fires shifted forward by the length of the gap:
-      02:30 in a 02:00->03:00 gap fires at 03:30 new time. Where that lands on an instant the cron fires
-      at anyway (03:00 for ``0 * * * *``), the two are one fire, so hourly and every-minute crons keep
-      firing once per real hour or minute across the gap.
+    Daylight saving follows Debian's (Vixie) cron, as its manual states it:
+    - an expression whose minute or hour field starts with ``*`` (``*/5 * * * *``, ``30 * * * *``,
+      ``0 */2 * * *``) follows the wall clock: it fires at every instant whose local time matches, so in
+      both passes of a repeated stretch (clocks go back), and not at all in a skipped one (clocks go
+      forward);
+    - any other expression runs at fixed times of day: a time that occurs twice fires at its first
+      occurrence only, and a time that does not exist fires once, just after the change (02:30 in a
+      02:00->03:00 gap fires at 03:00 new time, merged with a fire the expression has there anyway).
     """
 
     cron: str
@@ -82,10 +82,19 @@ class Cron:
     kind: ClassVar[str] = "cron"
     _zone: tzinfo = field(init=False, repr=False, compare=False)
     _walls: str = field(init=False, repr=False, compare=False)  # the expression as croniter is given it
+    _follows_clock: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_zone", UTC if self.timezone == "UTC" else ZoneInfo(self.timezone))
         object.__setattr__(self, "_walls", _compile(self.cron, "cron"))
+        minute, hour = self.cron.split()[:2]
+        object.__setattr__(self, "_follows_clock", minute.startswith("*") or hour.startswith("*"))
+
+    @property
+    def follows_clock(self) -> bool:
+        """True when the minute or hour field starts with ``*``: daylight-saving changes are followed on the
+        wall clock (see the class)."""
+        return self._follows_clock
 
     @property
     def recurring(self) -> bool:
@@ -102,30 +111,10 @@ class Cron:
             return None
 
     def _next_fire_after(self, t: datetime) -> datetime | None:
-        zone = self._zone
-        wall = t.astimezone(zone).replace(tzinfo=None)
-        walls = croniter(self._walls, wall)
-        best: datetime | None = None
-        # Times skipped by a gap that ended less than a gap ago fire after t, though their wall-clock
-        # times are before t's: 02:30 fires at 03:30 new time, after t = 03:10.
-        gap = _recent_gap(t, zone)
-        if gap:
-            skipped = _next_wall(walls, wall - gap)
-            if skipped is not None and skipped <= wall and not _exists(skipped, zone):
-                best = _instant(skipped, zone)  # > t, as skipped > wall - gap
-        cursor = wall
-        while (following := _next_wall(walls, cursor)) is not None:
-            fire = _instant(following, zone)
-            if not _exists(following, zone):
-                # Skipped by a coming gap, so shifted forward: a time just after the gap may fire earlier.
-                best = fire if best is None else min(best, fire)
-                cursor = _first_second(following, lambda w: _exists(w, zone)) - _SECOND
-            elif fire <= t:
-                # t is in the second pass of a repeated stretch, whose times fired in the first pass.
-                cursor = _first_second(following, lambda w: not _repeated(w, zone)) - _SECOND
-            else:
-                return fire if best is None else min(best, fire)
-        return best
+        walls = croniter(self._walls, t.astimezone(self._zone).replace(tzinfo=None))
+        if self._follows_clock:
+            return _next_on_the_clock(walls, t, self._zone)
+        return _next_at_fixed_time(walls, t, self._zone)
 
     def to_dict(self) -> dict[str, Any]:
         return {"cron": self.cron, "timezone": self.timezone}
@@ -245,6 +234,41 @@ def _value(token: str, spec: _Field, path: str) -> int:
 # --- wall clock <-> instants ------------------------------------------------------------------------
 
 
+def _next_on_the_clock(walls: croniter, t: datetime, zone: tzinfo) -> datetime | None:
+    """The first instant after ``t`` whose wall-clock time in ``zone`` matches. Between two clock changes
+    the wall clock is the instant plus a constant offset; at each change the search goes on from the
+    change, on the wall clock of the new offset (from a repeated time after clocks go back, or past the
+    skipped stretch after they go forward)."""
+    cursor, since = t, _wall(t, zone)  # the first match strictly after ``since``
+    while (following := _next_wall(walls, since)) is not None:
+        fire = utc((following - (cursor.astimezone(zone).utcoffset() or timedelta(0))).replace(tzinfo=UTC))
+        change = _next_change(cursor, fire, zone)
+        if change is None:
+            return fire
+        cursor, since = change, _wall(change, zone) - _SECOND  # a match at the change's own wall time counts
+    return None
+
+
+def _next_at_fixed_time(walls: croniter, t: datetime, zone: tzinfo) -> datetime | None:
+    """The first fire after ``t`` of an expression of fixed times of day: each matching wall-clock time at
+    its first occurrence, a skipped one at the end of the gap that skipped it."""
+    cursor = _wall(t, zone)
+    while (following := _next_wall(walls, cursor)) is not None:
+        if not _exists(following, zone):
+            # Skipped by a coming gap: fires as the gap ends, before any time after the gap can.
+            return _instant(_first_second(following, lambda w: _exists(w, zone)), zone)
+        fire = _instant(following, zone)
+        if fire > t:
+            return fire
+        # t is in the second pass of a repeated stretch, whose times fired in the first pass.
+        cursor = _first_second(following, lambda w: not _repeated(w, zone)) - _SECOND
+    return None
+
+
+def _wall(instant: datetime, zone: tzinfo) -> datetime:
+    return instant.astimezone(zone).replace(tzinfo=None)
+
+
 def _next_wall(walls: croniter, after: datetime) -> datetime | None:
     """The first wall-clock time the expression matches strictly after ``after`` (None past year 9999)."""
     try:
@@ -272,13 +296,27 @@ def _offset(instant: datetime, zone: tzinfo) -> timedelta:
     return instant.astimezone(zone).utcoffset() or timedelta(0)
 
 
-def _recent_gap(t: datetime, zone: tzinfo) -> timedelta:
-    """The length of a forward clock change that ended less than its own length before ``t``, else zero."""
-    now = _offset(t, zone)
-    jump = now - _offset(t - _LONGEST_JUMP, zone)
-    if jump <= timedelta(0) or _offset(t - jump, zone) == now:
-        return timedelta(0)
-    return jump
+def _next_change(after: datetime, until: datetime, zone: tzinfo) -> datetime | None:
+    """The first whole second in (``after``, ``until``] at which ``zone``'s UTC offset differs from the one at
+    ``after``, or None. Looks a day at a time (two changes within ``_LONGEST_JUMP`` are not on record)."""
+    before = _offset(after, zone)
+    low = after
+    while low < until:
+        high = min(low + _LONGEST_JUMP, until)
+        if _offset(high, zone) != before:
+            base = low.replace(microsecond=0)  # clocks change on whole seconds: the change is base + hi s
+            lo, hi = 0, math.ceil((high - base).total_seconds())
+            if low.microsecond and _offset(base + _SECOND, zone) != before:
+                return base + _SECOND
+            while hi - lo > 1:
+                middle = (lo + hi) // 2
+                if _offset(base + middle * _SECOND, zone) == before:
+                    lo = middle
+                else:
+                    hi = middle
+            return base + hi * _SECOND
+        low = high
+    return None
 
 
 def _first_second(start: datetime, holds: Callable[[datetime], bool]) -> datetime:

@@ -1,12 +1,15 @@
 """Cron schedules: five fields on a time zone's wall clock, the daylight-saving policy, and validation.
 
-Policy under test (docs/schedules.md): every matching wall-clock time fires exactly once; a repeated time
-(clocks go back) at its first occurrence, a skipped time (clocks go forward) shifted forward by the gap.
-Time is injected: every test passes the instant it asks about.
+Policy under test (docs/schedules.md), Debian's cron: an expression with ``*`` at the start of its minute or
+hour field follows the wall clock (both passes of a repeated hour, nothing in a skipped one); any other runs
+at fixed times of day (a repeated time at its first occurrence, a skipped time once as the gap ends).
+tests/unit/jobrunner/domain/test_schedules_cron_debian.py checks the same against an independent
+implementation on many zones. Time is injected: every test passes the instant it asks about.
 """
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -152,25 +155,25 @@ def test_no_fire_past_the_last_representable_year() -> None:
 
 
 @BOTH
-def test_a_daily_time_in_the_gap_fires_once_shifted_forward_by_the_gap(changes: Changes) -> None:
+def test_a_fixed_daily_time_in_the_gap_fires_once_as_the_gap_ends(changes: Changes) -> None:
     # Given 02:30 every day, a time the spring-forward night does not have
     daily = cron(f"30 {changes.gap_hour} * * *", changes.zone)
     # When the fires around the change are listed
     found = fires(daily, changes.spring - timedelta(days=1), changes.spring + timedelta(days=1))
-    # Then that night it fires once, at 03:30 new time (the gap is an hour)
+    # Then that night it fires once, just after the change: at 03:00 new time
     expected = {
-        "Europe/Paris": ["03-28 02:30+0100", "03-29 03:30+0200", "03-30 02:30+0200"],
-        "America/New_York": ["03-07 02:30-0500", "03-08 03:30-0400", "03-09 02:30-0400"],
+        "Europe/Paris": ["03-28 02:30+0100", "03-29 03:00+0200", "03-30 02:30+0200"],
+        "America/New_York": ["03-07 02:30-0500", "03-08 03:00-0400", "03-09 02:30-0400"],
     }
     assert walls(found, changes.zone) == expected[changes.zone]
-    assert found[1] == changes.spring + 30 * MINUTE
+    assert found[1] == changes.spring
 
 
 @BOTH
-def test_an_hourly_cron_fires_every_real_hour_across_the_gap(changes: Changes) -> None:
+def test_an_hourly_cron_follows_the_clock_past_the_skipped_hour(changes: Changes) -> None:
     hourly = cron("0 * * * *", changes.zone)
     found = fires(hourly, changes.spring - 3 * HOUR, changes.spring + 3 * HOUR)
-    # 02:00 does not exist; shifted forward it is 03:00, the same fire as 03:00 itself: one fire, no gap
+    # 02:00 does not exist; 03:00 new time comes an hour after 01:00: every real hour, one wall hour fewer
     assert found == [changes.spring + k * HOUR for k in range(-2, 4)]
 
 
@@ -182,29 +185,40 @@ def test_an_every_minute_cron_fires_every_real_minute_across_the_gap(changes: Ch
 
 
 @BOTH
-def test_times_in_the_gap_keep_their_order_and_merge_with_existing_times(changes: Changes) -> None:
-    # 02:00 -> 03:00 and 02:30 -> 03:30 (shifted), and 03:00, 03:30 themselves: two fires, not four
+def test_a_star_in_the_minute_or_hour_field_skips_the_times_the_night_does_not_have(changes: Changes) -> None:
+    # 30 past every hour: 01:30, then 03:30 new time (02:30 does not exist), an hour of real time later
+    found = fires(cron("30 * * * *", changes.zone), changes.spring - HOUR, changes.spring + HOUR)
+    assert found == [changes.spring - 30 * MINUTE, changes.spring + 30 * MINUTE]
+    # every 15 minutes of the even hours, from 00:00 to 05:00 new time: nothing in the skipped 02:00 hour
+    found = fires(cron("*/15 */2 * * *", changes.zone), changes.spring - 2 * HOUR, changes.spring + 2 * HOUR)
+    assert found == [changes.spring - 2 * HOUR + k * 15 * MINUTE for k in range(1, 4)] + [
+        changes.spring + HOUR + k * 15 * MINUTE for k in range(4)]
+
+
+@BOTH
+def test_fixed_times_in_the_gap_fire_once_merged_with_the_time_after_it(changes: Changes) -> None:
+    # 02:00 and 02:30 fire as the gap ends, the same instant as 03:00 itself; then 03:30: two fires, not four
     schedule = cron(f"0,30 {changes.gap_hour},{changes.gap_hour + 1} * * *", changes.zone)
     found = fires(schedule, changes.spring - HOUR, changes.spring + 2 * HOUR)
     assert found == [changes.spring, changes.spring + 30 * MINUTE]
 
 
 @BOTH
-def test_asked_from_just_after_the_gap_a_skipped_time_still_fires_once(changes: Changes) -> None:
-    # Given the scanner asks from 03:10 new time (e.g. after a manual run), before the shifted 02:30
+def test_asked_from_just_after_the_gap_a_skipped_time_has_fired_already(changes: Changes) -> None:
+    # Given the scanner asks from 03:10 new time (e.g. after a manual run): the skipped 02:30 fired at 03:00
     daily = cron(f"30 {changes.gap_hour} * * *", changes.zone)
     t = changes.spring + 10 * MINUTE
-    # Then the shifted fire (03:30 new time) is still ahead, and after it comes the next day's
-    assert daily.next_fire_after(t) == changes.spring + 30 * MINUTE
-    assert daily.next_fire_after(changes.spring + 30 * MINUTE) == changes.spring + timedelta(days=1, minutes=30) - HOUR
-    assert daily.first_fire(t) == changes.spring + 30 * MINUTE
+    next_day = changes.spring + timedelta(days=1, minutes=30) - HOUR
+    assert daily.next_fire_after(t) == next_day
+    assert daily.next_fire_after(changes.spring - MS) == changes.spring
+    assert daily.first_fire(changes.spring) == changes.spring
 
 
 # --- daylight saving: clocks go back --------------------------------------------------------------
 
 
 @BOTH
-def test_a_daily_time_in_the_repeated_hour_fires_once_at_its_first_occurrence(changes: Changes) -> None:
+def test_a_fixed_daily_time_in_the_repeated_hour_fires_once_at_its_first_occurrence(changes: Changes) -> None:
     daily = cron(f"30 {changes.repeated_hour} * * *", changes.zone)
     found = fires(daily, changes.fall - timedelta(hours=26), changes.fall + timedelta(hours=26))
     expected = {
@@ -218,45 +232,57 @@ def test_a_daily_time_in_the_repeated_hour_fires_once_at_its_first_occurrence(ch
 
 
 @BOTH
-def test_an_hourly_cron_fires_the_repeated_hour_once(changes: Changes) -> None:
+def test_an_hourly_cron_fires_in_both_passes_of_the_repeated_hour(changes: Changes) -> None:
     hourly = cron("0 * * * *", changes.zone)
     found = fires(hourly, changes.fall - 3 * HOUR, changes.fall + 3 * HOUR)
-    # the repeated hour fires in its first pass (fall - 1h) and not again at its second (fall)
-    assert found == [changes.fall - 2 * HOUR, changes.fall - HOUR, changes.fall + HOUR, changes.fall + 2 * HOUR,
-                     changes.fall + 3 * HOUR]
-    assert len(set(walls(found, changes.zone))) == len(found)
+    # every real hour: the repeated hour's wall time at fall - 1 h and again at fall
+    assert found == [changes.fall + k * HOUR for k in range(-2, 4)]
+    local = walls(found, changes.zone)
+    assert local[1][:11] == local[2][:11] and local[1] != local[2]  # same wall time, two offsets
 
 
 @BOTH
-def test_an_every_minute_cron_fires_each_wall_minute_once_and_pauses_for_the_repeat(changes: Changes) -> None:
+def test_an_every_minute_cron_fires_every_real_minute_across_the_repeat(changes: Changes) -> None:
     every_minute = cron("* * * * *", changes.zone)
     found = fires(every_minute, changes.fall - 3 * MINUTE, changes.fall + 63 * MINUTE)
-    assert found == [changes.fall - 2 * MINUTE, changes.fall - MINUTE] + [
-        changes.fall + 60 * MINUTE + k * MINUTE for k in range(4)
-    ]
+    assert found == [changes.fall + k * MINUTE for k in range(-2, 64)]
 
 
 @BOTH
-def test_asked_from_the_second_pass_the_next_fire_follows_the_repeat(changes: Changes) -> None:
+def test_asked_from_the_second_pass_the_next_fire_follows_the_clock_or_the_fixed_time(changes: Changes) -> None:
     zone = ZoneInfo(changes.zone)
-    second_pass = datetime(2026, changes.fall.month, changes.fall.day, changes.repeated_hour, 30, tzinfo=zone, fold=1)
-    assert second_pass.astimezone(UTC) == changes.fall + 30 * MINUTE
-    end_of_repeat = changes.fall + HOUR
-    assert cron("* * * * *", changes.zone).next_fire_after(second_pass) == end_of_repeat
-    assert cron("0 * * * *", changes.zone).next_fire_after(second_pass) == end_of_repeat
-    assert cron(f"45 {changes.repeated_hour} * * *", changes.zone).next_fire_after(second_pass) == (
+    local = datetime(2026, changes.fall.month, changes.fall.day, changes.repeated_hour, 30, tzinfo=zone, fold=1)
+    second_pass = local.astimezone(UTC)
+    assert second_pass == changes.fall + 30 * MINUTE
+    assert cron("* * * * *", changes.zone).next_fire_after(local) == second_pass + MINUTE
+    assert cron("0 * * * *", changes.zone).next_fire_after(local) == changes.fall + HOUR
+    assert cron(f"45 {changes.repeated_hour} * * *", changes.zone).next_fire_after(local) == (
         changes.fall + timedelta(days=1, minutes=45)
     )
-    assert cron("* * * * *", changes.zone).first_fire(second_pass) == end_of_repeat
+    assert cron("* * * * *", changes.zone).first_fire(local) == second_pass
 
 
-def test_every_wall_minute_of_a_fall_back_day_fires_exactly_once() -> None:
+def test_thirty_past_every_hour_fires_25_times_on_a_fall_back_day() -> None:
+    # The issue's example: Europe/Paris on 2027-10-31 (03:00 CEST -> 02:00 CET) has 25 hours
+    zone = ZoneInfo("Europe/Paris")
+    day_start = datetime(2027, 10, 31, tzinfo=zone).astimezone(UTC)
+    day_end = datetime(2027, 11, 1, tzinfo=zone).astimezone(UTC)
+    found = fires(cron("30 * * * *", "Europe/Paris"), day_start, day_end)
+    assert len(found) == 25
+    assert walls(found, "Europe/Paris")[2:4] == ["10-31 02:30+0200", "10-31 02:30+0100"]
+    # and every 30 minutes has no hole: each fire 30 real minutes after the one before
+    half_hours = fires(cron("*/30 * * * *", "Europe/Paris"), day_start, day_end)
+    assert len(half_hours) == 50
+    assert {b - a for a, b in itertools.pairwise(half_hours)} == {30 * MINUTE}
+
+
+def test_every_real_minute_of_a_fall_back_day_fires() -> None:
     zone = ZoneInfo("Europe/Paris")
     day_start = datetime(2026, 10, 25, tzinfo=zone).astimezone(UTC)
     day_end = datetime(2026, 10, 26, tzinfo=zone).astimezone(UTC)
     found = fires(cron("* * * * *", "Europe/Paris"), day_start - MS, day_end - MS)
     local = [f.astimezone(zone).strftime("%H:%M") for f in found]
-    assert len(local) == len(set(local)) == 24 * 60  # 25 hours of real time, 1440 wall minutes
+    assert len(local) == 25 * 60 and len(set(local)) == 24 * 60  # the repeated hour's 60 minutes twice
 
 
 # --- other kinds of change ------------------------------------------------------------------------
@@ -265,12 +291,11 @@ def test_every_wall_minute_of_a_fall_back_day_fires_exactly_once() -> None:
 def test_a_thirty_minute_change() -> None:
     # Australia/Lord_Howe: 02:00 -> 02:30 on 2026-10-04, 02:00 -> 01:30 on 2026-04-05
     spring, fall = datetime(2026, 10, 3, 15, 30, tzinfo=UTC), datetime(2026, 4, 4, 15, tzinfo=UTC)
-    assert cron("15 2 * * *", "Australia/Lord_Howe").next_fire_after(spring - HOUR) == spring + 15 * MINUTE
-    assert walls([spring + 15 * MINUTE], "Australia/Lord_Howe") == ["10-04 02:45+1100"]
+    assert cron("15 2 * * *", "Australia/Lord_Howe").next_fire_after(spring - HOUR) == spring
+    assert walls([spring], "Australia/Lord_Howe") == ["10-04 02:30+1100"]
     assert cron("45 1 * * *", "Australia/Lord_Howe").next_fire_after(fall - HOUR) == fall - 15 * MINUTE
     quarter_hours = fires(cron("*/15 * * * *", "Australia/Lord_Howe"), fall - HOUR, fall + HOUR)
-    assert quarter_hours == [fall - 45 * MINUTE, fall - 30 * MINUTE, fall - 15 * MINUTE, fall + 30 * MINUTE,
-                             fall + 45 * MINUTE, fall + HOUR]
+    assert quarter_hours == [fall + k * 15 * MINUTE for k in range(-3, 5)]  # the repeated half hour twice
 
 
 def test_a_change_at_midnight() -> None:
@@ -281,12 +306,13 @@ def test_a_change_at_midnight() -> None:
 
 
 def test_a_skipped_day() -> None:
-    # Pacific/Apia skipped 2011-12-30: its noon, shifted by the 24-hour gap, is the noon of the 31st
+    # Pacific/Apia skipped 2011-12-30: its noon fires as the gap ends, at midnight starting the 31st
     noon = cron("0 12 * * *", "Pacific/Apia")
     found = fires(noon, datetime(2011, 12, 29, tzinfo=UTC), datetime(2012, 1, 1, tzinfo=UTC))
-    assert walls(found, "Pacific/Apia") == ["12-29 12:00-1000", "12-31 12:00+1400", "01-01 12:00+1400"]
+    assert walls(found, "Pacific/Apia") == ["12-29 12:00-1000", "12-31 00:00+1400", "12-31 12:00+1400",
+                                            "01-01 12:00+1400"]
     just_after_the_gap = datetime(2011, 12, 31, 1, tzinfo=ZoneInfo("Pacific/Apia"))
-    assert noon.next_fire_after(just_after_the_gap) == found[1]
+    assert noon.next_fire_after(just_after_the_gap) == found[2]
 
 
 # --- JSON form ------------------------------------------------------------------------------------
