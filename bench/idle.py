@@ -19,13 +19,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from bench.instruments import SkipClock
+from bench.seed import empty
 from bench.shortperiod import _code
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.domain.time import MINUTE, minute_bucket
 from jobrunner.ports import Invoker, ScanRequest
 
 if TYPE_CHECKING:
-    from datetime import datetime
 
     from bench.context import Bench
 
@@ -38,13 +38,6 @@ class _Requests(Invoker):
 
     def invoke_scan(self, request: ScanRequest) -> None:
         self.requests.append(request)
-
-
-def _empty(store: Any, buckets: list[datetime], segments: int) -> bool:
-    from jobrunner.domain.jobs import Lane
-
-    return not any(next(iter(store.scheduled(bucket, segment, lane)), None) is not None
-                   for bucket in buckets for segment in range(segments) for lane in Lane)
 
 
 def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
@@ -63,9 +56,8 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
     for _ in range(minutes + 4):
         bench.next_bucket()  # the minutes this run ticks through: no other section may use them
     base = Container(settings)
-    # Other sections' recurring jobs plan their next fires into later minutes: move on to minutes that
-    # hold no row at all (an hour later each time), so that every partition scanned is truly idle.
-    while not _empty(base.store, [first + m * MINUTE for m in range(-10, minutes + 3)], segments):
+    # Move on to minutes that hold no row at all (an hour later each time): every partition scanned is idle.
+    while not empty(base.store, [first + m * MINUTE for m in range(-10, minutes + 3)], segments):
         first += timedelta(hours=1)
     heartbeats = DynamoDBHeartbeatStore(table, dynamodb)
     invocations: dict[tuple[int, str], list[float]] = defaultdict(list)

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.instruments import SkipClock
-from bench.seed import PAD, insert
+from bench.seed import PAD, empty, insert
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job, Lane, Trigger
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.time import MINUTE
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import plan_execution
 
@@ -143,10 +144,15 @@ def _scan_minute(bench: Bench, session: Any, bucket: datetime) -> dict[str, Any]
 def shortperiod_once(bench: Bench, jobs: int, period_s: int) -> dict[str, Any]:
     from jobrunner.adapters.stores.session import connect
 
-    first, second = bench.next_bucket(), bench.next_bucket()
-    bench.next_bucket()  # the jobs' next fires spill into the minute after: no other run may use it
+    first = bench.next_bucket()
+    bench.next_bucket(), bench.next_bucket()  # the jobs' next fires spill into the minute after: no other run's
     session = connect(bench.settings.cassandra)
     try:
+        # Other sections' jobs (the submit section's, an hour ahead) may fire in those minutes: move on an hour at
+        # a time to minutes that hold no row, so that only this run's jobs are scanned.
+        while not empty(CassandraJobStore(session), [first + m * MINUTE for m in range(-1, 4)], 1):
+            first += timedelta(hours=1)
+        second = first + MINUTE
         _seed(bench, session, first, jobs, period_s)
         minutes = [_scan_minute(bench, session, first), _scan_minute(bench, session, second)]
     finally:
