@@ -241,7 +241,7 @@ def _next_on_the_clock(walls: croniter, t: datetime, zone: tzinfo) -> datetime |
     skipped stretch after they go forward)."""
     cursor, since = t, _wall(t, zone)  # the first match strictly after ``since``
     while (following := _next_wall(walls, since)) is not None:
-        fire = utc((following - (cursor.astimezone(zone).utcoffset() or timedelta(0))).replace(tzinfo=UTC))
+        fire = utc((following - _offset(cursor, zone)).replace(tzinfo=UTC))
         change = _next_change(cursor, fire, zone)
         if change is None:
             return fire
@@ -278,8 +278,8 @@ def _next_wall(walls: croniter, after: datetime) -> datetime | None:
 
 
 def _instant(wall: datetime, zone: tzinfo) -> datetime:
-    """Where a wall-clock time fires: ``fold=0`` is the first of a repeated time and, for a skipped time,
-    the offset before the gap, which shifts it forward by the gap's length (PEP 495)."""
+    """The instant of an existing wall-clock time; of a repeated one, its first occurrence (``fold=0``,
+    PEP 495)."""
     return utc(wall.replace(tzinfo=zone, fold=0))
 
 
