@@ -96,33 +96,28 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
     def renew(
         self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
     ) -> bool:
-        values: dict[str, Any] = {
-            ":o": {"S": owner}, ":e": _n(to_epoch_ms(now) + ttl_s * 1000), ":f": {"BOOL": False},
-        }
-        update = "SET lease_expires = :e"
-        if progress is not None:
-            update += ", progress = :g"
-            values[":g"] = {"S": progress}
-        return self._conditional_update(
-            Key=self._key(segment, to_epoch_ms(bucket)),
-            UpdateExpression=update,
-            ConditionExpression="#o = :o AND #d = :f",
-            ExpressionAttributeNames={"#o": "owner", "#d": "done"},
-            ExpressionAttributeValues=values,
-        )
+        return self._set_lease(segment, bucket, owner, to_epoch_ms(now) + ttl_s * 1000, progress)
 
     def release(
         self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
     ) -> bool:
-        values: dict[str, Any] = {":o": {"S": owner}, ":gone": _n(to_epoch_ms(RELEASED)), ":f": {"BOOL": False},
-                                  ":less": _n(-1)}
-        update = "SET lease_expires = :gone"
+        return self._set_lease(segment, bucket, owner, to_epoch_ms(RELEASED), progress, attempts=-1)
+
+    def _set_lease(self, segment: int, bucket: datetime, owner: str, expires_ms: float, progress: str | None,
+                   attempts: int = 0) -> bool:
+        """The owner's lease of a partition not done: expires at ``expires_ms``, keeps ``progress`` if given,
+        and counts ``attempts`` more (a release gives its attempt back)."""
+        values: dict[str, Any] = {":o": {"S": owner}, ":e": _n(expires_ms), ":f": {"BOOL": False}}
+        update = "SET lease_expires = :e"
         if progress is not None:
             update += ", progress = :g"
             values[":g"] = {"S": progress}
+        if attempts:
+            update += " ADD attempts :a"
+            values[":a"] = _n(attempts)
         return self._conditional_update(
             Key=self._key(segment, to_epoch_ms(bucket)),
-            UpdateExpression=update + " ADD attempts :less",
+            UpdateExpression=update,
             ConditionExpression="#o = :o AND #d = :f",
             ExpressionAttributeNames={"#o": "owner", "#d": "done"},
             ExpressionAttributeValues=values,

@@ -38,25 +38,23 @@ class MemoryHeartbeatStore(HeartbeatStore):
     def renew(
         self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float, progress: str | None = None
     ) -> bool:
-        with self._lock:
-            current = self._partitions.get((segment, bucket))
-            if current is None or current.owner != owner or current.done:
-                return False
-            self._partitions[(segment, bucket)] = dataclasses.replace(
-                current, lease_expires_at=now + timedelta(seconds=ttl_s),
-                progress=current.progress if progress is None else progress,
-            )
-            return True
+        return self._set_lease(segment, bucket, owner, now + timedelta(seconds=ttl_s), progress)
 
     def release(
         self, segment: int, bucket: datetime, owner: str, now: datetime, progress: str | None = None
     ) -> bool:
+        return self._set_lease(segment, bucket, owner, RELEASED, progress, attempts=-1)
+
+    def _set_lease(self, segment: int, bucket: datetime, owner: str, expires_at: datetime, progress: str | None,
+                   attempts: int = 0) -> bool:
+        """The owner's lease of a partition not done: expires at ``expires_at``, keeps ``progress`` if given,
+        and counts ``attempts`` more (a release gives its attempt back)."""
         with self._lock:
             current = self._partitions.get((segment, bucket))
             if current is None or current.owner != owner or current.done:
                 return False
             self._partitions[(segment, bucket)] = dataclasses.replace(
-                current, lease_expires_at=RELEASED, attempts=current.attempts - 1,
+                current, lease_expires_at=expires_at, attempts=current.attempts + attempts,
                 progress=current.progress if progress is None else progress,
             )
             return True
