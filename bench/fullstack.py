@@ -50,7 +50,7 @@ DUE_OFFSET = timedelta(seconds=5)
 #: Between the submissions' end and the minute, beyond ``OPEN_AHEAD`` (the planned lane's limit).
 MARGIN = timedelta(seconds=10)
 #: Submissions per second assumed for the first run's budget (later runs: twice the previous run's time).
-ASSUMED_SUBMIT_RATE = 100.0
+ASSUMED_SUBMIT_RATE = 50.0
 #: How often the results function's committed offsets are read while waiting.
 POLL_S = 0.25
 
