@@ -490,7 +490,8 @@ def _fullstack(bench: Bench) -> list[str]:
              f"runs it: the API, the minute ticker, the scans on its thread pool ({fs['segments']} segments), the",
              "results loop and the example worker (its printing discarded), on a keyspace, topics and a heartbeat",
              "table of the run's own. **Measured** from S: the CreateTime of each execution's message on the jobs",
-             "topic (drain rate = executions ÷ (last publish - S); lateness = CreateTime - S), of each result",
+             "topic (drain rate = executions ÷ (last publish - S); lateness = CreateTime - S, so its first value",
+             "is how long the scans took to publish anything at all), of each result",
              "on the results topic (end to end = results ÷ (last result - S)), and when every execution was",
              "recorded (the results function's committed offsets, then SUCCESS confirmed in the store). The",
              "topics are read back afterwards, so measuring costs the run nothing. Ceilings: the raw single-row",
@@ -506,13 +507,14 @@ def _fullstack(bench: Bench) -> list[str]:
               f"{spread([r['submit_rate'] for r in runs], unit='/s')}.", ""]
     lines += _table(["run", "S (UTC)", "accepted / submitted", "published (duplicates)", "results (copies)",
                      "recorded SUCCESS", "last publish", "drain rate", "last result", "end-to-end rate",
-                     "all recorded", "lateness p50 / p99 / max", "submit rate", "CPU cores busy, S to last result"], [
+                     "all recorded", "lateness first / p50 / p99 / last", "submit rate",
+                     "CPU cores busy, S to last result"], [
         [str(i + 1), r["due"][11:19], f"{r['accepted']:,} / {r['requested']:,}",
          f"{r['published']:,} ({r['duplicates']})", f"{r['results']:,} ({r['result_messages'] - r['results']})",
          f"{r['recorded']:,}" + (" (timed out)" if r["timed_out"] else ""), f"{fmt(r['last_publish_s'], 2)} s",
          f"{fmt(r['drain_rate'])}/s", f"{fmt(r['last_result_s'], 2)} s", f"{fmt(r['end_to_end_rate'])}/s",
          f"{fmt(r['recorded_s'], 1)} s",
-         " / ".join(fmt(r["lateness_ms"][k], 0) for k in ("p50", "p99", "max")) + " ms",
+         " / ".join(fmt(r["lateness_ms"][k], 0) for k in ("min", "p50", "p99", "max")) + " ms",
          f"{fmt(r['submit_rate'])}/s",
          ", ".join(f"{label} {fmt(r['cpu'].get(key, math.nan), 2)}" for label, key in (
              ("machine", "machine_cores"), ("bench process (the stack)", "stack_cores"),
