@@ -52,6 +52,10 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
                    help="seconds between fires, a workload each (comma-separated)")
     p.add_argument("--idle-segments", type=int, default=defaults.idle_segments)
     p.add_argument("--idle-minutes", type=int, default=defaults.idle_minutes)
+    p.add_argument("--fullstack-executions", type=int, default=defaults.fullstack_executions,
+                   help="jobs submitted over HTTP per run of the full-stack section, all due at one second")
+    p.add_argument("--fullstack-threads", type=int, default=defaults.fullstack_threads,
+                   help="HTTP client threads submitting them")
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -76,7 +80,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         variant_executions=args.variant_executions,
         writes_executions=args.writes_executions, writes_failures=args.writes_failures,
         short_jobs=args.short_jobs, short_periods=args.short_periods, idle_segments=args.idle_segments,
-        idle_minutes=args.idle_minutes,
+        idle_minutes=args.idle_minutes, fullstack_executions=args.fullstack_executions,
+        fullstack_threads=args.fullstack_threads,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

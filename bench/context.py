@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
-            "idle", "profile")
+            "idle", "fullstack", "profile")
 VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "groups-2000", "all")
 
 
@@ -62,6 +62,10 @@ class Options:
     #: The idle section: segments with no job, and the minutes of ticks counted (after two of warm-up).
     idle_segments: int = 4
     idle_minutes: int = 5
+    #: The full-stack section: one-time jobs submitted over HTTP (by as many client threads), all due at one
+    #: second, drained by the whole local stack (API, ticker, scans, results, the example worker).
+    fullstack_executions: int = 5_000
+    fullstack_threads: int = 8
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -75,13 +79,13 @@ class Options:
         return cls(
             runs=1, processes=2,
             sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod",
-                      "idle"),
+                      "idle", "fullstack"),
             variants=("baseline", "driver-rows", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,
             raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
-            idle_segments=2, idle_minutes=3,
+            idle_segments=2, idle_minutes=3, fullstack_executions=40, fullstack_threads=4,
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )

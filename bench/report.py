@@ -111,6 +111,16 @@ def _headline(bench: Bench) -> list[str]:
             rates = [run["rate"] for run in runs]
             rows.append([f"scaling: {segments} segment(s)", spread(rates, unit="/s"), "combined (16 streams)",
                          pct(median(_paired_ratios(rates, combined)))])
+    if r.get("fullstack", {}).get("runs"):
+        fs = r["fullstack"]["runs"]
+        drain = [run["drain_rate"] for run in fs]
+        produce, raw_writes = _ceiling(bench, "produce"), _ceiling(bench, "writes")
+        rows.append([f"full stack: {fs[0]['requested']:,} executions due at one second, HTTP to last publish",
+                     spread(drain, unit="/s"),
+                     f"produce {spread(produce, unit='/s')}; writes {spread(raw_writes, unit='/s')}" if produce else "",
+                     f"{pct(median(_paired_ratios(drain, produce)))} of produce" if produce else ""])
+        rows.append(["full stack: to last result (end to end)", spread([run["end_to_end_rate"] for run in fs],
+                                                                        unit="/s"), "", ""])
     if "writes" in r:
         w = r["writes"]
         rows.append(["writes: rows per execution, counted by Cassandra (scan + results)",
@@ -465,6 +475,64 @@ def _idle(bench: Bench) -> list[str]:
     return lines
 
 
+def _fullstack(bench: Bench) -> list[str]:
+    fs = bench.results.get("fullstack")
+    if not fs or not fs.get("runs"):
+        return []
+    runs = fs["runs"]
+    writes, produce = _ceiling(bench, "writes"), _ceiling(bench, "produce")
+    drain = [r["drain_rate"] for r in runs]
+    lines = ["## 11. Full stack: submitted over HTTP, drained by the whole local system", "",
+             f"**Workload** (per run): {fs['executions']:,} one-time jobs (`echo`) submitted with `POST /jobs` over "
+             f"HTTP by {fs['threads']} client threads, all due at one second S, 5 s into a minute that begins at least",
+             "100 s after the submissions end (so every row is in its minute's planned lane before the tick that",
+             "dispatches the minute). **System**: `devstack.stack.LocalStack` in the bench process, as `make run`",
+             f"runs it: the API, the minute ticker, the scans on its thread pool ({fs['segments']} segments), the",
+             "results loop and the example worker (its printing discarded), on a keyspace, topics and a heartbeat",
+             "table of the run's own. **Measured** from S: the CreateTime of each execution's message on the jobs",
+             "topic (drain rate = executions ÷ (last publish - S); lateness = CreateTime - S, so its first value",
+             "is how long the scans took to publish anything at all), of each result",
+             "on the results topic (end to end = results ÷ (last result - S)), and when every execution was",
+             "recorded (the results function's committed offsets, then SUCCESS confirmed in the store). The",
+             "topics are read back afterwards, so measuring costs the run nothing. Ceilings: the raw single-row",
+             "writes/s and produce/s of section 4, same run (an execution here costs at least one produce, one",
+             "read of its job, and history writes by both the scan and the results function).",
+             "**Reproduce**: `python -m bench --only ceilings,fullstack --runs 1` (`--fullstack-executions`,",
+             "`--fullstack-threads`).", ""]
+    ceiling = (f"; ceilings: raw writes {spread(writes, unit='/s')}, raw produce {spread(produce, unit='/s')} "
+               f"(drain at {pct(median(_paired_ratios(drain, produce)))} of produce)" if writes and produce else
+               "; ceilings not measured in this run (add `ceilings` to `--only`)")
+    lines += [f"Drain {spread(drain, unit='/s')}, end to end {spread([r['end_to_end_rate'] for r in runs], unit='/s')}"
+              f" (issue #14's target: 2,000/s){ceiling}. Submitted over HTTP at "
+              f"{spread([r['submit_rate'] for r in runs], unit='/s')}.", ""]
+    lines += _table(["run", "S (UTC)", "accepted / submitted", "published (duplicates)", "results (copies)",
+                     "recorded SUCCESS", "last publish", "drain rate", "last result", "end-to-end rate",
+                     "all recorded", "lateness first / p50 / p99 / last", "submit rate",
+                     "CPU cores busy, S to last result"], [
+        [str(i + 1), r["due"][11:19], f"{r['accepted']:,} / {r['requested']:,}",
+         f"{r['published']:,} ({r['duplicates']})", f"{r['results']:,} ({r['result_messages'] - r['results']})",
+         f"{r['recorded']:,}" + (" (timed out)" if r["timed_out"] else ""), f"{fmt(r['last_publish_s'], 2)} s",
+         f"{fmt(r['drain_rate'])}/s", f"{fmt(r['last_result_s'], 2)} s", f"{fmt(r['end_to_end_rate'])}/s",
+         f"{fmt(r['recorded_s'], 1)} s",
+         " / ".join(fmt(r["lateness_ms"][k], 0) for k in ("min", "p50", "p99", "max")) + " ms",
+         f"{fmt(r['submit_rate'])}/s",
+         ", ".join(f"{label} {fmt(r['cpu'].get(key, math.nan), 2)}" for label, key in (
+             ("machine", "machine_cores"), ("bench process (the stack)", "stack_cores"),
+             ("Cassandra", "cassandra_cores"), ("Kafka", "kafka_cores")))]
+        for i, r in enumerate(runs)])
+    odd = [f"run {i + 1}: " + ", ".join(f"{k} {r[k]}" for k in ("unpublished", "jobs_with_several_executions",
+                                                                 "foreign_messages", "skipped_minutes") if r[k])
+           for i, r in enumerate(runs)
+           if any(r[k] for k in ("unpublished", "jobs_with_several_executions", "foreign_messages", "skipped_minutes"))]
+    late = [str(i + 1) for i, r in enumerate(runs) if not r["planned_lane"]]
+    if odd or late:
+        lines += ["**Anomalies**: " + "; ".join(odd + ([f"runs {', '.join(late)}: submissions ended less than 90 s "
+                                                          "before the minute (late lane)"] if late else [])) + ".", ""]
+    if fs.get("threads_left"):
+        lines += [f"Threads still alive after the stack stopped: {', '.join(fs['threads_left'])}.", ""]
+    return lines
+
+
 #: py-spy cannot see inside the driver's compiled (Cython) modules: their time shows as self time of the
 #: last Python frame, here the benchmark's counting proxy. Named for what they are in the report.
 _FRAME_NAMES = {
@@ -519,7 +587,7 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
-                 _writes, _shortperiod, _idle, _profile):
+                 _writes, _shortperiod, _idle, _fullstack, _profile):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def _sections() -> dict[str, Callable[[Bench], None]]:
     from bench.ceilings import run_ceilings
     from bench.drain import run_drain, run_scaling, run_variants
+    from bench.fullstack import run_fullstack
     from bench.idle import run_idle
     from bench.lateness import run_lateness
     from bench.memory import run_memory
@@ -34,7 +35,7 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
             "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
-            "idle": run_idle, "profile": run_profile}
+            "idle": run_idle, "fullstack": run_fullstack, "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:
@@ -148,6 +149,9 @@ def result_counts(bench: Bench) -> dict[str, Any]:
         "ceiling_ops": [{k: run[k]["ops"] for k in ("writes", "reads", "batches", "produce", "combined")}
                         for run in r.get("ceilings", [])],
         "writes_executions": [(w["published_first"], w["published_retries"]) for w in r.get("writes", [])],
+        "fullstack": [{k: run[k] for k in ("accepted", "published", "duplicates", "unpublished", "results",
+                                           "result_messages", "recorded", "timed_out")}
+                      for run in r.get("fullstack", {}).get("runs", [])],
     }
 
 

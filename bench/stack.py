@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from devstack.stack import local_settings
 
@@ -48,6 +48,38 @@ class BenchNames:
         """Only the lateness minutes, read back afterwards for the messages' CreateTime."""
         return f"jr-bench-{self.run_id}-lateness"
 
+    @property
+    def results_topic(self) -> str:
+        """Where workers report (never the shared `job-results`): the full-stack section's example worker."""
+        return f"jr-bench-{self.run_id}-results"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        """Where exhausted executions go (never the shared `job-dlq`)."""
+        return f"jr-bench-{self.run_id}-dlq"
+
+    @property
+    def fullstack_topic(self) -> str:
+        """The executions of the full-stack section alone: its example worker consumes this topic from its
+        start, so it must not hold the other sections' messages."""
+        return f"jr-bench-{self.run_id}-fullstack"
+
+    @property
+    def fullstack_heartbeat_table(self) -> str:
+        """The full-stack section's ticker starts from a table of its own, not from the watermarks and leases
+        that the other sections' scans left in the run's table."""
+        return f"{self.heartbeat_table}-fullstack"
+
+    @property
+    def topics(self) -> list[str]:
+        return [self.topic, self.lateness_topic, self.results_topic, self.dead_letter_topic, self.fullstack_topic]
+
+    @property
+    def consumer_groups(self) -> list[str]:
+        """The groups of the local stack run on the run's keyspace (``devstack.stack.LocalStack``): its
+        results loop and its example worker."""
+        return [f"jobrunner-results-{self.keyspace}", f"example-{self.keyspace}"]
+
 
 def new_names() -> BenchNames:
     return BenchNames(uuid.uuid4().hex[:8])
@@ -60,7 +92,9 @@ def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: in
         HEARTBEAT_TABLE=names.heartbeat_table,
         JOBRUNNER_SEGMENTS=str(segments),
         JOBRUNNER_TOPIC=names.topic,
-        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic}",
+        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic},{names.fullstack_topic}",
+        JOBRUNNER_RESULTS_TOPIC=names.results_topic,
+        JOBRUNNER_DLQ_TOPIC=names.dead_letter_topic,
     )
 
 
@@ -77,7 +111,7 @@ def create(settings: Settings, names: BenchNames) -> None:
     from jobrunner.adapters.stores.migrate import migrate
 
     migrate(settings.cassandra)
-    ensure_topics(settings.kafka.bootstrap, [names.topic, names.lateness_topic], partitions=TOPIC_PARTITIONS)
+    ensure_topics(settings.kafka.bootstrap, names.topics, partitions=TOPIC_PARTITIONS)
     dynamodb = boto3.client("dynamodb", region_name=settings.region, endpoint_url=settings.dynamodb_endpoint)
     ensure_table(dynamodb, settings.heartbeat_table)
 
@@ -102,19 +136,32 @@ def destroy(settings: Settings, names: BenchNames) -> list[str]:
         admin = KafkaAdminClient(bootstrap_servers=settings.kafka.bootstrap.split(","), client_id="jr-bench-admin")
         try:
             existing = set(admin.list_topics())
-            doomed = [t for t in (names.topic, names.lateness_topic) if t in existing]
+            doomed = [t for t in names.topics if t in existing]
             if doomed:
                 admin.delete_topics(doomed)
+            problems += _delete_groups(admin, names.consumer_groups)
         finally:
             admin.close()
     except Exception as exc:
         problems.append(f"topics: {exc}")
     try:
         dynamodb = boto3.client("dynamodb", region_name=settings.region, endpoint_url=settings.dynamodb_endpoint)
-        with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
-            dynamodb.delete_table(TableName=settings.heartbeat_table)
+        for table in (settings.heartbeat_table, names.fullstack_heartbeat_table):
+            with contextlib.suppress(dynamodb.exceptions.ResourceNotFoundException):
+                dynamodb.delete_table(TableName=table)
     except Exception as exc:
         problems.append(f"heartbeat table: {exc}")
     for problem in problems:
         log.warning("clean-up: %s", problem)
     return problems
+
+
+def _delete_groups(admin: Any, groups: list[str]) -> list[str]:
+    """Delete those of ``groups`` that exist (their committed offsets); returns the ones that could not be."""
+    existing = {group["group_id"] for group in admin.list_groups()}
+    doomed = [g for g in groups if g in existing]
+    if not doomed:
+        return []
+    outcome: dict[str, Any] = admin.delete_groups(doomed)
+    return [f"consumer group {group}: {error}" for group, error in outcome.items()
+            if error not in (None, "OK", "NoError")]

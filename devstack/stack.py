@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import boto3
 from kafka import KafkaConsumer
@@ -30,7 +30,7 @@ from jobrunner import telemetry, wiring
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
-from jobrunner.adapters.publishers.topics import DEAD_LETTERS, JOBS, RESULTS, ensure_topics
+from jobrunner.adapters.publishers.topics import ensure_topics
 from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
@@ -103,6 +103,8 @@ class LocalStack:
     auto_tick: bool = True
     #: Where scans run; default: a thread pool in this process, like async Lambda invokes.
     invoker: Invoker | None = None
+    #: Where the example worker's ``echo`` prints (default: the standard output).
+    worker_out: TextIO | None = None
     worker: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -158,13 +160,18 @@ class LocalStack:
         finally:
             consumer.close()
 
-    def _start_example_worker(self) -> None:
+    def build_example_worker(self) -> Any:
+        """examples/worker.py's worker on this stack's topics (its executions' and its results')."""
         spec = importlib.util.spec_from_file_location("example_worker", ROOT / "examples" / "worker.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        group = f"example-{self.settings.cassandra.keyspace}"
-        self.worker = module.build(self.settings.kafka.bootstrap, group_id=group)
+        return module.build(self.settings.kafka.bootstrap, group_id=f"example-{self.settings.cassandra.keyspace}",
+                            out=self.worker_out, topic=self.settings.topic,
+                            results_topic=self.settings.results_topic)
+
+    def _start_example_worker(self) -> None:
+        self.worker = self.build_example_worker()
         thread = threading.Thread(target=self.worker.run, kwargs={"install_signal_handlers": False},
                                   name="example-worker", daemon=True)
         thread.start()
@@ -172,7 +179,8 @@ class LocalStack:
 
     def _bootstrap(self) -> None:
         migrate(self.settings.cassandra)
-        ensure_topics(self.settings.kafka.bootstrap, [JOBS, RESULTS, DEAD_LETTERS, *self.settings.allowed_topics])
+        ensure_topics(self.settings.kafka.bootstrap, [self.settings.topic, self.settings.results_topic,
+                                                      self.settings.dead_letter_topic, *self.settings.allowed_topics])
         dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
                                 endpoint_url=self.settings.dynamodb_endpoint)
         ensure_table(dynamodb, self.settings.heartbeat_table)

@@ -24,12 +24,15 @@ from jobrunner.worker import Execution, Worker
 
 
 def build(
-    bootstrap: str, group_id: str = "example-workers", security: str = "plaintext", out: TextIO | None = None
+    bootstrap: str, group_id: str = "example-workers", security: str = "plaintext", out: TextIO | None = None,
+    *, topic: str = "jobs", results_topic: str = "job-results",
 ) -> Worker:
-    """The worker; ``echo`` prints to ``out``, by default the standard output as it is now. The stream is
-    taken once, here: a worker running in a thread never writes into a stream that another part of the
-    process swaps in later (a CLI test capturing its command's output, say)."""
-    worker = Worker(bootstrap=bootstrap, group_id=group_id, security=security)
+    """The worker, consuming ``topic`` and reporting on ``results_topic``; ``echo`` prints to ``out``, by
+    default the standard output as it is now. The stream is taken once, here: a worker running in a thread
+    never writes into a stream that another part of the process swaps in later (a CLI test capturing its
+    command's output, say)."""
+    worker = Worker(bootstrap=bootstrap, topic=topic, results_topic=results_topic, group_id=group_id,
+                    security=security)
     stream = out if out is not None else sys.stdout
 
     @worker.handler(None)

@@ -89,3 +89,11 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     [idle] = bench.results["idle"]
     assert idle["minutes"] == options.idle_minutes - 2 and idle["invocations_per_partition"] >= 1
     assert 0 < idle["longest_scan_s"] < 30
+    # and through the whole local stack every job submitted over HTTP had its execution published once,
+    # its result reported and recorded SUCCESS, with nothing left running after the stack stopped
+    [fullstack] = counts["fullstack"]
+    assert fullstack["accepted"] > 0
+    assert fullstack["published"] == fullstack["results"] == fullstack["recorded"] == fullstack["accepted"]
+    assert fullstack["duplicates"] == fullstack["unpublished"] == 0 and not fullstack["timed_out"]
+    assert bench.results["fullstack"]["stack_threads_alive"] == []
+    assert "## 11. Full stack" in report

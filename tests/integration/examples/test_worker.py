@@ -45,3 +45,16 @@ def test_echo_prints_to_the_stream_it_was_built_with_not_one_swapped_in_later(se
     # Then its line went to the stream it was built with, and nothing into the other one
     assert swapped_in.getvalue() == ""
     assert built_with.getvalue() == "[worker] 2026-11-22T10:00:00.000Z attempt 1: {'n': 1}\n"
+
+
+def test_build_consumes_and_reports_on_the_topics_it_is_given(settings: Settings) -> None:
+    # Given an example worker built for topics other than the defaults
+    worker = example_worker().build(settings.kafka.bootstrap, group_id="example-under-test",
+                                    topic="example-test-executions", results_topic="example-test-results")
+    try:
+        # Then it listens to that topic alone and reports on the results topic it was given
+        assert worker._consumer.subscription() == {"example-test-executions"}
+        assert worker._results_topic == "example-test-results"
+    finally:
+        worker._consumer.close()
+        worker._producer.close()
