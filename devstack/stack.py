@@ -10,6 +10,7 @@ The handlers are the very functions deployed to Lambda (``functions/*/handler.py
 from __future__ import annotations
 
 import base64
+import dataclasses
 import importlib.util
 import logging
 import os
@@ -114,6 +115,8 @@ class LocalStack:
         from functions.scan.handler import handler as scan_handler
 
         configure_tracing(self.settings)  # first: before the container, whose publisher traces only if it is on
+        # The tenant whose token the stack prints is an operator, so the dashboard shows the segments.
+        self.settings = dataclasses.replace(self.settings, operators=self.settings.operators | {self.tenant})
         self._bootstrap()
         if self.invoker is None:
             self.invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),

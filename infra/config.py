@@ -43,6 +43,15 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "existing_cassandra": None,
     # Topics a job may name (the scan may publish to them); "jobs" is always included.
     "allowed_topics": ["jobs"],
+    # Topics granted per tenant (JOBRUNNER_TENANT_TOPICS): {"<tenant>": ["topic", ...], "*": [...]} ("*": every
+    # tenant not named; a granted topic is allowed and created). Each tenant named gets a worker policy of its
+    # own (outputs TenantWorkerPolicy<N>Arn). {}: every tenant may name every allowed topic.
+    "tenant_topics": {},
+    # principal -> tenant (JOBRUNNER_TENANT_MAP), e.g. {"arn:aws:iam::123456789012:role/payments-ci": "payments"}:
+    # roles acting as one tenant, or a federated user (refused unless mapped).
+    "tenant_map": {},
+    # Tenants that may read the operator view GET /segments (JOBRUNNER_OPERATORS).
+    "operators": [],
     # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
     "kafka_partitions": 3,
     # Reserved concurrency of the scan function: "auto" (none for stage dev, whose account may have a
@@ -178,6 +187,10 @@ class DeploymentConfig:
     keyspace: str
     existing_cassandra: ExistingCassandra | None
     allowed_topics: tuple[str, ...]
+    #: (tenant, its topics) in the context's order; empty: no per-tenant grants.
+    tenant_topics: tuple[tuple[str, tuple[str, ...]], ...]
+    tenant_map: tuple[tuple[str, str], ...]
+    operators: tuple[str, ...]
     kafka_partitions: int
     scan_reserved_concurrency: int | None
     scan_memory_mb: int
@@ -230,6 +243,7 @@ class DeploymentConfig:
         zones = _zones(raw)
         client_vpcs = _client_vpcs(raw["kafka_client_vpcs"])
         kafka_provisioned = _provisioned(raw["kafka_provisioned"], zones, client_vpcs)
+        tenant_topics = _tenant_topics(raw["tenant_topics"])
         return cls(
             stage=stage,
             segments=segments,
@@ -239,7 +253,10 @@ class DeploymentConfig:
             api_burst_limit=_int(raw, "api_burst_limit", 1, 5_000),
             keyspace=keyspace,
             existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
-            allowed_topics=_topics(raw["allowed_topics"]),
+            allowed_topics=_topics(raw["allowed_topics"], *(t for _, ts in tenant_topics for t in ts)),
+            tenant_topics=tenant_topics,
+            tenant_map=_tenant_map(raw["tenant_map"]),
+            operators=_names(raw["operators"], "operators"),
             kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
@@ -392,12 +409,38 @@ def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
-def _topics(value: Any) -> tuple[str, ...]:
+def _topics(value: Any, *granted: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [t.strip() for t in value.split(",") if t.strip()]
     if not isinstance(value, list) or not all(isinstance(t, str) and _TOPIC.match(t) for t in value):
         raise ConfigError(f"allowed_topics: expected a list of Kafka topic names, got {value!r}")
-    return tuple(dict.fromkeys(["jobs", *value]))
+    return tuple(dict.fromkeys(["jobs", *value, *granted]))
+
+
+def _tenant_topics(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"tenant_topics: expected an object of tenant -> list of topics, got {value!r}")
+    out = []
+    for tenant, topics in value.items():
+        if not tenant or not isinstance(topics, list) or not all(isinstance(t, str) and _TOPIC.match(t)
+                                                                 for t in topics):
+            raise ConfigError(f"tenant_topics: tenant {tenant!r}: expected a list of Kafka topic names, got {topics!r}")
+        out.append((tenant, tuple(dict.fromkeys(topics))))
+    return tuple(out)
+
+
+def _tenant_map(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(t, str) and t and p for p, t in value.items()):
+        raise ConfigError(f"tenant_map: expected an object of principal -> tenant name, got {value!r}")
+    return tuple(value.items())
+
+
+def _names(value: Any, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key}: expected a list of tenant names, got {value!r}")
+    return tuple(dict.fromkeys(value))
 
 
 #: Stages whose "auto" reserves nothing: a new account's quota (as low as 10) cannot hold a reservation,

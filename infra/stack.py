@@ -12,6 +12,7 @@ by the api or the tick, and not by the workers' policy.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from infra.constructs.storage import KeyspacesSchema
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
 from infra.layer_build import KEYSPACES_BUNDLE
+from jobrunner.domain.topics import EVERY_OTHER_TENANT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -159,6 +161,15 @@ class JobRunnerStack(Stack):
             statements=self.streaming.worker_statements(
                 consume=config.allowed_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
         )
+        # One per tenant with topics of its own: its workers read only those.
+        self.tenant_worker_policies = [
+            (tenant, iam.ManagedPolicy(
+                self, f"TenantWorkerPolicy{index}",
+                description=f"Job runner {config.stage}: workers of tenant {tenant} consume its topics, report results",
+                statements=self.streaming.worker_statements(consume=topics, produce=[RESULTS_TOPIC],
+                                                            groups=config.worker_groups)))
+            for index, (tenant, topics) in enumerate(config.tenant_topics) if tenant != EVERY_OTHER_TENANT and topics
+        ]
         functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function}
         if self.results is not None:
             functions["results"] = self.results.function
@@ -195,6 +206,12 @@ class JobRunnerStack(Stack):
             "SCAN_FUNCTION_NAME": self.scan_function_name,
             "JOBRUNNER_WAKE_SCANS": "true",
         }
+        if config.tenant_topics:
+            environment["JOBRUNNER_TENANT_TOPICS"] = json.dumps({t: list(ts) for t, ts in config.tenant_topics})
+        if config.tenant_map:
+            environment["JOBRUNNER_TENANT_MAP"] = json.dumps(dict(config.tenant_map))
+        if config.operators:
+            environment["JOBRUNNER_OPERATORS"] = ",".join(config.operators)
         if config.existing_cassandra is None:
             environment.update({
                 "CASSANDRA_MODE": "keyspaces",
@@ -290,5 +307,7 @@ class JobRunnerStack(Stack):
         if self.api.user_pool is not None and self.api.user_pool_client is not None:
             outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of the API's tenants")
             outputs["UserPoolClientId"] = (self.api.user_pool_client.user_pool_client_id, "Cognito app client")
+        for index, (tenant, policy) in enumerate(self.tenant_worker_policies):
+            outputs[f"TenantWorkerPolicy{index}Arn"] = (policy.managed_policy_arn, f"Worker policy of tenant {tenant}")
         for name, (value, description) in outputs.items():
             CfnOutput(self, name, value=value, description=description)

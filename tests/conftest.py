@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,15 @@ def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
         CASSANDRA_KEYSPACE=f"jr_test_{run_id}",
         HEARTBEAT_TABLE=f"jobrunner-heartbeats-{run_id}",
         JOBRUNNER_SEGMENTS="4",
+        # Two tenants with topics of their own (tests/e2e/test_tenants.py); every other tenant names jobs only.
+        JOBRUNNER_TENANT_TOPICS=json.dumps({"*": ["jobs"], team("a", run_id): [team("a", run_id), "jobs"],
+                                            team("b", run_id): [team("b", run_id)]}),
     )
+
+
+def team(name: str, run_id: str) -> str:
+    """A tenant of the end-to-end tests that has a topic of the same name granted to it (and only to it)."""
+    return f"team-{name}-{run_id}"
 
 
 @pytest.fixture(scope="session")

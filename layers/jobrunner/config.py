@@ -6,6 +6,9 @@
 | JOBRUNNER_INITIAL_LOOKBACK_MINUTES | 10 | how far back a segment never scanned before starts |
 | JOBRUNNER_TOPIC | jobs | default topic of executions |
 | JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
+| JOBRUNNER_TENANT_TOPICS | (none: all may name any) | JSON: tenant (or ``*``) -> its topics (``domain/topics.py``) |
+| JOBRUNNER_TENANT_MAP | (none) | JSON: principal -> the tenant it acts as (``api/tenancy.py``) |
+| JOBRUNNER_OPERATORS | (none) | comma-separated tenants that may read the operator views (``GET /segments``) |
 | JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
 | JOBRUNNER_DLQ_TOPIC | job-dlq | where exhausted executions go |
 | JOBRUNNER_MAX_PAYLOAD_BYTES | 65536 | largest payload accepted, serialized |
@@ -31,12 +34,15 @@
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.publishers.kafka import KafkaSettings
 from jobrunner.adapters.stores.session import CassandraSettings
+from jobrunner.domain.topics import TopicGrants
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -67,6 +73,17 @@ class Settings:
     result_key: str | None = None
     result_key_secret_arn: str | None = None
     accept_unsigned_results: bool = False
+    #: tenant (or ``*``) -> the topics its jobs may name; empty: every tenant may name every allowed topic.
+    tenant_topics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}),
+                                                         compare=False)
+    #: principal -> the tenant it acts as (``api/tenancy.py``); a principal not listed is its own tenant.
+    tenant_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    #: Tenants that may read the operator views (every segment's progress).
+    operators: frozenset[str] = frozenset()
+
+    @property
+    def topic_grants(self) -> TopicGrants:
+        return TopicGrants(self.topic, self.allowed_topics, self.tenant_topics)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -74,13 +91,17 @@ class Settings:
         region = env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1"))
         topic = env.get("JOBRUNNER_TOPIC", "jobs")
         allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
+        tenant_topics = _tenant_topics(env.get("JOBRUNNER_TENANT_TOPICS", ""))
         return cls(
             segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
             initial_lookback_minutes=int(env.get("JOBRUNNER_INITIAL_LOOKBACK_MINUTES", "10")),
             topic=topic,
             results_topic=env.get("JOBRUNNER_RESULTS_TOPIC", "job-results"),
             dead_letter_topic=env.get("JOBRUNNER_DLQ_TOPIC", "job-dlq"),
-            allowed_topics=frozenset(allowed | {topic}),
+            allowed_topics=frozenset(allowed | {topic} | {t for ts in tenant_topics.values() for t in ts}),
+            tenant_topics=MappingProxyType(tenant_topics),
+            tenant_map=MappingProxyType(_tenant_map(env.get("JOBRUNNER_TENANT_MAP", ""))),
+            operators=frozenset(t.strip() for t in env.get("JOBRUNNER_OPERATORS", "").split(",") if t.strip()),
             max_payload_bytes=int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(64 * 1024))),
             cassandra=CassandraSettings(
                 contact_points=tuple(env.get("CASSANDRA_CONTACT_POINTS", "127.0.0.1").split(",")),
@@ -108,3 +129,35 @@ class Settings:
             accept_unsigned_results=env.get("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", "").lower() in ("1", "true", "yes"),
             wake_scans=env.get("JOBRUNNER_WAKE_SCANS", "").lower() in ("1", "true", "yes"),
         )
+
+
+def _json_object(name: str, text: str) -> dict[str, object]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name}: not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{name}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _tenant_topics(text: str) -> dict[str, tuple[str, ...]]:
+    """``{"payments": ["payments", "jobs"], "*": ["jobs"]}``: a granted topic is allowed by that alone."""
+    out: dict[str, tuple[str, ...]] = {}
+    for tenant, topics in _json_object("JOBRUNNER_TENANT_TOPICS", text).items():
+        if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
+            raise ValueError(f"JOBRUNNER_TENANT_TOPICS: tenant {tenant!r}: expected a list of topic names")
+        out[tenant] = tuple(dict.fromkeys(t.strip() for t in topics))
+    return out
+
+
+def _tenant_map(text: str) -> dict[str, str]:
+    """``{"arn:aws:iam::123456789012:role/payments-ci": "payments"}``."""
+    out: dict[str, str] = {}
+    for principal, tenant in _json_object("JOBRUNNER_TENANT_MAP", text).items():
+        if not isinstance(tenant, str) or not tenant.strip():
+            raise ValueError(f"JOBRUNNER_TENANT_MAP: principal {principal!r}: expected a tenant name")
+        out[principal] = tenant.strip()
+    return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jobrunner import telemetry
 from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
+from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
 from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.results import ResultRules, ResultsService
@@ -110,11 +111,14 @@ class Container:
         return self.settings.segments
 
     @functools.cached_property
+    def tenancy(self) -> Tenancy:
+        return Tenancy(self.settings.tenant_map, self.settings.operators)
+
+    @functools.cached_property
     def jobs(self) -> JobService:
         rules = JobRules(
             segment_count=self.segment_count,
-            default_topic=self.settings.topic,
-            allowed_topics=self.settings.allowed_topics,
+            topics=self.settings.topic_grants,
             max_payload_bytes=self.settings.max_payload_bytes,
         )
         return JobService(self.store, self.clock, rules, waker=self.waker)
@@ -139,7 +143,7 @@ class Container:
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.heartbeats, self.clock,
-            ScanRules(segment_count=self.segment_count, allowed_topics=self.settings.allowed_topics,
+            ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
             results=self.results, waker=self.waker,

@@ -139,7 +139,8 @@ def test_nothing_runs_before_the_topics_exist(default_app: Synthesized) -> None:
 def test_topics_include_results_dead_letters_and_allowed_topics(synth: Callable[[str], Synthesized]) -> None:
     (topics,) = synth("cognito-x86").resources("Custom::KafkaTopics").values()
 
-    assert [t["Name"] for t in topics["Properties"]["Topics"]] == ["job-dlq", "job-results", "jobs", "reports"]
+    assert [t["Name"] for t in topics["Properties"]["Topics"]] == ["job-dlq", "job-results", "jobs", "payments",
+                                                                   "reports"]
 
 
 def test_outputs(default_app: Synthesized) -> None:
@@ -156,8 +157,34 @@ def test_cognito_variant(synth: Callable[[str], Synthesized]) -> None:
     assert all(f["Architectures"] == ["x86_64"] for f in _functions(app).values())
     (scan,) = [f for u, f in _functions(app).items() if u == "Scan"]
     assert scan["ReservedConcurrentExecutions"] == 2 * 64 + 16
-    assert scan["Environment"]["Variables"]["JOBRUNNER_ALLOWED_TOPICS"] == "jobs,reports"
+    assert scan["Environment"]["Variables"]["JOBRUNNER_ALLOWED_TOPICS"] == "jobs,reports,payments"
     assert app.resources("AWS::SNS::Subscription")
+
+
+def test_tenants_settings_reach_every_function_and_a_tenant_gets_a_worker_policy_of_its_own(
+    synth: Callable[[str], Synthesized],
+) -> None:
+    # Given a stage with topics granted per tenant, a principal mapped to a tenant and an operator
+    app = synth("cognito-x86")
+    # Then every function reads the same tenants' settings
+    for unit, function in _functions(app).items():
+        variables = function["Environment"]["Variables"]
+        grants = json.loads(variables["JOBRUNNER_TENANT_TOPICS"])
+        assert grants == {"payments": ["payments", "jobs"], "*": ["jobs"]}, unit
+        assert json.loads(variables["JOBRUNNER_TENANT_MAP"]) == {
+            "arn:aws:iam::123456789012:role/payments-ci": "payments"}, unit
+        assert variables["JOBRUNNER_OPERATORS"] == "ops", unit
+    # and the payments tenant's workers get a policy that reads its topics only (none for "*")
+    policies = {lid: r["Properties"] for lid, r in app.resources("AWS::IAM::ManagedPolicy").items()}
+    (tenant_policy,) = [p for lid, p in policies.items() if lid.startswith("TenantWorkerPolicy")]
+    assert "tenant payments" in tenant_policy["Description"]
+    reads = [s for s in tenant_policy["PolicyDocument"]["Statement"] if "kafka-cluster:ReadData" in s["Action"]]
+    topics = json.dumps(reads)
+    assert "/payments" in topics and "/jobs" in topics and "/reports" not in topics
+    assert "TenantWorkerPolicy0Arn" in app.template["Outputs"]
+    # while a stage without them sets none of it
+    default = _functions(synth("default"))["Api"]["Environment"]["Variables"]
+    assert not {"JOBRUNNER_TENANT_TOPICS", "JOBRUNNER_TENANT_MAP", "JOBRUNNER_OPERATORS"} & set(default)
 
 
 def test_dev_deploys_where_the_credentials_point_unprotected(default_app: Synthesized) -> None:
@@ -323,8 +350,8 @@ def test_only_the_scan_and_results_functions_know_and_may_read_the_result_key(
             functions[unit]["Environment"]["Variables"]), unit
         assert _result_key(app) not in json.dumps(_statements(app, unit)), unit
     # Nor may the workers
-    (worker_policy,) = app.resources("AWS::IAM::ManagedPolicy").values()
-    assert "secretsmanager" not in json.dumps(worker_policy).lower()
+    worker_policies = app.resources("AWS::IAM::ManagedPolicy").values()
+    assert worker_policies and "secretsmanager" not in json.dumps(list(worker_policies)).lower()
     # And nothing else in the stack may read it
     readers = sorted(p["Properties"]["Roles"][0]["Ref"].split("HandlerRole")[0]
                      for p in app.resources("AWS::IAM::Policy").values()

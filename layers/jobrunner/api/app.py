@@ -26,8 +26,7 @@ from jobrunner.api.schemas import (
     SegmentOut,
     SegmentsOut,
 )
-from jobrunner.api.tenancy import tenant_of
-from jobrunner.domain.errors import DomainError
+from jobrunner.domain.errors import DomainError, Forbidden
 from jobrunner.domain.jobs import JobStatus
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import rfc3339
@@ -48,7 +47,7 @@ class Unauthenticated(DomainError):
 
 
 def _tenant() -> str:
-    tenant = tenant_of(app.current_event.raw_event)
+    tenant = container().tenancy.tenant_of(app.current_event.raw_event)
     if tenant is None:  # handle() refuses these first; this keeps the type honest
         raise Unauthenticated
     return tenant
@@ -151,9 +150,11 @@ def list_executions(
     return _json(HTTPStatus.OK, ExecutionsOut(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor))
 
 
-@app.get("/segments")
+@app.get("/segments", responses={403: {"description": "the caller is not an operator"}})
 def list_segments() -> Response[Any]:
-    _tenant()
+    """Every segment's progress, across all tenants: an operator view (``JOBRUNNER_OPERATORS``)."""
+    if not container().tenancy.is_operator(_tenant()):
+        raise Forbidden("segments", "an operator view, and this tenant is not an operator")
     items = [
         SegmentOut(
             segment=h.segment, watermark=rfc3339(h.watermark) if h.watermark else None, lag_s=h.lag_s,
@@ -194,8 +195,9 @@ def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
     unknown route 404, wrong method 405, body too large 413, wrong Content-Type 415, not strict
     JSON 400; only then do the routes see the request.
     """
-    if event.get("path") not in PUBLIC_PATHS and tenant_of(event) is None:
-        body = ErrorOut(error="unauthenticated", message="no authenticated tenant").model_dump_json()
+    caller = container().tenancy.identify(event)
+    if event.get("path") not in PUBLIC_PATHS and caller.tenant is None:
+        body = ErrorOut(error="unauthenticated", message=caller.refusal).model_dump_json()
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
     rejection = limits.check(event, ROUTES)
@@ -208,7 +210,7 @@ def _request_span(event: dict[str, Any]) -> tuple[str, dict[str, telemetry.Attri
     """The name ("POST /jobs/<job_id>/run", the route's template) and attributes of a request's span."""
     method, path = str(event.get("httpMethod") or ""), str(event.get("path") or "")
     attributes: dict[str, telemetry.AttributeValue] = {"http.request.method": method, "url.path": path}
-    if (tenant := tenant_of(event)) is not None:
+    if (tenant := container().tenancy.tenant_of(event)) is not None:
         attributes["jobrunner.tenant"] = tenant
     for route_method, rule, template in TEMPLATES:
         match = rule.match(path) if route_method == method else None

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -48,6 +48,11 @@ def register(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(InvalidField)
     def invalid_field(exc: InvalidField) -> Response[Any]:
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", str(exc),
+                              [ErrorDetail(field=exc.field, reason=exc.reason)])
+
+    @app.exception_handler(Forbidden)
+    def forbidden(exc: Forbidden) -> Response[Any]:
+        return error_response(HTTPStatus.FORBIDDEN, "forbidden", str(exc),
                               [ErrorDetail(field=exc.field, reason=exc.reason)])
 
     @app.exception_handler(JobNotFound)

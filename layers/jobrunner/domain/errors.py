@@ -16,6 +16,16 @@ class InvalidField(DomainError):
         self.reason = reason
 
 
+class Forbidden(DomainError):
+    """The caller may not do this (a topic not granted to its tenant, an operator view); ``field`` names
+    what was refused, ``reason`` says why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
 class JobNotFound(DomainError):
     """No such job for this tenant (also raised for another tenant's job, so ids do not leak)."""
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
     ExecutionRecord,
@@ -27,6 +27,7 @@ from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import utc
+from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim
 from jobrunner.services.wake import wake
 
@@ -49,8 +50,8 @@ MAX_PAGES_PER_LIST = 20
 @dataclass(frozen=True)
 class JobRules:
     segment_count: int
-    default_topic: str = "jobs"
-    allowed_topics: frozenset[str] = frozenset({"jobs"})
+    #: Which topics each tenant may name (``domain.topics``); by default only ``jobs``, for every tenant.
+    topics: TopicGrants = field(default_factory=lambda: TopicGrants("jobs", frozenset({"jobs"})))
     max_payload_bytes: int = 64 * 1024
 
 
@@ -125,7 +126,7 @@ class JobService:
         same first fire and the same ``execution_id``s."""
         now = self._clock.now()
         job_id = str(uuid.uuid4())
-        topic = self._check_topic(new.topic)
+        topic = self._check_topic(user_id, new.topic)
         self._check_payload(new.payload)
         self._check_timeout(new.timeout_s)
         self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
@@ -274,7 +275,7 @@ class JobService:
         self._check_not_cancelled(job)
         updates: dict[str, Any] = {}
         if changes.topic is not None:
-            updates["topic"] = self._check_topic(changes.topic)
+            updates["topic"] = self._check_topic(job.user_id, changes.topic)
         if changes.payload_set:
             self._check_payload(changes.payload)
             updates["payload"] = changes.payload
@@ -356,11 +357,18 @@ class JobService:
     def _plan(self, job: Job, due_at: datetime, now: datetime, trigger: Trigger) -> ScheduledExecution:
         return plan_execution(job, due_at, now, self._rules.segment_count, trigger=trigger)
 
-    def _check_topic(self, topic: str | None) -> str:
-        topic = topic or self._rules.default_topic
-        if topic not in self._rules.allowed_topics:
-            raise InvalidField("topic", f"not an allowed topic; allowed: {sorted(self._rules.allowed_topics)}")
-        return topic
+    def _check_topic(self, user_id: str, topic: str | None) -> str:
+        """A topic the deployment does not allow is a wrong field (422); an allowed one that is not granted
+        to this tenant is refused (403), naming the topics the tenant may use."""
+        grants = self._rules.topics
+        chosen = topic or grants.default_for(user_id)
+        if chosen is not None and chosen not in grants.allowed:
+            raise InvalidField("topic", f"not an allowed topic; allowed: {sorted(grants.allowed)}")
+        if chosen is None or not grants.permits(user_id, chosen):
+            mine = list(grants.topics_of(user_id))
+            raise Forbidden("topic", f"{chosen!r} is not granted to this tenant; granted: {mine}" if chosen
+                            else "no topic is granted to this tenant")
+        return chosen
 
     def _check_payload(self, payload: Any) -> None:
         size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))

@@ -77,6 +77,7 @@ from jobrunner.services.wake import wake
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
+    from jobrunner.domain.topics import TopicGrants
     from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
     from jobrunner.services.wake import ScanWaker
@@ -110,8 +111,9 @@ class ScanRules:
     #: How long a row planned under a version the job has not reached yet waits for the change that
     #: planned it to land (its compare-and-set follows its rows) before it counts as a lost change's.
     change_grace: timedelta = timedelta(seconds=30)
-    #: Topics a row may still be published to (None: any); a row for another is dead-lettered at once.
-    allowed_topics: frozenset[str] | None = None
+    #: Topics a row's tenant may still publish to (None: any); a row for another is dead-lettered at once
+    #: (the topic left the deployment's allowed list, or the tenant's grant was taken back).
+    topics: TopicGrants | None = None
     dead_letter_topic: str = "job-dlq"
     #: The key that signs each message's result token (``domain.receipts``); the results function checks it.
     result_key: bytes = b""
@@ -558,8 +560,8 @@ class ScanService:
                 report.replays_skipped += 1
                 part.ended.add(_identity(row))
                 part.pending.append((row, job))
-            elif self._rules.allowed_topics is not None and job.topic not in self._rules.allowed_topics:
-                self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed", retry_at)
+            elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.topic):
+                self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed for its tenant", retry_at)
             else:
                 live.append((row, job))
         if stale:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jobrunner.config import Settings
 
 
@@ -9,3 +11,29 @@ def test_the_span_exporter_of_the_local_stack_is_off_unless_named() -> None:
     assert (Settings.from_env({}).otel_exporter, Settings.from_env({}).otel_file) == ("none", None)
     settings = Settings.from_env({"JOBRUNNER_OTEL_EXPORTER": " File ", "JOBRUNNER_OTEL_FILE": "/tmp/t.jsonl"})
     assert (settings.otel_exporter, settings.otel_file) == ("file", "/tmp/t.jsonl")
+
+
+def test_tenant_topics_operators_and_the_tenant_map_are_read_and_granted_topics_allowed() -> None:
+    settings = Settings.from_env({
+        "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports",
+        "JOBRUNNER_TENANT_TOPICS": '{"payments": ["payments", "jobs"], "*": ["jobs"]}',
+        "JOBRUNNER_TENANT_MAP": '{"arn:aws:iam::123456789012:role/ci": "payments"}',
+        "JOBRUNNER_OPERATORS": "ops, oncall",
+    })
+    assert settings.allowed_topics == {"jobs", "reports", "payments"}
+    assert dict(settings.tenant_topics) == {"payments": ("payments", "jobs"), "*": ("jobs",)}
+    assert settings.topic_grants.topics_of("someone") == ("jobs",)
+    assert dict(settings.tenant_map) == {"arn:aws:iam::123456789012:role/ci": "payments"}
+    assert settings.operators == {"ops", "oncall"}
+    hash(settings)  # still usable as a key
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("JOBRUNNER_TENANT_TOPICS", "{nope", "JOBRUNNER_TENANT_TOPICS: not JSON"),
+    ("JOBRUNNER_TENANT_TOPICS", '["jobs"]', "JOBRUNNER_TENANT_TOPICS: expected a JSON object, got list"),
+    ("JOBRUNNER_TENANT_TOPICS", '{"a": "jobs"}', "tenant 'a': expected a list of topic names"),
+    ("JOBRUNNER_TENANT_MAP", '{"arn:x": 3}', "principal 'arn:x': expected a tenant name"),
+])
+def test_a_malformed_tenant_setting_names_the_variable_and_the_entry(name: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env({name: value})

@@ -77,7 +77,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
     wiring.install(Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_MAX_PAYLOAD_BYTES": "1000",
-                           "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports"}),
+                           "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports", "JOBRUNNER_OPERATORS": "ops"}),
         store=store, publisher=MemoryPublisher(), heartbeats=heartbeats, invoker=RecordingInvoker(), clock=clock,
     ))
     return World(store, heartbeats, clock)
@@ -284,7 +284,7 @@ def test_segments_report_watermark_lag_and_health(world: World) -> None:
     world.heartbeats.advance_watermark(1, NOW - timedelta(minutes=1))
     world.heartbeats.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
     world.heartbeats.advance_watermark(2, NOW - timedelta(minutes=10))
-    status, body = call("GET", "/segments")
+    status, body = call("GET", "/segments", tenant="ops")
     assert status == 200
     assert [s["segment"] for s in body["items"]] == [0, 1, 2, 3]
     assert body["items"][1] == {
@@ -297,11 +297,22 @@ def test_segments_report_watermark_lag_and_health(world: World) -> None:
     assert call("GET", "/segments", tenant=None)[0] == 401
 
 
+def test_segments_are_an_operator_view_refused_to_other_tenants(world: World) -> None:
+    # Given segments with progress that belongs to every tenant's jobs
+    world.heartbeats.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
+    # When a tenant that is not an operator asks for them
+    status, body = call("GET", "/segments", tenant="alice")
+    # Then it is refused, naming what and why, and learns no count
+    assert (status, body["error"]) == (403, "forbidden")
+    assert body["errors"] == [{"field": "segments", "reason": "an operator view, and this tenant is not an operator"}]
+    assert "published_total" not in json.dumps(body)
+
+
 def test_segments_show_retired_segments_and_parked_partitions(world: World) -> None:
     # Given a count once higher than the configured 4, and a parked partition in segment 1
     world.heartbeats.record_segment_count(6)
     world.heartbeats.park(1, [NOW - timedelta(minutes=30)])
-    status, body = call("GET", "/segments")
+    status, body = call("GET", "/segments", tenant="ops")
     assert status == 200
     assert [(s["segment"], s["retired"]) for s in body["items"]] == [(i, i >= 4) for i in range(6)]
     assert (body["items"][1]["parked"], body["items"][1]["healthy"]) == (1, False)

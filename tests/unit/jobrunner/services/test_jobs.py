@@ -15,12 +15,13 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
+from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
-RULES = JobRules(segment_count=16, allowed_topics=frozenset({"jobs", "reports"}), max_payload_bytes=100)
+RULES = JobRules(segment_count=16, topics=TopicGrants("jobs", frozenset({"jobs", "reports"})), max_payload_bytes=100)
 
 
 @pytest.fixture
@@ -120,6 +121,48 @@ def test_rejected_submission_names_the_field_and_writes_nothing(
         service.submit("alice", new)
     assert caught.value.field == field
     assert store.jobs == {} and store.rows == {}
+
+
+GRANTS = TopicGrants("jobs", frozenset({"jobs", "payments", "reports"}),
+                     {"payments-team": ("payments", "jobs"), "reporting": ("reports",)})
+
+
+@pytest.fixture
+def granted(store: MemoryJobStore, clock: ManualClock) -> JobService:
+    return JobService(store, clock, JobRules(segment_count=16, topics=GRANTS))
+
+
+def test_a_topic_not_granted_to_the_tenant_is_forbidden_and_nothing_is_written(
+    store: MemoryJobStore, granted: JobService
+) -> None:
+    # Given topics granted per tenant, when reporting names the payments team's topic
+    with pytest.raises(Forbidden) as caught:
+        granted.submit("reporting", NewJob(At(NOW + timedelta(hours=1)), {}, topic="payments"))
+    # Then it is refused naming the topic and what the tenant may use, and nothing is stored
+    assert (caught.value.field, caught.value.reason) == ("topic", "'payments' is not granted to this tenant; "
+                                                                  "granted: ['reports']")
+    assert store.jobs == {} and store.rows == {}
+    # and a tenant with no grant at all cannot submit even to the default topic
+    with pytest.raises(Forbidden, match="no topic is granted to this tenant"):
+        granted.submit("newcomer", NewJob(At(NOW + timedelta(hours=1)), {}))
+    # while a topic the deployment does not allow is still a wrong field (422)
+    with pytest.raises(InvalidField, match="not an allowed topic"):
+        granted.submit("reporting", NewJob(At(NOW + timedelta(hours=1)), {}, topic="elsewhere"))
+
+
+def test_a_job_without_a_topic_goes_to_the_default_or_to_its_tenants_first_topic(granted: JobService) -> None:
+    due = At(NOW + timedelta(hours=1))
+    assert granted.submit("payments-team", NewJob(due, {}))[0].topic == "jobs"
+    assert granted.submit("reporting", NewJob(due, {}))[0].topic == "reports"
+
+
+def test_a_change_to_a_topic_not_granted_is_forbidden_and_changes_nothing(
+    store: MemoryJobStore, granted: JobService
+) -> None:
+    job = granted.submit("reporting", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    with pytest.raises(Forbidden, match="'payments' is not granted"):
+        granted.change("reporting", job.job_id, JobChanges(topic="payments"))
+    assert store.jobs[("reporting", job.job_id)] == job
 
 
 def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -> None:

@@ -30,6 +30,7 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.placement import LATE_LEAD
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
@@ -494,8 +495,8 @@ def test_a_completion_retried_past_the_end_of_its_partition_lands_where_a_scan_w
 
 def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world: World) -> None:
     # Given a job on a topic every publish to which fails (deleted, or the permission lost)
-    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
-                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.jobs = JobService(world.store, world.clock, JobRules(
+        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(40)))
@@ -518,12 +519,27 @@ def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: 
     # Given a job on a topic that the operator has since removed from the allow list
     job = world.submit(At(at(17)))
     world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
-                              ScanRules(segment_count=1, allowed_topics=frozenset({"other"})))
+                              ScanRules(segment_count=1, topics=TopicGrants("other", frozenset({"other"}))))
     report = world.scan()
     [dead] = world.publisher.sent
     assert (dead.topic, dead.value["job_id"]) == ("job-dlq", job.job_id)
     assert "no longer allowed" in dead.value["error"]
     assert (report.finished, report.dead_lettered, report.published) == (True, 1, 0)
+
+
+def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_still_publish(world: World) -> None:
+    # Given two tenants' jobs on the same topic, and grants since changed so that only bob keeps it
+    lost = world.jobs.submit("alice", NewJob(At(at(17)), {}))[0]
+    kept = world.jobs.submit("bob", NewJob(At(at(18)), {}))[0]
+    grants = TopicGrants("jobs", frozenset({"jobs", "alice-topic"}), {"alice": ("alice-topic",), "bob": ("jobs",)})
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, topics=grants))
+    report = world.scan()
+    # Then alice's row goes to the dead letters with the reason, and bob's is published on its topic
+    [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert dead.value["job_id"] == lost.job_id and "no longer allowed for its tenant" in dead.value["error"]
+    assert [m.value["job_id"] for m in world.publisher.sent if m.topic == "jobs"] == [kept.job_id]
+    assert (report.dead_lettered, report.published) == (1, 1)
 
 
 class BreakingStream(HookedStore):
@@ -665,8 +681,8 @@ class AllOrNothingPublisher(TimedPublisher):
 
 def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_lettered(world: World) -> None:
     # Given a job whose records its topic refuses, due at the same second as a good job (one publish)
-    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
-                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.jobs = JobService(world.store, world.clock, JobRules(
+        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
@@ -717,8 +733,8 @@ def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
 
 def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_letters(world: World) -> None:
     # Given a job every 10 s on a topic that refuses every record
-    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1,
-                                                              allowed_topics=frozenset({"jobs", "payroll"})))
+    world.jobs = JobService(world.store, world.clock, JobRules(
+        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
     world.clock.set(SUBMITTED)
     job = world.jobs.submit("alice", NewJob(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
     world.publisher.broken_topics = {"payroll"}
