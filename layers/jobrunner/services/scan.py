@@ -48,6 +48,7 @@ import heapq
 import itertools
 import logging
 import uuid
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -101,6 +102,10 @@ class ScanRules:
     #: How long after its bucket ends a scan keeps retrying failures before leaving them to catch-up.
     overtime: timedelta = timedelta(minutes=3)
     group_size: int = 500
+    #: Rows already due that a scan holds to share out between tenants (``_Due``): one tenant's burst
+    #: delays another's rows by at most one round of the tenants present, as long as the burst's backlog
+    #: in the partition fits in this many rows (the memory it costs: about 1 KB a row).
+    fair_window: int = 5_000
     retry_backoff: timedelta = timedelta(seconds=1)
     #: The longest one publish may take (the publisher's bound); the lease must outlast it.
     publish_timeout: timedelta = timedelta(seconds=10)
@@ -147,8 +152,16 @@ def _identity(row: ScheduledExecution) -> tuple[object, ...]:
 
 
 class _Due:
-    """Rows waiting to be published, ordered by due instant (planned stream merged with late polls and
-    the rows the scan writes into its own partition).
+    """Rows waiting to be published (the planned stream merged with late polls and the rows the scan
+    writes into its own partition), handed out fairly between tenants.
+
+    **Fairness.** Rows that are due are moved, in order of due instant, into a window of at most
+    ``window`` rows, one queue per tenant; ``take`` hands them out round-robin between the tenants in
+    the window, each tenant's rows in order of due instant. So at the top of a minute one tenant's
+    thousands of fires delay another tenant's few by at most one round (one row of each tenant present),
+    not by the whole burst, which they did when rows came out in the partition's order (by job id
+    within a second). Only a backlog larger than the window (per partition) makes a later tenant wait
+    for the window to drain below it.
 
     The planned stream is read lazily, from ``start`` (the position a scan before this one settled the
     lane up to) on; when a read of it fails, it is reopened after the last row it yielded, once
@@ -159,9 +172,13 @@ class _Due:
 
     def __init__(
         self, open_planned: Callable[[LanePosition | None], Iterator[ScheduledExecution]],
-        start: LanePosition | None = None,
+        start: LanePosition | None = None, window: int = 5_000,
     ) -> None:
         self._open = open_planned
+        #: Due rows not taken yet, a queue per tenant, in the order the tenants take turns.
+        self._window: OrderedDict[str, deque[ScheduledExecution]] = OrderedDict()
+        self._window_rows = 0
+        self._window_cap = max(1, window)
         self._planned: Iterator[ScheduledExecution] | None = None
         self._last_read: LanePosition | None = start
         #: Planned rows taken or written and not yet settled (a heap, with stale entries skipped lazily),
@@ -223,25 +240,47 @@ class _Due:
     def next_at(self) -> datetime | None:
         candidates = [t for t in (self._head.due_at if self._head else None,
                                   self._heap[0][0] if self._heap else None, self.retry_at) if t is not None]
+        if self._window:
+            candidates.append(min(queue[0].due_at for queue in self._window.values()))
         return min(candidates) if candidates else None
 
     def take(self, now: datetime, limit: int, backoff: timedelta) -> list[ScheduledExecution]:
+        """Up to ``limit`` due rows, round-robin between tenants (see the class's docstring)."""
         out: list[ScheduledExecution] = []
         while len(out) < limit:
+            self._fill(now, backoff)
+            if not self._window:
+                break
+            tenant, queue = next(iter(self._window.items()))
+            out.append(queue.popleft())
+            self._window_rows -= 1
+            if queue:
+                self._window.move_to_end(tenant)
+            else:
+                del self._window[tenant]
+        return out
+
+    def _fill(self, now: datetime, backoff: timedelta) -> None:
+        """Move due rows into the window, earliest first, until it is full or nothing else is due."""
+        while self._window_rows < self._window_cap:
             if self._heap and self._heap[0][0] <= now and (
                 self._head is None or self._heap[0][0] <= self._head.due_at
             ):
-                out.append(heapq.heappop(self._heap)[2])
+                row = heapq.heappop(self._heap)[2]
             elif self._head is not None and self._head.due_at <= now:
-                out.append(self._head)
-                self._track(self._head)
+                row = self._head
+                self._track(row)
                 self._advance_head(now, backoff)
             else:
-                break
-        return out
+                return
+            queue = self._window.get(row.user_id)
+            if queue is None:
+                queue = self._window[row.user_id] = deque()
+            queue.append(row)
+            self._window_rows += 1
 
     def empty(self) -> bool:
-        return self._head is None and not self._heap and self.retry_at is None
+        return self._head is None and not self._heap and not self._window and self.retry_at is None
 
     def settle(self, rows: Iterable[ScheduledExecution]) -> None:
         """Rows dealt with for good (completed, or dropped as stale)."""
@@ -344,7 +383,8 @@ class ScanService:
                 start = LanePosition.decode(states[0].progress)
         except Unavailable:
             replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
-        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start)
+        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start,
+                   window=self._rules.fair_window)
         part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
                           replaying=replaying, kept=start)
         try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -540,6 +542,75 @@ def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_sti
     assert dead.value["job_id"] == lost.job_id and "no longer allowed for its tenant" in dead.value["error"]
     assert [m.value["job_id"] for m in world.publisher.sent if m.topic == "jobs"] == [kept.job_id]
     assert (report.dead_lettered, report.published) == (1, 1)
+
+
+class SlowPublisher(TimedPublisher):
+    """Each publish takes a second of the clock (a scan busy with a burst)."""
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        super().publish(messages)
+        self.clock.advance(timedelta(seconds=1))
+
+
+@pytest.fixture
+def ordered_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job ids in submission order, so that the partition (by due instant, then job id) holds a tenant
+    submitted later after every row of one submitted before at the same instant: the worst case."""
+    counter = itertools.count(1)
+    monkeypatch.setattr("jobrunner.services.jobs.uuid.uuid4", lambda: uuid.UUID(int=next(counter)))
+
+
+def burst(world: World, tenant: str, count: int, second: int) -> list[Job]:
+    world.clock.set(SUBMITTED)
+    return [world.jobs.submit(tenant, NewJob(At(at(second)), {"n": i}))[0] for i in range(count)]
+
+
+def positions(world: World, jobs: list[Job]) -> list[int]:
+    ids = {j.job_id for j in jobs}
+    return [i for i, m in enumerate(world.publisher.sent) if m.key in ids]
+
+
+def test_a_tenants_few_rows_are_not_held_behind_anothers_burst_at_the_same_second(
+    world: World, ordered_ids: None,
+) -> None:
+    # Given tenant A's 30 fires and then tenant B's 2 at the same second, B's after A's in the partition
+    heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 2, 0)
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, group_size=10))
+    # When the partition is scanned, 10 rows to a publish
+    report = world.scan()
+    # Then the tenants take turns: B's rows are in the first publish, and A's keep their order
+    assert positions(world, light) == [1, 3]
+    assert [m.value["payload"]["n"] for m in world.publisher.sent if m.key in {j.job_id for j in heavy}] == list(
+        range(30))
+    assert (report.published, report.finished) == (32, True)
+
+
+def test_a_row_due_later_overtakes_anothers_backlog_still_waiting(world: World, ordered_ids: None) -> None:
+    # Given tenant A's 30 fires at second 0 and tenant B's one at second 1, with each publish taking 1 s
+    world.publisher = SlowPublisher(world.clock)
+    heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 1)
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, group_size=10))
+    report = world.scan()
+    # Then B's row goes out in the publish right after its second comes, not after A's backlog
+    assert positions(world, light) == [11]
+    assert len(positions(world, heavy)) == 30 and report.published == 31
+
+
+def test_a_backlog_larger_than_the_window_holds_a_bounded_number_of_rows_and_loses_none(
+    world: World, ordered_ids: None,
+) -> None:
+    # Given a window of 5 rows, and B's row behind 30 of A's at the same second
+    heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 0)
+    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+                              ScanRules(segment_count=1, group_size=10, fair_window=5))
+    report = world.scan()
+    # Then B waits for the window to reach it (its place in the partition, give or take a round),
+    # and every row is published once
+    assert 25 <= positions(world, light)[0] <= 30
+    assert sorted(m.key for m in world.publisher.sent) == sorted(j.job_id for j in heavy + light)
+    assert report.published == 31 and world.waiting() == []
 
 
 class BreakingStream(HookedStore):
