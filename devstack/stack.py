@@ -188,7 +188,8 @@ class LocalStack:
         dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
                                 endpoint_url=self.settings.dynamodb_endpoint)
         ensure_table(dynamodb, self.settings.heartbeat_table)
-        ensure_quota_table(dynamodb, self.settings.quota_table)
+        if self.settings.tenant_limits.rate_limited:
+            ensure_quota_table(dynamodb, self.settings.quota_table)
 
     @property
     def url(self) -> str:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from jobrunner.adapters.publishers.kafka import KafkaSettings
 from jobrunner.adapters.stores.session import CassandraSettings
-from jobrunner.domain.limits import TenantLimits
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.topics import TopicGrants
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class Settings:
         topic = env.get("JOBRUNNER_TOPIC", "jobs")
         allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
         tenant_topics = _tenant_topics(env.get("JOBRUNNER_TENANT_TOPICS", ""))
-        max_payload_bytes = int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(64 * 1024)))
+        max_payload_bytes = int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(DEFAULT_MAX_PAYLOAD_BYTES)))
         heartbeat_table = env.get("HEARTBEAT_TABLE", "jobrunner-heartbeats")
         return cls(
             segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),

@@ -18,10 +18,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
+#: The largest payload a deployment accepts unless ``JOBRUNNER_MAX_PAYLOAD_BYTES`` says otherwise.
+DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
+
+
 @dataclass(frozen=True)
 class Limits:
     submissions_per_second: int | None = None
-    payload_bytes: int = 64 * 1024
+    payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
 
 @dataclass(frozen=True)

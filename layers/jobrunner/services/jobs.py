@@ -24,7 +24,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.limits import TenantLimits
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
@@ -56,7 +56,7 @@ class JobRules:
     segment_count: int
     #: Which topics each tenant may name (``domain.topics``); by default only ``jobs``, for every tenant.
     topics: TopicGrants = field(default_factory=lambda: TopicGrants("jobs", frozenset({"jobs"})))
-    max_payload_bytes: int = 64 * 1024
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     #: Per-tenant limits (``domain.limits``); the payload bound is the lower of theirs and the one above.
     limits: TenantLimits = field(default_factory=TenantLimits)
 
