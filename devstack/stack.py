@@ -32,6 +32,7 @@ from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
 from jobrunner.adapters.publishers.topics import ensure_topics
+from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
@@ -187,6 +188,8 @@ class LocalStack:
         dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
                                 endpoint_url=self.settings.dynamodb_endpoint)
         ensure_table(dynamodb, self.settings.heartbeat_table)
+        if self.settings.tenant_limits.rate_limited:
+            ensure_quota_table(dynamodb, self.settings.quota_table)
 
     @property
     def url(self) -> str:

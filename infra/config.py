@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
@@ -50,6 +52,10 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # principal -> tenant (JOBRUNNER_TENANT_MAP), e.g. {"arn:aws:iam::123456789012:role/payments-ci": "payments"}:
     # roles acting as one tenant, or a federated user (refused unless mapped).
     "tenant_map": {},
+    # Per-tenant limits (JOBRUNNER_TENANT_LIMITS): "*" for every tenant, overrides per tenant, each with
+    # submissions_per_second (null: none) and payload_bytes. The default keeps any one tenant to half of the
+    # stage's api_rate_limit.
+    "tenant_limits": {"*": {"submissions_per_second": 25}},
     # Tenants that may read the operator view GET /segments (JOBRUNNER_OPERATORS).
     "operators": [],
     # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
@@ -191,6 +197,8 @@ class DeploymentConfig:
     tenant_topics: tuple[tuple[str, tuple[str, ...]], ...]
     tenant_map: tuple[tuple[str, str], ...]
     operators: tuple[str, ...]
+    #: As the context gives it (validated by ``jobrunner.domain.limits``); passed to the functions as JSON.
+    tenant_limits: dict[str, Any]
     kafka_partitions: int
     scan_reserved_concurrency: int | None
     scan_memory_mb: int
@@ -257,6 +265,7 @@ class DeploymentConfig:
             tenant_topics=tenant_topics,
             tenant_map=_tenant_map(raw["tenant_map"]),
             operators=_names(raw["operators"], "operators"),
+            tenant_limits=_tenant_limits(raw["tenant_limits"]),
             kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
@@ -433,6 +442,16 @@ def _tenant_map(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(t, str) and t and p for p, t in value.items()):
         raise ConfigError(f"tenant_map: expected an object of principal -> tenant name, got {value!r}")
     return tuple(value.items())
+
+
+def _tenant_limits(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"tenant_limits: expected an object of tenant -> limits, got {value!r}")
+    try:
+        TenantLimits.parse(value, max_payload_bytes=DEFAULT_MAX_PAYLOAD_BYTES)
+    except ValueError as exc:
+        raise ConfigError(f"tenant_limits: {exc}") from exc
+    return dict(value)
 
 
 def _names(value: Any, key: str) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from infra.constructs.heartbeats import HeartbeatTable
 from infra.constructs.layers import Layers
 from infra.constructs.monitoring import NAMESPACE, SERVICE, Monitoring
 from infra.constructs.network import InterfaceEndpoint, Network
+from infra.constructs.quotas import QuotaTable
 from infra.constructs.results import RESULTS_TOPIC, Results
 from infra.constructs.scanners import Scanners
 from infra.constructs.secrets import ResultKey
@@ -110,6 +111,7 @@ class JobRunnerStack(Stack):
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
                                          deletion_protection=config.protected)
+        self.quotas = QuotaTable(self, "Quotas")
         # The key of the result tokens, removed (or kept) like the data: with retain_data, kept on update and delete.
         self.result_key = ResultKey(self, "ResultKey", removal_policy=removal)
         self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
@@ -200,6 +202,7 @@ class JobRunnerStack(Stack):
             "KAFKA_BOOTSTRAP": self.streaming.bootstrap_brokers,
             "KAFKA_SECURITY": "msk-iam",
             "HEARTBEAT_TABLE": self.heartbeats.table_name,
+            "QUOTA_TABLE": self.quotas.table_name,
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
@@ -210,6 +213,8 @@ class JobRunnerStack(Stack):
             environment["JOBRUNNER_TENANT_TOPICS"] = json.dumps({t: list(ts) for t, ts in config.tenant_topics})
         if config.tenant_map:
             environment["JOBRUNNER_TENANT_MAP"] = json.dumps(dict(config.tenant_map))
+        if config.tenant_limits:
+            environment["JOBRUNNER_TENANT_LIMITS"] = json.dumps(config.tenant_limits)
         if config.operators:
             environment["JOBRUNNER_OPERATORS"] = ",".join(config.operators)
         if config.existing_cassandra is None:
@@ -248,6 +253,7 @@ class JobRunnerStack(Stack):
             for grantee in writers:
                 self.keyspaces.grant_read_write(grantee)
         self.heartbeats.grant_read(api)
+        self.quotas.grant_admit(api)
         self.heartbeats.grant_segment_start(api)
         self.heartbeats.grant_leases(tick)
         self.heartbeats.grant_leases(scan)

@@ -39,6 +39,8 @@ def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
         # Two tenants with topics of their own (tests/e2e/test_tenants.py); every other tenant names jobs only.
         JOBRUNNER_TENANT_TOPICS=json.dumps({"*": ["jobs"], team("a", run_id): [team("a", run_id), "jobs"],
                                             team("b", run_id): [team("b", run_id)]}),
+        # A tenant with a rate limit of its own (tests/e2e/test_tenants.py); the others have none.
+        JOBRUNNER_TENANT_LIMITS=json.dumps({team("limited", run_id): {"submissions_per_second": 5}}),
     )
 
 

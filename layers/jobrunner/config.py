@@ -8,6 +8,8 @@
 | JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
 | JOBRUNNER_TENANT_TOPICS | (none: all may name any) | JSON: tenant (or ``*``) -> its topics (``domain/topics.py``) |
 | JOBRUNNER_TENANT_MAP | (none) | JSON: principal -> the tenant it acts as (``api/tenancy.py``) |
+| JOBRUNNER_TENANT_LIMITS | (none: no limits) | JSON: tenant (or ``*``) -> its limits (``domain/limits.py``) |
+| QUOTA_TABLE | HEARTBEAT_TABLE + ``-quotas`` | DynamoDB table of the tenants' rate counters |
 | JOBRUNNER_OPERATORS | (none) | comma-separated tenants that may read the operator views (``GET /segments``) |
 | JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
 | JOBRUNNER_DLQ_TOPIC | job-dlq | where exhausted executions go |
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from jobrunner.adapters.publishers.kafka import KafkaSettings
 from jobrunner.adapters.stores.session import CassandraSettings
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.topics import TopicGrants
 
 if TYPE_CHECKING:
@@ -80,6 +83,9 @@ class Settings:
     tenant_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     #: Tenants that may read the operator views (every segment's progress).
     operators: frozenset[str] = frozenset()
+    #: Per-tenant limits, and the DynamoDB table that counts submissions against them.
+    tenant_limits: TenantLimits = field(default_factory=TenantLimits)
+    quota_table: str = "jobrunner-heartbeats-quotas"
 
     @property
     def topic_grants(self) -> TopicGrants:
@@ -92,6 +98,8 @@ class Settings:
         topic = env.get("JOBRUNNER_TOPIC", "jobs")
         allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
         tenant_topics = _tenant_topics(env.get("JOBRUNNER_TENANT_TOPICS", ""))
+        max_payload_bytes = int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(DEFAULT_MAX_PAYLOAD_BYTES)))
+        heartbeat_table = env.get("HEARTBEAT_TABLE", "jobrunner-heartbeats")
         return cls(
             segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
             initial_lookback_minutes=int(env.get("JOBRUNNER_INITIAL_LOOKBACK_MINUTES", "10")),
@@ -102,7 +110,9 @@ class Settings:
             tenant_topics=MappingProxyType(tenant_topics),
             tenant_map=MappingProxyType(_tenant_map(env.get("JOBRUNNER_TENANT_MAP", ""))),
             operators=frozenset(t.strip() for t in env.get("JOBRUNNER_OPERATORS", "").split(",") if t.strip()),
-            max_payload_bytes=int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(64 * 1024))),
+            tenant_limits=_tenant_limits(env.get("JOBRUNNER_TENANT_LIMITS", ""), max_payload_bytes),
+            quota_table=env.get("QUOTA_TABLE") or f"{heartbeat_table}-quotas",
+            max_payload_bytes=max_payload_bytes,
             cassandra=CassandraSettings(
                 contact_points=tuple(env.get("CASSANDRA_CONTACT_POINTS", "127.0.0.1").split(",")),
                 port=int(env.get("CASSANDRA_PORT", "9042")),
@@ -118,7 +128,7 @@ class Settings:
                 security=env.get("KAFKA_SECURITY", "plaintext"),
                 region=region,
             ),
-            heartbeat_table=env.get("HEARTBEAT_TABLE", "jobrunner-heartbeats"),
+            heartbeat_table=heartbeat_table,
             dynamodb_endpoint=env.get("DYNAMODB_ENDPOINT") or None,
             scan_function=env.get("SCAN_FUNCTION_NAME", "jobrunner-scan"),
             region=region,
@@ -161,3 +171,13 @@ def _tenant_map(text: str) -> dict[str, str]:
             raise ValueError(f"JOBRUNNER_TENANT_MAP: principal {principal!r}: expected a tenant name")
         out[principal] = tenant.strip()
     return out
+
+
+def _tenant_limits(text: str, max_payload_bytes: int) -> TenantLimits:
+    """``{"*": {"submissions_per_second": 20}, "payments": {"submissions_per_second": 200}}``."""
+    try:
+        return TenantLimits.parse(_json_object("JOBRUNNER_TENANT_LIMITS", text), max_payload_bytes)
+    except ValueError as exc:
+        if str(exc).startswith("JOBRUNNER_TENANT_LIMITS"):
+            raise
+        raise ValueError(f"JOBRUNNER_TENANT_LIMITS: {exc}") from exc

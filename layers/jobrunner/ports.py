@@ -321,6 +321,23 @@ class HeartbeatStore(ABC):
     def record_segment_count(self, count: int) -> int: ...
 
 
+class TenantQuotas(ABC):
+    """Counters of what each tenant was admitted to do, per fixed window (DynamoDB in production).
+
+    Contract:
+    - ``admit(tenant, window, limit)`` counts one admission of ``tenant`` in ``window`` (any integer
+      naming the window, e.g. an epoch second) and returns True when fewer than ``limit`` had been
+      counted in that window; otherwise it counts nothing and returns False. However many callers
+      race, no window ever admits more than ``limit`` (one conditional write per call).
+    - Tenants and windows are independent; a window's counter may be forgotten once it has passed.
+    - Backend failures raise ``jobrunner.domain.errors.Unavailable``; an admission that raised may or
+      may not have been counted.
+    """
+
+    @abstractmethod
+    def admit(self, tenant: str, window: int, limit: int) -> bool: ...
+
+
 @dataclass(frozen=True)
 class ScanRequest:
     segment: int

@@ -23,7 +23,7 @@ from jobrunner.services.tick import TickRules, TickService
 from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
-    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher
+    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher, TenantQuotas
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
 IDLE_END = timedelta(seconds=3)
@@ -35,8 +35,10 @@ class Container:
     def __init__(
         self, settings: Settings, *, store: JobStore | None = None, publisher: Publisher | None = None,
         heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
+        quotas: TenantQuotas | None = None,
     ) -> None:
         self.settings = settings
+        self._quotas = quotas
         self._store = store
         self._publisher = publisher
         self._heartbeats = heartbeats
@@ -81,6 +83,15 @@ class Container:
         return self._heartbeats
 
     @functools.cached_property
+    def quotas(self) -> TenantQuotas | None:
+        """The tenants' rate counters: given (tests), or the quota table when some tenant has a rate limit."""
+        if self._quotas is None and self.settings.tenant_limits.rate_limited:
+            from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
+
+            self._quotas = DynamoDBTenantQuotas(self.settings.quota_table, self.boto3_client("dynamodb"))
+        return self._quotas
+
+    @functools.cached_property
     def invoker(self) -> Invoker:
         if self._invoker is None:
             from jobrunner.adapters.invokers.lambda_ import LambdaInvoker
@@ -120,8 +131,9 @@ class Container:
             segment_count=self.segment_count,
             topics=self.settings.topic_grants,
             max_payload_bytes=self.settings.max_payload_bytes,
+            limits=self.settings.tenant_limits,
         )
-        return JobService(self.store, self.clock, rules, waker=self.waker)
+        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas)
 
     @functools.cached_property
     def ticks(self) -> TickService:

@@ -9,6 +9,9 @@ import pytest
 
 from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore, ensure_table
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
+from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.memory import MemoryJobStore
 
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from jobrunner.config import Settings
-    from jobrunner.ports import HeartbeatStore, JobStore
+    from jobrunner.ports import HeartbeatStore, JobStore, TenantQuotas
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -65,3 +68,14 @@ def heartbeat_store(request: pytest.FixtureRequest) -> HeartbeatStore:
     table = f"{settings.heartbeat_table}-contract-{uuid.uuid4().hex[:6]}"
     ensure_table(client, table)
     return DynamoDBHeartbeatStore(table, client)
+
+
+@pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.integration)])
+def tenant_quotas(request: pytest.FixtureRequest) -> TenantQuotas:
+    if request.param == "memory":
+        return MemoryTenantQuotas()
+    settings: Settings = request.getfixturevalue("settings")
+    client: Any = request.getfixturevalue("dynamodb_client")
+    table = f"{settings.quota_table}-contract-{uuid.uuid4().hex[:6]}"
+    ensure_quota_table(client, table)
+    return DynamoDBTenantQuotas(table, client)

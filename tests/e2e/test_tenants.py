@@ -4,6 +4,8 @@ execution's token is refused the same way whatever tenant that execution belongs
 
 from __future__ import annotations
 
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -109,3 +111,30 @@ def test_segments_are_for_operators_only(local_stack: LocalStack, teams: tuple[s
     response = api(local_stack, "GET", "/segments")
     assert response.status_code == 200
     assert len(response.json()["items"]) >= local_stack.settings.segments
+
+
+def test_parallel_submissions_never_pass_a_tenants_rate(local_stack: LocalStack, run_id: str) -> None:
+    # Given a tenant limited to 5 submissions a second
+    tenant = team("limited", run_id)
+    token = tokens.token_for(tenant)
+    body = {"schedule": {"every": "PT1H"}}
+
+    def submit(_: int) -> tuple[int, Any, str | None]:
+        response = api(local_stack, "POST", "/jobs", body, token=token)
+        return response.status_code, response.json(), response.headers.get("Retry-After")
+
+    # When 8 clients send 60 submissions as fast as they can
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(submit, range(60)))
+    # Then each is 201 or 429, no second admitted more than 5, and each 429 names the limit and when to retry
+    assert {status for status, _, _ in answers} <= {201, 429}
+    per_second = Counter(job["created_at"][:19] for status, job, _ in answers if status == 201)
+    assert per_second and max(per_second.values()) <= 5, per_second
+    refused = [(job, retry) for status, job, retry in answers if status == 429]
+    assert refused, "60 submissions in a few seconds must meet the limit"
+    assert all(retry == "1" and job["errors"] == [{"field": "submissions_per_second",
+                                                    "reason": "this tenant may submit at most 5 jobs a second"}]
+               for job, retry in refused)
+    # and exactly the admitted jobs exist
+    _, listed = as_tenant(local_stack, tenant, "GET", "/jobs?limit=500")
+    assert len(listed["items"]) == sum(per_second.values())

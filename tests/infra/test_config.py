@@ -285,3 +285,11 @@ def test_a_cheaper_dev_stage_is_set_in_stages() -> None:
         config(stages=stages, endpoint_zones="2")
     with pytest.raises(ConfigError, match=r"kafka_provisioned\.storage_gib"):
         config(stages={"dev": {"kafka_provisioned": {"storage_gib": 0}}})
+
+
+def test_tenant_limits_are_checked_as_the_functions_read_them() -> None:
+    assert config().tenant_limits == {"*": {"submissions_per_second": 25}}
+    assert config(tenant_limits='{"payments": {"submissions_per_second": 200}}').tenant_limits == {
+        "payments": {"submissions_per_second": 200}}
+    with pytest.raises(ConfigError, match="tenant_limits: tenant 'x': payload_bytes must be between 1 and 65536"):
+        config(tenant_limits={"x": {"payload_bytes": 10**6}})

@@ -28,6 +28,11 @@ def _functions(app: Synthesized) -> dict[str, dict[str, Any]]:
             if "HandlerFunction" in lid}
 
 
+def _heartbeat_table(app: Synthesized) -> dict[str, Any]:
+    (table,) = [r for lid, r in app.resources("AWS::DynamoDB::Table").items() if lid.startswith("Heartbeats")]
+    return table
+
+
 def _statements(app: Synthesized, unit: str) -> list[dict[str, Any]]:
     return [s for p in app.resources("AWS::IAM::Policy").values()
             if p["Properties"]["Roles"][0]["Ref"].startswith(f"{unit}HandlerRole")
@@ -48,7 +53,7 @@ def test_every_unit_is_there(default_app: Synthesized) -> None:
         "AWS::ApiGateway::RestApi", "AWS::Events::Rule", "AWS::Lambda::EventSourceMapping",
         "AWS::CloudWatch::Dashboard", "AWS::Lambda::LayerVersion")}
 
-    assert counts == {t: 2 if t == "AWS::Lambda::LayerVersion" else 1 for t in counts}
+    assert counts == {t: 2 if t in ("AWS::Lambda::LayerVersion", "AWS::DynamoDB::Table") else 1 for t in counts}
     assert sorted(_functions(default_app)) == ["Api", "Results", "Scan", "Tick"]
 
 
@@ -112,7 +117,8 @@ def test_each_function_holds_what_it_needs_and_no_more(
 
 @pytest.mark.parametrize("unit", ["Api", "Results"])
 def test_api_and_results_update_only_watermarks_and_the_segment_count(default_app: Synthesized, unit: str) -> None:
-    updates = [s for s in _statements(default_app, unit) if "dynamodb:UpdateItem" in json.dumps(s["Action"])]
+    updates = [s for s in _statements(default_app, unit) if "dynamodb:UpdateItem" in json.dumps(s["Action"])
+               and "Heartbeats" in json.dumps(s["Resource"])]
 
     assert updates  # they record the segment count they place rows with
     assert all(s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]
@@ -190,7 +196,7 @@ def test_tenants_settings_reach_every_function_and_a_tenant_gets_a_worker_policy
 def test_dev_deploys_where_the_credentials_point_unprotected(default_app: Synthesized) -> None:
     assert default_app.manifest["environment"] == "aws://unknown-account/unknown-region"
     assert not default_app.manifest["properties"].get("terminationProtection")
-    (table,) = default_app.resources("AWS::DynamoDB::Table").values()
+    table = _heartbeat_table(default_app)
     assert table["Properties"]["DeletionProtectionEnabled"] is False
 
 
@@ -201,7 +207,7 @@ def test_a_protected_stage_is_pinned_and_protected_from_deletion(synth: Callable
     # Then the stack deploys there only, cannot be deleted while protected, nor can its data resources
     assert app.manifest["environment"] == "aws://123456789012/eu-west-1"
     assert app.manifest["properties"]["terminationProtection"] is True
-    (table,) = app.resources("AWS::DynamoDB::Table").values()
+    table = _heartbeat_table(app)
     assert table["Properties"]["DeletionProtectionEnabled"] is True
     (pool,) = app.resources("AWS::Cognito::UserPool").values()
     assert pool["Properties"]["DeletionProtection"] == "ACTIVE"
@@ -247,7 +253,10 @@ def test_data_is_retained_on_update_and_delete_but_not_when_its_creation_rolls_b
     app = synth(variant)
     kept = {lid: r for t in ("AWS::Cassandra::Keyspace", "AWS::Cassandra::Table", "AWS::DynamoDB::Table",
                              "AWS::Cognito::UserPool", "AWS::SecretsManager::Secret")
-            for lid, r in app.resources(t).items()}
+            for lid, r in app.resources(t).items() if not lid.startswith("Quotas")}
+    # (the quota table's counters are worth nothing after their second: it goes with the stack)
+    (quotas,) = [r for lid, r in app.resources("AWS::DynamoDB::Table").items() if lid.startswith("Quotas")]
+    assert (quotas["DeletionPolicy"], quotas["UpdateReplacePolicy"]) == ("Delete", "Delete")
 
     # Then a failed first deploy deletes what it created (a keyspace's fixed name would block every retry)
     assert kept
@@ -431,3 +440,21 @@ def test_interface_endpoints_sit_in_both_zones_unless_a_stage_asks_for_one(
 ) -> None:
     assert _interface_endpoint_subnets(default_app) == [2] * 6
     assert _interface_endpoint_subnets(synth("dev-provisioned")) == [1] * 6
+
+
+def test_the_api_counts_tenants_submissions_in_a_quota_table_only_it_may_write(default_app: Synthesized) -> None:
+    # Given the default stage: every tenant limited to 25 submissions a second
+    functions = _functions(default_app)
+    variables = functions["Api"]["Environment"]["Variables"]
+    assert json.loads(variables["JOBRUNNER_TENANT_LIMITS"]) == {"*": {"submissions_per_second": 25}}
+    (table_id,) = [lid for lid in default_app.resources("AWS::DynamoDB::Table") if lid.startswith("Quotas")]
+    table = default_app.resources("AWS::DynamoDB::Table")[table_id]["Properties"]
+    assert [k["AttributeName"] for k in table["KeySchema"]] == ["tenant", "window"]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert variables["QUOTA_TABLE"] == {"Ref": table_id}
+    # Then the api may add to a counter, and nothing else touches the table
+    grants = [s for s in _statements(default_app, "Api") if table_id in json.dumps(s["Resource"])]
+    assert [(s["Action"], s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]) for s in grants] == [
+        ("dynamodb:UpdateItem", ["tenant", "window", "admitted", "expires_at"])]
+    for unit in ("Tick", "Scan", "Results"):
+        assert table_id not in json.dumps(_statements(default_app, unit)), unit

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -54,6 +54,13 @@ def register(app: APIGatewayRestResolver) -> None:
     def forbidden(exc: Forbidden) -> Response[Any]:
         return error_response(HTTPStatus.FORBIDDEN, "forbidden", str(exc),
                               [ErrorDetail(field=exc.field, reason=exc.reason)])
+
+    @app.exception_handler(LimitReached)
+    def limit_reached(exc: LimitReached) -> Response[Any]:
+        body = ErrorOut(error="limit_reached", message=str(exc),
+                        errors=[ErrorDetail(field=exc.limit, reason=exc.reason)])
+        return Response(status_code=HTTPStatus.TOO_MANY_REQUESTS, content_type=content_types.APPLICATION_JSON,
+                        body=body.model_dump_json(), headers={"Retry-After": str(exc.retry_after_s)})
 
     @app.exception_handler(JobNotFound)
     def not_found(exc: JobNotFound) -> Response[Any]:

@@ -26,6 +26,17 @@ class Forbidden(DomainError):
         self.reason = reason
 
 
+class LimitReached(DomainError):
+    """A tenant's limit (``limit`` names it) refuses the request for now; ``retry_after_s`` says when it
+    may succeed again."""
+
+    def __init__(self, limit: str, reason: str, retry_after_s: int) -> None:
+        super().__init__(f"{limit}: {reason}")
+        self.limit = limit
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
 class JobNotFound(DomainError):
     """No such job for this tenant (also raised for another tenant's job, so ids do not leak)."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
     ExecutionRecord,
@@ -23,6 +24,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from jobrunner.ports import Clock, JobStore
+    from jobrunner.ports import Clock, JobStore, TenantQuotas
     from jobrunner.services.wake import ScanWaker
+
+log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_S = 24 * 3600
 #: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
@@ -52,7 +56,9 @@ class JobRules:
     segment_count: int
     #: Which topics each tenant may name (``domain.topics``); by default only ``jobs``, for every tenant.
     topics: TopicGrants = field(default_factory=lambda: TopicGrants("jobs", frozenset({"jobs"})))
-    max_payload_bytes: int = 64 * 1024
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    #: Per-tenant limits (``domain.limits``); the payload bound is the lower of theirs and the one above.
+    limits: TenantLimits = field(default_factory=TenantLimits)
 
 
 @dataclass(frozen=True)
@@ -109,10 +115,13 @@ def plan_execution(
 
 
 class JobService:
-    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None) -> None:
+    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
+                 quotas: TenantQuotas | None = None) -> None:
         self._store = store
         self._clock = clock
         self._rules = rules
+        #: Counts each tenant's submissions against its ``submissions_per_second`` (None: no rate limits).
+        self._quotas = quotas
         #: Wakes the scan of a partition this service wrote a LATE row to (``services.wake``).
         self._waker = waker
 
@@ -127,9 +136,10 @@ class JobService:
         now = self._clock.now()
         job_id = str(uuid.uuid4())
         topic = self._check_topic(user_id, new.topic)
-        self._check_payload(new.payload)
+        self._check_payload(user_id, new.payload)
         self._check_timeout(new.timeout_s)
         self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
+        self._admit(user_id, now)  # a request refused above costs the tenant nothing
         if idempotency_key is not None:
             fingerprint = new.fingerprint()
             claim = IdempotencyClaim(user_id, idempotency_key, job_id, fingerprint, now)
@@ -277,7 +287,7 @@ class JobService:
         if changes.topic is not None:
             updates["topic"] = self._check_topic(job.user_id, changes.topic)
         if changes.payload_set:
-            self._check_payload(changes.payload)
+            self._check_payload(job.user_id, changes.payload)
             updates["payload"] = changes.payload
         if changes.retry is not None:
             updates["retry"] = changes.retry
@@ -370,10 +380,27 @@ class JobService:
                             else "no topic is granted to this tenant")
         return chosen
 
-    def _check_payload(self, payload: Any) -> None:
+    def _check_payload(self, user_id: str, payload: Any) -> None:
+        limit = min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
         size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        if size > self._rules.max_payload_bytes:
-            raise InvalidField("payload", f"is {size} bytes; the limit is {self._rules.max_payload_bytes}")
+        if size > limit:
+            raise InvalidField("payload", f"is {size} bytes; the limit is {limit}")
+
+    def _admit(self, user_id: str, now: datetime) -> None:
+        """Count a submission against the tenant's rate; over it, nothing is written (429). If the counter
+        cannot be reached the submission goes ahead: the limit protects the service, and the stage's own
+        throttle still bounds it; such admissions are logged."""
+        rate = self._rules.limits.of(user_id).submissions_per_second
+        if rate is None or self._quotas is None:
+            return
+        try:
+            admitted = self._quotas.admit(user_id, int(now.timestamp()), rate)
+        except Unavailable as exc:
+            log.warning("quota counter unavailable, submission admitted uncounted: %s", exc)
+            return
+        if not admitted:
+            raise LimitReached("submissions_per_second", f"this tenant may submit at most {rate} jobs a second",
+                               retry_after_s=1)
 
     @staticmethod
     def _check_timeout(timeout_s: int | None) -> None:

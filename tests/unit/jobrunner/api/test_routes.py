@@ -498,3 +498,28 @@ def test_bad_input_from_an_anonymous_caller_is_401_first(world: World) -> None:
     for method, path, body, query, _ in BAD_INPUT:
         status, answer = call(method, path.replace("{id}", job["job_id"]), body, tenant=None, query=query)
         assert (status, answer["error"]) == (401, "unauthenticated"), (method, path)
+
+
+# -- tenants' limits ------------------------------------------------------------------------------------
+
+
+def test_a_submission_over_the_tenants_rate_gets_429_with_retry_after_naming_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
+
+    monkeypatch.setattr(wiring, "_container", None)  # restored after the test
+    store = MemoryJobStore()
+    wiring.install(Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4",
+                           "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"submissions_per_second": 1}})}),
+        store=store, publisher=MemoryPublisher(), heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(),
+        clock=ManualClock(NOW), quotas=MemoryTenantQuotas(),
+    ))
+    assert call("POST", "/jobs", HOURLY)[0] == 201
+    response = handle(event("POST", "/jobs", HOURLY), None)
+    assert (response["statusCode"], response["multiValueHeaders"]["Retry-After"]) == (429, ["1"])
+    body = json.loads(response["body"])
+    assert (body["error"], body["errors"]) == ("limit_reached", [{
+        "field": "submissions_per_second", "reason": "this tenant may submit at most 1 jobs a second"}])
+    assert len(store.jobs) == 1

@@ -14,9 +14,11 @@ import pytest
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
+from jobrunner.domain.limits import TenantLimits
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
@@ -163,6 +165,57 @@ def test_a_change_to_a_topic_not_granted_is_forbidden_and_changes_nothing(
     with pytest.raises(Forbidden, match="'payments' is not granted"):
         granted.change("reporting", job.job_id, JobChanges(topic="payments"))
     assert store.jobs[("reporting", job.job_id)] == job
+
+
+LIMITS = TenantLimits.parse({"*": {"submissions_per_second": 2},
+                             "small": {"payload_bytes": 20}, "ops": {"submissions_per_second": None}}, 100)
+
+
+def limited(store: MemoryJobStore, clock: ManualClock, quotas: MemoryTenantQuotas | None = None) -> JobService:
+    return JobService(store, clock, JobRules(segment_count=16, max_payload_bytes=100, limits=LIMITS),
+                      quotas=quotas or MemoryTenantQuotas())
+
+
+def test_submissions_over_a_tenants_rate_are_refused_for_the_second_and_write_nothing(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    service = limited(store, clock)
+    due = At(NOW + timedelta(hours=1))
+    # Given a rate of 2 a second for every tenant, a refused request (a bad payload) costs nothing
+    with pytest.raises(InvalidField):
+        service.submit("alice", NewJob(due, {"pad": "x" * 200}))
+    accepted = [service.submit("alice", NewJob(due, {}))[0] for _ in range(2)]
+    # When alice submits a third job in the same second
+    with pytest.raises(LimitReached) as caught:
+        service.submit("alice", NewJob(due, {}))
+    # Then it is refused, naming the limit, to retry after a second, and only the first two exist
+    assert (caught.value.limit, caught.value.retry_after_s) == ("submissions_per_second", 1)
+    assert "at most 2 jobs a second" in caught.value.reason
+    assert set(store.jobs) == {("alice", j.job_id) for j in accepted}
+    # while another tenant has a rate of its own, an exempt one has none, and the next second admits again
+    assert service.submit("bob", NewJob(due, {}))[1]
+    assert all(service.submit("ops", NewJob(due, {}))[1] for _ in range(5))
+    clock.advance(timedelta(seconds=1))
+    assert service.submit("alice", NewJob(due, {}))[1]
+
+
+def test_a_tenants_payload_limit_is_its_own(store: MemoryJobStore, clock: ManualClock) -> None:
+    service = limited(store, clock)
+    with pytest.raises(InvalidField, match="the limit is 20"):
+        service.submit("small", NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))
+    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))[1]
+    assert [user for user, _ in store.jobs] == ["alice"]
+
+
+def test_a_quota_counter_that_cannot_be_reached_admits_the_submission(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    class Down(MemoryTenantQuotas):
+        def admit(self, tenant: str, window: int, limit: int) -> bool:
+            raise Unavailable("throttled")
+
+    service = limited(store, clock, Down())
+    assert all(service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1] for _ in range(3))
 
 
 def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -> None:
