@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.publishers.kafka import KafkaSettings
@@ -77,10 +76,9 @@ class Settings:
     result_key_secret_arn: str | None = None
     accept_unsigned_results: bool = False
     #: tenant (or ``*``) -> the topics its jobs may name; empty: every tenant may name every allowed topic.
-    tenant_topics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}),
-                                                         compare=False)
+    tenant_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
     #: principal -> the tenant it acts as (``api/tenancy.py``); a principal not listed is its own tenant.
-    tenant_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    tenant_map: Mapping[str, str] = field(default_factory=dict, compare=False)
     #: Tenants that may read the operator views (every segment's progress).
     operators: frozenset[str] = frozenset()
     #: Per-tenant limits, and the DynamoDB table that counts submissions against them.
@@ -107,8 +105,8 @@ class Settings:
             results_topic=env.get("JOBRUNNER_RESULTS_TOPIC", "job-results"),
             dead_letter_topic=env.get("JOBRUNNER_DLQ_TOPIC", "job-dlq"),
             allowed_topics=frozenset(allowed | {topic} | {t for ts in tenant_topics.values() for t in ts}),
-            tenant_topics=MappingProxyType(tenant_topics),
-            tenant_map=MappingProxyType(_tenant_map(env.get("JOBRUNNER_TENANT_MAP", ""))),
+            tenant_topics=tenant_topics,
+            tenant_map=_tenant_map(env.get("JOBRUNNER_TENANT_MAP", "")),
             operators=frozenset(t.strip() for t in env.get("JOBRUNNER_OPERATORS", "").split(",") if t.strip()),
             tenant_limits=_tenant_limits(env.get("JOBRUNNER_TENANT_LIMITS", ""), max_payload_bytes),
             quota_table=env.get("QUOTA_TABLE") or f"{heartbeat_table}-quotas",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,7 +45,7 @@ class Caller:
 @dataclass(frozen=True)
 class Tenancy:
     #: principal -> tenant, for principals acting as a tenant of another name.
-    tenant_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    tenant_map: Mapping[str, str] = field(default_factory=dict, compare=False)
     #: Tenants that may read the operator views.
     operators: frozenset[str] = frozenset()
 

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.topics import EVERY_OTHER_TENANT
@@ -31,7 +30,7 @@ class Limits:
 @dataclass(frozen=True)
 class TenantLimits:
     default: Limits = field(default_factory=Limits)
-    overrides: Mapping[str, Limits] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    overrides: Mapping[str, Limits] = field(default_factory=dict, compare=False)
 
     def of(self, tenant: str) -> Limits:
         return self.overrides.get(tenant, self.default)
@@ -49,7 +48,7 @@ class TenantLimits:
         default = _merged(base, entries.get(EVERY_OTHER_TENANT, {}), EVERY_OTHER_TENANT, max_payload_bytes)
         overrides = {tenant: _merged(default, values, tenant, max_payload_bytes)
                      for tenant, values in entries.items() if tenant != EVERY_OTHER_TENANT}
-        return cls(default, MappingProxyType(overrides))
+        return cls(default, overrides)
 
 
 def _merged(base: Limits, values: Any, tenant: str, max_payload_bytes: int) -> Limits:

@@ -11,7 +11,6 @@ default topic if its tenant may use it, else to the first topic granted to its t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ class TopicGrants:
     default: str
     allowed: frozenset[str]
     #: tenant (or ``*``) -> the topics it may name, in order of preference; empty: no per-tenant grants.
-    per_tenant: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    per_tenant: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.default not in self.allowed:

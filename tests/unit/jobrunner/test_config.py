@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from jobrunner.config import Settings
@@ -37,3 +39,15 @@ def test_tenant_topics_operators_and_the_tenant_map_are_read_and_granted_topics_
 def test_a_malformed_tenant_setting_names_the_variable_and_the_entry(name: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings.from_env({name: value})
+
+
+def test_settings_with_tenants_mappings_can_be_sent_to_another_process() -> None:
+    # The benchmark's worker processes and any spawned helper receive the settings pickled.
+    settings = Settings.from_env({
+        "JOBRUNNER_TENANT_TOPICS": '{"payments": ["payments"]}', "JOBRUNNER_TENANT_MAP": '{"arn:x": "payments"}',
+        "JOBRUNNER_TENANT_LIMITS": '{"*": {"submissions_per_second": 5}, "payments": {"payload_bytes": 10}}',
+    })
+    copy = pickle.loads(pickle.dumps(settings))
+    assert (copy.topic_grants.topics_of("payments"), copy.tenant_limits.of("payments").payload_bytes) == (
+        ("payments",), 10)
+    assert dict(copy.tenant_map) == {"arn:x": "payments"}
