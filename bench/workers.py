@@ -124,6 +124,13 @@ class _Worker:
     def op_ping(self) -> dict[str, Any]:
         return {"pid": os.getpid()}
 
+    def op_code(self) -> dict[str, str]:
+        """The ``jobrunner`` package this process runs (a spawned process follows the parent's ``sys.path``)."""
+        import jobrunner
+        from bench.shortperiod import _code
+
+        return {"code": _code(), "path": str(Path(jobrunner.__file__).resolve().parent)}
+
     def op_warm(self, slots: list[Any], variant: str = "baseline") -> dict[str, Any]:
         for key in slots:
             self.slot(tuple(key), variant)
