@@ -56,6 +56,11 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
                    help="jobs submitted over HTTP per run of the full-stack section, all due at one second")
     p.add_argument("--fullstack-threads", type=int, default=defaults.fullstack_threads,
                    help="HTTP client threads submitting them")
+    p.add_argument("--fairness-heavy", type=int, default=defaults.fairness_heavy,
+                   help="the heavy tenant's executions in the loaded minute, all due at one second")
+    p.add_argument("--fairness-light", type=int, default=defaults.fairness_light,
+                   help="the light tenant's executions, due at the same second (loaded and unloaded minutes)")
+    p.add_argument("--fairness-segments", type=int, default=defaults.fairness_segments)
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -81,7 +86,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         writes_executions=args.writes_executions, writes_failures=args.writes_failures,
         short_jobs=args.short_jobs, short_periods=args.short_periods, idle_segments=args.idle_segments,
         idle_minutes=args.idle_minutes, fullstack_executions=args.fullstack_executions,
-        fullstack_threads=args.fullstack_threads,
+        fullstack_threads=args.fullstack_threads, fairness_heavy=args.fairness_heavy,
+        fairness_light=args.fairness_light, fairness_segments=args.fairness_segments,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
-            "idle", "fullstack", "profile")
+            "idle", "fullstack", "fairness", "profile")
 VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "groups-2000", "all")
 
 
@@ -66,6 +66,11 @@ class Options:
     #: second, drained by the whole local stack (API, ticker, scans, results, the example worker).
     fullstack_executions: int = 5_000
     fullstack_threads: int = 8
+    #: The fairness section (issue #13): a heavy tenant's executions and a light tenant's, all due at the same
+    #: second of one minute, next to a minute of the light tenant's alone; the segments of both minutes.
+    fairness_heavy: int = 20_000
+    fairness_light: int = 20
+    fairness_segments: int = 16
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -79,13 +84,14 @@ class Options:
         return cls(
             runs=1, processes=2,
             sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod",
-                      "idle", "fullstack"),
+                      "idle", "fullstack", "fairness"),
             variants=("baseline", "driver-rows", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,
             raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
             idle_segments=2, idle_minutes=3, fullstack_executions=40, fullstack_threads=4,
+            fairness_heavy=400, fairness_light=5, fairness_segments=2,
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )
@@ -170,12 +176,14 @@ class Bench:
         return section
 
     def seed(self, bucket: datetime, count: int, segment_count: int, topic: str | None = None,
-             due: str = "start", want_keys: bool = False) -> dict[str, Any]:
-        """Seed ``count`` executions into ``bucket`` using every worker; returns totals (and keys)."""
+             due: str = "start", want_keys: bool = False, tenant: str | None = None) -> dict[str, Any]:
+        """Seed ``count`` executions into ``bucket`` using every worker; returns totals (and keys). With
+        ``tenant``, every job is that tenant's (otherwise they are spread over the bench tenants)."""
         parts = split(list(range(count)), len(self.pool))
         specs = [
             {"spec": SeedSpec(to_epoch_ms(bucket), len(part), segment_count, topic or self.names.topic, due=due,
-                              seed=hash((bucket, index)) & 0xFFFFFFFF), "want_keys": want_keys}
+                              seed=hash((bucket, tenant, index)) & 0xFFFFFFFF, tenant=tenant),
+             "want_keys": want_keys}
             for index, part in enumerate(parts) if part
         ]
         results = self.pool.all("seed", specs)

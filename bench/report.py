@@ -121,6 +121,15 @@ def _headline(bench: Bench) -> list[str]:
                      f"{pct(median(_paired_ratios(drain, produce)))} of produce" if produce else ""])
         rows.append(["full stack: to last result (end to end)", spread([run["end_to_end_rate"] for run in fs],
                                                                         unit="/s"), "", ""])
+    if r.get("fairness", {}).get("runs"):
+        fair = r["fairness"]
+        light = fair["tenants"]["light"]
+        alone = [run["unloaded"]["lateness_ms"][light]["p99"] for run in fair["runs"]]
+        rows.append([f"fairness: tenant B's lateness p99 beside A's {fair['heavy']:,} due at the same second",
+                     spread([run["loaded"]["lateness_ms"][light]["p99"] for run in fair["runs"]], 0, " ms"),
+                     f"B alone {spread(alone, 0, ' ms')}",
+                     f"difference {spread([run['light_p99_delta_ms'] for run in fair['runs']], 0, ' ms')} "
+                     "(goal: within 1 s)"])
     if "writes" in r:
         w = r["writes"]
         rows.append(["writes: rows per execution, counted by Cassandra (scan + results)",
@@ -533,6 +542,78 @@ def _fullstack(bench: Bench) -> list[str]:
     return lines
 
 
+def _fairness(bench: Bench) -> list[str]:
+    fair = bench.results.get("fairness")
+    if not fair or not fair.get("runs"):
+        return []
+    runs = fair["runs"]
+    light, heavy = fair["tenants"]["light"], fair["tenants"]["heavy"]
+
+    def late(minute: dict[str, Any], tenant: str, keys: tuple[str, ...]) -> str:
+        figures = minute["lateness_ms"][tenant]
+        return " / ".join(fmt(figures[k], 0) for k in keys) + " ms"
+
+    lines = ["## 12. Fairness between tenants: a light tenant beside a heavy tenant's burst", "",
+             f"**Workload** (per run): two consecutive real wall-clock minutes, {fair['segments']} segments, scanned",
+             "as section 2's minutes are (the real clock, each minute's scans started 10 s ahead in",
+             f"{fair['processes']} worker processes, one thread per segment). *Unloaded*: tenant B (`{light}`) alone, "
+             f"{fair['light']:,} executions due at the minute's first instant. *Loaded*: B's {fair['light']:,} and "
+             f"tenant A's (`{heavy}`) {fair['heavy']:,}, all due at that same instant. Every row is seeded into its",
+             "minute's planned lane before the scans start, and the minutes hold no other row. **Measured**: each",
+             "execution's CreateTime (its message, read back from the section's own topic once the scans ended)",
+             "minus its due instant; and B's rank among all the loaded minute's executions by CreateTime (1: the",
+             "first published; ties share the best rank), which shows where B's rows came out of A's burst whatever",
+             "the machine's speed." + (f" With {fair['light']} executions, B's p99 is its slowest (nearest rank)."
+                                       if fair["light"] < 100 else ""),
+             f"**The rule** (issue #13's goal): B's loaded p99 within {fmt(fair['goal_ms'] / 1000, 0)} s of its "
+             "unloaded p99.",
+             f"Code measured: `{fair['code']}` (`{fair['path']}`; worker processes: "
+             + ", ".join(f"`{c}`" for c in fair["worker_code"]) + ").",
+             "**Reproduce**: `python -m bench --only fairness --runs 1` (`--fairness-heavy`, `--fairness-light`,",
+             "`--fairness-segments`).", ""]
+    lines += _table(["run", "minutes (UTC)", "B unloaded: p50 / p99 / max", "B loaded: p50 / p99 / max",
+                     "B p99: loaded - unloaded", "goal met", "A: first / p50 / p99 / last",
+                     "B's rank in the loaded minute: median / max", "published / seeded (duplicates)"], [
+        [str(i + 1), f"{r['unloaded']['minute'][11:16]}, {r['loaded']['minute'][11:16]}",
+         late(r["unloaded"], light, ("p50", "p99", "max")), late(r["loaded"], light, ("p50", "p99", "max")),
+         f"{fmt(r['light_p99_delta_ms'], 0)} ms", "yes" if r["met"] else "**no**",
+         late(r["loaded"], heavy, ("first", "p50", "p99", "max")),
+         f"{fmt(r['loaded']['light_rank']['median'], 0)} / {fmt(r['loaded']['light_rank']['max'], 0)} of "
+         f"{r['loaded']['light_rank']['of']:,}",
+         " ; ".join(f"{sum(r[k]['published'].values()):,} / {sum(r[k]['seeded'].values()):,} "
+                    f"({r[k]['duplicates']})" for k in ("unloaded", "loaded"))]
+        for i, r in enumerate(runs)])
+    deltas = [r["light_p99_delta_ms"] for r in runs]
+    met = sum(1 for r in runs if r["met"])
+    lines += [f"B's p99 loaded {spread([r['loaded']['lateness_ms'][light]['p99'] for r in runs], 0, ' ms')}, "
+              f"unloaded {spread([r['unloaded']['lateness_ms'][light]['p99'] for r in runs], 0, ' ms')}: "
+              f"difference {spread(deltas, 0, ' ms')}, the goal met in {met} of {len(runs)} run(s). A's burst "
+              f"drained in {spread([r['loaded']['lateness_ms'][heavy]['max'] for r in runs], 0, ' ms')} (its last "
+              f"message; its first came {spread([r['loaded']['lateness_ms'][heavy]['first'] for r in runs], 0, ' ms')}"
+              " after the due second: a scan reads the jobs of a whole group of rows (`ScanRules.group_size`)"
+              " and records them RUNNING before it sends any of them); B's median rank "
+              f"{spread([r['loaded']['light_rank']['median'] for r in runs], 0)} of "
+              f"{runs[0]['loaded']['light_rank']['of']:,} (a fair order puts all of B's rows near the front). "
+              f"Seeding took {fmt(fair['seed_s'], 0)} s (not measured).", ""]
+    odd = []
+    for i, r in enumerate(runs):
+        for kind in ("unloaded", "loaded"):
+            m = r[kind]
+            problems = [f"{k} {m[k]}" for k in ("unpublished", "duplicates", "foreign") if m[k]]
+            scans = m["scans"]
+            if scans["finished"] != scans["segments"]:
+                problems.append(f"{scans['finished']}/{scans['segments']} scans finished")
+            problems += [f"{k} {scans[k]}" for k in ("errors", "lost_lease") if scans[k]]
+            problems += [f"crashed: {c[:120]}" for c in scans["crashed"]]
+            if problems:
+                odd.append(f"run {i + 1} {kind}: " + ", ".join(problems))
+    if fair.get("other_minutes"):
+        odd.append(f"{fair['other_minutes']} message(s) due in no minute of the section")
+    if odd:
+        lines += ["**Anomalies**: " + "; ".join(odd) + ".", ""]
+    return lines
+
+
 #: py-spy cannot see inside the driver's compiled (Cython) modules: their time shows as self time of the
 #: last Python frame, here the benchmark's counting proxy. Named for what they are in the report.
 _FRAME_NAMES = {
@@ -587,7 +668,7 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += ["**Sections that failed in this run** (their figures are missing below):", ""]
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (_machine, _headline, _drain, _lateness, _submit, _ceilings, _memory, _scaling, _variants,
-                 _writes, _shortperiod, _idle, _fullstack, _profile):
+                 _writes, _shortperiod, _idle, _fullstack, _fairness, _profile):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def _sections() -> dict[str, Callable[[Bench], None]]:
     from bench.ceilings import run_ceilings
     from bench.drain import run_drain, run_scaling, run_variants
+    from bench.fairness import run_fairness
     from bench.fullstack import run_fullstack
     from bench.idle import run_idle
     from bench.lateness import run_lateness
@@ -35,7 +36,7 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
             "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
-            "idle": run_idle, "fullstack": run_fullstack, "profile": run_profile}
+            "idle": run_idle, "fullstack": run_fullstack, "fairness": run_fairness, "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:
@@ -152,6 +153,8 @@ def result_counts(bench: Bench) -> dict[str, Any]:
         "fullstack": [{k: run[k] for k in ("accepted", "published", "duplicates", "unpublished", "results",
                                            "result_messages", "recorded", "timed_out")}
                       for run in r.get("fullstack", {}).get("runs", [])],
+        "fairness": [{kind: {k: run[kind][k] for k in ("seeded", "published", "unpublished", "duplicates", "foreign")}
+                      for kind in ("unloaded", "loaded")} for run in r.get("fairness", {}).get("runs", [])],
     }
 
 

@@ -41,6 +41,8 @@ class SeedSpec:
     recurring_share: float = 0.5
     tenants: int = 50
     seed: int = 0
+    #: Every job of this tenant (e.g. one heavy tenant); None: spread over ``tenants`` bench tenants.
+    tenant: str | None = None
 
 
 def make_job(index: int, due_at: datetime, topic: str, recurring: bool, tenant: str, now: datetime) -> Job:
@@ -60,7 +62,7 @@ def generate(spec: SeedSpec) -> list[tuple[Job, ScheduledExecution]]:
     out = []
     for index in range(spec.count):
         due_at = bucket if spec.due == "start" else bucket + timedelta(seconds=rng.randrange(60))
-        tenant = f"{TENANT_PREFIX}-{rng.randrange(spec.tenants)}"
+        tenant = spec.tenant or f"{TENANT_PREFIX}-{rng.randrange(spec.tenants)}"
         job = make_job(index, due_at, spec.topic, rng.random() < spec.recurring_share, tenant, planned_at)
         row = plan_execution(job, due_at, planned_at, spec.segment_count, trigger=Trigger.SCHEDULE)
         assert row.bucket == bucket and row.lane is Lane.PLANNED, (row.bucket, row.lane)

@@ -65,6 +65,11 @@ class BenchNames:
         return f"jr-bench-{self.run_id}-fullstack"
 
     @property
+    def fairness_topic(self) -> str:
+        """The fairness section's minutes alone, read back afterwards for each message's tenant and CreateTime."""
+        return f"jr-bench-{self.run_id}-fairness"
+
+    @property
     def fullstack_heartbeat_table(self) -> str:
         """The full-stack section's ticker starts from a table of its own, not from the watermarks and leases
         that the other sections' scans left in the run's table."""
@@ -72,7 +77,8 @@ class BenchNames:
 
     @property
     def topics(self) -> list[str]:
-        return [self.topic, self.lateness_topic, self.results_topic, self.dead_letter_topic, self.fullstack_topic]
+        return [self.topic, self.lateness_topic, self.results_topic, self.dead_letter_topic, self.fullstack_topic,
+                self.fairness_topic]
 
     @property
     def consumer_groups(self) -> list[str]:
@@ -92,7 +98,7 @@ def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: in
         HEARTBEAT_TABLE=names.heartbeat_table,
         JOBRUNNER_SEGMENTS=str(segments),
         JOBRUNNER_TOPIC=names.topic,
-        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic},{names.fullstack_topic}",
+        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic},{names.fullstack_topic},{names.fairness_topic}",
         JOBRUNNER_RESULTS_TOPIC=names.results_topic,
         JOBRUNNER_DLQ_TOPIC=names.dead_letter_topic,
     )

@@ -124,6 +124,13 @@ class _Worker:
     def op_ping(self) -> dict[str, Any]:
         return {"pid": os.getpid()}
 
+    def op_code(self) -> dict[str, str]:
+        """The ``jobrunner`` package this process runs (a spawned process follows the parent's ``sys.path``)."""
+        import jobrunner
+        from bench.shortperiod import _code
+
+        return {"code": _code(), "path": str(Path(jobrunner.__file__).resolve().parent)}
+
     def op_warm(self, slots: list[Any], variant: str = "baseline") -> dict[str, Any]:
         for key in slots:
             self.slot(tuple(key), variant)
@@ -368,11 +375,18 @@ class WorkerError(RuntimeError):
     pass
 
 
+def picklable(settings: Settings) -> Settings:
+    """The settings as a spawned process can receive them: the tenants' read-only mappings
+    (``types.MappingProxyType``, which pickle refuses) as plain dicts with the same items."""
+    return dataclasses.replace(settings, tenant_topics=dict(settings.tenant_topics),
+                               tenant_map=dict(settings.tenant_map))
+
+
 class _Handle:
     def __init__(self, context: Any, settings: Settings, index: int) -> None:
         parent, child = context.Pipe()
         self.conn = parent
-        self.process = context.Process(target=serve, args=(child, settings), name=f"bench-worker-{index}",
+        self.process = context.Process(target=serve, args=(child, picklable(settings)), name=f"bench-worker-{index}",
                                        daemon=True)
         self.process.start()
         child.close()
