@@ -375,18 +375,11 @@ class WorkerError(RuntimeError):
     pass
 
 
-def picklable(settings: Settings) -> Settings:
-    """The settings as a spawned process can receive them: the tenants' read-only mappings
-    (``types.MappingProxyType``, which pickle refuses) as plain dicts with the same items."""
-    return dataclasses.replace(settings, tenant_topics=dict(settings.tenant_topics),
-                               tenant_map=dict(settings.tenant_map))
-
-
 class _Handle:
     def __init__(self, context: Any, settings: Settings, index: int) -> None:
         parent, child = context.Pipe()
         self.conn = parent
-        self.process = context.Process(target=serve, args=(child, picklable(settings)), name=f"bench-worker-{index}",
+        self.process = context.Process(target=serve, args=(child, settings), name=f"bench-worker-{index}",
                                        daemon=True)
         self.process.start()
         child.close()
