@@ -613,6 +613,31 @@ def test_a_backlog_larger_than_the_window_holds_a_bounded_number_of_rows_and_los
     assert report.published == 31 and world.waiting() == []
 
 
+class SizedPublisher(TimedPublisher):
+    """Records how many messages each publish carried."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.sizes: list[int] = []
+
+    def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+        super().publish(messages)
+        self.sizes.append(len(messages))
+
+
+def test_a_burst_starts_with_a_small_group_and_the_groups_double_up_to_their_size(world: World) -> None:
+    # Given 1,000 fires due at one second and 120 at a later one
+    publisher = world.publisher = SizedPublisher(world.clock)
+    burst(world, "tenant-a", 1000, 0)
+    burst(world, "tenant-a", 120, 30)
+    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    report = world.scan()
+    # Then the first rows go out in a group of 50, the next groups double up to 500, and once caught up
+    # the next burst starts small again
+    assert publisher.sizes == [50, 100, 200, 400, 250, 50, 70]
+    assert report.published == 1120
+
+
 class BreakingStream(HookedStore):
     """The planned lane's read breaks once after ``after`` rows (a driver timeout while paging)."""
 
