@@ -69,7 +69,9 @@ def openapi() -> Response[Any]:
                     body=app.get_openapi_json_schema(title="Distributed Job Runner", version="1"))
 
 
-@app.post("/jobs", responses={201: {"description": "created"}, 200: {"description": "idempotent repeat"}})
+@app.post("/jobs", responses={201: {"description": "created"}, 200: {"description": "idempotent repeat"},
+                              403: {"description": "the topic is not granted to this tenant"},
+                              429: {"description": "over the tenant's submissions_per_second; see Retry-After"}})
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
@@ -100,7 +102,7 @@ def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> R
     return _json(HTTPStatus.OK, JobOut.of(job, services.jobs.preview(job, preview) if preview else None))
 
 
-@app.patch("/jobs/<job_id>")
+@app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"}})
 def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
     services = container()
     tenant = _tenant()

@@ -523,3 +523,10 @@ def test_a_submission_over_the_tenants_rate_gets_429_with_retry_after_naming_the
     assert (body["error"], body["errors"]) == ("limit_reached", [{
         "field": "submissions_per_second", "reason": "this tenant may submit at most 1 jobs a second"}])
     assert len(store.jobs) == 1
+
+
+def test_openapi_documents_the_tenants_refusals(world: World) -> None:
+    _, document = call("GET", "/openapi.json", tenant=None)
+    assert {"403", "429"} <= set(document["paths"]["/jobs"]["post"]["responses"])
+    assert "403" in document["paths"]["/jobs/{job_id}"]["patch"]["responses"]
+    assert "403" in document["paths"]["/segments"]["get"]["responses"]
