@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from jobrunner.adapters.dynamodb_tables import create_if_missing
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 from jobrunner.ports import RELEASED, HeartbeatStore, PartitionState, SegmentState
@@ -239,18 +240,4 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
 
 def ensure_table(dynamodb_client: Any, table_name: str) -> None:
     """Create the heartbeat table when missing (the local stack; in AWS the CDK app owns it)."""
-    try:
-        dynamodb_client.describe_table(TableName=table_name)
-        return
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
-    dynamodb_client.create_table(
-        TableName=table_name,
-        KeySchema=[{"AttributeName": "segment", "KeyType": "HASH"},
-                   {"AttributeName": "minute", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "segment", "AttributeType": "N"},
-                              {"AttributeName": "minute", "AttributeType": "N"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb_client.get_waiter("table_exists").wait(TableName=table_name)
+    create_if_missing(dynamodb_client, table_name, ("segment", "N"), ("minute", "N"))

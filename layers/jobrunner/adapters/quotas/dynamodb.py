@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from jobrunner.adapters.dynamodb_tables import create_if_missing
 from jobrunner.domain.errors import Unavailable
 from jobrunner.ports import TenantQuotas
 
@@ -45,17 +46,4 @@ class DynamoDBTenantQuotas(TenantQuotas):
 
 def ensure_table(dynamodb_client: Any, table_name: str) -> None:
     """Create the quota table when missing (the local stack; in AWS the CDK app owns it)."""
-    try:
-        dynamodb_client.describe_table(TableName=table_name)
-        return
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise
-    dynamodb_client.create_table(
-        TableName=table_name,
-        KeySchema=[{"AttributeName": "tenant", "KeyType": "HASH"}, {"AttributeName": "window", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "tenant", "AttributeType": "S"},
-                              {"AttributeName": "window", "AttributeType": "N"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb_client.get_waiter("table_exists").wait(TableName=table_name)
+    create_if_missing(dynamodb_client, table_name, ("tenant", "S"), ("window", "N"))
