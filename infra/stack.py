@@ -165,7 +165,7 @@ class JobRunnerStack(Stack):
         )
         # One per tenant with topics of its own: its workers read only those.
         self.tenant_worker_policies = [
-            (tenant, iam.ManagedPolicy(
+            (index, tenant, iam.ManagedPolicy(
                 self, f"TenantWorkerPolicy{index}",
                 description=f"Job runner {config.stage}: workers of tenant {tenant} consume its topics, report results",
                 statements=self.streaming.worker_statements(consume=topics, produce=[RESULTS_TOPIC],
@@ -313,7 +313,7 @@ class JobRunnerStack(Stack):
         if self.api.user_pool is not None and self.api.user_pool_client is not None:
             outputs["UserPoolId"] = (self.api.user_pool.user_pool_id, "Cognito user pool of the API's tenants")
             outputs["UserPoolClientId"] = (self.api.user_pool_client.user_pool_client_id, "Cognito app client")
-        for index, (tenant, policy) in enumerate(self.tenant_worker_policies):
+        for index, tenant, policy in self.tenant_worker_policies:  # the output is named as its policy is
             outputs[f"TenantWorkerPolicy{index}Arn"] = (policy.managed_policy_arn, f"Worker policy of tenant {tenant}")
         for name, (value, description) in outputs.items():
             CfnOutput(self, name, value=value, description=description)

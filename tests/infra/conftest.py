@@ -32,7 +32,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                     "availability-zones:account=123456789012:region=eu-west-1": ["eu-west-1a", "eu-west-1b",
                                                                                  "eu-west-1c"],
                     "alarm_email": "oncall@example.com", "allowed_topics": ["jobs", "reports"],
-                    "tenant_topics": {"payments": ["payments", "jobs"], "*": ["jobs"]},
+                    "tenant_topics": {"*": ["jobs"], "payments": ["payments", "jobs"]},
                     "tenant_map": {"arn:aws:iam::123456789012:role/payments-ci": "payments"}, "operators": ["ops"],
                     "kafka_client_vpcs": [{"subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
                                            "security_group_ids": ["sg-0123456789abcdef0"]}]},

@@ -182,12 +182,15 @@ def test_tenants_settings_reach_every_function_and_a_tenant_gets_a_worker_policy
         assert variables["JOBRUNNER_OPERATORS"] == "ops", unit
     # and the payments tenant's workers get a policy that reads its topics only (none for "*")
     policies = {lid: r["Properties"] for lid, r in app.resources("AWS::IAM::ManagedPolicy").items()}
-    (tenant_policy,) = [p for lid, p in policies.items() if lid.startswith("TenantWorkerPolicy")]
+    ((policy_id, tenant_policy),) = [(lid, p) for lid, p in policies.items() if lid.startswith("TenantWorkerPolicy")]
     assert "tenant payments" in tenant_policy["Description"]
     reads = [s for s in tenant_policy["PolicyDocument"]["Statement"] if "kafka-cluster:ReadData" in s["Action"]]
     topics = json.dumps(reads)
     assert "/payments" in topics and "/jobs" in topics and "/reports" not in topics
-    assert "TenantWorkerPolicy0Arn" in app.template["Outputs"]
+    # its output is named as the policy is (the second entry: "*" comes first in the context)
+    assert policy_id.startswith("TenantWorkerPolicy1")
+    output = app.template["Outputs"]["TenantWorkerPolicy1Arn"]
+    assert output["Value"] == {"Ref": policy_id} and "tenant payments" in output["Description"]
     # while a stage without them sets none of it
     default = _functions(synth("default"))["Api"]["Environment"]["Variables"]
     assert not {"JOBRUNNER_TENANT_TOPICS", "JOBRUNNER_TENANT_MAP", "JOBRUNNER_OPERATORS"} & set(default)
