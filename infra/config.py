@@ -53,9 +53,10 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # roles acting as one tenant, or a federated user (refused unless mapped).
     "tenant_map": {},
     # Per-tenant limits (JOBRUNNER_TENANT_LIMITS): "*" for every tenant, overrides per tenant, each with
-    # submissions_per_second (null: none) and payload_bytes. The default keeps any one tenant to half of the
-    # stage's api_rate_limit.
-    "tenant_limits": {"*": {"submissions_per_second": 25}},
+    # submissions_per_second, jobs_held, executions_per_minute (each null: none) and payload_bytes. The
+    # default keeps any one tenant to half of the stage's api_rate_limit and to 100,000 recurring jobs;
+    # executions_per_minute costs two more DynamoDB writes per one-time job, so it is off by default.
+    "tenant_limits": {"*": {"submissions_per_second": 25, "jobs_held": 100_000}},
     # Tenants that may read the operator view GET /segments (JOBRUNNER_OPERATORS).
     "operators": [],
     # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).

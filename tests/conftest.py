@@ -39,8 +39,10 @@ def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
         # Two tenants with topics of their own (tests/e2e/test_tenants.py); every other tenant names jobs only.
         JOBRUNNER_TENANT_TOPICS=json.dumps({"*": ["jobs"], team("a", run_id): [team("a", run_id), "jobs"],
                                             team("b", run_id): [team("b", run_id)]}),
-        # A tenant with a rate limit of its own (tests/e2e/test_tenants.py); the others have none.
-        JOBRUNNER_TENANT_LIMITS=json.dumps({team("limited", run_id): {"submissions_per_second": 5}}),
+        # Tenants with limits of their own (tests/e2e/test_tenants.py); the others have none, but with a
+        # standing limit set for one, every tenant's jobs are counted.
+        JOBRUNNER_TENANT_LIMITS=json.dumps({team("limited", run_id): {"submissions_per_second": 5},
+                                            team("held", run_id): {"jobs_held": 3, "executions_per_minute": 20}}),
     )
 
 

@@ -1,8 +1,10 @@
-"""The quota table (DynamoDB): each tenant's submissions counted per second, against its rate limit.
+"""The quota table (DynamoDB): each tenant's submissions counted per second, its recurring jobs held and
+its executions due per minute, against its limits.
 
 Key ``tenant`` (S) / ``window`` (N), as ``jobrunner.adapters.quotas.dynamodb`` writes it; on-demand, TTL
-on ``expires_at`` (a window's item is kept an hour). Counters are worth nothing after their second, so
-the table is destroyed with the stack and has no point-in-time recovery.
+on ``expires_at`` (a second's or a minute's item is kept an hour after it). The table is destroyed with
+the stack and has no point-in-time recovery: a rate counter is worth nothing after its second, and
+standing counts lost with the table start again from zero, which can only admit more, never lose a job.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from constructs import Construct
 
 from infra.constructs.nag import acknowledge
 
-#: What an admission is: one conditional UpdateItem that adds to the window's counter, nothing else.
-ADMIT_ACTIONS = ("dynamodb:UpdateItem",)
-ADMIT_ATTRIBUTES = ("tenant", "window", "admitted", "expires_at")
+#: What counting is: conditional updates of a tenant's counters (alone or in a transaction) and consistent
+#: reads of them, nothing else.
+ADMIT_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+ADMIT_ATTRIBUTES = ("tenant", "window", "admitted", "expires_at", "jobs", "per_minute", "peak", "until", "rev",
+                    "fires")
 
 
 class QuotaTable(Construct):
@@ -31,8 +35,8 @@ class QuotaTable(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         acknowledge(self.table, {
-            "AwsSolutions-DDB3": "Counters of the current second's submissions: nothing to recover, a restored "
-                                 "table would only hold expired windows.",
+            "AwsSolutions-DDB3": "Counters of tenants' submissions and holdings: a lost count restarts from zero, "
+                                 "which only admits more; nothing a job needs is kept here.",
         })
 
     @property
@@ -40,7 +44,7 @@ class QuotaTable(Construct):
         return self.table.table_name
 
     def grant_admit(self, grantee: iam.IGrantable) -> None:
-        """Count admissions (the API): updates of the counter's own attributes only."""
+        """Count admissions (the API): reads and updates of the counters' own attributes only."""
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(ADMIT_ACTIONS), resource_arns=[self.table.table_arn],
             conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(ADMIT_ATTRIBUTES)}},

@@ -9,7 +9,7 @@
 | JOBRUNNER_TENANT_TOPICS | (none: all may name any) | JSON: tenant (or ``*``) -> its topics (``domain/topics.py``) |
 | JOBRUNNER_TENANT_MAP | (none) | JSON: principal -> the tenant it acts as (``api/tenancy.py``) |
 | JOBRUNNER_TENANT_LIMITS | (none: no limits) | JSON: tenant (or ``*``) -> its limits (``domain/limits.py``) |
-| QUOTA_TABLE | HEARTBEAT_TABLE + ``-quotas`` | DynamoDB table of the tenants' rate counters |
+| QUOTA_TABLE | HEARTBEAT_TABLE + ``-quotas`` | DynamoDB table of the tenants' quota counters |
 | JOBRUNNER_OPERATORS | (none) | comma-separated tenants that may read the operator views (``GET /segments``) |
 | JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
 | JOBRUNNER_DLQ_TOPIC | job-dlq | where exhausted executions go |

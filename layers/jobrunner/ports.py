@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
+    from jobrunner.domain.limits import Limits, QuotaChange
 
 
 class Clock(ABC):
@@ -332,10 +333,23 @@ class TenantQuotas(ABC):
     - Tenants and windows are independent; a window's counter may be forgotten once it has passed.
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``; an admission that raised may or
       may not have been counted.
+    - ``take(tenant, change, limits, now_minute)`` applies ``change`` (``domain.limits.QuotaChange``) to
+      the tenant's standing counts as ``domain.limits.apply`` rules, atomically: it returns None when
+      applied, or the name of the limit the change would pass, and then changes nothing. Racing takes
+      of one tenant are applied one after the other, so together they never pass a limit either. A
+      change that only gives back is never refused; its ``drop_minute`` is given back on a best-effort
+      basis (a failure there leaves the minute counted too high, which can only refuse more).
+    - ``give_back(tenant, change)`` undoes a ``change`` taken before (its write failed): unchecked.
     """
 
     @abstractmethod
     def admit(self, tenant: str, window: int, limit: int) -> bool: ...
+
+    @abstractmethod
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None: ...
+
+    @abstractmethod
+    def give_back(self, tenant: str, change: QuotaChange) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,9 @@ class Container:
 
     @functools.cached_property
     def quotas(self) -> TenantQuotas | None:
-        """The tenants' rate counters: given (tests), or the quota table when some tenant has a rate limit."""
-        if self._quotas is None and self.settings.tenant_limits.rate_limited:
+        """The tenants' quota counters: given (tests), or the quota table when some tenant has a limit that
+        is counted (a rate, jobs held or executions a minute)."""
+        if self._quotas is None and self.settings.tenant_limits.counted:
             from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
 
             self._quotas = DynamoDBTenantQuotas(self.settings.quota_table, self.boto3_client("dynamodb"))

@@ -138,3 +138,38 @@ def test_parallel_submissions_never_pass_a_tenants_rate(local_stack: LocalStack,
     # and exactly the admitted jobs exist
     _, listed = as_tenant(local_stack, tenant, "GET", "/jobs?limit=500")
     assert len(listed["items"]) == sum(per_second.values())
+
+
+def test_jobs_held_and_executions_a_minute_are_limited_and_parallel_submits_never_pass_them(
+    local_stack: LocalStack, run_id: str
+) -> None:
+    # Given a tenant that may hold 3 recurring jobs and have 20 executions due in one minute
+    tenant = team("held", run_id)
+    hourly = {"schedule": {"every": "PT1H"}}
+    held = [as_tenant(local_stack, tenant, "POST", "/jobs", hourly) for _ in range(3)]
+    assert [status for status, _ in held] == [201] * 3
+    # When it submits a fourth recurring job
+    response = api(local_stack, "POST", "/jobs", hourly, token=tokens.token_for(tenant))
+    # Then it is refused with 429, naming the limit, and written nowhere
+    assert (response.status_code, response.headers.get("Retry-After")) == (429, "60")
+    assert response.json()["errors"] == [{"field": "jobs_held", "reason": (
+        "this tenant may hold at most 3 recurring jobs; cancel one first")}]
+    _, listed = as_tenant(local_stack, tenant, "GET", "/jobs?limit=500")
+    assert len(listed["items"]) == 3
+    # and a cancel makes room for one
+    assert as_tenant(local_stack, tenant, "DELETE", f"/jobs/{held[0][1]['job_id']}")[0] == 200
+    assert as_tenant(local_stack, tenant, "POST", "/jobs", hourly)[0] == 201
+    assert as_tenant(local_stack, tenant, "POST", "/jobs", hourly)[0] == 429
+
+    # When 8 clients race 30 one-time jobs due in one minute, beside the 3 hourly jobs' reservations
+    due = (datetime.now(UTC) + timedelta(hours=2)).replace(second=30, microsecond=0)
+    minute = due.strftime("%Y-%m-%dT%H:%MZ")
+    once = {"schedule": {"at": due.isoformat()}}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: as_tenant(local_stack, tenant, "POST", "/jobs", once), range(30)))
+    # Then exactly the 17 places left are taken, every other one is refused naming the full minute
+    assert Counter(status for status, _ in answers) == {201: 17, 429: 13}
+    assert all(body["errors"][0]["field"] == "executions_per_minute" and minute in body["errors"][0]["reason"]
+               for status, body in answers if status == 429)
+    _, listed = as_tenant(local_stack, tenant, "GET", "/jobs?limit=500")
+    assert sum("at" in job["schedule"] for job in listed["items"]) == 17

@@ -288,7 +288,7 @@ def test_a_cheaper_dev_stage_is_set_in_stages() -> None:
 
 
 def test_tenant_limits_are_checked_as_the_functions_read_them() -> None:
-    assert config().tenant_limits == {"*": {"submissions_per_second": 25}}
+    assert config().tenant_limits == {"*": {"submissions_per_second": 25, "jobs_held": 100_000}}
     assert config(tenant_limits='{"payments": {"submissions_per_second": 200}}').tenant_limits == {
         "payments": {"submissions_per_second": 200}}
     with pytest.raises(ConfigError, match="tenant_limits: tenant 'x': payload_bytes must be between 1 and 65536"):

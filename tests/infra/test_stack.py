@@ -446,18 +446,20 @@ def test_interface_endpoints_sit_in_both_zones_unless_a_stage_asks_for_one(
 
 
 def test_the_api_counts_tenants_submissions_in_a_quota_table_only_it_may_write(default_app: Synthesized) -> None:
-    # Given the default stage: every tenant limited to 25 submissions a second
+    # Given the default stage: every tenant limited to 25 submissions a second and 100,000 recurring jobs
     functions = _functions(default_app)
     variables = functions["Api"]["Environment"]["Variables"]
-    assert json.loads(variables["JOBRUNNER_TENANT_LIMITS"]) == {"*": {"submissions_per_second": 25}}
+    assert json.loads(variables["JOBRUNNER_TENANT_LIMITS"]) == {
+        "*": {"submissions_per_second": 25, "jobs_held": 100_000}}
     (table_id,) = [lid for lid in default_app.resources("AWS::DynamoDB::Table") if lid.startswith("Quotas")]
     table = default_app.resources("AWS::DynamoDB::Table")[table_id]["Properties"]
     assert [k["AttributeName"] for k in table["KeySchema"]] == ["tenant", "window"]
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert variables["QUOTA_TABLE"] == {"Ref": table_id}
-    # Then the api may add to a counter, and nothing else touches the table
+    # Then the api may read and update the counters, and nothing else touches the table
     grants = [s for s in _statements(default_app, "Api") if table_id in json.dumps(s["Resource"])]
     assert [(s["Action"], s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]) for s in grants] == [
-        ("dynamodb:UpdateItem", ["tenant", "window", "admitted", "expires_at"])]
+        (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["tenant", "window", "admitted", "expires_at", "jobs",
+                                                       "per_minute", "peak", "until", "rev", "fires"])]
     for unit in ("Tick", "Scan", "Results"):
         assert table_id not in json.dumps(_statements(default_app, unit)), unit

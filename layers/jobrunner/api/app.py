@@ -69,9 +69,14 @@ def openapi() -> Response[Any]:
                     body=app.get_openapi_json_schema(title="Distributed Job Runner", version="1"))
 
 
+#: The 429 every request that may take from a tenant's limits documents (``domain/limits.py``).
+_OVER_A_LIMIT = ("over one of the tenant's limits, named in the body (submissions_per_second, jobs_held, "
+                 "executions_per_minute); see Retry-After")
+
+
 @app.post("/jobs", responses={201: {"description": "created"}, 200: {"description": "idempotent repeat"},
                               403: {"description": "the topic is not granted to this tenant"},
-                              429: {"description": "over the tenant's submissions_per_second; see Retry-After"}})
+                              429: {"description": _OVER_A_LIMIT}})
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
@@ -102,7 +107,8 @@ def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> R
     return _json(HTTPStatus.OK, JobOut.of(job, services.jobs.preview(job, preview) if preview else None))
 
 
-@app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"}})
+@app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"},
+                                       429: {"description": _OVER_A_LIMIT}})
 def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
     services = container()
     tenant = _tenant()
@@ -132,7 +138,7 @@ def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -
     return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up)))
 
 
-@app.post("/jobs/<job_id>/run")
+@app.post("/jobs/<job_id>/run", responses={429: {"description": _OVER_A_LIMIT}})
 def run_job(job_id: JobId) -> Response[Any]:
     row = container().jobs.run_now(_tenant(), job_id)
     out = RunOut(execution_id=row.execution_id, job_id=row.job_id, due_at=rfc3339(row.due_at),

@@ -24,7 +24,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
+    from jobrunner.domain.limits import QuotaChange
     from jobrunner.ports import Clock, JobStore, TenantQuotas
     from jobrunner.services.wake import ScanWaker
 
@@ -160,7 +161,7 @@ class JobService:
             self._store.create(job, row)
             return [row]
 
-        self._write_in_time(write)
+        self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write))
         return job, True
 
     def _build(self, user_id: str, job_id: str, new: NewJob, topic: str, now: datetime) -> Job:
@@ -274,7 +275,7 @@ class JobService:
             rows[:] = self._schedule([self._plan(job, due, at, Trigger.MANUAL)])
             return rows
 
-        self._write_in_time(write)
+        self._counted(user_id, self._rules.limits.run_now(due), lambda: self._write_in_time(write))
         return rows[0]
 
     def change(self, user_id: str, job_id: str, changes: JobChanges) -> Job:
@@ -328,7 +329,8 @@ class JobService:
             replans = "schedule" in changes or "state" in changes
             updated = job.with_changes(version=version, schedule_version=version if replans else job.schedule_version,
                                        updated_at=now, **changes)
-            if self._write_update(updated, job.version):
+            if self._counted(user_id, self._rules.limits.change(job, updated),
+                             lambda: self._write_update(updated, job.version)):  # noqa: B023 - called at once
                 return updated
         current = self.get(user_id, job_id)
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")
@@ -353,15 +355,16 @@ class JobService:
         self._store.schedule(rows)
         return rows
 
-    def _write_in_time(self, write: Callable[[datetime], list[ScheduledExecution]]) -> None:
+    def _write_in_time(self, write: Callable[[datetime], list[ScheduledExecution]]) -> bool:
         """Run ``write(now)``, which places its rows as seen at ``now``, writes them and returns them, until a
-        write returns in time for the scans of the buckets it placed them in (see ``domain.placement``)."""
+        write returns in time for the scans of the buckets it placed them in (see ``domain.placement``).
+        True once it has; 503 if it never does."""
         for _ in range(MAX_PLACEMENTS):
             started = self._clock.now()
             rows = write(started)
             wake(self._waker, rows)
             if placed_in_time(rows, started, self._clock.now()):
-                return
+                return True
         raise Unavailable("the database keeps answering too slowly for the scans; the write may have to be retried")
 
     def _plan(self, job: Job, due_at: datetime, now: datetime, trigger: Trigger) -> ScheduledExecution:
@@ -385,6 +388,49 @@ class JobService:
         size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
         if size > limit:
             raise InvalidField("payload", f"is {size} bytes; the limit is {limit}")
+
+    def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool]) -> bool:
+        """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:
+        what grows is taken before the write (a refusal writes nothing: 429) and given back if the write
+        does not land; what only gives back is given back once the write has landed. If the counter cannot
+        be reached, the write goes ahead uncounted and is logged, as for the rate."""
+        if self._quotas is None or change.empty:
+            return write()
+        grows = change.grows
+        if grows:
+            self._take(user_id, change)
+        try:
+            written = write()
+        except BaseException:
+            if grows:
+                self._give_back(user_id, change)
+            raise
+        if grows and not written:
+            self._give_back(user_id, change)
+        elif written and not grows:
+            self._take(user_id, change)
+        return written
+
+    def _take(self, user_id: str, change: QuotaChange) -> None:
+        assert self._quotas is not None
+        limits = self._rules.limits.of(user_id)
+        now = self._clock.now()
+        try:
+            refused = self._quotas.take(user_id, change, limits, minute_of(now))
+        except Unavailable as exc:
+            log.warning("quota counter unavailable, change admitted uncounted (%s): %s", change, exc)
+            return
+        if refused is not None:
+            current = change.add_minute == minute_of(now) and refused == "executions_per_minute"
+            raise LimitReached(refused, refusal_reason(refused, limits, change),
+                               retry_after_s=60 - now.second if current else 60)
+
+    def _give_back(self, user_id: str, change: QuotaChange) -> None:
+        assert self._quotas is not None
+        try:
+            self._quotas.give_back(user_id, change)
+        except Unavailable as exc:
+            log.warning("quota counter unavailable, a change that did not land stays counted (%s): %s", change, exc)
 
     def _admit(self, user_id: str, now: datetime) -> None:
         """Count a submission against the tenant's rate; over it, nothing is written (429). If the counter

@@ -1,24 +1,45 @@
 """TenantQuotas on DynamoDB (moto's server locally).
 
-Table layout (key: ``tenant`` S, ``window`` N): one item per tenant and window, ``admitted`` (how many
-were admitted in it) and ``expires_at`` (epoch s, the table's TTL attribute: a window is kept an hour
-after it starts). An admission is one ``UpdateItem`` that adds 1 under the condition that fewer than the
-limit were admitted, so racing callers never get past the limit together.
+Table layout (key: ``tenant`` S, ``window`` N), three kinds of item per tenant:
+- a rate window (``window`` > 0, its epoch second): ``admitted`` (how many were admitted in it) and
+  ``expires_at`` (epoch s, the table's TTL attribute: a window is kept an hour after it starts). An
+  admission is one ``UpdateItem`` that adds 1 under the condition that fewer than the limit were
+  admitted, so racing callers never get past the limit together;
+- the standing counts (``window`` 0): ``jobs``, ``per_minute``, ``peak``, ``until`` (``domain.limits.
+  Standing``) and ``rev``, a revision every write of the item raises;
+- a minute of one-time fires (``window`` = minus the minute's epoch second): ``fires`` and
+  ``expires_at`` (an hour after the minute).
+
+A take reads the standing item and the minute's item, works the counts out (``domain.limits.apply``)
+and writes both in one transaction, on condition that neither changed since the read (the standing
+item's ``rev``, the minute's ``fires``); a lost race reads again. Racing takes of one tenant are so
+applied one after the other.
 """
 
 from __future__ import annotations
 
+import logging
+import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from jobrunner.adapters.dynamodb_tables import create_if_missing
 from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.limits import QuotaChange, Standing, apply
 from jobrunner.ports import TenantQuotas
+
+if TYPE_CHECKING:
+    from jobrunner.domain.limits import Limits
+
+log = logging.getLogger(__name__)
 
 #: How long a window's item is kept after the window starts (then DynamoDB's TTL removes it).
 KEEP_WINDOW_S = 3600
+#: Reads and conditional writes one take tries before it reports the counter unavailable.
+MAX_TAKE_ATTEMPTS = 20
+_STANDING = 0
 
 
 class DynamoDBTenantQuotas(TenantQuotas):
@@ -42,6 +63,107 @@ class DynamoDBTenantQuotas(TenantQuotas):
         except BotoCoreError as exc:
             raise Unavailable(f"quota table: {exc}") from exc
         return True
+
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None:
+        try:
+            for attempt in range(MAX_TAKE_ATTEMPTS):
+                written, refused = self._take_once(tenant, change, limits, now_minute)
+                if written or refused is not None:
+                    if written:
+                        self._drop_quietly(tenant, change.drop_minute)
+                    return refused
+                time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # a racing take of this tenant won
+        except (ClientError, BotoCoreError) as exc:
+            raise Unavailable(f"quota table: {exc}") from exc
+        raise Unavailable(f"quota table: the counts of tenant {tenant!r} kept changing ({MAX_TAKE_ATTEMPTS} tries)")
+
+    def _take_once(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> tuple[bool, str | None]:
+        """One read and conditional write: (written, the limit refused); neither when a race was lost."""
+        item = self._get(tenant, _STANDING, "jobs, per_minute, peak, #until, rev")
+        before = Standing(*(int(item.get(name, {"N": "0"})["N"]) for name in ("jobs", "per_minute", "peak", "until")))
+        minute = change.add_minute
+        count = int(self._get(tenant, -minute, "fires").get("fires", {"N": "0"})["N"]) if minute is not None else 0
+        refused, after, count = apply(before, count, change, limits, now_minute)
+        if refused is not None:
+            return False, refused
+        rev = item.get("rev", {"N": "0"})["N"]
+        writes: list[dict[str, Any]] = [{"Update": {
+            "TableName": self._table, "Key": self._key(tenant, _STANDING),
+            "UpdateExpression": "SET jobs = :jobs, per_minute = :per_minute, peak = :peak, #until = :until, "
+                                "rev = :next",
+            "ConditionExpression": "attribute_not_exists(rev) OR rev = :rev",
+            "ExpressionAttributeNames": {"#until": "until"},
+            "ExpressionAttributeValues": {
+                ":jobs": _n(after.jobs), ":per_minute": _n(after.per_minute), ":peak": _n(after.peak),
+                ":until": _n(after.until), ":rev": {"N": rev}, ":next": _n(int(rev) + 1)},
+        }}]
+        if minute is not None:
+            writes.append({"Update": {
+                "TableName": self._table, "Key": self._key(tenant, -minute),
+                "UpdateExpression": "SET fires = :fires, expires_at = :expires",
+                "ConditionExpression": "attribute_not_exists(fires) OR fires = :before",
+                "ExpressionAttributeValues": {":fires": _n(count), ":before": _n(count - 1),
+                                              ":expires": _n(minute + KEEP_WINDOW_S)},
+            }})
+        try:
+            self._client.transact_write_items(TransactItems=writes)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False, None
+            raise
+        return True, None
+
+    def give_back(self, tenant: str, change: QuotaChange) -> None:
+        undo = change.inverse()
+        try:
+            if undo.jobs or undo.per_minute:
+                self._client.update_item(
+                    TableName=self._table, Key=self._key(tenant, _STANDING),
+                    UpdateExpression="ADD jobs :jobs, per_minute :per_minute, rev :one",
+                    ExpressionAttributeValues={":jobs": _n(undo.jobs), ":per_minute": _n(undo.per_minute),
+                                               ":one": _n(1)})
+            if undo.add_minute is not None:
+                self._client.update_item(
+                    TableName=self._table, Key=self._key(tenant, -undo.add_minute), UpdateExpression="ADD fires :one",
+                    ExpressionAttributeValues={":one": _n(1)})
+            self._drop(tenant, undo.drop_minute)
+        except (ClientError, BotoCoreError) as exc:
+            raise Unavailable(f"quota table: {exc}") from exc
+
+    def _drop_quietly(self, tenant: str, minute: int | None) -> None:
+        """Give a minute's fire back, best effort: left counted, the minute can only refuse more."""
+        try:
+            self._drop(tenant, minute)
+        except (ClientError, BotoCoreError) as exc:
+            log.warning("quota table: minute %s of tenant %r stays counted one fire too high: %s", minute, tenant, exc)
+
+    def _drop(self, tenant: str, minute: int | None) -> None:
+        if minute is None:
+            return
+        try:
+            self._client.update_item(
+                TableName=self._table, Key=self._key(tenant, -minute), UpdateExpression="ADD fires :less",
+                ConditionExpression="fires > :zero", ExpressionAttributeValues={":less": _n(-1), ":zero": _n(0)})
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+    def _get(self, tenant: str, window: int, attributes: str) -> dict[str, Any]:
+        """The item's ``attributes`` (named: an IAM policy may allow these only), read consistently."""
+        names = {"#until": "until"} if "#until" in attributes else {}
+        extra = {"ExpressionAttributeNames": names} if names else {}
+        answer = self._client.get_item(TableName=self._table, Key=self._key(tenant, window), ConsistentRead=True,
+                                       ProjectionExpression=attributes, **extra)
+        item: dict[str, Any] = answer.get("Item", {})
+        return item
+
+    @staticmethod
+    def _key(tenant: str, window: int) -> dict[str, Any]:
+        return {"tenant": {"S": tenant}, "window": {"N": str(window)}}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
 
 
 def ensure_table(dynamodb_client: Any, table_name: str) -> None:

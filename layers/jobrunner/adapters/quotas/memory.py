@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import TYPE_CHECKING
 
+from jobrunner.domain.limits import QuotaChange, Standing, apply
 from jobrunner.ports import TenantQuotas
+
+if TYPE_CHECKING:
+    from jobrunner.domain.limits import Limits
 
 
 class MemoryTenantQuotas(TenantQuotas):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.admitted: Counter[tuple[str, int]] = Counter()
+        self.standing: dict[str, Standing] = {}
+        #: One-time fires counted per (tenant, minute).
+        self.minutes: Counter[tuple[str, int]] = Counter()
 
     def admit(self, tenant: str, window: int, limit: int) -> bool:
         with self._lock:
@@ -19,3 +27,30 @@ class MemoryTenantQuotas(TenantQuotas):
                 return False
             self.admitted[(tenant, window)] += 1
             return True
+
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None:
+        with self._lock:
+            before = self.standing.get(tenant, Standing())
+            count = self.minutes[(tenant, change.add_minute)] if change.add_minute is not None else 0
+            refused, after, count = apply(before, count, change, limits, now_minute)
+            if refused is not None:
+                return refused
+            self.standing[tenant] = after
+            if change.add_minute is not None:
+                self.minutes[(tenant, change.add_minute)] = count
+            self._drop(tenant, change.drop_minute)
+            return None
+
+    def give_back(self, tenant: str, change: QuotaChange) -> None:
+        undo = change.inverse()
+        with self._lock:
+            before = self.standing.get(tenant, Standing())
+            self.standing[tenant] = Standing(max(0, before.jobs + undo.jobs),
+                                             max(0, before.per_minute + undo.per_minute), before.peak, before.until)
+            if undo.add_minute is not None:
+                self.minutes[(tenant, undo.add_minute)] += 1
+            self._drop(tenant, undo.drop_minute)
+
+    def _drop(self, tenant: str, minute: int | None) -> None:
+        if minute is not None and self.minutes[(tenant, minute)] > 0:
+            self.minutes[(tenant, minute)] -= 1

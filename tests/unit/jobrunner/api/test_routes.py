@@ -528,5 +528,7 @@ def test_a_submission_over_the_tenants_rate_gets_429_with_retry_after_naming_the
 def test_openapi_documents_the_tenants_refusals(world: World) -> None:
     _, document = call("GET", "/openapi.json", tenant=None)
     assert {"403", "429"} <= set(document["paths"]["/jobs"]["post"]["responses"])
-    assert "403" in document["paths"]["/jobs/{job_id}"]["patch"]["responses"]
+    assert {"403", "429"} <= set(document["paths"]["/jobs/{job_id}"]["patch"]["responses"])
+    assert "429" in document["paths"]["/jobs/{job_id}/run"]["post"]["responses"]
+    assert "jobs_held" in document["paths"]["/jobs"]["post"]["responses"]["429"]["description"]
     assert "403" in document["paths"]["/segments"]["get"]["responses"]

@@ -18,7 +18,7 @@ from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
-from jobrunner.domain.limits import TenantLimits
+from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
@@ -216,6 +216,124 @@ def test_a_quota_counter_that_cannot_be_reached_admits_the_submission(
 
     service = limited(store, clock, Down())
     assert all(service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1] for _ in range(3))
+
+
+STANDING = TenantLimits.parse({"*": {"jobs_held": 2, "executions_per_minute": 8}, "ops": {"jobs_held": None}}, 100)
+
+
+def standing(store: MemoryJobStore, clock: ManualClock, quotas: MemoryTenantQuotas) -> JobService:
+    return JobService(store, clock, JobRules(segment_count=16, max_payload_bytes=100, limits=STANDING), quotas=quotas)
+
+
+def test_recurring_jobs_held_are_limited_and_a_cancel_makes_room(store: MemoryJobStore, clock: ManualClock) -> None:
+    quotas = MemoryTenantQuotas()
+    service = standing(store, clock, quotas)
+    hourly = NewJob(Every(timedelta(hours=1)), {})
+    held = [service.submit("alice", hourly)[0] for _ in range(2)]
+    # When alice submits a third recurring job
+    with pytest.raises(LimitReached) as caught:
+        service.submit("alice", hourly)
+    # Then it is refused, naming the limit, and nothing is written or counted
+    assert caught.value.limit == "jobs_held" and "at most 2 recurring jobs" in caught.value.reason
+    assert {job_id for _, job_id in store.jobs} == {job.job_id for job in held}
+    assert quotas.standing["alice"].jobs == 2
+    # while a one-time job is not held, a pause keeps its place and an exempt tenant holds as many as it likes
+    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1]
+    service.pause("alice", held[0].job_id)
+    with pytest.raises(LimitReached):
+        service.submit("alice", hourly)
+    assert all(service.submit("ops", hourly)[1] for _ in range(3))
+    # and a cancel gives its place back, once however often it is repeated
+    service.cancel("alice", held[0].job_id)
+    service.cancel("alice", held[0].job_id)
+    assert quotas.standing["alice"].jobs == 1
+    assert service.submit("alice", hourly)[1]
+
+
+def test_executions_a_minute_bound_one_time_jobs_runs_now_and_recurring_reservations(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    quotas = MemoryTenantQuotas()
+    service = standing(store, clock, quotas)
+    # Given a recurring job every 10 s (6 fires a minute reserved) under a limit of 8 a minute
+    fast = service.submit("alice", NewJob(Every(timedelta(seconds=10)), {}))[0]
+    # Then a minute ahead takes 2 one-time jobs, not 3, naming the minute
+    due = NOW + timedelta(hours=1)
+    [service.submit("alice", NewJob(At(due), {})) for _ in range(2)]
+    with pytest.raises(LimitReached) as caught:
+        service.submit("alice", NewJob(At(due), {}))
+    assert caught.value.limit == "executions_per_minute" and "2026-11-22T11:00Z is full" in caught.value.reason
+    assert caught.value.retry_after_s == 60
+    # and the current minute takes 2 runs now, then refuses with the seconds left in the minute
+    [service.run_now("alice", fast.job_id) for _ in range(2)]
+    with pytest.raises(LimitReached) as now_full:
+        service.run_now("alice", fast.job_id)
+    assert (now_full.value.limit, now_full.value.retry_after_s) == ("executions_per_minute", 50)
+    # and even a recurring job of 1 fire a minute no longer fits beside those full minutes ahead
+    with pytest.raises(LimitReached):
+        service.submit("alice", NewJob(Every(timedelta(minutes=1)), {}))
+    assert quotas.standing["alice"].per_minute == 6
+    # and cancelling a one-time job gives its minute back
+    once = next(job for (_, _), job in store.jobs.items() if isinstance(job.schedule, At))
+    service.cancel("alice", once.job_id)
+    assert service.submit("alice", NewJob(At(due), {}))[1]
+
+
+def test_a_patch_moves_what_a_job_holds_and_a_refused_patch_changes_nothing(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    quotas = MemoryTenantQuotas()
+    service = standing(store, clock, quotas)
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    # When it is made to fire every 10 s (6 a minute): fits under 8
+    faster = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10))))
+    assert quotas.standing["alice"].per_minute == 6
+    # and a second job of 3 a minute does not fit beside it
+    with pytest.raises(LimitReached):
+        service.submit("alice", NewJob(Every(timedelta(seconds=20)), {}))
+    # and slowing it again gives the difference back
+    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(minutes=1))))
+    assert quotas.standing["alice"].per_minute == 1
+    assert store.jobs[("alice", job.job_id)].version == faster.version + 1
+    # and a one-time job moved to another minute counts there instead
+    once = service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[0]
+    service.change("alice", once.job_id, JobChanges(schedule=At(NOW + timedelta(hours=2))))
+    hour, two_hours = (minute_of(NOW + timedelta(hours=h)) for h in (1, 2))
+    assert (quotas.minutes[("alice", hour)], quotas.minutes[("alice", two_hours)]) == (0, 1)
+
+
+def test_what_was_taken_is_given_back_when_the_write_fails(store: MemoryJobStore, clock: ManualClock) -> None:
+    quotas = MemoryTenantQuotas()
+    service = standing(store, clock, quotas)
+
+    def down(*_: object) -> None:
+        raise Unavailable("write timeout")
+
+    store.create = down  # type: ignore[method-assign]
+    with pytest.raises(Unavailable):
+        service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))
+    with pytest.raises(Unavailable):
+        service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))
+    assert quotas.standing["alice"].jobs == 0 and sum(quotas.minutes.values()) == 0
+
+
+def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobStore, clock: ManualClock) -> None:
+    quotas = MemoryTenantQuotas()
+    service = standing(store, clock, quotas)
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    update, lost = store.update, []
+
+    def racing(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+        if not lost:  # another change lands first, once
+            lost.append(True)
+            update(store.jobs[("alice", job.job_id)].with_changes(version=expected_version + 1), [], expected_version)
+            return False
+        return update(updated, rows, expected_version)
+
+    store.update = racing  # type: ignore[method-assign]
+    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=20))))
+    # the lost attempt's 3 a minute were given back: the tenant holds exactly the schedule that landed
+    assert lost and quotas.standing["alice"].per_minute == 3 and quotas.standing["alice"].jobs == 1
 
 
 def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -> None:
