@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER_MARKERS = {
     "cassandra": "org.apache.cassandra.service.CassandraDaemon",
     "kafka": "kafka.Kafka",
-    "moto": "moto.server",
+    "moto": "devstack.moto_server",
 }
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -4,7 +4,8 @@ Three servers, all bound to 127.0.0.1 by default:
 
 * Apache Cassandra 5.0 (CQL on ``CASSANDRA_PORT``, default 9042; gossip on 7000),
 * Apache Kafka 3.9 in KRaft combined mode (``KAFKA_PORT``, default 9092; controller on 9093),
-* moto's AWS mock server, used as the DynamoDB endpoint (``MOTO_PORT``, default 5001).
+* moto's AWS mock server (``devstack/moto_server.py``: each DynamoDB request atomic), used as the
+  DynamoDB endpoint (``MOTO_PORT``, default 5001).
 
 Each ``ensure_*`` function reuses a server that already answers on its port (checked
 with a real protocol request, not just a TCP connect). Otherwise it fetches the server's
@@ -313,7 +314,7 @@ def _prepare_kafka() -> list[str]:
 
 def _prepare_moto() -> list[str]:
     host, port = _moto_address()
-    return [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)]
+    return [sys.executable, "-m", "devstack.moto_server", "-H", host, "-p", str(port)]
 
 
 # --------------------------------------------------------------------------- probes
@@ -423,7 +424,7 @@ _SERVERS: dict[str, _Server] = {
         address=_moto_address,
         probe=_probe_moto,
         prepare=_prepare_moto,
-        process_marker="moto.server",
+        process_marker="devstack.moto_server",
         ready_timeout_s=30.0,
         has_jars=False,
         port_variable="MOTO_PORT",
