@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -17,6 +17,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class DstIn(Strict):
+    gap: Literal["skip", "shift"] = Field(
+        "shift", description="a local time that does not exist: skip it, or fire just after the change")
+    fold: Literal["first", "second", "both"] = Field(
+        "first", description="a local time that occurs twice: fire at its first occurrence, its second, or both")
+
+
 class ScheduleIn(Strict):
     """Exactly one of ``at``, ``every``, ``cron``, ``iso8601``."""
 
@@ -26,6 +33,8 @@ class ScheduleIn(Strict):
     end: str | None = Field(None, description="with every: no fire after this instant (RFC 3339)")
     cron: str | None = Field(None, description="five-field cron expression")
     timezone: str | None = Field(None, description="with cron: IANA time zone, default UTC")
+    dst: DstIn | None = Field(None, description="with cron: what a daylight-saving change does to its fires "
+                                                "(default: Debian cron's, see docs/schedules.md)")
     iso8601: str | None = Field(None, description="ISO 8601 repeating interval, e.g. R5/2026-11-22T10:00:00Z/PT1H")
 
 

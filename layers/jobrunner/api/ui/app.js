@@ -114,7 +114,11 @@
         if (schedule.end) text += ` until ${fmtTime(schedule.end)}`;
         return text;
       }
-      case 'cron': return `cron ${schedule.cron} (${schedule.timezone || 'UTC'})`;
+      case 'cron': {
+        const zone = schedule.timezone || 'UTC';
+        const dst = schedule.dst ? `, at a clock change: gap ${schedule.dst.gap}, fold ${schedule.dst.fold}` : '';
+        return `cron ${schedule.cron} (${zone}${dst})`;
+      }
       case 'iso8601': return schedule.iso8601;
       default: return JSON.stringify(schedule);
     }

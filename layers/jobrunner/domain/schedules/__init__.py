@@ -22,7 +22,7 @@ from jobrunner.domain.schedules.base import (
     parse_instant,
     parse_interval,
 )
-from jobrunner.domain.schedules.cron import Cron, parse_cron, parse_timezone
+from jobrunner.domain.schedules.cron import Cron, DstPolicy, parse_cron, parse_timezone
 from jobrunner.domain.schedules.every import Every
 from jobrunner.domain.schedules.iso8601 import RepeatingInterval, parse_repeating_interval
 from jobrunner.domain.schedules.parsing import schedule_from_dict
@@ -32,6 +32,7 @@ __all__ = [
     "MIN_INTERVAL",
     "At",
     "Cron",
+    "DstPolicy",
     "Every",
     "RepeatingInterval",
     "Schedule",

@@ -75,10 +75,15 @@ class Cron:
     - any other expression runs at fixed times of day: a time that occurs twice fires at its first
       occurrence only, and a time that does not exist fires once, just after the change (02:30 in a
       02:00->03:00 gap fires at 03:00 new time, merged with a fire the expression has there anyway).
+
+    ``dst`` overrides either choice for one job: ``gap`` (a local time that does not exist: ``skip`` it or
+    ``shift`` it to just after the change) and ``fold`` (a local time that occurs twice: fire at its
+    ``first`` occurrence, its ``second``, or ``both``).
     """
 
     cron: str
     timezone: str = "UTC"
+    dst: DstPolicy | None = None
     kind: ClassVar[str] = "cron"
     _zone: tzinfo = field(init=False, repr=False, compare=False)
     _walls: str = field(init=False, repr=False, compare=False)  # the expression as croniter is given it
@@ -97,6 +102,13 @@ class Cron:
         return self._follows_clock
 
     @property
+    def policy(self) -> DstPolicy:
+        """The daylight-saving policy in force: the job's own, else the one its expression implies."""
+        if self.dst is not None:
+            return self.dst
+        return ON_THE_CLOCK if self._follows_clock else AT_FIXED_TIMES
+
+    @property
     def recurring(self) -> bool:
         return True
 
@@ -112,12 +124,50 @@ class Cron:
 
     def _next_fire_after(self, t: datetime) -> datetime | None:
         walls = croniter(self._walls, t.astimezone(self._zone).replace(tzinfo=None))
-        if self._follows_clock:
+        if self.dst is None and self._follows_clock:
             return _next_on_the_clock(walls, t, self._zone)
-        return _next_at_fixed_time(walls, t, self._zone)
+        if self.dst is None:
+            return _next_at_fixed_time(walls, t, self._zone)
+        return _next_by_policy(walls, t, self._zone, self.dst)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cron": self.cron, "timezone": self.timezone}
+        out: dict[str, Any] = {"cron": self.cron, "timezone": self.timezone}
+        if self.dst is not None:
+            out["dst"] = {"gap": self.dst.gap, "fold": self.dst.fold}
+        return out
+
+
+@dataclass(frozen=True)
+class DstPolicy:
+    """What a cron does with a local time that does not exist (``gap``: ``skip`` or ``shift`` to just after
+    the change) and with one that occurs twice (``fold``: ``first``, ``second`` or ``both``)."""
+
+    gap: str
+    fold: str
+
+    GAPS: ClassVar[tuple[str, ...]] = ("skip", "shift")
+    FOLDS: ClassVar[tuple[str, ...]] = ("first", "second", "both")
+
+
+#: Debian cron's choices (see ``Cron``): an expression that follows the clock, and one of fixed times.
+ON_THE_CLOCK = DstPolicy(gap="skip", fold="both")
+AT_FIXED_TIMES = DstPolicy(gap="shift", fold="first")
+
+
+def parse_dst(value: Any, path: str) -> DstPolicy:
+    """``{"gap": "skip" | "shift", "fold": "first" | "second" | "both"}``; a part left out keeps Debian
+    cron's choice for a fixed-time expression (``shift``, ``first``)."""
+    if not isinstance(value, dict):
+        raise InvalidField(path, 'must be an object such as {"gap": "skip", "fold": "both"}')
+    unknown = sorted(set(value) - {"gap", "fold"})
+    if unknown:
+        raise InvalidField(f"{path}.{unknown[0]}", "not allowed: only gap and fold")
+    gap, fold = value.get("gap", AT_FIXED_TIMES.gap), value.get("fold", AT_FIXED_TIMES.fold)
+    if gap not in DstPolicy.GAPS:
+        raise InvalidField(f"{path}.gap", f"must be one of {', '.join(DstPolicy.GAPS)}")
+    if fold not in DstPolicy.FOLDS:
+        raise InvalidField(f"{path}.fold", f"must be one of {', '.join(DstPolicy.FOLDS)}")
+    return DstPolicy(gap=gap, fold=fold)
 
 
 def parse_cron(value: Any, path: str) -> str:
@@ -263,6 +313,37 @@ def _next_at_fixed_time(walls: croniter, t: datetime, zone: tzinfo) -> datetime 
         # t is in the second pass of a repeated stretch, whose times fired in the first pass.
         cursor = _first_second(following, lambda w: not _repeated(w, zone)) - _SECOND
     return None
+
+
+def _next_by_policy(walls: croniter, t: datetime, zone: tzinfo, policy: DstPolicy) -> datetime | None:
+    """The first fire after ``t`` under ``policy``. Each matching wall-clock time gives its instants: one
+    if it occurs once; its first, second or both occurrences if it is repeated; none, or the end of the
+    gap, if it is skipped. Within a repeated stretch a later wall time's first occurrence can come
+    before an earlier one's second, so the search gathers the stretch's instants and stops at the first
+    wall time outside any stretch that gives an instant after ``t`` (every later one is later still).
+    When ``t`` is inside a repeated stretch the search starts where the stretch's wall times begin."""
+    since = _wall(t, zone)
+    if _repeated(since, zone):
+        since = _first_second(since - _LONGEST_JUMP, lambda w: _repeated(w, zone)) - _SECOND
+    best: datetime | None = None
+    while (following := _next_wall(walls, since)) is not None:
+        since = following
+        if not _exists(following, zone):
+            if policy.gap == "skip":
+                continue
+            instants = [_instant(_first_second(following, lambda w: _exists(w, zone)), zone)]
+        elif _repeated(following, zone):
+            first, second = _instant(following, zone), utc(following.replace(tzinfo=zone, fold=1))
+            instants = {"first": [first], "second": [second], "both": [first, second]}[policy.fold]
+            later = [instant for instant in instants if instant > t]
+            best = min([*later, *([best] if best else [])], default=None)
+            continue
+        else:
+            instants = [_instant(following, zone)]
+        later = [instant for instant in instants if instant > t]
+        if later:
+            return min([*later, *([best] if best else [])])
+    return best
 
 
 def _wall(instant: datetime, zone: tzinfo) -> datetime:

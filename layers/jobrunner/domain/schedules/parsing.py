@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.schedules.at import At
 from jobrunner.domain.schedules.base import parse_instant, parse_interval
-from jobrunner.domain.schedules.cron import Cron, parse_cron, parse_timezone
+from jobrunner.domain.schedules.cron import Cron, parse_cron, parse_dst, parse_timezone
 from jobrunner.domain.schedules.every import Every
 from jobrunner.domain.schedules.iso8601 import parse_repeating_interval
 
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from jobrunner.domain.schedules.base import Schedule
 
 #: The keys each kind accepts besides its own.
-_ALLOWED = {"at": {"at"}, "every": {"every", "start", "end"}, "cron": {"cron", "timezone"}, "iso8601": {"iso8601"}}
+_ALLOWED = {"at": {"at"}, "every": {"every", "start", "end"}, "cron": {"cron", "timezone", "dst"},
+            "iso8601": {"iso8601"}}
 
 
 def schedule_from_dict(data: dict[str, Any], field: str = "schedule") -> Schedule:
@@ -41,5 +42,6 @@ def schedule_from_dict(data: dict[str, Any], field: str = "schedule") -> Schedul
         return Cron(
             cron=parse_cron(data["cron"], f"{field}.cron"),
             timezone="UTC" if timezone is None else parse_timezone(timezone, f"{field}.timezone"),
+            dst=parse_dst(data["dst"], f"{field}.dst") if data.get("dst") is not None else None,
         )
     return parse_repeating_interval(data["iso8601"], f"{field}.iso8601")

@@ -135,6 +135,33 @@ def test_get_job_with_a_preview_of_the_next_runs(world: World) -> None:
     assert call("GET", f"/jobs/{job['job_id']}")[1]["next_runs"] is None
 
 
+@pytest.mark.parametrize(("dst", "runs"), [
+    (None, ["2027-10-31T00:30:00.000Z", "2028-10-31T01:30:00.000Z"]),  # Debian's: the first 02:30 (CEST)
+    ({"fold": "second"}, ["2027-10-31T01:30:00.000Z", "2028-10-31T01:30:00.000Z"]),
+    ({"gap": "skip", "fold": "both"}, ["2027-10-31T00:30:00.000Z", "2027-10-31T01:30:00.000Z"]),
+])
+def test_a_crons_daylight_saving_policy_is_kept_returned_and_previewed(
+    world: World, dst: dict[str, str] | None, runs: list[str]
+) -> None:
+    # Given a yearly cron at 02:30 in Paris on 31 October, which occurs twice in 2027 (03:00 CEST -> 02:00 CET)
+    schedule: dict[str, Any] = {"cron": "30 2 31 10 *", "timezone": "Europe/Paris"}
+    job = world.submit({"schedule": {**schedule, **({"dst": dst} if dst else {})}})
+    status, body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "2"})
+    assert status == 200 and body["next_runs"] == runs
+    expected = {**schedule, "dst": {"gap": "shift", "fold": "first", **dst}} if dst else schedule
+    assert body["schedule"] == expected
+
+
+@pytest.mark.parametrize(("dst", "field"), [
+    ({"fold": "last"}, "schedule.dst.fold"), ({"gap": "later"}, "schedule.dst.gap"),
+    ({"when": "now"}, "schedule.dst.when"), ("both", "schedule.dst"),
+])
+def test_a_wrong_daylight_saving_policy_names_its_field(world: World, dst: Any, field: str) -> None:
+    status, body = call("POST", "/jobs", {"schedule": {"cron": "30 2 * * *", "dst": dst}})
+    assert status == 422 and field in [error["field"] for error in body["errors"]], body
+    assert world.store.jobs == {}
+
+
 # -- PATCH, DELETE, pause, resume, run ---------------------------------------------------------------------
 
 

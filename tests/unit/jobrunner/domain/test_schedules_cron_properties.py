@@ -19,7 +19,8 @@ from cronsim import CronSim
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from jobrunner.domain.schedules import Cron, schedule_from_dict
+from jobrunner.domain.schedules import Cron, DstPolicy, schedule_from_dict
+from jobrunner.domain.schedules.cron import AT_FIXED_TIMES, ON_THE_CLOCK
 
 MINUTE = timedelta(minutes=1)
 #: How far before t the reference starts (more than any clock change), so it starts outside a repeated hour.
@@ -279,4 +280,83 @@ def test_round_trip(expression: Expression, zone: str) -> None:
     assume(not expression.never_fires())
     schedule = schedule_from_dict({"cron": expression.text, "timezone": zone})
     assert schedule == Cron(expression.text, zone)
+    assert schedule_from_dict(schedule.to_dict()) == schedule
+
+
+# -- a job's own daylight-saving policy (``dst``) -----------------------------------------------------------
+
+POLICIES = [DstPolicy(gap, fold) for gap in DstPolicy.GAPS for fold in DstPolicy.FOLDS]
+POLICY_ZONES = ("Europe/Paris", "America/New_York", "Australia/Sydney", "Australia/Lord_Howe", "Pacific/Chatham",
+                "America/St_Johns")
+POLICY_EXPRESSIONS = ("30 * * * *", "*/15 */2 * * *", "30 2 * * *", "0,30 1-3 * * *", "45 1,2 * * SUN",
+                      "15 0 * * *", "0 3 * * *")
+
+
+def policy_fires(text: str, zone: ZoneInfo, after: datetime, until: datetime, policy: DstPolicy) -> list[datetime]:
+    """The rule of a policy, applied minute by minute: each real minute in (after, until] whose local time
+    matches (cronsim's matcher) fires, unless its local time occurs twice and the policy keeps the other
+    occurrence; with ``gap == "shift"``, a change that skips a matching local time fires at the change."""
+    found = set()
+    minute = after.replace(second=0, microsecond=0) + MINUTE
+    while minute <= until:
+        local = minute.astimezone(zone)  # fold=1 marks the second occurrence of a repeated local time
+        wall = local.replace(tzinfo=None)
+        if next(CronSim(text, wall - timedelta(seconds=1))) == wall:
+            repeated = local.replace(fold=0).utcoffset() != local.replace(fold=1).utcoffset()
+            if not repeated or policy.fold == "both" or local.fold == ("first", "second").index(policy.fold):
+                found.add(minute)
+        minute += MINUTE
+    if policy.gap == "shift":
+        for change in clock_changes(str(zone)):
+            before, after_change = offset(change - timedelta(seconds=1), zone), offset(change, zone)
+            if after < change <= until and after_change > before:
+                skipped = (change + before).replace(tzinfo=None)  # the local times never shown, minute by minute
+                while skipped < (change + after_change).replace(tzinfo=None):
+                    if next(CronSim(text, skipped - timedelta(seconds=1))) == skipped:
+                        found.add(change)
+                        break
+                    skipped += MINUTE
+    return sorted(found)
+
+
+@pytest.mark.parametrize("zone_name", POLICY_ZONES)
+def test_each_daylight_saving_policy_fires_as_its_rule_says_around_the_next_clock_changes(zone_name: str) -> None:
+    zone = ZoneInfo(zone_name)
+    changes = [c for c in clock_changes(zone_name) if c > datetime(2026, 11, 24, tzinfo=UTC)][:2]
+    for text in POLICY_EXPRESSIONS:
+        for change in changes:
+            after, until = change - timedelta(hours=3), change + timedelta(hours=3)
+            for policy in POLICIES:
+                schedule = Cron(text, zone_name, dst=policy)
+                ours, t = [], schedule.next_fire_after(after)
+                while t is not None and t <= until:
+                    ours.append(t)
+                    t = schedule.next_fire_after(t)
+                assert ours == policy_fires(text, zone, after, until, policy), (
+                    f"{text!r} in {zone_name} around {change:%Y-%m-%d %H:%M}Z with {policy}")
+
+
+@pytest.mark.parametrize("zone_name", SWEEP_ZONES)
+def test_the_policy_a_job_gives_explicitly_as_debian_crons_fires_as_debian_cron(zone_name: str) -> None:
+    zone = ZoneInfo(zone_name)
+    changes = [c for c in clock_changes(zone_name) if c > datetime(2026, 11, 24, tzinfo=UTC)][:2]
+    for text in SWEEP_EXPRESSIONS:
+        debian = ON_THE_CLOCK if follows_clock(text) else AT_FIXED_TIMES
+        schedule = Cron(text, zone_name, dst=debian)
+        for change in changes:
+            after, until = change - timedelta(hours=4), change + timedelta(hours=4)
+            ours, t = [], schedule.next_fire_after(after)
+            while t is not None and t <= until:
+                ours.append(t)
+                t = schedule.next_fire_after(t)
+            assert ours == debian_fires(text, zone, after, until), f"{text!r} in {zone_name} with {debian}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(expression=expressions(), zone=st.sampled_from(ZONES), gap=st.sampled_from(DstPolicy.GAPS),
+       fold=st.sampled_from(DstPolicy.FOLDS))
+def test_a_policy_round_trips(expression: Expression, zone: str, gap: str, fold: str) -> None:
+    assume(not expression.never_fires())
+    schedule = schedule_from_dict({"cron": expression.text, "timezone": zone, "dst": {"gap": gap, "fold": fold}})
+    assert schedule == Cron(expression.text, zone, dst=DstPolicy(gap, fold))
     assert schedule_from_dict(schedule.to_dict()) == schedule
