@@ -51,7 +51,9 @@ class Container:
             from jobrunner.adapters.stores.cassandra import CassandraJobStore
             from jobrunner.adapters.stores.session import connect
 
-            self._store = CassandraJobStore(connect(self.settings.cassandra))
+            limits = self.settings.tenant_limits
+            self._store = CassandraJobStore(connect(self.settings.cassandra),
+                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s)
         return self._store
 
     @functools.cached_property

@@ -146,7 +146,9 @@ def run_job(job_id: JobId) -> Response[Any]:
     return _json(HTTPStatus.ACCEPTED, out)
 
 
-@app.get("/jobs/<job_id>/executions")
+@app.get("/jobs/<job_id>/executions",
+         description="The job's execution history, newest first. Each record is kept 30 days from its last write "
+                     "(its result, for a finished execution), or the tenant's history_days (domain/limits.py).")
 def list_executions(
     job_id: JobId,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,

@@ -4,6 +4,9 @@
   UTC second). Over it: 429 with ``Retry-After`` and the limit named. None: no limit.
 - ``payload_bytes``: the largest payload a tenant's job may carry, at most the deployment's
   ``JOBRUNNER_MAX_PAYLOAD_BYTES``. Over it: 422 naming the limit (retrying would not help).
+- ``history_days``: how long an execution's history record is kept after its last write (its publish,
+  then its result), from 2 days (an execution may wait a day for its result) to 3650; 30 by default.
+  ``*`` sets it for the deployment, an entry for a tenant. Written with each record (``USING TTL``).
 - ``jobs_held``: recurring jobs a tenant may hold (active or paused, until cancelled). A one-time job
   is not held: it is bounded by the two rates, and leaves nothing standing once it has fired.
 - ``executions_per_minute``: executions of a tenant's jobs that may be due in one minute. A recurring
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
 
 #: The largest payload a deployment accepts unless ``JOBRUNNER_MAX_PAYLOAD_BYTES`` says otherwise.
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
+#: How long history is kept unless the limits say otherwise, and the bounds of what they may say.
+DEFAULT_HISTORY_DAYS = 30
+HISTORY_DAYS = (2, 3650)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,12 @@ class Limits:
     payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     jobs_held: int | None = None
     executions_per_minute: int | None = None
+    history_days: int = DEFAULT_HISTORY_DAYS
+
+    @property
+    def history_ttl_s(self) -> int:
+        """The time to live of a history record, in seconds."""
+        return self.history_days * 86_400
 
 
 @dataclass(frozen=True)
@@ -115,7 +127,7 @@ _COUNTS = ("submissions_per_second", "jobs_held", "executions_per_minute")
 def _merged(base: Limits, values: Any, tenant: str, max_payload_bytes: int) -> Limits:
     if not isinstance(values, dict):
         raise ValueError(f"tenant {tenant!r}: expected an object of limits, got {values!r}")
-    unknown = sorted(set(values) - {*_COUNTS, "payload_bytes"})
+    unknown = sorted(set(values) - {*_COUNTS, "payload_bytes", "history_days"})
     if unknown:
         raise ValueError(f"tenant {tenant!r}: unknown limits {unknown}")
     limits = base
@@ -131,6 +143,11 @@ def _merged(base: Limits, values: Any, tenant: str, max_payload_bytes: int) -> L
         if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= max_payload_bytes:
             raise ValueError(f"tenant {tenant!r}: payload_bytes must be between 1 and {max_payload_bytes}")
         limits = replace(limits, payload_bytes=size)
+    if "history_days" in values:
+        days, (low, high) = values["history_days"], HISTORY_DAYS
+        if not isinstance(days, int) or isinstance(days, bool) or not low <= days <= high:
+            raise ValueError(f"tenant {tenant!r}: history_days must be between {low} and {high}")
+        limits = replace(limits, history_days=days)
     return limits
 
 

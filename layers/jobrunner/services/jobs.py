@@ -191,7 +191,16 @@ class JobService:
 
     def _with_runs(self, jobs: list[Job]) -> list[Job]:
         records = self._store.latest_records([job.job_id for job in jobs], RUN_RECORDS) if jobs else {}
-        return [with_runs(job, records[job.job_id]) for job in jobs]
+        return [self._next_run_kept(with_runs(job, records[job.job_id])) for job in jobs]
+
+    def _next_run_kept(self, job: Job) -> Job:
+        """A next run older than the tenant's history retention comes from the job row, not from a record
+        (which has expired): the job has fired since. Its next run is then the schedule's next fire."""
+        now = self._clock.now()
+        kept = timedelta(days=self._rules.limits.of(job.user_id).history_days)
+        if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at >= now - kept:
+            return job
+        return job.with_changes(next_run_at=job.schedule.next_fire_after(now))
 
     def list_jobs(
         self, user_id: str, limit: int, cursor: str | None, status: JobStatus | None = None

@@ -27,6 +27,7 @@ from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, LanePosition
+from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
 from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
@@ -73,13 +74,13 @@ DELETE_SCHEDULED = (
 INSERT_RECORD = (
     "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
     " due_at, published_at, finished_at, error, job_version, next_fire_at, retry_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
 )
 #: The record of a publish: every column but the end (status, finished_at, error), which only ``finish``
 #: writes, so a replayed publish never moves an ended execution back to RUNNING.
 INSERT_RECORD_STARTED = (
     "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
-    " published_at, job_version, next_fire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " published_at, job_version, next_fire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
 )
 SELECT_RECORDS = "SELECT * FROM task_history_v2 WHERE job_id = ? LIMIT ?"
 #: The pages after a record, in the key's order: the rest of its (fire, attempt), of its fire, then older fires.
@@ -137,10 +138,13 @@ def _guard(call: Callable[[], T]) -> T:
 class CassandraJobStore(JobStore):
     """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``)."""
 
-    def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64) -> None:
+    def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
+                 history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s) -> None:
         self._session = session
         self._page_size = page_size
         self._concurrency = concurrency
+        #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
+        self._history_ttl_s = history_ttl_s
         self._prepared: dict[str, PreparedStatement] = {}
 
     def _stmt(self, cql: str) -> PreparedStatement:
@@ -215,7 +219,8 @@ class CassandraJobStore(JobStore):
 
     def start(self, records: Sequence[ExecutionRecord]) -> None:
         stmt = self._stmt(INSERT_RECORD_STARTED)
-        self._run_concurrently([(stmt, unset_nulls(codec.started_record_values(r))) for r in records])
+        self._run_concurrently([(stmt, (*unset_nulls(codec.started_record_values(r)), self._history_ttl_s(r.user_id)))
+                                for r in records])
 
     def complete(self, completions: Sequence[Completion]) -> None:
         # The following rows first, then the removals (see the module doc): no logged batch.
@@ -297,7 +302,7 @@ class CassandraJobStore(JobStore):
     def finish(self, outcome: Outcome) -> None:
         if outcome.retry is not None:  # first: a record that says FAILED always has its retry (module doc)
             self.schedule([outcome.retry])
-        values = unset_nulls(codec.record_values(outcome.record))
+        values = (*unset_nulls(codec.record_values(outcome.record)), self._history_ttl_s(outcome.record.user_id))
         _guard(lambda: self._session.execute(self._stmt(INSERT_RECORD), values))
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:

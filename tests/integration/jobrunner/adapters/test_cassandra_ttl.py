@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
-from jobrunner.domain.jobs import Job, Lane, ScheduledExecution, Trigger, execution_id_for
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    Lane,
+    ScheduledExecution,
+    Trigger,
+    execution_id_for,
+)
 from jobrunner.domain.placement import KEEP_ROWS, scan_closes_at
 from jobrunner.domain.schedules import At
 from jobrunner.domain.time import minute_bucket
-from jobrunner.ports import Completion
+from jobrunner.ports import Completion, Outcome
 
 pytestmark = pytest.mark.integration
 
@@ -61,3 +70,31 @@ def test_every_scheduled_row_expires_a_while_after_its_scan_and_a_done_one_is_no
     far = _row(job, datetime(2040, 2, 29, 12, 0, tzinfo=UTC), segment)
     store.schedule([far])
     assert _ttl(cassandra_session, far) is None
+
+
+def test_a_history_record_expires_after_its_tenants_retention_from_its_last_write(cassandra_session: Any) -> None:
+    # Given a store where one tenant keeps history 3 days and every other one the default (30)
+    days = {"brief": 3}
+    store = CassandraJobStore(cassandra_session, history_ttl_s=lambda tenant: days.get(tenant, 30) * 86_400)
+    fire = datetime.now(UTC).replace(microsecond=0)
+
+    def record(tenant: str) -> ExecutionRecord:
+        job_id = str(uuid.uuid4())
+        return ExecutionRecord(
+            job_id=job_id, scheduled_at=fire, attempt=1,
+            execution_id=execution_id_for(job_id, fire, 1, Trigger.SCHEDULE), user_id=tenant,
+            status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=fire, published_at=fire)
+
+    def ttl(job_id: str, column: str) -> int:
+        found = cassandra_session.execute(f"SELECT TTL({column}) AS ttl FROM task_history_v2 WHERE job_id = %s",
+                                          (job_id,)).one()
+        return found.ttl  # type: ignore[no-any-return]
+
+    brief, other = record("brief"), record("someone")
+    # When each is published, then the brief tenant's finishes
+    store.start([brief, other])
+    store.finish(Outcome(record=replace(brief, status=ExecutionStatus.SUCCESS, finished_at=fire), retry=None))
+    # Then each record carries its tenant's retention, the finished one from its result
+    assert 3 * 86_400 - 60 < ttl(brief.job_id, "published_at") <= 3 * 86_400
+    assert 3 * 86_400 - 60 < ttl(brief.job_id, "status") <= 3 * 86_400
+    assert 30 * 86_400 - 60 < ttl(other.job_id, "published_at") <= 30 * 86_400

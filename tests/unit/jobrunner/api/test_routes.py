@@ -558,4 +558,5 @@ def test_openapi_documents_the_tenants_refusals(world: World) -> None:
     assert {"403", "429"} <= set(document["paths"]["/jobs/{job_id}"]["patch"]["responses"])
     assert "429" in document["paths"]["/jobs/{job_id}/run"]["post"]["responses"]
     assert "jobs_held" in document["paths"]["/jobs"]["post"]["responses"]["429"]["description"]
+    assert "history_days" in document["paths"]["/jobs/{job_id}/executions"]["get"]["description"]
     assert "403" in document["paths"]["/segments"]["get"]["responses"]

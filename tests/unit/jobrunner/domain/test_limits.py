@@ -166,3 +166,13 @@ def test_a_refusal_names_the_limit_and_a_full_minute() -> None:
     reason = refusal_reason("executions_per_minute", BOUNDS, QuotaChange(add_minute=HERE))
     assert "at most 10 executions due in one minute" in reason and "2026-11-25T10:00Z is full" in reason
     assert "at most 2 recurring jobs" in refusal_reason("jobs_held", BOUNDS, QuotaChange(jobs=1))
+
+
+def test_history_is_kept_30_days_unless_the_deployment_or_a_tenant_says_otherwise() -> None:
+    limits = TenantLimits.parse({"*": {"history_days": 90}, "audit": {"history_days": 3650}}, 65536)
+    assert (limits.of("anyone").history_ttl_s, limits.of("audit").history_days) == (90 * 86_400, 3650)
+    assert TenantLimits.parse({}, 65536).of("anyone").history_days == 30
+    assert not limits.counted  # a retention counts nothing
+    for wrong in (1, 3651, "30", True):
+        with pytest.raises(ValueError, match="history_days must be between 2 and 3650"):
+            TenantLimits.parse({"x": {"history_days": wrong}}, 65536)

@@ -20,7 +20,7 @@ from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFou
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
-from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
@@ -1054,3 +1054,21 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     _, sent = scan(store, clock, job, retry.bucket)
     # Then the retry still runs (a pause stops the schedule, not the work already in flight)
     assert [(m.value["attempt"], m.value["trigger"]) for m in sent] == [(2, "RETRY")]
+
+
+def test_a_next_run_older_than_the_history_retention_is_the_schedules_next_fire(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    # Given a yearly job whose fire's record has expired (a retention of 10 days), 40 days after that fire
+    rules = JobRules(segment_count=16, limits=TenantLimits.parse({"*": {"history_days": 10}}, 65536))
+    service = JobService(store, clock, rules)
+    job = service.submit("alice", NewJob(Cron("0 9 25 12 *", "Europe/Paris"), {}))[0]
+    assert job.next_run_at == datetime(2026, 12, 25, 8, 0, tzinfo=UTC)
+    clock.advance(timedelta(days=73))
+    # Then its next run and preview are next year's, not the fire it had when it was created
+    shown = service.get("alice", job.job_id)
+    assert shown.next_run_at == datetime(2027, 12, 25, 8, 0, tzinfo=UTC)
+    assert service.preview(shown, 1) == [datetime(2027, 12, 25, 8, 0, tzinfo=UTC)]
+    # while within the retention the stored next run is shown as it is (a late fire stays visible)
+    clock.advance(timedelta(days=-40))
+    assert service.get("alice", job.job_id).next_run_at == datetime(2026, 12, 25, 8, 0, tzinfo=UTC)
