@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -95,6 +96,16 @@ class Options:
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )
+
+
+def code_commit() -> str:
+    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
+    import jobrunner
+
+    root = Path(jobrunner.__file__).resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or "unknown"
 
 
 @dataclass

@@ -27,9 +27,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.context import code_commit
 from bench.lateness import START_AHEAD
 from bench.seed import empty
-from bench.shortperiod import _code
 from bench.stats import median, percentile
 from bench.workers import split
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
@@ -202,7 +202,7 @@ def run_fairness(bench: Bench) -> None:
         runs.append({"unloaded": unloaded, "loaded": loaded, "light_p99_delta_ms": delta, "met": delta <= GOAL_MS})
     bench.results["fairness"] = {
         "heavy": o.fairness_heavy, "light": o.fairness_light, "segments": segments, "processes": processes,
-        "tenants": {"heavy": HEAVY, "light": LIGHT}, "goal_ms": GOAL_MS, "code": _code(), "path": _path(),
+        "tenants": {"heavy": HEAVY, "light": LIGHT}, "goal_ms": GOAL_MS, "code": code_commit(), "path": _path(),
         "worker_code": sorted({f"{w['code']} ({w['path']})" for w in workers}), "seed_s": seed_s, "seed_spare_s": spare,
         "records_read": read.records, "messages_read": len(read.messages),
         "other_minutes": sum(len(v) for v in by_minute.values()), "runs": runs,
