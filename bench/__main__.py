@@ -56,11 +56,19 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
                    help="jobs submitted over HTTP per run of the full-stack section, all due at one second")
     p.add_argument("--fullstack-threads", type=int, default=defaults.fullstack_threads,
                    help="HTTP client threads submitting them")
+    p.add_argument("--fullstack-lead", type=float, default=defaults.fullstack_lead_s,
+                   help="due this many seconds after the submissions end, in the late lane (default: a minute "
+                        "that begins at least 100 s after them, in the planned lane)")
     p.add_argument("--fairness-heavy", type=int, default=defaults.fairness_heavy,
                    help="the heavy tenant's executions in the loaded minute, all due at one second")
     p.add_argument("--fairness-light", type=int, default=defaults.fairness_light,
                    help="the light tenant's executions, due at the same second (loaded and unloaded minutes)")
     p.add_argument("--fairness-segments", type=int, default=defaults.fairness_segments)
+    p.add_argument("--fairness-gap", type=float, default=defaults.fairness_gap_s,
+                   help="the unloaded and loaded executions in one minute, this many seconds apart (default: two "
+                        "consecutive minutes, each due at its first instant)")
+    p.add_argument("--fairness-margin", type=float, default=defaults.fairness_margin_s,
+                   help="seconds before the first scans start, beyond the seeding's estimated time")
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -86,8 +94,10 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         writes_executions=args.writes_executions, writes_failures=args.writes_failures,
         short_jobs=args.short_jobs, short_periods=args.short_periods, idle_segments=args.idle_segments,
         idle_minutes=args.idle_minutes, fullstack_executions=args.fullstack_executions,
-        fullstack_threads=args.fullstack_threads, fairness_heavy=args.fairness_heavy,
-        fairness_light=args.fairness_light, fairness_segments=args.fairness_segments,
+        fullstack_threads=args.fullstack_threads, fullstack_lead_s=args.fullstack_lead,
+        fairness_heavy=args.fairness_heavy, fairness_light=args.fairness_light,
+        fairness_segments=args.fairness_segments, fairness_gap_s=args.fairness_gap,
+        fairness_margin_s=args.fairness_margin,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -66,11 +67,23 @@ class Options:
     #: second, drained by the whole local stack (API, ticker, scans, results, the example worker).
     fullstack_executions: int = 5_000
     fullstack_threads: int = 8
+    #: None: S falls in a minute that begins at least ``OPEN_AHEAD`` + 10 s after the submissions end (every row
+    #: in its minute's planned lane). A number (the smoke test, which counts and never times): S is about this
+    #: many seconds after the submissions end, so the rows go to the late lane and the run waits seconds, not
+    #: the two minutes or so that the planned lane needs.
+    fullstack_lead_s: float | None = None
     #: The fairness section (issue #13): a heavy tenant's executions and a light tenant's, all due at the same
     #: second of one minute, next to a minute of the light tenant's alone; the segments of both minutes.
     fairness_heavy: int = 20_000
     fairness_light: int = 20
     fairness_segments: int = 16
+    #: None: the unloaded and the loaded executions in two consecutive minutes, each due at its minute's first
+    #: instant. A number (the smoke test, which counts and never times): both in one minute, the loaded ones this
+    #: many seconds after the unloaded ones, which are due at the first second the seeding allows (one minute's
+    #: scans instead of two, and no wait for a minute to begin).
+    fairness_gap_s: float | None = None
+    #: Time before the first scans start, beyond the seeding's own (estimated at ``fairness.SEED_RATE``).
+    fairness_margin_s: float = 20.0
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -90,11 +103,21 @@ class Options:
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,
             raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
-            idle_segments=2, idle_minutes=3, fullstack_executions=40, fullstack_threads=4,
-            fairness_heavy=400, fairness_light=5, fairness_segments=2,
+            idle_segments=2, idle_minutes=3, fullstack_executions=40, fullstack_threads=4, fullstack_lead_s=10,
+            fairness_heavy=400, fairness_light=5, fairness_segments=2, fairness_gap_s=2, fairness_margin_s=5,
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )
+
+
+def code_commit() -> str:
+    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
+    import jobrunner
+
+    root = Path(jobrunner.__file__).resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or "unknown"
 
 
 @dataclass
@@ -176,13 +199,16 @@ class Bench:
         return section
 
     def seed(self, bucket: datetime, count: int, segment_count: int, topic: str | None = None,
-             due: str = "start", want_keys: bool = False, tenant: str | None = None) -> dict[str, Any]:
+             due: str = "start", want_keys: bool = False, tenant: str | None = None,
+             offset: timedelta = timedelta(0)) -> dict[str, Any]:
         """Seed ``count`` executions into ``bucket`` using every worker; returns totals (and keys). With
-        ``tenant``, every job is that tenant's (otherwise they are spread over the bench tenants)."""
+        ``tenant``, every job is that tenant's (otherwise they are spread over the bench tenants). With
+        ``due="start"``, every row is due ``offset`` after the bucket's first instant."""
         parts = split(list(range(count)), len(self.pool))
         specs = [
             {"spec": SeedSpec(to_epoch_ms(bucket), len(part), segment_count, topic or self.names.topic, due=due,
-                              seed=hash((bucket, tenant, index)) & 0xFFFFFFFF, tenant=tenant),
+                              seed=hash((bucket, tenant, index)) & 0xFFFFFFFF, tenant=tenant,
+                              offset_ms=offset // timedelta(milliseconds=1)),
              "want_keys": want_keys}
             for index, part in enumerate(parts) if part
         ]

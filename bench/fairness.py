@@ -14,6 +14,10 @@ execution's lateness, its record's CreateTime (stamped by the producer when the 
 instant, per tenant; and the rank of each of the light tenant's executions among all the loaded minute's
 executions by CreateTime, which shows where its rows came out of the burst whatever the machine's speed.
 The rule (the issue's goal): the light tenant's loaded p99 within 1 s of its unloaded p99.
+
+A short run (``Options.fairness_gap_s``, the smoke test's, which counts and never times) puts both in one
+minute instead: the unloaded executions due at the first whole second the seeding allows, the loaded ones
+that gap later, so that it waits for one minute's scans rather than for a minute to begin and two to end.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.context import code_commit
 from bench.lateness import START_AHEAD
 from bench.seed import empty
-from bench.shortperiod import _code
 from bench.stats import median, percentile
 from bench.workers import split
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
@@ -41,8 +45,7 @@ HEAVY = "bench-heavy"
 LIGHT = "bench-light"
 #: The issue's goal: the light tenant's p99 under load within this much of its p99 alone.
 GOAL_MS = 1000.0
-#: Time before the first minute's scans start, beyond the seeding's own (estimated at ``SEED_RATE``).
-SEED_MARGIN = timedelta(seconds=20)
+#: The seeding's rate assumed for the lead before the first scans start (beyond ``Options.fairness_margin_s``).
 SEED_RATE = 1000.0  # executions/s, a conservative estimate for the shared servers
 
 
@@ -103,8 +106,9 @@ def _lateness(values: list[float]) -> dict[str, float]:
 
 
 def _minute_figures(minute: datetime, messages: list[_Message], seeded: dict[str, int],
-                    scans: list[dict[str, Any]]) -> dict[str, Any]:
-    """One minute's accounting, lateness per tenant and the light tenant's ranks by CreateTime."""
+                    scans: list[dict[str, Any]], due: datetime | None = None) -> dict[str, Any]:
+    """One minute's accounting (or, with ``Options.fairness_gap_s``, one due instant's of the minute), lateness
+    per tenant and the light tenant's ranks by CreateTime."""
     by_tenant: dict[str, list[_Message]] = defaultdict(list)
     for message in messages:
         by_tenant[message.tenant].append(message)
@@ -114,6 +118,7 @@ def _minute_figures(minute: datetime, messages: list[_Message], seeded: dict[str
     ranks = [bisect.bisect_left(ordered, m.create_ms) + 1 for m in by_tenant.get(LIGHT, [])]
     return {
         "minute": minute.isoformat(),
+        "due": (due or minute).isoformat(),
         "seeded": seeded,
         "published": published,
         "unpublished": sum(seeded.values()) - sum(published.values()),
@@ -153,57 +158,106 @@ def _free_minutes(bench: Bench, count: int, segments: int, lead: timedelta) -> l
         session.cluster.shutdown()
 
 
+def _one_minute_plan(bench: Bench, runs: int, segments: int, lead: timedelta, gap: timedelta
+                     ) -> list[tuple[datetime, datetime, str]]:
+    """Per run, (minute, due, kind) for the unloaded executions, due at the first whole second at least ``lead``
+    away, and the loaded ones ``gap`` later in the same minute, which holds no row in any lane of ``segments``
+    (else the next such minute's first instant); each run in a minute after the previous run's."""
+    from jobrunner.adapters.stores.cassandra import CassandraJobStore
+    from jobrunner.adapters.stores.session import connect
+
+    session = connect(bench.settings.cassandra)
+    try:
+        store = CassandraJobStore(session)
+        due = (datetime.now(UTC) + lead).replace(microsecond=0) + timedelta(seconds=1)
+        plan: list[tuple[datetime, datetime, str]] = []
+        for _ in range(runs):
+            minute = minute_bucket(due)
+            while due + gap >= minute + MINUTE or not empty(store, [minute], segments):
+                minute += MINUTE
+                due = minute
+            plan += [(minute, due, "unloaded"), (minute, due + gap, "loaded")]
+            due = minute + MINUTE
+        return plan
+    finally:
+        session.cluster.shutdown()
+
+
 def run_fairness(bench: Bench) -> None:
     o = bench.options
     segments = o.fairness_segments
     processes = min(len(bench.pool), segments)
     groups = split(list(range(segments)), processes)
     total = o.runs * (2 * o.fairness_light + o.fairness_heavy)
-    lead = SEED_MARGIN + START_AHEAD + timedelta(seconds=total / SEED_RATE)
-    minutes = _free_minutes(bench, 2 * o.runs, segments, lead)
-    plan = [(minute, "unloaded" if i % 2 == 0 else "loaded") for i, minute in enumerate(minutes)]
+    lead = timedelta(seconds=o.fairness_margin_s + total / SEED_RATE) + START_AHEAD
+    plan: list[tuple[datetime, datetime, str]]  # (minute, due, kind): unloaded, loaded, unloaded...
+    if o.fairness_gap_s is None:
+        plan = [(minute, minute, "unloaded" if i % 2 == 0 else "loaded")
+                for i, minute in enumerate(_free_minutes(bench, 2 * o.runs, segments, lead))]
+    else:
+        plan = _one_minute_plan(bench, o.runs, segments, lead, timedelta(seconds=o.fairness_gap_s))
+    minutes = sorted({minute for minute, _, _ in plan})
     topic = bench.names.fairness_topic
     seeding = time.monotonic()
     seeded: list[dict[str, int]] = []
-    for minute, kind in plan:  # every minute seeded before the first one's scans start
-        counts = {LIGHT: bench.seed(minute, o.fairness_light, segments, topic=topic, tenant=LIGHT)["count"]}
+    for minute, due, kind in plan:  # every minute seeded before the first one's scans start
+        offset = due - minute
+        counts = {LIGHT: bench.seed(minute, o.fairness_light, segments, topic=topic, tenant=LIGHT,
+                                    offset=offset)["count"]}
         if kind == "loaded":
-            counts[HEAVY] = bench.seed(minute, o.fairness_heavy, segments, topic=topic, tenant=HEAVY)["count"]
+            counts[HEAVY] = bench.seed(minute, o.fairness_heavy, segments, topic=topic, tenant=HEAVY,
+                                       offset=offset)["count"]
         seeded.append(counts)
     seed_s = time.monotonic() - seeding
-    spare = (minutes[0] - START_AHEAD - datetime.now(UTC)).total_seconds()
+    spare = (plan[0][1] - START_AHEAD - datetime.now(UTC)).total_seconds()
     if spare < 1:
         raise RuntimeError(f"fairness: seeding took {seed_s:.0f} s and ended {-spare:.0f} s after the first "
                            "minute's scans were due to start; a scan could miss rows seeded behind it")
     workers = bench.pool.all("code", [{} for _ in range(len(bench.pool))])
     bench.pool.all("warm", [{"slots": [(s, i % 2) for s in group for i in range(2)]} for group in groups])
     pending = []
-    for index, (minute, kind) in enumerate(plan):
+    for index, minute in enumerate(minutes):
+        first_due = min(due for m, due, _ in plan if m == minute)
+        kinds = "+".join(kind for m, _, kind in plan if m == minute)
         tokens = [bench.pool.call(i, "prepare", what="scan", segments=group, bucket_ms=to_epoch_ms(minute),
                                   segment_count=segments, clock="system", tag=index % 2)
                   for i, group in enumerate(groups)]
         ready = [t.result(timeout=600) for t in tokens]
-        wait = (minute - START_AHEAD - datetime.now(UTC)).total_seconds()
+        wait = (first_due - START_AHEAD - datetime.now(UTC)).total_seconds()
         if wait > 0:
             time.sleep(wait)
         start_at = time.monotonic()
         pending.append([bench.pool.call(i, "go", token=token, start_at=start_at) for i, token in enumerate(ready)])
-        print(f"  fairness minute {index + 1}/{len(plan)} ({kind}) started ({minute:%H:%M})", flush=True)
-    scans = [[s for f in futures for s in f.result(timeout=900)["segments"]] for futures in pending]
+        print(f"  fairness minute {index + 1}/{len(minutes)} ({kinds}) started ({minute:%H:%M}, first due "
+              f"{first_due:%H:%M:%S})", flush=True)
+    scans = {minute: [s for f in futures for s in f.result(timeout=900)["segments"]]
+             for minute, futures in zip(minutes, pending, strict=True)}
     read = _read_topic(bench)
-    by_minute: dict[int, list[_Message]] = defaultdict(list)
+    # Each message goes to the plan entry of its minute due latest at or before it (the minute's first, if
+    # none): with two minutes, simply its minute's.
+    entries: dict[int, list[int]] = defaultdict(list)
+    for index, (minute, _, _) in enumerate(plan):
+        entries[to_epoch_ms(minute)].append(index)
+    grouped: list[list[_Message]] = [[] for _ in plan]
+    other = 0
     for message in read.messages.values():
-        by_minute[to_epoch_ms(minute_bucket(datetime.fromtimestamp(message.due_ms / 1000, UTC)))].append(message)
-    figures = [_minute_figures(minute, by_minute.pop(to_epoch_ms(minute), []), counts, minute_scans)
-               for (minute, _), counts, minute_scans in zip(plan, seeded, scans, strict=True)]
+        indexes = entries.get(to_epoch_ms(minute_bucket(datetime.fromtimestamp(message.due_ms / 1000, UTC))))
+        if not indexes:
+            other += 1
+            continue
+        at_or_before = [i for i in indexes if to_epoch_ms(plan[i][1]) <= message.due_ms]
+        grouped[max(at_or_before, key=lambda i: plan[i][1]) if at_or_before else indexes[0]].append(message)
+    figures = [_minute_figures(minute, messages, counts, scans[minute], due)
+               for (minute, due, _), messages, counts in zip(plan, grouped, seeded, strict=True)]
     runs = []
     for unloaded, loaded in zip(figures[0::2], figures[1::2], strict=True):
         delta = loaded["lateness_ms"][LIGHT]["p99"] - unloaded["lateness_ms"][LIGHT]["p99"]
         runs.append({"unloaded": unloaded, "loaded": loaded, "light_p99_delta_ms": delta, "met": delta <= GOAL_MS})
     bench.results["fairness"] = {
         "heavy": o.fairness_heavy, "light": o.fairness_light, "segments": segments, "processes": processes,
-        "tenants": {"heavy": HEAVY, "light": LIGHT}, "goal_ms": GOAL_MS, "code": _code(), "path": _path(),
+        "gap_s": o.fairness_gap_s,
+        "tenants": {"heavy": HEAVY, "light": LIGHT}, "goal_ms": GOAL_MS, "code": code_commit(), "path": _path(),
         "worker_code": sorted({f"{w['code']} ({w['path']})" for w in workers}), "seed_s": seed_s, "seed_spare_s": spare,
         "records_read": read.records, "messages_read": len(read.messages),
-        "other_minutes": sum(len(v) for v in by_minute.values()), "runs": runs,
+        "other_minutes": other, "runs": runs,
     }

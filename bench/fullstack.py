@@ -188,12 +188,18 @@ def _once(bench: Bench, stack: LocalStack, settings: Settings, budget_s: float, 
           ) -> dict[str, Any]:
     o = bench.options
     bootstrap = settings.kafka.bootstrap
-    minute = minute_bucket(datetime.now(UTC) + timedelta(seconds=budget_s) + OPEN_AHEAD + MARGIN) + MINUTE
+    submitted_by = datetime.now(UTC) + timedelta(seconds=budget_s)
+    if o.fullstack_lead_s is None:
+        minute = minute_bucket(submitted_by + OPEN_AHEAD + MARGIN) + MINUTE
+        due = minute + DUE_OFFSET
+    else:  # the next whole second at least the lead after the submissions' expected end (late lane)
+        due = (submitted_by + timedelta(seconds=o.fullstack_lead_s)).replace(microsecond=0) + timedelta(seconds=1)
+        minute = minute_bucket(due)
     skipped = 0
     while not empty(stack.container.store, [minute], settings.segments):
         minute += MINUTE  # another section's recurring jobs planned a fire into it
         skipped += 1
-    due = minute + DUE_OFFSET
+        due = minute + DUE_OFFSET
     due_ms = to_epoch_ms(due)
     jobs_start = _end_offsets(bootstrap, settings.topic)
     results_start = _end_offsets(bootstrap, settings.results_topic)
@@ -295,5 +301,6 @@ def run_fullstack(bench: Bench) -> None:
     time.sleep(1)  # the driver's and clients' own threads end shortly after their close
     left = sorted(t.name for t in set(threading.enumerate()) - before if t.is_alive())
     bench.results["fullstack"] = {"runs": runs, "segments": settings.segments, "executions": o.fullstack_executions,
-                                  "threads": o.fullstack_threads, "stack_threads_alive": alive,
+                                  "threads": o.fullstack_threads, "lead_s": o.fullstack_lead_s,
+                                  "stack_threads_alive": alive,
                                   "threads_left": left}

@@ -18,9 +18,9 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from bench.context import code_commit
 from bench.instruments import SkipClock
 from bench.seed import empty
-from bench.shortperiod import _code
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.domain.time import MINUTE, minute_bucket
 from jobrunner.ports import Invoker, ScanRequest
@@ -82,7 +82,7 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
     counted = [invocations[(s, b)] for s in range(segments) for b in steady]
     partitions = max(len(counted), 1)
     return {
-        "code": _code(), "segments": segments, "minutes": len(steady),
+        "code": code_commit(), "segments": segments, "minutes": len(steady),
         "invocations_per_partition": sum(len(c) for c in counted) / partitions,
         "scan_seconds_per_partition": sum(sum(c) for c in counted) / partitions,
         "longest_scan_s": max((max(c) for c in counted if c), default=0.0),

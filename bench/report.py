@@ -493,9 +493,12 @@ def _fullstack(bench: Bench) -> list[str]:
     drain = [r["drain_rate"] for r in runs]
     lines = ["## 11. Full stack: submitted over HTTP, drained by the whole local system", "",
              f"**Workload** (per run): {fs['executions']:,} one-time jobs (`echo`) submitted with `POST /jobs` over "
-             f"HTTP by {fs['threads']} client threads, all due at one second S, 5 s into a minute that begins at least",
-             "100 s after the submissions end (so every row is in its minute's planned lane before the tick that",
-             "dispatches the minute). **System**: `devstack.stack.LocalStack` in the bench process, as `make run`",
+             f"HTTP by {fs['threads']} client threads, all due at one second S, "
+             + ("5 s into a minute that begins at least\n100 s after the submissions end (so every row is in its "
+                "minute's planned lane before the tick that\ndispatches the minute)." if fs.get("lead_s") is None else
+                f"about {fmt(fs['lead_s'], 0)} s after the submissions end (`--fullstack-lead`: every row in its "
+                "minute's late lane, woken scans).")
+             + " **System**: `devstack.stack.LocalStack` in the bench process, as `make run`",
              f"runs it: the API, the minute ticker, the scans on its thread pool ({fs['segments']} segments), the",
              "results loop and the example worker (its printing discarded), on a keyspace, topics and a heartbeat",
              "table of the run's own. **Measured** from S: the CreateTime of each execution's message on the jobs",
@@ -533,7 +536,7 @@ def _fullstack(bench: Bench) -> list[str]:
                                                                  "foreign_messages", "skipped_minutes") if r[k])
            for i, r in enumerate(runs)
            if any(r[k] for k in ("unpublished", "jobs_with_several_executions", "foreign_messages", "skipped_minutes"))]
-    late = [str(i + 1) for i, r in enumerate(runs) if not r["planned_lane"]]
+    late = [str(i + 1) for i, r in enumerate(runs) if not r["planned_lane"] and fs.get("lead_s") is None]
     if odd or late:
         lines += ["**Anomalies**: " + "; ".join(odd + ([f"runs {', '.join(late)}: submissions ended less than 90 s "
                                                           "before the minute (late lane)"] if late else [])) + ".", ""]
@@ -553,6 +556,10 @@ def _fairness(bench: Bench) -> list[str]:
         figures = minute["lateness_ms"][tenant]
         return " / ".join(fmt(figures[k], 0) for k in keys) + " ms"
 
+    one_minute = ("" if fair.get("gap_s") is None else
+                  f"**Short run** (`--fairness-gap`): the unloaded and loaded executions in one minute, the loaded "
+                  f"ones {fmt(fair['gap_s'], 0)} s after the unloaded ones, which are due at a second of that minute, "
+                  "not at its first instant.")
     lines = ["## 12. Fairness between tenants: a light tenant beside a heavy tenant's burst", "",
              f"**Workload** (per run): two consecutive real wall-clock minutes, {fair['segments']} segments, scanned",
              "as section 2's minutes are (the real clock, each minute's scans started 10 s ahead in",
@@ -569,6 +576,7 @@ def _fairness(bench: Bench) -> list[str]:
              "unloaded p99.",
              f"Code measured: `{fair['code']}` (`{fair['path']}`; worker processes: "
              + ", ".join(f"`{c}`" for c in fair["worker_code"]) + ").",
+             *([one_minute] if one_minute else []),
              "**Reproduce**: `python -m bench --only fairness --runs 1` (`--fairness-heavy`, `--fairness-light`,",
              "`--fairness-segments`).", ""]
     lines += _table(["run", "minutes (UTC)", "B unloaded: p50 / p99 / max", "B loaded: p50 / p99 / max",

@@ -43,6 +43,8 @@ class SeedSpec:
     seed: int = 0
     #: Every job of this tenant (e.g. one heavy tenant); None: spread over ``tenants`` bench tenants.
     tenant: str | None = None
+    #: With ``due="start"``: every row due this long after the bucket's first instant instead.
+    offset_ms: int = 0
 
 
 def make_job(index: int, due_at: datetime, topic: str, recurring: bool, tenant: str, now: datetime) -> Job:
@@ -61,7 +63,8 @@ def generate(spec: SeedSpec) -> list[tuple[Job, ScheduledExecution]]:
     planned_at = bucket - timedelta(minutes=10)  # written well before the minute: the PLANNED lane
     out = []
     for index in range(spec.count):
-        due_at = bucket if spec.due == "start" else bucket + timedelta(seconds=rng.randrange(60))
+        due_at = (bucket + timedelta(milliseconds=spec.offset_ms) if spec.due == "start"
+                  else bucket + timedelta(seconds=rng.randrange(60)))
         tenant = spec.tenant or f"{TENANT_PREFIX}-{rng.randrange(spec.tenants)}"
         job = make_job(index, due_at, spec.topic, rng.random() < spec.recurring_share, tenant, planned_at)
         row = plan_execution(job, due_at, planned_at, spec.segment_count, trigger=Trigger.SCHEDULE)

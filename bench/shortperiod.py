@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
 import time
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.context import code_commit
 from bench.instruments import SkipClock
 from bench.seed import PAD, empty, insert
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
@@ -108,16 +107,6 @@ def _traced(
     return (sum(f[0] for f in found), sum(f[1] for f in found)) if found else (0, 0)
 
 
-def _code() -> str:
-    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
-    import jobrunner
-
-    root = Path(jobrunner.__file__).resolve().parents[2]
-    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
-                          text=True, check=False)
-    return done.stdout.strip() or "unknown"
-
-
 def _scan_minute(bench: Bench, session: Any, bucket: datetime) -> dict[str, Any]:
     from jobrunner.wiring import Container
 
@@ -157,7 +146,7 @@ def shortperiod_once(bench: Bench, jobs: int, period_s: int) -> dict[str, Any]:
         minutes = [_scan_minute(bench, session, first), _scan_minute(bench, session, second)]
     finally:
         session.cluster.shutdown()
-    return {"code": _code(), "jobs": jobs, "period_s": period_s, "minutes": minutes}
+    return {"code": code_commit(), "jobs": jobs, "period_s": period_s, "minutes": minutes}
 
 
 def run_shortperiod(bench: Bench) -> None:

@@ -127,9 +127,9 @@ class _Worker:
     def op_code(self) -> dict[str, str]:
         """The ``jobrunner`` package this process runs (a spawned process follows the parent's ``sys.path``)."""
         import jobrunner
-        from bench.shortperiod import _code
+        from bench.context import code_commit
 
-        return {"code": _code(), "path": str(Path(jobrunner.__file__).resolve().parent)}
+        return {"code": code_commit(), "path": str(Path(jobrunner.__file__).resolve().parent)}
 
     def op_warm(self, slots: list[Any], variant: str = "baseline") -> dict[str, Any]:
         for key in slots:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from devstack.servers import Endpoints
 
-#: The full-stack and fairness sections wait for real wall-clock minutes (fairness: two, after up to a minute
-#: of lead): more than the default 600 s with the other sections on a busy machine.
+#: The full-stack and fairness sections wait for the real clock (at smoke sizes seconds for the full stack, and up
+#: to about 80 s for fairness's one minute): the default 600 s may be short on a busy machine.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 
