@@ -72,6 +72,7 @@ def test_a_job_submitted_in_the_form_runs_and_a_manual_run_adds_to_its_history(d
     expect(page.locator("#preview-list li")).to_have_count(1)
     expect(page.locator("#preview-list li").first).to_contain_text(due.strftime("%Y-%m-%d %H:%M:%SZ"))
     page.locator("#in-payload").fill('{"type": "echo", "from": "browser test"}')
+    page.locator("#in-jitter").fill("2")
     dashboard.screenshot("1-form")
 
     # When the form is submitted, Then the API's own preview and a link to the new job appear
@@ -86,6 +87,7 @@ def test_a_job_submitted_in_the_form_runs_and_a_manual_run_adds_to_its_history(d
     # Then the job page shows it, and it runs: an execution appears and ends in SUCCESS
     expect(page.locator("#job-title")).to_contain_text(job_id)
     expect(page.locator("#job-payload")).to_contain_text("browser test")
+    expect(page.locator("#job-fields")).to_contain_text("up to 2 s after each fire")
     seen: list[str] = []
     rows = wait_for_rows(page, lambda r: [x["status"] for x in r] == ["SUCCESS"], 60, seen)
     assert rows[0]["trigger"] == "SCHEDULE"

@@ -130,3 +130,28 @@ def test_another_tenant_cannot_see_or_touch_a_job(local_stack: LocalStack) -> No
         assert response.status_code == 404, (method, path, response.text)
     assert api(local_stack, "GET", "/jobs", token=stranger).json()["items"] == []
     assert api(local_stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "SCHEDULED"
+
+
+def test_jittered_jobs_sharing_a_fire_are_due_at_their_own_offsets_and_a_dst_policy_is_kept(
+    local_stack: LocalStack,
+) -> None:
+    # Given three jobs with the same fire a few seconds ahead, each with a 4 s jitter window
+    fire = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
+    jobs = [submit(local_stack, {"schedule": {"at": fire.isoformat()}, "jitter_s": 4}) for _ in range(3)]
+    assert all(job["jitter_s"] == 4 for job in jobs)
+    # When they run, Then each is recorded for that fire, due within its window, and published after it
+    for job in jobs:
+        [record] = eventually(lambda job=job: executions(local_stack, job["job_id"]),
+                              lambda h: [e["status"] for e in h] == ["SUCCESS"], timeout_s=60)
+        scheduled, due = (parse_instant(record[k], k) for k in ("scheduled_at", "due_at"))
+        published = parse_instant(record["published_at"], "published_at")
+        assert scheduled == fire and fire <= due < fire + timedelta(seconds=4) and published >= due, record
+    # and no two of them are due at the same instant
+    dues = {executions(local_stack, job["job_id"])[0]["due_at"] for job in jobs}
+    assert len(dues) == 3
+    # And a cron's daylight-saving policy is stored and returned with its schedule
+    cron = submit(local_stack, {"schedule": {"cron": "30 2 31 10 *", "timezone": "Europe/Paris",
+                                             "dst": {"fold": "second"}}})
+    shown = api(local_stack, "GET", f"/jobs/{cron['job_id']}?preview=1").json()
+    assert shown["schedule"]["dst"] == {"gap": "shift", "fold": "second"}
+    assert shown["next_runs"][0].endswith("T01:30:00.000Z")  # 02:30 CET, the second 02:30 of the night

@@ -84,7 +84,7 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s, trace_parent=trace)
+                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s)
     job, created = container().jobs.submit(tenant, new, body.idempotency_key)
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
@@ -118,6 +118,7 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
         retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
+        jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set,
     )
     return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes)))
 

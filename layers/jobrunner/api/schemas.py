@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy
+from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, RetryPolicy
 from jobrunner.domain.time import rfc3339
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ class JobIn(Strict):
     max_retries: int = Field(0, ge=0, le=20, description="retries after the first attempt fails")
     backoff: BackoffIn | None = None
     timeout_s: int | None = Field(None, ge=1, le=86_400, description="an execution not reported by then fails")
+    jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
+        "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
+        "(spreads jobs that share a fire time); none: at the fire"))
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -77,6 +80,10 @@ class JobPatchIn(Strict):
     max_retries: int | None = Field(None, ge=0, le=20)
     backoff: BackoffIn | None = None
     timeout_s: int | None = Field(None, ge=1, le=86_400)
+    jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
+        "null to remove; "
+        "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
+        "(spreads jobs that share a fire time); none: at the fire"))
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -100,6 +107,7 @@ class JobOut(BaseModel):
     max_retries: int
     backoff: BackoffIn
     timeout_s: int | None
+    jitter_s: int | None = None
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -116,6 +124,7 @@ class JobOut(BaseModel):
 
         return cls(
             job_id=job.job_id, state=job.state.value, status=job.status.value, timeout_s=job.timeout_s,
+            jitter_s=job.jitter_s,
             schedule=job.schedule.to_dict(), payload=job.payload,
             topic=job.topic, max_retries=job.retry.max_retries,
             backoff=BackoffIn(initial_delay_s=job.retry.initial_delay_s, multiplier=job.retry.multiplier,

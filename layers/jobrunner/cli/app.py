@@ -250,6 +250,8 @@ def submit(
     backoff_multiplier: Annotated[float | None, typer.Option(help="delay multiplier per retry")] = None,
     backoff_max: Annotated[float | None, typer.Option(help="longest retry delay, seconds")] = None,
     timeout_s: Annotated[int | None, typer.Option(help="an execution not reported by then fails")] = None,
+    jitter_s: Annotated[int | None, typer.Option(help="each fire is due up to this many seconds after it, at an "
+                                                      "offset fixed per job and fire")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -290,7 +292,7 @@ def submit(
     if payload is not None:
         request["payload"] = _json_argument(payload, "--payload")
     for name, value in (("topic", topic), ("max_retries", max_retries), ("timeout_s", timeout_s),
-                        ("idempotency_key", idempotency_key)):
+                        ("jitter_s", jitter_s), ("idempotency_key", idempotency_key)):
         if value is not None:
             request[name] = value
     backoff = {k: v for k, v in (("initial_delay_s", backoff_initial), ("multiplier", backoff_multiplier),

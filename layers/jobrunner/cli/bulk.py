@@ -29,7 +29,7 @@ SAVE_EVERY = 50
 STATE_SUFFIX = ".import-state.json"
 _SCHEDULE = ("at", "every", "start", "end", "cron", "timezone", "iso8601")
 _BACKOFF = ("initial_delay_s", "multiplier", "max_delay_s")
-_INTEGERS = ("max_retries", "timeout_s")
+_INTEGERS = ("max_retries", "timeout_s", "jitter_s")
 CSV_COLUMNS = (*_SCHEDULE, "payload", "topic", *_INTEGERS, *_BACKOFF, "idempotency_key")
 
 

@@ -18,9 +18,11 @@ completion had just overwritten with the old schedule's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +110,8 @@ class Job:
     paused_at: datetime | None = None
     #: W3C traceparent of the request that created the job (executions carry a child of it).
     trace_parent: str | None = None
+    #: A window after each scheduled fire within which its execution is due (``due_of``; None: at the fire).
+    jitter_s: int | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None
@@ -129,6 +133,21 @@ class Job:
 
     def with_changes(self, **changes: Any) -> Job:
         return replace(self, **changes)
+
+
+#: The widest jitter window a job may have.
+MAX_JITTER_S = 3600
+
+
+def due_of(job: Job, fire: datetime) -> datetime:
+    """When the execution of ``fire``, a fire of ``job``'s schedule, is due: the fire itself, or with a
+    jitter window, the fire plus an offset within it that depends only on the job and the fire (the same
+    each time it is planned, spread evenly over the window in whole milliseconds). The fire stays the
+    execution's ``scheduled_at`` (its id and the next fire come from it); only its due instant moves."""
+    if not job.jitter_s:
+        return fire
+    digest = hashlib.sha256(f"{job.job_id}|{to_epoch_ms(fire)}".encode()).digest()
+    return fire + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % (job.jitter_s * 1000))
 
 
 def execution_id_for(

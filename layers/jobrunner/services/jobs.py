@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import (
+    MAX_JITTER_S,
     RUN_RECORDS,
     ExecutionRecord,
     Job,
@@ -21,6 +22,7 @@ from jobrunner.domain.jobs import (
     RetryPolicy,
     ScheduledExecution,
     Trigger,
+    due_of,
     execution_id_for,
     with_runs,
 )
@@ -70,11 +72,14 @@ class NewJob:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_s: int | None = None
     trace_parent: str | None = None
+    jitter_s: int | None = None
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
         body = {"schedule": self.schedule.to_dict(), "payload": self.payload, "topic": self.topic,
                 "retry": asdict(self.retry), "timeout_s": self.timeout_s}
+        if self.jitter_s is not None:  # so that requests from before jitter keep their digest
+            body["jitter_s"] = self.jitter_s
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -89,6 +94,8 @@ class JobChanges:
     retry: RetryPolicy | None = None
     timeout_s: int | None = None
     timeout_set: bool = False
+    jitter_s: int | None = None
+    jitter_set: bool = False
 
 
 def plan_execution(
@@ -97,7 +104,10 @@ def plan_execution(
 ) -> ScheduledExecution:
     """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``
     (a LATE row is keyed no earlier than ``domain.placement.LATE_LEAD`` after ``now``); ``origin``: the
-    lineage of a retry or a watchdog (``domain.jobs.execution_id_for``)."""
+    lineage of a retry or a watchdog (``domain.jobs.execution_id_for``). For a scheduled fire (no
+    ``scheduled_at``) ``due_at`` is the fire, and the row is due at ``domain.jobs.due_of`` it."""
+    if scheduled_at is None and trigger is Trigger.SCHEDULE:
+        scheduled_at, due_at = due_at, due_of(job, due_at)  # a fire: due within the job's jitter window
     scheduled_at = utc(scheduled_at or due_at)
     bucket, lane = place(due_at, now)
     return ScheduledExecution(
@@ -139,6 +149,7 @@ class JobService:
         topic = self._check_topic(user_id, new.topic)
         self._check_payload(user_id, new.payload)
         self._check_timeout(new.timeout_s)
+        self._check_jitter(new.jitter_s)
         self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
         self._admit(user_id, now)  # a request refused above costs the tenant nothing
         if idempotency_key is not None:
@@ -177,7 +188,7 @@ class JobService:
         return Job(
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
-            trace_parent=new.trace_parent,
+            trace_parent=new.trace_parent, jitter_s=new.jitter_s,
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -304,6 +315,9 @@ class JobService:
         if changes.timeout_set:
             self._check_timeout(changes.timeout_s)
             updates["timeout_s"] = changes.timeout_s
+        if changes.jitter_set:  # from the next fire planned: the one already planned keeps its due instant
+            self._check_jitter(changes.jitter_s)
+            updates["jitter_s"] = changes.jitter_s
         if changes.schedule is None:
             return updates  # the planned rows and the next run stay as they are
         schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule
@@ -456,6 +470,11 @@ class JobService:
         if not admitted:
             raise LimitReached("submissions_per_second", f"this tenant may submit at most {rate} jobs a second",
                                retry_after_s=1)
+
+    @staticmethod
+    def _check_jitter(jitter_s: int | None) -> None:
+        if jitter_s is not None and not 1 <= jitter_s <= MAX_JITTER_S:
+            raise InvalidField("jitter_s", f"must be between 1 and {MAX_JITTER_S} seconds")
 
     @staticmethod
     def _check_timeout(timeout_s: int | None) -> None:

@@ -63,6 +63,7 @@ from jobrunner.domain.jobs import (
     LanePosition,
     ScheduledExecution,
     Trigger,
+    due_of,
     origin_of,
 )
 from jobrunner.domain.messages import execution_message
@@ -750,7 +751,7 @@ class ScanService:
         next_run_at = _next_fire(row, job)
         if next_run_at is not None:
             following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
-            following = _own(part, following, next_run_at, now)
+            following = _own(part, following, due_of(job, next_run_at), now)
         watchdog = None
         if job.timeout_s is not None and _identity(row) not in ended:
             expires_at = now + timedelta(seconds=job.timeout_s)

@@ -53,6 +53,7 @@ def job_from_row(row: Any) -> Job:
         schedule_version=schedule_version,
         retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
         timeout_s=row.timeout_s,
+        jitter_s=row.jitter_s,
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
         next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
@@ -69,7 +70,7 @@ def job_values(job: Job) -> tuple[Any, ...]:
         job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
-        job.last_status.value if job.last_status else None,
+        job.last_status.value if job.last_status else None, job.jitter_s,
     )
 
 
@@ -78,14 +79,14 @@ def job_user_fields(job: Job) -> tuple[Any, ...]:
     return (
         dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
         job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
-        job.next_run_at,
+        job.next_run_at, job.jitter_s,
     )
 
 
 def job_settings(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
     return (dumps(job.payload), job.topic, job.version, job.version, dumps(asdict(job.retry)), job.timeout_s,
-            job.updated_at)
+            job.updated_at, job.jitter_s)
 
 
 def scheduled_from_row(row: Any) -> ScheduledExecution:

@@ -349,6 +349,7 @@
       ...field('Retries', `${job.max_retries}; backoff ${backoff.initial_delay_s} s × ${backoff.multiplier}, `
         + `at most ${backoff.max_delay_s} s`),
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
+      ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
     );
@@ -551,6 +552,8 @@
     if (retries !== undefined) body.max_retries = retries;
     const timeout = number('timeout_s', { integer: true, min: 1, max: 86400 });
     if (timeout !== undefined) body.timeout_s = timeout;
+    const jitter = number('jitter_s', { integer: true, min: 1, max: 3600 });
+    if (jitter !== undefined) body.jitter_s = jitter;
     const backoff = {};
     const initial = number('backoff.initial_delay_s', { above: 0, max: 86400 });
     const multiplier = number('backoff.multiplier', { min: 1, max: 10 });

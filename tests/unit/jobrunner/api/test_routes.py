@@ -182,6 +182,16 @@ def test_patch_changes_only_the_given_fields(world: World) -> None:
                                                           "max_delay_s": 300.0})
     assert call("PATCH", f"/jobs/{job['job_id']}", {"timeout_s": None})[1]["timeout_s"] is None
     assert world.store.jobs[("alice", job["job_id"])].version == 5
+    # and a jitter window is set and cleared the same way
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"jitter_s": 90})[1]["jitter_s"] == 90
+    assert world.store.jobs[("alice", job["job_id"])].jitter_s == 90
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"jitter_s": None})[1]["jitter_s"] is None
+
+
+def test_a_job_submitted_with_a_jitter_window_returns_it(world: World) -> None:
+    job = world.submit({**HOURLY, "jitter_s": 300})
+    assert job["jitter_s"] == 300 and world.store.jobs[("alice", job["job_id"])].jitter_s == 300
+    assert call("POST", "/jobs", {**HOURLY, "jitter_s": 3601})[0] == 422
 
 
 def test_patch_schedule_replans_from_now(world: World) -> None:
@@ -460,6 +470,8 @@ BAD_INPUT: list[tuple[str, str, Any, dict[str, str] | None, str]] = [
     ("PATCH", "/jobs/{id}", {"payload": "x" * 1000}, None, "payload"),
     ("PATCH", "/jobs/{id}", {"timeout_s": 0}, None, "timeout_s"),
     ("PATCH", "/jobs/{id}", {"timeout_s": 86_401}, None, "timeout_s"),
+    ("PATCH", "/jobs/{id}", {"jitter_s": 0}, None, "jitter_s"),
+    ("PATCH", "/jobs/{id}", {"jitter_s": 3601}, None, "jitter_s"),
     ("PATCH", "/jobs/{id}", {"max_retries": 21}, None, "max_retries"),
     ("PATCH", "/jobs/{id}", {"max_retries": -1}, None, "max_retries"),
     ("PATCH", "/jobs/{id}", {"backoff": {"initial_delay_s": 0}}, None, "backoff.initial_delay_s"),

@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 def test_submit_sends_the_schedule_and_options_as_a_post_jobs_body(cli: Cli, transport: FakeTransport) -> None:
     transport.on("POST", "/jobs", reply(201, job("j-42")))
     result = cli("submit", "--every", "PT5M", "--start", "+1h", "--payload", '{"type": "echo"}', "--topic", "jobs",
-                 "--max-retries", "3", "--backoff-initial", "2", "--timeout-s", "60", "--idempotency-key", "k1")
+                 "--max-retries", "3", "--backoff-initial", "2", "--timeout-s", "60", "--jitter-s", "30",
+                 "--idempotency-key", "k1")
     assert result.exit_code == 0, result.output
     assert transport.sent[0].body == {
         "schedule": {"every": "PT5M", "start": "2026-11-22T11:00:00Z"}, "payload": {"type": "echo"},
-        "topic": "jobs", "max_retries": 3, "timeout_s": 60, "idempotency_key": "k1",
+        "topic": "jobs", "max_retries": 3, "timeout_s": 60, "jitter_s": 30, "idempotency_key": "k1",
         "backoff": {"initial_delay_s": 2.0},
     }
     assert transport.sent[0].headers["Authorization"] == f"Bearer {TOKEN}"

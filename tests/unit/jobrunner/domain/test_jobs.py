@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -19,6 +20,7 @@ from jobrunner.domain.jobs import (
     LanePosition,
     ScheduledExecution,
     Trigger,
+    due_of,
     execution_id_for,
     origin_of,
     watched_execution_ids,
@@ -210,3 +212,23 @@ def test_a_lane_position_survives_its_encoding_and_sorts_as_the_lane_does() -> N
     later = [LanePosition(due, "job|a", "exec,\"1\"", 4), LanePosition(due, "job|b", "a", 1),
              LanePosition(due + timedelta(milliseconds=1), "a", "a", 1)]
     assert all(first < other for other in later)
+
+
+def test_a_jitter_offset_is_fixed_per_job_and_fire_and_spread_over_the_window() -> None:
+    start = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
+    job = Job(user_id="t", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=start), payload={},
+              topic="jobs", created_at=start, updated_at=start, jitter_s=60)
+    fires = [start + timedelta(minutes=k) for k in range(3000)]
+    deltas = [due_of(job, fire) - fire for fire in fires]
+    offsets = [delta.total_seconds() for delta in deltas]
+    # each offset is in the window, in whole milliseconds, and the same every time it is worked out
+    assert all(timedelta(0) <= delta < timedelta(seconds=60) for delta in deltas)
+    assert all(delta % timedelta(milliseconds=1) == timedelta(0) for delta in deltas)
+    assert [due_of(job, fire) - fire for fire in fires[:50]] == deltas[:50]
+    # and spread evenly: each tenth of the window holds 6 to 14 % of the fires (10 % expected)
+    tenths = Counter(int(offset // 6) for offset in offsets)
+    assert set(tenths) == set(range(10)) and all(180 <= n <= 420 for n in tenths.values()), tenths
+    # while another job's offsets differ, and a job without a window is due at its fires
+    other = replace(job, job_id=str(uuid.uuid4()))
+    assert sum(due_of(other, fire) != due_of(job, fire) for fire in fires[:100]) > 95
+    assert due_of(replace(job, jitter_s=None), fires[7]) == fires[7]

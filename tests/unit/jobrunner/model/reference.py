@@ -17,7 +17,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from jobrunner.domain.jobs import RUN_RECORDS, ExecutionStatus, JobState, Trigger, execution_id_for, with_runs
+from jobrunner.domain.jobs import (
+    RUN_RECORDS,
+    ExecutionStatus,
+    JobState,
+    Trigger,
+    execution_id_for,
+    with_runs,
+)
 from jobrunner.domain.schedules import At, Every, parse_instant
 
 if TYPE_CHECKING:
@@ -484,18 +491,22 @@ class Reference:
                 continue
             # A scan woken ahead of its minute (a next fire written into it) may have published fires after
             # the last bucket dispatched: the next run is the first fire from there not published yet.
+            # With a jitter window a fire is due up to that long after it (``due_of``), and is planned when the
+            # fire before it is published: a next run may be up to a window behind the last bucket (a window
+            # wider than the gap between fires makes each fire wait for the one before).
             published = {fire for (job_id, fire, attempt, trigger, _) in self.copies
                          if job_id == job.job_id and trigger is Trigger.SCHEDULE and attempt == 1}
-            upcoming = epoch.first_from(last_bucket + MINUTE)
+            stored = store.get(USER, job.job_id)
+            assert stored is not None
+            window = timedelta(seconds=stored.jitter_s or 0)
+            upcoming = epoch.first_from(last_bucket + MINUTE - window)
             while upcoming is not None and upcoming in published:
                 upcoming = epoch.first_from(upcoming + timedelta(microseconds=1))
             if upcoming is None:
                 continue
-            stored = store.get(USER, job.job_id)
-            assert stored is not None
             stored = with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
             next_run = stored.next_run_at
-            assert next_run is not None and last_bucket <= next_run <= upcoming, (
+            assert next_run is not None and last_bucket - window <= next_run <= upcoming, (
                 f"{job.name}: next_run_at {hms(next_run)} is stale; the scans are done up to {last_bucket:%H:%M} "
                 f"and its next fire is {hms(upcoming)}")
             rows = [r for r in store.rows.values() if r.job_id == job.job_id and r.trigger is Trigger.SCHEDULE

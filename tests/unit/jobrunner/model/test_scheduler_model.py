@@ -61,7 +61,7 @@ specs = st.one_of(
 glitches = st.none() | st.builds(Glitch, nth=st.integers(0, 2), when=st.sampled_from(["before", "after"]),
                                  slow=st.booleans())
 submits = st.builds(Submit, spec=specs, retries=st.integers(0, 2), timeout_s=st.none() | st.sampled_from([15, 45]),
-                    glitch=glitches)
+                    jitter_s=st.none() | st.sampled_from([5, 40]), glitch=glitches)
 jobs = st.integers(0, 5)
 user_ops = st.one_of(
     submits,

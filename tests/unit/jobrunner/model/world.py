@@ -137,13 +137,17 @@ class Submit(Op):
     spec: Spec
     retries: int = 0
     timeout_s: int | None = None
+    #: A window after each fire within which it is due: a pause or a change landing in it drops the fire,
+    #: as one landing before a late scan reached it (the reference owes only fires of the epoch in force).
+    jitter_s: int | None = None
     glitch: Glitch | None = None
 
     def run(self, world: World) -> None:
         if len(world.model.jobs) >= MAX_JOBS:
             return
         policy = RetryPolicy(max_retries=self.retries, initial_delay_s=10, multiplier=2, max_delay_s=40)
-        new = NewJob(self.spec.build(world.clock.now()), {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s)
+        new = NewJob(self.spec.build(world.clock.now()), {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s,
+                     jitter_s=self.jitter_s)
         key = f"submit-{world.serial()}"  # the retried request is the same request: same key, same body
         done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
         if done is not None:

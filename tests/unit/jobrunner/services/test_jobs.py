@@ -17,7 +17,7 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
-from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, execution_id_for
+from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, due_of, execution_id_for
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
@@ -1072,3 +1072,54 @@ def test_a_next_run_older_than_the_history_retention_is_the_schedules_next_fire(
     # while within the retention the stored next run is shown as it is (a late fire stays visible)
     clock.advance(timedelta(days=-40))
     assert service.get("alice", job.job_id).next_run_at == datetime(2026, 12, 25, 8, 0, tzinfo=UTC)
+
+
+# -- jitter ---------------------------------------------------------------------------------------------------
+
+
+def test_a_jittered_job_is_due_within_its_window_after_each_fire_and_keeps_its_fires(
+    store: MemoryJobStore, clock: ManualClock, service: JobService
+) -> None:
+    # Given a job every minute from BUCKET whose executions are spread over 20 s after each fire
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
+    [row] = rows_of(store, job)
+    # Then its first row is due at the fire plus the job's offset for that fire, and is still that fire
+    assert (row.scheduled_at, row.due_at) == (BUCKET, due_of(job, BUCKET))
+    assert BUCKET < row.due_at < BUCKET + timedelta(seconds=20)
+    assert row.execution_id == execution_id_for(job.job_id, BUCKET, 1, Trigger.SCHEDULE)
+    # When its minute is scanned
+    _, sent = scan(store, clock, job, BUCKET)
+    # Then it is published for its fire, not before its due instant, and its record says both
+    [message] = sent
+    assert message.value["scheduled_at"] == "2026-11-22T10:10:00.000Z"
+    [record] = [r for r in store.records.values() if r.job_id == job.job_id]
+    assert (record.scheduled_at, record.due_at) == (BUCKET, row.due_at)
+    assert record.published_at is not None and record.published_at >= row.due_at
+    # and the next fire is planned from the fire, due at its own offset
+    [following] = [r for r in rows_of(store, job) if r.scheduled_at > BUCKET]  # the done row expires
+    following_fire = BUCKET + timedelta(minutes=1)
+    assert (following.scheduled_at, following.due_at) == (following_fire, due_of(job, following_fire))
+    assert service.get("alice", job.job_id).next_run_at == following_fire  # the fire; the offset is the job's
+
+
+def test_a_patch_of_the_jitter_applies_from_the_next_fire_planned_and_runs_now_are_never_jittered(
+    store: MemoryJobStore, clock: ManualClock, service: JobService
+) -> None:
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
+    [planned] = rows_of(store, job)
+    # When the window is removed
+    changed = service.change("alice", job.job_id, JobChanges(jitter_s=None, jitter_set=True))
+    # Then the fire already planned keeps its due instant, and the job has no window any more
+    assert changed.jitter_s is None and rows_of(store, job) == [planned]
+    _, sent = scan(store, clock, job, BUCKET)
+    assert len(sent) == 1
+    [following] = [r for r in rows_of(store, job) if r.scheduled_at > BUCKET]
+    assert following.due_at == following.scheduled_at == BUCKET + timedelta(minutes=1)
+    # and a run now is due now, whatever the window
+    service.change("alice", job.job_id, JobChanges(jitter_s=600, jitter_set=True))
+    manual = service.run_now("alice", job.job_id)
+    assert manual.scheduled_at == clock.now() and manual.due_at <= manual.scheduled_at + LATE_LEAD  # the late lane's
+    # and a window out of bounds names the field
+    for wrong in (0, 3601):
+        with pytest.raises(InvalidField, match="jitter_s"):
+            service.change("alice", job.job_id, JobChanges(jitter_s=wrong, jitter_set=True))
