@@ -226,7 +226,8 @@ def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: D
 def test_the_jobs_list_filters_by_status_schedule_kind_and_next_run(dashboard: Dashboard) -> None:
     soon = datetime.now(UTC) + timedelta(minutes=20)
     tag = f"filters-{time.time_ns()}"
-    cron = submit(dashboard.stack, {"schedule": {"cron": "0 3 * * *"}, "payload": {"tag": tag}})
+    cron = submit(dashboard.stack, {"schedule": {"cron": "0 3 * * *"}, "payload": {"tag": tag},
+                                    "tags": {"browser": tag}})
     every = submit(dashboard.stack, {"schedule": {"every": "PT10M", "start": rfc3339(soon)}, "payload": {"tag": tag}})
     later = submit(dashboard.stack, {"schedule": {"at": rfc3339(soon + timedelta(days=3))}, "payload": {"tag": tag}})
     paused = submit(dashboard.stack, {"schedule": {"every": "PT1H"}, "payload": {"tag": tag}})
@@ -261,6 +262,15 @@ def test_the_jobs_list_filters_by_status_schedule_kind_and_next_run(dashboard: D
         "#jobs-table tbody tr").count())
     page.locator("#f-status").select_option("")
     expect(listed(cron)).to_have_count(1)
+    # a tag is filtered by the API (?tag=browser:<tag>): only the job carrying it is listed
+    page.locator("#f-tag").fill(f"browser:{tag}")
+    page.locator("#f-tag").press("Enter")
+    expect(listed(every)).to_have_count(0)
+    expect(listed(cron)).to_have_count(1)
+    expect(page.locator("#jobs-table tbody tr")).to_have_count(1)
+    page.locator("#f-tag").fill("")
+    page.locator("#f-tag").press("Enter")
+    expect(listed(every)).to_have_count(1)
     dashboard.screenshot("jobs")
 
     listed(every).click()

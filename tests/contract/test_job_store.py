@@ -60,7 +60,8 @@ def unique_segment() -> int:
 
 def test_create_then_get_round_trips_every_field(job_store: JobStore) -> None:
     job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
-                   paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45)
+                   paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45,
+                   tags={"team": "payments", "note": ""})
     job_store.create(job, None)
     assert job_store.get(job.user_id, job.job_id) == job
 
@@ -400,13 +401,13 @@ def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(jo
     run_once(job_store, job, first, following)
     # When a PATCH of the payload, decided on the copy read before, lands
     edited = job.with_changes(version=2, payload={"n": 2}, topic="reports", timeout_s=30,
-                              updated_at=NOW + timedelta(minutes=2), jitter_s=7)
+                              updated_at=NOW + timedelta(minutes=2), jitter_s=7, tags={"tier": "1"})
     assert edited.schedule_version == 1
     assert job_store.update(edited, [], expected_version=1)
     # Then the job has the new payload and still the next run the scan planned, and the row is there
     stored = shown(job_store, job)
     assert (stored.payload, stored.topic, stored.timeout_s, stored.version) == ({"n": 2}, "reports", 30, 2)
-    assert stored.jitter_s == 7
+    assert (stored.jitter_s, stored.tags) == (7, {"tier": "1"})
     assert (stored.next_run_at, stored.schedule_version) == (BUCKET + timedelta(minutes=1), 1)
     assert list(job_store.scheduled(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
 

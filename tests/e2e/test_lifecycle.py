@@ -155,3 +155,22 @@ def test_jittered_jobs_sharing_a_fire_are_due_at_their_own_offsets_and_a_dst_pol
     shown = api(local_stack, "GET", f"/jobs/{cron['job_id']}?preview=1").json()
     assert shown["schedule"]["dst"] == {"gap": "shift", "fold": "second"}
     assert shown["next_runs"][0].endswith("T01:30:00.000Z")  # 02:30 CET, the second 02:30 of the night
+
+
+def test_jobs_are_listed_and_paused_in_bulk_by_tag_on_the_real_store(local_stack: LocalStack) -> None:
+    # Given three jobs tagged with this run's team, one of them a cron, and one job of another team
+    team = f"team-{datetime.now(UTC):%H%M%S%f}"
+    tagged = [submit(local_stack, {"schedule": {"every": "PT1H"}, "tags": {"team": team}}) for _ in range(2)]
+    tagged.append(submit(local_stack, {"schedule": {"cron": "0 3 * * *"}, "tags": {"team": team, "tier": "1"}}))
+    other = submit(local_stack, {"schedule": {"every": "PT1H"}, "tags": {"team": f"{team}-other"}})
+    # Then the list selects them by tag and kind, from the tenant's partition
+    listed = api(local_stack, "GET", f"/jobs?tag=team:{team}&limit=500").json()["items"]
+    assert sorted(j["job_id"] for j in listed) == sorted(j["job_id"] for j in tagged)
+    crons = api(local_stack, "GET", f"/jobs?tag=team:{team}&kind=cron&limit=500").json()["items"]
+    assert [j["job_id"] for j in crons] == [tagged[2]["job_id"]] and crons[0]["tags"]["tier"] == "1"
+    # When they are paused in bulk
+    body = api(local_stack, "POST", "/jobs/bulk", {"action": "pause", "tag": f"team:{team}", "limit": 500}).json()
+    # Then exactly they are paused, and the other team's job is not
+    assert sorted(body["changed"]) == sorted(j["job_id"] for j in tagged) and body["failed"] == []
+    assert {api(local_stack, "GET", f"/jobs/{j['job_id']}").json()["state"] for j in tagged} == {"PAUSED"}
+    assert api(local_stack, "GET", f"/jobs/{other['job_id']}").json()["state"] == "ACTIVE"

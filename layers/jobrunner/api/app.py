@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -14,6 +14,9 @@ from jobrunner import telemetry
 from jobrunner.api import errors, limits, ui
 from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_execution_cursor, encode_execution_cursor
 from jobrunner.api.schemas import (
+    BulkFailure,
+    BulkIn,
+    BulkOut,
     ErrorOut,
     ExecutionOut,
     ExecutionsOut,
@@ -29,6 +32,7 @@ from jobrunner.api.schemas import (
 from jobrunner.domain.errors import DomainError, Forbidden
 from jobrunner.domain.jobs import JobStatus
 from jobrunner.domain.schedules import schedule_from_dict
+from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import new_traceparent, parse_traceparent
 from jobrunner.services.jobs import JobChanges, NewJob
@@ -84,7 +88,7 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s)
+                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
     job, created = container().jobs.submit(tenant, new, body.idempotency_key)
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
@@ -95,9 +99,21 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     status: Annotated[JobStatus | None, Query()] = None,
+    kind: Annotated[Literal["at", "every", "cron", "iso8601"] | None, Query()] = None,
+    tag: Annotated[str | None, Query(max_length=400, description="key:value, or key for any value")] = None,
 ) -> Response[Any]:
-    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor or None, status)
+    where = JobFilter.of(status, kind, tag)
+    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor or None, where=where)
     return _json(HTTPStatus.OK, JobsOut(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+
+
+@app.post("/jobs/bulk", responses={200: {"description": "what was done to each job selected"}})
+def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
+    where = JobFilter.of(body.status, body.kind, body.tag)
+    result, cursor = container().jobs.bulk(_tenant(), body.action, where, body.limit, body.cursor)
+    failed = [BulkFailure(job_id=job_id, reason=reason) for job_id, reason in result.failed]
+    return _json(HTTPStatus.OK, BulkOut(changed=result.changed, unchanged=result.unchanged, failed=failed,
+                                        next_cursor=cursor))
 
 
 @app.get("/jobs/<job_id>")
@@ -118,7 +134,7 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
         retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
-        jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set,
+        jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
     )
     return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes)))
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, RetryPolicy
+from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
 from jobrunner.domain.time import rfc3339
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ class JobIn(Strict):
     jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
+    tags: dict[str, str] | None = Field(None, description=(
+        "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -84,6 +86,7 @@ class JobPatchIn(Strict):
         "null to remove; "
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
+    tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -108,6 +111,7 @@ class JobOut(BaseModel):
     backoff: BackoffIn
     timeout_s: int | None
     jitter_s: int | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -124,7 +128,7 @@ class JobOut(BaseModel):
 
         return cls(
             job_id=job.job_id, state=job.state.value, status=job.status.value, timeout_s=job.timeout_s,
-            jitter_s=job.jitter_s,
+            jitter_s=job.jitter_s, tags=job.tags,
             schedule=job.schedule.to_dict(), payload=job.payload,
             topic=job.topic, max_retries=job.retry.max_retries,
             backoff=BackoffIn(initial_delay_s=job.retry.initial_delay_s, multiplier=job.retry.multiplier,
@@ -140,6 +144,29 @@ class JobOut(BaseModel):
 class JobsOut(BaseModel):
     items: list[JobOut]
     next_cursor: str | None = None
+
+
+class BulkIn(Strict):
+    """Pause, resume or cancel the jobs a tag (and optionally a status and a kind) selects, a page at a time."""
+
+    action: Literal["pause", "resume", "cancel"]
+    tag: str = Field(min_length=1, max_length=400, description="key:value (or key: any value)")
+    status: JobStatus | None = None
+    kind: Literal["at", "every", "cron", "iso8601"] | None = None
+    limit: int = Field(100, ge=1, le=500, description="jobs selected per request")
+    cursor: str | None = Field(None, max_length=2048, description="the next_cursor of the previous request")
+
+
+class BulkFailure(BaseModel):
+    job_id: str
+    reason: str
+
+
+class BulkOut(BaseModel):
+    changed: list[str]
+    unchanged: list[str]
+    failed: list[BulkFailure]
+    next_cursor: str | None = Field(None, description="more jobs may match: send the request again with it")
 
 
 class RunOut(BaseModel):

@@ -252,6 +252,7 @@ def submit(
     timeout_s: Annotated[int | None, typer.Option(help="an execution not reported by then fails")] = None,
     jitter_s: Annotated[int | None, typer.Option(help="each fire is due up to this many seconds after it, at an "
                                                       "offset fixed per job and fire")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="a key=value label (repeat for more)")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -295,6 +296,8 @@ def submit(
                         ("jitter_s", jitter_s), ("idempotency_key", idempotency_key)):
         if value is not None:
             request[name] = value
+    if tag:
+        request["tags"] = {**request.get("tags", {}), **dict(_tag(text) for text in tag)}
     backoff = {k: v for k, v in (("initial_delay_s", backoff_initial), ("multiplier", backoff_multiplier),
                                  ("max_delay_s", backoff_max)) if v is not None}
     if backoff:
@@ -315,11 +318,20 @@ def submit(
     out.show(line)
 
 
+def _tag(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"{text!r} is not key=value", param_hint="--tag")
+    return key, value
+
+
 @app.command("list")
 @_reports_errors
 def list_jobs(
     status: Annotated[JobStatus | None, typer.Option(help="only jobs in this status", case_sensitive=False,
                                                   show_default=False)] = None,
+    kind: Annotated[str | None, typer.Option(help="only jobs of this schedule kind: at, every, cron, iso8601")] = None,
+    tag: Annotated[str | None, typer.Option(help="only jobs with this tag: key:value, or key for any value")] = None,
     limit: Annotated[int, typer.Option(help="jobs per page", min=1, max=500)] = 50,
     cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
     all_pages: Annotated[bool, typer.Option("--all", help="follow the cursors to the last page")] = False,
@@ -330,7 +342,7 @@ def list_jobs(
     client = session.client()
     items: list[dict[str, Any]] = []
     while True:
-        page = client.list_jobs(limit, cursor, status.value if status else None)
+        page = client.list_jobs(limit, cursor, status.value if status else None, kind, tag)
         items.extend(page["items"])
         cursor = page.get("next_cursor")
         if not all_pages or not cursor:
@@ -345,6 +357,39 @@ def list_jobs(
     out.show(render.jobs_table(items, session.deps.now()))
     if cursor:
         out.note(f"more: jobrunner list --cursor {cursor}   (or --all)")
+
+
+@app.command("bulk")
+@_reports_errors
+def bulk_change(
+    action: Annotated[str, typer.Argument(help="pause, resume or cancel")],
+    tag: Annotated[str, typer.Option(help="the jobs with this tag: key:value, or key for any value")],
+    status: Annotated[JobStatus | None, typer.Option(help="and in this status", case_sensitive=False,
+                                                  show_default=False)] = None,
+    kind: Annotated[str | None, typer.Option(help="and of this schedule kind")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Pause, resume or cancel every job a tag selects (page by page, until none is left)."""
+    session = _session()
+    client = session.client()
+    body: dict[str, Any] = {"action": action, "tag": tag, "limit": 500, "status": status.value if status else None,
+                            "kind": kind}
+    totals: dict[str, list[Any]] = {"changed": [], "unchanged": [], "failed": []}
+    while True:
+        page = client.bulk({k: v for k, v in body.items() if v is not None})
+        for name, done in totals.items():
+            done.extend(page[name])
+        if not page.get("next_cursor"):
+            break
+        body["cursor"] = page["next_cursor"]
+    out = session.out(output)
+    if out.json:
+        out.data(totals)
+        return
+    out.show(f"{action}: {len(totals['changed'])} changed, {len(totals['unchanged'])} already so, "
+             f"{len(totals['failed'])} failed")
+    for failure in totals["failed"]:
+        out.note(f"{failure['job_id']}: {failure['reason']}")
 
 
 @app.command()

@@ -160,9 +160,15 @@ class ApiClient:
         """201 with the new job, or 200 with the job an earlier request with the same idempotency_key made."""
         return self.call("POST", "/jobs", body)
 
-    def list_jobs(self, limit: int, cursor: str | None = None, status: str | None = None) -> dict[str, Any]:
-        data: dict[str, Any] = self.call("GET", "/jobs", query={"limit": limit, "cursor": cursor,
-                                                                "status": status}).data
+    def list_jobs(self, limit: int, cursor: str | None = None, status: str | None = None, kind: str | None = None,
+                  tag: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", "/jobs", query={"limit": limit, "cursor": cursor, "status": status,
+                                                                "kind": kind, "tag": tag}).data
+        return data
+
+    def bulk(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /jobs/bulk``: one page of the jobs a tag selects paused, resumed or cancelled."""
+        data: dict[str, Any] = self.call("POST", "/jobs/bulk", body).data
         return data
 
     def job(self, job_id: str, preview: int = 0) -> dict[str, Any]:

@@ -194,6 +194,7 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
                     f"{backoff.get('multiplier'):g}, at most {backoff.get('max_delay_s'):g} s)"),
         ("timeout", f"{job['timeout_s']} s" if job.get("timeout_s") else "none"),
         ("jitter", f"up to {job['jitter_s']} s after each fire" if job.get("jitter_s") else "none"),
+        ("tags", ", ".join(f"{k}={v}" for k, v in sorted(job.get("tags", {}).items())) or "none"),
         ("payload", compact(job.get("payload"), 100)),
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),

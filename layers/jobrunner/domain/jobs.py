@@ -112,6 +112,8 @@ class Job:
     trace_parent: str | None = None
     #: A window after each scheduled fire within which its execution is due (``due_of``; None: at the fire).
     jitter_s: int | None = None
+    #: The user's key/value labels (``domain.tags``): lists and bulk changes select jobs by them.
+    tags: dict[str, str] = field(default_factory=dict)
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

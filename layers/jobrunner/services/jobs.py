@@ -30,6 +30,7 @@ from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, min
 from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.tags import JobFilter, parse_tags
 from jobrunner.domain.time import utc
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim
@@ -73,14 +74,26 @@ class NewJob:
     timeout_s: int | None = None
     trace_parent: str | None = None
     jitter_s: int | None = None
+    tags: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
         body = {"schedule": self.schedule.to_dict(), "payload": self.payload, "topic": self.topic,
                 "retry": asdict(self.retry), "timeout_s": self.timeout_s}
-        if self.jitter_s is not None:  # so that requests from before jitter keep their digest
+        if self.jitter_s is not None:  # so that requests from before jitter and tags keep their digest
             body["jitter_s"] = self.jitter_s
+        if self.tags:
+            body["tags"] = self.tags
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass
+class BulkResult:
+    """What a bulk change did to each job it selected."""
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,8 @@ class JobChanges:
     timeout_set: bool = False
     jitter_s: int | None = None
     jitter_set: bool = False
+    #: The job's whole set of tags, replacing the one it has (None: leave them).
+    tags: dict[str, str] | None = None
 
 
 def plan_execution(
@@ -188,7 +203,7 @@ class JobService:
         return Job(
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
-            trace_parent=new.trace_parent, jitter_s=new.jitter_s,
+            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags),
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -214,20 +229,46 @@ class JobService:
         return job.with_changes(next_run_at=job.schedule.next_fire_after(now))
 
     def list_jobs(
-        self, user_id: str, limit: int, cursor: str | None, status: JobStatus | None = None
+        self, user_id: str, limit: int, cursor: str | None, status: JobStatus | None = None,
+        where: JobFilter | None = None,
     ) -> tuple[list[Job], str | None]:
-        """A page of the tenant's jobs, optionally only those in ``status``. A filtered page may hold fewer
-        than ``limit`` jobs (even none) and still have a next cursor: keep following it until it is None."""
-        if status is None:
+        """A page of the tenant's jobs, optionally only those in ``status`` or matching ``where`` (read from
+        the tenant's own partition only). A filtered page may hold fewer than ``limit`` jobs (even none) and
+        still have a next cursor: keep following it until it is None."""
+        where = where or JobFilter(status=status)
+        if where.everything:
             page, cursor = self._store.list_jobs(user_id, limit, cursor)
             return self._with_runs(page), cursor
         found: list[Job] = []
         for _ in range(MAX_PAGES_PER_LIST):
             page, cursor = self._store.list_jobs(user_id, limit - len(found), cursor)
-            found += [job for job in self._with_runs(page) if job.status is status]
+            found += [job for job in self._with_runs(page) if where.matches(job)]
             if cursor is None or len(found) >= limit:
                 break
         return found, cursor
+
+    def bulk(
+        self, user_id: str, action: str, where: JobFilter, limit: int, cursor: str | None
+    ) -> tuple[BulkResult, str | None]:
+        """Pause, resume or cancel a page of the tenant's jobs that ``where`` selects (at least one
+        condition: never every job by accident); the next cursor continues with the following page. Each
+        job is changed as its own request would change it: one that is already so is unchanged, one that
+        cannot be (a cancelled job paused) is reported with the reason."""
+        if where.everything:
+            raise InvalidField("tag", "a bulk change needs a tag, a status or a kind to select jobs by")
+        change = {"pause": self.pause, "resume": self.resume, "cancel": self.cancel}.get(action)
+        if change is None:
+            raise InvalidField("action", "must be pause, resume or cancel")
+        jobs, cursor = self.list_jobs(user_id, limit, cursor, where=where)
+        result = BulkResult()
+        for job in jobs:
+            try:
+                after = change(user_id, job.job_id)
+            except (Conflict, JobNotFound) as exc:
+                result.failed.append((job.job_id, str(exc)))
+                continue
+            (result.changed if after.version != job.version else result.unchanged).append(job.job_id)
+        return result, cursor
 
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
@@ -318,6 +359,8 @@ class JobService:
         if changes.jitter_set:  # from the next fire planned: the one already planned keeps its due instant
             self._check_jitter(changes.jitter_s)
             updates["jitter_s"] = changes.jitter_s
+        if changes.tags is not None:
+            updates["tags"] = parse_tags(changes.tags)
         if changes.schedule is None:
             return updates  # the planned rows and the next run stay as they are
         schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule

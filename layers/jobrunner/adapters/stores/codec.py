@@ -54,6 +54,7 @@ def job_from_row(row: Any) -> Job:
         retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
         timeout_s=row.timeout_s,
         jitter_s=row.jitter_s,
+        tags=json.loads(row.tags) if row.tags else {},
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
         next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
@@ -70,7 +71,7 @@ def job_values(job: Job) -> tuple[Any, ...]:
         job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
-        job.last_status.value if job.last_status else None, job.jitter_s,
+        job.last_status.value if job.last_status else None, job.jitter_s, _tags(job),
     )
 
 
@@ -79,14 +80,19 @@ def job_user_fields(job: Job) -> tuple[Any, ...]:
     return (
         dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
         job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
-        job.next_run_at, job.jitter_s,
+        job.next_run_at, job.jitter_s, _tags(job),
     )
 
 
 def job_settings(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
     return (dumps(job.payload), job.topic, job.version, job.version, dumps(asdict(job.retry)), job.timeout_s,
-            job.updated_at, job.jitter_s)
+            job.updated_at, job.jitter_s, _tags(job))
+
+
+def _tags(job: Job) -> str | None:
+    """The tags column: JSON, or nothing (null) for a job without tags."""
+    return dumps(job.tags) if job.tags else None
 
 
 def scheduled_from_row(row: Any) -> ScheduledExecution:

@@ -252,20 +252,23 @@
 
   // --- jobs list ----------------------------------------------------------------------------------
 
-  const jobs = { items: [], cursor: null, status: '' };
+  const jobs = { items: [], cursor: null, status: '', tag: '' };
 
   async function loadJobs(more = false) {
     const status = $('#f-status').value;
-    const reset = !more || status !== jobs.status;
+    const tag = $('#f-tag').value.trim();
+    const reset = !more || status !== jobs.status || tag !== jobs.tag;
     const params = new URLSearchParams();
     // A refresh reloads as many jobs as are shown, so that paging on does not lose its place.
     params.set('limit', String(reset ? Math.min(500, Math.max(50, jobs.items.length)) : 50));
     if (status) params.set('status', status);
+    if (tag) params.set('tag', tag);  // filtered by the API, within the tenant's jobs
     if (!reset && jobs.cursor) params.set('cursor', jobs.cursor);
     const data = await api('GET', `/jobs?${params}`);
     jobs.items = reset ? data.items : jobs.items.concat(data.items);
     jobs.cursor = data.next_cursor;
     jobs.status = status;
+    jobs.tag = tag;
     renderJobs();
   }
 
@@ -304,6 +307,7 @@
   function setupJobs() {
     $('#f-status').addEventListener('change', () => { jobs.items = []; refresh(true); });
     $('#f-kind').addEventListener('change', renderJobs);
+    $('#f-tag').addEventListener('change', () => { jobs.items = []; refresh(true); });
     $('#f-next').addEventListener('change', renderJobs);
     $('#jobs-refresh').addEventListener('click', () => refresh(true));
     $('#jobs-more').addEventListener('click', () => loadJobs(true).catch(reportError));
@@ -350,6 +354,7 @@
         + `at most ${backoff.max_delay_s} s`),
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
       ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
+      ...field('Tags', Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
     );

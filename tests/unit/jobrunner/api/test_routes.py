@@ -123,6 +123,72 @@ def test_list_jobs_by_status(world: World) -> None:
     assert follow({"status": "CANCELLED"})[0] == []
 
 
+# -- tags: GET /jobs?tag=&kind=, PATCH tags, POST /jobs/bulk ------------------------------------------------
+
+
+def test_jobs_are_listed_by_tag_and_kind_within_the_tenant(world: World) -> None:
+    payments = world.submit({**HOURLY, "tags": {"team": "payments", "env": "prod"}})
+    cron = world.submit({"schedule": {"cron": "0 9 * * *"}, "tags": {"team": "payments"}})
+    world.submit({**HOURLY, "tags": {"team": "reports"}})
+    world.submit({**HOURLY, "tags": {"team": "payments"}}, tenant="bob")  # another tenant's: never listed
+    assert payments["tags"] == {"team": "payments", "env": "prod"}
+
+    def ids(query: dict[str, str]) -> list[str]:
+        status, body = call("GET", "/jobs", query={"limit": "500", **query})
+        assert status == 200, body
+        return sorted(j["job_id"] for j in body["items"])
+
+    assert ids({"tag": "team:payments"}) == sorted([payments["job_id"], cron["job_id"]])
+    assert ids({"tag": "env"}) == [payments["job_id"]]
+    assert ids({"tag": "team:payments", "kind": "cron"}) == [cron["job_id"]]
+    assert ids({"tag": "team:payments", "status": "PAUSED"}) == []
+    status, body = call("GET", "/jobs", query={"tag": "bad key"})
+    assert status == 422 and body["errors"][0]["field"] == "tag"
+    assert call("GET", "/jobs", query={"kind": "weekly"})[0] == 422
+
+
+def test_a_patch_replaces_the_tags_and_a_wrong_tag_names_its_field(world: World) -> None:
+    job = world.submit({**HOURLY, "tags": {"team": "payments"}})
+    status, body = call("PATCH", f"/jobs/{job['job_id']}", {"tags": {"team": "ledger", "tier": "1"}})
+    assert status == 200 and body["tags"] == {"team": "ledger", "tier": "1"}
+    assert body["next_run_at"] == job["next_run_at"]  # tags plan nothing
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"tags": {}})[1]["tags"] == {}
+    before = world.state()
+    status, body = call("POST", "/jobs", {**HOURLY, "tags": {"team:x": "a"}})
+    assert status == 422 and body["errors"][0]["field"] == "tags.team:x"
+    assert world.state() == before
+
+
+def test_a_bulk_change_pauses_the_jobs_a_tag_selects_page_by_page(world: World) -> None:
+    tagged = [world.submit({**HOURLY, "tags": {"team": "payments"}}) for _ in range(5)]
+    other = world.submit({**HOURLY, "tags": {"team": "reports"}})
+    bobs = world.submit({**HOURLY, "tags": {"team": "payments"}}, tenant="bob")
+    # When the tenant pauses team:payments two jobs at a time, following the cursor
+    changed, cursor, rounds = [], None, 0
+    while True:
+        status, body = call("POST", "/jobs/bulk", {"action": "pause", "tag": "team:payments", "limit": 2,
+                                                   **({"cursor": cursor} if cursor else {})})
+        assert status == 200, body
+        changed += body["changed"]
+        cursor, rounds = body["next_cursor"], rounds + 1
+        if not cursor:
+            break
+    # Then exactly its 5 tagged jobs are paused, the others (and another tenant's) are not
+    assert sorted(changed) == sorted(j["job_id"] for j in tagged) and rounds >= 3
+    states = {job_id: job.state.value for (_, job_id), job in world.store.jobs.items()}
+    assert {states[j["job_id"]] for j in tagged} == {"PAUSED"}
+    assert (states[other["job_id"]], states[bobs["job_id"]]) == ("ACTIVE", "ACTIVE")
+    # and doing it again changes nothing, while a cancel of a cancelled job is unchanged too
+    body = call("POST", "/jobs/bulk", {"action": "pause", "tag": "team:payments", "limit": 500})[1]
+    assert (body["changed"], len(body["unchanged"])) == ([], 5)
+    call("POST", "/jobs/bulk", {"action": "cancel", "tag": "team:payments", "limit": 500})
+    body = call("POST", "/jobs/bulk", {"action": "resume", "tag": "team:payments", "limit": 500})[1]
+    assert body["changed"] == [] and len(body["failed"]) == 5 and "cancelled" in body["failed"][0]["reason"]
+    # and a bulk change without a tag, or with an unknown action, is refused
+    assert call("POST", "/jobs/bulk", {"action": "pause"})[0] == 422
+    assert call("POST", "/jobs/bulk", {"action": "delete", "tag": "team"})[0] == 422
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

@@ -212,3 +212,29 @@ def test_segments_mark_the_ones_behind(cli: Cli, transport: FakeTransport) -> No
     assert result.exit_code == 0, result.output
     assert "1,234" in result.stdout and "BEHIND" in result.stdout and "59 min 0 s" in result.stdout
     assert "1 segment(s) behind: 1" in result.stderr
+
+
+def test_list_filters_by_kind_and_tag_and_submit_sends_tags(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs", reply(200, {"items": [job("j-1")], "next_cursor": None}))
+    result = cli("list", "--kind", "cron", "--tag", "team:payments")
+    assert result.exit_code == 0, result.output
+    assert (transport.sent[0].query["kind"], transport.sent[0].query["tag"]) == ("cron", "team:payments")
+    transport.on("POST", "/jobs", reply(201, job("j-2")))
+    result = cli("submit", "--every", "PT5M", "--tag", "team=payments", "--tag", "tier=1")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[-1].body["tags"] == {"team": "payments", "tier": "1"}
+    assert cli("submit", "--every", "PT5M", "--tag", "team").exit_code != 0
+
+
+def test_bulk_follows_the_cursor_until_every_selected_job_is_done(cli: Cli, transport: FakeTransport) -> None:
+    pages = iter([{"changed": ["a", "b"], "unchanged": [], "failed": [], "next_cursor": "c1"},
+                  {"changed": ["c"], "unchanged": ["d"], "failed": [{"job_id": "e", "reason": "cancelled"}],
+                   "next_cursor": None}])
+    transport.on("POST", "/jobs/bulk", lambda request: reply(200, next(pages)))
+    result = cli("bulk", "pause", "--tag", "team:payments", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert [s.body for s in transport.sent] == [
+        {"action": "pause", "tag": "team:payments", "limit": 500},
+        {"action": "pause", "tag": "team:payments", "limit": 500, "cursor": "c1"}]
+    assert json.loads(result.stdout) == {"changed": ["a", "b", "c"], "unchanged": ["d"],
+                                         "failed": [{"job_id": "e", "reason": "cancelled"}]}
