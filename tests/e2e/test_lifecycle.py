@@ -174,3 +174,20 @@ def test_jobs_are_listed_and_paused_in_bulk_by_tag_on_the_real_store(local_stack
     assert sorted(body["changed"]) == sorted(j["job_id"] for j in tagged) and body["failed"] == []
     assert {api(local_stack, "GET", f"/jobs/{j['job_id']}").json()["state"] for j in tagged} == {"PAUSED"}
     assert api(local_stack, "GET", f"/jobs/{other['job_id']}").json()["state"] == "ACTIVE"
+
+
+def test_a_backfill_runs_the_past_fires_and_the_worker_reports_them(local_stack: LocalStack) -> None:
+    # Given a job every 10 minutes whose schedule started an hour ago
+    now = datetime.now(UTC).replace(microsecond=0)
+    job = submit(local_stack, {"schedule": {"every": "PT10M", "start": (now - timedelta(minutes=55)).isoformat()}})
+    query = {"from": (now - timedelta(minutes=60)).isoformat(), "to": now.isoformat()}
+    # When its past fires are listed, then backfilled
+    listed = api(local_stack, "POST", f"/jobs/{job['job_id']}/backfill", {**query, "dry_run": True}).json()
+    assert len(listed["fires"]) == 6 and listed["queued"] == 0
+    response = api(local_stack, "POST", f"/jobs/{job['job_id']}/backfill", query)
+    assert response.status_code == 202 and response.json()["fires"] == listed["fires"]
+    # Then the worker runs each once, as a BACKFILL execution of that fire
+    history = eventually(lambda: executions(local_stack, job["job_id"]),
+                         lambda h: len(h) == 6 and all(e["status"] == "SUCCESS" for e in h), timeout_s=60)
+    assert {e["trigger"] for e in history} == {"BACKFILL"}
+    assert sorted(e["scheduled_at"] for e in history) == listed["fires"]

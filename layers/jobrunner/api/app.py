@@ -14,6 +14,8 @@ from jobrunner import telemetry
 from jobrunner.api import errors, limits, ui
 from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_execution_cursor, encode_execution_cursor
 from jobrunner.api.schemas import (
+    BackfillIn,
+    BackfillOut,
     BulkFailure,
     BulkIn,
     BulkOut,
@@ -31,7 +33,7 @@ from jobrunner.api.schemas import (
 )
 from jobrunner.domain.errors import DomainError, Forbidden
 from jobrunner.domain.jobs import JobStatus
-from jobrunner.domain.schedules import schedule_from_dict
+from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import new_traceparent, parse_traceparent
@@ -161,6 +163,14 @@ def run_job(job_id: JobId) -> Response[Any]:
     out = RunOut(execution_id=row.execution_id, job_id=row.job_id, due_at=rfc3339(row.due_at),
                  trigger=row.trigger.value)
     return _json(HTTPStatus.ACCEPTED, out)
+
+
+@app.post("/jobs/<job_id>/backfill", responses={429: {"description": _OVER_A_LIMIT}})
+def backfill_job(job_id: JobId, body: Annotated[BackfillIn, Body()]) -> Response[Any]:
+    start, end = parse_instant(body.start, "from"), parse_instant(body.end, "to")
+    fires = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run)
+    out = BackfillOut(fires=[rfc3339(f) for f in fires], dry_run=body.dry_run, queued=0 if body.dry_run else len(fires))
+    return _json(HTTPStatus.OK if body.dry_run else HTTPStatus.ACCEPTED, out)
 
 
 @app.get("/jobs/<job_id>/executions",

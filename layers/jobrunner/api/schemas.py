@@ -146,6 +146,20 @@ class JobsOut(BaseModel):
     next_cursor: str | None = None
 
 
+class BackfillIn(Strict):
+    """The past fires of the job's schedule in [from, to] to run now (or, with dry_run, to list)."""
+
+    start: str = Field(alias="from", description="RFC 3339 instant: the first fire considered")
+    end: str = Field(alias="to", description="RFC 3339 instant, not in the future: the last fire considered")
+    dry_run: bool = Field(False, description="list the fires without running them")
+
+
+class BackfillOut(BaseModel):
+    fires: list[str]
+    dry_run: bool
+    queued: int = Field(description="executions queued now (0 for a dry run)")
+
+
 class BulkIn(Strict):
     """Pause, resume or cancel the jobs a tag (and optionally a status and a kind) selects, a page at a time."""
 

@@ -194,17 +194,18 @@ def root(
 
 # --- jobs -------------------------------------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^\+(\d+)\s*(s|m|h|d)$")
+_RELATIVE = re.compile(r"^([+-])(\d+)\s*(s|m|h|d)$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def _instant(value: str, now: datetime) -> str:
-    """An RFC 3339 instant as given, or ``now`` / ``+30s`` / ``+5m`` / ``+2h`` / ``+1d`` made absolute."""
+    """An RFC 3339 instant as given, or ``now`` / ``+30s`` / ``+5m`` / ``-2h`` / ``+1d`` made absolute."""
     if value == "now":
         return now.strftime("%Y-%m-%dT%H:%M:%SZ")
     match = _RELATIVE.match(value.strip())
     if match:
-        instant = now + timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        sign = -1 if match.group(1) == "-" else 1
+        instant = now + sign * timedelta(**{_UNITS[match.group(3)]: int(match.group(2))})
         return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
     return value
 
@@ -458,6 +459,29 @@ def run(job_id: JobIdArgument, output: OutputOption = None) -> None:
     else:
         out.show(f"Queued manual run {result['execution_id']} of job {result['job_id']}, "
                  f"due {render.fmt_time(result['due_at'])}")
+
+
+@app.command()
+@_reports_errors
+def backfill(
+    job_id: JobIdArgument,
+    start: Annotated[str, typer.Option("--from", help="the first fire considered: RFC 3339, or -2h, -1d")],
+    end: Annotated[str, typer.Option("--to", help="the last fire considered (not in the future): RFC 3339, now, -5m")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="only list the fires")] = False,
+    output: OutputOption = None,
+) -> None:
+    """Run the fires the job's schedule had in a past range (each once), or list them with --dry-run."""
+    session = _session()
+    now = session.deps.now()
+    result = session.client().backfill(job_id, _instant(start, now), _instant(end, now), dry_run)
+    out = session.out(output)
+    if out.json:
+        out.data(result)
+        return
+    verb = "would run" if dry_run else "queued"
+    out.show(f"{verb} {len(result['fires'])} fire(s)")
+    for fire in result["fires"]:
+        out.show(f"  {render.fmt_time(fire)}")
 
 
 @app.command()

@@ -63,6 +63,8 @@ class ExecutionStatus(StrEnum):
 class Trigger(StrEnum):
     SCHEDULE = "SCHEDULE"
     MANUAL = "MANUAL"
+    #: A past fire of the schedule run on request (``POST /jobs/{id}/backfill``), due when asked.
+    BACKFILL = "BACKFILL"
     RETRY = "RETRY"
     #: Not published: at its due instant the scan checks that the execution it names has reported,
     #: and fails it (then retries or dead-letters it) when it has not.
@@ -162,18 +164,24 @@ def execution_id_for(
     same attempts; its retries and watchdogs must not take the fire's ids. The schedule's lineage adds
     nothing to the name, so its ids are the ones planned before lineages were told apart."""
     name = f"{job_id}|{to_epoch_ms(scheduled_at)}|{attempt}|{trigger.value}"
-    if origin is Trigger.MANUAL and trigger in (Trigger.RETRY, Trigger.TIMEOUT):
+    if origin is not Trigger.SCHEDULE and trigger in (Trigger.RETRY, Trigger.TIMEOUT):
         name += f"|{origin.value}"
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"jobrunner:{name}"))
 
 
+#: The triggers that start a lineage: a first attempt, which retries and watchdogs follow.
+LINEAGES = (Trigger.SCHEDULE, Trigger.MANUAL, Trigger.BACKFILL)
+
+
 def origin_of(execution: ScheduledExecution | ExecutionRecord) -> Trigger:
-    """The lineage of an execution or a watchdog (SCHEDULE or MANUAL), read off its id."""
-    if execution.trigger in (Trigger.SCHEDULE, Trigger.MANUAL):
+    """The lineage of an execution or a watchdog (SCHEDULE, MANUAL or BACKFILL), read off its id."""
+    if execution.trigger in LINEAGES:
         return execution.trigger
-    manual = execution_id_for(execution.job_id, execution.scheduled_at, execution.attempt, execution.trigger,
-                              Trigger.MANUAL)
-    return Trigger.MANUAL if execution.execution_id == manual else Trigger.SCHEDULE
+    for origin in (Trigger.MANUAL, Trigger.BACKFILL):
+        if execution.execution_id == execution_id_for(execution.job_id, execution.scheduled_at, execution.attempt,
+                                                      execution.trigger, origin):
+            return origin
+    return Trigger.SCHEDULE
 
 
 def watched_execution_ids(watchdog: ScheduledExecution) -> list[str]:

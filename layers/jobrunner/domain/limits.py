@@ -105,9 +105,9 @@ class TenantLimits:
         """The change of counts when ``old`` becomes ``new`` (None: no job)."""
         return QuotaChange.between(self.holding(old), self.holding(new))
 
-    def run_now(self, now: datetime) -> QuotaChange:
-        """The change of counts a run now (due ``now``) makes."""
-        return QuotaChange(add_minute=minute_of(now) if self.counts_minutes else None)
+    def run_now(self, now: datetime, fires: int = 1) -> QuotaChange:
+        """The change of counts a run now (due ``now``) makes, or a backfill of ``fires`` fires."""
+        return QuotaChange(add_minute=minute_of(now) if self.counts_minutes else None, fires=fires)
 
     @classmethod
     def parse(cls, entries: Mapping[str, Any], max_payload_bytes: int) -> TenantLimits:
@@ -201,6 +201,8 @@ class QuotaChange:
     per_minute: int = 0
     add_minute: int | None = None
     drop_minute: int | None = None
+    #: How many fires ``add_minute`` takes (a backfill queues many at once).
+    fires: int = 1
 
     @classmethod
     def between(cls, old: Holding, new: Holding) -> QuotaChange:
@@ -218,6 +220,7 @@ class QuotaChange:
         return self.jobs > 0 or self.per_minute > 0 or self.add_minute is not None
 
     def inverse(self) -> QuotaChange:
+        """What undoes it, but for the number of fires: ``drop_minute`` of the inverse gives back ``fires``."""
         return QuotaChange(-self.jobs, -self.per_minute, add_minute=self.drop_minute, drop_minute=self.add_minute)
 
 
@@ -256,7 +259,7 @@ def apply(standing: Standing, minute_count: int, change: QuotaChange, limits: Li
     count = minute_count
     until = standing.until if peak else 0
     if change.add_minute is not None:
-        count += 1
+        count += change.fires
         if bound is not None and per_minute + count > bound:
             return "executions_per_minute", standing, minute_count
         if change.add_minute >= now_minute:

@@ -51,6 +51,8 @@ MAX_TIMEOUT_S = 24 * 3600
 MAX_UPDATE_ATTEMPTS = 5
 #: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
 MAX_PLACEMENTS = 5
+#: The most fires one backfill request may run.
+MAX_BACKFILL = 1000
 #: How many store pages one filtered list request may read before answering (with a cursor).
 MAX_PAGES_PER_LIST = 20
 
@@ -338,6 +340,37 @@ class JobService:
 
         self._counted(user_id, self._rules.limits.run_now(due), lambda: self._write_in_time(write))
         return rows[0]
+
+    def backfill(
+        self, user_id: str, job_id: str, start: datetime, end: datetime, dry_run: bool = False
+    ) -> list[datetime]:
+        """The fires the job's schedule had in [``start``, ``end``] (a past range), each run now as its own
+        execution (trigger BACKFILL, its id a function of the job and the fire, so asking again for a fire
+        already run runs it no second time); with ``dry_run``, only listed. At most ``MAX_BACKFILL`` fires
+        a request. Allowed on a paused job, as a run now is."""
+        job = self.get(user_id, job_id)
+        self._check_not_cancelled(job)
+        now = self._clock.now()
+        if end > now:
+            raise InvalidField("to", "is in the future: a backfill runs past fires only")
+        if start > end:
+            raise InvalidField("from", "is after to")
+        fires: list[datetime] = []
+        instant = job.schedule.next_fire_after(start - timedelta(milliseconds=1))
+        while instant is not None and instant <= end:
+            if len(fires) == MAX_BACKFILL:
+                raise InvalidField("to", f"the range holds more than {MAX_BACKFILL} fires; ask for a shorter one")
+            fires.append(instant)
+            instant = job.schedule.next_fire_after(instant)
+        if dry_run or not fires:
+            return fires
+
+        def write(at: datetime) -> list[ScheduledExecution]:
+            return self._schedule([plan_execution(job, at, at, self._rules.segment_count, trigger=Trigger.BACKFILL,
+                                                  scheduled_at=fire) for fire in fires])
+
+        self._counted(user_id, self._rules.limits.run_now(now, len(fires)), lambda: self._write_in_time(write))
+        return fires
 
     def change(self, user_id: str, job_id: str, changes: JobChanges) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""

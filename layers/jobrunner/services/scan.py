@@ -867,12 +867,12 @@ def _ahead(row: ScheduledExecution, job: Job) -> bool:
 
 def _publishable(row: ScheduledExecution, job: Job) -> bool:
     """Whether ``row`` is still wanted by ``job`` as it now stands. Cancel stops everything. A pause stops
-    the schedule only: retries (and manual runs) of work already requested go on. A scheduled fire is
+    the schedule only: retries (and manual runs and backfills) of work already requested go on. A scheduled fire is
     wanted only under the job's current schedule version: a change of schedule or state re-plans the
     fires it keeps, and a change of anything else keeps the rows planned."""
     if job.state is JobState.CANCELLED:
         return False
-    if row.trigger in (Trigger.MANUAL, Trigger.RETRY):
+    if row.trigger in (Trigger.MANUAL, Trigger.BACKFILL, Trigger.RETRY):
         return True
     if job.state is JobState.PAUSED:
         return False

@@ -103,7 +103,7 @@ class DynamoDBTenantQuotas(TenantQuotas):
                 "TableName": self._table, "Key": self._key(tenant, -minute),
                 "UpdateExpression": "SET fires = :fires, expires_at = :expires",
                 "ConditionExpression": "attribute_not_exists(fires) OR fires = :before",
-                "ExpressionAttributeValues": {":fires": _n(count), ":before": _n(count - 1),
+                "ExpressionAttributeValues": {":fires": _n(count), ":before": _n(count - change.fires),
                                               ":expires": _n(minute + KEEP_WINDOW_S)},
             }})
         try:
@@ -127,11 +127,11 @@ class DynamoDBTenantQuotas(TenantQuotas):
                     UpdateExpression="ADD jobs :jobs, per_minute :per_minute, rev :one",
                     ExpressionAttributeValues={":jobs": _n(undo.jobs), ":per_minute": _n(undo.per_minute),
                                                ":one": _n(1)})
-            if undo.add_minute is not None:
+            if undo.add_minute is not None:  # the minute a move left: its one fire back
                 self._client.update_item(
                     TableName=self._table, Key=self._key(tenant, -undo.add_minute), UpdateExpression="ADD fires :one",
                     ExpressionAttributeValues={":one": _n(1)})
-            self._drop(tenant, undo.drop_minute)
+            self._drop(tenant, undo.drop_minute, change.fires)
         except (ClientError, BotoCoreError) as exc:
             raise Unavailable(f"quota table: {exc}") from exc
 
@@ -142,13 +142,14 @@ class DynamoDBTenantQuotas(TenantQuotas):
         except (ClientError, BotoCoreError) as exc:
             log.warning("quota table: minute %s of tenant %r stays counted one fire too high: %s", minute, tenant, exc)
 
-    def _drop(self, tenant: str, minute: int | None) -> None:
+    def _drop(self, tenant: str, minute: int | None, fires: int = 1) -> None:
         if minute is None:
             return
         try:
             self._client.update_item(
                 TableName=self._table, Key=self._key(tenant, -minute), UpdateExpression="ADD fires :less",
-                ConditionExpression="fires > :zero", ExpressionAttributeValues={":less": _n(-1), ":zero": _n(0)})
+                ConditionExpression="fires >= :fires",
+                ExpressionAttributeValues={":less": _n(-fires), ":fires": _n(fires)})
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise

@@ -47,10 +47,10 @@ class MemoryTenantQuotas(TenantQuotas):
             before = self.standing.get(tenant, Standing())
             self.standing[tenant] = Standing(max(0, before.jobs + undo.jobs),
                                              max(0, before.per_minute + undo.per_minute), before.peak, before.until)
-            if undo.add_minute is not None:
+            if undo.add_minute is not None:  # the minute a move left: its one fire back
                 self.minutes[(tenant, undo.add_minute)] += 1
-            self._drop(tenant, undo.drop_minute)
+            self._drop(tenant, undo.drop_minute, change.fires)
 
-    def _drop(self, tenant: str, minute: int | None) -> None:
-        if minute is not None and self.minutes[(tenant, minute)] > 0:
-            self.minutes[(tenant, minute)] -= 1
+    def _drop(self, tenant: str, minute: int | None, fires: int = 1) -> None:
+        if minute is not None and self.minutes[(tenant, minute)] >= fires:
+            self.minutes[(tenant, minute)] -= fires

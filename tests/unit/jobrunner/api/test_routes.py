@@ -189,6 +189,22 @@ def test_a_bulk_change_pauses_the_jobs_a_tag_selects_page_by_page(world: World) 
     assert call("POST", "/jobs/bulk", {"action": "delete", "tag": "team"})[0] == 422
 
 
+def test_a_backfill_lists_or_queues_the_past_fires_of_a_range(world: World) -> None:
+    job = world.submit({"schedule": {"every": "PT15M", "start": "2026-11-22T08:00:00Z"}})
+    query = {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T09:00:00Z"}
+    status, body = call("POST", f"/jobs/{job['job_id']}/backfill", {**query, "dry_run": True})
+    assert status == 200 and body["queued"] == 0 and body["fires"] == [
+        f"2026-11-22T0{h}:{m}:00.000Z" for h, m in (("8", "00"), ("8", "15"), ("8", "30"), ("8", "45"), ("9", "00"))]
+    status, body = call("POST", f"/jobs/{job['job_id']}/backfill", query)
+    assert status == 202 and body["queued"] == 5
+    assert len([r for r in world.store.rows.values() if r.trigger.value == "BACKFILL"]) == 5
+    for wrong, field in (({"from": "yesterday", "to": query["to"]}, "from"), ({"from": query["from"]}, "to"),
+                         ({**query, "to": "2027-01-01T00:00:00Z"}, "to")):
+        status, body = call("POST", f"/jobs/{job['job_id']}/backfill", wrong)
+        assert status == 422 and body["errors"][0]["field"] == field, body
+    assert call("POST", f"/jobs/{job['job_id']}/backfill", query, tenant="bob")[0] == 404
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

@@ -238,3 +238,12 @@ def test_bulk_follows_the_cursor_until_every_selected_job_is_done(cli: Cli, tran
         {"action": "pause", "tag": "team:payments", "limit": 500, "cursor": "c1"}]
     assert json.loads(result.stdout) == {"changed": ["a", "b", "c"], "unchanged": ["d"],
                                          "failed": [{"job_id": "e", "reason": "cancelled"}]}
+
+
+def test_backfill_sends_the_range_and_lists_the_fires(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs/j-1/backfill", reply(202, {"fires": ["2026-11-22T09:00:00.000Z"], "dry_run": False,
+                                                           "queued": 1}))
+    result = cli("backfill", "j-1", "--from", "-2h", "--to", "now")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T10:00:00Z", "dry_run": False}
+    assert "queued 1 fire(s)" in result.stdout and "2026-11-22 09:00:00" in result.stdout

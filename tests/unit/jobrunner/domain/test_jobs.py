@@ -232,3 +232,17 @@ def test_a_jitter_offset_is_fixed_per_job_and_fire_and_spread_over_the_window() 
     other = replace(job, job_id=str(uuid.uuid4()))
     assert sum(due_of(other, fire) != due_of(job, fire) for fire in fires[:100]) > 95
     assert due_of(replace(job, jitter_s=None), fires[7]) == fires[7]
+
+
+def test_a_backfills_retries_and_watchdogs_are_a_lineage_of_their_own() -> None:
+    fire = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+    ids = {origin: execution_id_for("j", fire, 2, Trigger.RETRY, origin)
+           for origin in (Trigger.SCHEDULE, Trigger.MANUAL, Trigger.BACKFILL)}
+    assert len(set(ids.values())) == 3
+    assert execution_id_for("j", fire, 1, Trigger.BACKFILL) not in {
+        execution_id_for("j", fire, 1, Trigger.SCHEDULE), execution_id_for("j", fire, 1, Trigger.MANUAL)}
+    for origin, execution_id in ids.items():
+        row = ScheduledExecution(bucket=fire, segment=0, lane=Lane.LATE, due_at=fire, job_id="j",
+                                 execution_id=execution_id, user_id="t", scheduled_at=fire, attempt=2, job_version=1,
+                                 trigger=Trigger.RETRY)
+        assert origin_of(row) is origin

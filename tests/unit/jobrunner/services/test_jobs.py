@@ -1123,3 +1123,52 @@ def test_a_patch_of_the_jitter_applies_from_the_next_fire_planned_and_runs_now_a
     for wrong in (0, 3601):
         with pytest.raises(InvalidField, match="jitter_s"):
             service.change("alice", job.job_id, JobChanges(jitter_s=wrong, jitter_set=True))
+
+
+# -- backfill -------------------------------------------------------------------------------------------------
+
+
+def test_a_backfill_runs_the_past_fires_of_a_range_once_each_and_a_dry_run_lists_them(
+    store: MemoryJobStore, clock: ManualClock, service: JobService
+) -> None:
+    # Given a job every 10 minutes since 09:00, now 10:00:10
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=10), start=NOW - timedelta(hours=1, seconds=10)),
+                                         {}))[0]
+    start, end = NOW - timedelta(minutes=45), NOW - timedelta(minutes=5)
+    # When the fires of 09:15-09:55 are listed, then backfilled
+    fires = service.backfill("alice", job.job_id, start, end, dry_run=True)
+    assert fires == [NOW - timedelta(minutes=m, seconds=10) for m in (40, 30, 20, 10)]
+    assert not [r for r in rows_of(store, job) if r.trigger is Trigger.BACKFILL]
+    assert service.backfill("alice", job.job_id, start, end) == fires
+    # Then each is queued now, as its own execution of that fire, and published by the scan of now
+    backfilled = [r for r in rows_of(store, job) if r.trigger is Trigger.BACKFILL]
+    assert sorted(r.scheduled_at for r in backfilled) == fires
+    assert {r.execution_id for r in backfilled} == {execution_id_for(job.job_id, f, 1, Trigger.BACKFILL)
+                                                    for f in fires}
+    assert all(r.due_at <= NOW + LATE_LEAD for r in backfilled)
+    # and asking again queues the very same executions (the same rows), not a second run of each
+    service.backfill("alice", job.job_id, start, end)
+    assert len([r for r in rows_of(store, job) if r.trigger is Trigger.BACKFILL]) == 4
+    _, sent = scan(store, clock, job, minute_bucket(NOW))
+    assert sorted(m.value["scheduled_at"] for m in sent if m.value["trigger"] == "BACKFILL") == [
+        f"2026-11-22T09:{m}:00.000Z" for m in ("20", "30", "40", "50")]
+
+
+def test_a_backfill_is_of_the_past_bounded_and_refused_for_a_cancelled_job(
+    store: MemoryJobStore, clock: ManualClock, service: JobService
+) -> None:
+    job = service.submit("alice", NewJob(Every(timedelta(seconds=10), start=NOW - timedelta(days=1)), {}))[0]
+    with pytest.raises(InvalidField, match="in the future"):
+        service.backfill("alice", job.job_id, NOW - timedelta(hours=1), NOW + timedelta(seconds=30))
+    with pytest.raises(InvalidField, match="more than 1000 fires"):
+        service.backfill("alice", job.job_id, NOW - timedelta(hours=3), NOW)
+    with pytest.raises(InvalidField, match="after to"):
+        service.backfill("alice", job.job_id, NOW, NOW - timedelta(hours=1))
+    assert len(service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW, dry_run=True)) == 61  # both ends
+    service.pause("alice", job.job_id)  # a paused job may be backfilled, as it may be run now
+    assert service.backfill("alice", job.job_id, NOW - timedelta(seconds=30), NOW)
+    service.cancel("alice", job.job_id)
+    with pytest.raises(Conflict):
+        service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW)
+    with pytest.raises(JobNotFound):
+        service.backfill("mallory", job.job_id, NOW - timedelta(minutes=10), NOW)
