@@ -95,3 +95,14 @@ def test_racing_takes_of_one_tenant_never_pass_its_limits_together(tenant_quotas
     if room:
         assert tenant_quotas.take("erin", QuotaChange(per_minute=room), limits, HERE) is None
     assert tenant_quotas.take("erin", QuotaChange(per_minute=1), limits, HERE) == "executions_per_minute"
+
+
+def test_a_backfill_takes_its_fires_in_one_minute_together_or_not_at_all(tenant_quotas: TenantQuotas) -> None:
+    limits = Limits(executions_per_minute=10)
+    assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE, fires=6), limits, HERE) is None
+    assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE, fires=5), limits, HERE) == "executions_per_minute"
+    assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE, fires=4), limits, HERE) is None
+    # given back whole (its write failed), the minute has its 6 places again
+    tenant_quotas.give_back("fay", QuotaChange(add_minute=HERE, fires=6))
+    assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE, fires=6), limits, HERE) is None
+    assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE), limits, HERE) == "executions_per_minute"
