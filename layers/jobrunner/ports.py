@@ -322,6 +322,41 @@ class HeartbeatStore(ABC):
     def record_segment_count(self, count: int) -> int: ...
 
 
+@dataclass(frozen=True)
+class JobChange:
+    """One entry of a job's change log: who asked for what, when, and the job's version after it."""
+
+    job_id: str
+    user_id: str
+    changed_at: datetime
+    change_id: str
+    #: The principal that made the request (an IAM role, a Cognito identity, ...), else the tenant.
+    actor: str
+    #: submit, patch, pause, resume, cancel, run, backfill.
+    action: str
+    version: int
+    details: dict[str, Any]
+
+
+class ChangeLog(ABC):
+    """Each job's change log, an audit trail of the requests that changed it (Cassandra in production).
+
+    Contract:
+    - ``record`` stores an entry; recording the same (job_id, changed_at, change_id) again overwrites it
+      with the same values (a retried write is harmless). An entry expires after the retention its
+      writer gives it (the tenant's history retention).
+    - ``changes(job_id, limit, before)`` returns up to ``limit`` entries of the job, newest first; with
+      ``before`` (an entry's (changed_at, change_id)), only those after it in that order (the next page).
+    - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
+    """
+
+    @abstractmethod
+    def record(self, change: JobChange) -> None: ...
+
+    @abstractmethod
+    def changes(self, job_id: str, limit: int, before: tuple[datetime, str] | None = None) -> list[JobChange]: ...
+
+
 class TenantQuotas(ABC):
     """Counters of what each tenant was admitted to do, per fixed window (DynamoDB in production).
 

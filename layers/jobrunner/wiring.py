@@ -23,7 +23,7 @@ from jobrunner.services.tick import TickRules, TickService
 from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
-    from jobrunner.ports import Clock, HeartbeatStore, Invoker, JobStore, Publisher, TenantQuotas
+    from jobrunner.ports import ChangeLog, Clock, HeartbeatStore, Invoker, JobStore, Publisher, TenantQuotas
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
 IDLE_END = timedelta(seconds=3)
@@ -35,10 +35,11 @@ class Container:
     def __init__(
         self, settings: Settings, *, store: JobStore | None = None, publisher: Publisher | None = None,
         heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
-        quotas: TenantQuotas | None = None,
+        quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
     ) -> None:
         self.settings = settings
         self._quotas = quotas
+        self._changes = changes
         self._store = store
         self._publisher = publisher
         self._heartbeats = heartbeats
@@ -55,6 +56,19 @@ class Container:
             self._store = CassandraJobStore(connect(self.settings.cassandra),
                                             history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s)
         return self._store
+
+    @functools.cached_property
+    def changes(self) -> ChangeLog:
+        """The jobs' change log: given (tests), beside the store on its Cassandra session, or in memory with
+        a store that has none (a test double)."""
+        if self._changes is None:
+            from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
+
+            session = getattr(self.store, "session", None)
+            limits = self.settings.tenant_limits
+            self._changes = MemoryChangeLog() if session is None else CassandraChangeLog(
+                session, lambda tenant: limits.of(tenant).history_ttl_s)
+        return self._changes
 
     @functools.cached_property
     def publisher(self) -> Publisher:
@@ -136,7 +150,7 @@ class Container:
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
         )
-        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas)
+        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas, changes=self.changes)
 
     @functools.cached_property
     def ticks(self) -> TickService:

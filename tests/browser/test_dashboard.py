@@ -188,6 +188,11 @@ def test_pause_resume_and_cancel_from_the_job_page(dashboard: Dashboard) -> None
     for name in ("Run now", "Pause", "Resume", "Cancel job"):
         expect(page.get_by_role("button", name=name)).to_be_disabled()
     assert api(dashboard.stack, "GET", f"/jobs/{job['job_id']}").json()["status"] == "CANCELLED"
+    # and the change log beside them lists each of these requests, newest first
+    page.reload()
+    expect(page.locator("#changes-table tbody tr")).to_have_count(4)
+    expect(page.locator("#changes-table tbody tr td:nth-child(2)")).to_have_text(
+        ["cancel", "resume", "pause", "submit"])
 
 
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:

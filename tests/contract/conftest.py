@@ -13,13 +13,14 @@ from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from jobrunner.config import Settings
-    from jobrunner.ports import HeartbeatStore, JobStore, TenantQuotas
+    from jobrunner.ports import ChangeLog, HeartbeatStore, JobStore, TenantQuotas
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -27,6 +28,13 @@ def job_store(request: pytest.FixtureRequest) -> JobStore:
     if request.param == "memory":
         return MemoryJobStore()
     return CassandraJobStore(request.getfixturevalue("cassandra_session"), page_size=3)
+
+
+@pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
+def change_log(request: pytest.FixtureRequest) -> ChangeLog:
+    if request.param == "memory":
+        return MemoryChangeLog()
+    return CassandraChangeLog(request.getfixturevalue("cassandra_session"), lambda tenant: 3 * 86_400)
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])

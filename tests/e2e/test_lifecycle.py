@@ -191,3 +191,13 @@ def test_a_backfill_runs_the_past_fires_and_the_worker_reports_them(local_stack:
                          lambda h: len(h) == 6 and all(e["status"] == "SUCCESS" for e in h), timeout_s=60)
     assert {e["trigger"] for e in history} == {"BACKFILL"}
     assert sorted(e["scheduled_at"] for e in history) == listed["fires"]
+
+
+def test_the_change_log_on_the_real_store_says_who_changed_what(local_stack: LocalStack) -> None:
+    job = submit(local_stack, {"schedule": {"every": "PT1H"}, "tags": {"team": "audit"}})
+    assert api(local_stack, "PATCH", f"/jobs/{job['job_id']}", {"payload": {"n": 2}}).status_code == 200
+    assert api(local_stack, "POST", f"/jobs/{job['job_id']}/pause").status_code == 200
+    log = api(local_stack, "GET", f"/jobs/{job['job_id']}/changes").json()["items"]
+    assert [(c["action"], c["version"]) for c in log] == [("pause", 3), ("patch", 2), ("submit", 1)]
+    assert log[1]["details"] == {"fields": ["payload"]}
+    assert len({c["actor"] for c in log}) == 1 and log[0]["actor"]  # the stack's own caller, every time

@@ -12,13 +12,21 @@ from pydantic import BaseModel
 
 from jobrunner import telemetry
 from jobrunner.api import errors, limits, ui
-from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_execution_cursor, encode_execution_cursor
+from jobrunner.api.cursors import (
+    MAX_CURSOR_LENGTH,
+    decode_change_cursor,
+    decode_execution_cursor,
+    encode_change_cursor,
+    encode_execution_cursor,
+)
 from jobrunner.api.schemas import (
     BackfillIn,
     BackfillOut,
     BulkFailure,
     BulkIn,
     BulkOut,
+    ChangeOut,
+    ChangesOut,
     ErrorOut,
     ExecutionOut,
     ExecutionsOut,
@@ -59,6 +67,11 @@ def _tenant() -> str:
     return tenant
 
 
+def _actor() -> str | None:
+    """Who makes the request, for the change log: the caller's principal (``api/tenancy.py``)."""
+    return container().tenancy.identify(app.current_event.raw_event).principal
+
+
 def _json(status: HTTPStatus, body: BaseModel) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
 
@@ -91,7 +104,7 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
              or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
-    job, created = container().jobs.submit(tenant, new, body.idempotency_key)
+    job, created = container().jobs.submit(tenant, new, body.idempotency_key, actor=_actor())
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
 
@@ -112,7 +125,7 @@ def list_jobs(
 @app.post("/jobs/bulk", responses={200: {"description": "what was done to each job selected"}})
 def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
     where = JobFilter.of(body.status, body.kind, body.tag)
-    result, cursor = container().jobs.bulk(_tenant(), body.action, where, body.limit, body.cursor)
+    result, cursor = container().jobs.bulk(_tenant(), body.action, where, body.limit, body.cursor, actor=_actor())
     failed = [BulkFailure(job_id=job_id, reason=reason) for job_id, reason in result.failed]
     return _json(HTTPStatus.OK, BulkOut(changed=result.changed, unchanged=result.unchanged, failed=failed,
                                         next_cursor=cursor))
@@ -138,28 +151,28 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
     )
-    return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes)))
+    return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes, actor=_actor())))
 
 
 @app.delete("/jobs/<job_id>")
 def cancel_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.cancel(_tenant(), job_id)))
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/pause")
 def pause_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.pause(_tenant(), job_id)))
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.pause(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/resume")
 def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -> Response[Any]:
     catch_up = body.catch_up if body is not None else False
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up)))
+    return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/run", responses={429: {"description": _OVER_A_LIMIT}})
 def run_job(job_id: JobId) -> Response[Any]:
-    row = container().jobs.run_now(_tenant(), job_id)
+    row = container().jobs.run_now(_tenant(), job_id, actor=_actor())
     out = RunOut(execution_id=row.execution_id, job_id=row.job_id, due_at=rfc3339(row.due_at),
                  trigger=row.trigger.value)
     return _json(HTTPStatus.ACCEPTED, out)
@@ -168,9 +181,24 @@ def run_job(job_id: JobId) -> Response[Any]:
 @app.post("/jobs/<job_id>/backfill", responses={429: {"description": _OVER_A_LIMIT}})
 def backfill_job(job_id: JobId, body: Annotated[BackfillIn, Body()]) -> Response[Any]:
     start, end = parse_instant(body.start, "from"), parse_instant(body.end, "to")
-    fires = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run)
+    fires = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run, actor=_actor())
     out = BackfillOut(fires=[rfc3339(f) for f in fires], dry_run=body.dry_run, queued=0 if body.dry_run else len(fires))
     return _json(HTTPStatus.OK if body.dry_run else HTTPStatus.ACCEPTED, out)
+
+
+@app.get("/jobs/<job_id>/changes",
+         description="The job's change log, newest first: who (the caller's principal) asked for each change "
+                     "that landed, what, and when; kept as long as its history (history_days).")
+def list_changes(
+    job_id: JobId,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+) -> Response[Any]:
+    before = decode_change_cursor(cursor) if cursor else None
+    entries = container().jobs.changes(_tenant(), job_id, limit, before)
+    last = entries[-1] if len(entries) == limit else None
+    next_cursor = encode_change_cursor(last.changed_at, last.change_id) if last else None
+    return _json(HTTPStatus.OK, ChangesOut(items=[ChangeOut.of(e) for e in entries], next_cursor=next_cursor))
 
 
 @app.get("/jobs/<job_id>/executions",

@@ -47,3 +47,21 @@ def decode_execution_cursor(cursor: str) -> tuple[datetime, int, str | None]:
         return from_epoch_ms(epoch_ms), attempt, parts[2] if len(parts) == 3 else None
     except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidField("cursor", "not a cursor this API returned") from None
+
+
+def encode_change_cursor(changed_at: datetime, change_id: str) -> str:
+    """The change log's cursor: the (changed_at, change_id) of the last entry returned."""
+    raw = f"{to_epoch_ms(changed_at)}:{change_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_change_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        epoch_text, _, change_id = raw.partition(":")
+        epoch_ms = int(epoch_text)
+        if not (0 <= epoch_ms <= MAX_EPOCH_MS and EXECUTION_ID.fullmatch(change_id)):
+            raise ValueError(raw)
+        return from_epoch_ms(epoch_ms), change_id
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        raise InvalidField("cursor", "not a cursor this API returned") from None

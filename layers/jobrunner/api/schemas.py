@@ -12,6 +12,8 @@ from jobrunner.domain.time import rfc3339
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from jobrunner.ports import JobChange
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -158,6 +160,24 @@ class BackfillOut(BaseModel):
     fires: list[str]
     dry_run: bool
     queued: int = Field(description="executions queued now (0 for a dry run)")
+
+
+class ChangeOut(BaseModel):
+    changed_at: str
+    actor: str = Field(description="the principal that made the request")
+    action: str = Field(description="submit, patch, pause, resume, cancel, run or backfill")
+    version: int = Field(description="the job's version after the change")
+    details: dict[str, Any]
+
+    @classmethod
+    def of(cls, change: JobChange) -> ChangeOut:
+        return cls(changed_at=rfc3339(change.changed_at), actor=change.actor, action=change.action,
+                   version=change.version, details=change.details)
+
+
+class ChangesOut(BaseModel):
+    items: list[ChangeOut]
+    next_cursor: str | None = None
 
 
 class BulkIn(Strict):

@@ -463,6 +463,26 @@ def run(job_id: JobIdArgument, output: OutputOption = None) -> None:
 
 @app.command()
 @_reports_errors
+def changes(
+    job_id: JobIdArgument,
+    limit: Annotated[int, typer.Option(help="entries per page", min=1, max=500)] = 50,
+    output: OutputOption = None,
+) -> None:
+    """The job's change log, newest first: who asked for each change, what, and when."""
+    session = _session()
+    page = session.client().changes(job_id, limit)
+    out = session.out(output)
+    if out.json:
+        out.data(page)
+        return
+    if not page["items"]:
+        out.note("no changes logged")
+        return
+    out.show(render.changes_table(page["items"]))
+
+
+@app.command()
+@_reports_errors
 def backfill(
     job_id: JobIdArgument,
     start: Annotated[str, typer.Option("--from", help="the first fire considered: RFC 3339, or -2h, -1d")],

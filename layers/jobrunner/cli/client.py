@@ -192,6 +192,11 @@ class ApiClient:
         data: dict[str, Any] = self.call("POST", f"/jobs/{_id(job_id)}/run").data
         return data
 
+    def changes(self, job_id: str, limit: int, cursor: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", f"/jobs/{_id(job_id)}/changes",
+                                         query={"limit": limit, "cursor": cursor}).data
+        return data
+
     def backfill(self, job_id: str, start: str, end: str, dry_run: bool) -> dict[str, Any]:
         data: dict[str, Any] = self.call("POST", f"/jobs/{_id(job_id)}/backfill",
                                          {"from": start, "to": end, "dry_run": dry_run}).data

@@ -176,6 +176,16 @@ def jobs_table(items: list[dict[str, Any]], now: datetime) -> Table:
     return table
 
 
+def changes_table(items: list[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("WHEN", "ACTION", "VERSION", "WHO", "DETAILS"):
+        table.add_column(name, no_wrap=name != "DETAILS")
+    for change in items:
+        table.add_row(fmt_time(change["changed_at"]), change["action"], str(change["version"]), change["actor"],
+                      compact(change.get("details") or {}, 80))
+    return table
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)

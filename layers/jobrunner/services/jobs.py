@@ -31,9 +31,9 @@ from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.tags import JobFilter, parse_tags
-from jobrunner.domain.time import utc
+from jobrunner.domain.time import rfc3339, utc
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim
+from jobrunner.ports import IdempotencyClaim, JobChange
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.limits import QuotaChange
-    from jobrunner.ports import Clock, JobStore, TenantQuotas
+    from jobrunner.ports import ChangeLog, Clock, JobStore, TenantQuotas
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,8 @@ MAX_TIMEOUT_S = 24 * 3600
 MAX_UPDATE_ATTEMPTS = 5
 #: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
 MAX_PLACEMENTS = 5
+#: Fields a change sets that the user did not name (derived from the ones named).
+_DERIVED = frozenset({"next_run_at", "paused_at"})
 #: The most fires one backfill request may run.
 MAX_BACKFILL = 1000
 #: How many store pages one filtered list request may read before answering (with a cursor).
@@ -144,8 +146,10 @@ def plan_execution(
 
 class JobService:
     def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
-                 quotas: TenantQuotas | None = None) -> None:
+                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None) -> None:
         self._store = store
+        #: Each job's change log (``ports.ChangeLog``): who asked for each change that landed (None: none kept).
+        self._changes = changes
         self._clock = clock
         self._rules = rules
         #: Counts each tenant's submissions against its ``submissions_per_second`` (None: no rate limits).
@@ -155,7 +159,9 @@ class JobService:
 
     # -- submit ---------------------------------------------------------------------------------
 
-    def submit(self, user_id: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
+    def submit(
+        self, user_id: str, new: NewJob, idempotency_key: str | None = None, *, actor: str | None = None
+    ) -> tuple[Job, bool]:
         """Validate and store ``new`` with its first run; returns (job, created). With an idempotency key,
         a repeat of the same request returns the job made the first time (created False), and a different
         request with the same key is a conflict. A repeat after the first request failed half-way (an
@@ -190,6 +196,7 @@ class JobService:
             return [row]
 
         self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write))
+        self._log(job, "submit", actor, {"schedule": job.schedule.to_dict()})
         return job, True
 
     def _build(self, user_id: str, job_id: str, new: NewJob, topic: str, now: datetime) -> Job:
@@ -250,7 +257,8 @@ class JobService:
         return found, cursor
 
     def bulk(
-        self, user_id: str, action: str, where: JobFilter, limit: int, cursor: str | None
+        self, user_id: str, action: str, where: JobFilter, limit: int, cursor: str | None, *,
+        actor: str | None = None,
     ) -> tuple[BulkResult, str | None]:
         """Pause, resume or cancel a page of the tenant's jobs that ``where`` selects (at least one
         condition: never every job by accident); the next cursor continues with the following page. Each
@@ -265,12 +273,32 @@ class JobService:
         result = BulkResult()
         for job in jobs:
             try:
-                after = change(user_id, job.job_id)
+                after = change(user_id, job.job_id, actor=actor)
             except (Conflict, JobNotFound) as exc:
                 result.failed.append((job.job_id, str(exc)))
                 continue
             (result.changed if after.version != job.version else result.unchanged).append(job.job_id)
         return result, cursor
+
+    def changes(
+        self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, str] | None = None
+    ) -> list[JobChange]:
+        """A page of the job's change log, newest first (``ChangeLog.changes``)."""
+        self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        return self._changes.changes(job_id, limit, before) if self._changes is not None else []
+
+    def _log(self, job: Job, action: str, actor: str | None, details: dict[str, Any]) -> None:
+        """Add a change that landed to the job's change log. Best effort: the change stands whether or not
+        its entry could be written (a failure is logged, and the entry is missing from the log)."""
+        if self._changes is None:
+            return
+        entry = JobChange(job_id=job.job_id, user_id=job.user_id, changed_at=self._clock.now(),
+                          change_id=str(uuid.uuid4()), actor=actor or job.user_id, action=action, version=job.version,
+                          details=details)
+        try:
+            self._changes.record(entry)
+        except Unavailable as exc:
+            log.warning("change log unavailable, %s of job %s by %s not logged: %s", action, job.job_id, actor, exc)
 
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
@@ -290,10 +318,10 @@ class JobService:
 
     # -- manage ---------------------------------------------------------------------------------
 
-    def cancel(self, user_id: str, job_id: str) -> Job:
+    def cancel(self, user_id: str, job_id: str, *, actor: str | None = None) -> Job:
         """Cancel: nothing further is published. Rows already planned carry an older version and are
         dropped by their scan, which reads the job just before publishing."""
-        return self._save(user_id, job_id, self._cancelled)
+        return self._save(user_id, job_id, self._cancelled, "cancel", actor)
 
     @staticmethod
     def _cancelled(job: Job, now: datetime) -> dict[str, Any] | None:
@@ -301,10 +329,10 @@ class JobService:
             return None
         return {"state": JobState.CANCELLED, "next_run_at": None}
 
-    def pause(self, user_id: str, job_id: str) -> Job:
+    def pause(self, user_id: str, job_id: str, *, actor: str | None = None) -> Job:
         """Pause the schedule: no fire due from now on is published until resumed. Retries and timeouts of
         executions already published go on (a pause stops the schedule, not the work in flight)."""
-        return self._save(user_id, job_id, self._paused)
+        return self._save(user_id, job_id, self._paused, "pause", actor)
 
     def _paused(self, job: Job, now: datetime) -> dict[str, Any] | None:
         self._check_not_cancelled(job)
@@ -312,10 +340,11 @@ class JobService:
             return None
         return {"state": JobState.PAUSED, "next_run_at": None, "paused_at": now}
 
-    def resume(self, user_id: str, job_id: str, catch_up: bool = False) -> Job:
+    def resume(self, user_id: str, job_id: str, catch_up: bool = False, *, actor: str | None = None) -> Job:
         """Resume from the first fire after now; with ``catch_up``, from the first fire after the pause, so
         that the fires missed while paused run one after another."""
-        return self._save(user_id, job_id, lambda job, now: self._resumed(job, now, catch_up))
+        return self._save(user_id, job_id, lambda job, now: self._resumed(job, now, catch_up), "resume", actor,
+                          {"catch_up": True} if catch_up else None)
 
     def _resumed(self, job: Job, now: datetime, catch_up: bool) -> dict[str, Any] | None:
         self._check_not_cancelled(job)
@@ -327,7 +356,7 @@ class JobService:
             raise Conflict("the schedule has no fire left after now; nothing to resume")
         return {"state": JobState.ACTIVE, "next_run_at": first}
 
-    def run_now(self, user_id: str, job_id: str) -> ScheduledExecution:
+    def run_now(self, user_id: str, job_id: str, *, actor: str | None = None) -> ScheduledExecution:
         """A manual run, due now, recorded in history with trigger MANUAL (allowed on paused jobs)."""
         job = self.get(user_id, job_id)
         self._check_not_cancelled(job)
@@ -339,10 +368,12 @@ class JobService:
             return rows
 
         self._counted(user_id, self._rules.limits.run_now(due), lambda: self._write_in_time(write))
+        self._log(job, "run", actor, {"execution_id": rows[0].execution_id})
         return rows[0]
 
     def backfill(
-        self, user_id: str, job_id: str, start: datetime, end: datetime, dry_run: bool = False
+        self, user_id: str, job_id: str, start: datetime, end: datetime, dry_run: bool = False, *,
+        actor: str | None = None,
     ) -> list[datetime]:
         """The fires the job's schedule had in [``start``, ``end``] (a past range), each run now as its own
         execution (trigger BACKFILL, its id a function of the job and the fire, so asking again for a fire
@@ -370,11 +401,12 @@ class JobService:
                                                   scheduled_at=fire) for fire in fires])
 
         self._counted(user_id, self._rules.limits.run_now(now, len(fires)), lambda: self._write_in_time(write))
+        self._log(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(fires)})
         return fires
 
-    def change(self, user_id: str, job_id: str, changes: JobChanges) -> Job:
+    def change(self, user_id: str, job_id: str, changes: JobChanges, *, actor: str | None = None) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
-        return self._save(user_id, job_id, lambda job, now: self._changed(job, now, changes))
+        return self._save(user_id, job_id, lambda job, now: self._changed(job, now, changes), "patch", actor)
 
     def _changed(self, job: Job, now: datetime, changes: JobChanges) -> dict[str, Any]:
         self._check_not_cancelled(job)
@@ -411,7 +443,8 @@ class JobService:
             raise Conflict("the job is cancelled")
 
     def _save(
-        self, user_id: str, job_id: str, decide: Callable[[Job, datetime], dict[str, Any] | None]
+        self, user_id: str, job_id: str, decide: Callable[[Job, datetime], dict[str, Any] | None], action: str,
+        actor: str | None, details: dict[str, Any] | None = None,
     ) -> Job:
         """Read the job, ``decide`` its changes (None: nothing to do), and write them as a new version, on
         condition that no other change landed since the read. A change of schedule or state also becomes
@@ -430,6 +463,8 @@ class JobService:
                                        updated_at=now, **changes)
             if self._counted(user_id, self._rules.limits.change(job, updated),
                              lambda: self._write_update(updated, job.version)):  # noqa: B023 - called at once
+                fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
+                self._log(updated, action, actor, {**(details or {}), **({"fields": fields} if fields else {})})
                 return updated
         current = self.get(user_id, job_id)
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")

@@ -129,7 +129,8 @@ def unset_nulls(values: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(UNSET_VALUE if value is None else value for value in values)
 
 
-def _guard(call: Callable[[], T]) -> T:
+def guarded(call: Callable[[], T]) -> T:
+    """``call()``, with the driver's errors as ``Unavailable``."""
     try:
         return call()
     except _DRIVER_ERRORS as exc:
@@ -142,6 +143,7 @@ class CassandraJobStore(JobStore):
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s) -> None:
         self._session = session
+        self.session = session  # shared with the other tables' adapters (``adapters.stores.changes``)
         self._page_size = page_size
         self._concurrency = concurrency
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
@@ -151,7 +153,7 @@ class CassandraJobStore(JobStore):
     def _stmt(self, cql: str) -> PreparedStatement:
         prepared = self._prepared.get(cql)
         if prepared is None:
-            prepared = _guard(lambda: self._session.prepare(cql))
+            prepared = guarded(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
             if " IF " in cql:  # a lightweight transaction: its Paxos round stays in the local datacenter
                 prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
@@ -164,7 +166,7 @@ class CassandraJobStore(JobStore):
     def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
         if not statements:
             return []
-        results = _guard(lambda: execute_concurrent(
+        results = guarded(lambda: execute_concurrent(
             self._session, statements, concurrency=self._concurrency, raise_on_first_error=True
         ))
         return [result for _ok, result in results]
@@ -174,10 +176,10 @@ class CassandraJobStore(JobStore):
         batch.add(self._stmt(INSERT_JOB), codec.job_values(job))
         if first is not None:
             batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first))
-        _guard(lambda: self._session.execute(batch))
+        guarded(lambda: self._session.execute(batch))
 
     def get(self, user_id: str, job_id: str) -> Job | None:
-        row = _guard(lambda: self._session.execute(self._stmt(SELECT_JOB), (user_id, job_id)).one())
+        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), (user_id, job_id)).one())
         return codec.job_from_row(row) if row is not None else None
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
@@ -208,10 +210,10 @@ class CassandraJobStore(JobStore):
         else:
             stmt, params = self._stmt(SELECT_SCHEDULED_WINDOW), (*key, lower, until)
         stmt.fetch_size = self._page_size
-        result = _guard(lambda: self._session.execute(stmt, params))
+        result = guarded(lambda: self._session.execute(stmt, params))
         rows = iter(result)
         while True:  # the driver fetches the next page lazily inside next()
-            row = _guard(lambda: next(rows, None))
+            row = guarded(lambda: next(rows, None))
             if row is None:
                 return
             scheduled = codec.scheduled_from_row(row)
@@ -253,7 +255,7 @@ class CassandraJobStore(JobStore):
         return records
 
     def _records(self, cql: str, params: tuple[Any, ...]) -> list[ExecutionRecord]:
-        return _guard(lambda: [codec.record_from_row(row) for row in self._session.execute(self._stmt(cql), params)])
+        return guarded(lambda: [codec.record_from_row(row) for row in self._session.execute(self._stmt(cql), params)])
 
     def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
@@ -264,7 +266,7 @@ class CassandraJobStore(JobStore):
         else:
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
         params = (*fields, job.user_id, job.job_id, expected_version)
-        applied = _guard(lambda: self._session.execute(self._stmt(cql), params).one()).applied
+        applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
         if not applied:
             self.drop(rows)
         return bool(applied)
@@ -276,9 +278,9 @@ class CassandraJobStore(JobStore):
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         after = decode_job_cursor(cursor) if cursor else None
         if after is None:
-            result = _guard(lambda: self._session.execute(self._stmt(SELECT_JOBS), (user_id, limit + 1)))
+            result = guarded(lambda: self._session.execute(self._stmt(SELECT_JOBS), (user_id, limit + 1)))
         else:
-            result = _guard(lambda: self._session.execute(self._stmt(SELECT_JOBS_AFTER), (user_id, after, limit + 1)))
+            result = guarded(lambda: self._session.execute(self._stmt(SELECT_JOBS_AFTER), (user_id, after, limit + 1)))
         jobs = [codec.job_from_row(row) for row in result]
         page = jobs[:limit]
         return page, encode_job_cursor(page[-1].job_id) if len(jobs) > limit else None
@@ -287,14 +289,14 @@ class CassandraJobStore(JobStore):
         bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind(
             (claim.user_id, claim.key, claim.job_id, claim.fingerprint, claim.claimed_at)
         )
-        row = _guard(lambda: self._session.execute(bound).one())
+        row = guarded(lambda: self._session.execute(bound).one())
         if row.applied:
             return claim
         return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
 
     def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
         params = (job_id, scheduled_at, attempt, execution_id)
-        row = _guard(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
+        row = guarded(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
         return codec.record_from_row(row) if row is not None else None
 
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
@@ -304,7 +306,7 @@ class CassandraJobStore(JobStore):
         if outcome.retry is not None:  # first: a record that says FAILED always has its retry (module doc)
             self.schedule([outcome.retry])
         values = (*unset_nulls(codec.record_values(outcome.record)), self._history_ttl_s(outcome.record.user_id))
-        _guard(lambda: self._session.execute(self._stmt(INSERT_RECORD), values))
+        guarded(lambda: self._session.execute(self._stmt(INSERT_RECORD), values))
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         stmt = self._stmt(SELECT_RECORDS)

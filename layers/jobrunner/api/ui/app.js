@@ -318,20 +318,30 @@
   let currentJob = null;
 
   async function loadJob(id) {
-    const [job, executions] = await Promise.all([
+    const [job, executions, changes] = await Promise.all([
       api('GET', `/jobs/${enc(id)}?preview=5`),
       api('GET', `/jobs/${enc(id)}/executions?limit=100`),
+      api('GET', `/jobs/${enc(id)}/changes?limit=50`),
     ]);
     if (route.view !== 'job' || route.id !== id) return; // the user moved on meanwhile
     currentJob = job;
     renderJob(job);
     renderExecutions(executions.items);
+    renderChanges(changes.items);
+  }
+
+  function renderChanges(items) {
+    $('#changes-table tbody').replaceChildren(...items.map((c) => el('tr', { dataset: { action: c.action } },
+      el('td', {}, fmtTime(c.changed_at)), el('td', {}, c.action), el('td', {}, String(c.version)),
+      el('td', { class: 'mono' }, c.actor), el('td', { class: 'mono' }, JSON.stringify(c.details)))));
   }
 
   function clearJob() {
     currentJob = null;
     $('#job-title').textContent = `Job ${route.id}`;
-    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart']) $(id).replaceChildren();
+    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart', '#changes-table tbody']) {
+      $(id).replaceChildren();
+    }
     $('#job-payload').textContent = '';
     $('#exec-count').textContent = '';
   }

@@ -205,6 +205,21 @@ def test_a_backfill_lists_or_queues_the_past_fires_of_a_range(world: World) -> N
     assert call("POST", f"/jobs/{job['job_id']}/backfill", query, tenant="bob")[0] == 404
 
 
+def test_the_change_log_lists_who_changed_what_newest_first_page_by_page(world: World) -> None:
+    job = world.submit(HOURLY)
+    world.clock.advance(timedelta(seconds=1))
+    call("PATCH", f"/jobs/{job['job_id']}", {"payload": {"n": 2}})
+    world.clock.advance(timedelta(seconds=1))
+    call("POST", f"/jobs/{job['job_id']}/pause")
+    status, body = call("GET", f"/jobs/{job['job_id']}/changes", query={"limit": "2"})
+    assert status == 200 and [c["action"] for c in body["items"]] == ["pause", "patch"]
+    assert {c["actor"] for c in body["items"]} == {"alice"} and body["items"][1]["details"] == {"fields": ["payload"]}
+    rest = call("GET", f"/jobs/{job['job_id']}/changes", query={"limit": "2", "cursor": body["next_cursor"]})[1]
+    assert [c["action"] for c in rest["items"]] == ["submit"] and rest["next_cursor"] is None
+    assert call("GET", f"/jobs/{job['job_id']}/changes", tenant="bob")[0] == 404
+    assert call("GET", f"/jobs/{job['job_id']}/changes", query={"cursor": "nonsense"})[0] == 422
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

@@ -247,3 +247,12 @@ def test_backfill_sends_the_range_and_lists_the_fires(cli: Cli, transport: FakeT
     assert result.exit_code == 0, result.output
     assert transport.sent[0].body == {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T10:00:00Z", "dry_run": False}
     assert "queued 1 fire(s)" in result.stdout and "2026-11-22 09:00:00" in result.stdout
+
+
+def test_changes_shows_the_log_as_a_table(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("GET", "/jobs/j-1/changes", reply(200, {"items": [
+        {"changed_at": "2026-11-22T10:00:00.000Z", "actor": "arn:aws:iam::1:role/Ops", "action": "pause",
+         "version": 3, "details": {}}], "next_cursor": None}))
+    result = cli("changes", "j-1")
+    assert result.exit_code == 0, result.output
+    assert "pause" in result.stdout and "role/Ops" in result.stdout

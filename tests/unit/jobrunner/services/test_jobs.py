@@ -15,6 +15,7 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
+from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, due_of, execution_id_for
@@ -24,7 +25,7 @@ from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim, ScanRequest
+from jobrunner.ports import IdempotencyClaim, JobChange, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -1172,3 +1173,50 @@ def test_a_backfill_is_of_the_past_bounded_and_refused_for_a_cancelled_job(
         service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW)
     with pytest.raises(JobNotFound):
         service.backfill("mallory", job.job_id, NOW - timedelta(minutes=10), NOW)
+
+
+# -- change log -----------------------------------------------------------------------------------------------
+
+
+def test_every_change_that_lands_is_logged_with_who_asked_and_one_that_changes_nothing_is_not(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    changes = MemoryChangeLog()
+    service = JobService(store, clock, RULES, changes=changes)
+    ops = "arn:aws:iam::123456789012:role/Ops"
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {"n": 1}), actor=ops)[0]
+    clock.advance(timedelta(seconds=1))
+    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True, jitter_s=30, jitter_set=True),
+                   actor=ops)
+    clock.advance(timedelta(seconds=1))
+    service.pause("alice", job.job_id)  # no actor given: the tenant itself
+    service.pause("alice", job.job_id, actor=ops)  # already paused: nothing lands, nothing is logged
+    clock.advance(timedelta(seconds=1))
+    service.resume("alice", job.job_id, catch_up=True, actor=ops)
+    clock.advance(timedelta(seconds=1))
+    run = service.run_now("alice", job.job_id, actor=ops)
+    clock.advance(timedelta(seconds=1))
+    service.cancel("alice", job.job_id, actor=ops)
+    log = service.changes("alice", job.job_id, limit=50)
+    assert [(c.action, c.actor, c.version) for c in reversed(log)] == [
+        ("submit", ops, 1), ("patch", ops, 2), ("pause", "alice", 3), ("resume", ops, 4), ("run", ops, 4),
+        ("cancel", ops, 5)]
+    details = {c.action: c.details for c in log}
+    assert details["patch"] == {"fields": ["jitter_s", "payload"]}
+    assert details["resume"] == {"catch_up": True} and details["run"] == {"execution_id": run.execution_id}
+    assert details["submit"] == {"schedule": job.schedule.to_dict()}
+    # and another tenant cannot read it
+    with pytest.raises(JobNotFound):
+        service.changes("mallory", job.job_id)
+
+
+def test_a_change_log_that_cannot_be_written_loses_the_entry_not_the_change(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    class Down(MemoryChangeLog):
+        def record(self, change: JobChange) -> None:
+            raise Unavailable("timeout")
+
+    service = JobService(store, clock, RULES, changes=Down())
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    assert service.pause("alice", job.job_id).state is JobState.PAUSED
