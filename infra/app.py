@@ -26,6 +26,7 @@ from infra.layer_build import (
 )
 from infra.stack import JobRunnerStack, StackAssets
 from jobrunner.adapters.stores.cassandra import STATEMENTS
+from jobrunner.adapters.stores.changes import STATEMENTS as CHANGE_LOG_STATEMENTS
 from jobrunner.adapters.stores.cql_schema import load_tables, with_row_ttls
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def build_app(app: App | None = None, *, results_code: Path | None = None, nag: 
     app = app or App()
     config = DeploymentConfig.from_context(app.node.try_get_context)
     assets = prepare_assets(config, results_code=results_code or default_results_code())
-    tables = with_row_ttls(load_tables(), STATEMENTS)
+    tables = with_row_ttls(load_tables(), (*STATEMENTS, *CHANGE_LOG_STATEMENTS))
     stack = JobRunnerStack(app, config.stack_name, config=config, assets=assets, tables=tables)
     if assets.bytecode_python is None:
         Annotations.of(stack).add_warning_v2(

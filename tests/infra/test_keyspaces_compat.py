@@ -1,6 +1,7 @@
 """Everything the store sends, and everything in cql/, is within what Amazon Keyspaces supports.
 
-Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues),
+Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues) and
+of ``jobrunner.adapters.stores.changes`` (the change log's),
 the statements it puts in batches (read from its source), ``STATEMENTS`` of
 ``jobrunner.adapters.stores.migrate`` (what the migration sends besides the schema), the consistency
 levels the store modules use, and ``cql/*.cql``.
@@ -27,6 +28,12 @@ def _store_statements() -> list[str]:
     return list(STATEMENTS)
 
 
+def _change_log_statements() -> list[str]:
+    from jobrunner.adapters.stores.changes import STATEMENTS
+
+    return list(STATEMENTS)
+
+
 def _migration_statements() -> list[str]:
     from jobrunner.adapters.stores.migrate import STATEMENTS
 
@@ -40,6 +47,19 @@ def _cql_statements() -> list[str]:
 @pytest.mark.parametrize("statement", _store_statements(), ids=lambda s: s[:60])
 def test_store_statement_is_supported(statement: str) -> None:
     assert keyspaces_violations(statement) == []
+
+
+@pytest.mark.parametrize("statement", _change_log_statements(), ids=lambda s: s[:60])
+def test_change_log_statement_is_supported(statement: str) -> None:
+    assert keyspaces_violations(statement) == []
+
+
+def test_statements_lists_every_cql_constant_of_the_change_log() -> None:
+    import jobrunner.adapters.stores.changes as changes
+
+    constants = {value for value in vars(changes).values() if isinstance(value, str) and _CQL.match(value)}
+
+    assert constants <= set(changes.STATEMENTS)
 
 
 @pytest.mark.parametrize("statement", _migration_statements(), ids=lambda s: s[:60])

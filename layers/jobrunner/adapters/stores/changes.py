@@ -30,6 +30,8 @@ INSERT_CHANGE = (
 SELECT_CHANGES = "SELECT * FROM job_changes WHERE job_id = ? LIMIT ?"
 SELECT_CHANGES_AT = "SELECT * FROM job_changes WHERE job_id = ? AND changed_at = ? AND change_id > ? LIMIT ?"
 SELECT_CHANGES_BEFORE = "SELECT * FROM job_changes WHERE job_id = ? AND changed_at < ? LIMIT ?"
+#: Every CQL string this adapter sends (checked against what Keyspaces supports, ``tests/infra``).
+STATEMENTS = (INSERT_CHANGE, SELECT_CHANGES, SELECT_CHANGES_AT, SELECT_CHANGES_BEFORE)
 
 
 class CassandraChangeLog(ChangeLog):
