@@ -26,6 +26,7 @@
 | DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
 | SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes (and the writers that wake scans) |
 | JOBRUNNER_WAKE_SCANS | false | writers of late rows wake their scans, so scans with nothing to do end early |
+| JOBRUNNER_CHANGE_LOG | true | keep each job's change log (``GET /jobs/{id}/changes``; one write per change) |
 | AWS_REGION | us-east-1 | region |
 | JOBRUNNER_RESULT_KEY | (none) | the key that signs result tokens (local use; see ``adapters/secrets.py``) |
 | JOBRUNNER_RESULT_KEY_SECRET_ARN | (none) | AWS: a Secrets Manager secret holding that key |
@@ -70,6 +71,8 @@ class Settings:
     #: Writers of LATE rows invoke the scan function for the partition (``services.wake``), and scans with
     #: nothing to do end early (``ScanRules.idle_end``). The stack turns it on where it grants the invoke.
     wake_scans: bool = False
+    #: Keep each job's change log (one Cassandra write per change that lands, none per execution).
+    change_log: bool = True
     otel_file: str | None = None
     #: The key that signs result tokens, or the secret that holds it (``adapters/secrets.py``).
     result_key: str | None = None
@@ -136,6 +139,7 @@ class Settings:
             result_key_secret_arn=env.get("JOBRUNNER_RESULT_KEY_SECRET_ARN") or None,
             accept_unsigned_results=env.get("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", "").lower() in ("1", "true", "yes"),
             wake_scans=env.get("JOBRUNNER_WAKE_SCANS", "").lower() in ("1", "true", "yes"),
+            change_log=env.get("JOBRUNNER_CHANGE_LOG", "true").lower() not in ("0", "false", "no", "off"),
         )
 
 

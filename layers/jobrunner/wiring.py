@@ -58,9 +58,11 @@ class Container:
         return self._store
 
     @functools.cached_property
-    def changes(self) -> ChangeLog:
+    def changes(self) -> ChangeLog | None:
         """The jobs' change log: given (tests), beside the store on its Cassandra session, or in memory with
-        a store that has none (a test double)."""
+        a store that has none (a test double); None when the settings turn it off."""
+        if self._changes is None and not self.settings.change_log:
+            return None
         if self._changes is None:
             from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 

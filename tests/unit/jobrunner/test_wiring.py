@@ -94,3 +94,9 @@ def test_the_scans_sign_and_the_results_check_with_the_configured_key() -> None:
     report = WorkerReport(execution_id, job.job_id, True)
     assert services.results.apply(replace(report, result_token=result_token(b"", execution_id))) == "refused_token"
     assert services.results.apply(replace(report, result_token=message.value["result_token"])) == "succeeded"
+
+
+def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:
+    store = MemoryJobStore()
+    assert Container(Settings.from_env({}), store=store).changes is not None
+    assert Container(Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off"}), store=store).changes is None
