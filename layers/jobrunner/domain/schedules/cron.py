@@ -102,13 +102,6 @@ class Cron:
         return self._follows_clock
 
     @property
-    def policy(self) -> DstPolicy:
-        """The daylight-saving policy in force: the job's own, else the one its expression implies."""
-        if self.dst is not None:
-            return self.dst
-        return ON_THE_CLOCK if self._follows_clock else AT_FIXED_TIMES
-
-    @property
     def recurring(self) -> bool:
         return True
 
