@@ -71,14 +71,15 @@ def test_migrate_is_idempotent_and_adds_missing_columns(older: Older) -> None:
     # Then the missing columns were added once, and the second run changed nothing
     assert "ALTER TABLE job_table ADD timeout_s int" in first
     assert "ALTER TABLE job_table ADD trace_parent text" in first
+    assert "ALTER TABLE job_table ADD jitter_s int" in first and "ALTER TABLE job_table ADD tags text" in first
     assert not [s for s in second if s.startswith("ALTER")]
     columns = {row.column_name for row in admin.execute(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table'",
         (keyspace,))}
-    assert {"timeout_s", "trace_parent", "paused_at", "payload", "version"} <= columns
+    assert {"timeout_s", "trace_parent", "paused_at", "payload", "version", "jitter_s", "tags"} <= columns
     tables = {row.table_name for row in admin.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency"}
+    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes"}
 
 
 LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
