@@ -58,6 +58,8 @@ class ExecutionStatus(StrEnum):
     RUNNING = "RUNNING"  # published to Kafka, handed to the workers
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
+    #: Not run: a policy left this fire out (``domain.policies``); the record's ``error`` says which and why.
+    SKIPPED = "SKIPPED"
 
 
 class Trigger(StrEnum):
