@@ -75,6 +75,42 @@ def test_get_is_scoped_to_the_tenant(job_store: JobStore) -> None:
     }
 
 
+def test_get_many_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: JobStore) -> None:
+    # Given 230 jobs of one tenant (more than one IN list of the Cassandra store) and 3 of another
+    busy, quiet = f"busy-{uuid.uuid4().hex[:6]}", f"quiet-{uuid.uuid4().hex[:6]}"
+    busy_jobs = [make_job(busy) for _ in range(230)]
+    quiet_jobs = [make_job(quiet) for _ in range(3)]
+    for job in busy_jobs + quiet_jobs:
+        job_store.create(job, None)
+    # When most of them are read at once, with repeated keys, a missing job, and a job asked for under the
+    # wrong tenant
+    asked = [(j.user_id, j.job_id) for j in busy_jobs[:225] + quiet_jobs]
+    asked += [*asked[:5], (busy, str(uuid.uuid4())), (quiet, busy_jobs[-1].job_id)]
+    found = job_store.get_many(asked)
+    # Then exactly the jobs that exist under the tenant asked for come back, each as written
+    assert found == {(j.user_id, j.job_id): j for j in busy_jobs[:225] + quiet_jobs}
+
+
+def test_many_rows_written_and_removed_in_one_call_each_land(job_store: JobStore) -> None:
+    # Given 37 executions of 37 jobs in 3 partitions (several batches of the Cassandra store)
+    segment = unique_segment()
+    jobs = [make_job() for _ in range(37)]
+    rows = [make_row(job, BUCKET + timedelta(seconds=n % 50), segment=segment + n % 3) for n, job in enumerate(jobs)]
+    # When they are scheduled in one call, all started in one call, then all dropped in one call
+    job_store.schedule(rows)
+    lanes = {s: list(job_store.scheduled(BUCKET, s, Lane.PLANNED)) for s in range(segment, segment + 3)}
+    records = [running_record(row, BUCKET + timedelta(minutes=1)) for row in rows]
+    job_store.start(records)
+    job_store.drop(rows)
+    # Then every row was in its partition, every record is in its job's history, and no row is left
+    for s, lane in lanes.items():
+        mine = [r for r in rows if r.segment == s]
+        assert sorted(lane, key=lambda r: r.job_id) == sorted(mine, key=lambda r: r.job_id)
+    for record in records:
+        assert job_store.history(record.job_id, 5) == [record]
+    assert all(list(job_store.scheduled(BUCKET, s, Lane.PLANNED)) == [] for s in lanes)
+
+
 def test_scheduled_streams_one_lane_in_due_order(job_store: JobStore) -> None:
     # Given rows written out of order in both lanes of one partition, and one in another segment
     segment = unique_segment()

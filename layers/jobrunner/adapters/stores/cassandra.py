@@ -12,6 +12,16 @@ instead, so that what is written first makes the later write safe to repeat:
   is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
 - ``finish`` writes the retry row, then the record that ends the execution: a record that says FAILED
   always has its retry.
+
+The per-execution writes and reads go in few requests, because on the scan's path the client's cost is per
+request, not per row (a request costs the driver about ten times what a row in it costs):
+- writes of many rows (``start``, ``schedule``, ``drop``) are packed into UNLOGGED batches of at most
+  ``batch_rows`` statements, a partition's rows together (``packed``). An unlogged batch is no atomic step
+  and costs nothing more than its rows (Keyspaces bills each row as a single write; Cassandra applies each
+  partition's mutation on its own); each of these writes is idempotent, so a batch that fails in part is
+  simply written again. ``KEYSPACES_MAX_BATCH`` bounds it;
+- ``get_many`` reads a tenant's jobs with one ``job_id IN ?`` query per ``in_keys`` jobs (their rows share
+  the tenant's partition; Keyspaces runs each value as a subquery, at most ``KEYSPACES_MAX_IN``).
 """
 
 from __future__ import annotations
@@ -48,6 +58,8 @@ INSERT_JOB = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
+#: Several jobs of one tenant (one partition) in one request.
+SELECT_JOBS_BY_ID = "SELECT * FROM job_table WHERE user_id = ? AND job_id IN ?"
 #: Every row expires some time after its scan may close (``domain.placement.row_ttl``): no delete per execution.
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
@@ -114,7 +126,8 @@ CLAIM_IDEMPOTENCY_KEY = (
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, INSERT_SCHEDULED, SELECT_SCHEDULED, SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL,
+    INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, SELECT_SCHEDULED, SELECT_SCHEDULED_FROM,
+    SELECT_SCHEDULED_UNTIL,
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
@@ -122,6 +135,27 @@ STATEMENTS = (
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
+
+#: Amazon Keyspaces runs at most this many values of an IN (each one a subquery).
+KEYSPACES_MAX_IN = 100
+#: Amazon Keyspaces takes at most this many statements in an unlogged batch.
+KEYSPACES_MAX_BATCH = 30
+
+
+def packed(items: Sequence[T], size: int, partition: Callable[[T], Any]) -> list[list[T]]:
+    """``items`` in chunks of at most ``size``, each partition's items next to each other (a partition larger
+    than ``size`` spans chunks), so that a chunk covers as few partitions as it can; order within a partition
+    is kept."""
+    groups: dict[Any, list[T]] = {}
+    for item in items:
+        groups.setdefault(partition(item), []).append(item)
+    chunks: list[list[T]] = [[]]
+    for group in groups.values():
+        for item in group:
+            if len(chunks[-1]) >= size:
+                chunks.append([])
+            chunks[-1].append(item)
+    return [chunk for chunk in chunks if chunk]
 
 
 def unset_nulls(values: Sequence[Any]) -> tuple[Any, ...]:
@@ -141,11 +175,19 @@ class CassandraJobStore(JobStore):
     """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``)."""
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
-                 history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s) -> None:
+                 history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
+                 batch_rows: int = 10, in_keys: int = KEYSPACES_MAX_IN) -> None:
+        if not 1 <= batch_rows <= KEYSPACES_MAX_BATCH:
+            raise ValueError(f"batch_rows must be 1 to {KEYSPACES_MAX_BATCH}")
+        if not 1 <= in_keys <= KEYSPACES_MAX_IN:
+            raise ValueError(f"in_keys must be 1 to {KEYSPACES_MAX_IN}")
         self._session = session
         self.session = session  # shared with the other tables' adapters (``adapters.stores.changes``)
         self._page_size = page_size
         self._concurrency = concurrency
+        #: Statements per unlogged batch of the many-row writes (Cassandra warns above 10 partitions in one).
+        self._batch_rows = batch_rows
+        self._in_keys = in_keys
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
         self._history_ttl_s = history_ttl_s
         self._prepared: dict[str, PreparedStatement] = {}
@@ -171,6 +213,21 @@ class CassandraJobStore(JobStore):
         ))
         return [result for _ok, result in results]
 
+    def _write_many(self, cql: str, values: Sequence[Sequence[Any]], partition: Callable[[Sequence[Any]], Any]) -> None:
+        """Write one row per item of ``values`` with ``cql`` (an unconditional, idempotent write), in unlogged
+        batches of at most ``batch_rows`` statements, each partition's rows together."""
+        stmt = self._stmt(cql)
+        if len(values) <= 1 or self._batch_rows == 1:
+            self._run_concurrently([(stmt, v) for v in values])
+            return
+        batches: list[tuple[Any, None]] = []
+        for chunk in packed(values, self._batch_rows, partition):
+            batch = self._batch(BatchType.UNLOGGED)
+            for item in chunk:
+                batch.add(self._stmt(cql), item)
+            batches.append((batch, None))
+        self._run_concurrently(batches)
+
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
         batch = self._batch()
         batch.add(self._stmt(INSERT_JOB), codec.job_values(job))
@@ -183,12 +240,21 @@ class CassandraJobStore(JobStore):
         return codec.job_from_row(row) if row is not None else None
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
-        stmt = self._stmt(SELECT_JOB)
-        results = self._run_concurrently([(stmt, key) for key in keys])
+        by_tenant: dict[str, list[str]] = {}
+        for user_id, job_id in keys:
+            by_tenant.setdefault(user_id, []).append(job_id)
+        requests: list[tuple[Any, Sequence[Any]]] = []
+        for user_id, job_ids in by_tenant.items():
+            unique = list(dict.fromkeys(job_ids))
+            for start in range(0, len(unique), self._in_keys):
+                chunk = unique[start:start + self._in_keys]
+                if len(chunk) == 1:
+                    requests.append((self._stmt(SELECT_JOB), (user_id, chunk[0])))
+                else:
+                    requests.append((self._stmt(SELECT_JOBS_BY_ID), (user_id, chunk)))
         found: dict[tuple[str, str], Job] = {}
-        for result in results:
-            row = result.one()
-            if row is not None:
+        for result in self._run_concurrently(requests):
+            for row in result:
                 found[(row.user_id, row.job_id)] = codec.job_from_row(row)
         return found
 
@@ -221,9 +287,8 @@ class CassandraJobStore(JobStore):
                 yield scheduled
 
     def start(self, records: Sequence[ExecutionRecord]) -> None:
-        stmt = self._stmt(INSERT_RECORD_STARTED)
-        self._run_concurrently([(stmt, (*unset_nulls(codec.started_record_values(r)), self._history_ttl_s(r.user_id)))
-                                for r in records])
+        values = [(*unset_nulls(codec.started_record_values(r)), self._history_ttl_s(r.user_id)) for r in records]
+        self._write_many(INSERT_RECORD_STARTED, values, partition=lambda v: v[0])  # job_id
 
     def complete(self, completions: Sequence[Completion]) -> None:
         # The following rows first, then the removals (see the module doc): no logged batch.
@@ -231,8 +296,8 @@ class CassandraJobStore(JobStore):
         self.drop([c.done for c in completions if c.done.lane is Lane.LATE])
 
     def drop(self, rows: Sequence[ScheduledExecution]) -> None:
-        stmt = self._stmt(DELETE_SCHEDULED)
-        self._run_concurrently([(stmt, codec.scheduled_key(row)) for row in rows])
+        # (bucket, segment) is the partition
+        self._write_many(DELETE_SCHEDULED, [codec.scheduled_key(row) for row in rows], partition=lambda v: v[:2])
 
     def history(
         self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
@@ -272,8 +337,8 @@ class CassandraJobStore(JobStore):
         return bool(applied)
 
     def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
-        stmt = self._stmt(INSERT_SCHEDULED)
-        self._run_concurrently([(stmt, codec.scheduled_values(row)) for row in rows])
+        # (bucket, segment) is the partition
+        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows], partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         after = decode_job_cursor(cursor) if cursor else None
