@@ -14,6 +14,8 @@ MINUTE_MS = 60_000
 
 def utc(instant: datetime) -> datetime:
     """Return ``instant`` in UTC at millisecond precision; naive datetimes are taken as UTC."""
+    if instant.tzinfo is UTC and not instant.microsecond % 1000:  # already so (most calls: a hot path)
+        return instant
     if instant.tzinfo is None:
         instant = instant.replace(tzinfo=UTC)
     instant = instant.astimezone(UTC)
