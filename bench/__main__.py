@@ -56,6 +56,9 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
                    help="jobs submitted over HTTP per run of the full-stack section, all due at one second")
     p.add_argument("--fullstack-threads", type=int, default=defaults.fullstack_threads,
                    help="HTTP client threads submitting them")
+    p.add_argument("--fullstack-environments", type=int, default=defaults.fullstack_environments,
+                   help="warm environment processes running the scans and serving the API beside the stack's "
+                        "own (0: the whole stack in one process)")
     p.add_argument("--fullstack-lead", type=float, default=defaults.fullstack_lead_s,
                    help="due this many seconds after the submissions end, in the late lane (default: a minute "
                         "that begins at least 100 s after them, in the planned lane)")
@@ -95,6 +98,7 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         short_jobs=args.short_jobs, short_periods=args.short_periods, idle_segments=args.idle_segments,
         idle_minutes=args.idle_minutes, fullstack_executions=args.fullstack_executions,
         fullstack_threads=args.fullstack_threads, fullstack_lead_s=args.fullstack_lead,
+        fullstack_environments=args.fullstack_environments,
         fairness_heavy=args.fairness_heavy, fairness_light=args.fairness_light,
         fairness_segments=args.fairness_segments, fairness_gap_s=args.fairness_gap,
         fairness_margin_s=args.fairness_margin,

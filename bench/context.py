@@ -67,6 +67,9 @@ class Options:
     #: second, drained by the whole local stack (API, ticker, scans, results, the example worker).
     fullstack_executions: int = 5_000
     fullstack_threads: int = 8
+    #: Warm environment processes beside the stack's own (``devstack.environments``; 0: the whole stack in one
+    #: process, as before 2026-11-26). Default: one per core, as ``make run`` starts.
+    fullstack_environments: int = field(default_factory=lambda: os.cpu_count() or 1)
     #: None: S falls in a minute that begins at least ``OPEN_AHEAD`` + 10 s after the submissions end (every row
     #: in its minute's planned lane). A number (the smoke test, which counts and never times): S is about this
     #: many seconds after the submissions end, so the rows go to the late lane and the run waits seconds, not

@@ -280,11 +280,14 @@ def run_fullstack(bench: Bench) -> None:
     before = set(threading.enumerate())
     runs: list[dict[str, Any]] = []
     with open(os.devnull, "w") as sink:
-        stack = LocalStack(settings, port=0, tenant=TENANT, worker_out=sink)
+        stack = LocalStack(settings, port=0, tenant=TENANT, worker_out=sink, environments=o.fullstack_environments)
         stack.start()
         try:
             budget_s = o.fullstack_executions / ASSUMED_SUBMIT_RATE
-            with CpuSampler({"stack": os.getpid(), **server_pids()}) as sampler:
+            environments = stack._environments.pids if stack._environments is not None else []
+            pids = {"stack": os.getpid(), **{f"environment{n}": pid for n, pid in enumerate(environments) if pid},
+                    **server_pids()}
+            with CpuSampler(pids) as sampler:
                 for index in range(o.runs):
                     r = _once(bench, stack, settings, budget_s, sampler)
                     budget_s = 2 * r["submit_s"]
@@ -302,5 +305,6 @@ def run_fullstack(bench: Bench) -> None:
     left = sorted(t.name for t in set(threading.enumerate()) - before if t.is_alive())
     bench.results["fullstack"] = {"runs": runs, "segments": settings.segments, "executions": o.fullstack_executions,
                                   "threads": o.fullstack_threads, "lead_s": o.fullstack_lead_s,
+                                  "environments": o.fullstack_environments,
                                   "stack_threads_alive": alive,
                                   "threads_left": left}

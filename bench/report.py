@@ -499,9 +499,14 @@ def _fullstack(bench: Bench) -> list[str]:
                 f"about {fmt(fs['lead_s'], 0)} s after the submissions end (`--fullstack-lead`: every row in its "
                 "minute's late lane, woken scans).")
              + " **System**: `devstack.stack.LocalStack` in the bench process, as `make run`",
-             f"runs it: the API, the minute ticker, the scans on its thread pool ({fs['segments']} segments), the",
-             "results loop and the example worker (its printing discarded), on a keyspace, topics and a heartbeat",
-             "table of the run's own. **Measured** from S: the CreateTime of each execution's message on the jobs",
+             "runs it: the API, the minute ticker, the results loop and the example worker (its printing "
+             "discarded) in the bench process, "
+             + (f"and {fs['environments']} warm environment processes (`devstack.environments`, "
+                "`--fullstack-environments`) that run the scans and serve the API beside it, as Lambda runs "
+                f"concurrent invocations ({fs['segments']} segments)," if fs.get("environments") else
+                f"and the scans on its thread pool ({fs['segments']} segments), all in that one process,"),
+             "on a keyspace, topics and a heartbeat table of the run's own.",
+             "**Measured** from S: the CreateTime of each execution's message on the jobs",
              "topic (drain rate = executions ÷ (last publish - S); lateness = CreateTime - S, so its first value",
              "is how long the scans took to publish anything at all), of each result",
              "on the results topic (end to end = results ÷ (last result - S)), and when every execution was",
@@ -528,9 +533,13 @@ def _fullstack(bench: Bench) -> list[str]:
          f"{fmt(r['recorded_s'], 1)} s",
          " / ".join(fmt(r["lateness_ms"][k], 0) for k in ("min", "p50", "p99", "max")) + " ms",
          f"{fmt(r['submit_rate'])}/s",
-         ", ".join(f"{label} {fmt(r['cpu'].get(key, math.nan), 2)}" for label, key in (
-             ("machine", "machine_cores"), ("bench process (the stack)", "stack_cores"),
-             ("Cassandra", "cassandra_cores"), ("Kafka", "kafka_cores")))]
+         ", ".join(f"{label} {fmt(value, 2)}" for label, value in (
+             ("machine", r["cpu"].get("machine_cores", math.nan)),
+             ("bench process (the stack)", r["cpu"].get("stack_cores", math.nan)),
+             *((("environments", sum(v for k, v in r["cpu"].items() if k.startswith("environment"))),)
+               if any(k.startswith("environment") for k in r["cpu"]) else ()),
+             ("Cassandra", r["cpu"].get("cassandra_cores", math.nan)),
+             ("Kafka", r["cpu"].get("kafka_cores", math.nan))))]
         for i, r in enumerate(runs)])
     odd = [f"run {i + 1}: " + ", ".join(f"{k} {r[k]}" for k in ("unpublished", "jobs_with_several_executions",
                                                                  "foreign_messages", "skipped_minutes") if r[k])

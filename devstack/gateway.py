@@ -51,11 +51,15 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
     }
 
 
-def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, port: int) -> ThreadingHTTPServer:
+def serve(
+    handler: Handler, tokens: Callable[[], dict[str, str]], host: str, port: int, *, reuse_port: bool = False,
+) -> ThreadingHTTPServer:
     """Start serving on a daemon thread; ``tokens()`` maps bearer tokens to tenants (read per request).
 
     Like one Lambda execution environment, the handler takes one event at a time: the Powertools
     resolver keeps per-request state on the app object, so concurrent calls would trample each other.
+    Several processes serve one port concurrently when each binds it with ``reuse_port``
+    (``devstack.environments``): the kernel spreads the connections between them.
     """
     one_at_a_time = threading.Lock()
 
@@ -121,7 +125,10 @@ def serve(handler: Handler, tokens: Callable[[], dict[str, str]], host: str, por
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer((host, port), Adapter)
+    class Server(ThreadingHTTPServer):
+        allow_reuse_port = reuse_port
+
+    server = Server((host, port), Adapter)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from devstack import servers
+from devstack.environments import default_count
 from devstack.stack import LocalStack, local_settings, traces_path
 
 if TYPE_CHECKING:
@@ -48,7 +49,10 @@ def main() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     endpoints = servers.ensure_all()
     settings = local_settings(endpoints, **{k: v for k, v in os.environ.items() if k.startswith("JOBRUNNER_")})
-    stack = LocalStack(settings, port=int(os.environ.get("JOBRUNNER_PORT", "8080"))).start()
+    # Scans and API requests run in warm environment processes beside this one, as Lambda runs concurrent
+    # invocations in environments of their own (JOBRUNNER_ENVIRONMENTS=0: all in this process).
+    environments = int(os.environ.get("JOBRUNNER_ENVIRONMENTS", str(default_count())))
+    stack = LocalStack(settings, port=int(os.environ.get("JOBRUNNER_PORT", "8080")), environments=environments).start()
     write_env(stack, endpoints)
     print(f"""
 Distributed Job Runner is running.

@@ -25,6 +25,7 @@ import boto3
 from kafka import KafkaConsumer
 
 from devstack import servers, tokens
+from devstack.environments import Environments
 from devstack.gateway import serve
 from devstack.lambda_context import LocalContext
 from jobrunner import telemetry, wiring
@@ -105,10 +106,15 @@ class LocalStack:
     auto_tick: bool = True
     #: Where scans run; default: a thread pool in this process, like async Lambda invokes.
     invoker: Invoker | None = None
+    #: Warm environment processes that run the scans and serve the API beside this process (0: none, all
+    #: in this process), as Lambda runs concurrent invocations in environments of their own
+    #: (``devstack.environments``). Used only when no ``invoker`` is given.
+    environments: int = 0
     #: Where the example worker's ``echo`` prints (default: the standard output).
     worker_out: TextIO | None = None
     worker: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
+    _environments: Environments | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> LocalStack:
@@ -119,13 +125,18 @@ class LocalStack:
         # The tenant whose token the stack prints is an operator, so the dashboard shows the segments.
         self.settings = dataclasses.replace(self.settings, operators=self.settings.operators | {self.tenant})
         self._bootstrap()
-        if self.invoker is None:
+        if self.invoker is None and self.environments:
+            self._environments = self.invoker = Environments(self.settings, self.environments, host=self.host)
+        elif self.invoker is None:
             self.invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
                                          quiet=(Stopping,))
         self.container = wiring.Container(self.settings, invoker=self.invoker, clock=StoppableClock(self._stop))
         wiring.install(self.container)
-        self.server = serve(api_handler, tokens.load, self.host, self.port)
+        self.server = serve(api_handler, tokens.load, self.host, self.port,
+                            reuse_port=self._environments is not None)
         self.port = self.server.server_address[1]
+        if self._environments is not None:
+            self._environments.start(api_port=self.port)
         self.token = tokens.token_for(self.tenant)
         loops = [("results", self._results_loop)]
         if self.auto_tick:
@@ -218,8 +229,11 @@ class LocalStack:
         if self.worker is not None:
             self.worker.stopping.set()
         self.server.shutdown()
+        self.server.server_close()  # connections are refused from now on, not left waiting
         if isinstance(self.invoker, ThreadInvoker):
             self.invoker.shutdown(wait=True)
+        if self._environments is not None:
+            self._environments.stop()
         self.container.publisher.close()
         telemetry.shutdown()
 
