@@ -126,10 +126,18 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     """
     results = container().results
     outcomes: Counter[str] = Counter()
+    reports: list[WorkerReport] = []
     for records in (event.get("records") or {}).values():
         for record in records:
             report = parse_report(base64.b64decode(record.get("value") or b""))
-            outcomes["ignored_malformed" if report is None else _apply(results, report)] += 1
+            if report is None:
+                outcomes["ignored_malformed"] += 1
+            else:
+                reports.append(report)
+    if telemetry.enabled():  # a span per result, each continuing its worker's trace
+        outcomes.update(_apply(results, report) for report in reports)
+    else:  # the whole batch in a few round trips
+        outcomes.update(results.apply_many(reports))
     for outcome, count in outcomes.items():
         metrics.add_metric(name=f"Results_{outcome}", unit=MetricUnit.Count, value=count)
     if outcomes.get("retrying"):

@@ -148,17 +148,27 @@ class JobStore(ABC):
         """The record of one execution (a point read by its whole key), or None if there is none."""
 
     @abstractmethod
+    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+        """The records of several executions by their whole keys (``record``'s arguments, in order); keys
+        without a record are absent from the result."""
+
+    @abstractmethod
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
         """The record with ``execution_id`` among the job's newest ``scan_limit`` records."""
 
     @abstractmethod
-    def finish(self, outcome: Outcome) -> None:
-        """Write an execution's outcome: the retry (if any), then its record; a record that has ended with
-        a retry planned is only ever stored once its retry row is."""
+    def finish(self, outcomes: Sequence[Outcome]) -> None:
+        """Write executions' outcomes: their retries (if any), then their records; a record that has ended
+        with a retry planned is only ever stored once its retry row is. Idempotent: if it raises, some of
+        the outcomes may be written, and writing them all again is harmless."""
 
     @abstractmethod
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         """The first ``limit`` records of each job's history (``history``'s order), by job id."""
+
+
+#: A history record's whole key: job_id, scheduled_at, attempt, execution_id.
+RecordKey = tuple[str, datetime, int, str]
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,7 @@ def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) 
     started = running_record(row, published, next_fire_at=following.due_at)
     job_store.start([started])
     succeeded = replace(started, status=ExecutionStatus.SUCCESS, finished_at=published + timedelta(seconds=1))
-    job_store.finish(Outcome(succeeded, None))
+    job_store.finish([Outcome(succeeded, None)])
     # When the scan completes it
     job_store.complete([Completion(done=row, following=following)])
     # Then the SUCCESS survives: complete wrote neither the record nor the job
@@ -505,7 +505,7 @@ def test_start_never_moves_an_ended_execution_back(job_store: JobStore) -> None:
     job_store.start([running])
     ended = running.__class__(**{**running.__dict__, "status": ExecutionStatus.SUCCESS,
                                  "finished_at": BUCKET + timedelta(seconds=2)})
-    job_store.finish(Outcome(ended, None))
+    job_store.finish([Outcome(ended, None)])
     # When a crashed scan's replay records the publish again
     replay = running.__class__(**{**running.__dict__, "published_at": BUCKET + timedelta(minutes=1)})
     job_store.start([replay])
@@ -727,7 +727,7 @@ def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: JobStor
     records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
     records.append(make_record(job, BUCKET + timedelta(minutes=1)))
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     first, second, later = (r.execution_id for r in records)
     assert job_store.record(job.job_id, BUCKET, 2, second) == records[1]
     assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1, later) == records[2]
@@ -737,12 +737,28 @@ def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: JobStor
     assert job_store.record(str(uuid.uuid4()), BUCKET, 1, first) is None
 
 
+def test_records_by_key_reads_several_records_at_once(job_store: JobStore) -> None:
+    # Given 23 records of 12 jobs (several batches of the Cassandra store), written in one finish
+    jobs = [make_job() for _ in range(12)]
+    for job in jobs:
+        job_store.create(job, None)
+    records = [make_record(job, BUCKET + timedelta(minutes=m), 1) for job in jobs for m in range(2)][:23]
+    job_store.finish([Outcome(record, None) for record in records])
+    # When they are read by their keys, with a key repeated and keys that name no record
+    keys = [(r.job_id, r.scheduled_at, r.attempt, r.execution_id) for r in records]
+    missing = [(jobs[0].job_id, BUCKET, 2, records[0].execution_id), (str(uuid.uuid4()), BUCKET, 1, "x")]
+    found = job_store.records_by_key([*keys, keys[0], *missing])
+    # Then exactly the records that exist come back, by key
+    assert found == dict(zip(keys, records, strict=True))
+    assert job_store.records_by_key([]) == {}
+
+
 def test_find_record_by_execution_id(job_store: JobStore) -> None:
     job = make_job()
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m), attempt) for m in range(3) for attempt in (1, 2)]
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     for record in records:
         assert job_store.find_record(job.job_id, record.execution_id) == record
     assert job_store.find_record(job.job_id, str(uuid.uuid4())) is None
@@ -767,7 +783,7 @@ def test_finish_upserts_the_record_and_writes_the_retry(job_store: JobStore) -> 
     )
     failed = replace(make_record(job, BUCKET, status=ExecutionStatus.FAILED, error="exit 3"), retry_at=retry.due_at,
                      job_version=row.job_version)
-    job_store.finish(Outcome(failed, retry))
+    job_store.finish([Outcome(failed, retry)])
     # Then the record is replaced, the retry waits in its partition, the job row is untouched and the job
     # shows SCHEDULED
     assert job_store.history(job.job_id, 10) == [failed]
@@ -776,7 +792,7 @@ def test_finish_upserts_the_record_and_writes_the_retry(job_store: JobStore) -> 
     assert job_store.get(job.user_id, job.job_id) == job
     run = shown(job_store, job)
     assert (run.last_status, run.last_execution_id) == (ExecutionStatus.SCHEDULED, row.execution_id)
-    job_store.finish(Outcome(failed, retry))  # replaying is harmless
+    job_store.finish([Outcome(failed, retry)])  # replaying is harmless
     assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
 
 
@@ -789,7 +805,7 @@ def test_a_result_for_an_older_run_leaves_the_last_run(job_store: JobStore) -> N
     before = shown(job_store, job)
     succeeded = replace(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), job_version=rows[0].job_version,
                         next_fire_at=rows[1].scheduled_at)
-    job_store.finish(Outcome(succeeded, None))  # the first run's result comes in after the second started
+    job_store.finish([Outcome(succeeded, None)])  # the first run's result comes in after the second started
     assert shown(job_store, job) == before
     assert (before.last_execution_id, before.last_status) == (rows[1].execution_id, ExecutionStatus.RUNNING)
     assert job_store.record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
@@ -801,7 +817,7 @@ def test_finish_writes_nothing_to_the_job(job_store: JobStore) -> None:
     job_store.create(job, row)
     run_once(job_store, job, row, None)
     before = shown(job_store, job)
-    job_store.finish(Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None))
+    job_store.finish([Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None)])
     assert job_store.get(job.user_id, job.job_id) == job
     assert shown(job_store, job) == before.with_changes(last_status=ExecutionStatus.SUCCESS)
 
@@ -837,7 +853,7 @@ def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     assert job_store.history(job.job_id, 2, cursor_of(records[3])) == [records[2], records[1]]
     assert job_store.history(job.job_id, 10, cursor_of(records[0])) == []
     assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
@@ -848,7 +864,7 @@ def test_history_pages_of_single_attempts(job_store: JobStore) -> None:
     job_store.create(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(7)]
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     pages = history_pages(job_store, job.job_id, 3)
     assert [len(p) for p in pages] == [3, 3, 1]
     assert [r for page in pages for r in page] == newest_first(records)
@@ -865,7 +881,7 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
         for attempt in range(1, attempts + 1)
     }
     for record in by_key.values():
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
 
     def keys(limit: int, before: tuple[datetime, int]) -> list[tuple[datetime, int]]:
         """After every record of the fire and attempt ``before`` (no execution id: an older API's cursor)."""
@@ -896,7 +912,7 @@ def test_history_pages_through_retried_executions(job_store: JobStore, limit: in
         for attempt in range(1, attempts + 1)
     ]
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, newest first, and only the last page is short
@@ -923,10 +939,10 @@ def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: Jo
         assert job_store.find_record(job.job_id, record.execution_id) == record
     # When each one's result is written on its own
     failed = replace(manual, status=ExecutionStatus.FAILED, finished_at=BUCKET + timedelta(seconds=2), error="x")
-    job_store.finish(Outcome(failed, None))
+    job_store.finish([Outcome(failed, None)])
     assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == fire  # still RUNNING
     succeeded = replace(fire, status=ExecutionStatus.SUCCESS, finished_at=BUCKET + timedelta(seconds=3))
-    job_store.finish(Outcome(succeeded, None))
+    job_store.finish([Outcome(succeeded, None)])
     # Then each record holds its own end
     assert job_store.record(job.job_id, BUCKET, 1, manual.execution_id) == failed
     assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == succeeded
@@ -952,7 +968,7 @@ def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: 
                *lineage(t2, Trigger.SCHEDULE, 1), *lineage(t2, Trigger.MANUAL, 1)]
     assert len({r.execution_id for r in records}) == len(records) == 7
     for record in records:
-        job_store.finish(Outcome(record, None))
+        job_store.finish([Outcome(record, None)])
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, in history order, and only the last page is short

@@ -33,10 +33,10 @@ from jobrunner.services.jobs import plan_execution
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
-    from jobrunner.ports import Clock, JobStore, Publisher
+    from jobrunner.ports import Clock, JobStore, Publisher, RecordKey
     from jobrunner.services.wake import ScanWaker
 
 
@@ -90,19 +90,55 @@ class ResultsService:
         self.counters = ResultCounters()
 
     def apply(self, report: WorkerReport) -> str:
-        """Apply one worker report; returns what happened (also counted in ``counters``). A report whose
-        result token is missing or does not fit its execution changes nothing: ``refused_token``."""
-        unsigned = report.result_token is None and self._rules.accept_unsigned
-        if not unsigned and not token_fits(self._rules.result_key, report.execution_id, report.result_token):
+        """Apply one worker report (``apply_many`` of one)."""
+        return self.apply_many([report])[0]
+
+    def apply_many(self, reports: Sequence[WorkerReport]) -> list[str]:
+        """Apply worker reports in few round trips (their records read together, then their jobs, then the
+        outcomes written together, the retries first); returns what happened to each, in order (also counted
+        in ``counters``). Reports of one execution are applied one after the other, as if they had come in
+        batches of their own: the first ends the execution, the next finds it ended. A report whose result
+        token is missing or does not fit its execution changes nothing: ``refused_token``."""
+        outcomes: list[str] = [""] * len(reports)
+        pending: list[int] = []
+        for index, report in enumerate(reports):
+            unsigned = report.result_token is None and self._rules.accept_unsigned
+            if unsigned or token_fits(self._rules.result_key, report.execution_id, report.result_token):
+                pending.append(index)
+                continue
             log.warning("result refused: its result token is %s", "missing" if report.result_token is None else
                         "wrong", extra={"job_id": report.job_id, "execution_id": report.execution_id})
-            return self._count("refused_token")
-        record = None
-        if report.scheduled_at is not None and report.attempt is not None:
-            record = self._store.record(report.job_id, report.scheduled_at, report.attempt, report.execution_id)
-        if record is None:  # no hint, or a wrong one
-            record = self._store.find_record(report.job_id, report.execution_id)
-        return self._count(self._conclude(record, report.success, report.error), record)
+            outcomes[index] = self._count("refused_token")
+        while pending:  # waves of reports of distinct executions
+            wave: list[int] = []
+            later: list[int] = []
+            seen: set[tuple[str, str]] = set()
+            for index in pending:
+                key = (reports[index].job_id, reports[index].execution_id)
+                (later if key in seen else wave).append(index)
+                seen.add(key)
+            records = self._records([reports[index] for index in wave])
+            concluded = self._conclude([(record, reports[index].success, reports[index].error)
+                                        for index, record in zip(wave, records, strict=True)])
+            for index, record, outcome in zip(wave, records, concluded, strict=True):
+                outcomes[index] = self._count(outcome, record)
+            pending = later
+        return outcomes
+
+    def _records(self, reports: Sequence[WorkerReport]) -> list[ExecutionRecord | None]:
+        """Each report's execution record: by its whole key when the report names its fire and attempt (one
+        read for them all), else (no hint, or a wrong one) by its execution id among the job's records."""
+        keys: list[RecordKey | None] = [
+            (r.job_id, r.scheduled_at, r.attempt, r.execution_id) if r.scheduled_at is not None and r.attempt
+            is not None else None for r in reports]
+        wanted = [key for key in keys if key is not None]
+        found = self._store.records_by_key(wanted) if wanted else {}
+        records: list[ExecutionRecord | None] = []
+        for report, key in zip(reports, keys, strict=True):
+            record = found.get(key) if key is not None else None
+            records.append(record if record is not None else self._store.find_record(report.job_id,
+                                                                                      report.execution_id))
+        return records
 
     def expire(self, watchdog: ScheduledExecution) -> str:
         """The watchdog of an execution came due: fail the execution if it has not reported. The watched
@@ -116,7 +152,8 @@ class ResultsService:
             return self._count("watchdog_cleared")
         job = self._store.get(record.user_id, record.job_id)
         timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
-        return self._count("timed_out_" + self._conclude(record, False, f"no result within {timeout}"), record)
+        [outcome] = self._conclude([(record, False, f"no result within {timeout}")])
+        return self._count("timed_out_" + outcome, record)
 
     def _count(self, outcome: str, record: ExecutionRecord | None = None) -> str:
         self.counters.outcomes[outcome] += 1
@@ -125,34 +162,52 @@ class ResultsService:
                                                    "attempt": record.attempt})
         return outcome
 
-    def _conclude(self, record: ExecutionRecord | None, success: bool, error: str | None) -> str:
-        if record is None:
-            return "ignored_unknown"
-        if record.status in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED):
-            return "ignored_finished"
-        job = self._store.get(record.user_id, record.job_id)
-        if job is None or job.state is JobState.CANCELLED:
-            return "ignored_cancelled"
+    def _conclude(self, results: Sequence[tuple[ExecutionRecord | None, bool, str | None]]) -> list[str]:
+        """End each (record, success, error): the jobs of those still running read together, then dead
+        letters sent, then every outcome written (retries first), then the retries kept in time."""
+        outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, _, _ in results]
+        running = [n for n, (record, _, _) in enumerate(results)
+                   if record is not None and record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
+        if not running:
+            return outcomes
+        jobs = self._store.get_many(sorted({(r.user_id, r.job_id) for n in running if (r := results[n][0])}))
         now = self._clock.now()
-        status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
-        finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
-        if success:
-            self._store.finish(Outcome(finished, None))
-            return "succeeded"
-        if should_retry(job.retry, record.attempt):
-            due = now + retry_delay(job.retry, record.attempt, self._jitter())
-            retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
-                                   attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
-                                   origin=origin_of(record))
-            self._store.finish(Outcome(replace(finished, retry_at=retry.due_at), retry))
+        written: list[Outcome] = []
+        dead: list[OutboundMessage] = []
+        retries: list[ScheduledExecution] = []
+        for n in running:
+            record, success, error = results[n]
+            assert record is not None
+            job = jobs.get((record.user_id, record.job_id))
+            if job is None or job.state is JobState.CANCELLED:
+                outcomes[n] = "ignored_cancelled"
+                continue
+            status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
+            finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
+            if success:
+                written.append(Outcome(finished, None))
+                outcomes[n] = "succeeded"
+            elif should_retry(job.retry, record.attempt):
+                due = now + retry_delay(job.retry, record.attempt, self._jitter())
+                retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
+                                       attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
+                                       origin=origin_of(record))
+                written.append(Outcome(replace(finished, retry_at=retry.due_at), retry))
+                retries.append(retry)
+                outcomes[n] = "retrying"
+            else:
+                dead.append(dead_letter(job, finished, self._rules.dead_letter_topic))
+                written.append(Outcome(finished, None))
+                outcomes[n] = "dead_lettered"
+        # Dead letters first: if the writes after them fail, the results are retried and a dead letter may be
+        # sent twice (same execution_id), but never lost.
+        if dead:
+            self._publisher.publish(dead)
+        if written:
+            self._store.finish(written)
+        for retry in retries:
             self._keep_in_time(retry, now)
-            return "retrying"
-        # Dead-letter first: if the write after it fails, the result is retried and the dead letter
-        # may be sent twice (same execution_id), but never lost.
-        self._publisher.publish([dead_letter(job, finished, self._rules.dead_letter_topic)])
-        self._store.finish(Outcome(finished, None))
-        return "dead_lettered"
-
+        return outcomes
 
     def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
         """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)

@@ -705,7 +705,7 @@ class ScanService:
         try:
             self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
                                     timeout_s=self._rules.publish_timeout.total_seconds())
-            self._store.finish(Outcome(record, None))
+            self._store.finish([Outcome(record, None)])
         except (PublishError, Unavailable) as exc:
             log.warning("dead-lettering failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1

@@ -164,7 +164,7 @@ def test_migrate_copies_the_legacy_history_never_over_a_newer_row(older: Older) 
     assert copy_legacy_history(session, keyspace, page_size=2) == 0
     # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
     succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
-    store.finish(Outcome(succeeded, None))
+    store.finish([Outcome(succeeded, None)])
     late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
     write_legacy(late)
     # When the migration runs again (paging 2 rows at a time)

@@ -31,9 +31,11 @@ from tests.support.spans import ids, parent
 from tests.support.worker_run import run_worker_once
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from jobrunner.ports import RecordKey
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
@@ -232,6 +234,9 @@ def test_run_results_of_an_empty_batch(container: Container) -> None:
 
 class BrokenStore(MemoryJobStore):
     def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+        raise Unavailable("database unavailable")
+
+    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
         raise Unavailable("database unavailable")
 
 

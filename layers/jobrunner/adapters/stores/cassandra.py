@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from cassandra.cluster import Session
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
+    from jobrunner.ports import RecordKey
 
 T = TypeVar("T")
 
@@ -367,11 +368,22 @@ class CassandraJobStore(JobStore):
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
         return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
 
-    def finish(self, outcome: Outcome) -> None:
-        if outcome.retry is not None:  # first: a record that says FAILED always has its retry (module doc)
-            self.schedule([outcome.retry])
-        values = (*unset_nulls(codec.record_values(outcome.record)), self._history_ttl_s(outcome.record.user_id))
-        guarded(lambda: self._session.execute(self._stmt(INSERT_RECORD), values))
+    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+        stmt = self._stmt(SELECT_RECORD)
+        unique = list(dict.fromkeys(keys))
+        found: dict[RecordKey, ExecutionRecord] = {}
+        for key, result in zip(unique, self._run_concurrently([(stmt, key) for key in unique]), strict=True):
+            row = result.one()
+            if row is not None:
+                found[key] = codec.record_from_row(row)
+        return found
+
+    def finish(self, outcomes: Sequence[Outcome]) -> None:
+        # The retries first: a record that says FAILED always has its retry (module doc).
+        self.schedule([outcome.retry for outcome in outcomes if outcome.retry is not None])
+        values = [(*unset_nulls(codec.record_values(o.record)), self._history_ttl_s(o.record.user_id))
+                  for o in outcomes]
+        self._write_many(INSERT_RECORD, values, partition=lambda v: v[0])  # job_id
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         stmt = self._stmt(SELECT_RECORDS)

@@ -14,6 +14,8 @@ from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from jobrunner.ports import RecordKey
+
 _RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
 #: A history record's key: (job_id, scheduled_at, attempt, execution_id), as in ``task_history_v2``.
 _RecordKey = tuple[str, datetime, int, str]
@@ -159,12 +161,17 @@ class MemoryJobStore(JobStore):
     def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
         return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
 
-    def finish(self, outcome: Outcome) -> None:
+    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
         with self._lock:
-            record = outcome.record
-            self.records[_record_key(record)] = _upsert(self.records.get(_record_key(record)), record)
-            if outcome.retry is not None:
-                self.rows[_row_key(outcome.retry)] = outcome.retry
+            return {key: self.records[key] for key in keys if key in self.records}
+
+    def finish(self, outcomes: Sequence[Outcome]) -> None:
+        with self._lock:
+            for outcome in outcomes:
+                record = outcome.record
+                self.records[_record_key(record)] = _upsert(self.records.get(_record_key(record)), record)
+                if outcome.retry is not None:
+                    self.rows[_row_key(outcome.retry)] = outcome.retry
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history(job_id, limit) for job_id in job_ids}

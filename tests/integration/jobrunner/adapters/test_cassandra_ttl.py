@@ -93,7 +93,7 @@ def test_a_history_record_expires_after_its_tenants_retention_from_its_last_writ
     brief, other = record("brief"), record("someone")
     # When each is published, then the brief tenant's finishes
     store.start([brief, other])
-    store.finish(Outcome(record=replace(brief, status=ExecutionStatus.SUCCESS, finished_at=fire), retry=None))
+    store.finish([Outcome(record=replace(brief, status=ExecutionStatus.SUCCESS, finished_at=fire), retry=None)])
     # Then each record carries its tenant's retention, the finished one from its result
     assert 3 * 86_400 - 60 < ttl(brief.job_id, "published_at") <= 3 * 86_400
     assert 3 * 86_400 - 60 < ttl(brief.job_id, "status") <= 3 * 86_400

@@ -85,7 +85,7 @@ ops = st.one_of(user_ops, worker_ops)
 slow = st.builds(Slow, st.sampled_from([3, 12, 45]))  # 45 s: longer than a lease
 store_targets = st.sampled_from([
     "store.get_many", "store.start", "store.complete", "store.scheduled", "store.scheduled.next", "store.drop",
-    "store.record", "store.get", "store.finish",
+    "store.record", "store.records_by_key", "store.get", "store.finish",
 ])
 store_actions = st.one_of(st.just(Fail()), st.builds(Outage, st.sampled_from([4, 15, 70])), slow, st.just(Die()))
 publish_actions = st.one_of(st.builds(Unacked, st.booleans()), slow, st.just(Die()))

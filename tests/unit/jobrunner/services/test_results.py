@@ -290,6 +290,71 @@ def test_outcomes_are_counted(world: World, running: tuple[Job, ExecutionRecord]
     assert world.results.counters.outcomes == {"retrying": 1, "ignored_finished": 1, "ignored_unknown": 1}
 
 
+# -- a batch of results ---------------------------------------------------------------------------------
+
+
+def _mixed_batch(world: World) -> list[WorkerReport]:
+    """Reports of six executions: successes, a failure with retries left, a last attempt failing, an unknown
+    execution, one without its token, and one execution reported twice (with and without the hint)."""
+    last = RetryPolicy(max_retries=0)
+    jobs = [world.submit(), world.submit(), world.submit(retry=last), world.submit(), world.submit()]
+    world.clock.set(FIRE)
+    records = [world.publish(job) for job in jobs]
+    world.clock.set(FIRE + timedelta(seconds=5))
+
+    def report(record: ExecutionRecord, success: bool, hint: bool = True) -> WorkerReport:
+        return signed(WorkerReport(record.execution_id, record.job_id, success, None if success else "boom",
+                                   record.scheduled_at if hint else None, record.attempt if hint else None))
+
+    unsigned = replace(report(records[4], True), result_token=None)
+    return [report(records[0], True), report(records[1], False), report(records[2], False),
+            signed(WorkerReport("nope", jobs[0].job_id, True)), unsigned, report(records[3], True),
+            report(records[3], False, hint=False), report(records[0], True)]
+
+
+def test_a_batch_ends_each_execution_as_its_reports_one_by_one_would() -> None:
+    # Given two identical worlds and the same reports
+    one_by_one, batched = World(), World()
+    reports, same = _mixed_batch(one_by_one), _mixed_batch(batched)
+    # When one applies them one at a time and the other as one batch
+    each = [one_by_one.results.apply(report) for report in reports]
+    together = batched.results.apply_many(same)
+    # Then every report has the same outcome, and both stores and topics end the same
+    assert together == ["succeeded", "retrying", "dead_lettered", "ignored_unknown", "refused_token", "succeeded",
+                        "ignored_finished", "ignored_finished"]
+    assert each == together
+    assert len(batched.store.records) == len(one_by_one.store.records) == 5
+    assert sorted(r.status for r in batched.store.records.values()) == sorted(
+        r.status for r in one_by_one.store.records.values())
+    assert len(batched.store.rows) == len(one_by_one.store.rows) == 1  # the retry
+    assert [m.topic for m in batched.publisher.sent] == [m.topic for m in one_by_one.publisher.sent] == ["job-dlq"]
+
+
+def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
+    # Given 40 executions published, and a store that counts its calls
+    world = World()
+    jobs = [world.submit() for _ in range(40)]
+    world.clock.set(FIRE)
+    records = [world.publish(job) for job in jobs]
+    world.clock.set(FIRE + timedelta(seconds=5))
+    calls: list[str] = []
+    store = world.store
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(store, name)
+
+    results = ResultsService(Counting(), world.publisher, world.clock, ResultRules(segment_count=1),  # type: ignore[arg-type]
+                             jitter=lambda: JITTER)
+    # When their 40 reports (half failed) are applied as one batch
+    outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",
+                                                       r.scheduled_at, r.attempt)) for n, r in enumerate(records)])
+    # Then one read of the records, one of the jobs and one write of the outcomes did it all
+    assert outcomes.count("succeeded") == 20 and outcomes.count("retrying") == 20
+    assert sorted(calls) == ["finish", "get_many", "records_by_key"]
+
+
 # -- timeouts (the watchdog) ----------------------------------------------------------------------------
 
 
