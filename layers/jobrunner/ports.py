@@ -82,6 +82,10 @@ class JobStore(ABC):
     def create(self, job: Job, first: ScheduledExecution | None) -> None: ...
 
     @abstractmethod
+    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        """``create`` of each (job, first run), each as atomic as ``create``; if it raises, some may exist."""
+
+    @abstractmethod
     def get(self, user_id: str, job_id: str) -> Job | None: ...
 
     @abstractmethod
@@ -352,9 +356,9 @@ class ChangeLog(ABC):
     """Each job's change log, an audit trail of the requests that changed it (Cassandra in production).
 
     Contract:
-    - ``record`` stores an entry; recording the same (job_id, changed_at, change_id) again overwrites it
-      with the same values (a retried write is harmless). An entry expires after the retention its
-      writer gives it (the tenant's history retention).
+    - ``record`` stores an entry, ``record_many`` several; recording the same (job_id, changed_at,
+      change_id) again overwrites it with the same values (a retried write is harmless). An entry expires
+      after the retention its writer gives it (the tenant's history retention).
     - ``changes(job_id, limit, before)`` returns up to ``limit`` entries of the job, newest first; with
       ``before`` (an entry's (changed_at, change_id)), only those after it in that order (the next page).
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
@@ -364,6 +368,9 @@ class ChangeLog(ABC):
     def record(self, change: JobChange) -> None: ...
 
     @abstractmethod
+    def record_many(self, changes: Sequence[JobChange]) -> None: ...
+
+    @abstractmethod
     def changes(self, job_id: str, limit: int, before: tuple[datetime, str] | None = None) -> list[JobChange]: ...
 
 
@@ -371,9 +378,9 @@ class TenantQuotas(ABC):
     """Counters of what each tenant was admitted to do, per fixed window (DynamoDB in production).
 
     Contract:
-    - ``admit(tenant, window, limit)`` counts one admission of ``tenant`` in ``window`` (any integer
-      naming the window, e.g. an epoch second) and returns True when fewer than ``limit`` had been
-      counted in that window; otherwise it counts nothing and returns False. However many callers
+    - ``admit(tenant, window, limit, count=1)`` counts ``count`` admissions of ``tenant`` in ``window`` (any
+      integer naming the window, e.g. an epoch second) and returns True when at most ``limit - count`` had
+      been counted in that window; otherwise it counts nothing and returns False. However many callers
       race, no window ever admits more than ``limit`` (one conditional write per call).
     - Tenants and windows are independent; a window's counter may be forgotten once it has passed.
     - Backend failures raise ``jobrunner.domain.errors.Unavailable``; an admission that raised may or
@@ -388,7 +395,7 @@ class TenantQuotas(ABC):
     """
 
     @abstractmethod
-    def admit(self, tenant: str, window: int, limit: int) -> bool: ...
+    def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool: ...
 
     @abstractmethod
     def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None: ...

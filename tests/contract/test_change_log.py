@@ -48,3 +48,14 @@ def test_recording_an_entry_again_keeps_one(change_log: ChangeLog) -> None:
     change_log.record(first)
     change_log.record(first)
     assert change_log.changes(job_id, 10) == [first]
+
+
+def test_entries_recorded_together_each_land_with_their_job(change_log: ChangeLog) -> None:
+    # Given 14 entries of 3 jobs recorded in one call (several batches of the Cassandra adapter)
+    jobs = [str(uuid.uuid4()) for _ in range(3)]
+    entries = [entry(jobs[n % 3], n, "submit") for n in range(14)]
+    change_log.record_many(entries)
+    # Then each job's log holds exactly its entries, newest first
+    for job_id in jobs:
+        mine = sorted((e for e in entries if e.job_id == job_id), key=lambda e: e.changed_at, reverse=True)
+        assert change_log.changes(job_id, 20) == mine

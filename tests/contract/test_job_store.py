@@ -75,6 +75,20 @@ def test_get_is_scoped_to_the_tenant(job_store: JobStore) -> None:
     }
 
 
+def test_create_many_writes_each_job_with_its_first_run(job_store: JobStore) -> None:
+    # Given 25 jobs, all but one with a first run in one partition
+    segment = unique_segment()
+    jobs = [make_job() for _ in range(25)]
+    rows = [make_row(job, BUCKET + timedelta(seconds=n), segment=segment) for n, job in enumerate(jobs[:-1])]
+    # When they are created in one call, twice (a retried call is harmless)
+    pairs = [*zip(jobs, rows, strict=False), (jobs[-1], None)]
+    job_store.create_many(pairs)
+    job_store.create_many(pairs)
+    # Then every job is there, as written, and every first run is in its partition
+    assert job_store.get_many([(j.user_id, j.job_id) for j in jobs]) == {(j.user_id, j.job_id): j for j in jobs}
+    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == rows
+
+
 def test_get_many_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: JobStore) -> None:
     # Given 230 jobs of one tenant (more than one IN list of the Cassandra store) and 3 of another
     busy, quiet = f"busy-{uuid.uuid4().hex[:6]}", f"quiet-{uuid.uuid4().hex[:6]}"

@@ -17,6 +17,13 @@ def test_a_window_admits_up_to_its_limit_then_refuses_without_counting(tenant_qu
     assert [tenant_quotas.admit("alice", 100, 4) for _ in range(2)] == [True, False]
 
 
+def test_a_window_admits_several_at_once_all_or_none(tenant_quotas: TenantQuotas) -> None:
+    # Given a window of 10: 4 and 4 fit, 3 more do not (and count nothing), 2 do, then it is full
+    assert [tenant_quotas.admit("dave", 5, 10, count=n) for n in (4, 4, 3, 2, 1)] == [True, True, False, True, False]
+    assert not tenant_quotas.admit("erin", 5, 10, count=11)  # more than the limit never fits
+    assert tenant_quotas.admit("erin", 5, 10, count=10)
+
+
 def test_tenants_and_windows_are_counted_apart(tenant_quotas: TenantQuotas) -> None:
     assert tenant_quotas.admit("alice", 100, 1) and not tenant_quotas.admit("alice", 100, 1)
     assert tenant_quotas.admit("bob", 100, 1)

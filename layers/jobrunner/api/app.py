@@ -22,6 +22,7 @@ from jobrunner.api.cursors import (
 from jobrunner.api.schemas import (
     BackfillIn,
     BackfillOut,
+    BatchItemOut,
     BulkFailure,
     BulkIn,
     BulkOut,
@@ -33,13 +34,15 @@ from jobrunner.api.schemas import (
     JobIn,
     JobOut,
     JobPatchIn,
+    JobsBatchIn,
+    JobsBatchOut,
     JobsOut,
     ResumeIn,
     RunOut,
     SegmentOut,
     SegmentsOut,
 )
-from jobrunner.domain.errors import DomainError, Forbidden
+from jobrunner.domain.errors import DomainError, Forbidden, InvalidField, InvalidFields
 from jobrunner.domain.jobs import JobStatus
 from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
@@ -98,15 +101,46 @@ _OVER_A_LIMIT = ("over one of the tenant's limits, named in the body (submission
                               429: {"description": _OVER_A_LIMIT}})
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
+    job, created = container().jobs.submit(tenant, _new_job(body), body.idempotency_key, actor=_actor())
+    telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
+
+
+@app.post("/jobs/batch", responses={
+    201: {"description": "created (every job, or some; the others were idempotent repeats)"},
+    200: {"description": "every job an idempotent repeat"},
+    403: {"description": "a job's topic is not granted to this tenant (nothing created)"},
+    422: {"description": "jobs wrong: each wrong field named by its item, nothing created"},
+    429: {"description": _OVER_A_LIMIT + "; the rate counts every job of the batch"}})
+def submit_jobs(body: Annotated[JobsBatchIn, Body()]) -> Response[Any]:
+    """Up to 100 jobs in one request: what loading many one-time jobs should use (one request, and writes
+    made together). A 503 may leave the jobs before the failure created: give each an idempotency_key to
+    retry safely."""
+    tenant, jobs = _tenant(), container().jobs
+    items: list[tuple[NewJob, str | None]] = []
+    wrong: list[InvalidField] = []
+    for index, job in enumerate(body.jobs):
+        try:
+            items.append((_new_job(job), job.idempotency_key))
+        except InvalidField as exc:  # a schedule that does not parse: the others are checked too
+            wrong.append(InvalidField(f"jobs.{index}.{exc.field}", exc.reason))
+    if wrong:
+        built = [index for index, job in enumerate(body.jobs) if not any(
+            e.field.startswith(f"jobs.{index}.") for e in wrong)]
+        wrong += jobs.check_many(tenant, [(index, item[0]) for index, item in zip(built, items, strict=True)])
+        raise InvalidFields(sorted(wrong, key=lambda e: int(e.field.split(".")[1])))
+    results = jobs.submit_many(tenant, items, actor=_actor())
+    out = JobsBatchOut(items=[BatchItemOut(created=created, job=JobOut.of(job)) for job, created in results])
+    return _json(HTTPStatus.CREATED if any(created for _, created in results) else HTTPStatus.OK, out)
+
+
+def _new_job(body: JobIn) -> NewJob:
     schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
     # The job's trace: this request's span when tracing is on, else the caller's traceparent, else a new one.
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
-    new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
-    job, created = container().jobs.submit(tenant, new, body.idempotency_key, actor=_actor())
-    telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
-    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
+    return NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
+                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
 
 
 @app.get("/jobs")

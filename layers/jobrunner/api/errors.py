@@ -9,7 +9,15 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
+from jobrunner.domain.errors import (
+    Conflict,
+    Forbidden,
+    InvalidField,
+    InvalidFields,
+    JobNotFound,
+    LimitReached,
+    Unavailable,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -49,6 +57,11 @@ def register(app: APIGatewayRestResolver) -> None:
     def invalid_field(exc: InvalidField) -> Response[Any]:
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", str(exc),
                               [ErrorDetail(field=exc.field, reason=exc.reason)])
+
+    @app.exception_handler(InvalidFields)
+    def invalid_fields(exc: InvalidFields) -> Response[Any]:
+        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", str(exc),
+                              [ErrorDetail(field=e.field, reason=e.reason) for e in exc.errors])
 
     @app.exception_handler(Forbidden)
     def forbidden(exc: Forbidden) -> Response[Any]:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
 from jobrunner.domain.time import rfc3339
+from jobrunner.services.jobs import MAX_BATCH
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -146,6 +147,22 @@ class JobOut(BaseModel):
 class JobsOut(BaseModel):
     items: list[JobOut]
     next_cursor: str | None = None
+
+
+class JobsBatchIn(Strict):
+    """Several jobs in one request, each exactly as ``POST /jobs`` takes it."""
+
+    jobs: list[JobIn] = Field(min_length=1, max_length=MAX_BATCH, description=(
+        f"1 to {MAX_BATCH} jobs; if any is wrong, each wrong field is named (jobs.3.schedule) and none is created"))
+
+
+class BatchItemOut(BaseModel):
+    created: bool = Field(description="false: the job an earlier request with the same idempotency_key made")
+    job: JobOut
+
+
+class JobsBatchOut(BaseModel):
+    items: list[BatchItemOut] = Field(description="one per job sent, in the same order")
 
 
 class BackfillIn(Strict):

@@ -16,6 +16,14 @@ class InvalidField(DomainError):
         self.reason = reason
 
 
+class InvalidFields(DomainError):
+    """Several request fields are wrong at once (the jobs of a batch); each of ``errors`` names its own."""
+
+    def __init__(self, errors: list[InvalidField]) -> None:
+        super().__init__("; ".join(str(error) for error in errors))
+        self.errors = errors
+
+
 class Forbidden(DomainError):
     """The caller may not do this (a topic not granted to its tenant, an operator view); ``field`` names
     what was refused, ``reason`` says why."""

@@ -10,7 +10,15 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
+from jobrunner.domain.errors import (
+    Conflict,
+    Forbidden,
+    InvalidField,
+    InvalidFields,
+    JobNotFound,
+    LimitReached,
+    Unavailable,
+)
 from jobrunner.domain.jobs import (
     MAX_JITTER_S,
     RUN_RECORDS,
@@ -37,7 +45,7 @@ from jobrunner.ports import IdempotencyClaim, JobChange
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from jobrunner.domain.limits import QuotaChange
@@ -57,6 +65,8 @@ _DERIVED = frozenset({"next_run_at", "paused_at"})
 MAX_BACKFILL = 1000
 #: How many store pages one filtered list request may read before answering (with a cursor).
 MAX_PAGES_PER_LIST = 20
+#: The most jobs one ``submit_many`` (``POST /jobs/batch``) takes.
+MAX_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -168,13 +178,89 @@ class JobService:
         ambiguous 503) builds the very same job: same id, taken as of the first request's instant, so the
         same first fire and the same ``execution_id``s."""
         now = self._clock.now()
-        job_id = str(uuid.uuid4())
+        topic = self._validate(user_id, new, now)
+        self._admit(user_id, now)  # a request refused above costs the tenant nothing
+        return self._submit_admitted(user_id, new, topic, idempotency_key, now, actor)
+
+    def submit_many(
+        self, user_id: str, items: Sequence[tuple[NewJob, str | None]], *, actor: str | None = None
+    ) -> list[tuple[Job, bool]]:
+        """Submit several jobs in one request, each as ``submit`` would: (job, created) of each, in order.
+
+        Every job is validated before anything is counted or written: if any is wrong, the error names each
+        wrong field by its item (``jobs.3.schedule``) and nothing is written. The tenant's rate counts each
+        job. Jobs without an idempotency key are written together (their rows and job rows in concurrent
+        atomic writes, one per job, and their change-log entries together), which is what makes loading
+        many jobs cheap; a job with a key, or every job where the tenant's standing limits are counted, goes
+        through ``submit``'s own steps one at a time. If the database fails part-way (503), the jobs written
+        before it stand: give each job an idempotency key to make a retried batch safe."""
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise InvalidField("jobs", f"must hold 1 to {MAX_BATCH} jobs")
+        now = self._clock.now()
+        topics, wrong = self._check_many(user_id, [new for new, _ in items], now)
+        if wrong:
+            raise InvalidFields(wrong)
+        self._admit(user_id, now, count=len(items))
+        limits = self._rules.limits
+        one_by_one = self._quotas is not None and (limits.counts_jobs or limits.counts_minutes)
+        done: dict[int, tuple[Job, bool]] = {}
+        together: list[tuple[int, Job]] = []
+        for index, ((new, key), topic) in enumerate(zip(items, topics, strict=True)):
+            if key is not None or one_by_one:
+                done[index] = self._submit_admitted(user_id, new, topic, key, now, actor)
+            else:
+                together.append((index, self._build(user_id, str(uuid.uuid4()), new, topic, now)))
+        if together:
+            jobs = [job for _, job in together]
+
+            def write(at: datetime) -> list[ScheduledExecution]:
+                pairs = [(job, self._plan(job, job.next_run_at, at, Trigger.SCHEDULE)) for job in jobs
+                         if job.next_run_at is not None]
+                self._store.create_many(pairs)
+                return [row for _, row in pairs]
+
+            self._write_in_time(write)
+            self._log_many([(job, "submit", {"schedule": job.schedule.to_dict()}) for job in jobs], actor)
+            done.update((index, (job, True)) for index, job in together)
+        return [done[index] for index in range(len(items))]
+
+    def check_many(self, user_id: str, news: Sequence[tuple[int, NewJob]]) -> list[InvalidField]:
+        """What is wrong with each of a batch's jobs (``news``: (index in the batch, job)), each error named
+        by its item (``jobs.3.payload``), without writing anything: so that a batch refused for one wrong job
+        names every other wrong field too. A topic not granted raises ``Forbidden`` (403), naming its item."""
+        _, wrong = self._check_many(user_id, [new for _, new in news], self._clock.now(),
+                                    indexes=[index for index, _ in news])
+        return wrong
+
+    def _check_many(
+        self, user_id: str, news: Sequence[NewJob], now: datetime, indexes: Sequence[int] | None = None,
+    ) -> tuple[list[str], list[InvalidField]]:
+        topics: list[str] = []
+        wrong: list[InvalidField] = []
+        for n, new in enumerate(news):
+            index = indexes[n] if indexes is not None else n
+            try:
+                topics.append(self._validate(user_id, new, now))
+            except InvalidField as exc:
+                wrong.append(InvalidField(f"jobs.{index}.{exc.field}", exc.reason))
+            except Forbidden as exc:
+                raise Forbidden(f"jobs.{index}.{exc.field}", exc.reason) from exc
+        return topics, wrong
+
+    def _validate(self, user_id: str, new: NewJob, now: datetime) -> str:
+        """Check ``new`` as submitted at ``now`` (nothing read or written); returns its topic."""
         topic = self._check_topic(user_id, new.topic)
         self._check_payload(user_id, new.payload)
         self._check_timeout(new.timeout_s)
         self._check_jitter(new.jitter_s)
-        self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
-        self._admit(user_id, now)  # a request refused above costs the tenant nothing
+        self._build(user_id, str(uuid.uuid4()), new, topic, now)
+        return topic
+
+    def _submit_admitted(
+        self, user_id: str, new: NewJob, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,
+    ) -> tuple[Job, bool]:
+        """``submit``'s steps after validation and the rate: the key's claim, the write, the change log."""
+        job_id = str(uuid.uuid4())
         if idempotency_key is not None:
             fingerprint = new.fingerprint()
             claim = IdempotencyClaim(user_id, idempotency_key, job_id, fingerprint, now)
@@ -190,6 +276,7 @@ class JobService:
         job = self._build(user_id, job_id, new, topic, now)
         assert job.next_run_at is not None
         first = job.next_run_at
+
         def write(at: datetime) -> list[ScheduledExecution]:
             row = self._plan(job, first, at, Trigger.SCHEDULE)
             self._store.create(job, row)
@@ -299,6 +386,19 @@ class JobService:
             self._changes.record(entry)
         except Unavailable as exc:
             log.warning("change log unavailable, %s of job %s by %s not logged: %s", action, job.job_id, actor, exc)
+
+    def _log_many(self, changes: Sequence[tuple[Job, str, dict[str, Any]]], actor: str | None) -> None:
+        """``_log`` of several changes that landed, written together (best effort, as ``_log``)."""
+        if self._changes is None or not changes:
+            return
+        now = self._clock.now()
+        entries = [JobChange(job_id=job.job_id, user_id=job.user_id, changed_at=now, change_id=str(uuid.uuid4()),
+                             actor=actor or job.user_id, action=action, version=job.version, details=details)
+                   for job, action, details in changes]
+        try:
+            self._changes.record_many(entries)
+        except Unavailable as exc:
+            log.warning("change log unavailable, %d changes by %s not logged: %s", len(entries), actor, exc)
 
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
@@ -566,15 +666,19 @@ class JobService:
         except Unavailable as exc:
             log.warning("quota counter unavailable, a change that did not land stays counted (%s): %s", change, exc)
 
-    def _admit(self, user_id: str, now: datetime) -> None:
-        """Count a submission against the tenant's rate; over it, nothing is written (429). If the counter
-        cannot be reached the submission goes ahead: the limit protects the service, and the stage's own
-        throttle still bounds it; such admissions are logged."""
+    def _admit(self, user_id: str, now: datetime, count: int = 1) -> None:
+        """Count ``count`` submissions against the tenant's rate, all or none; over it, nothing is written
+        (429). If the counter cannot be reached the submission goes ahead: the limit protects the service,
+        and the stage's own throttle still bounds it; such admissions are logged."""
         rate = self._rules.limits.of(user_id).submissions_per_second
         if rate is None or self._quotas is None:
             return
+        if count > rate:
+            raise LimitReached("submissions_per_second",
+                               f"this tenant may submit at most {rate} jobs a second: send fewer at once",
+                               retry_after_s=1)
         try:
-            admitted = self._quotas.admit(user_id, int(now.timestamp()), rate)
+            admitted = self._quotas.admit(user_id, int(now.timestamp()), rate, count=count)
         except Unavailable as exc:
             log.warning("quota counter unavailable, submission admitted uncounted: %s", exc)
             return

@@ -48,13 +48,15 @@ class DynamoDBTenantQuotas(TenantQuotas):
         self._table = table_name
         self._client = dynamodb_client
 
-    def admit(self, tenant: str, window: int, limit: int) -> bool:
+    def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool:
+        if count > limit:
+            return False
         try:
             self._client.update_item(
                 TableName=self._table, Key={"tenant": {"S": tenant}, "window": {"N": str(window)}},
-                UpdateExpression="ADD admitted :one SET expires_at = if_not_exists(expires_at, :expires)",
-                ConditionExpression="attribute_not_exists(admitted) OR admitted < :limit",
-                ExpressionAttributeValues={":one": {"N": "1"}, ":limit": {"N": str(limit)},
+                UpdateExpression="ADD admitted :count SET expires_at = if_not_exists(expires_at, :expires)",
+                ConditionExpression="attribute_not_exists(admitted) OR admitted <= :room",
+                ExpressionAttributeValues={":count": {"N": str(count)}, ":room": {"N": str(limit - count)},
                                            ":expires": {"N": str(int(time.time()) + KEEP_WINDOW_S)}},
             )
         except ClientError as exc:

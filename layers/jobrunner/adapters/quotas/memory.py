@@ -21,11 +21,11 @@ class MemoryTenantQuotas(TenantQuotas):
         #: One-time fires counted per (tenant, minute).
         self.minutes: Counter[tuple[str, int]] = Counter()
 
-    def admit(self, tenant: str, window: int, limit: int) -> bool:
+    def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool:
         with self._lock:
-            if self.admitted[(tenant, window)] >= limit:
+            if self.admitted[(tenant, window)] + count > limit:
                 return False
-            self.admitted[(tenant, window)] += 1
+            self.admitted[(tenant, window)] += count
             return True
 
     def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None:

@@ -172,6 +172,24 @@ def guarded(call: Callable[[], T]) -> T:
         raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
 
 
+def write_many(session: Session, stmt: PreparedStatement, values: Sequence[Sequence[Any]],
+               partition: Callable[[Sequence[Any]], Any], *, batch_rows: int = 10, concurrency: int = 64) -> None:
+    """Write one row per item of ``values`` with ``stmt`` (an unconditional, idempotent write) in unlogged
+    batches of at most ``batch_rows`` statements, each partition's rows together, ``concurrency`` at a time."""
+    if not values:
+        return
+    if len(values) == 1 or batch_rows == 1:
+        requests: list[tuple[Any, Sequence[Any] | None]] = [(stmt, v) for v in values]
+    else:
+        requests = []
+        for chunk in packed(values, batch_rows, partition):
+            batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+            for item in chunk:
+                batch.add(stmt, item)
+            requests.append((batch, None))
+    guarded(lambda: execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True))
+
+
 class CassandraJobStore(JobStore):
     """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``)."""
 
@@ -215,19 +233,10 @@ class CassandraJobStore(JobStore):
         return [result for _ok, result in results]
 
     def _write_many(self, cql: str, values: Sequence[Sequence[Any]], partition: Callable[[Sequence[Any]], Any]) -> None:
-        """Write one row per item of ``values`` with ``cql`` (an unconditional, idempotent write), in unlogged
-        batches of at most ``batch_rows`` statements, each partition's rows together."""
-        stmt = self._stmt(cql)
-        if len(values) <= 1 or self._batch_rows == 1:
-            self._run_concurrently([(stmt, v) for v in values])
-            return
-        batches: list[tuple[Any, None]] = []
-        for chunk in packed(values, self._batch_rows, partition):
-            batch = self._batch(BatchType.UNLOGGED)
-            for item in chunk:
-                batch.add(self._stmt(cql), item)
-            batches.append((batch, None))
-        self._run_concurrently(batches)
+        """``write_many`` with this store's session, batch size and concurrency (``cql``: a module constant,
+        checked as a batch member by ``tests/infra/test_keyspaces_compat.py``)."""
+        write_many(self._session, self._stmt(cql), values, partition, batch_rows=self._batch_rows,
+                   concurrency=self._concurrency)
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
         batch = self._batch()
@@ -235,6 +244,16 @@ class CassandraJobStore(JobStore):
         if first is not None:
             batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first))
         guarded(lambda: self._session.execute(batch))
+
+    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        batches: list[tuple[Any, None]] = []
+        for job, first in jobs:  # a logged batch each, as ``create``: a job always has its first run
+            batch = self._batch()
+            batch.add(self._stmt(INSERT_JOB), codec.job_values(job))
+            if first is not None:
+                batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first))
+            batches.append((batch, None))
+        self._run_concurrently(batches)
 
     def get(self, user_id: str, job_id: str) -> Job | None:
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), (user_id, job_id)).one())

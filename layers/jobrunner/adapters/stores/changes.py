@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from cassandra import ConsistencyLevel
 
-from jobrunner.adapters.stores.cassandra import guarded
+from jobrunner.adapters.stores.cassandra import guarded, write_many
 from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
 from jobrunner.ports import ChangeLog, JobChange
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from cassandra.cluster import Session
@@ -49,9 +49,15 @@ class CassandraChangeLog(ChangeLog):
         return self._prepared[cql]
 
     def record(self, change: JobChange) -> None:
-        values = (change.job_id, change.changed_at, change.change_id, change.user_id, change.actor, change.action,
-                  change.version, json.dumps(change.details, sort_keys=True), self._ttl_s(change.user_id))
-        guarded(lambda: self._session.execute(self._stmt(INSERT_CHANGE), values))
+        guarded(lambda: self._session.execute(self._stmt(INSERT_CHANGE), self._values(change)))
+
+    def record_many(self, changes: Sequence[JobChange]) -> None:
+        write_many(self._session, self._stmt(INSERT_CHANGE), [self._values(c) for c in changes],
+                   partition=lambda values: values[0])  # job_id
+
+    def _values(self, change: JobChange) -> tuple[Any, ...]:
+        return (change.job_id, change.changed_at, change.change_id, change.user_id, change.actor, change.action,
+                change.version, json.dumps(change.details, sort_keys=True), self._ttl_s(change.user_id))
 
     def changes(self, job_id: str, limit: int, before: tuple[datetime, str] | None = None) -> list[JobChange]:
         if before is None:
@@ -73,8 +79,12 @@ class MemoryChangeLog(ChangeLog):
         self.entries: dict[tuple[str, datetime, str], JobChange] = {}
 
     def record(self, change: JobChange) -> None:
+        self.record_many([change])
+
+    def record_many(self, changes: Sequence[JobChange]) -> None:
         with self._lock:
-            self.entries[(change.job_id, change.changed_at, change.change_id)] = change
+            for change in changes:
+                self.entries[(change.job_id, change.changed_at, change.change_id)] = change
 
     def changes(self, job_id: str, limit: int, before: tuple[datetime, str] | None = None) -> list[JobChange]:
         with self._lock:

@@ -55,10 +55,17 @@ class MemoryJobStore(JobStore):
         self.idempotency: dict[tuple[str, str], IdempotencyClaim] = {}
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
+        self._create([(job, first)])
+
+    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        self._create(jobs)
+
+    def _create(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         with self._lock:
-            self.jobs[(job.user_id, job.job_id)] = job
-            if first is not None:
-                self.rows[_row_key(first)] = first
+            for job, first in jobs:
+                self.jobs[(job.user_id, job.job_id)] = job
+                if first is not None:
+                    self.rows[_row_key(first)] = first
 
     def get(self, user_id: str, job_id: str) -> Job | None:
         with self._lock:

@@ -669,3 +669,61 @@ def test_openapi_documents_the_tenants_refusals(world: World) -> None:
     assert "jobs_held" in document["paths"]["/jobs"]["post"]["responses"]["429"]["description"]
     assert "history_days" in document["paths"]["/jobs/{job_id}/executions"]["get"]["description"]
     assert "403" in document["paths"]["/segments"]["get"]["responses"]
+
+
+# -- POST /jobs/batch ----------------------------------------------------------------------------------------
+
+
+def test_a_batch_creates_every_job_in_order_with_its_first_run(world: World) -> None:
+    at = {"schedule": {"at": "2026-11-22T11:00:00Z"}, "payload": {"n": 0}}
+    body = {"jobs": [at, HOURLY, {**at, "payload": {"n": 2}, "tags": {"team": "a"}}]}
+    status, answer = call("POST", "/jobs/batch", body)
+    assert status == 201, answer
+    assert [item["created"] for item in answer["items"]] == [True, True, True]
+    jobs = [item["job"] for item in answer["items"]]
+    assert [j["payload"] for j in jobs] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert jobs[2]["tags"] == {"team": "a"}
+    # each job is stored with its first run, as POST /jobs stores it
+    assert {job_id for _, job_id in world.store.jobs} == {j["job_id"] for j in jobs}
+    assert sorted(r.job_id for r in world.store.rows.values()) == sorted(j["job_id"] for j in jobs)
+    for job in jobs:
+        status, read = call("GET", f"/jobs/{job['job_id']}")
+        assert status == 200 and read["next_run_at"] == job["next_run_at"]
+
+
+def test_a_batch_with_wrong_jobs_names_every_wrong_field_and_creates_nothing(world: World) -> None:
+    before = world.state()
+    body = {"jobs": [HOURLY, {"schedule": {"cron": "61 * * * *"}, "payload": {}},
+                     {**HOURLY, "payload": {"pad": "x" * 2000}}, {**HOURLY, "surprise": 1}]}
+    status, answer = call("POST", "/jobs/batch", body)
+    assert status == 422, answer
+    assert fields(answer) == {"jobs.3.surprise"}  # the model's own check comes first: an unknown field
+    assert world.state() == before
+    del body["jobs"][3]
+    status, answer = call("POST", "/jobs/batch", body)
+    assert status == 422, answer
+    assert fields(answer) == {"jobs.1.schedule.cron", "jobs.2.payload"}
+    assert world.state() == before
+
+
+@pytest.mark.parametrize("jobs", [[], [HOURLY] * 101])
+def test_a_batch_holds_1_to_100_jobs(world: World, jobs: list[dict[str, Any]]) -> None:
+    status, answer = call("POST", "/jobs/batch", {"jobs": jobs})
+    assert status == 422 and fields(answer) == {"jobs"}, answer
+
+
+def test_a_batch_repeating_an_idempotency_key_returns_the_first_job(world: World) -> None:
+    first = world.submit({**HOURLY, "idempotency_key": "k-1"})
+    status, answer = call("POST", "/jobs/batch", {"jobs": [{**HOURLY, "idempotency_key": "k-1"}, HOURLY]})
+    assert status == 201, answer
+    assert [item["created"] for item in answer["items"]] == [False, True]
+    assert answer["items"][0]["job"]["job_id"] == first["job_id"]
+    status, again = call("POST", "/jobs/batch", {"jobs": [{**HOURLY, "idempotency_key": "k-1"}]})
+    assert status == 200 and again["items"][0]["job"]["job_id"] == first["job_id"]
+
+
+def test_a_batch_naming_a_topic_the_deployment_does_not_allow_creates_nothing(world: World) -> None:
+    before = world.state()
+    status, answer = call("POST", "/jobs/batch", {"jobs": [HOURLY, {**HOURLY, "topic": "secret"}]})
+    assert status == 422 and fields(answer) == {"jobs.1.topic"}, answer
+    assert world.state() == before

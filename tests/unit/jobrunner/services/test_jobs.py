@@ -6,6 +6,7 @@ what a change means is what the scan then publishes or drops.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,15 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
+from jobrunner.domain.errors import (
+    Conflict,
+    Forbidden,
+    InvalidField,
+    InvalidFields,
+    JobNotFound,
+    LimitReached,
+    Unavailable,
+)
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, due_of, execution_id_for
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
@@ -212,7 +221,7 @@ def test_a_quota_counter_that_cannot_be_reached_admits_the_submission(
     store: MemoryJobStore, clock: ManualClock
 ) -> None:
     class Down(MemoryTenantQuotas):
-        def admit(self, tenant: str, window: int, limit: int) -> bool:
+        def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool:
             raise Unavailable("throttled")
 
     service = limited(store, clock, Down())
@@ -1220,3 +1229,76 @@ def test_a_change_log_that_cannot_be_written_loses_the_entry_not_the_change(
     service = JobService(store, clock, RULES, changes=Down())
     job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
     assert service.pause("alice", job.job_id).state is JobState.PAUSED
+
+
+# -- submit_many (POST /jobs/batch) ------------------------------------------------------------------------
+
+
+def test_a_batch_is_written_together_each_job_with_its_first_run_and_its_change_log_entry(
+    clock: ManualClock,
+) -> None:
+    # Given a store and a change log that count their calls
+    calls: list[str] = []
+
+    class Counting(MemoryJobStore):
+        def create(self, job: Job, first: ScheduledExecution | None) -> None:
+            calls.append("create")
+            super().create(job, first)
+
+        def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+            calls.append("create_many")
+            super().create_many(jobs)
+
+    store, changes = Counting(), MemoryChangeLog()
+    service = JobService(store, clock, RULES, changes=changes)
+    ops = "arn:aws:iam::123456789012:role/Ops"
+    news = [NewJob(At(NOW + timedelta(minutes=n + 10)), {"n": n}) for n in range(30)] + [
+        NewJob(Every(timedelta(minutes=5)), {"n": 30})]
+    # When they are submitted as one batch
+    results = service.submit_many("alice", [(new, None) for new in news], actor=ops)
+    # Then every job exists with its first run, in one write of them all, each change logged with who asked
+    assert calls == ["create_many"]
+    assert [job.payload for job, created in results if created] == [{"n": n} for n in range(31)]
+    assert {r.job_id for r in store.rows.values()} == {job.job_id for job, _ in results}
+    assert all(store.jobs[("alice", job.job_id)] == job for job, _ in results)
+    assert sorted((c.job_id, c.action, c.actor) for c in changes.entries.values()) == sorted(
+        (job.job_id, "submit", ops) for job, _ in results)
+
+
+def test_a_batch_with_a_wrong_job_names_each_and_counts_and_writes_nothing(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    quotas = MemoryTenantQuotas()
+    service = limited(store, clock, quotas)
+    good, bad = NewJob(At(NOW + timedelta(hours=1)), {}), NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 200})
+    with pytest.raises(InvalidFields) as caught:
+        service.submit_many("alice", [(good, None), (bad, None), (replace(good, timeout_s=0), None)])
+    assert [(e.field, e.reason) for e in caught.value.errors] == [
+        ("jobs.1.payload", "is 210 bytes; the limit is 100"),
+        ("jobs.2.timeout_s", "must be between 1 and 86400 seconds")]
+    assert store.jobs == {} and store.rows == {} and sum(quotas.admitted.values()) == 0
+
+
+def test_a_tenants_rate_counts_every_job_of_a_batch_all_or_none(store: MemoryJobStore, clock: ManualClock) -> None:
+    service = limited(store, clock)  # 2 a second for alice
+    due = NewJob(At(NOW + timedelta(hours=1)), {})
+    with pytest.raises(LimitReached, match="send fewer at once"):
+        service.submit_many("alice", [(due, None)] * 3)
+    assert len(service.submit_many("alice", [(due, None)] * 2)) == 2
+    with pytest.raises(LimitReached):
+        service.submit_many("alice", [(due, None)])
+    assert len(store.jobs) == 2
+    clock.advance(timedelta(seconds=1))
+    assert len(service.submit_many("alice", [(due, None)])) == 1
+
+
+def test_a_batch_counted_against_standing_limits_takes_each_job_as_submit_does(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    # Given at most 2 recurring jobs held per tenant
+    service = standing(store, clock, MemoryTenantQuotas())
+    hourly = NewJob(Every(timedelta(hours=1)), {})
+    # When a batch of three arrives, Then the third is refused and the first two stand (a 429 part-way)
+    with pytest.raises(LimitReached, match="jobs_held"):
+        service.submit_many("alice", [(hourly, None)] * 3)
+    assert len(store.jobs) == 2
