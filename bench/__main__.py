@@ -38,6 +38,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     p.add_argument("--lateness-executions", type=int, default=defaults.lateness_executions)
     p.add_argument("--submit-requests", type=int, default=defaults.submit_requests)
     p.add_argument("--submit-threads", type=int, default=defaults.submit_threads)
+    p.add_argument("--submit-environments", type=int, default=defaults.submit_environments,
+                   help="warm processes serving the API beside the bench's own server (0: that server alone)")
     p.add_argument("--memory-sizes", type=_ints, default=defaults.memory_sizes)
     p.add_argument("--ceiling-ops", type=int, default=defaults.ceiling_ops)
     p.add_argument("--combined-executions", type=int, default=defaults.combined_executions)
@@ -90,7 +92,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         drain_executions=args.drain_executions, drain_segments=args.drain_segments,
         scaling_segments=args.scaling_segments, scaling_executions=args.scaling_executions,
         lateness_executions=args.lateness_executions, submit_requests=args.submit_requests,
-        submit_threads=args.submit_threads, memory_sizes=args.memory_sizes, ceiling_ops=args.ceiling_ops,
+        submit_threads=args.submit_threads, submit_environments=args.submit_environments,
+        memory_sizes=args.memory_sizes, ceiling_ops=args.ceiling_ops,
         combined_executions=args.combined_executions, profile_executions=args.profile_executions,
         variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
         variant_executions=args.variant_executions,

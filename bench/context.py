@@ -43,6 +43,9 @@ class Options:
     lateness_segments: int = 16
     submit_requests: int = 2_000
     submit_threads: int = 8
+    #: Warm environment processes serving the API beside the bench worker's own server (HTTP modes), as
+    #: ``make run`` does (``devstack.environments``); 0: one process, one request at a time.
+    submit_environments: int = field(default_factory=lambda: os.cpu_count() or 1)
     memory_sizes: tuple[int, ...] = (1_000, 10_000, 50_000)
     ceiling_ops: int = 40_000
     ceiling_produce: int = 100_000

@@ -235,20 +235,26 @@ def _submit(bench: Bench) -> list[str]:
     if not sub:
         return []
     create = _ceiling(bench, "create_batches")
+    environments = bench.results.get("submit_environments", 0)
     lines = ["## 3. Submit", "",
-             "`POST /jobs` (half `at` an hour ahead, half `every: PT1H`), through `jobrunner.api.app.handle`:",
-             "in-process in a worker process, and over HTTP through `devstack.gateway.serve` in a worker process",
-             "with client threads in the parent. Ceiling: the raw rate of the submit's one write, a logged batch",
-             "of the job row and its first `task_schedule` row.", ""]
+             "`POST /jobs` (half `at` an hour ahead, half `every: PT1H`), one job a request, and `POST /jobs/batch`",
+             "(the same jobs, 100 a request), through `jobrunner.api.app.handle`: in-process in a worker process,",
+             "and over HTTP through `devstack.gateway.serve` in a worker process"
+             + (f" and {environments} warm environment processes serving the same port (`devstack.environments`, "
+                "`--submit-environments`, as `make run` does)" if environments else "")
+             + ", with client threads in the parent. Rates are jobs accepted per second (a batch's 201 created its",
+             "100 jobs). Ceiling: the raw rate of the submit's one write, a logged batch of the job row and its",
+             "first `task_schedule` row.", ""]
     rows = []
     for mode, runs in sub.items():
         rates = [run["rate"] for run in runs]
-        rows.append([mode, f"{runs[0]['requests']:,}", spread(rates, unit="/s"),
+        rows.append([mode, f"{runs[0]['requests']:,} of {runs[0].get('jobs_per_request', 1)}",
+                     spread(rates, unit="/s"),
                      spread([run["latency_p50_ms"] for run in runs], 1, " ms"),
                      spread([run["latency_p95_ms"] for run in runs], 1, " ms"),
                      pct(median(_paired_ratios(rates, create))),
                      ", ".join(str(s) for run in runs for s in run["other_statuses"]) or "none"])
-    return lines + _table(["mode", "requests/run", "accepted/s", "latency p50", "latency p95",
+    return lines + _table(["mode", "requests/run, of jobs each", "jobs accepted/s", "latency p50", "latency p95",
                            "of create-batch ceiling", "non-201"], rows)
 
 

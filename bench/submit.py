@@ -14,7 +14,6 @@ import contextlib
 import http.client
 import itertools
 import json
-import secrets
 import threading
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bench.stats import median, percentile
+from devstack import tokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from bench.context import Bench
 
 TENANT = "bench-submitter"
+#: Jobs per ``POST /jobs/batch`` request in the batch modes.
+BATCH = 100
 
 
 def bodies(count: int) -> list[str]:
@@ -40,6 +42,12 @@ def bodies(count: int) -> list[str]:
         schedule = {"at": at} if i % 2 == 0 else {"every": "PT1H"}
         out.append(json.dumps({"schedule": schedule, "payload": {"bench": True, "n": i, "pad": "x" * 96}}))
     return out
+
+
+def batches(count: int) -> list[str]:
+    """``count`` jobs of ``bodies``' mix, in ``POST /jobs/batch`` bodies of ``BATCH`` jobs each."""
+    jobs = [json.loads(body) for body in bodies(count)]
+    return [json.dumps({"jobs": jobs[i:i + BATCH]}) for i in range(0, count, BATCH)]
 
 
 def drive(count: int, threads: int, session: Callable[[], AbstractContextManager[Callable[[int], int]]]
@@ -67,7 +75,7 @@ def drive(count: int, threads: int, session: Callable[[], AbstractContextManager
     return {"seconds": time.monotonic() - started, "statuses": statuses, "latency_ms": latencies}
 
 
-def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str, Any]:
+def _http(port: int, token: str, payloads: list[str], threads: int, path: str = "/jobs") -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     @contextlib.contextmanager
@@ -75,7 +83,7 @@ def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str,
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
         def send(i: int) -> int:
-            conn.request("POST", "/jobs", body=payloads[i].encode(), headers=headers)
+            conn.request("POST", path, body=payloads[i].encode(), headers=headers)
             response = conn.getresponse()
             response.read()
             return response.status
@@ -88,9 +96,11 @@ def _http(port: int, token: str, payloads: list[str], threads: int) -> dict[str,
     return drive(len(payloads), threads, connection)
 
 
-def _summary(raw: dict[str, Any]) -> dict[str, Any]:
-    ok = sum(1 for s in raw["statuses"] if s == 201)
-    return {"requests": len(raw["statuses"]), "accepted": ok, "rate": ok / raw["seconds"],
+def _summary(raw: dict[str, Any], jobs_per_request: int = 1) -> dict[str, Any]:
+    """Jobs accepted per second: a 201 answer created every job its request held (no idempotency keys)."""
+    ok = sum(1 for s in raw["statuses"] if s == 201) * jobs_per_request
+    return {"requests": len(raw["statuses"]), "jobs_per_request": jobs_per_request, "accepted": ok,
+            "rate": ok / raw["seconds"],
             "statuses": dict(Counter(raw["statuses"])),
             "latency_p50_ms": median(raw["latency_ms"]), "latency_p95_ms": percentile(raw["latency_ms"], 95),
             "other_statuses": sorted({s for s in raw["statuses"] if s != 201})}
@@ -98,22 +108,31 @@ def _summary(raw: dict[str, Any]) -> dict[str, Any]:
 
 def run_submit(bench: Bench) -> None:
     o = bench.options
-    modes: dict[str, list[dict[str, Any]]] = {"in-process, 1 thread": [], f"in-process, {o.submit_threads} threads": [],
-                                              f"HTTP, {o.submit_threads} client threads": []}
-    token = secrets.token_urlsafe(16)
-    port = bench.pool.call(1 % len(bench.pool), "serve_api", tenant=TENANT, token=token).result(timeout=120)
+    threads = o.submit_threads
+    single, many = f"in-process, {threads} threads", f"in-process, batches of {BATCH}, {threads} threads"
+    http_single, http_many = (f"HTTP, {threads} client threads", f"HTTP, batches of {BATCH}, {threads} client threads")
+    modes: dict[str, list[dict[str, Any]]] = {"in-process, 1 thread": [], single: [], many: [], http_single: [],
+                                              http_many: []}
+    token = tokens.token_for(TENANT)
+    port = bench.pool.call(1 % len(bench.pool), "serve_api", tenant=TENANT, token=token,
+                           environments=o.submit_environments).result(timeout=120)
     try:
-        _http(port, token, bodies(max(2, o.submit_threads)), o.submit_threads)  # warm-up: connect, prepare
+        _http(port, token, bodies(max(2, threads)), threads)  # warm-up: connect, prepare
+        _http(port, token, batches(BATCH * threads), threads, "/jobs/batch")
+        jobs = max(o.submit_requests, BATCH * threads)
         for _ in range(o.runs):
-            for mode, threads in ((f"in-process, {o.submit_threads} threads", o.submit_threads),
-                                  ("in-process, 1 thread", 1)):
-                count = o.submit_requests if threads > 1 else max(o.submit_requests // 4, 2)
-                raw = bench.pool.call(0, "submit", bodies=bodies(count), threads=threads,
-                                      tenant=TENANT).result(timeout=3600)
-                modes[mode].append(_summary(raw))
-            raw = _http(port, token, bodies(o.submit_requests), o.submit_threads)
-            modes[f"HTTP, {o.submit_threads} client threads"].append(_summary(raw))
+            for mode, count, path, workers in (
+                    (single, o.submit_requests, "/jobs", threads),
+                    ("in-process, 1 thread", max(o.submit_requests // 4, 2), "/jobs", 1),
+                    (many, jobs, "/jobs/batch", threads)):
+                payloads = bodies(count) if path == "/jobs" else batches(count)
+                raw = bench.pool.call(0, "submit", bodies=payloads, threads=workers, tenant=TENANT,
+                                      path=path).result(timeout=3600)
+                modes[mode].append(_summary(raw, 1 if path == "/jobs" else BATCH))
+            modes[http_single].append(_summary(_http(port, token, bodies(o.submit_requests), threads)))
+            modes[http_many].append(_summary(_http(port, token, batches(jobs), threads, "/jobs/batch"), BATCH))
             print("  submit: " + ", ".join(f"{m} {runs[-1]['rate']:.0f}/s" for m, runs in modes.items()), flush=True)
     finally:
         bench.pool.call(1 % len(bench.pool), "stop_api").result(timeout=60)
     bench.results["submit"] = modes
+    bench.results["submit_environments"] = o.submit_environments

@@ -78,6 +78,7 @@ class _Worker:
         self._examples: dict[tuple[str, str], Any] = {}
         self._producers: list[Any] = []
         self._api: Any = None
+        self._environments: Any = None
         self._api_container: Any = None
 
     def session_for(self, variant: Variant) -> Any:
@@ -160,8 +161,9 @@ class _Worker:
         finally:
             producer.close(timeout=10)
 
-    def op_submit(self, bodies: list[str], threads: int, tenant: str) -> dict[str, Any]:
-        """POST /jobs through ``jobrunner.api.app.handle`` in this process, from ``threads`` threads."""
+    def op_submit(self, bodies: list[str], threads: int, tenant: str, path: str = "/jobs") -> dict[str, Any]:
+        """POST ``path`` (/jobs or /jobs/batch) through ``jobrunner.api.app.handle`` in this process, from
+        ``threads`` threads."""
         from bench.submit import drive
         from devstack.gateway import to_event
         from devstack.lambda_context import LocalContext
@@ -172,25 +174,34 @@ class _Worker:
         handle(to_event("GET", "/health", headers, b"", tenant), LocalContext("jobrunner-api"))
 
         def send(i: int) -> int:
-            event = to_event("POST", "/jobs", headers, bodies[i].encode(), tenant)
+            event = to_event("POST", path, headers, bodies[i].encode(), tenant)
             return int(handle(event, LocalContext("jobrunner-api"))["statusCode"])
 
         return drive(len(bodies), threads, lambda: contextlib.nullcontext(send))
 
-    def op_serve_api(self, tenant: str, token: str) -> int:
-        """The local API Gateway stand-in (devstack.gateway.serve) in front of the same handler."""
+    def op_serve_api(self, tenant: str, token: str, environments: int = 0) -> int:
+        """The local API Gateway stand-in (devstack.gateway.serve) in front of the same handler, and
+        ``environments`` warm processes serving the same port beside it (``devstack.environments``, as
+        ``make run`` does; they read the token from the local stack's token file)."""
+        from devstack.environments import Environments
         from devstack.gateway import serve
         from jobrunner.api.app import handle
 
         self._install_api_container()
-        self._api = serve(handle, lambda: {token: tenant}, "127.0.0.1", 0)
-        return int(self._api.server_address[1])
+        self._api = serve(handle, lambda: {token: tenant}, "127.0.0.1", 0, reuse_port=environments > 0)
+        port = int(self._api.server_address[1])
+        if environments:
+            self._environments = Environments(self.settings, environments).start(api_port=port)
+        return port
 
     def op_stop_api(self) -> None:
         if self._api is not None:
             self._api.shutdown()
             self._api.server_close()
             self._api = None
+        if self._environments is not None:
+            self._environments.stop()
+            self._environments = None
 
     def _install_api_container(self) -> None:
         """The process-wide container the api handler uses, built once (connected before timing)."""
