@@ -195,6 +195,34 @@ def test_pause_resume_and_cancel_from_the_job_page(dashboard: Dashboard) -> None
         ["cancel", "resume", "pause", "submit"])
 
 
+def test_the_job_page_shows_each_fire_and_what_became_of_it(dashboard: Dashboard) -> None:
+    # Given a job every 10 s from a few seconds from now
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT10S", "start": rfc3339(start)}, "payload": {}})
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # Then the fires card lists its fires to come, from the API's ledger
+    expect(page.locator('#fires-table tbody tr[data-outcome="upcoming"]').first).to_be_visible()
+    # When two of them have run, Then each shows as published, with its lateness, and the verdict says so
+    page.wait_for_function(
+        "() => document.querySelectorAll('#fires-table tbody tr[data-outcome=\"published\"]').length >= 2",
+        timeout=60_000)
+    first = page.locator('#fires-table tbody tr[data-outcome="published"]').first
+    expect(first.locator("td").nth(0)).to_contain_text(start.strftime("%Y-%m-%d %H:%M:%SZ"))
+    expect(first.locator("td").nth(2)).to_contain_text("ms")
+    expect(page.locator("#fires-verdict")).to_contain_text("every past fire ran once")
+    # When the job is cancelled, Then the fires after it say cancelled, and nothing is unaccounted for
+    cancelled = api(dashboard.stack, "DELETE", f"/jobs/{job['job_id']}").json()
+    assert cancelled["state"] == "CANCELLED"
+    page.reload()
+    expect(page.locator('#fires-table tbody tr[data-outcome="cancelled"]').first).to_be_visible()
+    expect(page.locator('#fires-table tbody tr[data-outcome="missing"]')).to_have_count(0)
+    expect(page.locator("#fires-verdict")).to_contain_text("cancelled")
+    # And the range can be narrowed to the last hour
+    page.locator("#fires-range").select_option("1")
+    expect(page.locator('#fires-table tbody tr[data-outcome="published"]').first).to_be_visible()
+    dashboard.screenshot("fires")
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
@@ -16,8 +17,10 @@ from jobrunner.api.cursors import (
     MAX_CURSOR_LENGTH,
     decode_change_cursor,
     decode_execution_cursor,
+    decode_fire_cursor,
     encode_change_cursor,
     encode_execution_cursor,
+    encode_fire_cursor,
 )
 from jobrunner.api.schemas import (
     BackfillIn,
@@ -30,6 +33,8 @@ from jobrunner.api.schemas import (
     ErrorOut,
     ExecutionOut,
     ExecutionsOut,
+    FireOut,
+    FiresOut,
     JobIn,
     JobOut,
     JobPatchIn,
@@ -41,6 +46,7 @@ from jobrunner.api.schemas import (
 )
 from jobrunner.domain.errors import DomainError, Forbidden
 from jobrunner.domain.jobs import JobStatus
+from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
 from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
@@ -199,6 +205,32 @@ def list_changes(
     last = entries[-1] if len(entries) == limit else None
     next_cursor = encode_change_cursor(last.changed_at, last.change_id) if last else None
     return _json(HTTPStatus.OK, ChangesOut(items=[ChangeOut.of(e) for e in entries], next_cursor=next_cursor))
+
+
+@app.get("/jobs/<job_id>/fires",
+         responses={200: {"description": "a page of the ledger",
+                          "content": {"application/json": {"model": FiresOut}}}},
+         description="The job's firing ledger: each fire its schedule called for in [from, to] (oldest first) and "
+                     "what became of it: published (with its lateness), caught up, skipped, held, dropped, excluded, "
+                     "paused, cancelled, replaced, backfilled, due, upcoming, expired, or missing when nothing "
+                     "explains it. Computed from the schedule, the history and the change log (docs/schedules.md).")
+def list_fires(
+    job_id: JobId,
+    start: Annotated[str | None, Query(alias="from", max_length=64,
+                                       description="RFC 3339; default: a day before to")] = None,
+    end: Annotated[str | None, Query(alias="to", max_length=64, description="RFC 3339; default: now")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_FIRES_PER_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response[Any]:
+    services = container()
+    high = parse_instant(end, "to") if end else services.clock.now()
+    low = parse_instant(start, "from") if start else high - timedelta(days=1)
+    after = decode_fire_cursor(cursor) if cursor else None
+    page = services.jobs.fires(_tenant(), job_id, low, high, limit, after)
+    out = FiresOut(items=[FireOut.of(f) for f in page.fires], summary=page.summary, unaccounted=page.unaccounted,
+                   notes=list(page.notes),
+                   next_cursor=encode_fire_cursor(page.more_after) if page.more_after is not None else None)
+    return _json(HTTPStatus.OK, out)
 
 
 @app.get("/jobs/<job_id>/executions",

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
+from jobrunner.domain.ledger import Outcome
 from jobrunner.domain.time import rfc3339
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from jobrunner.domain.ledger import Fire
     from jobrunner.ports import JobChange
 
 
@@ -178,6 +180,44 @@ class ChangeOut(BaseModel):
 class ChangesOut(BaseModel):
     items: list[ChangeOut]
     next_cursor: str | None = None
+
+
+class FireExecutionOut(BaseModel):
+    execution_id: str
+    trigger: str
+    attempt: int
+    status: str
+    published_at: str | None
+
+
+class FireOut(BaseModel):
+    at: str = Field(description="the fire: an instant the schedule in effect then called for")
+    due_at: str = Field(description="when its execution was due (the fire, or within the job's jitter window)")
+    outcome: str = Field(description="what became of it: " + ", ".join(o.value for o in Outcome))
+    detail: str | None = Field(None, description="why, in words: a skip's reason, the pause or cancel that stopped it")
+    lateness_ms: float | None = Field(None, description="published - due, for a fire the schedule published")
+    dst: str | None = Field(None, description="what a daylight-saving change did to it (moved, merged, repeated)")
+    executions: list[FireExecutionOut] = Field(description="its executions, of every lineage")
+
+    @classmethod
+    def of(cls, fire: Fire) -> FireOut:
+        return cls(
+            at=rfc3339(fire.at), due_at=rfc3339(fire.due_at), outcome=fire.outcome.value, detail=fire.detail,
+            lateness_ms=fire.lateness_ms, dst=fire.dst,
+            executions=[FireExecutionOut(execution_id=e.execution_id, trigger=e.trigger.value, attempt=e.attempt,
+                                         status=e.status.value,
+                                         published_at=rfc3339(e.published_at) if e.published_at else None)
+                        for e in fire.executions],
+        )
+
+
+class FiresOut(BaseModel):
+    items: list[FireOut]
+    next_cursor: str | None = None
+    summary: dict[str, int] = Field(description="how many fires of this page had each outcome")
+    unaccounted: int = Field(description="fires of this page nothing explains (outcome missing): 0 means every "
+                                         "past fire was run once, or was not run for a stated reason")
+    notes: list[str] = Field(default_factory=list, description="what the ledger could not take into account")
 
 
 class BulkIn(Strict):

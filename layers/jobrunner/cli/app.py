@@ -483,6 +483,41 @@ def changes(
 
 @app.command()
 @_reports_errors
+def fires(
+    job_id: JobIdArgument,
+    start: Annotated[str, typer.Option("--from", help="the first instant: RFC 3339, or -1d, -2h, now")] = "-1d",
+    end: Annotated[str, typer.Option("--to", help="the last instant (may be ahead: +1h)")] = "now",
+    limit: Annotated[int, typer.Option(help="fires per page", min=1, max=500)] = 100,
+    cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
+    output: OutputOption = None,
+) -> None:
+    """The job's firing ledger: each fire its schedule called for in a range, and what became of it."""
+    session = _session()
+    now = session.deps.now()
+    start_at, end_at = _instant(start, now), _instant(end, now)
+    page = session.client().fires(job_id, start_at, end_at, limit, cursor)
+    out = session.out(output)
+    if out.json:
+        out.data(page)
+        return
+    if not page["items"]:
+        out.note("no fire in this range")
+    else:
+        out.show(render.fires_table(page["items"]))
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(page["summary"].items()))
+    verdict = ("every past fire ran once or was not run for a stated reason" if not page["unaccounted"]
+               else f"{page['unaccounted']} fire(s) nothing explains")
+    out.note(f"{counts or 'no fires'}: {verdict}")
+    for note in page.get("notes") or []:
+        out.note(note)
+    if page.get("next_cursor"):
+        out.note(f"more: jobrunner fires {job_id} --from {start_at} --to {end_at} --cursor {page['next_cursor']}")
+    if page["unaccounted"]:
+        raise typer.Exit(EXIT_API)
+
+
+@app.command()
+@_reports_errors
 def backfill(
     job_id: JobIdArgument,
     start: Annotated[str, typer.Option("--from", help="the first fire considered: RFC 3339, or -2h, -1d")],

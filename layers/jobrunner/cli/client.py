@@ -197,6 +197,11 @@ class ApiClient:
                                          query={"limit": limit, "cursor": cursor}).data
         return data
 
+    def fires(self, job_id: str, start: str, end: str, limit: int, cursor: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", f"/jobs/{_id(job_id)}/fires",
+                                         query={"from": start, "to": end, "limit": limit, "cursor": cursor}).data
+        return data
+
     def backfill(self, job_id: str, start: str, end: str, dry_run: bool) -> dict[str, Any]:
         data: dict[str, Any] = self.call("POST", f"/jobs/{_id(job_id)}/backfill",
                                          {"from": start, "to": end, "dry_run": dry_run}).data

@@ -186,6 +186,29 @@ def changes_table(items: list[dict[str, Any]]) -> Table:
     return table
 
 
+#: How each outcome of the firing ledger is shown: a fire that ran, one not run for a stated reason, one to come,
+#: and one nothing explains.
+OUTCOME_STYLES = {"published": "green", "caught_up": "yellow", "backfilled": "yellow", "skipped": "magenta",
+                  "held": "magenta", "dropped": "magenta", "excluded": "magenta", "paused": "magenta",
+                  "cancelled": "dim", "replaced": "dim", "due": "cyan", "upcoming": "cyan", "expired": "dim",
+                  "missing": "bold red"}
+
+
+def fires_table(items: list[dict[str, Any]]) -> Table:
+    """The firing ledger, oldest first: each fire, what became of it, and why."""
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("FIRE", "OUTCOME", "LATENESS", "RUNS"):
+        table.add_column(name, no_wrap=True, justify="right" if name in ("LATENESS", "RUNS") else "left")
+    table.add_column("DETAIL", overflow="fold")
+    for fire in items:
+        lateness = fire.get("lateness_ms")
+        detail = "; ".join(text for text in (fire.get("detail"), fire.get("dst")) if text)
+        table.add_row(fmt_time(fire["at"]), Text(fire["outcome"], style=OUTCOME_STYLES.get(fire["outcome"], "")),
+                      "-" if lateness is None else fmt_seconds(lateness / 1000), str(len(fire.get("executions") or [])),
+                      detail)
+    return table
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)

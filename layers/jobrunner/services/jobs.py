@@ -26,6 +26,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
+from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import late_due, place, placed_in_time
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
@@ -57,6 +58,9 @@ _DERIVED = frozenset({"next_run_at", "paused_at"})
 MAX_BACKFILL = 1000
 #: How many store pages one filtered list request may read before answering (with a cursor).
 MAX_PAGES_PER_LIST = 20
+#: Entries (and history records) the ledger reads per store page, and the most pages of each per request.
+LEDGER_PAGE = 500
+MAX_LEDGER_PAGES = 10
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,61 @@ class JobService:
         except Unavailable as exc:
             log.warning("change log unavailable, %s of job %s by %s not logged: %s", action, job.job_id, actor, exc)
 
+    def fires(
+        self, user_id: str, job_id: str, start: datetime, end: datetime, limit: int = 100,
+        after: datetime | None = None,
+    ) -> LedgerPage:
+        """A page of the job's firing ledger (``domain.ledger``): the fires its schedule called for in
+        [``start``, ``end``] (after ``after``, the last fire of the page before), each with what became of it.
+
+        Reads: the job (and its newest records, as every read of a job), its change log newest first down
+        to its first entry (``LEDGER_PAGE`` entries a read), and its history records of the page's range
+        (``LEDGER_PAGE`` a read), each at most ``MAX_LEDGER_PAGES`` reads."""
+        if limit < 1 or limit > MAX_FIRES_PER_PAGE:
+            raise InvalidField("limit", f"must be between 1 and {MAX_FIRES_PER_PAGE}")
+        if end < start:
+            raise InvalidField("to", "is before from")
+        if end - start > MAX_RANGE:
+            raise InvalidField("to", f"the range may span at most {MAX_RANGE.days} days; page through a longer one")
+        if after is not None and not start <= after <= end:
+            raise InvalidField("cursor", "is not a cursor of this range")
+        job = self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        now = self._clock.now()
+        low = after + timedelta(milliseconds=1) if after is not None else start
+        timeline = timeline_of(job, *self._change_log(job_id))
+        planned = fires_between(timeline, low, end, limit + 1, now)
+        high = planned[limit] if len(planned) > limit else end
+        records = self._records_between(job_id, low, high)
+        kept = timedelta(days=self._rules.limits.of(user_id).history_days)
+        return ledger(job, timeline, records, start=low, end=end, now=now, kept_since=now - kept, limit=limit)
+
+    def _change_log(self, job_id: str) -> tuple[list[JobChange], bool]:
+        """The job's whole change log (newest first), and whether it was read to its end."""
+        if self._changes is None:
+            return [], False
+        entries: list[JobChange] = []
+        before: tuple[datetime, str] | None = None
+        for _ in range(MAX_LEDGER_PAGES):
+            page = self._changes.changes(job_id, LEDGER_PAGE, before)
+            entries += page
+            if len(page) < LEDGER_PAGE:
+                return entries, True
+            before = (page[-1].changed_at, page[-1].change_id)
+        return entries, False
+
+    def _records_between(self, job_id: str, low: datetime, high: datetime) -> list[ExecutionRecord]:
+        """The job's history records with ``scheduled_at`` in [``low``, ``high``], newest first."""
+        found: list[ExecutionRecord] = []
+        before: tuple[datetime, int, str | None] = (high + timedelta(milliseconds=1), 0, None)
+        for _ in range(MAX_LEDGER_PAGES):
+            page = self._store.history(job_id, LEDGER_PAGE, before)
+            found += [r for r in page if r.scheduled_at >= low]
+            if len(page) < LEDGER_PAGE or page[-1].scheduled_at < low:
+                break
+            last = page[-1]
+            before = (last.scheduled_at, last.attempt, last.execution_id)
+        return found
+
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
@@ -464,7 +523,10 @@ class JobService:
             if self._counted(user_id, self._rules.limits.change(job, updated),
                              lambda: self._write_update(updated, job.version)):  # noqa: B023 - called at once
                 fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
-                self._log(updated, action, actor, {**(details or {}), **({"fields": fields} if fields else {})})
+                logged = {**(details or {}), **({"fields": fields} if fields else {})}
+                if fields and "schedule" in fields:  # the ledger reads the schedules a job had from its log
+                    logged["schedule"] = updated.schedule.to_dict()
+                self._log(updated, action, actor, logged)
                 return updated
         current = self.get(user_id, job_id)
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")

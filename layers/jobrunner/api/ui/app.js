@@ -316,18 +316,68 @@
   // --- one job ------------------------------------------------------------------------------------
 
   let currentJob = null;
+  // The firing ledger shown: its range (from, to) and pages; a poll reloads it unless later pages were loaded.
+  const fires = { id: null, hours: 0, items: [], cursor: null, paged: false, from: '', to: '' };
 
   async function loadJob(id) {
     const [job, executions, changes] = await Promise.all([
       api('GET', `/jobs/${enc(id)}?preview=5`),
       api('GET', `/jobs/${enc(id)}/executions?limit=100`),
       api('GET', `/jobs/${enc(id)}/changes?limit=50`),
+      loadFires(id),
     ]);
     if (route.view !== 'job' || route.id !== id) return; // the user moved on meanwhile
     currentJob = job;
     renderJob(job);
     renderExecutions(executions.items);
     renderChanges(changes.items);
+    renderFires();
+  }
+
+  /** The ledger from `hours` ago to an hour ahead; a later page continues it (`more`). */
+  async function loadFires(id, more = false) {
+    const hours = Number($('#fires-range').value);
+    if (!more && fires.id === id && fires.hours === hours && fires.paged) return;
+    if (!more) {
+      const now = Date.now();
+      Object.assign(fires, { id, hours, items: [], cursor: null, paged: false,
+        from: new Date(now - hours * 3600000).toISOString(), to: new Date(now + 3600000).toISOString() });
+    }
+    const params = new URLSearchParams({ from: fires.from, to: fires.to, limit: '200' });
+    if (more && fires.cursor) params.set('cursor', fires.cursor);
+    const page = await api('GET', `/jobs/${enc(id)}/fires?${params}`);
+    fires.items = more ? fires.items.concat(page.items) : page.items;
+    fires.cursor = page.next_cursor;
+    fires.paged = fires.paged || more;
+    fires.summary = more ? mergeCounts(fires.summary, page.summary) : page.summary;
+    fires.notes = page.notes;
+  }
+
+  function mergeCounts(a, b) {
+    const out = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = (out[k] || 0) + v;
+    return out;
+  }
+
+  function renderFires() {
+    const rows = fires.items.map((f) => el('tr', { dataset: { outcome: f.outcome, at: f.at } },
+      timeCell(f.at),
+      el('td', {}, el('span', { class: `outcome o-${f.outcome}` }, f.outcome)),
+      el('td', { class: 'num', title: `due ${f.due_at}` },
+        f.lateness_ms === null || f.lateness_ms === undefined ? '—' : fmtDuration(f.lateness_ms)),
+      el('td', { class: 'num' }, String(f.executions.length)),
+      el('td', {}, [f.detail, f.dst].filter(Boolean).join('; '))));
+    $('#fires-table tbody').replaceChildren(...rows);
+    const summary = fires.summary || {};
+    const counts = Object.entries(summary).map(([k, v]) => `${v} ${k}`).join(', ') || 'no fires in this range';
+    const missing = summary.missing || 0;
+    const verdict = $('#fires-verdict');
+    verdict.textContent = missing
+      ? `${counts}: ${missing} fire${missing > 1 ? 's' : ''} nothing explains`
+      : `${counts}: every past fire ran once, or was not run for a stated reason`;
+    verdict.className = missing ? 'bad-text' : 'muted';
+    if (fires.notes && fires.notes.length) verdict.textContent += ` (${fires.notes.join('; ')})`;
+    $('#fires-more').hidden = !fires.cursor;
   }
 
   function renderChanges(items) {
@@ -339,9 +389,12 @@
   function clearJob() {
     currentJob = null;
     $('#job-title').textContent = `Job ${route.id}`;
-    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart', '#changes-table tbody']) {
+    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart', '#changes-table tbody',
+      '#fires-table tbody']) {
       $(id).replaceChildren();
     }
+    Object.assign(fires, { id: null, items: [], cursor: null, paged: false });
+    $('#fires-verdict').textContent = '';
     $('#job-payload').textContent = '';
     $('#exec-count').textContent = '';
   }
@@ -427,6 +480,11 @@
     chart.replaceChildren(el('div', { class: 'bars' }, ...bars),
       el('div', { class: 'axis' }, el('span', {}, 'lateness, oldest → newest'),
         el('span', {}, `max ${fmtDuration(worst)}`)));
+  }
+
+  function setupFires() {
+    $('#fires-range').addEventListener('change', () => { fires.paged = false; refresh(true); });
+    $('#fires-more').addEventListener('click', () => loadFires(route.id, true).then(renderFires).catch(reportError));
   }
 
   function setupActions() {
@@ -755,6 +813,7 @@
     setupToken();
     setupJobs();
     setupActions();
+    setupFires();
     setupSubmit();
     $('#seg-refresh').addEventListener('click', () => refresh(true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(true); });

@@ -123,6 +123,38 @@ class Cron:
             return _next_at_fixed_time(walls, t, self._zone)
         return _next_by_policy(walls, t, self._zone, self.dst)
 
+    def clock_change_note(self, fire: datetime) -> str | None:
+        """What a daylight-saving change did to ``fire``, one of this schedule's fires, in words (None: nothing).
+
+        - At the end of a gap (clocks went forward): the matching times the gap skipped were moved to this
+          fire (one: "moved"; several, or onto a time the expression names anyway: "merged"), or, where the
+          schedule skips them, were not called for at all.
+        - In a repeated stretch (clocks went back): which occurrence of its local time this fire is."""
+        zone = self._zone
+        if zone is UTC:
+            return None
+        wall = _wall(utc(fire), zone)
+        skipped_from = _wall(utc(fire) - _SECOND, zone) + _SECOND
+        if skipped_from < wall:  # the wall clock jumped from skipped_from to wall at this instant
+            skipped = _walls_between(self._walls, skipped_from, wall, limit=6)
+            if skipped:
+                times = ", ".join(w.strftime("%H:%M") for w in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+                day = f"on {skipped[0]:%Y-%m-%d} in {self.timezone}"
+                if not self._shifts_gaps:
+                    return f"{times} did not exist {day} (clocks went forward): not called for"
+                here = bool(_walls_between(self._walls, wall, wall + _SECOND, limit=1))
+                verb = "merged" if len(skipped) > 1 or here else "moved"
+                return f"{verb}: {times} did not exist {day} (clocks went forward); fired once at {wall:%H:%M}"
+        if _repeated(wall, zone):
+            which = "second" if utc(fire).astimezone(zone).fold else "first"
+            return f"{wall:%H:%M} occurred twice on {wall:%Y-%m-%d} in {self.timezone}: its {which} occurrence"
+        return None
+
+    @property
+    def _shifts_gaps(self) -> bool:
+        """Whether a matching local time that does not exist fires just after the change (else it is skipped)."""
+        return self.dst.gap == "shift" if self.dst is not None else not self._follows_clock
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"cron": self.cron, "timezone": self.timezone}
         if self.dst is not None:
@@ -409,3 +441,14 @@ def _first_second(start: datetime, holds: Callable[[datetime], bool]) -> datetim
         else:
             low = middle
     return base + high * _SECOND
+
+
+def _walls_between(expression: str, low: datetime, high: datetime, limit: int) -> list[datetime]:
+    """Up to ``limit`` wall-clock times in [``low``, ``high``) that ``expression`` (as croniter is given it) names."""
+    walls = croniter(expression, low)
+    found: list[datetime] = []
+    cursor = low - _SECOND
+    while len(found) < limit and (following := _next_wall(walls, cursor)) is not None and following < high:
+        found.append(following)
+        cursor = following
+    return found

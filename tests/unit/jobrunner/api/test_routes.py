@@ -220,6 +220,29 @@ def test_the_change_log_lists_who_changed_what_newest_first_page_by_page(world: 
     assert call("GET", f"/jobs/{job['job_id']}/changes", query={"cursor": "nonsense"})[0] == 422
 
 
+def test_the_firing_ledger_lists_each_fire_of_a_range_page_by_page_and_names_a_wrong_field(world: World) -> None:
+    job = world.submit({"schedule": {"every": "PT15M", "start": "2026-11-22T10:00:00Z"}})
+    world.clock.advance(timedelta(hours=1, minutes=10))  # 11:10: nothing was scanned (no scan runs here)
+    query = {"from": "2026-11-22T10:00:00Z", "to": "2026-11-22T11:30:00Z", "limit": "4"}
+    status, body = call("GET", f"/jobs/{job['job_id']}/fires", query=query)
+    assert status == 200, body
+    assert [(f["at"][11:16], f["outcome"]) for f in body["items"]] == [
+        ("10:00", "missing"), ("10:15", "missing"), ("10:30", "missing"), ("10:45", "missing")]
+    assert (body["unaccounted"], body["summary"]) == (4, {"missing": 4})
+    rest = call("GET", f"/jobs/{job['job_id']}/fires", query={**query, "cursor": body["next_cursor"]})[1]
+    assert [(f["at"][11:16], f["outcome"]) for f in rest["items"]] == [
+        ("11:00", "missing"), ("11:15", "upcoming"), ("11:30", "upcoming")]
+    assert rest["next_cursor"] is None
+    # by default: the day up to now
+    assert len(call("GET", f"/jobs/{job['job_id']}/fires")[1]["items"]) == 5
+    for wrong, field in (({"from": "yesterday"}, "from"), ({"to": "2026-11-22T09:00:00Z"}, "to"),
+                         ({"to": "2027-01-22T09:00:00Z"}, "to"), ({"limit": "501"}, "limit"),
+                         ({"cursor": "bm9wZQ"}, "cursor")):
+        status, body = call("GET", f"/jobs/{job['job_id']}/fires", query={**query, **wrong})
+        assert status == 422 and field in fields(body), body
+    assert call("GET", f"/jobs/{job['job_id']}/fires", query=query, tenant="bob")[0] == 404
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

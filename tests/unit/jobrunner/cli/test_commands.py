@@ -256,3 +256,25 @@ def test_changes_shows_the_log_as_a_table(cli: Cli, transport: FakeTransport) ->
     result = cli("changes", "j-1")
     assert result.exit_code == 0, result.output
     assert "pause" in result.stdout and "role/Ops" in result.stdout
+
+
+def test_fires_shows_the_ledger_and_says_whether_every_fire_is_accounted_for(
+    cli: Cli, transport: FakeTransport
+) -> None:
+    fire = {"at": "2026-11-22T09:00:00.000Z", "due_at": "2026-11-22T09:00:00.000Z", "outcome": "published",
+            "detail": None, "lateness_ms": 21.0, "dst": None, "executions": [{"execution_id": "e1"}]}
+    missing = {**fire, "at": "2026-11-22T09:30:00.000Z", "outcome": "missing", "lateness_ms": None,
+               "detail": "no execution is recorded", "executions": []}
+    transport.on("GET", "/jobs/j-1/fires", reply(200, {"items": [fire], "summary": {"published": 1},
+                                                       "unaccounted": 0, "notes": [], "next_cursor": "c2"}))
+    result = cli("fires", "j-1", "--from", "-2h")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].query == {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T10:00:00Z", "limit": "100"}
+    assert "published" in result.stdout and "21 ms" in result.stdout
+    assert "every past fire ran once" in result.stderr and "--cursor c2" in result.stderr
+    # a fire nothing explains makes the command fail, so that a script can check the ledger
+    transport.on("GET", "/jobs/j-1/fires", reply(200, {"items": [fire, missing], "summary": {"published": 1,
+                                                       "missing": 1}, "unaccounted": 1, "notes": []}))
+    result = cli("fires", "j-1")
+    assert result.exit_code == 1 and "1 fire(s) nothing explains" in result.stderr
+    assert "missing" in result.stdout
