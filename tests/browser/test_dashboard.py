@@ -223,6 +223,36 @@ def test_the_job_page_shows_each_fire_and_what_became_of_it(dashboard: Dashboard
     dashboard.screenshot("fires")
 
 
+def test_a_backfill_from_the_job_page_lists_then_runs_the_past_fires(dashboard: Dashboard) -> None:
+    # Given a job every 10 minutes whose schedule started 55 minutes ago
+    now = datetime.now(UTC).replace(microsecond=0)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT10M", "start": rfc3339(now - timedelta(minutes=55))},
+                                   "payload": {"type": "echo"}})
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # When a range in the future is asked for, Then the API's reason shows under the field it names
+    page.locator("#bf-from").fill("-1h")
+    page.locator("#bf-to").fill("+1h")
+    page.get_by_role("button", name="List the fires").click()
+    expect(page.locator('[data-bf-error-for="to"]')).to_contain_text("in the future")
+    # When the last hour is listed, Then its six past fires show, and nothing is queued
+    page.locator("#bf-to").fill("now")
+    page.get_by_role("button", name="List the fires").click()
+    expect(page.locator("#bf-status")).to_contain_text("6 fires would run")
+    expect(page.locator("#bf-fires li")).to_have_count(6)
+    expect(page.locator('[data-bf-error-for="to"]')).to_be_empty()
+    expect(page.locator("#bf-fires li").first).to_contain_text(
+        (now - timedelta(minutes=55)).strftime("%Y-%m-%d %H:%M:%SZ"))
+    assert api(dashboard.stack, "GET", f"/jobs/{job['job_id']}/executions").json()["items"] == []
+    # When they are backfilled, Then each runs once, as a BACKFILL execution the worker reports
+    page.get_by_role("button", name="Backfill").click()
+    expect(page.locator("#toast")).to_contain_text("Backfill queued: 6 fires")
+    rows = wait_for_rows(page, lambda r: len(r) == 6 and all(x["status"] == "SUCCESS" for x in r), 60, [])
+    assert {x["trigger"] for x in rows} == {"BACKFILL"}
+    dashboard.screenshot("backfill")
+    # And the change log beside it says who asked for it
+    expect(page.locator('#changes-table tbody tr[data-action="backfill"]')).to_have_count(1)
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

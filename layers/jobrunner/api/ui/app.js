@@ -395,6 +395,9 @@
     }
     Object.assign(fires, { id: null, items: [], cursor: null, paged: false });
     $('#fires-verdict').textContent = '';
+    $('#bf-status').textContent = '';
+    $('#bf-fires').replaceChildren();
+    for (const slot of $$('[data-bf-error-for]')) slot.textContent = '';
     $('#job-payload').textContent = '';
     $('#exec-count').textContent = '';
   }
@@ -432,6 +435,8 @@
     $('#act-resume').disabled = job.state !== 'PAUSED';
     $('#act-catchup').disabled = job.state !== 'PAUSED';
     $('#act-cancel').disabled = cancelled;
+    $('#bf-dry').disabled = cancelled;
+    $('#bf-run').disabled = cancelled;
   }
 
   function renderExecutions(items) {
@@ -480,6 +485,56 @@
     chart.replaceChildren(el('div', { class: 'bars' }, ...bars),
       el('div', { class: 'axis' }, el('span', {}, 'lateness, oldest → newest'),
         el('span', {}, `max ${fmtDuration(worst)}`)));
+  }
+
+  // --- backfill (on the job page) -----------------------------------------------------------------
+
+  /** An instant as the API takes it: RFC 3339 as typed, or now / -2h / +30s / -1d made absolute. */
+  function instantInput(text, fallback) {
+    const value = (text || '').trim() || fallback;
+    if (value === 'now') return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const match = /^([+-])(\d+)\s*(s|m|h|d)$/.exec(value);
+    if (!match) return value;
+    const unit = { s: 1000, m: 60000, h: 3600000, d: 86400000 }[match[3]];
+    const delta = (match[1] === '-' ? -1 : 1) * Number(match[2]) * unit;
+    return new Date(Date.now() + delta).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  async function backfill(dryRun) {
+    const slots = $$('[data-bf-error-for]');
+    for (const slot of slots) slot.textContent = '';
+    const body = { from: instantInput($('#bf-from').value, '-2h'), to: instantInput($('#bf-to').value, 'now'),
+      dry_run: dryRun };
+    $('#bf-status').textContent = dryRun ? 'Listing…' : 'Queuing…';
+    $('#bf-fires').replaceChildren();
+    try {
+      const result = await api('POST', `/jobs/${enc(route.id)}/backfill`, body);
+      const n = result.fires.length;
+      $('#bf-status').textContent = dryRun
+        ? `${n} fire${n === 1 ? '' : 's'} would run (nothing queued yet)`
+        : `Queued ${result.queued} execution${result.queued === 1 ? '' : 's'}, one per fire`;
+      $('#bf-fires').replaceChildren(...result.fires.map((t) => el('li', { title: t }, fmtTime(t))));
+      if (!dryRun) {
+        toast(`Backfill queued: ${result.queued} fire${result.queued === 1 ? '' : 's'}`);
+        await refresh(true);
+      }
+    } catch (err) {
+      $('#bf-status').textContent = '';
+      if (err instanceof ApiError && err.errors.length) {
+        for (const e of err.errors) {
+          const slot = $(`[data-bf-error-for="${e.field}"]`);
+          if (slot) slot.textContent = e.reason;
+          else $('#bf-status').textContent = `${e.field}: ${e.reason}`;
+        }
+      } else {
+        reportError(err);
+      }
+    }
+  }
+
+  function setupBackfill() {
+    $('#bf-dry').addEventListener('click', () => backfill(true));
+    $('#backfill-form').addEventListener('submit', (event) => { event.preventDefault(); backfill(false); });
   }
 
   function setupFires() {
@@ -814,6 +869,7 @@
     setupJobs();
     setupActions();
     setupFires();
+    setupBackfill();
     setupSubmit();
     $('#seg-refresh').addEventListener('click', () => refresh(true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(true); });
