@@ -253,6 +253,41 @@ def test_a_backfill_from_the_job_page_lists_then_runs_the_past_fires(dashboard: 
     expect(page.locator('#changes-table tbody tr[data-action="backfill"]')).to_have_count(1)
 
 
+def test_calendars_are_made_named_by_a_job_shown_in_its_preview_and_kept_while_named(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/calendars")
+    expect(page.locator("#cal-empty")).to_be_visible()
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date()
+    # When a calendar with a wrong line is saved, Then the line and the reason show under the field
+    page.locator("#cal-name").fill("holidays")
+    page.locator("#cal-timezone").fill("UTC")
+    page.locator("#cal-exclude").fill(f"{tomorrow.isoformat()} a day off\n2026-12-31..2026-12-30 backwards")
+    page.get_by_role("button", name="Create or replace").click()
+    expect(page.locator('[data-cal-error-for="exclude"]')).to_contain_text("line 2: is before from")
+    # When it is fixed, Then it is saved and listed
+    page.locator("#cal-exclude").fill(f"{tomorrow.isoformat()} a day off")
+    page.get_by_role("button", name="Create or replace").click()
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_contain_text("a day off")
+    # Given a job every 6 hours from today's midnight that names it, Then its page shows tomorrow's fires excluded
+    midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), UTC)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT6H", "start": rfc3339(midnight)}, "payload": {},
+                                   "calendar": "holidays"})
+    dashboard.go(f"#/jobs/{job['job_id']}")
+    expect(page.locator("#job-fields")).to_contain_text("holidays")
+    expect(page.locator("#job-next li.excluded").first).to_contain_text(tomorrow.isoformat())
+    excluded = api(dashboard.stack, "GET", f"/jobs/{job['job_id']}?preview=5").json()["excluded_runs"]
+    expect(page.locator("#job-next li.excluded")).to_have_count(len(excluded))
+    # When the calendar is deleted while the job names it, Then the API refuses, and the page says why
+    dashboard.go("#/calendars")
+    page.locator('#cal-table tbody tr[data-calendar="holidays"]').get_by_role("button", name="Delete").click()
+    expect(page.locator("#toast")).to_contain_text("named by 1 job")
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_have_count(1)
+    # When the job is cancelled, Then the delete goes through
+    api(dashboard.stack, "DELETE", f"/jobs/{job['job_id']}")
+    page.locator('#cal-table tbody tr[data-calendar="holidays"]').get_by_role("button", name="Delete").click()
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_have_count(0)
+    dashboard.screenshot("calendars")
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

@@ -28,6 +28,9 @@ from jobrunner.api.schemas import (
     BulkFailure,
     BulkIn,
     BulkOut,
+    CalendarIn,
+    CalendarOut,
+    CalendarsOut,
     ChangeOut,
     ChangesOut,
     ErrorOut,
@@ -109,7 +112,8 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
+                 timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
+                 calendar=body.calendar)
     job, created = container().jobs.submit(tenant, new, body.idempotency_key, actor=_actor())
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
@@ -141,7 +145,10 @@ def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
 def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> Response[Any]:
     services = container()
     job = services.jobs.get(_tenant(), job_id)
-    return _json(HTTPStatus.OK, JobOut.of(job, services.jobs.preview(job, preview) if preview else None))
+    if not preview:
+        return _json(HTTPStatus.OK, JobOut.of(job))
+    fires = services.jobs.preview(job, preview)
+    return _json(HTTPStatus.OK, JobOut.of(job, fires, services.jobs.excluded(job, fires)))
 
 
 @app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"},
@@ -156,6 +163,7 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
+        calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
     )
     return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes, actor=_actor())))
 
@@ -245,6 +253,38 @@ def list_executions(
     records = container().jobs.executions(_tenant(), job_id, limit, before)
     next_cursor = encode_execution_cursor(records[-1]) if len(records) == limit else None
     return _json(HTTPStatus.OK, ExecutionsOut(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor))
+
+
+CalendarName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+@app.put("/calendars/<name>", responses={201: {"description": "created"}, 200: {"description": "replaced"}},
+         description="Create or replace one of the tenant's calendars of excluded dates and ranges. A change applies "
+                     "to every fire not yet published (the scans read it again within 10 s); docs/schedules.md.")
+def put_calendar(name: CalendarName, body: Annotated[CalendarIn, Body()]) -> Response[Any]:
+    calendar, created = container().calendar_admin.put(_tenant(), name, body.as_dict())
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, CalendarOut.of(calendar))
+
+
+@app.get("/calendars/<name>")
+def get_calendar(name: CalendarName) -> Response[Any]:
+    return _json(HTTPStatus.OK, CalendarOut.of(container().calendar_admin.get(_tenant(), name)))
+
+
+@app.get("/calendars")
+def list_calendars(
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response[Any]:
+    calendars, next_cursor = container().calendar_admin.list(_tenant(), limit, cursor or None)
+    return _json(HTTPStatus.OK, CalendarsOut(items=[CalendarOut.of(c) for c in calendars], next_cursor=next_cursor))
+
+
+@app.delete("/calendars/<name>", responses={204: {"description": "deleted"},
+                                           409: {"description": "a job that is not cancelled still names it"}})
+def delete_calendar(name: CalendarName) -> Response[Any]:
+    container().calendar_admin.delete(_tenant(), name)
+    return Response(status_code=HTTPStatus.NO_CONTENT, content_type=content_types.APPLICATION_JSON, body="")
 
 
 @app.get("/segments", responses={403: {"description": "the caller is not an operator"}})

@@ -9,7 +9,15 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
-from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
+from jobrunner.domain.errors import (
+    Conflict,
+    Forbidden,
+    InvalidField,
+    JobNotFound,
+    LimitReached,
+    NotFound,
+    Unavailable,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -62,9 +70,10 @@ def register(app: APIGatewayRestResolver) -> None:
         return Response(status_code=HTTPStatus.TOO_MANY_REQUESTS, content_type=content_types.APPLICATION_JSON,
                         body=body.model_dump_json(), headers={"Retry-After": str(exc.retry_after_s)})
 
-    @app.exception_handler(JobNotFound)
-    def not_found(exc: JobNotFound) -> Response[Any]:
-        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no job {exc}")
+    @app.exception_handler(NotFound)
+    def not_found(exc: NotFound) -> Response[Any]:
+        what = f"job {exc}" if isinstance(exc, JobNotFound) else str(exc)
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no {what}")
 
     @app.exception_handler(Conflict)
     def conflict(exc: Conflict) -> Response[Any]:

@@ -13,6 +13,7 @@ from jobrunner.domain.time import rfc3339
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.ledger import Fire
     from jobrunner.ports import JobChange
 
@@ -48,6 +49,10 @@ class BackoffIn(Strict):
     max_delay_s: float = Field(300.0, gt=0, le=86_400)
 
 
+_CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}): a fire on a date it excludes is "
+             "not run (recorded SKIPPED); recurring jobs only")
+
+
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: JsonValue = Field(default_factory=dict, description="any JSON value, size-limited")
@@ -60,6 +65,7 @@ class JobIn(Strict):
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: dict[str, str] | None = Field(None, description=(
         "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
+    calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -91,6 +97,7 @@ class JobPatchIn(Strict):
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
+    calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -102,6 +109,11 @@ class JobPatchIn(Strict):
 
 class ResumeIn(Strict):
     catch_up: bool = Field(False, description="run the fires missed while paused, one after another")
+
+
+class ExcludedRunOut(BaseModel):
+    at: str
+    reason: str
 
 
 class JobOut(BaseModel):
@@ -116,6 +128,7 @@ class JobOut(BaseModel):
     timeout_s: int | None
     jitter_s: int | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+    calendar: str | None = None
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -124,9 +137,12 @@ class JobOut(BaseModel):
     created_at: str
     updated_at: str
     next_runs: list[str] | None = Field(None, description="the next fire times, when asked with ?preview=N")
+    excluded_runs: list[ExcludedRunOut] | None = Field(
+        None, description="those of next_runs the job's calendar excludes (not run), with why; with ?preview=N")
 
     @classmethod
-    def of(cls, job: Job, next_runs: list[datetime] | None = None) -> JobOut:
+    def of(cls, job: Job, next_runs: list[datetime] | None = None,
+           excluded: dict[datetime, str] | None = None) -> JobOut:
         def ts(value: Any) -> str | None:
             return rfc3339(value) if value is not None else None
 
@@ -142,6 +158,8 @@ class JobOut(BaseModel):
             last_status=job.last_status.value if job.last_status else None,
             created_at=rfc3339(job.created_at), updated_at=rfc3339(job.updated_at),
             next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
+            excluded_runs=[ExcludedRunOut(at=rfc3339(t), reason=why) for t, why in sorted(excluded.items())]
+            if excluded is not None else None, calendar=job.calendar,
         )
 
 
@@ -218,6 +236,54 @@ class FiresOut(BaseModel):
     unaccounted: int = Field(description="fires of this page nothing explains (outcome missing): 0 means every "
                                          "past fire was run once, or was not run for a stated reason")
     notes: list[str] = Field(default_factory=list, description="what the ledger could not take into account")
+
+
+class ExclusionIn(Strict):
+    """Exactly a date, or from and to (both dates, whole days included; or both local date-times
+    YYYY-MM-DDTHH:MM[:SS], from included, to excluded), on the calendar's wall clock."""
+
+    date: str | None = Field(None, description="a whole local day, YYYY-MM-DD")
+    start: str | None = Field(None, alias="from", description="YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS] (local)")
+    end: str | None = Field(None, alias="to", description="YYYY-MM-DD (included), or YYYY-MM-DDTHH:MM[:SS] (excluded)")
+    note: str | None = Field(None, max_length=200, description="in words: Christmas, release freeze, ...")
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in (("date", self.date), ("from", self.start), ("to", self.end), ("note", self.note))
+                if v is not None}
+
+
+class CalendarIn(Strict):
+    """A calendar of excluded dates and ranges in a time zone; a PUT replaces the calendar whole."""
+
+    timezone: str = Field("UTC", max_length=64, description="IANA time zone the dates and times are read in")
+    exclude: list[ExclusionIn] = Field(default_factory=list, max_length=1000)
+    description: str | None = Field(None, max_length=500)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"timezone": self.timezone, "exclude": [e.as_dict() for e in self.exclude]}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+class CalendarOut(BaseModel):
+    name: str
+    timezone: str
+    exclude: list[dict[str, str]]
+    description: str | None = None
+    updated_at: str | None = None
+
+    @classmethod
+    def of(cls, calendar: Calendar) -> CalendarOut:
+        data = calendar.to_dict()
+        return cls(name=calendar.name, timezone=calendar.timezone, exclude=data["exclude"],
+                   description=calendar.description,
+                   updated_at=rfc3339(calendar.updated_at) if calendar.updated_at else None)
+
+
+class CalendarsOut(BaseModel):
+    items: list[CalendarOut]
+    next_cursor: str | None = None
 
 
 class BulkIn(Strict):

@@ -254,6 +254,7 @@ def submit(
     jitter_s: Annotated[int | None, typer.Option(help="each fire is due up to this many seconds after it, at an "
                                                       "offset fixed per job and fire")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="a key=value label (repeat for more)")] = None,
+    calendar: Annotated[str | None, typer.Option(help="one of your calendars: its excluded dates are not run")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -294,7 +295,7 @@ def submit(
     if payload is not None:
         request["payload"] = _json_argument(payload, "--payload")
     for name, value in (("topic", topic), ("max_retries", max_retries), ("timeout_s", timeout_s),
-                        ("jitter_s", jitter_s), ("idempotency_key", idempotency_key)):
+                        ("jitter_s", jitter_s), ("calendar", calendar), ("idempotency_key", idempotency_key)):
         if value is not None:
             request[name] = value
     if tag:
@@ -479,6 +480,97 @@ def changes(
         out.note("no changes logged")
         return
     out.show(render.changes_table(page["items"]))
+
+
+calendars_app = typer.Typer(help="Your calendars of excluded dates and ranges (holidays, freeze windows).",
+                            no_args_is_help=True)
+app.add_typer(calendars_app, name="calendars")
+CalendarName = Annotated[str, typer.Argument(help="the calendar's name", metavar="NAME")]
+
+
+def _exclusion(text: str) -> dict[str, str]:
+    """``2026-12-25``, ``2026-12-24..2026-12-26`` or ``2026-12-24T18:00..2026-12-27T06:00``, each optionally
+    followed by ``=note``."""
+    spec, _, note = text.partition("=")
+    low, dots, high = spec.partition("..")
+    exclusion = {"from": low.strip(), "to": high.strip()} if dots else {"date": spec.strip()}
+    if note:
+        exclusion["note"] = note
+    return exclusion
+
+
+@calendars_app.command("put")
+@_reports_errors
+def put_calendar(
+    name: CalendarName,
+    timezone: Annotated[str | None, typer.Option(help="IANA time zone its dates are read in (default UTC)")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        help="2026-12-25, 2026-12-24..2026-12-26 or 2026-12-24T18:00..2026-12-27T06:00, optionally =note "
+             "(repeat for more)")] = None,
+    description: Annotated[str | None, typer.Option(help="what the calendar is for")] = None,
+    body: Annotated[str | None, typer.Option("--json", help="a whole PUT /calendars body (text, @file or -)")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Create or replace a calendar (whole). Jobs that name it skip its dates from their next fire on."""
+    session = _session()
+    request: dict[str, Any] = dict(_json_argument(body, "--json")) if body else {}
+    if timezone is not None:
+        request["timezone"] = timezone
+    if exclude:
+        request["exclude"] = [*request.get("exclude", []), *(_exclusion(text) for text in exclude)]
+    if description is not None:
+        request["description"] = description
+    answer = session.client().put_calendar(name, request)
+    out = session.out(output)
+    if out.json:
+        out.data(answer.data)
+        return
+    verb = "Created" if answer.status == 201 else "Replaced"
+    out.show(f"{verb} calendar {name}: {len(answer.data['exclude'])} exclusion(s) in {answer.data['timezone']}")
+
+
+@calendars_app.command("show")
+@_reports_errors
+def show_calendar(name: CalendarName, output: OutputOption = None) -> None:
+    """Show a calendar and what it excludes."""
+    session = _session()
+    calendar = session.client().calendar(name)
+    out = session.out(output)
+    if out.json:
+        out.data(calendar)
+    else:
+        out.show(render.calendar_detail(calendar))
+
+
+@calendars_app.command("list")
+@_reports_errors
+def list_calendars(
+    limit: Annotated[int, typer.Option(help="calendars per page", min=1, max=500)] = 100,
+    cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Your calendars, by name."""
+    session = _session()
+    page = session.client().calendars(limit, cursor)
+    out = session.out(output)
+    if out.json:
+        out.data(page)
+        return
+    if not page["items"]:
+        out.note("no calendars")
+        return
+    out.show(render.calendars_table(page["items"]))
+    if page.get("next_cursor"):
+        out.note(f"more: jobrunner calendars list --cursor {page['next_cursor']}")
+
+
+@calendars_app.command("delete")
+@_reports_errors
+def delete_calendar(name: CalendarName, output: OutputOption = None) -> None:
+    """Delete a calendar (refused while a job that is not cancelled names it)."""
+    session = _session()
+    session.client().delete_calendar(name)
+    session.out(output).note(f"deleted calendar {name}")
 
 
 @app.command()

@@ -209,6 +209,35 @@ def fires_table(items: list[dict[str, Any]]) -> Table:
     return table
 
 
+def exclusion_text(exclusion: dict[str, str]) -> str:
+    text = exclusion["date"] if "date" in exclusion else f"{exclusion['from']} .. {exclusion['to']}"
+    return f"{text}  {exclusion['note']}" if exclusion.get("note") else text
+
+
+def calendars_table(items: list[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("NAME", "TIME ZONE", "EXCLUDES", "UPDATED"):
+        table.add_column(name, no_wrap=name != "EXCLUDES", overflow="fold")
+    for calendar in items:
+        excluded = calendar["exclude"]
+        shown = "; ".join(exclusion_text(e) for e in excluded[:3]) + (f"; +{len(excluded) - 3} more"
+                                                                        if len(excluded) > 3 else "")
+        table.add_row(calendar["name"], calendar["timezone"], shown or "nothing", fmt_time(calendar.get("updated_at")))
+    return table
+
+
+def calendar_detail(calendar: dict[str, Any]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("calendar", calendar["name"])
+    table.add_row("time zone", calendar["timezone"])
+    table.add_row("description", calendar.get("description") or "-")
+    table.add_row("excludes", "\n".join(exclusion_text(e) for e in calendar["exclude"]) or "nothing")
+    table.add_row("updated", fmt_time(calendar.get("updated_at")))
+    return table
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -228,12 +257,15 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("timeout", f"{job['timeout_s']} s" if job.get("timeout_s") else "none"),
         ("jitter", f"up to {job['jitter_s']} s after each fire" if job.get("jitter_s") else "none"),
         ("tags", ", ".join(f"{k}={v}" for k, v in sorted(job.get("tags", {}).items())) or "none"),
+        ("calendar", job.get("calendar") or "none"),
         ("payload", compact(job.get("payload"), 100)),
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),
     ]
     if job.get("next_runs") is not None:
-        fires = [f"{fmt_time(t)}  {relative(t, now)}" for t in job["next_runs"]]
+        excluded = {e["at"] for e in job.get("excluded_runs") or []}
+        fires = [f"{fmt_time(t)}  {relative(t, now)}" + ("  excluded by its calendar" if t in excluded else "")
+                 for t in job["next_runs"]]
         rows.append(("next fires", "\n".join(fires) if fires else "none"))
     for name, value in rows:
         table.add_row(name, value)

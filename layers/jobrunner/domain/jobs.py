@@ -118,6 +118,8 @@ class Job:
     jitter_s: int | None = None
     #: The user's key/value labels (``domain.tags``): lists and bulk changes select jobs by them.
     tags: dict[str, str] = field(default_factory=dict)
+    #: The tenant's calendar (``domain.calendars``) whose excluded dates its fires skip (None: none).
+    calendar: str | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

@@ -74,7 +74,8 @@ class Outcome(StrEnum):
     MISSING = "missing"
 
 
-_SKIPS = {SkipReason.OVERLAP: Outcome.SKIPPED, SkipReason.CATCH_UP: Outcome.DROPPED}
+_SKIPS = {SkipReason.OVERLAP: Outcome.SKIPPED, SkipReason.CATCH_UP: Outcome.DROPPED,
+          SkipReason.CALENDAR: Outcome.EXCLUDED}
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def ledger(
     ``records``: the job's history records with ``scheduled_at`` in the page's range (any order); a fire of
     the schedule lineage recorded in the range but not called for by the timeline (a fire of a schedule the
     log does not know) is listed too. ``kept_since``: the oldest instant whose history is still kept.
-    ``excluded_by(fire)``: the calendar that excludes a fire not run yet (None: none)."""
+    ``excluded_by(fire)``: why the job's calendar excludes a fire not run yet (None: it does not)."""
     planned = fires_between(timeline, start, end, limit + 1, now)
     more = len(planned) > limit
     planned = planned[:limit]
@@ -306,7 +307,7 @@ def _unrecorded(
         return Outcome.REPLACED, f"the schedule was changed at {rfc3339(epoch.until)}"
     if at > now:
         calendar = excluded_by(at)
-        return (Outcome.UPCOMING, f"will be excluded by calendar {calendar}" if calendar else None)
+        return (Outcome.UPCOMING, f"will be {calendar}" if calendar else None)
     if now < reach:
         return Outcome.DUE, None
     if at < kept_since:

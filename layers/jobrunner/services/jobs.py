@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import (
     MAX_JITTER_S,
@@ -35,14 +36,16 @@ from jobrunner.domain.tags import JobFilter, parse_tags
 from jobrunner.domain.time import rfc3339, utc
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, JobChange
+from jobrunner.services.calendars import check_calendar
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.limits import QuotaChange
-    from jobrunner.ports import ChangeLog, Clock, JobStore, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, Clock, JobStore, TenantQuotas
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -83,6 +86,7 @@ class NewJob:
     trace_parent: str | None = None
     jitter_s: int | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    calendar: str | None = None
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
@@ -92,6 +96,8 @@ class NewJob:
             body["jitter_s"] = self.jitter_s
         if self.tags:
             body["tags"] = self.tags
+        if self.calendar is not None:
+            body["calendar"] = self.calendar
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -119,6 +125,8 @@ class JobChanges:
     jitter_set: bool = False
     #: The job's whole set of tags, replacing the one it has (None: leave them).
     tags: dict[str, str] | None = None
+    calendar: str | None = None
+    calendar_set: bool = False
 
 
 def plan_execution(
@@ -150,8 +158,11 @@ def plan_execution(
 
 class JobService:
     def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
-                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None) -> None:
+                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
+                 calendars: CalendarStore | None = None) -> None:
         self._store = store
+        #: The tenants' calendars (``domain.calendars``): a job may name one of its tenant's.
+        self._calendars = calendars
         #: Each job's change log (``ports.ChangeLog``): who asked for each change that landed (None: none kept).
         self._changes = changes
         self._clock = clock
@@ -177,6 +188,7 @@ class JobService:
         self._check_payload(user_id, new.payload)
         self._check_timeout(new.timeout_s)
         self._check_jitter(new.jitter_s)
+        check_calendar(self._calendars, user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, job_id, new, topic, now)  # validate before claiming the key
         self._admit(user_id, now)  # a request refused above costs the tenant nothing
         if idempotency_key is not None:
@@ -216,7 +228,7 @@ class JobService:
         return Job(
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
-            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags),
+            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags), calendar=new.calendar,
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -330,7 +342,14 @@ class JobService:
         high = planned[limit] if len(planned) > limit else end
         records = self._records_between(job_id, low, high)
         kept = timedelta(days=self._rules.limits.of(user_id).history_days)
-        return ledger(job, timeline, records, start=low, end=end, now=now, kept_since=now - kept, limit=limit)
+        calendar = self._calendar_of(job)
+
+        def excluded_by(fire: datetime) -> str | None:
+            exclusion = calendar.excluding(fire) if calendar is not None else None
+            return exclusion_note(calendar, exclusion) if calendar is not None and exclusion is not None else None
+
+        return ledger(job, timeline, records, start=low, end=end, now=now, kept_since=now - kept, limit=limit,
+                      excluded_by=excluded_by)
 
     def _change_log(self, job_id: str) -> tuple[list[JobChange], bool]:
         """The job's whole change log (newest first), and whether it was read to its end."""
@@ -374,6 +393,20 @@ class JobService:
             fires.append(instant)
             instant = job.schedule.next_fire_after(instant)
         return fires
+
+    def excluded(self, job: Job, fires: list[datetime]) -> dict[datetime, str]:
+        """Those of ``fires`` the job's calendar excludes (as it stands now), each with the reason in words.
+        One read of the calendar, for a job that names one; none otherwise."""
+        calendar = self._calendar_of(job)
+        if calendar is None:
+            return {}
+        return {fire: exclusion_note(calendar, exclusion) for fire in fires
+                if (exclusion := calendar.excluding(fire)) is not None}
+
+    def _calendar_of(self, job: Job) -> Calendar | None:
+        if job.calendar is None or self._calendars is None:
+            return None
+        return self._calendars.get(job.user_id, job.calendar)
 
     # -- manage ---------------------------------------------------------------------------------
 
@@ -485,6 +518,10 @@ class JobService:
             updates["jitter_s"] = changes.jitter_s
         if changes.tags is not None:
             updates["tags"] = parse_tags(changes.tags)
+        if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
+            calendar = changes.calendar if changes.calendar_set else job.calendar
+            check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)
+            updates["calendar"] = calendar
         if changes.schedule is None:
             return updates  # the planned rows and the next run stay as they are
         schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule

@@ -44,8 +44,8 @@ T = TypeVar("T")
 INSERT_JOB = (
     "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version,"
     " schedule_version_set_at, retry, timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at,"
-    " last_run_at, last_execution_id, last_status, jitter_s, tags)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " last_run_at, last_execution_id, last_status, jitter_s, tags, policies)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 #: Every row expires some time after its scan may close (``domain.placement.row_ttl``): no delete per execution.
@@ -99,12 +99,13 @@ SELECT_RECORD = (
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
     " schedule_version_set_at = ?, retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?,"
-    " jitter_s = ?, tags = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    " jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 # A change that keeps the schedule and the state: the next run and the planned rows stay as they are.
 UPDATE_JOB_SETTINGS = (
     "UPDATE job_table SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
-    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ?"
+    " IF version = ?"
 )
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
 #: A history record's key: (job_id, scheduled_at, attempt, execution_id), as in ``task_history_v2``.
 _RecordKey = tuple[str, datetime, int, str]
-_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
+_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
 
 
 def _row_key(row: ScheduledExecution) -> _RowKey:

@@ -198,7 +198,7 @@
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'jobs' && parts[1]) return { view: 'job', id: parts[1] };
-    if (['jobs', 'submit', 'segments', 'api'].includes(parts[0])) return { view: parts[0], id: null };
+    if (['jobs', 'submit', 'calendars', 'segments', 'api'].includes(parts[0])) return { view: parts[0], id: null };
     return { view: 'jobs', id: null };
   }
 
@@ -219,7 +219,8 @@
     jobs: () => loadJobs(),
     job: () => loadJob(route.id),
     segments: () => loadSegments(),
-    submit: null,
+    calendars: () => loadCalendars(),
+    submit: () => loadCalendarNames(),
     api: null, // api.js loads the public /openapi.json itself
   };
 
@@ -421,12 +422,15 @@
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
       ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
       ...field('Tags', Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'),
+      ...field('Calendar', job.calendar ? el('a', { href: '#/calendars', class: 'mono' }, job.calendar) : 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
     );
     const next = job.next_runs || [];
+    const excluded = new Map((job.excluded_runs || []).map((e) => [e.at, e.reason]));
     $('#job-next').replaceChildren(...(next.length
-      ? next.map((t) => el('li', { title: t }, fmtTime(t), ' ', el('span', { class: 'rel' }, relative(t))))
+      ? next.map((t) => el('li', { title: excluded.get(t) || t, class: excluded.has(t) ? 'excluded' : '' },
+        fmtTime(t), ' ', el('span', { class: 'rel' }, excluded.has(t) ? 'excluded by its calendar' : relative(t))))
       : [el('li', { class: 'muted none' }, 'none planned')]));
     $('#job-payload').textContent = JSON.stringify(job.payload, null, 2);
     const cancelled = job.state === 'CANCELLED';
@@ -690,6 +694,13 @@
     if (multiplier !== undefined) backoff.multiplier = multiplier;
     if (maxDelay !== undefined) backoff.max_delay_s = maxDelay;
     if (Object.keys(backoff).length) body.backoff = backoff;
+    const calendar = valueOf('calendar');
+    if (calendar) {
+      body.calendar = calendar;
+      check('calendar', () => {
+        if (!/^[A-Za-z0-9_.-]{1,64}$/.test(calendar)) throw new Invalid('a calendar name: letters, digits, _ . -');
+      });
+    }
     const key = valueOf('idempotency_key');
     if (key) {
       body.idempotency_key = key;
@@ -828,6 +839,101 @@
     setInterval(() => { if (route.view === 'submit' && !serverPreview) updatePreview(); }, 1000);
   }
 
+  // --- calendars ----------------------------------------------------------------------------------
+
+  /** One exclusion in words, as the form's lines are written. */
+  function exclusionLine(e) {
+    const range = e.date || `${e.from}..${e.to}`;
+    return e.note ? `${range} ${e.note}` : range;
+  }
+
+  /** The form's lines as the API takes them: "<date or a..b> <note>" each; { exclude, errors }. */
+  function parseExclusions(text) {
+    const exclude = [];
+    text.split('\n').map((line) => line.trim()).filter(Boolean).forEach((line) => {
+      const [range, ...note] = line.split(/\s+/);
+      const [low, high] = range.split('..');
+      const entry = high === undefined ? { date: low } : { from: low, to: high };
+      if (note.length) entry.note = note.join(' ');
+      exclude.push(entry);
+    });
+    return exclude;
+  }
+
+  async function loadCalendars() {
+    const data = await api('GET', '/calendars?limit=500');
+    const rows = data.items.map((c) => el('tr', { dataset: { calendar: c.name } },
+      el('td', { class: 'mono' }, c.name),
+      el('td', {}, c.timezone),
+      el('td', {}, c.exclude.map(exclusionLine).join('; ') || 'nothing'),
+      timeCell(c.updated_at),
+      el('td', {},
+        el('button', { type: 'button', class: 'quiet', onclick: () => editCalendar(c) }, 'Edit'), ' ',
+        el('button', { type: 'button', class: 'danger', onclick: () => deleteCalendar(c.name) }, 'Delete'))));
+    $('#cal-table tbody').replaceChildren(...rows);
+    $('#cal-empty').hidden = data.items.length > 0;
+  }
+
+  async function loadCalendarNames() {
+    const data = await api('GET', '/calendars?limit=500');
+    $('#calendar-names').replaceChildren(...data.items.map((c) => el('option', { value: c.name })));
+  }
+
+  function editCalendar(c) {
+    $('#cal-name').value = c.name;
+    $('#cal-timezone').value = c.timezone;
+    $('#cal-exclude').value = c.exclude.map(exclusionLine).join('\n');
+    $('#cal-description').value = c.description || '';
+    $('#cal-name').focus();
+  }
+
+  async function deleteCalendar(name) {
+    try {
+      await api('DELETE', `/calendars/${enc(name)}`);
+      toast(`Calendar ${name} deleted`);
+    } catch (err) {
+      reportError(err);
+    } finally {
+      await refresh(true);
+    }
+  }
+
+  function setupCalendars() {
+    $('#cal-refresh').addEventListener('click', () => refresh(true));
+    $('#cal-form').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      for (const slot of $$('[data-cal-error-for]')) slot.textContent = '';
+      const name = $('#cal-name').value.trim();
+      if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+        $('[data-cal-error-for="name"]').textContent = 'a calendar name: letters, digits, _ . -';
+        return;
+      }
+      const body = { timezone: $('#cal-timezone').value.trim() || 'UTC',
+        exclude: parseExclusions($('#cal-exclude').value) };
+      const description = $('#cal-description').value.trim();
+      if (description) body.description = description;
+      $('#cal-status').textContent = 'Saving…';
+      try {
+        await api('PUT', `/calendars/${enc(name)}`, body);
+        $('#cal-status').textContent = `Saved ${name}`;
+        toast(`Calendar ${name} saved`);
+        await refresh(true);
+      } catch (err) {
+        $('#cal-status').textContent = '';
+        if (err instanceof ApiError && err.errors.length) {
+          for (const e of err.errors) {
+            // exclude.<n>.<field> is shown under the textarea, naming the line
+            const line = /^exclude\.(\d+)/.exec(e.field);
+            const slot = $(`[data-cal-error-for="${line ? 'exclude' : e.field}"]`) || $('#cal-status');
+            slot.textContent = line ? `line ${Number(line[1]) + 1}: ${e.reason}` : e.reason;
+          }
+        } else {
+          reportError(err);
+        }
+      }
+    });
+  }
+
   // --- segments -----------------------------------------------------------------------------------
 
   /** Lag is counted in whole minutes behind the running one. */
@@ -870,6 +976,7 @@
     setupActions();
     setupFires();
     setupBackfill();
+    setupCalendars();
     setupSubmit();
     $('#seg-refresh').addEventListener('click', () => refresh(true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(true); });

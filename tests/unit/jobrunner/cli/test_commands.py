@@ -278,3 +278,34 @@ def test_fires_shows_the_ledger_and_says_whether_every_fire_is_accounted_for(
     result = cli("fires", "j-1")
     assert result.exit_code == 1 and "1 fire(s) nothing explains" in result.stderr
     assert "missing" in result.stdout
+
+
+def test_calendars_put_show_list_and_delete(cli: Cli, transport: FakeTransport) -> None:
+    stored = {"name": "holidays", "timezone": "Europe/Paris", "description": None, "updated_at": None,
+              "exclude": [{"date": "2026-12-25", "note": "Christmas"}, {"from": "2027-01-08T18:00",
+                                                                         "to": "2027-01-11T06:00"}]}
+    transport.on("PUT", "/calendars/holidays", reply(201, stored))
+    result = cli("calendars", "put", "holidays", "--timezone", "Europe/Paris", "--exclude", "2026-12-25=Christmas",
+                 "--exclude", "2027-01-08T18:00..2027-01-11T06:00")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"timezone": "Europe/Paris", "exclude": stored["exclude"]}
+    assert "Created calendar holidays: 2 exclusion(s) in Europe/Paris" in result.stdout
+    transport.on("GET", "/calendars/holidays", reply(200, stored))
+    result = cli("calendars", "show", "holidays")
+    assert "2027-01-08T18:00 .. 2027-01-11T06:00" in result.stdout and "Christmas" in result.stdout
+    transport.on("GET", "/calendars", reply(200, {"items": [stored], "next_cursor": None}))
+    assert "holidays" in cli("calendars", "list").stdout
+    # a delete the API refuses (a job still names it) says why and exits 1
+    transport.on("DELETE", "/calendars/holidays", reply(409, {"error": "conflict", "errors": [],
+                                                              "message": "calendar holidays is named by 1 job(s)"}))
+    result = cli("calendars", "delete", "holidays")
+    assert result.exit_code == 1 and "named by 1 job" in result.stderr
+    transport.on("DELETE", "/calendars/holidays", reply(204))
+    assert cli("calendars", "delete", "holidays").exit_code == 0
+
+
+def test_submit_names_a_calendar(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job(calendar="holidays")))
+    result = cli("submit", "--every", "PT1H", "--calendar", "holidays")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body["calendar"] == "holidays"
