@@ -161,6 +161,12 @@ class JobStore(ABC):
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         """The first ``limit`` records of each job's history (``history``'s order), by job id."""
 
+    @abstractmethod
+    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
+        """Remove the job's row, only if it is still at ``expected_version`` (a compare-and-set, linearizable);
+        False when it is not (or is gone already). Its history records and scheduled rows are left as they are
+        (they expire); a scan drops a row whose job is gone."""
+
 
 @dataclass(frozen=True)
 class IdempotencyClaim:

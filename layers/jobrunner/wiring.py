@@ -18,6 +18,7 @@ from jobrunner.config import Settings
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.results import ResultRules, ResultsService
+from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.segments import SegmentService, start_segments
 from jobrunner.services.tick import TickRules, TickService
@@ -195,7 +196,12 @@ class Container:
     def results(self) -> ResultsService:
         rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic,
                             result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
-        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker)
+        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
+
+    @functools.cached_property
+    def retirer(self) -> Retirer:
+        return Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas,
+                       limits=self.settings.tenant_limits)
 
     @functools.cached_property
     def scans(self) -> ScanService:
@@ -204,7 +210,7 @@ class Container:
             ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
-            results=self.results, waker=self.waker, calendars=self.calendars,
+            results=self.results, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
         )
 
     @functools.cached_property

@@ -288,6 +288,37 @@ def test_calendars_are_made_named_by_a_job_shown_in_its_preview_and_kept_while_n
     dashboard.screenshot("calendars")
 
 
+def test_a_job_of_two_fires_from_the_form_runs_twice_then_is_deleted_keeping_its_history(
+    dashboard: Dashboard,
+) -> None:
+    page = dashboard.open("#/submit")
+    # Given an every-10-seconds job of two fires, to be deleted after its last
+    page.locator("input[name=kind][value=every]").check()
+    page.locator("#in-every").fill("PT10S")
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    page.locator("#in-start").fill(rfc3339(start))
+    page.locator("#in-count").fill("2")
+    page.locator("#in-delete-after").check()
+    # Then the preview (computed in the browser) shows exactly two fires
+    expect(page.locator("#preview-list li")).to_have_count(2)
+    page.get_by_role("button", name="Submit job").click()
+    link = page.locator("#submit-link")
+    expect(link).to_be_visible()
+    job_id = link.inner_text()
+    link.click()
+    # and its page says how it ends
+    expect(page.locator("#job-fields")).to_contain_text("after 2 fires")
+    expect(page.locator("#job-fields")).to_contain_text("then the job is deleted")
+    # When both fires have run and reported, Then it is deleted, and its page shows what is left: its history
+    expect(page.locator("#job-status")).to_have_text("DELETED", timeout=60_000)
+    expect(page.locator("#job-fields")).to_contain_text("deleted after its last fire")
+    rows = execution_rows(page)
+    assert [r["status"] for r in rows] == ["SUCCESS", "SUCCESS"], rows
+    expect(page.locator('#changes-table tbody tr[data-action="delete"]')).to_have_count(1)
+    assert api(dashboard.stack, "GET", f"/jobs/{job_id}").status_code == 404
+    dashboard.screenshot("deleted")
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

@@ -240,3 +240,27 @@ def test_the_firing_ledger_on_the_real_stack_accounts_for_every_fire(local_stack
     # and a range of more than 31 days names its field
     wrong = api(local_stack, "GET", f"/jobs/{job['job_id']}/fires?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z")
     assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "to"
+
+
+def test_end_conditions_on_the_real_stack_stop_the_fires_and_delete_the_job_when_asked(
+    local_stack: LocalStack,
+) -> None:
+    # Given a job of two fires 10 s apart that asks to be deleted after its last, and one of three that does not
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    deleted = submit(local_stack, {"schedule": {"every": "PT10S", "start": start.isoformat(), "count": 2},
+                                   "delete_after_last": True})
+    kept = submit(local_stack, {"schedule": {"iso8601": f"R/{start.isoformat()}/PT10S",
+                                             "end": (start + timedelta(seconds=20)).isoformat()}})
+    assert (deleted["remaining_fires"], kept["remaining_fires"]) == (2, 3)
+    # When their fires have run, Then each ran exactly its fires, and the first is deleted, its history kept
+    gone = eventually(lambda: api(local_stack, "GET", f"/jobs/{deleted['job_id']}").status_code, 404, timeout_s=60)
+    assert gone == 404
+    history = executions(local_stack, deleted["job_id"])
+    assert [e["status"] for e in history] == ["SUCCESS", "SUCCESS"]
+    log = api(local_stack, "GET", f"/jobs/{deleted['job_id']}/changes").json()["items"]
+    assert log[0]["action"] == "delete" and [c["action"] for c in log[1:]] == ["submit"]
+    done = eventually(lambda: api(local_stack, "GET", f"/jobs/{kept['job_id']}").json(),
+                      lambda j: j["status"] == "SUCCESS" and j["next_run_at"] is None, timeout_s=60)
+    assert done["remaining_fires"] == 0 and done["state"] == "ACTIVE"  # kept: it did not ask to be deleted
+    time.sleep(11)  # a fire after the end would have come by now
+    assert len(executions(local_stack, kept["job_id"])) == 3

@@ -48,7 +48,7 @@ from jobrunner.api.schemas import (
     SegmentsOut,
 )
 from jobrunner.domain.errors import DomainError, Forbidden
-from jobrunner.domain.jobs import JobStatus
+from jobrunner.domain.jobs import Job, JobStatus
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
 from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
@@ -79,6 +79,11 @@ def _tenant() -> str:
 def _actor() -> str | None:
     """Who makes the request, for the change log: the caller's principal (``api/tenancy.py``)."""
     return container().tenancy.identify(app.current_event.raw_event).principal
+
+
+def _one(job: Job) -> JobOut:
+    """A job answered alone (not in a list): with the fires it has left (``JobService.fires_left``)."""
+    return JobOut.of(job, remaining=container().jobs.fires_left(job))
 
 
 def _json(status: HTTPStatus, body: BaseModel) -> Response[Any]:
@@ -113,10 +118,10 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
              or new_traceparent())
     new = NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
-                 calendar=body.calendar)
+                 calendar=body.calendar, delete_after_last=body.delete_after_last)
     job, created = container().jobs.submit(tenant, new, body.idempotency_key, actor=_actor())
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
-    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, _one(job))
 
 
 @app.get("/jobs")
@@ -145,10 +150,11 @@ def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
 def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> Response[Any]:
     services = container()
     job = services.jobs.get(_tenant(), job_id)
+    remaining = services.jobs.fires_left(job)
     if not preview:
-        return _json(HTTPStatus.OK, JobOut.of(job))
+        return _json(HTTPStatus.OK, JobOut.of(job, remaining=remaining))  # (as _one)
     fires = services.jobs.preview(job, preview)
-    return _json(HTTPStatus.OK, JobOut.of(job, fires, services.jobs.excluded(job, fires)))
+    return _json(HTTPStatus.OK, JobOut.of(job, fires, services.jobs.excluded(job, fires), remaining))
 
 
 @app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"},
@@ -164,24 +170,25 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
         calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
+        delete_after_last=body.delete_after_last,
     )
-    return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, changes, actor=_actor())))
 
 
 @app.delete("/jobs/<job_id>")
 def cancel_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/pause")
 def pause_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.pause(_tenant(), job_id, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.pause(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/resume")
 def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -> Response[Any]:
     catch_up = body.catch_up if body is not None else False
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/run", responses={429: {"description": _OVER_A_LIMIT}})

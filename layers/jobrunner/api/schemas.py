@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
 from jobrunner.domain.ledger import Outcome
+from jobrunner.domain.schedules import MAX_COUNT
 from jobrunner.domain.time import rfc3339
 
 if TYPE_CHECKING:
@@ -34,8 +35,11 @@ class ScheduleIn(Strict):
 
     at: str | None = Field(None, description="RFC 3339 instant with offset, e.g. 2026-11-22T10:00:00Z")
     every: str | None = Field(None, description="ISO 8601 duration, at least PT10S, e.g. PT5M")
-    start: str | None = Field(None, description="with every: first fire (RFC 3339)")
-    end: str | None = Field(None, description="with every: no fire after this instant (RFC 3339)")
+    start: str | None = Field(None, description="with every: first fire; with cron: no fire before it (RFC 3339)")
+    end: str | None = Field(None, description="with every, cron or iso8601: no fire after this instant (RFC 3339)")
+    count: int | None = Field(None, ge=1, le=MAX_COUNT, description=(
+        "with every or cron: at most this many fires, counted from the job's submission (or the PATCH that sets "
+        "it); the last of them becomes the schedule's end (iso8601 states its own: R<n>)"))
     cron: str | None = Field(None, description="five-field cron expression")
     timezone: str | None = Field(None, description="with cron: IANA time zone, default UTC")
     dst: DstIn | None = Field(None, description="with cron: what a daylight-saving change does to its fires "
@@ -53,6 +57,10 @@ _CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}):
              "not run (recorded SKIPPED); recurring jobs only")
 
 
+_DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its last executions have ended; its "
+                      "history and change log stay readable until they expire (history_days)")
+
+
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: JsonValue = Field(default_factory=dict, description="any JSON value, size-limited")
@@ -66,6 +74,7 @@ class JobIn(Strict):
     tags: dict[str, str] | None = Field(None, description=(
         "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
     calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
+    delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -98,6 +107,7 @@ class JobPatchIn(Strict):
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
     calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
+    delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -129,6 +139,10 @@ class JobOut(BaseModel):
     jitter_s: int | None = None
     tags: dict[str, str] = Field(default_factory=dict)
     calendar: str | None = None
+    delete_after_last: bool = False
+    remaining_fires: int | None = Field(None, description=(
+        "fires left from the next run to the schedule's end (count or end), on GET /jobs/{id}; null: no end "
+        "within 1000 fires"))
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -142,7 +156,7 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: Job, next_runs: list[datetime] | None = None,
-           excluded: dict[datetime, str] | None = None) -> JobOut:
+           excluded: dict[datetime, str] | None = None, remaining: int | None = None) -> JobOut:
         def ts(value: Any) -> str | None:
             return rfc3339(value) if value is not None else None
 
@@ -159,7 +173,8 @@ class JobOut(BaseModel):
             created_at=rfc3339(job.created_at), updated_at=rfc3339(job.updated_at),
             next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
             excluded_runs=[ExcludedRunOut(at=rfc3339(t), reason=why) for t, why in sorted(excluded.items())]
-            if excluded is not None else None, calendar=job.calendar,
+            if excluded is not None else None, calendar=job.calendar, delete_after_last=job.delete_after_last,
+            remaining_fires=remaining,
         )
 
 

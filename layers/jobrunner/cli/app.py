@@ -234,10 +234,13 @@ def submit(
                                            rich_help_panel="Schedule (exactly one)")] = None,
     every: Annotated[str | None, typer.Option(help="run every ISO 8601 duration, e.g. PT5M",
                                               rich_help_panel="Schedule (exactly one)")] = None,
-    start: Annotated[str | None, typer.Option(help="with --every: first fire (default: one interval from now)",
+    start: Annotated[str | None, typer.Option(help="with --every: first fire (default: one interval from now); "
+                                                   "with --cron: no fire before it",
                                               rich_help_panel="Schedule (exactly one)")] = None,
-    end: Annotated[str | None, typer.Option(help="with --every: no fire after this",
+    end: Annotated[str | None, typer.Option(help="with --every, --cron or --iso8601: no fire after this",
                                             rich_help_panel="Schedule (exactly one)")] = None,
+    count: Annotated[int | None, typer.Option(help="with --every or --cron: at most this many fires, from now",
+                                              rich_help_panel="Schedule (exactly one)")] = None,
     cron: Annotated[str | None, typer.Option(help="five-field cron expression, e.g. '0 9 * * MON-FRI'",
                                              rich_help_panel="Schedule (exactly one)")] = None,
     timezone: Annotated[str | None, typer.Option(help="with --cron: IANA time zone (default UTC)",
@@ -255,6 +258,8 @@ def submit(
                                                       "offset fixed per job and fire")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="a key=value label (repeat for more)")] = None,
     calendar: Annotated[str | None, typer.Option(help="one of your calendars: its excluded dates are not run")] = None,
+    delete_after_last: Annotated[bool, typer.Option("--delete-after-last", help=(
+        "delete the job once its schedule has no fire left and its executions have ended (history is kept)"))] = False,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -269,8 +274,11 @@ def submit(
     given = [k for k, v in kinds.items() if v is not None]
     if len(given) > 1:
         raise UsageError(f"give one schedule, not {' and '.join('--' + k for k in given)}")
-    if (start or end) and every is None and "every" not in request.get("schedule", {}):
-        raise UsageError("--start and --end go with --every")
+    recurring = {k for k in ("every", "cron", "iso8601") if kinds[k] is not None or k in request.get("schedule", {})}
+    if start and not recurring & {"every", "cron"}:
+        raise UsageError("--start goes with --every or --cron")
+    if (end or count) and not recurring:
+        raise UsageError("--end and --count go with a recurring schedule (--every, --cron, --iso8601)")
     if timezone and cron is None and "cron" not in request.get("schedule", {}):
         raise UsageError("--timezone goes with --cron")
     if given:
@@ -288,6 +296,10 @@ def submit(
         request["schedule"]["start"] = _instant(start, session.deps.now())
     if end:
         request["schedule"]["end"] = _instant(end, session.deps.now())
+    if count is not None:
+        request["schedule"]["count"] = count
+    if delete_after_last:
+        request["delete_after_last"] = True
     if timezone:
         request["schedule"]["timezone"] = timezone
     if "schedule" not in request:

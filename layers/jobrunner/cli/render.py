@@ -238,6 +238,23 @@ def calendar_detail(calendar: dict[str, Any]) -> Table:
     return table
 
 
+def ends_text(job: dict[str, Any]) -> str:
+    """The job's end conditions in words: its count, its end, the fires left, whether it is then deleted."""
+    schedule = job.get("schedule") or {}
+    parts = []
+    if schedule.get("count"):
+        parts.append(f"after {schedule['count']} fire(s)")
+    if schedule.get("end"):
+        parts.append(("the last at " if schedule.get("count") else "at ") + fmt_time(schedule["end"]))
+    if job.get("remaining_fires") is not None:
+        parts.append(f"{job['remaining_fires']} left")
+    if not parts:
+        parts.append("after its one fire" if kind_of(schedule) == "at" else "never")
+    if job.get("delete_after_last"):
+        parts.append("then the job is deleted (its history is kept)")
+    return "; ".join(parts)
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -258,6 +275,7 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("jitter", f"up to {job['jitter_s']} s after each fire" if job.get("jitter_s") else "none"),
         ("tags", ", ".join(f"{k}={v}" for k, v in sorted(job.get("tags", {}).items())) or "none"),
         ("calendar", job.get("calendar") or "none"),
+        ("ends", ends_text(job)),
         ("payload", compact(job.get("payload"), 100)),
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),

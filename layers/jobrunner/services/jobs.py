@@ -30,7 +30,7 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import late_due, place, placed_in_time
-from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
+from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.tags import JobFilter, parse_tags
 from jobrunner.domain.time import rfc3339, utc
@@ -87,6 +87,7 @@ class NewJob:
     jitter_s: int | None = None
     tags: dict[str, str] = field(default_factory=dict)
     calendar: str | None = None
+    delete_after_last: bool = False
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
@@ -98,6 +99,8 @@ class NewJob:
             body["tags"] = self.tags
         if self.calendar is not None:
             body["calendar"] = self.calendar
+        if self.delete_after_last:
+            body["delete_after_last"] = True
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -127,6 +130,7 @@ class JobChanges:
     tags: dict[str, str] | None = None
     calendar: str | None = None
     calendar_set: bool = False
+    delete_after_last: bool | None = None
 
 
 def plan_execution(
@@ -220,8 +224,7 @@ class JobService:
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")
-        if isinstance(schedule, Every):
-            schedule = schedule.anchored(now)
+        schedule = anchor(schedule, now)
         first = schedule.first_fire(now)
         if first is None:
             raise InvalidField("schedule", "never fires after now")
@@ -229,6 +232,7 @@ class JobService:
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
             trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags), calendar=new.calendar,
+            delete_after_last=new.delete_after_last,
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -299,8 +303,12 @@ class JobService:
     def changes(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, str] | None = None
     ) -> list[JobChange]:
-        """A page of the job's change log, newest first (``ChangeLog.changes``)."""
-        self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        """A page of the job's change log, newest first (``ChangeLog.changes``); of a job deleted after its last
+        fire too, while its entries are kept."""
+        if self._store.get(user_id, job_id) is None:
+            newest = self._changes.changes(job_id, 1) if self._changes is not None else []
+            if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
+                raise JobNotFound(job_id)
         return self._changes.changes(job_id, limit, before) if self._changes is not None else []
 
     def _log(self, job: Job, action: str, actor: str | None, details: dict[str, Any]) -> None:
@@ -381,9 +389,24 @@ class JobService:
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
-        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before)."""
-        self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before);
+        of a job deleted after its last fire too (``delete_after_last``), while its records are kept: each names
+        its tenant."""
+        if self._store.get(user_id, job_id) is None:
+            newest = self._store.history(job_id, 1)
+            if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
+                raise JobNotFound(job_id)
         return self._store.history(job_id, limit, before)
+
+    @staticmethod
+    def fires_left(job: Job) -> int | None:
+        """How many fires the job has left from its next run (its end conditions), None when more than
+        ``MAX_COUNT`` or no end; 0 for a job with no next run."""
+        schedule = job.schedule
+        ends = any(getattr(schedule, name, None) is not None for name in ("end", "until", "count", "at"))
+        if job.state is not JobState.ACTIVE or not ends:
+            return None
+        return fires_left(schedule, job.next_run_at)
 
     def preview(self, job: Job, count: int) -> list[datetime]:
         """The next ``count`` fire times of an active job, from its next run."""
@@ -518,13 +541,15 @@ class JobService:
             updates["jitter_s"] = changes.jitter_s
         if changes.tags is not None:
             updates["tags"] = parse_tags(changes.tags)
+        if changes.delete_after_last is not None:
+            updates["delete_after_last"] = changes.delete_after_last
         if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
             calendar = changes.calendar if changes.calendar_set else job.calendar
             check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)
             updates["calendar"] = calendar
         if changes.schedule is None:
             return updates  # the planned rows and the next run stay as they are
-        schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule
+        schedule = anchor(changes.schedule, now)
         next_run_at = schedule.first_fire(now)
         if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule", "never fires after now")

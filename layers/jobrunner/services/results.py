@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.ports import Clock, JobStore, Publisher
+    from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
 
@@ -79,7 +80,10 @@ class ResultsService:
     def __init__(
         self, store: JobStore, publisher: Publisher, clock: Clock, rules: ResultRules,
         jitter: Callable[[], float] = random.random, waker: ScanWaker | None = None,
+        retirer: Retirer | None = None,
     ) -> None:
+        #: Deletes a job that asked for it once its last execution ends (``services.retire``).
+        self._retirer = retirer
         #: Wakes the scan of a partition a retry is written to (``services.wake``).
         self._waker = waker
         self._store = store
@@ -138,6 +142,7 @@ class ResultsService:
         finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
         if success:
             self._store.finish(Outcome(finished, None))
+            self._ended(job)
             return "succeeded"
         if should_retry(job.retry, record.attempt):
             due = now + retry_delay(job.retry, record.attempt, self._jitter())
@@ -151,8 +156,14 @@ class ResultsService:
         # may be sent twice (same execution_id), but never lost.
         self._publisher.publish([dead_letter(job, finished, self._rules.dead_letter_topic)])
         self._store.finish(Outcome(finished, None))
+        self._ended(job)
         return "dead_lettered"
 
+
+    def _ended(self, job: Job) -> None:
+        """An execution of ``job`` ended for good: a job that asked to be deleted after its last fire may be done."""
+        if self._retirer is not None:
+            self._retirer.consider(job)
 
     def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
         """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.topics import TopicGrants
     from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
+    from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -365,8 +366,10 @@ class ScanService:
     def __init__(
         self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
         rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
-        waker: ScanWaker | None = None, calendars: CalendarStore | None = None,
+        waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
     ) -> None:
+        #: Deletes a job that asked for it once its last fire is skipped and nothing else runs (``services.retire``).
+        self._retirer = retirer
         self._results = results
         #: The tenants' calendars, read for the jobs that name one (``_fires_to_run``); None: none applied.
         self._calendars = calendars
@@ -700,6 +703,8 @@ class ScanService:
         part.report.skipped += 1
         part.ended.add(_identity(row))
         part.pending.append((row, job))
+        if self._retirer is not None and record.next_fire_at is None:  # its last fire: the job may be done
+            self._retirer.consider(job)
 
     def _publish_live(self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime) -> None:
         """Record the rows as RUNNING, then publish them: together, except rows the broker refused in a

@@ -96,13 +96,15 @@ def policies_column(job: Job) -> str | None:
     policies: dict[str, Any] = {}
     if job.calendar is not None:
         policies["calendar"] = job.calendar
+    if job.delete_after_last:
+        policies["delete_after_last"] = True
     return dumps(policies) if policies else None
 
 
 def policies_from_column(text: str | None) -> dict[str, Any]:
     """The ``Job`` fields the policies column holds (the defaults for a null)."""
     policies = json.loads(text) if text else {}
-    return {"calendar": policies.get("calendar")}
+    return {"calendar": policies.get("calendar"), "delete_after_last": bool(policies.get("delete_after_last"))}
 
 
 def _tags(job: Job) -> str | None:

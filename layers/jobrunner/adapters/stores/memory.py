@@ -168,3 +168,11 @@ class MemoryJobStore(JobStore):
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history(job_id, limit) for job_id in job_ids}
+
+    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
+        with self._lock:
+            current = self.jobs.get((user_id, job_id))
+            if current is None or current.version != expected_version:
+                return False
+            del self.jobs[(user_id, job_id)]
+            return True

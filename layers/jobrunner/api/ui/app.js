@@ -321,18 +321,45 @@
   const fires = { id: null, hours: 0, items: [], cursor: null, paged: false, from: '', to: '' };
 
   async function loadJob(id) {
+    let gone = false; // deleted after its last fire: its history and change log are still there
     const [job, executions, changes] = await Promise.all([
-      api('GET', `/jobs/${enc(id)}?preview=5`),
+      api('GET', `/jobs/${enc(id)}?preview=5`).catch((err) => {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+        gone = true;
+        return null;
+      }),
       api('GET', `/jobs/${enc(id)}/executions?limit=100`),
       api('GET', `/jobs/${enc(id)}/changes?limit=50`),
-      loadFires(id),
+      loadFires(id).catch((err) => {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+      }),
     ]);
     if (route.view !== 'job' || route.id !== id) return; // the user moved on meanwhile
-    currentJob = job;
-    renderJob(job);
+    if (gone) {
+      renderGone(id, changes.items);
+    } else {
+      currentJob = job;
+      renderJob(job);
+      renderFires();
+    }
     renderExecutions(executions.items);
     renderChanges(changes.items);
-    renderFires();
+  }
+
+  /** A job deleted after its last fire (delete_after_last): what is left of it is its history. */
+  function renderGone(id, changes) {
+    currentJob = null;
+    $('#job-title').textContent = `Job ${id}`;
+    $('#job-status').replaceWith(Object.assign(badge('DELETED'), { id: 'job-status' }));
+    const deleted = changes.find((c) => c.action === 'delete');
+    $('#job-fields').replaceChildren(...field('State', deleted
+      ? `deleted after its last fire, at ${fmtTime(deleted.changed_at)}; its history is kept` : 'deleted'));
+    $('#job-next').replaceChildren(el('li', { class: 'muted none' }, 'none planned'));
+    for (const button of ['#act-run', '#act-pause', '#act-resume', '#act-catchup', '#act-cancel', '#bf-dry', '#bf-run']) {
+      $(button).disabled = true;
+    }
+    $('#fires-table tbody').replaceChildren();
+    $('#fires-verdict').textContent = 'The ledger needs the job; its executions and changes are below.';
   }
 
   /** The ledger from `hours` ago to an hour ahead; a later page continues it (`more`). */
@@ -407,6 +434,18 @@
     return [el('dt', {}, name), el('dd', {}, ...value)];
   }
 
+  /** The job's end conditions in words: its end, its count, the fires left, and whether it is then deleted. */
+  function endsText(job) {
+    const s = job.schedule || {};
+    const parts = [];
+    if (s.count) parts.push(`after ${s.count} fire${s.count === 1 ? '' : 's'}`);
+    if (s.end) parts.push(`${s.count ? 'the last at' : 'at'} ${fmtTime(s.end)}`);
+    if (job.remaining_fires !== null && job.remaining_fires !== undefined) parts.push(`${job.remaining_fires} left`);
+    if (!parts.length) parts.push(kindOf(s) === 'at' ? 'after its one fire' : 'never');
+    if (job.delete_after_last) parts.push('then the job is deleted (its history is kept)');
+    return parts.join('; ');
+  }
+
   function renderJob(job) {
     $('#job-title').textContent = `Job ${job.job_id}`;
     $('#job-status').replaceWith(Object.assign(badge(job.status), { id: 'job-status' }));
@@ -422,6 +461,7 @@
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
       ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
       ...field('Tags', Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'),
+      ...field('Ends', endsText(job)),
       ...field('Calendar', job.calendar ? el('a', { href: '#/calendars', class: 'mono' }, job.calendar) : 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
@@ -632,7 +672,6 @@
       const endMs = end ? check('schedule.end', () => parseInstant(end)) : undefined;
       if (startMs !== undefined && endMs !== undefined && endMs < startMs) errors['schedule.end'] = 'is before start';
       if (start) body.schedule.start = start;
-      if (end) body.schedule.end = end;
     } else if (kind === 'cron') {
       body.schedule.cron = valueOf('schedule.cron');
       check('schedule.cron', () => checkCron(required('schedule.cron')));
@@ -644,6 +683,22 @@
     } else {
       body.schedule.iso8601 = valueOf('schedule.iso8601');
       check('schedule.iso8601', () => parseRepeating(required('schedule.iso8601')));
+    }
+    if (kind !== 'at') { // end conditions of a recurring schedule
+      const end = valueOf('schedule.end');
+      if (end) {
+        body.schedule.end = end;
+        if (kind !== 'every') check('schedule.end', () => parseInstant(end));
+      }
+      const fires = valueOf('schedule.count');
+      if (fires && kind !== 'iso8601') {
+        const n = Number(fires);
+        body.schedule.count = n;
+        if (!Number.isInteger(n) || n < 1 || n > 1000) errors['schedule.count'] = 'a whole number from 1 to 1000';
+      } else if (fires) {
+        errors['schedule.count'] = 'an ISO 8601 repeat states its own count: R<n>/...';
+      }
+      if (input('delete_after_last').checked) body.delete_after_last = true;
     }
 
     const payloadText = input('payload').value.trim();
@@ -766,6 +821,7 @@
   function showKind() {
     const kind = selectedKind();
     for (const group of $$('.kind-fields', form())) group.hidden = group.dataset.kind !== kind;
+    $('#ends').hidden = kind === 'at';
   }
 
   async function onSubmit(event) {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from jobrunner.domain.errors import InvalidField
-from jobrunner.domain.schedules.base import MILLISECOND
-from jobrunner.domain.time import utc
+from jobrunner.domain.schedules.base import MILLISECOND, nth_fire
+from jobrunner.domain.time import rfc3339, utc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -84,6 +84,11 @@ class Cron:
     cron: str
     timezone: str = "UTC"
     dst: DstPolicy | None = None
+    #: End conditions: no fire before ``start`` nor after ``end``; with ``count``, anchoring (``anchored``) makes
+    #: the count-th fire from the job's submission the ``end`` (the count is kept, for people).
+    start: datetime | None = None
+    end: datetime | None = None
+    count: int | None = None
     kind: ClassVar[str] = "cron"
     _zone: tzinfo = field(init=False, repr=False, compare=False)
     _walls: str = field(init=False, repr=False, compare=False)  # the expression as croniter is given it
@@ -110,10 +115,24 @@ class Cron:
         return self.next_fire_after(utc(now) - MILLISECOND)
 
     def next_fire_after(self, instant: datetime) -> datetime | None:
+        t = utc(instant)
+        if self.start is not None and t < self.start:
+            t = self.start - MILLISECOND
         try:
-            return self._next_fire_after(utc(instant))
+            fire = self._next_fire_after(t)
         except OverflowError:  # a wall-clock time on 9999-12-31 whose UTC instant is in year 10000
             return None
+        return None if fire is None or (self.end is not None and fire > self.end) else fire
+
+    def anchored(self, now: datetime) -> Cron:
+        """This spec as a job submitted (or changed) at ``now`` keeps it: with a ``count``, fires are counted from
+        ``now`` (or the ``start`` given, if later), and the count-th is the ``end`` (or the one given, if sooner)."""
+        if self.count is None:
+            return self
+        start = max(utc(now), self.start) if self.start is not None else utc(now)
+        last = nth_fire(replace(self, start=start, end=None, count=None), start, self.count)
+        end = last if self.end is None or (last is not None and last < self.end) else self.end
+        return replace(self, start=start, end=end)
 
     def _next_fire_after(self, t: datetime) -> datetime | None:
         walls = croniter(self._walls, t.astimezone(self._zone).replace(tzinfo=None))
@@ -159,6 +178,11 @@ class Cron:
         out: dict[str, Any] = {"cron": self.cron, "timezone": self.timezone}
         if self.dst is not None:
             out["dst"] = {"gap": self.dst.gap, "fold": self.dst.fold}
+        for name in ("start", "end"):
+            if getattr(self, name) is not None:
+                out[name] = rfc3339(getattr(self, name))
+        if self.count is not None:
+            out["count"] = self.count
         return out
 
 

@@ -299,6 +299,43 @@ def test_a_job_naming_a_calendar_the_tenant_lacks_names_the_field(world: World) 
     assert world.state() == before
 
 
+# -- end conditions -----------------------------------------------------------------------------------------------
+
+
+def test_end_conditions_are_taken_for_every_recurring_kind_and_say_the_fires_left(world: World) -> None:
+    # a cron of three fires from now: its third becomes its end; a PATCH can switch deletion on and off
+    job = world.submit({"schedule": {"cron": "0 * * * *", "count": 3}, "delete_after_last": True})
+    assert job["schedule"] == {"cron": "0 * * * *", "timezone": "UTC", "start": "2026-11-22T10:00:00.000Z",
+                               "end": "2026-11-22T12:00:00.000Z", "count": 3}
+    assert (job["remaining_fires"], job["delete_after_last"]) == (3, True)
+    body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "5"})[1]
+    assert body["next_runs"] == ["2026-11-22T10:00:00.000Z", "2026-11-22T11:00:00.000Z", "2026-11-22T12:00:00.000Z"]
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"delete_after_last": False})[1]["delete_after_last"] is False
+    # every with a count, iso8601 with an end; a job without an end has no count of fires left
+    every = world.submit({"schedule": {"every": "PT10M", "count": 2}})
+    assert every["schedule"]["end"] == "2026-11-22T10:20:00.000Z" and every["remaining_fires"] == 2
+    iso = world.submit({"schedule": {"iso8601": "R/2026-11-22T10:00:00Z/PT1H", "end": "2026-11-22T14:00:00Z"}})
+    assert iso["remaining_fires"] == 5
+    assert world.submit(HOURLY)["remaining_fires"] is None
+    assert [j["remaining_fires"] for j in call("GET", "/jobs")[1]["items"]] == [None] * 4  # not in lists
+
+
+@pytest.mark.parametrize(("schedule", "field"), [
+    ({"cron": "0 * * * *", "count": 0}, "schedule.count"),
+    ({"cron": "0 * * * *", "count": 1001}, "schedule.count"),
+    ({"iso8601": "R/2026-11-22T10:00:00Z/PT1H", "count": 2}, "schedule.count"),
+    ({"at": "2026-11-22T11:00:00Z", "end": "2026-11-22T12:00:00Z"}, "schedule.end"),
+    ({"cron": "0 * * * *", "end": "2026-11-22T09:00:00Z"}, "schedule"),  # ends before its first fire
+])
+def test_a_wrong_end_condition_names_its_field_and_writes_nothing(
+    world: World, schedule: dict[str, Any], field: str
+) -> None:
+    before = world.state()
+    status, body = call("POST", "/jobs", {"schedule": schedule})
+    assert status == 422 and field in fields(body), body
+    assert world.state() == before
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

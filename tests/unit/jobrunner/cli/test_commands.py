@@ -64,8 +64,8 @@ def test_submit_json_output_is_the_job_only(cli: Cli, transport: FakeTransport) 
 
 
 def test_usage_errors_exit_2_before_any_request(cli: Cli, transport: FakeTransport) -> None:
-    for args in (["submit"], ["submit", "--at", "now", "--every", "PT1M"], ["submit", "--cron", "* * * * *",
-                 "--start", "now"], ["submit", "--every", "PT1M", "--timezone", "UTC"],
+    for args in (["submit"], ["submit", "--at", "now", "--every", "PT1M"], ["submit", "--iso8601",
+                 "R/2026-11-22T10:00:00Z/PT1H", "--start", "now"], ["submit", "--every", "PT1M", "--timezone", "UTC"],
                  ["submit", "--at", "now", "--payload", "{nope"], ["list", "--limit", "0"], ["nonsense"]):
         result = cli(*args)
         assert result.exit_code == 2, (args, result.output)
@@ -309,3 +309,19 @@ def test_submit_names_a_calendar(cli: Cli, transport: FakeTransport) -> None:
     result = cli("submit", "--every", "PT1H", "--calendar", "holidays")
     assert result.exit_code == 0, result.output
     assert transport.sent[0].body["calendar"] == "holidays"
+
+
+def test_submit_sends_end_conditions_and_show_says_them(cli: Cli, transport: FakeTransport) -> None:
+    answered = job(schedule={"cron": "0 9 * * *", "timezone": "UTC", "start": "2026-11-22T10:00:00.000Z",
+                             "end": "2026-11-24T09:00:00.000Z", "count": 2},
+                   remaining_fires=2, delete_after_last=True)
+    transport.on("POST", "/jobs", reply(201, answered))
+    result = cli("submit", "--cron", "0 9 * * *", "--count", "2", "--end", "+3d", "--delete-after-last")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body["schedule"] == {"cron": "0 9 * * *", "count": 2, "end": "2026-11-25T10:00:00Z"}
+    assert transport.sent[0].body["delete_after_last"] is True
+    transport.on("GET", "/jobs/job-1", reply(200, answered))
+    shown = cli("show", "job-1").stdout
+    assert "after 2 fire(s); the last at 2026-11-24 09:00:00Z; 2 left; then the job is deleted" in shown
+    # an end condition on a one-time job is a usage error, before anything is sent
+    assert cli("submit", "--at", "+5m", "--count", "2").exit_code == 2
