@@ -390,8 +390,10 @@ class _Handle:
     def __init__(self, context: Any, settings: Settings, index: int) -> None:
         parent, child = context.Pipe()
         self.conn = parent
+        # Not a daemon: a worker may start processes of its own (the submit section's API environments);
+        # ``WorkerPool.close`` ends it.
         self.process = context.Process(target=serve, args=(child, settings), name=f"bench-worker-{index}",
-                                       daemon=True)
+                                       daemon=False)
         self.process.start()
         child.close()
         self._ids = itertools.count()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
     from jobrunner.domain.limits import Limits, QuotaChange
 
@@ -169,6 +170,12 @@ class JobStore(ABC):
     @abstractmethod
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         """The first ``limit`` records of each job's history (``history``'s order), by job id."""
+
+    @abstractmethod
+    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
+        """Remove the job's row, only if it is still at ``expected_version`` (a compare-and-set, linearizable);
+        False when it is not (or is gone already). Its history records and scheduled rows are left as they are
+        (they expire); a scan drops a row whose job is gone."""
 
 
 #: A history record's whole key: job_id, scheduled_at, attempt, execution_id.
@@ -372,6 +379,32 @@ class ChangeLog(ABC):
 
     @abstractmethod
     def changes(self, job_id: str, limit: int, before: tuple[datetime, str] | None = None) -> list[JobChange]: ...
+
+
+class CalendarStore(ABC):
+    """Each tenant's calendars (``domain.calendars``), by name (Cassandra / Keyspaces in production).
+
+    Contract:
+    - ``put`` stores a calendar, replacing the tenant's calendar of that name whole (the last write wins).
+    - ``get(user_id, name)`` returns it, or None; a calendar is only ever found under its own tenant.
+    - ``list(user_id, limit, after)`` returns up to ``limit`` of the tenant's calendars in name order, those
+      after the name ``after`` when given (the next page).
+    - ``delete`` removes it (removing one that is not there is no error).
+    - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
+    - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
+    """
+
+    @abstractmethod
+    def put(self, calendar: Calendar) -> None: ...
+
+    @abstractmethod
+    def get(self, user_id: str, name: str) -> Calendar | None: ...
+
+    @abstractmethod
+    def list(self, user_id: str, limit: int, after: str | None = None) -> list[Calendar]: ...
+
+    @abstractmethod
+    def delete(self, user_id: str, name: str) -> None: ...
 
 
 class TenantQuotas(ABC):

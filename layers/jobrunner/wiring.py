@@ -15,15 +15,26 @@ from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
+from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.results import ResultRules, ResultsService
+from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.segments import SegmentService, start_segments
 from jobrunner.services.tick import TickRules, TickService
 from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
-    from jobrunner.ports import ChangeLog, Clock, HeartbeatStore, Invoker, JobStore, Publisher, TenantQuotas
+    from jobrunner.ports import (
+        CalendarStore,
+        ChangeLog,
+        Clock,
+        HeartbeatStore,
+        Invoker,
+        JobStore,
+        Publisher,
+        TenantQuotas,
+    )
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
 IDLE_END = timedelta(seconds=3)
@@ -35,9 +46,10 @@ class Container:
     def __init__(
         self, settings: Settings, *, store: JobStore | None = None, publisher: Publisher | None = None,
         heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
-        quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
+        quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
     ) -> None:
         self.settings = settings
+        self._calendars = calendars
         self._quotas = quotas
         self._changes = changes
         self._store = store
@@ -71,6 +83,21 @@ class Container:
             self._changes = MemoryChangeLog() if session is None else CassandraChangeLog(
                 session, lambda tenant: limits.of(tenant).history_ttl_s)
         return self._changes
+
+    @functools.cached_property
+    def calendars(self) -> CalendarStore:
+        """The tenants' calendars: given (tests), beside the store on its Cassandra session, or in memory with a
+        store that has none (a test double)."""
+        if self._calendars is None:
+            from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCalendarStore
+
+            session = getattr(self.store, "session", None)
+            self._calendars = MemoryCalendarStore() if session is None else CassandraCalendarStore(session)
+        return self._calendars
+
+    @functools.cached_property
+    def calendar_admin(self) -> CalendarService:
+        return CalendarService(self.calendars, self.store, self.clock)
 
     @functools.cached_property
     def publisher(self) -> Publisher:
@@ -152,7 +179,8 @@ class Container:
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
         )
-        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas, changes=self.changes)
+        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas, changes=self.changes,
+                          calendars=self.calendars)
 
     @functools.cached_property
     def ticks(self) -> TickService:
@@ -168,7 +196,12 @@ class Container:
     def results(self) -> ResultsService:
         rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic,
                             result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
-        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker)
+        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
+
+    @functools.cached_property
+    def retirer(self) -> Retirer:
+        return Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas,
+                       limits=self.settings.tenant_limits)
 
     @functools.cached_property
     def scans(self) -> ScanService:
@@ -177,7 +210,7 @@ class Container:
             ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
-            results=self.results, waker=self.waker,
+            results=self.results, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
         )
 
     @functools.cached_property

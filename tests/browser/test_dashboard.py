@@ -195,6 +195,130 @@ def test_pause_resume_and_cancel_from_the_job_page(dashboard: Dashboard) -> None
         ["cancel", "resume", "pause", "submit"])
 
 
+def test_the_job_page_shows_each_fire_and_what_became_of_it(dashboard: Dashboard) -> None:
+    # Given a job every 10 s from a few seconds from now
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT10S", "start": rfc3339(start)}, "payload": {}})
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # Then the fires card lists its fires to come, from the API's ledger
+    expect(page.locator('#fires-table tbody tr[data-outcome="upcoming"]').first).to_be_visible()
+    # When two of them have run, Then each shows as published, with its lateness, and the verdict says so
+    page.wait_for_function(
+        "() => document.querySelectorAll('#fires-table tbody tr[data-outcome=\"published\"]').length >= 2",
+        timeout=60_000)
+    first = page.locator('#fires-table tbody tr[data-outcome="published"]').first
+    expect(first.locator("td").nth(0)).to_contain_text(start.strftime("%Y-%m-%d %H:%M:%SZ"))
+    expect(first.locator("td").nth(2)).to_contain_text("ms")
+    expect(page.locator("#fires-verdict")).to_contain_text("every past fire ran once")
+    # When the job is cancelled, Then the fires after it say cancelled, and nothing is unaccounted for
+    cancelled = api(dashboard.stack, "DELETE", f"/jobs/{job['job_id']}").json()
+    assert cancelled["state"] == "CANCELLED"
+    page.reload()
+    expect(page.locator('#fires-table tbody tr[data-outcome="cancelled"]').first).to_be_visible()
+    expect(page.locator('#fires-table tbody tr[data-outcome="missing"]')).to_have_count(0)
+    expect(page.locator("#fires-verdict")).to_contain_text("cancelled")
+    # And the range can be narrowed to the last hour
+    page.locator("#fires-range").select_option("1")
+    expect(page.locator('#fires-table tbody tr[data-outcome="published"]').first).to_be_visible()
+    dashboard.screenshot("fires")
+
+
+def test_a_backfill_from_the_job_page_lists_then_runs_the_past_fires(dashboard: Dashboard) -> None:
+    # Given a job every 10 minutes whose schedule started 55 minutes ago
+    now = datetime.now(UTC).replace(microsecond=0)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT10M", "start": rfc3339(now - timedelta(minutes=55))},
+                                   "payload": {"type": "echo"}})
+    page = dashboard.open(f"#/jobs/{job['job_id']}")
+    # When a range in the future is asked for, Then the API's reason shows under the field it names
+    page.locator("#bf-from").fill("-1h")
+    page.locator("#bf-to").fill("+1h")
+    page.get_by_role("button", name="List the fires").click()
+    expect(page.locator('[data-bf-error-for="to"]')).to_contain_text("in the future")
+    # When the last hour is listed, Then its six past fires show, and nothing is queued
+    page.locator("#bf-to").fill("now")
+    page.get_by_role("button", name="List the fires").click()
+    expect(page.locator("#bf-status")).to_contain_text("6 fires would run")
+    expect(page.locator("#bf-fires li")).to_have_count(6)
+    expect(page.locator('[data-bf-error-for="to"]')).to_be_empty()
+    expect(page.locator("#bf-fires li").first).to_contain_text(
+        (now - timedelta(minutes=55)).strftime("%Y-%m-%d %H:%M:%SZ"))
+    assert api(dashboard.stack, "GET", f"/jobs/{job['job_id']}/executions").json()["items"] == []
+    # When they are backfilled, Then each runs once, as a BACKFILL execution the worker reports
+    page.get_by_role("button", name="Backfill").click()
+    expect(page.locator("#toast")).to_contain_text("Backfill queued: 6 fires")
+    rows = wait_for_rows(page, lambda r: len(r) == 6 and all(x["status"] == "SUCCESS" for x in r), 60, [])
+    assert {x["trigger"] for x in rows} == {"BACKFILL"}
+    dashboard.screenshot("backfill")
+    # And the change log beside it says who asked for it
+    expect(page.locator('#changes-table tbody tr[data-action="backfill"]')).to_have_count(1)
+
+
+def test_calendars_are_made_named_by_a_job_shown_in_its_preview_and_kept_while_named(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/calendars")
+    expect(page.locator("#cal-empty")).to_be_visible()
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date()
+    # When a calendar with a wrong line is saved, Then the line and the reason show under the field
+    page.locator("#cal-name").fill("holidays")
+    page.locator("#cal-timezone").fill("UTC")
+    page.locator("#cal-exclude").fill(f"{tomorrow.isoformat()} a day off\n2026-12-31..2026-12-30 backwards")
+    page.get_by_role("button", name="Create or replace").click()
+    expect(page.locator('[data-cal-error-for="exclude"]')).to_contain_text("line 2: is before from")
+    # When it is fixed, Then it is saved and listed
+    page.locator("#cal-exclude").fill(f"{tomorrow.isoformat()} a day off")
+    page.get_by_role("button", name="Create or replace").click()
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_contain_text("a day off")
+    # Given a job every 6 hours from today's midnight that names it, Then its page shows tomorrow's fires excluded
+    midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), UTC)
+    job = submit(dashboard.stack, {"schedule": {"every": "PT6H", "start": rfc3339(midnight)}, "payload": {},
+                                   "calendar": "holidays"})
+    dashboard.go(f"#/jobs/{job['job_id']}")
+    expect(page.locator("#job-fields")).to_contain_text("holidays")
+    expect(page.locator("#job-next li.excluded").first).to_contain_text(tomorrow.isoformat())
+    excluded = api(dashboard.stack, "GET", f"/jobs/{job['job_id']}?preview=5").json()["excluded_runs"]
+    expect(page.locator("#job-next li.excluded")).to_have_count(len(excluded))
+    # When the calendar is deleted while the job names it, Then the API refuses, and the page says why
+    dashboard.go("#/calendars")
+    page.locator('#cal-table tbody tr[data-calendar="holidays"]').get_by_role("button", name="Delete").click()
+    expect(page.locator("#toast")).to_contain_text("named by 1 job")
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_have_count(1)
+    # When the job is cancelled, Then the delete goes through
+    api(dashboard.stack, "DELETE", f"/jobs/{job['job_id']}")
+    page.locator('#cal-table tbody tr[data-calendar="holidays"]').get_by_role("button", name="Delete").click()
+    expect(page.locator('#cal-table tbody tr[data-calendar="holidays"]')).to_have_count(0)
+    dashboard.screenshot("calendars")
+
+
+def test_a_job_of_two_fires_from_the_form_runs_twice_then_is_deleted_keeping_its_history(
+    dashboard: Dashboard,
+) -> None:
+    page = dashboard.open("#/submit")
+    # Given an every-10-seconds job of two fires, to be deleted after its last
+    page.locator("input[name=kind][value=every]").check()
+    page.locator("#in-every").fill("PT10S")
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    page.locator("#in-start").fill(rfc3339(start))
+    page.locator("#in-count").fill("2")
+    page.locator("#in-delete-after").check()
+    # Then the preview (computed in the browser) shows exactly two fires
+    expect(page.locator("#preview-list li")).to_have_count(2)
+    page.get_by_role("button", name="Submit job").click()
+    link = page.locator("#submit-link")
+    expect(link).to_be_visible()
+    job_id = link.inner_text()
+    link.click()
+    # and its page says how it ends
+    expect(page.locator("#job-fields")).to_contain_text("after 2 fires")
+    expect(page.locator("#job-fields")).to_contain_text("then the job is deleted")
+    # When both fires have run and reported, Then it is deleted, and its page shows what is left: its history
+    expect(page.locator("#job-status")).to_have_text("DELETED", timeout=60_000)
+    expect(page.locator("#job-fields")).to_contain_text("deleted after its last fire")
+    rows = execution_rows(page)
+    assert [r["status"] for r in rows] == ["SUCCESS", "SUCCESS"], rows
+    expect(page.locator('#changes-table tbody tr[data-action="delete"]')).to_have_count(1)
+    assert api(dashboard.stack, "GET", f"/jobs/{job_id}").status_code == 404
+    dashboard.screenshot("deleted")
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

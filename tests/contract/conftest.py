@@ -12,6 +12,7 @@ from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
+from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCalendarStore
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from jobrunner.config import Settings
-    from jobrunner.ports import ChangeLog, HeartbeatStore, JobStore, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, HeartbeatStore, JobStore, TenantQuotas
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -28,6 +29,13 @@ def job_store(request: pytest.FixtureRequest) -> JobStore:
     if request.param == "memory":
         return MemoryJobStore()
     return CassandraJobStore(request.getfixturevalue("cassandra_session"), page_size=3)
+
+
+@pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
+def calendar_store(request: pytest.FixtureRequest) -> CalendarStore:
+    if request.param == "memory":
+        return MemoryCalendarStore()
+    return CassandraCalendarStore(request.getfixturevalue("cassandra_session"))
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])

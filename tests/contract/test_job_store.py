@@ -26,7 +26,7 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
 
 if TYPE_CHECKING:
@@ -61,9 +61,27 @@ def unique_segment() -> int:
 def test_create_then_get_round_trips_every_field(job_store: JobStore) -> None:
     job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
                    paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45,
-                   tags={"team": "payments", "note": ""})
+                   tags={"team": "payments", "note": ""}, calendar="holidays", delete_after_last=True)
     job_store.create(job, None)
     assert job_store.get(job.user_id, job.job_id) == job
+
+
+def test_a_cron_with_its_end_conditions_round_trips(job_store: JobStore) -> None:
+    job = make_job(schedule=Cron("0 9 * * MON-FRI", "Europe/Paris", start=NOW, end=NOW + timedelta(days=9),
+                                 count=7))
+    job_store.create(job, None)
+    assert job_store.get(job.user_id, job.job_id) == job
+
+
+def test_delete_removes_the_job_only_at_the_version_read(job_store: JobStore) -> None:
+    job = make_job(version=2)
+    job_store.create(job, None)
+    assert not job_store.delete(job.user_id, job.job_id, expected_version=1)  # changed since: kept
+    assert not job_store.delete("someone-else", job.job_id, expected_version=2)
+    assert job_store.get(job.user_id, job.job_id) == job
+    assert job_store.delete(job.user_id, job.job_id, expected_version=2)
+    assert job_store.get(job.user_id, job.job_id) is None
+    assert not job_store.delete(job.user_id, job.job_id, expected_version=2)  # gone already
 
 
 def test_get_is_scoped_to_the_tenant(job_store: JobStore) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -201,3 +203,64 @@ def test_the_change_log_on_the_real_store_says_who_changed_what(local_stack: Loc
     assert [(c["action"], c["version"]) for c in log] == [("pause", 3), ("patch", 2), ("submit", 1)]
     assert log[1]["details"] == {"fields": ["payload"]}
     assert len({c["actor"] for c in log}) == 1 and log[0]["actor"]  # the stack's own caller, every time
+
+
+def test_the_firing_ledger_on_the_real_stack_accounts_for_every_fire(local_stack: LocalStack) -> None:
+    # Given a job every 10 s from a few seconds from now, and a backfill of a fire before it existed
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    job = submit(local_stack, {"schedule": {"every": "PT10S", "start": start.isoformat()}})
+    # When two fires have run, it is paused over the next ones, then resumed (without catch-up)
+    eventually(lambda: executions(local_stack, job["job_id"]),
+               lambda h: len([e for e in h if e["status"] == "SUCCESS"]) >= 2, timeout_s=60)
+    assert api(local_stack, "POST", f"/jobs/{job['job_id']}/pause").status_code == 200
+    paused_at = datetime.now(UTC)
+    time.sleep(21)  # two fires come due while paused
+    assert api(local_stack, "POST", f"/jobs/{job['job_id']}/resume").status_code == 200
+    resumed_at = datetime.now(UTC)
+    eventually(lambda: executions(local_stack, job["job_id"]),
+               lambda h: any(parse_instant(e["scheduled_at"], "") > resumed_at and e["status"] == "SUCCESS"
+                             for e in h), timeout_s=60)
+    # Then its ledger, read from the real store and change log, says what became of each fire
+    query = {"from": start.isoformat(), "to": (datetime.now(UTC) + timedelta(seconds=25)).isoformat(), "limit": "3"}
+    fires: list[dict[str, Any]] = []
+    while True:  # page by page
+        page = api(local_stack, "GET", f"/jobs/{job['job_id']}/fires?{urlencode(query)}").json()
+        fires += page["items"]
+        if not page["next_cursor"]:
+            break
+        query["cursor"] = page["next_cursor"]
+    outcomes = [f["outcome"] for f in fires]
+    assert outcomes[:2] == ["published", "published"], fires
+    assert "paused" in outcomes and outcomes.count("paused") >= 2, outcomes
+    assert "missing" not in outcomes and outcomes[-1] == "upcoming", outcomes
+    paused = [f for f in fires if f["outcome"] == "paused"]
+    assert all(paused_at.isoformat() <= parse_instant(f["at"], "").isoformat() for f in paused[1:]), paused
+    published = [f for f in fires if f["outcome"] == "published"]
+    assert all(0 <= f["lateness_ms"] < 10_000 and len(f["executions"]) == 1 for f in published), published
+    # and a range of more than 31 days names its field
+    wrong = api(local_stack, "GET", f"/jobs/{job['job_id']}/fires?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z")
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "to"
+
+
+def test_end_conditions_on_the_real_stack_stop_the_fires_and_delete_the_job_when_asked(
+    local_stack: LocalStack,
+) -> None:
+    # Given a job of two fires 10 s apart that asks to be deleted after its last, and one of three that does not
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=4)
+    deleted = submit(local_stack, {"schedule": {"every": "PT10S", "start": start.isoformat(), "count": 2},
+                                   "delete_after_last": True})
+    kept = submit(local_stack, {"schedule": {"iso8601": f"R/{start.isoformat()}/PT10S",
+                                             "end": (start + timedelta(seconds=20)).isoformat()}})
+    assert (deleted["remaining_fires"], kept["remaining_fires"]) == (2, 3)
+    # When their fires have run, Then each ran exactly its fires, and the first is deleted, its history kept
+    gone = eventually(lambda: api(local_stack, "GET", f"/jobs/{deleted['job_id']}").status_code, 404, timeout_s=60)
+    assert gone == 404
+    history = executions(local_stack, deleted["job_id"])
+    assert [e["status"] for e in history] == ["SUCCESS", "SUCCESS"]
+    log = api(local_stack, "GET", f"/jobs/{deleted['job_id']}/changes").json()["items"]
+    assert log[0]["action"] == "delete" and [c["action"] for c in log[1:]] == ["submit"]
+    done = eventually(lambda: api(local_stack, "GET", f"/jobs/{kept['job_id']}").json(),
+                      lambda j: j["status"] == "SUCCESS" and j["next_run_at"] is None, timeout_s=60)
+    assert done["remaining_fires"] == 0 and done["state"] == "ACTIVE"  # kept: it did not ask to be deleted
+    time.sleep(11)  # a fire after the end would have come by now
+    assert len(executions(local_stack, kept["job_id"])) == 3

@@ -1,7 +1,7 @@
 """Everything the store sends, and everything in cql/, is within what Amazon Keyspaces supports.
 
 Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues) and
-of ``jobrunner.adapters.stores.changes`` (the change log's),
+of ``jobrunner.adapters.stores.changes`` (the change log's) and ``.calendars`` (the calendars'),
 the statements it puts in batches (read from its source), ``STATEMENTS`` of
 ``jobrunner.adapters.stores.migrate`` (what the migration sends besides the schema), the consistency
 levels the store modules use, and ``cql/*.cql``.
@@ -32,6 +32,25 @@ def _change_log_statements() -> list[str]:
     from jobrunner.adapters.stores.changes import STATEMENTS
 
     return list(STATEMENTS)
+
+
+def _calendar_statements() -> list[str]:
+    from jobrunner.adapters.stores.calendars import STATEMENTS
+
+    return list(STATEMENTS)
+
+
+@pytest.mark.parametrize("statement", _calendar_statements(), ids=lambda s: s[:60])
+def test_calendar_statement_is_supported(statement: str) -> None:
+    assert keyspaces_violations(statement) == []
+
+
+def test_statements_lists_every_cql_constant_of_the_calendars() -> None:
+    import jobrunner.adapters.stores.calendars as calendars
+
+    constants = {value for value in vars(calendars).values() if isinstance(value, str) and _CQL.match(value)}
+
+    assert constants <= set(calendars.STATEMENTS)
 
 
 def _migration_statements() -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
@@ -16,8 +17,10 @@ from jobrunner.api.cursors import (
     MAX_CURSOR_LENGTH,
     decode_change_cursor,
     decode_execution_cursor,
+    decode_fire_cursor,
     encode_change_cursor,
     encode_execution_cursor,
+    encode_fire_cursor,
 )
 from jobrunner.api.schemas import (
     BackfillIn,
@@ -26,11 +29,16 @@ from jobrunner.api.schemas import (
     BulkFailure,
     BulkIn,
     BulkOut,
+    CalendarIn,
+    CalendarOut,
+    CalendarsOut,
     ChangeOut,
     ChangesOut,
     ErrorOut,
     ExecutionOut,
     ExecutionsOut,
+    FireOut,
+    FiresOut,
     JobIn,
     JobOut,
     JobPatchIn,
@@ -43,7 +51,8 @@ from jobrunner.api.schemas import (
     SegmentsOut,
 )
 from jobrunner.domain.errors import DomainError, Forbidden, InvalidField, InvalidFields
-from jobrunner.domain.jobs import JobStatus
+from jobrunner.domain.jobs import Job, JobStatus
+from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
 from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
@@ -75,6 +84,11 @@ def _actor() -> str | None:
     return container().tenancy.identify(app.current_event.raw_event).principal
 
 
+def _one(job: Job) -> JobOut:
+    """A job answered alone (not in a list): with the fires it has left (``JobService.fires_left``)."""
+    return JobOut.of(job, remaining=container().jobs.fires_left(job))
+
+
 def _json(status: HTTPStatus, body: BaseModel) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
 
@@ -103,7 +117,7 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
     job, created = container().jobs.submit(tenant, _new_job(body), body.idempotency_key, actor=_actor())
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
-    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, JobOut.of(job))
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, _one(job))
 
 
 @app.post("/jobs/batch", responses={
@@ -130,7 +144,7 @@ def submit_jobs(body: Annotated[JobsBatchIn, Body()]) -> Response[Any]:
         wrong += jobs.check_many(tenant, [(index, item[0]) for index, item in zip(built, items, strict=True)])
         raise InvalidFields(sorted(wrong, key=lambda e: int(e.field.split(".")[1])))
     results = jobs.submit_many(tenant, items, actor=_actor())
-    out = JobsBatchOut(items=[BatchItemOut(created=created, job=JobOut.of(job)) for job, created in results])
+    out = JobsBatchOut(items=[BatchItemOut(created=created, job=_one(job)) for job, created in results])
     return _json(HTTPStatus.CREATED if any(created for _, created in results) else HTTPStatus.OK, out)
 
 
@@ -140,7 +154,8 @@ def _new_job(body: JobIn) -> NewJob:
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
     return NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {})
+                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
+                  calendar=body.calendar, delete_after_last=body.delete_after_last)
 
 
 @app.get("/jobs")
@@ -169,7 +184,11 @@ def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
 def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> Response[Any]:
     services = container()
     job = services.jobs.get(_tenant(), job_id)
-    return _json(HTTPStatus.OK, JobOut.of(job, services.jobs.preview(job, preview) if preview else None))
+    remaining = services.jobs.fires_left(job)
+    if not preview:
+        return _json(HTTPStatus.OK, JobOut.of(job, remaining=remaining))  # (as _one)
+    fires = services.jobs.preview(job, preview)
+    return _json(HTTPStatus.OK, JobOut.of(job, fires, services.jobs.excluded(job, fires), remaining))
 
 
 @app.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"},
@@ -184,24 +203,26 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
+        calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
+        delete_after_last=body.delete_after_last,
     )
-    return _json(HTTPStatus.OK, JobOut.of(services.jobs.change(tenant, job_id, changes, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, changes, actor=_actor())))
 
 
 @app.delete("/jobs/<job_id>")
 def cancel_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/pause")
 def pause_job(job_id: JobId) -> Response[Any]:
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.pause(_tenant(), job_id, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.pause(_tenant(), job_id, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/resume")
 def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -> Response[Any]:
     catch_up = body.catch_up if body is not None else False
-    return _json(HTTPStatus.OK, JobOut.of(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
 
 
 @app.post("/jobs/<job_id>/run", responses={429: {"description": _OVER_A_LIMIT}})
@@ -235,6 +256,32 @@ def list_changes(
     return _json(HTTPStatus.OK, ChangesOut(items=[ChangeOut.of(e) for e in entries], next_cursor=next_cursor))
 
 
+@app.get("/jobs/<job_id>/fires",
+         responses={200: {"description": "a page of the ledger",
+                          "content": {"application/json": {"model": FiresOut}}}},
+         description="The job's firing ledger: each fire its schedule called for in [from, to] (oldest first) and "
+                     "what became of it: published (with its lateness), caught up, skipped, held, dropped, excluded, "
+                     "paused, cancelled, replaced, backfilled, due, upcoming, expired, or missing when nothing "
+                     "explains it. Computed from the schedule, the history and the change log (docs/schedules.md).")
+def list_fires(
+    job_id: JobId,
+    start: Annotated[str | None, Query(alias="from", max_length=64,
+                                       description="RFC 3339; default: a day before to")] = None,
+    end: Annotated[str | None, Query(alias="to", max_length=64, description="RFC 3339; default: now")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_FIRES_PER_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response[Any]:
+    services = container()
+    high = parse_instant(end, "to") if end else services.clock.now()
+    low = parse_instant(start, "from") if start else high - timedelta(days=1)
+    after = decode_fire_cursor(cursor) if cursor else None
+    page = services.jobs.fires(_tenant(), job_id, low, high, limit, after)
+    out = FiresOut(items=[FireOut.of(f) for f in page.fires], summary=page.summary, unaccounted=page.unaccounted,
+                   notes=list(page.notes),
+                   next_cursor=encode_fire_cursor(page.more_after) if page.more_after is not None else None)
+    return _json(HTTPStatus.OK, out)
+
+
 @app.get("/jobs/<job_id>/executions",
          description="The job's execution history, newest first. Each record is kept 30 days from its last write "
                      "(its result, for a finished execution), or the tenant's history_days (domain/limits.py).")
@@ -247,6 +294,38 @@ def list_executions(
     records = container().jobs.executions(_tenant(), job_id, limit, before)
     next_cursor = encode_execution_cursor(records[-1]) if len(records) == limit else None
     return _json(HTTPStatus.OK, ExecutionsOut(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor))
+
+
+CalendarName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+@app.put("/calendars/<name>", responses={201: {"description": "created"}, 200: {"description": "replaced"}},
+         description="Create or replace one of the tenant's calendars of excluded dates and ranges. A change applies "
+                     "to every fire not yet published (the scans read it again within 10 s); docs/schedules.md.")
+def put_calendar(name: CalendarName, body: Annotated[CalendarIn, Body()]) -> Response[Any]:
+    calendar, created = container().calendar_admin.put(_tenant(), name, body.as_dict())
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, CalendarOut.of(calendar))
+
+
+@app.get("/calendars/<name>")
+def get_calendar(name: CalendarName) -> Response[Any]:
+    return _json(HTTPStatus.OK, CalendarOut.of(container().calendar_admin.get(_tenant(), name)))
+
+
+@app.get("/calendars")
+def list_calendars(
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response[Any]:
+    calendars, next_cursor = container().calendar_admin.list(_tenant(), limit, cursor or None)
+    return _json(HTTPStatus.OK, CalendarsOut(items=[CalendarOut.of(c) for c in calendars], next_cursor=next_cursor))
+
+
+@app.delete("/calendars/<name>", responses={204: {"description": "deleted"},
+                                           409: {"description": "a job that is not cancelled still names it"}})
+def delete_calendar(name: CalendarName) -> Response[Any]:
+    container().calendar_admin.delete(_tenant(), name)
+    return Response(status_code=HTTPStatus.NO_CONTENT, content_type=content_types.APPLICATION_JSON, body="")
 
 
 @app.get("/segments", responses={403: {"description": "the caller is not an operator"}})

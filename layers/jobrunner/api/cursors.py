@@ -65,3 +65,20 @@ def decode_change_cursor(cursor: str) -> tuple[datetime, str]:
         return from_epoch_ms(epoch_ms), change_id
     except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidField("cursor", "not a cursor this API returned") from None
+
+
+def encode_fire_cursor(fire: datetime) -> str:
+    """The firing ledger's cursor: the last fire of the page returned."""
+    return base64.urlsafe_b64encode(f"f:{to_epoch_ms(fire)}".encode()).decode().rstrip("=")
+
+
+def decode_fire_cursor(cursor: str) -> datetime:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        tag, _, epoch_text = raw.partition(":")
+        epoch_ms = int(epoch_text)
+        if tag != "f" or not 0 <= epoch_ms <= MAX_EPOCH_MS:
+            raise ValueError(raw)
+        return from_epoch_ms(epoch_ms)
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        raise InvalidField("cursor", "not a cursor this API returned") from None

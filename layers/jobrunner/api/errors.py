@@ -16,6 +16,7 @@ from jobrunner.domain.errors import (
     InvalidFields,
     JobNotFound,
     LimitReached,
+    NotFound,
     Unavailable,
 )
 
@@ -75,9 +76,10 @@ def register(app: APIGatewayRestResolver) -> None:
         return Response(status_code=HTTPStatus.TOO_MANY_REQUESTS, content_type=content_types.APPLICATION_JSON,
                         body=body.model_dump_json(), headers={"Retry-After": str(exc.retry_after_s)})
 
-    @app.exception_handler(JobNotFound)
-    def not_found(exc: JobNotFound) -> Response[Any]:
-        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no job {exc}")
+    @app.exception_handler(NotFound)
+    def not_found(exc: NotFound) -> Response[Any]:
+        what = f"job {exc}" if isinstance(exc, JobNotFound) else str(exc)
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no {what}")
 
     @app.exception_handler(Conflict)
     def conflict(exc: Conflict) -> Response[Any]:

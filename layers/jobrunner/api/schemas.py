@@ -7,12 +7,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
+from jobrunner.domain.ledger import Outcome
+from jobrunner.domain.schedules import MAX_COUNT
 from jobrunner.domain.time import rfc3339
 from jobrunner.services.jobs import MAX_BATCH
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.ledger import Fire
     from jobrunner.ports import JobChange
 
 
@@ -32,8 +36,11 @@ class ScheduleIn(Strict):
 
     at: str | None = Field(None, description="RFC 3339 instant with offset, e.g. 2026-11-22T10:00:00Z")
     every: str | None = Field(None, description="ISO 8601 duration, at least PT10S, e.g. PT5M")
-    start: str | None = Field(None, description="with every: first fire (RFC 3339)")
-    end: str | None = Field(None, description="with every: no fire after this instant (RFC 3339)")
+    start: str | None = Field(None, description="with every: first fire; with cron: no fire before it (RFC 3339)")
+    end: str | None = Field(None, description="with every, cron or iso8601: no fire after this instant (RFC 3339)")
+    count: int | None = Field(None, ge=1, le=MAX_COUNT, description=(
+        "with every or cron: at most this many fires, counted from the job's submission (or the PATCH that sets "
+        "it); the last of them becomes the schedule's end (iso8601 states its own: R<n>)"))
     cron: str | None = Field(None, description="five-field cron expression")
     timezone: str | None = Field(None, description="with cron: IANA time zone, default UTC")
     dst: DstIn | None = Field(None, description="with cron: what a daylight-saving change does to its fires "
@@ -45,6 +52,14 @@ class BackoffIn(Strict):
     initial_delay_s: float = Field(10.0, gt=0, le=86_400)
     multiplier: float = Field(2.0, ge=1, le=10)
     max_delay_s: float = Field(300.0, gt=0, le=86_400)
+
+
+_CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}): a fire on a date it excludes is "
+             "not run (recorded SKIPPED); recurring jobs only")
+
+
+_DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its last executions have ended; its "
+                      "history and change log stay readable until they expire (history_days)")
 
 
 class JobIn(Strict):
@@ -59,6 +74,8 @@ class JobIn(Strict):
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: dict[str, str] | None = Field(None, description=(
         "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
+    calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
+    delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -90,6 +107,8 @@ class JobPatchIn(Strict):
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
+    calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
+    delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -101,6 +120,11 @@ class JobPatchIn(Strict):
 
 class ResumeIn(Strict):
     catch_up: bool = Field(False, description="run the fires missed while paused, one after another")
+
+
+class ExcludedRunOut(BaseModel):
+    at: str
+    reason: str
 
 
 class JobOut(BaseModel):
@@ -115,6 +139,11 @@ class JobOut(BaseModel):
     timeout_s: int | None
     jitter_s: int | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+    calendar: str | None = None
+    delete_after_last: bool = False
+    remaining_fires: int | None = Field(None, description=(
+        "fires left from the next run to the schedule's end (count or end), on GET /jobs/{id}; null: no end "
+        "within 1000 fires"))
     version: int
     next_run_at: str | None
     last_run_at: str | None
@@ -123,9 +152,12 @@ class JobOut(BaseModel):
     created_at: str
     updated_at: str
     next_runs: list[str] | None = Field(None, description="the next fire times, when asked with ?preview=N")
+    excluded_runs: list[ExcludedRunOut] | None = Field(
+        None, description="those of next_runs the job's calendar excludes (not run), with why; with ?preview=N")
 
     @classmethod
-    def of(cls, job: Job, next_runs: list[datetime] | None = None) -> JobOut:
+    def of(cls, job: Job, next_runs: list[datetime] | None = None,
+           excluded: dict[datetime, str] | None = None, remaining: int | None = None) -> JobOut:
         def ts(value: Any) -> str | None:
             return rfc3339(value) if value is not None else None
 
@@ -141,6 +173,9 @@ class JobOut(BaseModel):
             last_status=job.last_status.value if job.last_status else None,
             created_at=rfc3339(job.created_at), updated_at=rfc3339(job.updated_at),
             next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
+            excluded_runs=[ExcludedRunOut(at=rfc3339(t), reason=why) for t, why in sorted(excluded.items())]
+            if excluded is not None else None, calendar=job.calendar, delete_after_last=job.delete_after_last,
+            remaining_fires=remaining,
         )
 
 
@@ -194,6 +229,92 @@ class ChangeOut(BaseModel):
 
 class ChangesOut(BaseModel):
     items: list[ChangeOut]
+    next_cursor: str | None = None
+
+
+class FireExecutionOut(BaseModel):
+    execution_id: str
+    trigger: str
+    attempt: int
+    status: str
+    published_at: str | None
+
+
+class FireOut(BaseModel):
+    at: str = Field(description="the fire: an instant the schedule in effect then called for")
+    due_at: str = Field(description="when its execution was due (the fire, or within the job's jitter window)")
+    outcome: str = Field(description="what became of it: " + ", ".join(o.value for o in Outcome))
+    detail: str | None = Field(None, description="why, in words: a skip's reason, the pause or cancel that stopped it")
+    lateness_ms: float | None = Field(None, description="published - due, for a fire the schedule published")
+    dst: str | None = Field(None, description="what a daylight-saving change did to it (moved, merged, repeated)")
+    executions: list[FireExecutionOut] = Field(description="its executions, of every lineage")
+
+    @classmethod
+    def of(cls, fire: Fire) -> FireOut:
+        return cls(
+            at=rfc3339(fire.at), due_at=rfc3339(fire.due_at), outcome=fire.outcome.value, detail=fire.detail,
+            lateness_ms=fire.lateness_ms, dst=fire.dst,
+            executions=[FireExecutionOut(execution_id=e.execution_id, trigger=e.trigger.value, attempt=e.attempt,
+                                         status=e.status.value,
+                                         published_at=rfc3339(e.published_at) if e.published_at else None)
+                        for e in fire.executions],
+        )
+
+
+class FiresOut(BaseModel):
+    items: list[FireOut]
+    next_cursor: str | None = None
+    summary: dict[str, int] = Field(description="how many fires of this page had each outcome")
+    unaccounted: int = Field(description="fires of this page nothing explains (outcome missing): 0 means every "
+                                         "past fire was run once, or was not run for a stated reason")
+    notes: list[str] = Field(default_factory=list, description="what the ledger could not take into account")
+
+
+class ExclusionIn(Strict):
+    """Exactly a date, or from and to (both dates, whole days included; or both local date-times
+    YYYY-MM-DDTHH:MM[:SS], from included, to excluded), on the calendar's wall clock."""
+
+    date: str | None = Field(None, description="a whole local day, YYYY-MM-DD")
+    start: str | None = Field(None, alias="from", description="YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS] (local)")
+    end: str | None = Field(None, alias="to", description="YYYY-MM-DD (included), or YYYY-MM-DDTHH:MM[:SS] (excluded)")
+    note: str | None = Field(None, max_length=200, description="in words: Christmas, release freeze, ...")
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in (("date", self.date), ("from", self.start), ("to", self.end), ("note", self.note))
+                if v is not None}
+
+
+class CalendarIn(Strict):
+    """A calendar of excluded dates and ranges in a time zone; a PUT replaces the calendar whole."""
+
+    timezone: str = Field("UTC", max_length=64, description="IANA time zone the dates and times are read in")
+    exclude: list[ExclusionIn] = Field(default_factory=list, max_length=1000)
+    description: str | None = Field(None, max_length=500)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"timezone": self.timezone, "exclude": [e.as_dict() for e in self.exclude]}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+class CalendarOut(BaseModel):
+    name: str
+    timezone: str
+    exclude: list[dict[str, str]]
+    description: str | None = None
+    updated_at: str | None = None
+
+    @classmethod
+    def of(cls, calendar: Calendar) -> CalendarOut:
+        data = calendar.to_dict()
+        return cls(name=calendar.name, timezone=calendar.timezone, exclude=data["exclude"],
+                   description=calendar.description,
+                   updated_at=rfc3339(calendar.updated_at) if calendar.updated_at else None)
+
+
+class CalendarsOut(BaseModel):
+    items: list[CalendarOut]
     next_cursor: str | None = None
 
 

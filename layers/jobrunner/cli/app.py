@@ -234,10 +234,13 @@ def submit(
                                            rich_help_panel="Schedule (exactly one)")] = None,
     every: Annotated[str | None, typer.Option(help="run every ISO 8601 duration, e.g. PT5M",
                                               rich_help_panel="Schedule (exactly one)")] = None,
-    start: Annotated[str | None, typer.Option(help="with --every: first fire (default: one interval from now)",
+    start: Annotated[str | None, typer.Option(help="with --every: first fire (default: one interval from now); "
+                                                   "with --cron: no fire before it",
                                               rich_help_panel="Schedule (exactly one)")] = None,
-    end: Annotated[str | None, typer.Option(help="with --every: no fire after this",
+    end: Annotated[str | None, typer.Option(help="with --every, --cron or --iso8601: no fire after this",
                                             rich_help_panel="Schedule (exactly one)")] = None,
+    count: Annotated[int | None, typer.Option(help="with --every or --cron: at most this many fires, from now",
+                                              rich_help_panel="Schedule (exactly one)")] = None,
     cron: Annotated[str | None, typer.Option(help="five-field cron expression, e.g. '0 9 * * MON-FRI'",
                                              rich_help_panel="Schedule (exactly one)")] = None,
     timezone: Annotated[str | None, typer.Option(help="with --cron: IANA time zone (default UTC)",
@@ -254,6 +257,9 @@ def submit(
     jitter_s: Annotated[int | None, typer.Option(help="each fire is due up to this many seconds after it, at an "
                                                       "offset fixed per job and fire")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="a key=value label (repeat for more)")] = None,
+    calendar: Annotated[str | None, typer.Option(help="one of your calendars: its excluded dates are not run")] = None,
+    delete_after_last: Annotated[bool, typer.Option("--delete-after-last", help=(
+        "delete the job once its schedule has no fire left and its executions have ended (history is kept)"))] = False,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -268,8 +274,11 @@ def submit(
     given = [k for k, v in kinds.items() if v is not None]
     if len(given) > 1:
         raise UsageError(f"give one schedule, not {' and '.join('--' + k for k in given)}")
-    if (start or end) and every is None and "every" not in request.get("schedule", {}):
-        raise UsageError("--start and --end go with --every")
+    recurring = {k for k in ("every", "cron", "iso8601") if kinds[k] is not None or k in request.get("schedule", {})}
+    if start and not recurring & {"every", "cron"}:
+        raise UsageError("--start goes with --every or --cron")
+    if (end or count) and not recurring:
+        raise UsageError("--end and --count go with a recurring schedule (--every, --cron, --iso8601)")
     if timezone and cron is None and "cron" not in request.get("schedule", {}):
         raise UsageError("--timezone goes with --cron")
     if given:
@@ -287,6 +296,10 @@ def submit(
         request["schedule"]["start"] = _instant(start, session.deps.now())
     if end:
         request["schedule"]["end"] = _instant(end, session.deps.now())
+    if count is not None:
+        request["schedule"]["count"] = count
+    if delete_after_last:
+        request["delete_after_last"] = True
     if timezone:
         request["schedule"]["timezone"] = timezone
     if "schedule" not in request:
@@ -294,7 +307,7 @@ def submit(
     if payload is not None:
         request["payload"] = _json_argument(payload, "--payload")
     for name, value in (("topic", topic), ("max_retries", max_retries), ("timeout_s", timeout_s),
-                        ("jitter_s", jitter_s), ("idempotency_key", idempotency_key)):
+                        ("jitter_s", jitter_s), ("calendar", calendar), ("idempotency_key", idempotency_key)):
         if value is not None:
             request[name] = value
     if tag:
@@ -479,6 +492,132 @@ def changes(
         out.note("no changes logged")
         return
     out.show(render.changes_table(page["items"]))
+
+
+calendars_app = typer.Typer(help="Your calendars of excluded dates and ranges (holidays, freeze windows).",
+                            no_args_is_help=True)
+app.add_typer(calendars_app, name="calendars")
+CalendarName = Annotated[str, typer.Argument(help="the calendar's name", metavar="NAME")]
+
+
+def _exclusion(text: str) -> dict[str, str]:
+    """``2026-12-25``, ``2026-12-24..2026-12-26`` or ``2026-12-24T18:00..2026-12-27T06:00``, each optionally
+    followed by ``=note``."""
+    spec, _, note = text.partition("=")
+    low, dots, high = spec.partition("..")
+    exclusion = {"from": low.strip(), "to": high.strip()} if dots else {"date": spec.strip()}
+    if note:
+        exclusion["note"] = note
+    return exclusion
+
+
+@calendars_app.command("put")
+@_reports_errors
+def put_calendar(
+    name: CalendarName,
+    timezone: Annotated[str | None, typer.Option(help="IANA time zone its dates are read in (default UTC)")] = None,
+    exclude: Annotated[list[str] | None, typer.Option(
+        help="2026-12-25, 2026-12-24..2026-12-26 or 2026-12-24T18:00..2026-12-27T06:00, optionally =note "
+             "(repeat for more)")] = None,
+    description: Annotated[str | None, typer.Option(help="what the calendar is for")] = None,
+    body: Annotated[str | None, typer.Option("--json", help="a whole PUT /calendars body (text, @file or -)")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Create or replace a calendar (whole). Jobs that name it skip its dates from their next fire on."""
+    session = _session()
+    request: dict[str, Any] = dict(_json_argument(body, "--json")) if body else {}
+    if timezone is not None:
+        request["timezone"] = timezone
+    if exclude:
+        request["exclude"] = [*request.get("exclude", []), *(_exclusion(text) for text in exclude)]
+    if description is not None:
+        request["description"] = description
+    answer = session.client().put_calendar(name, request)
+    out = session.out(output)
+    if out.json:
+        out.data(answer.data)
+        return
+    verb = "Created" if answer.status == 201 else "Replaced"
+    out.show(f"{verb} calendar {name}: {len(answer.data['exclude'])} exclusion(s) in {answer.data['timezone']}")
+
+
+@calendars_app.command("show")
+@_reports_errors
+def show_calendar(name: CalendarName, output: OutputOption = None) -> None:
+    """Show a calendar and what it excludes."""
+    session = _session()
+    calendar = session.client().calendar(name)
+    out = session.out(output)
+    if out.json:
+        out.data(calendar)
+    else:
+        out.show(render.calendar_detail(calendar))
+
+
+@calendars_app.command("list")
+@_reports_errors
+def list_calendars(
+    limit: Annotated[int, typer.Option(help="calendars per page", min=1, max=500)] = 100,
+    cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
+    output: OutputOption = None,
+) -> None:
+    """Your calendars, by name."""
+    session = _session()
+    page = session.client().calendars(limit, cursor)
+    out = session.out(output)
+    if out.json:
+        out.data(page)
+        return
+    if not page["items"]:
+        out.note("no calendars")
+        return
+    out.show(render.calendars_table(page["items"]))
+    if page.get("next_cursor"):
+        out.note(f"more: jobrunner calendars list --cursor {page['next_cursor']}")
+
+
+@calendars_app.command("delete")
+@_reports_errors
+def delete_calendar(name: CalendarName, output: OutputOption = None) -> None:
+    """Delete a calendar (refused while a job that is not cancelled names it)."""
+    session = _session()
+    session.client().delete_calendar(name)
+    session.out(output).note(f"deleted calendar {name}")
+
+
+@app.command()
+@_reports_errors
+def fires(
+    job_id: JobIdArgument,
+    start: Annotated[str, typer.Option("--from", help="the first instant: RFC 3339, or -1d, -2h, now")] = "-1d",
+    end: Annotated[str, typer.Option("--to", help="the last instant (may be ahead: +1h)")] = "now",
+    limit: Annotated[int, typer.Option(help="fires per page", min=1, max=500)] = 100,
+    cursor: Annotated[str | None, typer.Option(help="the next_cursor of a previous page")] = None,
+    output: OutputOption = None,
+) -> None:
+    """The job's firing ledger: each fire its schedule called for in a range, and what became of it."""
+    session = _session()
+    now = session.deps.now()
+    start_at, end_at = _instant(start, now), _instant(end, now)
+    page = session.client().fires(job_id, start_at, end_at, limit, cursor)
+    out = session.out(output)
+    if out.json:
+        out.data(page)
+        return
+    if not page["items"]:
+        out.note("no fire in this range")
+    else:
+        out.show(render.fires_table(page["items"]))
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(page["summary"].items()))
+    verdict = ("every past fire ran once or was not run for a stated reason" if not page["unaccounted"]
+               else f"{page['unaccounted']} fire(s) nothing explains")
+    out.note(f"{counts or 'no fires'}: {verdict}")
+    for note in page.get("notes") or []:
+        out.note(note)
+    if page.get("next_cursor"):
+        out.note(f"more: jobrunner fires {job_id} --from {start_at} --to {end_at} --cursor {page['next_cursor']}")
+    if page["unaccounted"]:
+        raise typer.Exit(EXIT_API)
 
 
 @app.command()

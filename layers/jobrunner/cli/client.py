@@ -197,6 +197,25 @@ class ApiClient:
                                          query={"limit": limit, "cursor": cursor}).data
         return data
 
+    def put_calendar(self, name: str, body: dict[str, Any]) -> Answer:
+        return self.call("PUT", f"/calendars/{_id(name)}", body)
+
+    def calendar(self, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", f"/calendars/{_id(name)}").data
+        return data
+
+    def calendars(self, limit: int, cursor: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", "/calendars", query={"limit": limit, "cursor": cursor}).data
+        return data
+
+    def delete_calendar(self, name: str) -> None:
+        self.call("DELETE", f"/calendars/{_id(name)}")
+
+    def fires(self, job_id: str, start: str, end: str, limit: int, cursor: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", f"/jobs/{_id(job_id)}/fires",
+                                         query={"from": start, "to": end, "limit": limit, "cursor": cursor}).data
+        return data
+
     def backfill(self, job_id: str, start: str, end: str, dry_run: bool) -> dict[str, Any]:
         data: dict[str, Any] = self.call("POST", f"/jobs/{_id(job_id)}/backfill",
                                          {"from": start, "to": end, "dry_run": dry_run}).data

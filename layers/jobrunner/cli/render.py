@@ -186,6 +186,75 @@ def changes_table(items: list[dict[str, Any]]) -> Table:
     return table
 
 
+#: How each outcome of the firing ledger is shown: a fire that ran, one not run for a stated reason, one to come,
+#: and one nothing explains.
+OUTCOME_STYLES = {"published": "green", "caught_up": "yellow", "backfilled": "yellow", "skipped": "magenta",
+                  "held": "magenta", "dropped": "magenta", "excluded": "magenta", "paused": "magenta",
+                  "cancelled": "dim", "replaced": "dim", "due": "cyan", "upcoming": "cyan", "expired": "dim",
+                  "missing": "bold red"}
+
+
+def fires_table(items: list[dict[str, Any]]) -> Table:
+    """The firing ledger, oldest first: each fire, what became of it, and why."""
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("FIRE", "OUTCOME", "LATENESS", "RUNS"):
+        table.add_column(name, no_wrap=True, justify="right" if name in ("LATENESS", "RUNS") else "left")
+    table.add_column("DETAIL", overflow="fold")
+    for fire in items:
+        lateness = fire.get("lateness_ms")
+        detail = "; ".join(text for text in (fire.get("detail"), fire.get("dst")) if text)
+        table.add_row(fmt_time(fire["at"]), Text(fire["outcome"], style=OUTCOME_STYLES.get(fire["outcome"], "")),
+                      "-" if lateness is None else fmt_seconds(lateness / 1000), str(len(fire.get("executions") or [])),
+                      detail)
+    return table
+
+
+def exclusion_text(exclusion: dict[str, str]) -> str:
+    text = exclusion["date"] if "date" in exclusion else f"{exclusion['from']} .. {exclusion['to']}"
+    return f"{text}  {exclusion['note']}" if exclusion.get("note") else text
+
+
+def calendars_table(items: list[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("NAME", "TIME ZONE", "EXCLUDES", "UPDATED"):
+        table.add_column(name, no_wrap=name != "EXCLUDES", overflow="fold")
+    for calendar in items:
+        excluded = calendar["exclude"]
+        shown = "; ".join(exclusion_text(e) for e in excluded[:3]) + (f"; +{len(excluded) - 3} more"
+                                                                        if len(excluded) > 3 else "")
+        table.add_row(calendar["name"], calendar["timezone"], shown or "nothing", fmt_time(calendar.get("updated_at")))
+    return table
+
+
+def calendar_detail(calendar: dict[str, Any]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("calendar", calendar["name"])
+    table.add_row("time zone", calendar["timezone"])
+    table.add_row("description", calendar.get("description") or "-")
+    table.add_row("excludes", "\n".join(exclusion_text(e) for e in calendar["exclude"]) or "nothing")
+    table.add_row("updated", fmt_time(calendar.get("updated_at")))
+    return table
+
+
+def ends_text(job: dict[str, Any]) -> str:
+    """The job's end conditions in words: its count, its end, the fires left, whether it is then deleted."""
+    schedule = job.get("schedule") or {}
+    parts = []
+    if schedule.get("count"):
+        parts.append(f"after {schedule['count']} fire(s)")
+    if schedule.get("end"):
+        parts.append(("the last at " if schedule.get("count") else "at ") + fmt_time(schedule["end"]))
+    if job.get("remaining_fires") is not None:
+        parts.append(f"{job['remaining_fires']} left")
+    if not parts:
+        parts.append("after its one fire" if kind_of(schedule) == "at" else "never")
+    if job.get("delete_after_last"):
+        parts.append("then the job is deleted (its history is kept)")
+    return "; ".join(parts)
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -205,12 +274,16 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("timeout", f"{job['timeout_s']} s" if job.get("timeout_s") else "none"),
         ("jitter", f"up to {job['jitter_s']} s after each fire" if job.get("jitter_s") else "none"),
         ("tags", ", ".join(f"{k}={v}" for k, v in sorted(job.get("tags", {}).items())) or "none"),
+        ("calendar", job.get("calendar") or "none"),
+        ("ends", ends_text(job)),
         ("payload", compact(job.get("payload"), 100)),
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),
     ]
     if job.get("next_runs") is not None:
-        fires = [f"{fmt_time(t)}  {relative(t, now)}" for t in job["next_runs"]]
+        excluded = {e["at"] for e in job.get("excluded_runs") or []}
+        fires = [f"{fmt_time(t)}  {relative(t, now)}" + ("  excluded by its calendar" if t in excluded else "")
+                 for t in job["next_runs"]]
         rows.append(("next fires", "\n".join(fires) if fires else "none"))
     for name, value in rows:
         table.add_row(name, value)

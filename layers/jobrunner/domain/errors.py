@@ -45,7 +45,12 @@ class LimitReached(DomainError):
         self.retry_after_s = retry_after_s
 
 
-class JobNotFound(DomainError):
+class NotFound(DomainError):
+    """No such thing for this tenant (also raised for another tenant's, so names do not leak); the message
+    names what was looked for."""
+
+
+class JobNotFound(NotFound):
     """No such job for this tenant (also raised for another tenant's job, so ids do not leak)."""
 
 

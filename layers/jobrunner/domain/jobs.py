@@ -118,6 +118,10 @@ class Job:
     jitter_s: int | None = None
     #: The user's key/value labels (``domain.tags``): lists and bulk changes select jobs by them.
     tags: dict[str, str] = field(default_factory=dict)
+    #: The tenant's calendar (``domain.calendars``) whose excluded dates its fires skip (None: none).
+    calendar: str | None = None
+    #: Delete the job once its schedule has no fire left and its last executions have ended (``domain.retire``).
+    delete_after_last: bool = False
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

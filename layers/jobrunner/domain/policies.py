@@ -2,9 +2,10 @@
 
 Both are properties of a job (``Job.catch_up``, ``Job.overlap``), applied by the scan to fires of the
 schedule's lineage (``Trigger.SCHEDULE``); run-now, backfill and retry executions are requests, not fires,
-and are never dropped by either. A fire a policy does not run is not silent: the scan writes it a history
-record with status ``SKIPPED`` whose ``error`` names the policy and the reason (``skip_note`` and
-``skip_reason_of``), so the job's history and its firing ledger show it.
+and are never dropped by either (nor by the job's calendar, ``Job.calendar``, ``domain.calendars``). A fire
+a policy does not run is not silent: the scan writes it a history record with status ``SKIPPED`` whose
+``error`` names the policy and the reason (``skip_note`` and ``skip_reason_of``), so the job's history and
+its firing ledger show it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class SkipReason(StrEnum):
     CATCH_UP = "catch_up"
     #: Its job's previous execution had not reported yet, and the overlap policy says skip.
     OVERLAP = "overlap"
+    #: A date its job's calendar excludes (``domain.calendars``).
+    CALENDAR = "calendar"
 
 
 def skip_note(reason: SkipReason, detail: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import (
     Conflict,
     Forbidden,
@@ -34,22 +35,25 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
+from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import late_due, place, placed_in_time
-from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Every, Schedule
+from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.tags import JobFilter, parse_tags
 from jobrunner.domain.time import rfc3339, utc
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, JobChange
+from jobrunner.services.calendars import check_calendar
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
 
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.limits import QuotaChange
-    from jobrunner.ports import ChangeLog, Clock, JobStore, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, Clock, JobStore, TenantQuotas
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -67,6 +71,9 @@ MAX_BACKFILL = 1000
 MAX_PAGES_PER_LIST = 20
 #: The most jobs one ``submit_many`` (``POST /jobs/batch``) takes.
 MAX_BATCH = 100
+#: Entries (and history records) the ledger reads per store page, and the most pages of each per request.
+LEDGER_PAGE = 500
+MAX_LEDGER_PAGES = 10
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,8 @@ class NewJob:
     trace_parent: str | None = None
     jitter_s: int | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    calendar: str | None = None
+    delete_after_last: bool = False
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
@@ -98,6 +107,10 @@ class NewJob:
             body["jitter_s"] = self.jitter_s
         if self.tags:
             body["tags"] = self.tags
+        if self.calendar is not None:
+            body["calendar"] = self.calendar
+        if self.delete_after_last:
+            body["delete_after_last"] = True
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -125,6 +138,9 @@ class JobChanges:
     jitter_set: bool = False
     #: The job's whole set of tags, replacing the one it has (None: leave them).
     tags: dict[str, str] | None = None
+    calendar: str | None = None
+    calendar_set: bool = False
+    delete_after_last: bool | None = None
 
 
 def plan_execution(
@@ -156,8 +172,11 @@ def plan_execution(
 
 class JobService:
     def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
-                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None) -> None:
+                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
+                 calendars: CalendarStore | None = None) -> None:
         self._store = store
+        #: The tenants' calendars (``domain.calendars``): a job may name one of its tenant's.
+        self._calendars = calendars
         #: Each job's change log (``ports.ChangeLog``): who asked for each change that landed (None: none kept).
         self._changes = changes
         self._clock = clock
@@ -248,11 +267,13 @@ class JobService:
         return topics, wrong
 
     def _validate(self, user_id: str, new: NewJob, now: datetime) -> str:
-        """Check ``new`` as submitted at ``now`` (nothing read or written); returns its topic."""
+        """Check ``new`` as submitted at ``now`` (nothing written; its calendar, if it names one, read); returns
+        its topic."""
         topic = self._check_topic(user_id, new.topic)
         self._check_payload(user_id, new.payload)
         self._check_timeout(new.timeout_s)
         self._check_jitter(new.jitter_s)
+        check_calendar(self._calendars, user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, str(uuid.uuid4()), new, topic, now)
         return topic
 
@@ -291,15 +312,15 @@ class JobService:
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")
-        if isinstance(schedule, Every):
-            schedule = schedule.anchored(now)
+        schedule = anchor(schedule, now)
         first = schedule.first_fire(now)
         if first is None:
             raise InvalidField("schedule", "never fires after now")
         return Job(
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
-            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags),
+            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags), calendar=new.calendar,
+            delete_after_last=new.delete_after_last,
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -370,8 +391,12 @@ class JobService:
     def changes(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, str] | None = None
     ) -> list[JobChange]:
-        """A page of the job's change log, newest first (``ChangeLog.changes``)."""
-        self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        """A page of the job's change log, newest first (``ChangeLog.changes``); of a job deleted after its last
+        fire too, while its entries are kept."""
+        if self._store.get(user_id, job_id) is None:
+            newest = self._changes.changes(job_id, 1) if self._changes is not None else []
+            if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
+                raise JobNotFound(job_id)
         return self._changes.changes(job_id, limit, before) if self._changes is not None else []
 
     def _log(self, job: Job, action: str, actor: str | None, details: dict[str, Any]) -> None:
@@ -400,12 +425,89 @@ class JobService:
         except Unavailable as exc:
             log.warning("change log unavailable, %d changes by %s not logged: %s", len(entries), actor, exc)
 
+    def fires(
+        self, user_id: str, job_id: str, start: datetime, end: datetime, limit: int = 100,
+        after: datetime | None = None,
+    ) -> LedgerPage:
+        """A page of the job's firing ledger (``domain.ledger``): the fires its schedule called for in
+        [``start``, ``end``] (after ``after``, the last fire of the page before), each with what became of it.
+
+        Reads: the job (and its newest records, as every read of a job), its change log newest first down
+        to its first entry (``LEDGER_PAGE`` entries a read), and its history records of the page's range
+        (``LEDGER_PAGE`` a read), each at most ``MAX_LEDGER_PAGES`` reads."""
+        if limit < 1 or limit > MAX_FIRES_PER_PAGE:
+            raise InvalidField("limit", f"must be between 1 and {MAX_FIRES_PER_PAGE}")
+        if end < start:
+            raise InvalidField("to", "is before from")
+        if end - start > MAX_RANGE:
+            raise InvalidField("to", f"the range may span at most {MAX_RANGE.days} days; page through a longer one")
+        if after is not None and not start <= after <= end:
+            raise InvalidField("cursor", "is not a cursor of this range")
+        job = self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        now = self._clock.now()
+        low = after + timedelta(milliseconds=1) if after is not None else start
+        timeline = timeline_of(job, *self._change_log(job_id))
+        planned = fires_between(timeline, low, end, limit + 1, now)
+        high = planned[limit] if len(planned) > limit else end
+        records = self._records_between(job_id, low, high)
+        kept = timedelta(days=self._rules.limits.of(user_id).history_days)
+        calendar = self._calendar_of(job)
+
+        def excluded_by(fire: datetime) -> str | None:
+            exclusion = calendar.excluding(fire) if calendar is not None else None
+            return exclusion_note(calendar, exclusion) if calendar is not None and exclusion is not None else None
+
+        return ledger(job, timeline, records, start=low, end=end, now=now, kept_since=now - kept, limit=limit,
+                      excluded_by=excluded_by)
+
+    def _change_log(self, job_id: str) -> tuple[list[JobChange], bool]:
+        """The job's whole change log (newest first), and whether it was read to its end."""
+        if self._changes is None:
+            return [], False
+        entries: list[JobChange] = []
+        before: tuple[datetime, str] | None = None
+        for _ in range(MAX_LEDGER_PAGES):
+            page = self._changes.changes(job_id, LEDGER_PAGE, before)
+            entries += page
+            if len(page) < LEDGER_PAGE:
+                return entries, True
+            before = (page[-1].changed_at, page[-1].change_id)
+        return entries, False
+
+    def _records_between(self, job_id: str, low: datetime, high: datetime) -> list[ExecutionRecord]:
+        """The job's history records with ``scheduled_at`` in [``low``, ``high``], newest first."""
+        found: list[ExecutionRecord] = []
+        before: tuple[datetime, int, str | None] = (high + timedelta(milliseconds=1), 0, None)
+        for _ in range(MAX_LEDGER_PAGES):
+            page = self._store.history(job_id, LEDGER_PAGE, before)
+            found += [r for r in page if r.scheduled_at >= low]
+            if len(page) < LEDGER_PAGE or page[-1].scheduled_at < low:
+                break
+            last = page[-1]
+            before = (last.scheduled_at, last.attempt, last.execution_id)
+        return found
+
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
-        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before)."""
-        self.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
+        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before);
+        of a job deleted after its last fire too (``delete_after_last``), while its records are kept: each names
+        its tenant."""
+        if self._store.get(user_id, job_id) is None:
+            newest = self._store.history(job_id, 1)
+            if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
+                raise JobNotFound(job_id)
         return self._store.history(job_id, limit, before)
+
+    @staticmethod
+    def fires_left(job: Job) -> int | None:
+        """How many fires the job has left from its next run (its end conditions), None when more than
+        ``MAX_COUNT`` or no end; 0 for a job with no next run."""
+        schedule = job.schedule
+        ends = any(getattr(schedule, name, None) is not None for name in ("end", "until", "count", "at"))
+        if job.state is not JobState.ACTIVE or not ends:
+            return None
+        return fires_left(schedule, job.next_run_at)
 
     def preview(self, job: Job, count: int) -> list[datetime]:
         """The next ``count`` fire times of an active job, from its next run."""
@@ -415,6 +517,20 @@ class JobService:
             fires.append(instant)
             instant = job.schedule.next_fire_after(instant)
         return fires
+
+    def excluded(self, job: Job, fires: list[datetime]) -> dict[datetime, str]:
+        """Those of ``fires`` the job's calendar excludes (as it stands now), each with the reason in words.
+        One read of the calendar, for a job that names one; none otherwise."""
+        calendar = self._calendar_of(job)
+        if calendar is None:
+            return {}
+        return {fire: exclusion_note(calendar, exclusion) for fire in fires
+                if (exclusion := calendar.excluding(fire)) is not None}
+
+    def _calendar_of(self, job: Job) -> Calendar | None:
+        if job.calendar is None or self._calendars is None:
+            return None
+        return self._calendars.get(job.user_id, job.calendar)
 
     # -- manage ---------------------------------------------------------------------------------
 
@@ -526,9 +642,15 @@ class JobService:
             updates["jitter_s"] = changes.jitter_s
         if changes.tags is not None:
             updates["tags"] = parse_tags(changes.tags)
+        if changes.delete_after_last is not None:
+            updates["delete_after_last"] = changes.delete_after_last
+        if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
+            calendar = changes.calendar if changes.calendar_set else job.calendar
+            check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)
+            updates["calendar"] = calendar
         if changes.schedule is None:
             return updates  # the planned rows and the next run stay as they are
-        schedule = changes.schedule.anchored(now) if isinstance(changes.schedule, Every) else changes.schedule
+        schedule = anchor(changes.schedule, now)
         next_run_at = schedule.first_fire(now)
         if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule", "never fires after now")
@@ -564,7 +686,10 @@ class JobService:
             if self._counted(user_id, self._rules.limits.change(job, updated),
                              lambda: self._write_update(updated, job.version)):  # noqa: B023 - called at once
                 fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
-                self._log(updated, action, actor, {**(details or {}), **({"fields": fields} if fields else {})})
+                logged = {**(details or {}), **({"fields": fields} if fields else {})}
+                if fields and "schedule" in fields:  # the ledger reads the schedules a job had from its log
+                    logged["schedule"] = updated.schedule.to_dict()
+                self._log(updated, action, actor, logged)
                 return updated
         current = self.get(user_id, job_id)
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")

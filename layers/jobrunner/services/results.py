@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.ports import Clock, JobStore, Publisher, RecordKey
+    from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
 
@@ -79,7 +80,10 @@ class ResultsService:
     def __init__(
         self, store: JobStore, publisher: Publisher, clock: Clock, rules: ResultRules,
         jitter: Callable[[], float] = random.random, waker: ScanWaker | None = None,
+        retirer: Retirer | None = None,
     ) -> None:
+        #: Deletes a job that asked for it once its last execution ends (``services.retire``).
+        self._retirer = retirer
         #: Wakes the scan of a partition a retry is written to (``services.wake``).
         self._waker = waker
         self._store = store
@@ -175,6 +179,7 @@ class ResultsService:
         written: list[Outcome] = []
         dead: list[OutboundMessage] = []
         retries: list[ScheduledExecution] = []
+        ended: list[Job] = []
         for n in running:
             record, success, error = results[n]
             assert record is not None
@@ -186,6 +191,7 @@ class ResultsService:
             finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
             if success:
                 written.append(Outcome(finished, None))
+                ended.append(job)
                 outcomes[n] = "succeeded"
             elif should_retry(job.retry, record.attempt):
                 due = now + retry_delay(job.retry, record.attempt, self._jitter())
@@ -198,6 +204,7 @@ class ResultsService:
             else:
                 dead.append(dead_letter(job, finished, self._rules.dead_letter_topic))
                 written.append(Outcome(finished, None))
+                ended.append(job)
                 outcomes[n] = "dead_lettered"
         # Dead letters first: if the writes after them fail, the results are retried and a dead letter may be
         # sent twice (same execution_id), but never lost.
@@ -207,7 +214,14 @@ class ResultsService:
             self._store.finish(written)
         for retry in retries:
             self._keep_in_time(retry, now)
+        for job in ended:
+            self._ended(job)
         return outcomes
+
+    def _ended(self, job: Job) -> None:
+        """An execution of ``job`` ended for good: a job that asked to be deleted after its last fire may be done."""
+        if self._retirer is not None:
+            self._retirer.consider(job)
 
     def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
         """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)

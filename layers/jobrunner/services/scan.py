@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -68,6 +69,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time
+from jobrunner.domain.policies import SkipReason, skip_note
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE
@@ -79,14 +81,17 @@ from jobrunner.services.wake import wake
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.topics import TopicGrants
-    from jobrunner.ports import Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
+    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
     from jobrunner.services.results import ResultsService
+    from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
 
-_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
+#: A record in one of these states has ended: a replay of its row is completed, never published again.
+_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
 _MS = timedelta(milliseconds=1)
 
 
@@ -131,6 +136,9 @@ class ScanRules:
     #: late row in its polls) gives its lease up and ends, unless its minute closes sooner anyway. Only
     #: where the writers of LATE rows wake the partition's scan (``services.wake``); None: never.
     idle_end: timedelta | None = None
+    #: How long a scan uses a calendar it has read before reading it again: a change of a calendar applies
+    #: to the fires published this long after it lands.
+    calendar_refresh: timedelta = timedelta(seconds=10)
 
 
 @dataclass
@@ -146,6 +154,7 @@ class ScanReport:
     expired: int = 0  # watchdog rows handled
     dead_lettered: int = 0  # rows that could not be published, sent to the dead-letter topic instead
     replays_skipped: int = 0  # replayed rows whose execution had already ended: completed, not republished
+    skipped: int = 0  # fires a policy did not run (a calendar's exclusion, ...): recorded SKIPPED, completed
     idle: bool = False  # ended early with nothing to do, the lease given up (``ScanRules.idle_end``)
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
@@ -345,6 +354,8 @@ class _Partition:
     replaying: bool = False
     #: The progress the last renewal kept in the lease item.
     kept: LanePosition | None = None
+    #: The calendars read by this scan (``ScanService._calendar``), by (tenant, name), with when each was read.
+    calendars: dict[tuple[str, str], tuple[Calendar | None, datetime]] = field(default_factory=dict)
     #: Where the next poll of the late lane starts (the due instant up to which it has been read).
     late_from: datetime | None = None
     #: How many rows the next group may take (``ScanRules.first_group``, doubling up to ``group_size``).
@@ -355,9 +366,13 @@ class ScanService:
     def __init__(
         self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
         rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
-        waker: ScanWaker | None = None,
+        waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
     ) -> None:
+        #: Deletes a job that asked for it once its last fire is skipped and nothing else runs (``services.retire``).
+        self._retirer = retirer
         self._results = results
+        #: The tenants' calendars, read for the jobs that name one (``_fires_to_run``); None: none applied.
+        self._calendars = calendars
         #: Wakes the scan of another partition this scan wrote a LATE row to (``services.wake``).
         self._waker = waker
         self._store = store
@@ -624,8 +639,72 @@ class ScanService:
             report.dropped += len(stale)
             due.settle(stale)
         if live:
+            live = self._fires_to_run(part, live, retry_at)
+        if live:
             self._publish_live(part, live, retry_at)
         self._complete(part)
+
+    def _fires_to_run(
+        self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime,
+    ) -> list[tuple[ScheduledExecution, Job]]:
+        """Of the rows about to be published, those the jobs' calendars let run. A fire of the schedule that its
+        job's calendar excludes is recorded SKIPPED, naming the calendar and the range, and completed (its next
+        fire planned) instead of published. A job without a calendar costs nothing more; one with a calendar
+        costs a read of it per scan (again after ``ScanRules.calendar_refresh``, so that a change of the
+        calendar applies to the fires not yet published)."""
+        if self._calendars is None or all(job.calendar is None for _, job in live):
+            return live
+        run: list[tuple[ScheduledExecution, Job]] = []
+        for row, job in live:
+            if row.trigger is not Trigger.SCHEDULE or job.calendar is None:
+                run.append((row, job))
+                continue
+            try:
+                calendar = self._calendar(part, job.user_id, job.calendar)
+            except Unavailable as exc:
+                log.warning("calendar read failed, retrying: %s", exc, extra={"job_id": row.job_id})
+                part.report.errors += 1
+                part.due.add(row, not_before=retry_at)
+                continue
+            exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
+            if exclusion is None:
+                if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
+                    log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+                run.append((row, job))
+                continue
+            assert calendar is not None
+            self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)), retry_at)
+        return run
+
+    def _calendar(self, part: _Partition, user_id: str, name: str) -> Calendar | None:
+        """The tenant's calendar ``name``, read once per scan and again once ``calendar_refresh`` has passed."""
+        assert self._calendars is not None
+        now = self._clock.now()
+        cached = part.calendars.get((user_id, name))
+        if cached is not None and now - cached[1] < self._rules.calendar_refresh:
+            return cached[0]
+        calendar = self._calendars.get(user_id, name)
+        part.calendars[(user_id, name)] = (calendar, now)
+        return calendar
+
+    def _skip(self, part: _Partition, row: ScheduledExecution, job: Job, note: str, retry_at: datetime) -> None:
+        """Record a fire a policy does not run as SKIPPED (``note`` says why), then complete it as a published
+        one is (its next fire planned; no watchdog). If the record cannot be written, the row is retried."""
+        now = self._clock.now()
+        record = replace(_record(row, job, now), status=ExecutionStatus.SKIPPED, published_at=None, finished_at=now,
+                         error=note)
+        try:
+            self._store.finish([Outcome(record, None)])
+        except Unavailable as exc:
+            log.warning("skip record failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return
+        part.report.skipped += 1
+        part.ended.add(_identity(row))
+        part.pending.append((row, job))
+        if self._retirer is not None and record.next_fire_at is None:  # its last fire: the job may be done
+            self._retirer.consider(job)
 
     def _publish_live(self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime) -> None:
         """Record the rows as RUNNING, then publish them: together, except rows the broker refused in a
@@ -838,7 +917,8 @@ def _own(part: _Partition, row: ScheduledExecution, due_at: datetime, now: datet
 
 def _progress(report: ScanReport) -> int:
     """Rows a scan has dealt with for good so far (published, dropped, dead-lettered, expired or replayed)."""
-    return report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
+    return (report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
+            + report.skipped)
 
 
 def _next_fire(row: ScheduledExecution, job: Job) -> datetime | None:

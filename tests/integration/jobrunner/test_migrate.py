@@ -5,13 +5,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from jobrunner.adapters.stores.calendars import CassandraCalendarStore
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.adapters.stores.cql_schema import statements
 from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
+from jobrunner.domain.calendars import calendar_from_dict
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
     ExecutionRecord,
@@ -72,14 +76,16 @@ def test_migrate_is_idempotent_and_adds_missing_columns(older: Older) -> None:
     assert "ALTER TABLE job_table ADD timeout_s int" in first
     assert "ALTER TABLE job_table ADD trace_parent text" in first
     assert "ALTER TABLE job_table ADD jitter_s int" in first and "ALTER TABLE job_table ADD tags text" in first
+    assert "ALTER TABLE job_table ADD policies text" in first
     assert not [s for s in second if s.startswith("ALTER")]
     columns = {row.column_name for row in admin.execute(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table'",
         (keyspace,))}
-    assert {"timeout_s", "trace_parent", "paused_at", "payload", "version", "jitter_s", "tags"} <= columns
+    assert {"timeout_s", "trace_parent", "paused_at", "payload", "version", "jitter_s", "tags", "policies"} <= columns
     tables = {row.table_name for row in admin.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes"}
+    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes",
+                      "calendars"}
 
 
 LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
@@ -314,4 +320,42 @@ def test_history_written_before_the_run_columns_reads_as_runs_and_the_job_keeps_
     shown = with_runs(job, [record])
     assert (shown.last_execution_id, shown.last_status, shown.next_run_at) == (
         execution_id, ExecutionStatus.SUCCESS, bucket + timedelta(minutes=1))
+    session.cluster.shutdown()
+
+
+def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_job(older: Older) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
+    # Given a keyspace as the release before calendars left it (job_table without `policies`, no
+    # `calendars` table), holding jobs written by that release
+    previous = (Path(__file__).resolve().parents[3] / "cql" / "001_tables.cql").read_text()
+    previous = previous.replace("    policies text,\n", "")
+    previous = previous[:previous.index("CREATE TABLE IF NOT EXISTS calendars")]
+    for statement in statements(previous):
+        admin.execute(statement.replace("IF NOT EXISTS ", f"IF NOT EXISTS {keyspace}.", 1), timeout=60)
+    bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    for n in range(3):
+        admin.execute(
+            f"INSERT INTO {keyspace}.job_table (user_id, job_id, schedule, payload, topic, state, version,"
+            " schedule_version, schedule_version_set_at, created_at, updated_at, next_run_at, tags)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            ("alice", f"job-{n}", '{"every":"PT1M","start":"2026-11-22T10:05:00.000Z"}', '{"n":1}', "jobs",
+             "ACTIVE", 2, 2, 2, bucket, bucket, bucket, '{"team":"a"}'))
+    # When the schema is applied
+    applied = migrate(cassandra)
+    # Then the column and the table are added, and every job reads as before, naming no calendar
+    assert "ALTER TABLE job_table ADD policies text" in applied
+    assert any(s.startswith("CREATE TABLE IF NOT EXISTS calendars") for s in applied)
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    jobs, _ = store.list_jobs("alice", 10, None)
+    assert [(j.job_id, j.version, j.tags, j.calendar) for j in jobs] == [
+        (f"job-{n}", 2, {"team": "a"}, None) for n in range(3)]
+    # and a calendar can be stored, and a job changed to name it keeps it
+    calendars = CassandraCalendarStore(session)
+    calendars.put(calendar_from_dict("alice", "holidays", {"exclude": [{"date": "2026-12-25"}]}))
+    assert calendars.get("alice", "holidays") is not None
+    named = replace(jobs[0], version=3, calendar="holidays", updated_at=bucket + timedelta(seconds=1))
+    assert store.update(named, [], expected_version=2)
+    stored = store.get("alice", "job-0")
+    assert stored is not None and stored.calendar == "holidays"
     session.cluster.shutdown()

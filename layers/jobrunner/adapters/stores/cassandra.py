@@ -55,8 +55,8 @@ T = TypeVar("T")
 INSERT_JOB = (
     "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version,"
     " schedule_version_set_at, retry, timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at,"
-    " last_run_at, last_execution_id, last_status, jitter_s, tags)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " last_run_at, last_execution_id, last_status, jitter_s, tags, policies)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
 #: Several jobs of one tenant (one partition) in one request.
@@ -112,13 +112,16 @@ SELECT_RECORD = (
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
     " schedule_version_set_at = ?, retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?,"
-    " jitter_s = ?, tags = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    " jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ? IF version = ?"
 )
 # A change that keeps the schedule and the state: the next run and the planned rows stay as they are.
 UPDATE_JOB_SETTINGS = (
     "UPDATE job_table SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
-    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ?"
+    " IF version = ?"
 )
+#: A job done for good (``domain.retire``): removed only if no change landed since it was read.
+DELETE_JOB = "DELETE FROM job_table WHERE user_id = ? AND job_id = ? IF version = ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
@@ -132,7 +135,7 @@ STATEMENTS = (
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY,
+    CLAIM_IDEMPOTENCY_KEY, DELETE_JOB,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -409,3 +412,7 @@ class CassandraJobStore(JobStore):
         results = self._run_concurrently([(stmt, (job_id, limit)) for job_id in job_ids])
         return {job_id: [codec.record_from_row(row) for row in result]
                 for job_id, result in zip(job_ids, results, strict=True)}
+
+    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
+        row = guarded(lambda: self._session.execute(self._stmt(DELETE_JOB), (user_id, job_id, expected_version)).one())
+        return bool(row.applied)

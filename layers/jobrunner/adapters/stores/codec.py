@@ -55,6 +55,7 @@ def job_from_row(row: Any) -> Job:
         timeout_s=row.timeout_s,
         jitter_s=row.jitter_s,
         tags=json.loads(row.tags) if row.tags else {},
+        **policies_from_column(row.policies),
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
         next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
@@ -71,7 +72,7 @@ def job_values(job: Job) -> tuple[Any, ...]:
         job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
-        job.last_status.value if job.last_status else None, job.jitter_s, _tags(job),
+        job.last_status.value if job.last_status else None, job.jitter_s, _tags(job), policies_column(job),
     )
 
 
@@ -80,14 +81,30 @@ def job_user_fields(job: Job) -> tuple[Any, ...]:
     return (
         dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
         job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
-        job.next_run_at, job.jitter_s, _tags(job),
+        job.next_run_at, job.jitter_s, _tags(job), policies_column(job),
     )
 
 
 def job_settings(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
     return (dumps(job.payload), job.topic, job.version, job.version, dumps(asdict(job.retry)), job.timeout_s,
-            job.updated_at, job.jitter_s, _tags(job))
+            job.updated_at, job.jitter_s, _tags(job), policies_column(job))
+
+
+def policies_column(job: Job) -> str | None:
+    """The policies column: what happens around the job's fires, as JSON; nothing (null) when all are defaults."""
+    policies: dict[str, Any] = {}
+    if job.calendar is not None:
+        policies["calendar"] = job.calendar
+    if job.delete_after_last:
+        policies["delete_after_last"] = True
+    return dumps(policies) if policies else None
+
+
+def policies_from_column(text: str | None) -> dict[str, Any]:
+    """The ``Job`` fields the policies column holds (the defaults for a null)."""
+    policies = json.loads(text) if text else {}
+    return {"calendar": policies.get("calendar"), "delete_after_last": bool(policies.get("delete_after_last"))}
 
 
 def _tags(job: Job) -> str | None:

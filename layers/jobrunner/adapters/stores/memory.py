@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
 #: A history record's key: (job_id, scheduled_at, attempt, execution_id), as in ``task_history_v2``.
 _RecordKey = tuple[str, datetime, int, str]
-_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)
+_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
 
 
 def _row_key(row: ScheduledExecution) -> _RowKey:
@@ -182,3 +182,11 @@ class MemoryJobStore(JobStore):
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history(job_id, limit) for job_id in job_ids}
+
+    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
+        with self._lock:
+            current = self.jobs.get((user_id, job_id))
+            if current is None or current.version != expected_version:
+                return False
+            del self.jobs[(user_id, job_id)]
+            return True

@@ -198,7 +198,7 @@
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'jobs' && parts[1]) return { view: 'job', id: parts[1] };
-    if (['jobs', 'submit', 'segments', 'api'].includes(parts[0])) return { view: parts[0], id: null };
+    if (['jobs', 'submit', 'calendars', 'segments', 'api'].includes(parts[0])) return { view: parts[0], id: null };
     return { view: 'jobs', id: null };
   }
 
@@ -219,7 +219,8 @@
     jobs: () => loadJobs(),
     job: () => loadJob(route.id),
     segments: () => loadSegments(),
-    submit: null,
+    calendars: () => loadCalendars(),
+    submit: () => loadCalendarNames(),
     api: null, // api.js loads the public /openapi.json itself
   };
 
@@ -316,18 +317,95 @@
   // --- one job ------------------------------------------------------------------------------------
 
   let currentJob = null;
+  // The firing ledger shown: its range (from, to) and pages; a poll reloads it unless later pages were loaded.
+  const fires = { id: null, hours: 0, items: [], cursor: null, paged: false, from: '', to: '' };
 
   async function loadJob(id) {
+    let gone = false; // deleted after its last fire: its history and change log are still there
     const [job, executions, changes] = await Promise.all([
-      api('GET', `/jobs/${enc(id)}?preview=5`),
+      api('GET', `/jobs/${enc(id)}?preview=5`).catch((err) => {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+        gone = true;
+        return null;
+      }),
       api('GET', `/jobs/${enc(id)}/executions?limit=100`),
       api('GET', `/jobs/${enc(id)}/changes?limit=50`),
+      loadFires(id).catch((err) => {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+      }),
     ]);
     if (route.view !== 'job' || route.id !== id) return; // the user moved on meanwhile
-    currentJob = job;
-    renderJob(job);
+    if (gone) {
+      renderGone(id, changes.items);
+    } else {
+      currentJob = job;
+      renderJob(job);
+      renderFires();
+    }
     renderExecutions(executions.items);
     renderChanges(changes.items);
+  }
+
+  /** A job deleted after its last fire (delete_after_last): what is left of it is its history. */
+  function renderGone(id, changes) {
+    currentJob = null;
+    $('#job-title').textContent = `Job ${id}`;
+    $('#job-status').replaceWith(Object.assign(badge('DELETED'), { id: 'job-status' }));
+    const deleted = changes.find((c) => c.action === 'delete');
+    $('#job-fields').replaceChildren(...field('State', deleted
+      ? `deleted after its last fire, at ${fmtTime(deleted.changed_at)}; its history is kept` : 'deleted'));
+    $('#job-next').replaceChildren(el('li', { class: 'muted none' }, 'none planned'));
+    for (const button of ['#act-run', '#act-pause', '#act-resume', '#act-catchup', '#act-cancel', '#bf-dry', '#bf-run']) {
+      $(button).disabled = true;
+    }
+    $('#fires-table tbody').replaceChildren();
+    $('#fires-verdict').textContent = 'The ledger needs the job; its executions and changes are below.';
+  }
+
+  /** The ledger from `hours` ago to an hour ahead; a later page continues it (`more`). */
+  async function loadFires(id, more = false) {
+    const hours = Number($('#fires-range').value);
+    if (!more && fires.id === id && fires.hours === hours && fires.paged) return;
+    if (!more) {
+      const now = Date.now();
+      Object.assign(fires, { id, hours, items: [], cursor: null, paged: false,
+        from: new Date(now - hours * 3600000).toISOString(), to: new Date(now + 3600000).toISOString() });
+    }
+    const params = new URLSearchParams({ from: fires.from, to: fires.to, limit: '200' });
+    if (more && fires.cursor) params.set('cursor', fires.cursor);
+    const page = await api('GET', `/jobs/${enc(id)}/fires?${params}`);
+    fires.items = more ? fires.items.concat(page.items) : page.items;
+    fires.cursor = page.next_cursor;
+    fires.paged = fires.paged || more;
+    fires.summary = more ? mergeCounts(fires.summary, page.summary) : page.summary;
+    fires.notes = page.notes;
+  }
+
+  function mergeCounts(a, b) {
+    const out = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = (out[k] || 0) + v;
+    return out;
+  }
+
+  function renderFires() {
+    const rows = fires.items.map((f) => el('tr', { dataset: { outcome: f.outcome, at: f.at } },
+      timeCell(f.at),
+      el('td', {}, el('span', { class: `outcome o-${f.outcome}` }, f.outcome)),
+      el('td', { class: 'num', title: `due ${f.due_at}` },
+        f.lateness_ms === null || f.lateness_ms === undefined ? '—' : fmtDuration(f.lateness_ms)),
+      el('td', { class: 'num' }, String(f.executions.length)),
+      el('td', {}, [f.detail, f.dst].filter(Boolean).join('; '))));
+    $('#fires-table tbody').replaceChildren(...rows);
+    const summary = fires.summary || {};
+    const counts = Object.entries(summary).map(([k, v]) => `${v} ${k}`).join(', ') || 'no fires in this range';
+    const missing = summary.missing || 0;
+    const verdict = $('#fires-verdict');
+    verdict.textContent = missing
+      ? `${counts}: ${missing} fire${missing > 1 ? 's' : ''} nothing explains`
+      : `${counts}: every past fire ran once, or was not run for a stated reason`;
+    verdict.className = missing ? 'bad-text' : 'muted';
+    if (fires.notes && fires.notes.length) verdict.textContent += ` (${fires.notes.join('; ')})`;
+    $('#fires-more').hidden = !fires.cursor;
   }
 
   function renderChanges(items) {
@@ -339,15 +417,33 @@
   function clearJob() {
     currentJob = null;
     $('#job-title').textContent = `Job ${route.id}`;
-    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart', '#changes-table tbody']) {
+    for (const id of ['#job-fields', '#job-next', '#exec-table tbody', '#exec-chart', '#changes-table tbody',
+      '#fires-table tbody']) {
       $(id).replaceChildren();
     }
+    Object.assign(fires, { id: null, items: [], cursor: null, paged: false });
+    $('#fires-verdict').textContent = '';
+    $('#bf-status').textContent = '';
+    $('#bf-fires').replaceChildren();
+    for (const slot of $$('[data-bf-error-for]')) slot.textContent = '';
     $('#job-payload').textContent = '';
     $('#exec-count').textContent = '';
   }
 
   function field(name, ...value) {
     return [el('dt', {}, name), el('dd', {}, ...value)];
+  }
+
+  /** The job's end conditions in words: its end, its count, the fires left, and whether it is then deleted. */
+  function endsText(job) {
+    const s = job.schedule || {};
+    const parts = [];
+    if (s.count) parts.push(`after ${s.count} fire${s.count === 1 ? '' : 's'}`);
+    if (s.end) parts.push(`${s.count ? 'the last at' : 'at'} ${fmtTime(s.end)}`);
+    if (job.remaining_fires !== null && job.remaining_fires !== undefined) parts.push(`${job.remaining_fires} left`);
+    if (!parts.length) parts.push(kindOf(s) === 'at' ? 'after its one fire' : 'never');
+    if (job.delete_after_last) parts.push('then the job is deleted (its history is kept)');
+    return parts.join('; ');
   }
 
   function renderJob(job) {
@@ -365,12 +461,16 @@
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
       ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
       ...field('Tags', Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'),
+      ...field('Ends', endsText(job)),
+      ...field('Calendar', job.calendar ? el('a', { href: '#/calendars', class: 'mono' }, job.calendar) : 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
     );
     const next = job.next_runs || [];
+    const excluded = new Map((job.excluded_runs || []).map((e) => [e.at, e.reason]));
     $('#job-next').replaceChildren(...(next.length
-      ? next.map((t) => el('li', { title: t }, fmtTime(t), ' ', el('span', { class: 'rel' }, relative(t))))
+      ? next.map((t) => el('li', { title: excluded.get(t) || t, class: excluded.has(t) ? 'excluded' : '' },
+        fmtTime(t), ' ', el('span', { class: 'rel' }, excluded.has(t) ? 'excluded by its calendar' : relative(t))))
       : [el('li', { class: 'muted none' }, 'none planned')]));
     $('#job-payload').textContent = JSON.stringify(job.payload, null, 2);
     const cancelled = job.state === 'CANCELLED';
@@ -379,6 +479,8 @@
     $('#act-resume').disabled = job.state !== 'PAUSED';
     $('#act-catchup').disabled = job.state !== 'PAUSED';
     $('#act-cancel').disabled = cancelled;
+    $('#bf-dry').disabled = cancelled;
+    $('#bf-run').disabled = cancelled;
   }
 
   function renderExecutions(items) {
@@ -427,6 +529,61 @@
     chart.replaceChildren(el('div', { class: 'bars' }, ...bars),
       el('div', { class: 'axis' }, el('span', {}, 'lateness, oldest → newest'),
         el('span', {}, `max ${fmtDuration(worst)}`)));
+  }
+
+  // --- backfill (on the job page) -----------------------------------------------------------------
+
+  /** An instant as the API takes it: RFC 3339 as typed, or now / -2h / +30s / -1d made absolute. */
+  function instantInput(text, fallback) {
+    const value = (text || '').trim() || fallback;
+    if (value === 'now') return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const match = /^([+-])(\d+)\s*(s|m|h|d)$/.exec(value);
+    if (!match) return value;
+    const unit = { s: 1000, m: 60000, h: 3600000, d: 86400000 }[match[3]];
+    const delta = (match[1] === '-' ? -1 : 1) * Number(match[2]) * unit;
+    return new Date(Date.now() + delta).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  async function backfill(dryRun) {
+    const slots = $$('[data-bf-error-for]');
+    for (const slot of slots) slot.textContent = '';
+    const body = { from: instantInput($('#bf-from').value, '-2h'), to: instantInput($('#bf-to').value, 'now'),
+      dry_run: dryRun };
+    $('#bf-status').textContent = dryRun ? 'Listing…' : 'Queuing…';
+    $('#bf-fires').replaceChildren();
+    try {
+      const result = await api('POST', `/jobs/${enc(route.id)}/backfill`, body);
+      const n = result.fires.length;
+      $('#bf-status').textContent = dryRun
+        ? `${n} fire${n === 1 ? '' : 's'} would run (nothing queued yet)`
+        : `Queued ${result.queued} execution${result.queued === 1 ? '' : 's'}, one per fire`;
+      $('#bf-fires').replaceChildren(...result.fires.map((t) => el('li', { title: t }, fmtTime(t))));
+      if (!dryRun) {
+        toast(`Backfill queued: ${result.queued} fire${result.queued === 1 ? '' : 's'}`);
+        await refresh(true);
+      }
+    } catch (err) {
+      $('#bf-status').textContent = '';
+      if (err instanceof ApiError && err.errors.length) {
+        for (const e of err.errors) {
+          const slot = $(`[data-bf-error-for="${e.field}"]`);
+          if (slot) slot.textContent = e.reason;
+          else $('#bf-status').textContent = `${e.field}: ${e.reason}`;
+        }
+      } else {
+        reportError(err);
+      }
+    }
+  }
+
+  function setupBackfill() {
+    $('#bf-dry').addEventListener('click', () => backfill(true));
+    $('#backfill-form').addEventListener('submit', (event) => { event.preventDefault(); backfill(false); });
+  }
+
+  function setupFires() {
+    $('#fires-range').addEventListener('change', () => { fires.paged = false; refresh(true); });
+    $('#fires-more').addEventListener('click', () => loadFires(route.id, true).then(renderFires).catch(reportError));
   }
 
   function setupActions() {
@@ -515,7 +672,6 @@
       const endMs = end ? check('schedule.end', () => parseInstant(end)) : undefined;
       if (startMs !== undefined && endMs !== undefined && endMs < startMs) errors['schedule.end'] = 'is before start';
       if (start) body.schedule.start = start;
-      if (end) body.schedule.end = end;
     } else if (kind === 'cron') {
       body.schedule.cron = valueOf('schedule.cron');
       check('schedule.cron', () => checkCron(required('schedule.cron')));
@@ -527,6 +683,22 @@
     } else {
       body.schedule.iso8601 = valueOf('schedule.iso8601');
       check('schedule.iso8601', () => parseRepeating(required('schedule.iso8601')));
+    }
+    if (kind !== 'at') { // end conditions of a recurring schedule
+      const end = valueOf('schedule.end');
+      if (end) {
+        body.schedule.end = end;
+        if (kind !== 'every') check('schedule.end', () => parseInstant(end));
+      }
+      const fires = valueOf('schedule.count');
+      if (fires && kind !== 'iso8601') {
+        const n = Number(fires);
+        body.schedule.count = n;
+        if (!Number.isInteger(n) || n < 1 || n > 1000) errors['schedule.count'] = 'a whole number from 1 to 1000';
+      } else if (fires) {
+        errors['schedule.count'] = 'an ISO 8601 repeat states its own count: R<n>/...';
+      }
+      if (input('delete_after_last').checked) body.delete_after_last = true;
     }
 
     const payloadText = input('payload').value.trim();
@@ -577,6 +749,13 @@
     if (multiplier !== undefined) backoff.multiplier = multiplier;
     if (maxDelay !== undefined) backoff.max_delay_s = maxDelay;
     if (Object.keys(backoff).length) body.backoff = backoff;
+    const calendar = valueOf('calendar');
+    if (calendar) {
+      body.calendar = calendar;
+      check('calendar', () => {
+        if (!/^[A-Za-z0-9_.-]{1,64}$/.test(calendar)) throw new Invalid('a calendar name: letters, digits, _ . -');
+      });
+    }
     const key = valueOf('idempotency_key');
     if (key) {
       body.idempotency_key = key;
@@ -642,6 +821,7 @@
   function showKind() {
     const kind = selectedKind();
     for (const group of $$('.kind-fields', form())) group.hidden = group.dataset.kind !== kind;
+    $('#ends').hidden = kind === 'at';
   }
 
   async function onSubmit(event) {
@@ -715,6 +895,101 @@
     setInterval(() => { if (route.view === 'submit' && !serverPreview) updatePreview(); }, 1000);
   }
 
+  // --- calendars ----------------------------------------------------------------------------------
+
+  /** One exclusion in words, as the form's lines are written. */
+  function exclusionLine(e) {
+    const range = e.date || `${e.from}..${e.to}`;
+    return e.note ? `${range} ${e.note}` : range;
+  }
+
+  /** The form's lines as the API takes them: "<date or a..b> <note>" each; { exclude, errors }. */
+  function parseExclusions(text) {
+    const exclude = [];
+    text.split('\n').map((line) => line.trim()).filter(Boolean).forEach((line) => {
+      const [range, ...note] = line.split(/\s+/);
+      const [low, high] = range.split('..');
+      const entry = high === undefined ? { date: low } : { from: low, to: high };
+      if (note.length) entry.note = note.join(' ');
+      exclude.push(entry);
+    });
+    return exclude;
+  }
+
+  async function loadCalendars() {
+    const data = await api('GET', '/calendars?limit=500');
+    const rows = data.items.map((c) => el('tr', { dataset: { calendar: c.name } },
+      el('td', { class: 'mono' }, c.name),
+      el('td', {}, c.timezone),
+      el('td', {}, c.exclude.map(exclusionLine).join('; ') || 'nothing'),
+      timeCell(c.updated_at),
+      el('td', {},
+        el('button', { type: 'button', class: 'quiet', onclick: () => editCalendar(c) }, 'Edit'), ' ',
+        el('button', { type: 'button', class: 'danger', onclick: () => deleteCalendar(c.name) }, 'Delete'))));
+    $('#cal-table tbody').replaceChildren(...rows);
+    $('#cal-empty').hidden = data.items.length > 0;
+  }
+
+  async function loadCalendarNames() {
+    const data = await api('GET', '/calendars?limit=500');
+    $('#calendar-names').replaceChildren(...data.items.map((c) => el('option', { value: c.name })));
+  }
+
+  function editCalendar(c) {
+    $('#cal-name').value = c.name;
+    $('#cal-timezone').value = c.timezone;
+    $('#cal-exclude').value = c.exclude.map(exclusionLine).join('\n');
+    $('#cal-description').value = c.description || '';
+    $('#cal-name').focus();
+  }
+
+  async function deleteCalendar(name) {
+    try {
+      await api('DELETE', `/calendars/${enc(name)}`);
+      toast(`Calendar ${name} deleted`);
+    } catch (err) {
+      reportError(err);
+    } finally {
+      await refresh(true);
+    }
+  }
+
+  function setupCalendars() {
+    $('#cal-refresh').addEventListener('click', () => refresh(true));
+    $('#cal-form').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      for (const slot of $$('[data-cal-error-for]')) slot.textContent = '';
+      const name = $('#cal-name').value.trim();
+      if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+        $('[data-cal-error-for="name"]').textContent = 'a calendar name: letters, digits, _ . -';
+        return;
+      }
+      const body = { timezone: $('#cal-timezone').value.trim() || 'UTC',
+        exclude: parseExclusions($('#cal-exclude').value) };
+      const description = $('#cal-description').value.trim();
+      if (description) body.description = description;
+      $('#cal-status').textContent = 'Saving…';
+      try {
+        await api('PUT', `/calendars/${enc(name)}`, body);
+        $('#cal-status').textContent = `Saved ${name}`;
+        toast(`Calendar ${name} saved`);
+        await refresh(true);
+      } catch (err) {
+        $('#cal-status').textContent = '';
+        if (err instanceof ApiError && err.errors.length) {
+          for (const e of err.errors) {
+            // exclude.<n>.<field> is shown under the textarea, naming the line
+            const line = /^exclude\.(\d+)/.exec(e.field);
+            const slot = $(`[data-cal-error-for="${line ? 'exclude' : e.field}"]`) || $('#cal-status');
+            slot.textContent = line ? `line ${Number(line[1]) + 1}: ${e.reason}` : e.reason;
+          }
+        } else {
+          reportError(err);
+        }
+      }
+    });
+  }
+
   // --- segments -----------------------------------------------------------------------------------
 
   /** Lag is counted in whole minutes behind the running one. */
@@ -755,6 +1030,9 @@
     setupToken();
     setupJobs();
     setupActions();
+    setupFires();
+    setupBackfill();
+    setupCalendars();
     setupSubmit();
     $('#seg-refresh').addEventListener('click', () => refresh(true));
     document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(true); });

@@ -145,8 +145,9 @@
       const start = s.start ? parseInstant(s.start) : now + step;
       const end = s.end ? parseInstant(s.end) : Infinity;
       let k = start >= now ? 0 : Math.floor((now - 1 - start) / step) + 1;
+      const last = s.count ? k + s.count - 1 : Infinity; // a count is of fires from now on
       const out = [];
-      for (; out.length < count; k += 1) {
+      for (; out.length < count && k <= last; k += 1) {
         const fire = start + k * step;
         if (fire > end) break;
         out.push(fire);
@@ -162,9 +163,11 @@
         const step = r.duration ? r.duration.ms : r.end - r.start;
         let k = r.start >= now ? 0 : Math.ceil((now - r.start) / step);
         for (; k < total && fires.length < count; k += 1) fires.push(r.start + k * step);
+        if (s.end) fires = fires.filter((t) => t <= parseInstant(s.end));
       } else {
         for (let j = 0; j < total && r.end - j * r.duration.ms >= now; j += 1) fires.push(r.end - j * r.duration.ms);
         fires = fires.reverse().slice(0, count);
+        if (s.end) fires = fires.filter((t) => t <= parseInstant(s.end));
       }
       return fires;
     }

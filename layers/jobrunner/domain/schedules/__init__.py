@@ -16,9 +16,13 @@ stored spec alone. Kinds, one module each:
 from jobrunner.domain.schedules.at import At
 from jobrunner.domain.schedules.base import (
     AT_PAST_TOLERANCE,
+    MAX_COUNT,
     MIN_INTERVAL,
     Schedule,
+    anchor,
     fires_at,
+    fires_left,
+    nth_fire,
     parse_instant,
     parse_interval,
 )
@@ -29,6 +33,7 @@ from jobrunner.domain.schedules.parsing import schedule_from_dict
 
 __all__ = [
     "AT_PAST_TOLERANCE",
+    "MAX_COUNT",
     "MIN_INTERVAL",
     "At",
     "Cron",
@@ -36,7 +41,10 @@ __all__ = [
     "Every",
     "RepeatingInterval",
     "Schedule",
+    "anchor",
     "fires_at",
+    "fires_left",
+    "nth_fire",
     "parse_cron",
     "parse_instant",
     "parse_interval",

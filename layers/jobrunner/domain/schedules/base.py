@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
@@ -16,6 +17,8 @@ MAX_INTERVAL = timedelta(days=36_525)
 #: How far in the past an ``at`` may be and still be accepted (it then runs at once): clock skew.
 AT_PAST_TOLERANCE = timedelta(minutes=5)
 MILLISECOND = timedelta(milliseconds=1)
+#: The most fires a ``count`` may ask for (an end condition: the schedule stops after that many fires).
+MAX_COUNT = 1000
 
 
 class Schedule(Protocol):
@@ -37,6 +40,52 @@ class Schedule(Protocol):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; ``schedule_from_dict(s.to_dict()) == s``."""
         ...
+
+
+def anchor(schedule: Schedule, now: datetime) -> Schedule:
+    """``schedule`` as a job submitted (or changed) at ``now`` keeps it: what is relative to that moment made
+    absolute (``every`` without a start starts one interval later; a ``count`` becomes the instant of the
+    count-th fire, the schedule's ``end``). Stored schedules are anchored already: this is done once."""
+    anchored = getattr(schedule, "anchored", None)
+    return anchored(now) if anchored is not None else schedule
+
+
+def nth_fire(schedule: Schedule, start: datetime, count: int) -> datetime | None:
+    """The ``count``-th fire of ``schedule`` at or after ``start`` (None: it has fewer)."""
+    fire = schedule.next_fire_after(start - MILLISECOND)
+    for _ in range(count - 1):
+        if fire is None:
+            return None
+        fire = schedule.next_fire_after(fire)
+    return fire
+
+
+#: ``fires_left`` answers, by (schedule, from): the job page asks for them every few seconds.
+_LEFT: dict[tuple[str, datetime], int | None] = {}
+
+
+def fires_left(schedule: Schedule, first: datetime | None) -> int | None:
+    """How many fires ``schedule`` has from ``first`` on (``first`` included, when it is one), for a schedule
+    with an end: None when it has no end within ``MAX_COUNT`` fires (or ``first`` is None: 0)."""
+    if first is None:
+        return 0
+    key = (json.dumps(schedule.to_dict(), sort_keys=True), first)
+    if key not in _LEFT:
+        if len(_LEFT) > 4096:
+            _LEFT.clear()
+        fire: datetime | None = schedule.next_fire_after(first - MILLISECOND)
+        left = 0
+        while fire is not None and left <= MAX_COUNT:
+            left += 1
+            fire = schedule.next_fire_after(fire)
+        _LEFT[key] = left if left <= MAX_COUNT else None
+    return _LEFT[key]
+
+
+def parse_count(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        raise InvalidField(field, f"must be a whole number of fires from 1 to {MAX_COUNT}")
+    return value
 
 
 def fires_at(schedule: Schedule, instant: datetime) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from jobrunner.domain.errors import InvalidField
-from jobrunner.domain.schedules.base import MILLISECOND
-from jobrunner.domain.time import utc
+from jobrunner.domain.schedules.base import MILLISECOND, nth_fire
+from jobrunner.domain.time import rfc3339, utc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -84,6 +84,11 @@ class Cron:
     cron: str
     timezone: str = "UTC"
     dst: DstPolicy | None = None
+    #: End conditions: no fire before ``start`` nor after ``end``; with ``count``, anchoring (``anchored``) makes
+    #: the count-th fire from the job's submission the ``end`` (the count is kept, for people).
+    start: datetime | None = None
+    end: datetime | None = None
+    count: int | None = None
     kind: ClassVar[str] = "cron"
     _zone: tzinfo = field(init=False, repr=False, compare=False)
     _walls: str = field(init=False, repr=False, compare=False)  # the expression as croniter is given it
@@ -110,10 +115,24 @@ class Cron:
         return self.next_fire_after(utc(now) - MILLISECOND)
 
     def next_fire_after(self, instant: datetime) -> datetime | None:
+        t = utc(instant)
+        if self.start is not None and t < self.start:
+            t = self.start - MILLISECOND
         try:
-            return self._next_fire_after(utc(instant))
+            fire = self._next_fire_after(t)
         except OverflowError:  # a wall-clock time on 9999-12-31 whose UTC instant is in year 10000
             return None
+        return None if fire is None or (self.end is not None and fire > self.end) else fire
+
+    def anchored(self, now: datetime) -> Cron:
+        """This spec as a job submitted (or changed) at ``now`` keeps it: with a ``count``, fires are counted from
+        ``now`` (or the ``start`` given, if later), and the count-th is the ``end`` (or the one given, if sooner)."""
+        if self.count is None:
+            return self
+        start = max(utc(now), self.start) if self.start is not None else utc(now)
+        last = nth_fire(replace(self, start=start, end=None, count=None), start, self.count)
+        end = last if self.end is None or (last is not None and last < self.end) else self.end
+        return replace(self, start=start, end=end)
 
     def _next_fire_after(self, t: datetime) -> datetime | None:
         walls = croniter(self._walls, t.astimezone(self._zone).replace(tzinfo=None))
@@ -123,10 +142,47 @@ class Cron:
             return _next_at_fixed_time(walls, t, self._zone)
         return _next_by_policy(walls, t, self._zone, self.dst)
 
+    def clock_change_note(self, fire: datetime) -> str | None:
+        """What a daylight-saving change did to ``fire``, one of this schedule's fires, in words (None: nothing).
+
+        - At the end of a gap (clocks went forward): the matching times the gap skipped were moved to this
+          fire (one: "moved"; several, or onto a time the expression names anyway: "merged"), or, where the
+          schedule skips them, were not called for at all.
+        - In a repeated stretch (clocks went back): which occurrence of its local time this fire is."""
+        zone = self._zone
+        if zone is UTC:
+            return None
+        wall = _wall(utc(fire), zone)
+        skipped_from = _wall(utc(fire) - _SECOND, zone) + _SECOND
+        if skipped_from < wall:  # the wall clock jumped from skipped_from to wall at this instant
+            skipped = _walls_between(self._walls, skipped_from, wall, limit=6)
+            if skipped:
+                times = ", ".join(w.strftime("%H:%M") for w in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+                day = f"on {skipped[0]:%Y-%m-%d} in {self.timezone}"
+                if not self._shifts_gaps:
+                    return f"{times} did not exist {day} (clocks went forward): not called for"
+                here = bool(_walls_between(self._walls, wall, wall + _SECOND, limit=1))
+                verb = "merged" if len(skipped) > 1 or here else "moved"
+                return f"{verb}: {times} did not exist {day} (clocks went forward); fired once at {wall:%H:%M}"
+        if _repeated(wall, zone):
+            which = "second" if utc(fire).astimezone(zone).fold else "first"
+            return f"{wall:%H:%M} occurred twice on {wall:%Y-%m-%d} in {self.timezone}: its {which} occurrence"
+        return None
+
+    @property
+    def _shifts_gaps(self) -> bool:
+        """Whether a matching local time that does not exist fires just after the change (else it is skipped)."""
+        return self.dst.gap == "shift" if self.dst is not None else not self._follows_clock
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"cron": self.cron, "timezone": self.timezone}
         if self.dst is not None:
             out["dst"] = {"gap": self.dst.gap, "fold": self.dst.fold}
+        for name in ("start", "end"):
+            if getattr(self, name) is not None:
+                out[name] = rfc3339(getattr(self, name))
+        if self.count is not None:
+            out["count"] = self.count
         return out
 
 
@@ -409,3 +465,14 @@ def _first_second(start: datetime, holds: Callable[[datetime], bool]) -> datetim
         else:
             low = middle
     return base + high * _SECOND
+
+
+def _walls_between(expression: str, low: datetime, high: datetime, limit: int) -> list[datetime]:
+    """Up to ``limit`` wall-clock times in [``low``, ``high``) that ``expression`` (as croniter is given it) names."""
+    walls = croniter(expression, low)
+    found: list[datetime] = []
+    cursor = low - _SECOND
+    while len(found) < limit and (following := _next_wall(walls, cursor)) is not None and following < high:
+        found.append(following)
+        cursor = following
+    return found

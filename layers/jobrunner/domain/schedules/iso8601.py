@@ -47,6 +47,8 @@ class RepeatingInterval:
     duration: Any = None  # timedelta | isodate.Duration | None
     end: datetime | None = None
     offset: timedelta = timedelta(0)
+    #: An end condition besides the interval's own (the JSON form's ``end`` key): no fire after it.
+    until: datetime | None = None
     kind: ClassVar[str] = "iso8601"
 
     def __post_init__(self) -> None:
@@ -64,7 +66,10 @@ class RepeatingInterval:
         return self.next_fire_after(utc(now) - MILLISECOND)
 
     def next_fire_after(self, instant: datetime) -> datetime | None:
-        t = utc(instant)
+        fire = self._next_in_interval(utc(instant))
+        return None if fire is None or (self.until is not None and fire > self.until) else fire
+
+    def _next_in_interval(self, t: datetime) -> datetime | None:
         if self.start is None:
             return self._next_counting_back(t)
         step = self._step
@@ -89,7 +94,10 @@ class RepeatingInterval:
             isodate.duration_isoformat(self.duration) if self.duration is not None else None,
             self._format(self.end) if self.end is not None else None,
         ]
-        return {"iso8601": "/".join([f"R{count}", *(p for p in parts if p is not None)])}
+        out: dict[str, Any] = {"iso8601": "/".join([f"R{count}", *(p for p in parts if p is not None)])}
+        if self.until is not None:
+            out["end"] = rfc3339(self.until)
+        return out
 
     # --- fires --------------------------------------------------------------------------------------
 

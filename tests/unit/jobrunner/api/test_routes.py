@@ -220,6 +220,122 @@ def test_the_change_log_lists_who_changed_what_newest_first_page_by_page(world: 
     assert call("GET", f"/jobs/{job['job_id']}/changes", query={"cursor": "nonsense"})[0] == 422
 
 
+def test_the_firing_ledger_lists_each_fire_of_a_range_page_by_page_and_names_a_wrong_field(world: World) -> None:
+    job = world.submit({"schedule": {"every": "PT15M", "start": "2026-11-22T10:00:00Z"}})
+    world.clock.advance(timedelta(hours=1, minutes=10))  # 11:10: nothing was scanned (no scan runs here)
+    query = {"from": "2026-11-22T10:00:00Z", "to": "2026-11-22T11:30:00Z", "limit": "4"}
+    status, body = call("GET", f"/jobs/{job['job_id']}/fires", query=query)
+    assert status == 200, body
+    assert [(f["at"][11:16], f["outcome"]) for f in body["items"]] == [
+        ("10:00", "missing"), ("10:15", "missing"), ("10:30", "missing"), ("10:45", "missing")]
+    assert (body["unaccounted"], body["summary"]) == (4, {"missing": 4})
+    rest = call("GET", f"/jobs/{job['job_id']}/fires", query={**query, "cursor": body["next_cursor"]})[1]
+    assert [(f["at"][11:16], f["outcome"]) for f in rest["items"]] == [
+        ("11:00", "missing"), ("11:15", "upcoming"), ("11:30", "upcoming")]
+    assert rest["next_cursor"] is None
+    # by default: the day up to now
+    assert len(call("GET", f"/jobs/{job['job_id']}/fires")[1]["items"]) == 5
+    for wrong, field in (({"from": "yesterday"}, "from"), ({"to": "2026-11-22T09:00:00Z"}, "to"),
+                         ({"to": "2027-01-22T09:00:00Z"}, "to"), ({"limit": "501"}, "limit"),
+                         ({"cursor": "bm9wZQ"}, "cursor")):
+        status, body = call("GET", f"/jobs/{job['job_id']}/fires", query={**query, **wrong})
+        assert status == 422 and field in fields(body), body
+    assert call("GET", f"/jobs/{job['job_id']}/fires", query=query, tenant="bob")[0] == 404
+
+
+# -- calendars --------------------------------------------------------------------------------------------------
+
+
+HOLIDAYS = {"timezone": "Europe/Paris", "description": "public holidays",
+            "exclude": [{"date": "2026-12-25", "note": "Christmas"}, {"from": "2026-11-22", "to": "2026-11-22"}]}
+
+
+def test_calendars_are_managed_per_tenant_and_a_named_one_cannot_be_deleted(world: World) -> None:
+    status, body = call("PUT", "/calendars/holidays", HOLIDAYS)
+    assert status == 201 and body["exclude"][0] == {"date": "2026-12-25", "note": "Christmas"}, body
+    assert call("PUT", "/calendars/holidays", HOLIDAYS)[0] == 200  # replaced
+    assert call("GET", "/calendars/holidays")[1]["timezone"] == "Europe/Paris"
+    assert call("GET", "/calendars/holidays", tenant="bob")[0] == 404  # another tenant's: not found
+    call("PUT", "/calendars/freeze", {"exclude": []})
+    assert [c["name"] for c in call("GET", "/calendars")[1]["items"]] == ["freeze", "holidays"]
+    assert call("GET", "/calendars", tenant="bob")[1]["items"] == []
+    # a job names it; its preview shows the fires the calendar excludes (today, the 22nd, in Paris)
+    job = world.submit({"schedule": {"every": "PT6H", "start": "2026-11-22T12:00:00Z"}, "calendar": "holidays"})
+    assert job["calendar"] == "holidays"
+    body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "3"})[1]
+    assert body["next_runs"] == ["2026-11-22T12:00:00.000Z", "2026-11-22T18:00:00.000Z", "2026-11-23T00:00:00.000Z"]
+    assert [e["at"] for e in body["excluded_runs"]] == ["2026-11-22T12:00:00.000Z", "2026-11-22T18:00:00.000Z"]
+    assert "excluded by calendar holidays" in body["excluded_runs"][0]["reason"]
+    # so it cannot be deleted, until the job no longer names it
+    status, body = call("DELETE", "/calendars/holidays")
+    assert status == 409 and job["job_id"] in body["message"], body
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"calendar": None})[1]["calendar"] is None
+    assert call("DELETE", "/calendars/holidays", tenant="bob")[0] == 404
+    response = handle(event("DELETE", "/calendars/holidays"), None)
+    assert response["statusCode"] == 204
+    assert call("GET", "/calendars/holidays")[0] == 404
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"timezone": "Mars/Olympus"}, "timezone"),
+    ({"exclude": [{"date": "25/12"}]}, "exclude.0.date"),
+    ({"exclude": [{"from": "2026-12-26", "to": "2026-12-24"}]}, "exclude.0.to"),
+    ({"exclude": [{"date": "2026-12-25", "when": "x"}]}, "exclude.0.when"),
+    ({"colour": "red"}, "colour"),
+])
+def test_a_wrong_calendar_names_its_field_and_writes_nothing(world: World, body: dict[str, Any], field: str) -> None:
+    status, answer = call("PUT", "/calendars/holidays", body)
+    assert status == 422 and field in fields(answer), answer
+    assert call("GET", "/calendars/holidays")[0] == 404
+    assert call("PUT", "/calendars/no%20spaces", {})[0] in (404, 422)
+
+
+def test_a_job_naming_a_calendar_the_tenant_lacks_names_the_field(world: World) -> None:
+    call("PUT", "/calendars/holidays", HOLIDAYS, tenant="bob")
+    before = world.state()
+    for body in ({**HOURLY, "calendar": "holidays"}, {"schedule": {"at": "2026-11-22T11:00:00Z"}, "calendar": "x"}):
+        status, answer = call("POST", "/jobs", body)
+        assert status == 422 and fields(answer) == {"calendar"}, answer
+    assert world.state() == before
+
+
+# -- end conditions -----------------------------------------------------------------------------------------------
+
+
+def test_end_conditions_are_taken_for_every_recurring_kind_and_say_the_fires_left(world: World) -> None:
+    # a cron of three fires from now: its third becomes its end; a PATCH can switch deletion on and off
+    job = world.submit({"schedule": {"cron": "0 * * * *", "count": 3}, "delete_after_last": True})
+    assert job["schedule"] == {"cron": "0 * * * *", "timezone": "UTC", "start": "2026-11-22T10:00:00.000Z",
+                               "end": "2026-11-22T12:00:00.000Z", "count": 3}
+    assert (job["remaining_fires"], job["delete_after_last"]) == (3, True)
+    body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "5"})[1]
+    assert body["next_runs"] == ["2026-11-22T10:00:00.000Z", "2026-11-22T11:00:00.000Z", "2026-11-22T12:00:00.000Z"]
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"delete_after_last": False})[1]["delete_after_last"] is False
+    # every with a count, iso8601 with an end; a job without an end has no count of fires left
+    every = world.submit({"schedule": {"every": "PT10M", "count": 2}})
+    assert every["schedule"]["end"] == "2026-11-22T10:20:00.000Z" and every["remaining_fires"] == 2
+    iso = world.submit({"schedule": {"iso8601": "R/2026-11-22T10:00:00Z/PT1H", "end": "2026-11-22T14:00:00Z"}})
+    assert iso["remaining_fires"] == 5
+    assert world.submit(HOURLY)["remaining_fires"] is None
+    assert [j["remaining_fires"] for j in call("GET", "/jobs")[1]["items"]] == [None] * 4  # not in lists
+
+
+@pytest.mark.parametrize(("schedule", "field"), [
+    ({"cron": "0 * * * *", "count": 0}, "schedule.count"),
+    ({"cron": "0 * * * *", "count": 1001}, "schedule.count"),
+    ({"iso8601": "R/2026-11-22T10:00:00Z/PT1H", "count": 2}, "schedule.count"),
+    ({"at": "2026-11-22T11:00:00Z", "end": "2026-11-22T12:00:00Z"}, "schedule.end"),
+    ({"cron": "0 * * * *", "end": "2026-11-22T09:00:00Z"}, "schedule"),  # ends before its first fire
+])
+def test_a_wrong_end_condition_names_its_field_and_writes_nothing(
+    world: World, schedule: dict[str, Any], field: str
+) -> None:
+    before = world.state()
+    status, body = call("POST", "/jobs", {"schedule": schedule})
+    assert status == 422 and field in fields(body), body
+    assert world.state() == before
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 
@@ -228,7 +344,9 @@ def test_get_job_with_a_preview_of_the_next_runs(world: World) -> None:
     status, body = call("GET", f"/jobs/{job['job_id']}", query={"preview": "3"})
     assert status == 200
     assert body["next_runs"] == ["2026-11-22T10:30:00.000Z", "2026-11-22T10:45:00.000Z", "2026-11-22T11:00:00.000Z"]
-    assert {k: v for k, v in body.items() if k != "next_runs"} == {k: v for k, v in job.items() if k != "next_runs"}
+    preview = ("next_runs", "excluded_runs")
+    assert {k: v for k, v in body.items() if k not in preview} == {k: v for k, v in job.items() if k not in preview}
+    assert body["excluded_runs"] == []  # no calendar: nothing excluded
     assert call("GET", f"/jobs/{job['job_id']}")[1]["next_runs"] is None
 
 

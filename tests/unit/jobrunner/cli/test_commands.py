@@ -64,8 +64,8 @@ def test_submit_json_output_is_the_job_only(cli: Cli, transport: FakeTransport) 
 
 
 def test_usage_errors_exit_2_before_any_request(cli: Cli, transport: FakeTransport) -> None:
-    for args in (["submit"], ["submit", "--at", "now", "--every", "PT1M"], ["submit", "--cron", "* * * * *",
-                 "--start", "now"], ["submit", "--every", "PT1M", "--timezone", "UTC"],
+    for args in (["submit"], ["submit", "--at", "now", "--every", "PT1M"], ["submit", "--iso8601",
+                 "R/2026-11-22T10:00:00Z/PT1H", "--start", "now"], ["submit", "--every", "PT1M", "--timezone", "UTC"],
                  ["submit", "--at", "now", "--payload", "{nope"], ["list", "--limit", "0"], ["nonsense"]):
         result = cli(*args)
         assert result.exit_code == 2, (args, result.output)
@@ -256,3 +256,72 @@ def test_changes_shows_the_log_as_a_table(cli: Cli, transport: FakeTransport) ->
     result = cli("changes", "j-1")
     assert result.exit_code == 0, result.output
     assert "pause" in result.stdout and "role/Ops" in result.stdout
+
+
+def test_fires_shows_the_ledger_and_says_whether_every_fire_is_accounted_for(
+    cli: Cli, transport: FakeTransport
+) -> None:
+    fire = {"at": "2026-11-22T09:00:00.000Z", "due_at": "2026-11-22T09:00:00.000Z", "outcome": "published",
+            "detail": None, "lateness_ms": 21.0, "dst": None, "executions": [{"execution_id": "e1"}]}
+    missing = {**fire, "at": "2026-11-22T09:30:00.000Z", "outcome": "missing", "lateness_ms": None,
+               "detail": "no execution is recorded", "executions": []}
+    transport.on("GET", "/jobs/j-1/fires", reply(200, {"items": [fire], "summary": {"published": 1},
+                                                       "unaccounted": 0, "notes": [], "next_cursor": "c2"}))
+    result = cli("fires", "j-1", "--from", "-2h")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].query == {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T10:00:00Z", "limit": "100"}
+    assert "published" in result.stdout and "21 ms" in result.stdout
+    assert "every past fire ran once" in result.stderr and "--cursor c2" in result.stderr
+    # a fire nothing explains makes the command fail, so that a script can check the ledger
+    transport.on("GET", "/jobs/j-1/fires", reply(200, {"items": [fire, missing], "summary": {"published": 1,
+                                                       "missing": 1}, "unaccounted": 1, "notes": []}))
+    result = cli("fires", "j-1")
+    assert result.exit_code == 1 and "1 fire(s) nothing explains" in result.stderr
+    assert "missing" in result.stdout
+
+
+def test_calendars_put_show_list_and_delete(cli: Cli, transport: FakeTransport) -> None:
+    stored = {"name": "holidays", "timezone": "Europe/Paris", "description": None, "updated_at": None,
+              "exclude": [{"date": "2026-12-25", "note": "Christmas"}, {"from": "2027-01-08T18:00",
+                                                                         "to": "2027-01-11T06:00"}]}
+    transport.on("PUT", "/calendars/holidays", reply(201, stored))
+    result = cli("calendars", "put", "holidays", "--timezone", "Europe/Paris", "--exclude", "2026-12-25=Christmas",
+                 "--exclude", "2027-01-08T18:00..2027-01-11T06:00")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"timezone": "Europe/Paris", "exclude": stored["exclude"]}
+    assert "Created calendar holidays: 2 exclusion(s) in Europe/Paris" in result.stdout
+    transport.on("GET", "/calendars/holidays", reply(200, stored))
+    result = cli("calendars", "show", "holidays")
+    assert "2027-01-08T18:00 .. 2027-01-11T06:00" in result.stdout and "Christmas" in result.stdout
+    transport.on("GET", "/calendars", reply(200, {"items": [stored], "next_cursor": None}))
+    assert "holidays" in cli("calendars", "list").stdout
+    # a delete the API refuses (a job still names it) says why and exits 1
+    transport.on("DELETE", "/calendars/holidays", reply(409, {"error": "conflict", "errors": [],
+                                                              "message": "calendar holidays is named by 1 job(s)"}))
+    result = cli("calendars", "delete", "holidays")
+    assert result.exit_code == 1 and "named by 1 job" in result.stderr
+    transport.on("DELETE", "/calendars/holidays", reply(204))
+    assert cli("calendars", "delete", "holidays").exit_code == 0
+
+
+def test_submit_names_a_calendar(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job(calendar="holidays")))
+    result = cli("submit", "--every", "PT1H", "--calendar", "holidays")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body["calendar"] == "holidays"
+
+
+def test_submit_sends_end_conditions_and_show_says_them(cli: Cli, transport: FakeTransport) -> None:
+    answered = job(schedule={"cron": "0 9 * * *", "timezone": "UTC", "start": "2026-11-22T10:00:00.000Z",
+                             "end": "2026-11-24T09:00:00.000Z", "count": 2},
+                   remaining_fires=2, delete_after_last=True)
+    transport.on("POST", "/jobs", reply(201, answered))
+    result = cli("submit", "--cron", "0 9 * * *", "--count", "2", "--end", "+3d", "--delete-after-last")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body["schedule"] == {"cron": "0 9 * * *", "count": 2, "end": "2026-11-25T10:00:00Z"}
+    assert transport.sent[0].body["delete_after_last"] is True
+    transport.on("GET", "/jobs/job-1", reply(200, answered))
+    shown = cli("show", "job-1").stdout
+    assert "after 2 fire(s); the last at 2026-11-24 09:00:00Z; 2 left; then the job is deleted" in shown
+    # an end condition on a one-time job is a usage error, before anything is sent
+    assert cli("submit", "--at", "+5m", "--count", "2").exit_code == 2

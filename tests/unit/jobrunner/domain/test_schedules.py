@@ -177,12 +177,13 @@ def test_every_kind_is_supported(data: dict[str, str], kind: str) -> None:
         ({"at": "2026-11-22T10:00:00Z", "timezone": "UTC"}, "schedule.timezone"),
         ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H", "timezone": "UTC"}, "schedule.timezone"),
         ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H", "start": "2026-11-22T10:00:00Z"}, "schedule.start"),
-        ({"cron": "* * * * *", "end": "2026-11-22T10:00:00Z"}, "schedule.end"),
+        ({"at": "2026-11-22T10:00:00Z", "end": "2026-11-22T10:00:00Z"}, "schedule.end"),
+        ({"iso8601": "R5/2026-11-22T10:00:00Z/PT1H", "count": 3}, "schedule.count"),
         ({"cron": "* * * * *", "iso8601": "R5/2026-11-22T10:00:00Z/PT1H"}, "schedule"),
     ],
     ids=[
-        "timezone-alone", "at-with-timezone", "iso8601-with-timezone", "iso8601-with-start", "cron-with-end",
-        "two-kinds",
+        "timezone-alone", "at-with-timezone", "iso8601-with-timezone", "iso8601-with-start", "at-with-end",
+        "iso8601-with-count", "two-kinds",
     ],
 )
 def test_keys_of_other_kinds_are_named(data: dict[str, str], field: str) -> None:

@@ -1302,3 +1302,59 @@ def test_a_batch_counted_against_standing_limits_takes_each_job_as_submit_does(
     with pytest.raises(LimitReached, match="jobs_held"):
         service.submit_many("alice", [(hourly, None)] * 3)
     assert len(store.jobs) == 2
+
+
+# -- firing ledger --------------------------------------------------------------------------------------------
+
+
+def test_the_ledger_of_a_job_says_what_became_of_each_fire_after_scans_a_pause_and_a_cancel(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10, whose scans run for 10:10 and 10:11, and not for 10:12 (an outage)
+    service = JobService(store, clock, RULES, changes=MemoryChangeLog())
+    job = every_minute(service)
+    for minute in (10, 11):
+        scan(store, clock, job, at(minute))
+    # When it is paused at 10:13:30 and resumed at 10:15:30, then a scan runs for 10:16, and it is cancelled
+    clock.set(at(13, 30))
+    service.pause("alice", job.job_id)
+    clock.set(at(15, 30))
+    service.resume("alice", job.job_id)
+    scan(store, clock, job, at(16))
+    clock.set(at(16, 30))
+    service.cancel("alice", job.job_id)
+    clock.set(at(20))
+    page = service.fires("alice", job.job_id, at(10), at(18))
+    # Then the ledger tells the fires published, the one nothing explains, those paused and cancelled
+    assert [(f.at.minute, f.outcome.value) for f in page.fires] == [
+        (10, "published"), (11, "published"), (12, "missing"), (13, "missing"), (14, "paused"), (15, "paused"),
+        (16, "published")]  # a cancelled job's schedule calls for nothing after its cancel
+    assert page.unaccounted == 2
+    assert all(f.lateness_ms is not None for f in page.fires if f.outcome.value == "published")
+    # and it pages, bounds its range and names the wrong field, and another tenant cannot read it
+    first = service.fires("alice", job.job_id, at(10), at(18), limit=4)
+    assert len(first.fires) == 4 and first.more_after == at(13)
+    rest = service.fires("alice", job.job_id, at(10), at(18), after=first.more_after)
+    assert [f.at for f in first.fires + rest.fires] == [f.at for f in page.fires]
+    for wrong, field in (({"end": at(9)}, "to"), ({"end": at(10) + timedelta(days=32)}, "to"), ({"limit": 0}, "limit"),
+                         ({"after": at(30)}, "cursor")):
+        with pytest.raises(InvalidField) as error:
+            service.fires("alice", job.job_id, at(10), **{"end": at(18), **wrong})  # type: ignore[arg-type]
+        assert error.value.field == field
+    with pytest.raises(JobNotFound):
+        service.fires("mallory", job.job_id, at(10), at(18))
+
+
+def test_the_change_log_records_the_schedule_a_patch_sets_so_the_ledger_follows_it(
+    store: MemoryJobStore, clock: ManualClock
+) -> None:
+    changes = MemoryChangeLog()
+    service = JobService(store, clock, RULES, changes=changes)
+    job = every_minute(service)
+    clock.advance(timedelta(seconds=1))
+    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(minutes=2), start=at(20))))
+    [patch, _] = service.changes("alice", job.job_id)
+    assert patch.details == {"fields": ["schedule"], "schedule": Every(timedelta(minutes=2), start=at(20)).to_dict()}
+    clock.set(at(30))
+    page = service.fires("alice", job.job_id, at(10), at(24))
+    assert [f.at.minute for f in page.fires] == [20, 22, 24]  # the first schedule never had a fire in effect

@@ -1,0 +1,326 @@
+"""The firing ledger: every fire a job's schedule called for in a range, and what became of it.
+
+It is computed, never stored: from the job (its current schedule, state and jitter), its change log
+(the schedules it had and when, its pauses and resumes, its cancel: ``timeline_of``) and its history
+records of the range (``ledger``). A fire is one instant of the schedule in effect at that instant; its
+outcome comes from the records of that instant first (what the scan wrote), then from the timeline (a
+pause, a cancel, a change of schedule that came before it was published), then from the clock (still to
+come, due now, older than the history kept). A past fire that none of them explains is ``missing``: the
+ledger says so instead of guessing, so "did everything fire exactly once?" has a checked answer.
+
+Records are the schedule lineage's (``Trigger.SCHEDULE`` and its retries and watchdogs), a backfill's
+(``Trigger.BACKFILL``) and a run now's at the same instant; a run now is not a fire of the schedule.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from jobrunner.domain.errors import InvalidField
+from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, origin_of
+from jobrunner.domain.policies import MISFIRE_GRACE, SkipReason, skip_reason_of
+from jobrunner.domain.schedules import Cron, schedule_from_dict
+from jobrunner.domain.schedules.base import MILLISECOND
+from jobrunner.domain.time import rfc3339
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from jobrunner.domain.jobs import ExecutionRecord, Job
+    from jobrunner.domain.schedules import Schedule
+    from jobrunner.ports import JobChange
+
+#: The most fires one page of the ledger holds, and the widest range one request may cover.
+MAX_FIRES_PER_PAGE = 500
+MAX_RANGE = timedelta(days=31)
+
+
+class Outcome(StrEnum):
+    """What became of one fire."""
+
+    #: Published within ``MISFIRE_GRACE`` of its due instant.
+    PUBLISHED = "published"
+    #: Missed (published more than ``MISFIRE_GRACE`` after its due instant: after an outage, a scan that
+    #: died, or a resume with catch-up), then published.
+    CAUGHT_UP = "caught_up"
+    #: Not run: its job's previous execution had not reported, and the overlap policy says skip.
+    SKIPPED = "skipped"
+    #: Held by the overlap policy (``buffer_one``, ``buffer_all``) until the previous execution reports.
+    HELD = "held"
+    #: Missed, and outside the job's catch-up window: not run.
+    DROPPED = "dropped"
+    #: Not run: a date the job's calendar excludes.
+    EXCLUDED = "excluded"
+    #: Not published: the job was paused (and not resumed with catch-up) before its due instant.
+    PAUSED = "paused"
+    #: Not published: the job was cancelled before its due instant.
+    CANCELLED = "cancelled"
+    #: Not published: the job's schedule was changed before its due instant.
+    REPLACED = "replaced"
+    #: Not run by the schedule, but run since by a backfill.
+    BACKFILLED = "backfilled"
+    #: Due, and not published yet (within ``MISFIRE_GRACE`` of its due instant).
+    DUE = "due"
+    #: Still to come.
+    UPCOMING = "upcoming"
+    #: Older than the history kept (the tenant's ``history_days``): what became of it is no longer known.
+    EXPIRED = "expired"
+    #: Past, and nothing explains it: no execution is recorded, and no pause, cancel or change came first.
+    MISSING = "missing"
+
+
+_SKIPS = {SkipReason.OVERLAP: Outcome.SKIPPED, SkipReason.CATCH_UP: Outcome.DROPPED,
+          SkipReason.CALENDAR: Outcome.EXCLUDED}
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """A schedule the job had, from ``since`` until ``until`` (None: still in effect). ``schedule`` is None
+    when the change log does not say which one it was (an entry written before it recorded schedules)."""
+
+    schedule: Schedule | None
+    since: datetime
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Pause:
+    start: datetime
+    end: datetime | None = None
+    #: Resumed with catch-up: the fires since the pause were owed again.
+    catch_up: bool = False
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the change log (and the job as it stands) says about a job over its life."""
+
+    epochs: tuple[Epoch, ...]
+    pauses: tuple[Pause, ...] = ()
+    cancelled_at: datetime | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FireExecution:
+    execution_id: str
+    trigger: Trigger
+    attempt: int
+    status: ExecutionStatus
+    published_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Fire:
+    """One fire and what became of it."""
+
+    at: datetime
+    #: When its execution was due (the fire, or within its jitter window).
+    due_at: datetime
+    outcome: Outcome
+    #: Words for a person: why, or what (a skip's reason, the calendar that excluded it, ...).
+    detail: str | None = None
+    #: Published - due, for a fire the schedule published.
+    lateness_ms: float | None = None
+    #: What a daylight-saving change did to it (moved, merged, the first or second of a repeated time).
+    dst: str | None = None
+    #: Its executions, of every lineage (the schedule's, a backfill's, a run now at that instant).
+    executions: tuple[FireExecution, ...] = ()
+
+
+@dataclass(frozen=True)
+class LedgerPage:
+    fires: list[Fire]
+    #: The last fire of this page, when more fires follow in the range (the next page starts after it).
+    more_after: datetime | None
+    notes: tuple[str, ...] = ()
+    summary: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unaccounted(self) -> int:
+        return self.summary.get(Outcome.MISSING.value, 0)
+
+
+def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -> Timeline:
+    """The job's schedules, pauses and cancel, from its change log (any order); ``complete``: the log was read
+    back to its first entry. Where the log lacks what the job itself shows (a log turned off, an entry that
+    could not be written), the job's own fields stand in: its schedule, ``paused_at``, a cancel at its
+    ``updated_at``."""
+    entries = sorted(changes, key=lambda c: (c.changed_at, c.version))
+    notes: list[str] = []
+    if not complete:
+        notes.append("the change log was read back to " + (rfc3339(entries[0].changed_at) if entries else "now")
+                     + " only: earlier changes are not taken into account")
+    schedules = [c for c in entries if c.action == "submit" or (c.action == "patch" and "schedule" in c.details.get(
+        "fields", ()))]
+    epochs: list[Epoch] = []
+    for index, change in enumerate(schedules):
+        spec = change.details.get("schedule")
+        last = index == len(schedules) - 1
+        schedule = job.schedule if last else _schedule_or_none(spec)
+        since = job.created_at if change.action == "submit" else change.changed_at
+        if epochs:
+            epochs[-1] = Epoch(epochs[-1].schedule, epochs[-1].since, since)
+        elif change.action != "submit":
+            epochs.append(Epoch(None, job.created_at, since))
+        epochs.append(Epoch(schedule, since))
+        if schedule is None:
+            notes.append(f"the schedule in effect from {rfc3339(since)} is not in the change log: only its "
+                         "executions are listed")
+    if not epochs:
+        epochs.append(Epoch(job.schedule, job.created_at))
+    pauses: list[Pause] = []
+    cancelled_at = None
+    for change in entries:
+        if change.action == "pause" and (not pauses or pauses[-1].end is not None):
+            pauses.append(Pause(change.changed_at))
+        elif change.action == "resume" and pauses and pauses[-1].end is None:
+            pauses[-1] = Pause(pauses[-1].start, change.changed_at, bool(change.details.get("catch_up")))
+        elif change.action == "cancel" and cancelled_at is None:
+            cancelled_at = change.changed_at
+    if job.state is JobState.PAUSED and (not pauses or pauses[-1].end is not None) and job.paused_at is not None:
+        pauses.append(Pause(job.paused_at))
+    if job.state is JobState.CANCELLED and cancelled_at is None:
+        cancelled_at = job.updated_at
+    return Timeline(tuple(epochs), tuple(pauses), cancelled_at, tuple(notes))
+
+
+def _schedule_or_none(spec: Any) -> Schedule | None:
+    if not isinstance(spec, dict):
+        return None
+    try:
+        return schedule_from_dict(spec)
+    except (InvalidField, ValueError, KeyError):  # a spec this code no longer reads is "not known", not an error
+        return None
+
+
+def fires_between(timeline: Timeline, start: datetime, end: datetime, limit: int, now: datetime) -> list[datetime]:
+    """The first ``limit`` fires in [``start``, ``end``] of the schedule in effect at each instant, in order. A
+    cancelled job's schedule calls for nothing after its cancel (bar a fire its cancel may have stopped in
+    flight, within ``MISFIRE_GRACE``), and a paused one for nothing after now until it is resumed."""
+    if timeline.cancelled_at is not None:
+        end = min(end, timeline.cancelled_at + MISFIRE_GRACE)
+    if timeline.pauses and timeline.pauses[-1].end is None:
+        end = min(end, max(now, timeline.pauses[-1].start))
+    streams = []
+    for epoch in timeline.epochs:
+        if epoch.schedule is None:
+            continue
+        low = max(start, epoch.since)
+        high = end if epoch.until is None else min(end, epoch.until - MILLISECOND)
+        if low <= high:
+            streams.append(itertools.islice(_fires(epoch.schedule, low, high), limit))
+    return sorted(set(itertools.chain.from_iterable(streams)))[:limit]
+
+
+def _fires(schedule: Schedule, low: datetime, high: datetime) -> Iterator[datetime]:
+    instant = schedule.next_fire_after(low - MILLISECOND)
+    while instant is not None and instant <= high:
+        yield instant
+        instant = schedule.next_fire_after(instant)
+
+
+def ledger(
+    job: Job, timeline: Timeline, records: Sequence[ExecutionRecord], *, start: datetime, end: datetime,
+    now: datetime, kept_since: datetime, limit: int,
+    excluded_by: Callable[[datetime], str | None] = lambda _fire: None,
+) -> LedgerPage:
+    """A page of the ledger: the first ``limit`` fires in [``start``, ``end``] and what became of each.
+
+    ``records``: the job's history records with ``scheduled_at`` in the page's range (any order); a fire of
+    the schedule lineage recorded in the range but not called for by the timeline (a fire of a schedule the
+    log does not know) is listed too. ``kept_since``: the oldest instant whose history is still kept.
+    ``excluded_by(fire)``: why the job's calendar excludes a fire not run yet (None: it does not)."""
+    planned = fires_between(timeline, start, end, limit + 1, now)
+    more = len(planned) > limit
+    planned = planned[:limit]
+    page_end = planned[-1] if more else end
+    by_fire: dict[datetime, list[ExecutionRecord]] = {}
+    for record in records:
+        if start <= record.scheduled_at <= page_end:
+            by_fire.setdefault(record.scheduled_at, []).append(record)
+    recorded = {at for at, mine in by_fire.items() if any(origin_of(r) is Trigger.SCHEDULE for r in mine)}
+    instants = sorted(set(planned) | recorded)
+    fires = [_fire(job, timeline, at, by_fire.get(at, []), now, kept_since, excluded_by) for at in instants]
+    summary = Counter(f.outcome.value for f in fires)
+    return LedgerPage(fires, planned[-1] if more else None, timeline.notes, dict(summary))
+
+
+def _fire(
+    job: Job, timeline: Timeline, at: datetime, records: list[ExecutionRecord], now: datetime, kept_since: datetime,
+    excluded_by: Callable[[datetime], str | None],
+) -> Fire:
+    records.sort(key=lambda r: (r.trigger is not Trigger.SCHEDULE, -r.attempt, r.execution_id))
+    executions = tuple(FireExecution(r.execution_id, r.trigger, r.attempt, r.status, r.published_at)
+                       for r in records)
+    due = due_of(job, at)
+    epoch = _epoch_at(timeline, at)
+    dst = epoch.schedule.clock_change_note(at) if isinstance(epoch.schedule, Cron) else None
+    fire = _from_records(at, due, records)
+    if fire is not None:
+        outcome, detail, lateness = fire
+        return Fire(at, due, outcome, detail, lateness, dst, executions)
+    outcome, detail = _unrecorded(timeline, epoch, at, due, now, kept_since, excluded_by)
+    if any(r.trigger is Trigger.BACKFILL for r in records) and outcome is Outcome.MISSING:
+        outcome, detail = Outcome.BACKFILLED, "not published by the schedule; run since by a backfill"
+    return Fire(at, due, outcome, detail, None, dst, executions)
+
+
+def _from_records(
+    at: datetime, due: datetime, records: list[ExecutionRecord]
+) -> tuple[Outcome, str | None, float | None] | None:
+    """The outcome the schedule lineage's first attempt records (None: it has none)."""
+    first = next((r for r in records if r.trigger is Trigger.SCHEDULE and r.attempt == 1), None)
+    if first is None:
+        return None
+    if first.status is ExecutionStatus.SKIPPED:
+        reason = skip_reason_of(first)
+        return _SKIPS.get(reason, Outcome.SKIPPED) if reason else Outcome.SKIPPED, first.error, None
+    if first.published_at is None:
+        return Outcome.HELD, "held by the overlap policy until the previous execution reports", None
+    intended = min(due, first.due_at)
+    lateness = (first.published_at - intended).total_seconds() * 1000
+    if first.published_at - intended > MISFIRE_GRACE:
+        return Outcome.CAUGHT_UP, f"missed, published {_seconds(lateness)} after its due instant", lateness
+    return Outcome.PUBLISHED, None, lateness
+
+
+def _unrecorded(
+    timeline: Timeline, epoch: Epoch, at: datetime, due: datetime, now: datetime, kept_since: datetime,
+    excluded_by: Callable[[datetime], str | None],
+) -> tuple[Outcome, str | None]:
+    """The outcome of a fire with no record of the schedule's: what stopped it, or where it stands."""
+    # A change that landed before the fire's publish (due + grace: a publish lags its due instant) stopped it.
+    reach = due + MISFIRE_GRACE
+    if timeline.cancelled_at is not None and timeline.cancelled_at <= reach:
+        return Outcome.CANCELLED, f"the job was cancelled at {rfc3339(timeline.cancelled_at)}"
+    for pause in timeline.pauses:
+        if pause.start <= reach and (pause.end is None or at < pause.end) and not pause.catch_up:
+            return Outcome.PAUSED, f"the job was paused at {rfc3339(pause.start)}" + (
+                f" and resumed at {rfc3339(pause.end)}" if pause.end else "")
+    if epoch.until is not None and epoch.until <= reach:
+        return Outcome.REPLACED, f"the schedule was changed at {rfc3339(epoch.until)}"
+    if at > now:
+        calendar = excluded_by(at)
+        return (Outcome.UPCOMING, f"will be {calendar}" if calendar else None)
+    if now < reach:
+        return Outcome.DUE, None
+    if at < kept_since:
+        return Outcome.EXPIRED, f"older than the history kept (from {rfc3339(kept_since)})"
+    return Outcome.MISSING, "no execution is recorded, and no pause, cancel or change came before it"
+
+
+def _epoch_at(timeline: Timeline, at: datetime) -> Epoch:
+    for epoch in reversed(timeline.epochs):
+        if epoch.since <= at:
+            return epoch
+    return timeline.epochs[0]
+
+
+def _seconds(milliseconds: float) -> str:
+    return f"{milliseconds / 1000:.1f} s"

@@ -1,0 +1,136 @@
+"""Jobs that asked to be deleted after their last fire (``delete_after_last``): deleted once done, never before,
+their history and change log kept for their tenant. Stories on the memory adapters: scans, worker reports."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
+from jobrunner.adapters.stores.calendars import MemoryCalendarStore
+from jobrunner.adapters.stores.changes import MemoryChangeLog
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.errors import JobNotFound
+from jobrunner.domain.jobs import ExecutionStatus, Job, RetryPolicy
+from jobrunner.domain.limits import Limits, TenantLimits
+from jobrunner.domain.schedules import Every
+from jobrunner.ports import ScanRequest
+from jobrunner.services.calendars import CalendarService
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
+from jobrunner.services.retire import Retirer
+from jobrunner.services.scan import ScanRules, ScanService
+from tests.support.results import signed
+
+if TYPE_CHECKING:
+    from jobrunner.ports import OutboundMessage
+
+NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
+LIMITS = TenantLimits(Limits(jobs_held=10))
+
+
+def at(minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 11, 22, 10, minute, second, tzinfo=UTC)
+
+
+class World:
+    def __init__(self) -> None:
+        self.store, self.clock, self.changes = MemoryJobStore(), ManualClock(NOW), MemoryChangeLog()
+        self.quotas, self.calendars = MemoryTenantQuotas(), MemoryCalendarStore()
+        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1, limits=LIMITS), quotas=self.quotas,
+                               changes=self.changes, calendars=self.calendars)
+        retirer = Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas, limits=LIMITS)
+        self.publisher = MemoryPublisher()
+        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
+                                      jitter=lambda: 0.5, retirer=retirer)
+        self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
+                                 ScanRules(segment_count=1), results=self.results, calendars=self.calendars,
+                                 retirer=retirer)
+
+    def submit(self, count: int, **options: Any) -> Job:
+        schedule = Every(timedelta(minutes=1), start=at(10), count=count)
+        return self.jobs.submit("alice", NewJob(schedule, {}, delete_after_last=True, **options))[0]
+
+    def scan(self, minute: int) -> list[OutboundMessage]:
+        self.clock.set(max(self.clock.now(), at(minute) - timedelta(seconds=30)))
+        before = len(self.publisher.sent)
+        self.scans.scan(ScanRequest(segment=0, bucket=at(minute)))
+        return [m for m in self.publisher.sent[before:] if m.topic == "jobs"]
+
+    def answer(self, message: OutboundMessage, success: bool) -> str:
+        value = message.value
+        return self.results.apply(signed(WorkerReport(
+            execution_id=value["execution_id"], job_id=value["job_id"], success=success,
+            scheduled_at=datetime.fromisoformat(value["scheduled_at"].replace("Z", "+00:00")),
+            attempt=value["attempt"])))
+
+    def exists(self, job: Job) -> bool:
+        return ("alice", job.job_id) in self.store.jobs
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_a_job_is_deleted_once_its_last_fire_has_reported_and_its_history_stays_readable(world: World) -> None:
+    # Given a job of two fires that asked to be deleted after its last one
+    job = world.submit(count=2)
+    assert world.quotas.standing["alice"].jobs == 1
+    [first] = world.scan(10)
+    assert world.answer(first, True) == "succeeded" and world.exists(job)  # a fire is left: kept
+    [last] = world.scan(11)
+    assert world.exists(job)  # published, not reported yet: kept
+    # When its last execution reports, Then the job is deleted, and no longer held against the tenant
+    assert world.answer(last, True) == "succeeded"
+    assert not world.exists(job)
+    assert world.quotas.standing["alice"].jobs == 0
+    with pytest.raises(JobNotFound):
+        world.jobs.get("alice", job.job_id)
+    # and its history and change log are still its tenant's to read, and no one else's
+    assert [r.status for r in world.jobs.executions("alice", job.job_id)] == [ExecutionStatus.SUCCESS] * 2
+    [deleted, *_] = world.jobs.changes("alice", job.job_id)
+    assert (deleted.action, deleted.actor) == ("delete", "jobrunner") and "delete_after_last" in deleted.details[
+        "reason"]
+    for read in (world.jobs.executions, world.jobs.changes):
+        with pytest.raises(JobNotFound):
+            read("mallory", job.job_id)
+
+
+def test_a_retry_still_to_come_keeps_the_job_until_it_ends(world: World) -> None:
+    job = world.submit(count=1, retry=RetryPolicy(max_retries=1, initial_delay_s=10, multiplier=1, max_delay_s=10))
+    [fire] = world.scan(10)
+    assert world.answer(fire, False) == "retrying" and world.exists(job)
+    [retry] = world.scan(10) or world.scan(11)
+    assert retry.value["attempt"] == 2 and world.exists(job)
+    # When the retry fails too (no retry left: dead-lettered), Then the job is done, and deleted
+    assert world.answer(retry, False) == "dead_lettered"
+    assert not world.exists(job)
+
+
+def test_a_last_fire_the_calendar_excludes_ends_the_job_too(world: World) -> None:
+    CalendarService(world.calendars, world.store, world.clock).put(
+        "alice", "off", {"exclude": [{"from": "2026-11-22T10:11", "to": "2026-11-22T10:12"}]})
+    job = world.submit(count=2, calendar="off")
+    [first] = world.scan(10)
+    world.answer(first, True)
+    assert world.scan(11) == [] and not world.exists(job)  # skipped, nothing running: done
+
+
+def test_a_job_that_did_not_ask_or_no_longer_asks_is_never_deleted(world: World) -> None:
+    plain = world.jobs.submit("alice", NewJob(Every(timedelta(minutes=1), start=at(10), count=1), {}))[0]
+    [message] = world.scan(10)
+    world.answer(message, True)
+    assert world.exists(plain)
+    # a job that asked, then was told otherwise by a PATCH, is kept
+    job = world.jobs.submit("alice", NewJob(Every(timedelta(minutes=1), start=at(13), count=1), {},
+                                            delete_after_last=True))[0]
+    world.jobs.change("alice", job.job_id, JobChanges(delete_after_last=False))
+    [message] = world.scan(13)
+    world.answer(message, True)
+    assert world.exists(job)
