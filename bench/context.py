@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
             "idle", "fullstack", "fairness", "profile")
-VARIANT_NAMES = ("baseline", "driver-rows", "prefetch", "groups-2000", "all")
+VARIANT_NAMES = ("baseline", "driver-rows", "single-requests", "prefetch", "groups-2000", "all")
 
 
 @dataclass
@@ -104,7 +104,7 @@ class Options:
             runs=1, processes=2,
             sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod",
                       "idle", "fullstack", "fairness"),
-            variants=("baseline", "driver-rows", "all"), variant_executions=200,
+            variants=("baseline", "driver-rows", "single-requests", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
             memory_sizes=(100,), ceiling_ops=400, ceiling_produce=400, combined_executions=200,

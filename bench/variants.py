@@ -3,7 +3,10 @@ number next to each optimisation: the *before* of the ones the store adopted, th
 
 Adopted (the baseline has it; this variant undoes it):
 - ``driver-rows``: the driver's ``named_tuple_factory``, which builds a new ``namedtuple`` class for
-  every result set (``adapters/stores/rows.py`` keeps one per column list).
+  every result set (``adapters/stores/rows.py`` keeps one per column list);
+- ``single-requests``: one CQL request per row, as the store sent them before 2026-11-26
+  (``CassandraJobStore(batch_rows=1, in_keys=1)``): a job read per execution, a history write per execution,
+  where the store now reads a tenant's jobs with one ``IN`` query and writes rows in unlogged batches.
 
 What-if (not adopted; docs/benchmarks.md says why):
 - ``prefetch``: the scan's job reads (``get_many``) done before the minute starts, as a scan that
@@ -34,6 +37,8 @@ class Variant:
     prefetch: bool = False
     group_size: int | None = None
     concurrency: int | None = None
+    #: ``CassandraJobStore``'s ``batch_rows`` and ``in_keys`` (None: its defaults).
+    single_requests: bool = False
     description: str = "the scan as `wiring.Container` builds it"
 
     def rules(self) -> dict[str, Any] | None:
@@ -45,6 +50,8 @@ VARIANTS = {
         Variant(),
         Variant("driver-rows", driver_rows=True,
                 description="adopted change undone: the driver's row factory (a namedtuple class per result set)"),
+        Variant("single-requests", single_requests=True,
+                description="adopted change undone: one CQL request per row (no IN reads, no unlogged batches)"),
         Variant("prefetch", prefetch=True,
                 description="what-if: job rows read before the minute starts (get_many ahead)"),
         Variant("groups-2000", group_size=2000, concurrency=256,
