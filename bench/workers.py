@@ -44,14 +44,14 @@ class _Slot:
         from bench.instruments import CallCounter, CountingSession
         from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
         from jobrunner.adapters.publishers.kafka import KafkaPublisher
-        from jobrunner.adapters.stores.cassandra import KEYSPACES_MAX_IN, CassandraJobStore
+        from jobrunner.adapters.stores.cassandra import DEFAULT_BATCH_ROWS, KEYSPACES_MAX_IN, CassandraJobStore
 
         settings = state.settings
         self.variant = variant
         self.session = CountingSession(state.session_for(variant))
         concurrency = variant.concurrency or 64
         per_row = 1 if variant.single_requests else None  # the variant's one request per row
-        self.store = CassandraJobStore(self.session, concurrency=concurrency, batch_rows=per_row or 10,
+        self.store = CassandraJobStore(self.session, concurrency=concurrency, batch_rows=per_row or DEFAULT_BATCH_ROWS,
                                        in_keys=per_row or KEYSPACES_MAX_IN)
         self.publisher = KafkaPublisher(settings.kafka)
         self.dynamodb = CallCounter(state.dynamodb)

@@ -144,6 +144,8 @@ _DRIVER_ERRORS = (DriverException, NoHostAvailable)
 KEYSPACES_MAX_IN = 100
 #: Amazon Keyspaces takes at most this many statements in an unlogged batch.
 KEYSPACES_MAX_BATCH = 30
+#: Statements per unlogged batch by default: Cassandra warns of an unlogged batch over more than 10 partitions.
+DEFAULT_BATCH_ROWS = 10
 
 
 def packed(items: Sequence[T], size: int, partition: Callable[[T], Any]) -> list[list[T]]:
@@ -176,7 +178,8 @@ def guarded(call: Callable[[], T]) -> T:
 
 
 def write_many(session: Session, stmt: PreparedStatement, values: Sequence[Sequence[Any]],
-               partition: Callable[[Sequence[Any]], Any], *, batch_rows: int = 10, concurrency: int = 64) -> None:
+               partition: Callable[[Sequence[Any]], Any], *, batch_rows: int = DEFAULT_BATCH_ROWS,
+               concurrency: int = 64) -> None:
     """Write one row per item of ``values`` with ``stmt`` (an unconditional, idempotent write) in unlogged
     batches of at most ``batch_rows`` statements, each partition's rows together, ``concurrency`` at a time."""
     if not values:
@@ -198,7 +201,7 @@ class CassandraJobStore(JobStore):
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
-                 batch_rows: int = 10, in_keys: int = KEYSPACES_MAX_IN) -> None:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN) -> None:
         if not 1 <= batch_rows <= KEYSPACES_MAX_BATCH:
             raise ValueError(f"batch_rows must be 1 to {KEYSPACES_MAX_BATCH}")
         if not 1 <= in_keys <= KEYSPACES_MAX_IN:
@@ -207,7 +210,7 @@ class CassandraJobStore(JobStore):
         self.session = session  # shared with the other tables' adapters (``adapters.stores.changes``)
         self._page_size = page_size
         self._concurrency = concurrency
-        #: Statements per unlogged batch of the many-row writes (Cassandra warns above 10 partitions in one).
+        #: Statements per unlogged batch of the many-row writes.
         self._batch_rows = batch_rows
         self._in_keys = in_keys
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
