@@ -372,11 +372,14 @@ def _writes(bench: Bench) -> list[str]:
              f"next minute, holding the {w['published_retries']:,} retries, scanned and its retries answered "
              f"SUCCESS: {w['executions']:,} executions per run.",
              "**Method**: Cassandra's own per-table write counter, the `count` column of the virtual table",
-             "`system_views.local_write_latency` (no JMX needed; one per partition update applied to a table,",
-             "and every write statement on this path is one row of a partition of its own), read before and",
-             "after each step; the difference per table of the benchmark's keyspace is the rows written.",
-             "Seeding is not counted. *Model*: docs/scaling.md's count for this mix; *driver sent*: the write",
-             "statements the benchmark's counting session saw (inside batches one by one), as a cross-check.",
+             "`system_views.local_write_latency` (no JMX needed; one per partition update applied to a table),",
+             "read before and after each step; the difference per table of the benchmark's keyspace. A row of a",
+             "partition of its own is one update; since 2026-11-26 the store packs rows into unlogged batches, and",
+             "the rows of one partition in one batch (the next fires of one minute and segment, in",
+             "`task_schedule_v2`) are one update together, so Cassandra's count can be below the rows written.",
+             "Seeding is not counted. *Model*: docs/scaling.md's count of rows for this mix; *driver sent*: the",
+             "rows the benchmark's counting session saw written (inside batches one by one): what Amazon",
+             "Keyspaces bills, a write unit per row of up to 1 KB.",
              "**Reproduce**: `python -m bench --only writes --runs 1` (`--writes-executions`, `--writes-failures`;",
              "add `--out /tmp/w.md --chart /tmp/w.png`, or it replaces docs/benchmarks.md with this section alone).",
              ""]
@@ -403,8 +406,8 @@ def _writes(bench: Bench) -> list[str]:
         rows.append([f"`{table}` (server-wide)", per([r["server"].get(table, 0) for r in runs]),
                      per([part(r, "scans", table) for r in runs]), per([part(r, "results", table) for r in runs]),
                      "", "", " ; ".join(f"{r['server'].get(table, 0):,}" for r in runs)])
-    lines += _table(["table", "rows per execution", "of which scans", "of which results", "model",
-                     "driver sent", "rows counted, per run"], rows)
+    lines += _table(["table", "partition updates per execution (Cassandra)", "of which scans", "of which results",
+                     "model (rows)", "rows sent (driver)", "updates counted, per run"], rows)
     steps = {"scan": "published_first", "results": "published_first", "retry scan": "published_retries",
              "retry results": "published_retries"}
     columns = [*tables, "system.batches"]

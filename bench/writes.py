@@ -3,8 +3,9 @@
 Cassandra 5.0 (and 4.1) exposes, without JMX, the virtual table ``system_views.local_write_latency``:
 one row per (keyspace, table) whose ``count`` is the table's ``writeLatency`` timer count, increased
 once per partition update the node applies to that table (an INSERT, UPDATE or DELETE of one row is
-one; several rows of one partition and table in one batch would be one together, which never happens
-on this path: every batch statement here is a row of a different table or partition). The section
+one; several rows of one partition and table in one batch are one together: the store packs rows into
+unlogged batches, a partition's rows together, so the next fires planned into one (minute, segment)
+count once; the driver's tally of the rows sent is what Keyspaces bills). The section
 reads it before and after each step of the workload and keeps the difference per table of the
 benchmark's own keyspace, plus two tables of the server's ``system`` keyspace: ``system.batches`` (the
 batch log: a LOGGED batch stores itself there and removes itself after, 2 writes per batch on one
