@@ -124,7 +124,9 @@ class ScanRules:
     #: Publishes of one row the broker refuses for good before it is dead-lettered instead.
     max_publish_attempts: int = 5
     #: How long a row planned under a version the job has not reached yet waits for the change that
-    #: planned it to land (its compare-and-set follows its rows) before it counts as a lost change's.
+    #: planned it to land (its compare-and-set follows its rows) before it counts as a lost change's; and
+    #: how long a row whose job cannot be read waits for the job's own write (a create writes the first run
+    #: first) before it counts as the row of a create that failed.
     change_grace: timedelta = timedelta(seconds=30)
     #: Topics a row's tenant may still publish to (None: any); a row for another is dead-lettered at once
     #: (the topic left the deployment's allowed list, or the tenant's grant was taken back).
@@ -610,16 +612,17 @@ class ScanService:
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
-            if job is not None and _ahead(row, job):
-                # Planned by a change whose compare-and-set on the job has not landed yet (a change
-                # writes its rows first): wait for it, unless it is clearly never going to land.
+            if job is None or _ahead(row, job):
+                # Planned by a change whose compare-and-set on the job has not landed yet (a change writes its
+                # rows first), or the first run of a job whose own write has not landed yet (a create writes
+                # the first run first: ``JobStore.create``): wait for it, unless it is clearly never going to.
                 first_seen = part.ahead.setdefault(_identity(row), now)
                 if now - first_seen < self._rules.change_grace:
                     due.add(row, not_before=retry_at)
                     continue
                 part.ahead.pop(_identity(row), None)
                 stale.append(row)
-            elif job is None or not _publishable(row, job):
+            elif not _publishable(row, job):
                 stale.append(row)
             elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
                 report.replays_skipped += 1

@@ -1170,3 +1170,30 @@ def test_a_scan_writing_into_the_next_minutes_late_lane_wakes_that_partitions_sc
     # Then the scan woke the next minute's partition once it had written the row there
     assert ScanRequest(segment=0, bucket=BUCKET + MINUTE) in waker.requests
     assert ScanRequest(segment=0, bucket=BUCKET) not in waker.requests  # its own rows it keeps
+
+
+# -- a first run written before its job (JobStore.create writes the first run, then the job) ------------------
+
+
+def test_a_first_run_whose_job_lands_late_is_published_not_dropped(world: World) -> None:
+    # Given a job due at 10:01:05 whose first run is stored but whose own row only lands 10 s after it is due
+    job = world.submit(At(at(5)))
+    stored = world.store.jobs.pop((job.user_id, job.job_id))
+    world.clock.script.append((at(15), lambda: world.store.jobs.__setitem__((job.user_id, job.job_id), stored)))
+    # When the minute is scanned
+    report = world.scan()
+    # Then the fire is published once the job can be read, within the grace, and nothing is left
+    assert [m.key for m in world.publisher.sent] == [job.job_id]
+    assert at(15) <= world.publisher.times[0] < at(15) + timedelta(seconds=2)
+    assert (report.published, report.dropped) == (1, 0)
+    assert world.waiting() == []
+
+
+def test_a_first_run_whose_job_never_lands_is_dropped_after_the_grace(world: World) -> None:
+    # Given a first run whose job write failed for good (a create that raised and was not retried)
+    job = world.submit(At(at(5)))
+    del world.store.jobs[(job.user_id, job.job_id)]
+    # When the minute is scanned, Then nothing is published and the row is dropped once the grace has passed
+    report = world.scan()
+    assert world.publisher.sent == []
+    assert (report.published, report.dropped, report.finished) == (0, 1, True)
