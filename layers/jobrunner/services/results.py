@@ -58,6 +58,8 @@ class WorkerReport:
     traceparent: str | None = None
     #: The execution message's ``result_token``, sent back: proof that the sender holds that message.
     result_token: str | None = None
+    #: The worker stopped it on a cancel message (overlap policy ``cancel_other``): failed, never retried.
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class ResultsService:
             record = self._store.record(report.job_id, report.scheduled_at, report.attempt, report.execution_id)
         if record is None:  # no hint, or a wrong one
             record = self._store.find_record(report.job_id, report.execution_id)
-        return self._count(self._conclude(record, report.success, report.error), record)
+        return self._count(self._conclude(record, report.success, report.error, report.cancelled), record)
 
     def expire(self, watchdog: ScheduledExecution) -> str:
         """The watchdog of an execution came due: fail the execution if it has not reported. The watched
@@ -129,7 +131,8 @@ class ResultsService:
                                                    "attempt": record.attempt})
         return outcome
 
-    def _conclude(self, record: ExecutionRecord | None, success: bool, error: str | None) -> str:
+    def _conclude(self, record: ExecutionRecord | None, success: bool, error: str | None,
+                  cancelled: bool = False) -> str:
         if record is None:
             return "ignored_unknown"
         if record.status in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED):
@@ -140,10 +143,10 @@ class ResultsService:
         now = self._clock.now()
         status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
         finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
-        if success:
+        if success or cancelled:  # a cancelled execution was replaced by a newer fire: no retry, no dead letter
             self._store.finish(Outcome(finished, None))
             self._ended(job)
-            return "succeeded"
+            return "succeeded" if success else "cancelled"
         if should_retry(job.retry, record.attempt):
             due = now + retry_delay(job.retry, record.attempt, self._jitter())
             retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
