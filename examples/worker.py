@@ -7,8 +7,11 @@ Job types it understands (the payload's ``type``):
 - ``echo`` (and any payload without a type): prints the execution and succeeds;
 - ``flaky``: fails while ``attempt <= payload["fail_attempts"]``, then succeeds (shows retries);
 - ``fail``: always fails (shows dead letters after the last retry);
-- ``sleep``: works for ``payload["seconds"]`` (at most 30), then succeeds (shows executions in flight
-  and, with a shorter ``timeout_s``, timeouts).
+- ``sleep``: works until ``payload["seconds"]`` (at most 30) after its fire, then succeeds (shows executions
+  in flight and, with a shorter ``timeout_s``, timeouts); a cancel message for it (overlap policy
+  ``cancel_other``) stops it at once, reported cancelled. Counting from the fire, not from when it is read,
+  keeps a worker that reads a topic from its start (a new consumer group on a shared topic) from sleeping
+  through every old execution again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from jobrunner import telemetry
@@ -52,7 +55,12 @@ def build(
 
     @worker.handler("sleep")
     def sleep(execution: Execution) -> None:
-        time.sleep(min(float(execution.payload.get("seconds", 1)), 30.0))
+        seconds = min(float(execution.payload.get("seconds", 1)), 30.0)
+        fire = datetime.fromisoformat(execution.scheduled_at.replace("Z", "+00:00"))
+        left = (fire + timedelta(seconds=seconds) - datetime.now(UTC)).total_seconds()
+        # waits on its cancel event: a cancel message (overlap policy cancel_other) ends it at once
+        if left > 0 and execution.cancelled.wait(min(left, seconds)):
+            execution.raise_if_cancelled()
 
     return worker
 

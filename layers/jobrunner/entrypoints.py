@@ -115,6 +115,7 @@ def parse_report(value: bytes) -> WorkerReport | None:
         error=str(error)[:2000] if error else None, scheduled_at=when, attempt=attempt,
         traceparent=parse_traceparent(trace) if isinstance(trace, str) else None,
         result_token=token if isinstance(token, str) else None,
+        cancelled=data.get("cancelled") is True and status.upper() == "FAILED",
     )
 
 

@@ -12,6 +12,14 @@ def send_report(execution: Execution) -> None:
 worker.run()                            # until SIGTERM / SIGINT, then finishes the batch in hand
 ```
 
+Cancel messages: a job whose overlap policy is ``cancel_other`` sends, on its topic, a message asking the
+workers to cancel its previous execution (``{"cancel": true, "execution_id": ...}``, header
+``jobrunner-cancel``). The worker that has that execution sets ``execution.cancelled`` (a
+``threading.Event``): a long handler checks it (``execution.raise_if_cancelled()`` raises ``Cancelled``) and
+stops; its result is then reported FAILED with ``"cancelled": true``, which the results function never
+retries. An execution whose cancel arrived before it started is not run at all. Handlers run in a thread
+of their own so that the worker keeps reading its partitions (for cancels) while one runs long.
+
 Guarantees: an offset is committed only after the result of its execution is acknowledged by
 Kafka, so a crash re-delivers rather than loses (at least once). Executions already done by this
 process are recognised by ``execution_id``: not run again, but their result is reported
@@ -22,14 +30,15 @@ idempotent on ``execution_id`` for the rare case where it does not (a rebalance 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import signal
 import threading
 import traceback
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
@@ -58,10 +67,26 @@ class Execution:
     #: The message's proof of origin, sent back with the result (the results function refuses a result
     #: without the token of its execution).
     result_token: str | None = None
+    #: Set when a cancel message for this execution arrives (overlap policy ``cancel_other``).
+    cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+
+    def raise_if_cancelled(self) -> None:
+        """Raise ``Cancelled`` when the scheduler asked for this execution to be cancelled: call it between
+        steps of a long handler."""
+        if self.cancelled.is_set():
+            raise Cancelled(self.execution_id)
 
     @property
     def type(self) -> str | None:
         return self.payload.get("type") if isinstance(self.payload, dict) else None
+
+
+class Cancelled(Exception):
+    """Raised by ``Execution.raise_if_cancelled`` (or by a handler itself) when its execution was cancelled."""
+
+
+#: How long a handler runs before the worker reads its partitions again while it runs (for cancel messages).
+POLL_WHILE_RUNNING_AFTER_S = 1.0
 
 
 class _Seen:
@@ -107,6 +132,11 @@ class Worker:
         self._producer = producer or KafkaProducer(acks="all", linger_ms=5, **connection)
         self._handlers: dict[str | None, Handler] = {}
         self._seen = _Seen(remember)
+        #: Polled messages not processed yet (a poll while a handler runs reads ahead), in order.
+        self._backlog: deque[tuple[Any, dict[str, bytes]]] = deque()
+        #: Cancel messages received, by execution id, and the execution whose handler is running.
+        self._cancels = _Seen(remember)
+        self._running: Execution | None = None
         self.stopping = threading.Event()
         self.processed = 0
 
@@ -125,23 +155,48 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stopping.set())
         try:
-            while not self.stopping.is_set():
-                batches = self._consumer.poll(timeout_ms=500)
-                for messages in batches.values():
-                    for message in messages:
-                        self._process(message.value, dict(getattr(message, "headers", None) or []))
-                if batches:
+            while self._backlog or not self.stopping.is_set():  # the batch in hand is finished first
+                if not self._backlog:
+                    self._read(self._consumer.poll(timeout_ms=500))
+                    continue
+                self._process(*self._backlog.popleft())
+                if not self._backlog:
                     self._producer.flush()
-                    self._consumer.commit()  # only after every result of the batch is acknowledged
+                    self._consumer.commit()  # only once every message polled has its result acknowledged
         finally:
             self._producer.flush()
             self._consumer.close()
             self._producer.close()
 
-    def _process(self, raw: bytes, headers: dict[str, bytes] | None = None) -> None:
+    def _read(self, batches: dict[Any, list[Any]]) -> None:
+        """Queue the messages polled, in order; a cancel message takes effect at once (on the execution running,
+        or on one not started yet), and is queued too, so that its offset is committed in order."""
+        for messages in batches.values():
+            for message in messages:
+                headers = dict(getattr(message, "headers", None) or [])
+                if "jobrunner-cancel" in headers:
+                    self._cancel(message.value)
+                self._backlog.append((message.value, headers))
+
+    def _cancel(self, raw: bytes) -> None:
         try:
             data = json.loads(raw)
-            optional = ("trigger", "traceparent", "result_token")
+            execution_id = str(data["execution_id"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("skipping a cancel message that names no execution")
+            return
+        self._cancels.add(execution_id, {"reason": str(data.get("reason") or "cancelled")})
+        running = self._running
+        if running is not None and running.execution_id == execution_id:
+            log.info("cancelling execution %s, running", execution_id)
+            running.cancelled.set()
+
+    def _process(self, raw: bytes, headers: dict[str, bytes] | None = None) -> None:
+        if headers and "jobrunner-cancel" in headers:
+            return  # applied when it was read
+        try:
+            data = json.loads(raw)
+            optional = ("trigger", "traceparent", "result_token", "cancelled")
             fields = [k for k in Execution.__dataclass_fields__ if k not in optional]
             trace = (headers or {}).get("traceparent")
             token = data.get("result_token") if isinstance(data, dict) else None
@@ -181,18 +236,51 @@ class Worker:
             result["traceparent"] = execution.traceparent
         if execution.result_token:
             result["result_token"] = execution.result_token
-        if handler is None:
+        cancel = self._cancels.get(execution.execution_id)
+        if cancel is not None:  # cancelled before it started: not run at all
+            result.update(status="FAILED", error=f"cancelled before it started: {cancel['reason']}"[:2000],
+                          cancelled=True)
+        elif handler is None:
             result.update(status="FAILED", error=f"no handler for job type {execution.type!r}")
         else:
             try:
-                handler(execution)
+                self._call(handler, execution)
                 result["status"] = "SUCCESS"
             except Exception as exc:
                 result.update(status="FAILED", error="".join(traceback.format_exception_only(exc)).strip()[:2000])
+                if execution.cancelled.is_set():
+                    cancel = self._cancels.get(execution.execution_id) or {"reason": "cancelled"}
+                    result.update(error=f"cancelled: {cancel['reason']}"[:2000], cancelled=True)
         self._report(execution, result)
         self._seen.add(execution.execution_id, result)
         self.processed += 1
         return result
+
+    def _call(self, handler: Handler, execution: Execution) -> None:
+        """Run ``handler`` in a thread of its own (with this thread's context: its span), reading the partitions
+        again while it runs longer than ``POLL_WHILE_RUNNING_AFTER_S``, so that a cancel message for it is seen;
+        what it raises is raised here."""
+        raised: list[BaseException] = []
+        context = contextvars.copy_context()
+
+        def target() -> None:
+            try:
+                context.run(handler, execution)
+            except BaseException as exc:
+                raised.append(exc)
+
+        thread = threading.Thread(target=target, name=f"execution-{execution.execution_id}", daemon=True)
+        self._running = execution
+        try:
+            thread.start()
+            thread.join(POLL_WHILE_RUNNING_AFTER_S)
+            while thread.is_alive():
+                self._read(self._consumer.poll(timeout_ms=200))
+                thread.join(0.05)
+        finally:
+            self._running = None
+        if raised:
+            raise raised[0]
 
     def _report(self, execution: Execution, result: dict[str, Any]) -> None:
         self._producer.send(self._results_topic, key=execution.job_id.encode(), value=json.dumps(result).encode())

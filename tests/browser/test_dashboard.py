@@ -319,6 +319,29 @@ def test_a_job_of_two_fires_from_the_form_runs_twice_then_is_deleted_keeping_its
     dashboard.screenshot("deleted")
 
 
+def test_a_job_with_the_overlap_policy_skip_shows_its_skipped_fires(dashboard: Dashboard) -> None:
+    page = dashboard.open("#/submit")
+    # Given an every-10-seconds job whose executions take 25 s, made with the overlap policy skip
+    page.locator("input[name=kind][value=every]").check()
+    page.locator("#in-every").fill("PT10S")
+    page.locator("#in-start").fill(rfc3339(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)))
+    page.locator("#in-overlap").select_option("skip")
+    page.locator("#in-catchup-most").fill("1")
+    page.locator("#in-payload").fill('{"type": "sleep", "seconds": 25}')
+    page.get_by_role("button", name="Submit job").click()
+    link = page.locator("#submit-link")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.locator("#job-fields")).to_contain_text("skip")
+    expect(page.locator("#job-fields")).to_contain_text("most 1")
+    # Then the fires that come while the first execution runs are skipped, and the page says why
+    skipped = page.locator('#fires-table tbody tr[data-outcome="skipped"]')
+    expect(skipped.first).to_be_visible(timeout=60_000)
+    expect(skipped.first).to_contain_text("the previous execution had not reported")
+    expect(page.locator('#exec-table tbody tr[data-status="SKIPPED"]').first).to_be_visible()
+    dashboard.screenshot("overlap-skip")
+
+
 def test_the_form_shows_the_servers_field_errors_next_to_the_fields(dashboard: Dashboard) -> None:
     page = dashboard.open("#/submit")
     page.locator("input[name=kind][value=cron]").check()

@@ -53,6 +53,7 @@ from jobrunner.api.schemas import (
 from jobrunner.domain.errors import DomainError, Forbidden, InvalidField, InvalidFields
 from jobrunner.domain.jobs import Job, JobStatus
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
+from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import parse_instant, schedule_from_dict
 from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
@@ -155,7 +156,8 @@ def _new_job(body: JobIn) -> NewJob:
              or new_traceparent())
     return NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
                   timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
-                  calendar=body.calendar, delete_after_last=body.delete_after_last)
+                  calendar=body.calendar, delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap),
+                  catch_up=body.catch_up.policy() if body.catch_up else CatchUp())
 
 
 @app.get("/jobs")
@@ -204,7 +206,8 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
         calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
-        delete_after_last=body.delete_after_last,
+        delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap) if body.overlap else None,
+        catch_up=body.catch_up.policy() if body.catch_up is not None else None,
     )
     return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, changes, actor=_actor())))
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
 from jobrunner.domain.ledger import Outcome
+from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
 from jobrunner.domain.schedules import MAX_COUNT
 from jobrunner.domain.time import rfc3339
 from jobrunner.services.jobs import MAX_BATCH
@@ -58,6 +59,24 @@ _CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}):
              "not run (recorded SKIPPED); recurring jobs only")
 
 
+OverlapName = Literal["allow_all", "skip", "buffer_one", "buffer_all", "cancel_other"]
+_OVERLAP = ("what a fire does while the job's previous execution has not reported (Temporal's semantics): "
+            "allow_all (run it), skip (record it SKIPPED), buffer_one (hold one, skip the others), buffer_all "
+            "(hold each, run them in order), cancel_other (send the workers a cancel for the previous, run it)")
+
+
+class CatchUpIn(Strict):
+    """Which missed fires are replayed (a fire is missed when the scan reaches it more than 10 s late): those of the
+    last window_s seconds, and of those the latest most; the others are recorded SKIPPED. Neither: all of them."""
+
+    window_s: int | None = Field(None, ge=1, le=MAX_CATCH_UP_WINDOW_S, description="only the missed fires of "
+                                                                                   "the last this many seconds")
+    most: int | None = Field(None, ge=1, le=MAX_CATCH_UP_FIRES, description="only the latest this many missed fires")
+
+    def policy(self) -> CatchUp:
+        return CatchUp(window_s=self.window_s, most=self.most)
+
+
 _DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its last executions have ended; its "
                       "history and change log stay readable until they expire (history_days)")
 
@@ -76,6 +95,8 @@ class JobIn(Strict):
         "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
     calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
     delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
+    overlap: OverlapName = Field("allow_all", description=_OVERLAP)
+    catch_up: CatchUpIn | None = Field(None, description="the misfire policy; none: replay every missed fire")
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -109,6 +130,8 @@ class JobPatchIn(Strict):
     tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
     calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
     delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
+    overlap: OverlapName | None = Field(None, description=_OVERLAP)
+    catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
 
     def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
         if self.max_retries is None and self.backoff is None:
@@ -141,6 +164,8 @@ class JobOut(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     calendar: str | None = None
     delete_after_last: bool = False
+    overlap: str = "allow_all"
+    catch_up: dict[str, int] = Field(default_factory=dict, description="{}: every missed fire is replayed")
     remaining_fires: int | None = Field(None, description=(
         "fires left from the next run to the schedule's end (count or end), on GET /jobs/{id}; null: no end "
         "within 1000 fires"))
@@ -175,6 +200,7 @@ class JobOut(BaseModel):
             next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
             excluded_runs=[ExcludedRunOut(at=rfc3339(t), reason=why) for t, why in sorted(excluded.items())]
             if excluded is not None else None, calendar=job.calendar, delete_after_last=job.delete_after_last,
+            overlap=job.overlap.value, catch_up=job.catch_up.to_dict(),
             remaining_fires=remaining,
         )
 

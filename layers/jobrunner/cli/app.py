@@ -260,6 +260,12 @@ def submit(
     calendar: Annotated[str | None, typer.Option(help="one of your calendars: its excluded dates are not run")] = None,
     delete_after_last: Annotated[bool, typer.Option("--delete-after-last", help=(
         "delete the job once its schedule has no fire left and its executions have ended (history is kept)"))] = False,
+    overlap: Annotated[str | None, typer.Option(help=(
+        "while the previous execution has not reported: allow_all (default), skip, buffer_one, buffer_all or "
+        "cancel_other"))] = None,
+    catch_up_window: Annotated[int | None, typer.Option(help="replay only the missed fires of the last this many "
+                                                             "seconds")] = None,
+    catch_up_most: Annotated[int | None, typer.Option(help="replay only the latest this many missed fires")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
@@ -300,6 +306,11 @@ def submit(
         request["schedule"]["count"] = count
     if delete_after_last:
         request["delete_after_last"] = True
+    if overlap is not None:
+        request["overlap"] = overlap
+    policy = {k: v for k, v in (("window_s", catch_up_window), ("most", catch_up_most)) if v is not None}
+    if policy:
+        request["catch_up"] = {**request.get("catch_up", {}), **policy}
     if timezone:
         request["schedule"]["timezone"] = timezone
     if "schedule" not in request:

@@ -276,6 +276,8 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("tags", ", ".join(f"{k}={v}" for k, v in sorted(job.get("tags", {}).items())) or "none"),
         ("calendar", job.get("calendar") or "none"),
         ("ends", ends_text(job)),
+        ("overlap", job.get("overlap") or "allow_all"),
+        ("catch-up", ", ".join(f"{k} {v}" for k, v in (job.get("catch_up") or {}).items()) or "every missed fire"),
         ("payload", compact(job.get("payload"), 100)),
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),

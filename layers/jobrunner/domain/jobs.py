@@ -26,6 +26,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
 if TYPE_CHECKING:
@@ -122,6 +123,10 @@ class Job:
     calendar: str | None = None
     #: Delete the job once its schedule has no fire left and its last executions have ended (``domain.retire``).
     delete_after_last: bool = False
+    #: What a fire does while the previous execution has not reported (``domain.policies``, ``domain.fire_rules``).
+    overlap: Overlap = Overlap.ALLOW_ALL
+    #: Which missed fires are replayed (the misfire policy; the default replays every one).
+    catch_up: CatchUp = field(default_factory=CatchUp)
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

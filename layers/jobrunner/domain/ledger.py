@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, origin_of
-from jobrunner.domain.policies import MISFIRE_GRACE, SkipReason, skip_reason_of
+from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
 from jobrunner.domain.schedules import Cron, schedule_from_dict
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import rfc3339
@@ -229,13 +229,16 @@ def ledger(
     job: Job, timeline: Timeline, records: Sequence[ExecutionRecord], *, start: datetime, end: datetime,
     now: datetime, kept_since: datetime, limit: int,
     excluded_by: Callable[[datetime], str | None] = lambda _fire: None,
+    earlier: Sequence[ExecutionRecord] = (),
 ) -> LedgerPage:
     """A page of the ledger: the first ``limit`` fires in [``start``, ``end``] and what became of each.
 
     ``records``: the job's history records with ``scheduled_at`` in the page's range (any order); a fire of
     the schedule lineage recorded in the range but not called for by the timeline (a fire of a schedule the
     log does not know) is listed too. ``kept_since``: the oldest instant whose history is still kept.
-    ``excluded_by(fire)``: why the job's calendar excludes a fire not run yet (None: it does not)."""
+    ``excluded_by(fire)``: why the job's calendar excludes a fire not run yet (None: it does not). ``earlier``:
+    records before the range, for a catch-up window's drop that began before it (one SKIPPED record stands for
+    the fires it dropped, up to the fire it names as its record's next fire)."""
     planned = fires_between(timeline, start, end, limit + 1, now)
     more = len(planned) > limit
     planned = planned[:limit]
@@ -246,14 +249,16 @@ def ledger(
             by_fire.setdefault(record.scheduled_at, []).append(record)
     recorded = {at for at, mine in by_fire.items() if any(origin_of(r) is Trigger.SCHEDULE for r in mine)}
     instants = sorted(set(planned) | recorded)
-    fires = [_fire(job, timeline, at, by_fire.get(at, []), now, kept_since, excluded_by) for at in instants]
+    drops = sorted((r for r in (*earlier, *records) if r.trigger is Trigger.SCHEDULE
+                    and skip_reason_of(r) is SkipReason.CATCH_UP), key=lambda r: r.scheduled_at)
+    fires = [_fire(job, timeline, at, by_fire.get(at, []), now, kept_since, excluded_by, drops) for at in instants]
     summary = Counter(f.outcome.value for f in fires)
     return LedgerPage(fires, planned[-1] if more else None, timeline.notes, dict(summary))
 
 
 def _fire(
     job: Job, timeline: Timeline, at: datetime, records: list[ExecutionRecord], now: datetime, kept_since: datetime,
-    excluded_by: Callable[[datetime], str | None],
+    excluded_by: Callable[[datetime], str | None], drops: Sequence[ExecutionRecord] = (),
 ) -> Fire:
     records.sort(key=lambda r: (r.trigger is not Trigger.SCHEDULE, -r.attempt, r.execution_id))
     executions = tuple(FireExecution(r.execution_id, r.trigger, r.attempt, r.status, r.published_at)
@@ -261,10 +266,15 @@ def _fire(
     due = due_of(job, at)
     epoch = _epoch_at(timeline, at)
     dst = epoch.schedule.clock_change_note(at) if isinstance(epoch.schedule, Cron) else None
-    fire = _from_records(at, due, records)
+    fire = _from_records(job, at, due, records)
     if fire is not None:
         outcome, detail, lateness = fire
         return Fire(at, due, outcome, detail, lateness, dst, executions)
+    drop = next((d for d in reversed(drops) if d.scheduled_at < at
+                 and (d.next_fire_at is None or at < d.next_fire_at)), None)
+    if drop is not None:  # dropped with the missed fire whose record stands for the whole run of them
+        return Fire(at, due, Outcome.DROPPED, f"{drop.error} (recorded on the fire at {rfc3339(drop.scheduled_at)})",
+                    None, dst, executions)
     outcome, detail = _unrecorded(timeline, epoch, at, due, now, kept_since, excluded_by)
     if any(r.trigger is Trigger.BACKFILL for r in records) and outcome is Outcome.MISSING:
         outcome, detail = Outcome.BACKFILLED, "not published by the schedule; run since by a backfill"
@@ -272,11 +282,16 @@ def _fire(
 
 
 def _from_records(
-    at: datetime, due: datetime, records: list[ExecutionRecord]
+    job: Job, at: datetime, due: datetime, records: list[ExecutionRecord]
 ) -> tuple[Outcome, str | None, float | None] | None:
-    """The outcome the schedule lineage's first attempt records (None: it has none)."""
+    """The outcome the schedule lineage's first attempt records (None: it has none, or only a hold a change of
+    the job made stale: what stopped it is the timeline's to say)."""
     first = next((r for r in records if r.trigger is Trigger.SCHEDULE and r.attempt == 1), None)
     if first is None:
+        return None
+    stale_hold = first.published_at is None and first.status is not ExecutionStatus.SKIPPED and (
+        first.job_version != job.schedule_version or job.state is not JobState.ACTIVE)
+    if stale_hold:
         return None
     if first.status is ExecutionStatus.SKIPPED:
         reason = skip_reason_of(first)
@@ -286,7 +301,9 @@ def _from_records(
     intended = min(due, first.due_at)
     lateness = (first.published_at - intended).total_seconds() * 1000
     if first.published_at - intended > MISFIRE_GRACE:
-        return Outcome.CAUGHT_UP, f"missed, published {_seconds(lateness)} after its due instant", lateness
+        why = ("held by the overlap policy until the previous execution reported, or missed"
+               if job.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL) else "missed")
+        return Outcome.CAUGHT_UP, f"{why}; published {_seconds(lateness)} after its due instant", lateness
     return Outcome.PUBLISHED, None, lateness
 
 

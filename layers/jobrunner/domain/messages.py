@@ -8,6 +8,8 @@ from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import child_traceparent
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from jobrunner.domain.jobs import Job, ScheduledExecution
 
 
@@ -34,3 +36,25 @@ def execution_message(
     if job.trace_parent:
         headers["traceparent"] = child_traceparent(job.trace_parent, row.execution_id)
     return job.job_id, value, headers
+
+
+#: The header that marks a cancel message on a job's topic (the worker helper looks for it, ``jobrunner.worker``).
+CANCEL_HEADER = "jobrunner-cancel"
+
+
+def cancel_message(
+    job: Job, execution_id: str, scheduled_at: datetime, attempt: int, superseded_by: datetime
+) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(key, value, headers) of the message that asks the workers to cancel execution ``execution_id`` (the
+    overlap policy ``cancel_other``: the fire at ``superseded_by`` replaces it). Keyed by the job like its
+    executions, so it reaches the partition, hence the worker, that has the execution."""
+    value = {
+        "cancel": True,
+        "execution_id": execution_id,
+        "job_id": job.job_id,
+        "user_id": job.user_id,
+        "scheduled_at": rfc3339(scheduled_at),
+        "attempt": attempt,
+        "reason": f"overlap policy cancel_other: the fire at {rfc3339(superseded_by)} replaces it",
+    }
+    return job.job_id, value, {CANCEL_HEADER: execution_id, "execution_id": execution_id}

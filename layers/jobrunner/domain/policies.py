@@ -15,6 +15,8 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from jobrunner.domain.errors import InvalidField
+
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import ExecutionRecord
 
@@ -99,3 +101,13 @@ class Overlap(StrEnum):
     BUFFER_ALL = "buffer_all"
     #: Ask the workers to cancel the previous execution (a cancel message), and run this one.
     CANCEL_OTHER = "cancel_other"
+
+
+
+def check_catch_up(policy: CatchUp) -> CatchUp:
+    """A catch-up policy as a request gives it, its fields within bounds (422 naming the field otherwise)."""
+    if policy.window_s is not None and not 1 <= policy.window_s <= MAX_CATCH_UP_WINDOW_S:
+        raise InvalidField("catch_up.window_s", f"must be between 1 and {MAX_CATCH_UP_WINDOW_S} seconds")
+    if policy.most is not None and not 1 <= policy.most <= MAX_CATCH_UP_FIRES:
+        raise InvalidField("catch_up.most", f"must be between 1 and {MAX_CATCH_UP_FIRES} fires")
+    return policy

@@ -38,6 +38,7 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import late_due, place, placed_in_time
+from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.tags import JobFilter, parse_tags
@@ -74,6 +75,8 @@ MAX_BATCH = 100
 #: Entries (and history records) the ledger reads per store page, and the most pages of each per request.
 LEDGER_PAGE = 500
 MAX_LEDGER_PAGES = 10
+#: Records read before a ledger's range, for a job with a catch-up window (a drop may have begun before it).
+LEDGER_EARLIER = 20
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class NewJob:
     tags: dict[str, str] = field(default_factory=dict)
     calendar: str | None = None
     delete_after_last: bool = False
+    overlap: Overlap = Overlap.ALLOW_ALL
+    catch_up: CatchUp = field(default_factory=CatchUp)
 
     def fingerprint(self) -> str:
         """Digest of the request, to tell a retried submission from a different one with the same key."""
@@ -111,6 +116,10 @@ class NewJob:
             body["calendar"] = self.calendar
         if self.delete_after_last:
             body["delete_after_last"] = True
+        if self.overlap is not Overlap.ALLOW_ALL:
+            body["overlap"] = self.overlap.value
+        if not self.catch_up.replays_all:
+            body["catch_up"] = self.catch_up.to_dict()
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -141,6 +150,9 @@ class JobChanges:
     calendar: str | None = None
     calendar_set: bool = False
     delete_after_last: bool | None = None
+    overlap: Overlap | None = None
+    #: The job's catch-up window, replacing its own (``CatchUp()``: replay every missed fire again).
+    catch_up: CatchUp | None = None
 
 
 def plan_execution(
@@ -320,7 +332,7 @@ class JobService:
             user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
             created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
             trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags), calendar=new.calendar,
-            delete_after_last=new.delete_after_last,
+            delete_after_last=new.delete_after_last, overlap=new.overlap, catch_up=check_catch_up(new.catch_up),
         )
 
     # -- read -----------------------------------------------------------------------------------
@@ -450,6 +462,8 @@ class JobService:
         planned = fires_between(timeline, low, end, limit + 1, now)
         high = planned[limit] if len(planned) > limit else end
         records = self._records_between(job_id, low, high)
+        # a catch-up window's drop that began before the range stands for fires in it: the records just before
+        earlier = self._store.history(job_id, LEDGER_EARLIER, (low, 0, None)) if not job.catch_up.replays_all else []
         kept = timedelta(days=self._rules.limits.of(user_id).history_days)
         calendar = self._calendar_of(job)
 
@@ -458,7 +472,7 @@ class JobService:
             return exclusion_note(calendar, exclusion) if calendar is not None and exclusion is not None else None
 
         return ledger(job, timeline, records, start=low, end=end, now=now, kept_since=now - kept, limit=limit,
-                      excluded_by=excluded_by)
+                      excluded_by=excluded_by, earlier=earlier)
 
     def _change_log(self, job_id: str) -> tuple[list[JobChange], bool]:
         """The job's whole change log (newest first), and whether it was read to its end."""
@@ -644,6 +658,10 @@ class JobService:
             updates["tags"] = parse_tags(changes.tags)
         if changes.delete_after_last is not None:
             updates["delete_after_last"] = changes.delete_after_last
+        if changes.overlap is not None:  # from the next fire the scan reaches (planned rows stay)
+            updates["overlap"] = changes.overlap
+        if changes.catch_up is not None:
+            updates["catch_up"] = check_catch_up(changes.catch_up)
         if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
             calendar = changes.calendar if changes.calendar_set else job.calendar
             check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)

@@ -58,6 +58,8 @@ class WorkerReport:
     traceparent: str | None = None
     #: The execution message's ``result_token``, sent back: proof that the sender holds that message.
     result_token: str | None = None
+    #: The worker stopped it on a cancel message (overlap policy ``cancel_other``): failed, never retried.
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class ResultsService:
                 (later if key in seen else wave).append(index)
                 seen.add(key)
             records = self._records([reports[index] for index in wave])
-            concluded = self._conclude([(record, reports[index].success, reports[index].error)
+            concluded = self._conclude([(record, reports[index].success, reports[index].error, reports[index].cancelled)
                                         for index, record in zip(wave, records, strict=True)])
             for index, record, outcome in zip(wave, records, concluded, strict=True):
                 outcomes[index] = self._count(outcome, record)
@@ -156,7 +158,7 @@ class ResultsService:
             return self._count("watchdog_cleared")
         job = self._store.get(record.user_id, record.job_id)
         timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
-        [outcome] = self._conclude([(record, False, f"no result within {timeout}")])
+        [outcome] = self._conclude([(record, False, f"no result within {timeout}", False)])
         return self._count("timed_out_" + outcome, record)
 
     def _count(self, outcome: str, record: ExecutionRecord | None = None) -> str:
@@ -166,11 +168,13 @@ class ResultsService:
                                                    "attempt": record.attempt})
         return outcome
 
-    def _conclude(self, results: Sequence[tuple[ExecutionRecord | None, bool, str | None]]) -> list[str]:
-        """End each (record, success, error): the jobs of those still running read together, then dead
-        letters sent, then every outcome written (retries first), then the retries kept in time."""
-        outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, _, _ in results]
-        running = [n for n, (record, _, _) in enumerate(results)
+    def _conclude(self, results: Sequence[tuple[ExecutionRecord | None, bool, str | None, bool]]) -> list[str]:
+        """End each (record, success, error, cancelled): the jobs of those still running read together, then
+        dead letters sent, then every outcome written (retries first), then the retries kept in time. A
+        cancelled execution (replaced by a newer fire, ``Overlap.CANCEL_OTHER``) ends FAILED with no retry and
+        no dead letter."""
+        outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, *_ in results]
+        running = [n for n, (record, *_) in enumerate(results)
                    if record is not None and record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
         if not running:
             return outcomes
@@ -181,7 +185,7 @@ class ResultsService:
         retries: list[ScheduledExecution] = []
         ended: list[Job] = []
         for n in running:
-            record, success, error = results[n]
+            record, success, error, cancelled = results[n]
             assert record is not None
             job = jobs.get((record.user_id, record.job_id))
             if job is None or job.state is JobState.CANCELLED:
@@ -189,10 +193,10 @@ class ResultsService:
                 continue
             status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
             finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
-            if success:
+            if success or cancelled:
                 written.append(Outcome(finished, None))
                 ended.append(job)
-                outcomes[n] = "succeeded"
+                outcomes[n] = "succeeded" if success else "cancelled"
             elif should_retry(job.retry, record.attempt):
                 due = now + retry_delay(job.retry, record.attempt, self._jitter())
                 retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,

@@ -55,6 +55,18 @@ from typing import TYPE_CHECKING
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.fire_rules import (
+    OVERLAP_LOOKBACK,
+    Decision,
+    Previous,
+    catch_up,
+    catch_up_note,
+    decide,
+    overlap_note,
+    previous_fire,
+    previous_of,
+    recheck_after,
+)
 from jobrunner.domain.jobs import (
     ExecutionRecord,
     ExecutionStatus,
@@ -67,12 +79,12 @@ from jobrunner.domain.jobs import (
     due_of,
     origin_of,
 )
-from jobrunner.domain.messages import execution_message
+from jobrunner.domain.messages import cancel_message, execution_message
 from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time
-from jobrunner.domain.policies import SkipReason, skip_note
+from jobrunner.domain.policies import Overlap, SkipReason, skip_note
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
-from jobrunner.domain.time import MINUTE
+from jobrunner.domain.time import MINUTE, utc
 from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
 from jobrunner.services.jobs import plan_execution
 from jobrunner.services.results import dead_letter
@@ -157,6 +169,8 @@ class ScanReport:
     dead_lettered: int = 0  # rows that could not be published, sent to the dead-letter topic instead
     replays_skipped: int = 0  # replayed rows whose execution had already ended: completed, not republished
     skipped: int = 0  # fires a policy did not run (a calendar's exclusion, ...): recorded SKIPPED, completed
+    held: int = 0  # fires an overlap policy held (written again for later)
+    cancels: int = 0  # cancel messages sent for a previous execution (overlap policy cancel_other)
     idle: bool = False  # ended early with nothing to do, the lease given up (``ScanRules.idle_end``)
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
@@ -327,6 +341,13 @@ class _LeaseLost(Exception):
     pass
 
 
+class _Unset:
+    """No value given (where None is one)."""
+
+
+_UNSET = _Unset()
+
+
 @dataclass
 class _Partition:
     """One scan's working state."""
@@ -358,6 +379,9 @@ class _Partition:
     kept: LanePosition | None = None
     #: The calendars read by this scan (``ScanService._calendar``), by (tenant, name), with when each was read.
     calendars: dict[tuple[str, str], tuple[Calendar | None, datetime]] = field(default_factory=dict)
+    #: The fire to plan after a pending row, where a policy decided it (a catch-up window's resume, None for a
+    #: fire held before, whose next fire was planned then); by row identity, until its completion is written.
+    next_fires: dict[tuple[object, ...], datetime | None] = field(default_factory=dict)
     #: Where the next poll of the late lane starts (the due instant up to which it has been read).
     late_from: datetime | None = None
     #: How many rows the next group may take (``ScanRules.first_group``, doubling up to ``group_size``).
@@ -650,34 +674,137 @@ class ScanService:
     def _fires_to_run(
         self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime,
     ) -> list[tuple[ScheduledExecution, Job]]:
-        """Of the rows about to be published, those the jobs' calendars let run. A fire of the schedule that its
-        job's calendar excludes is recorded SKIPPED, naming the calendar and the range, and completed (its next
-        fire planned) instead of published. A job without a calendar costs nothing more; one with a calendar
-        costs a read of it per scan (again after ``ScanRules.calendar_refresh``, so that a change of the
-        calendar applies to the fires not yet published)."""
-        if self._calendars is None or all(job.calendar is None for _, job in live):
+        """Of the rows about to be published, those their jobs' calendars and policies let run. A fire of the
+        schedule that its job's calendar excludes, that its catch-up window drops, or that its overlap policy
+        skips is recorded SKIPPED (the record says why) and completed instead of published; one its overlap
+        policy holds is written again for later (``_hold``). A job with none of these costs nothing more; a
+        calendar costs a read of it per scan (again after ``ScanRules.calendar_refresh``), an overlap policy
+        a read of the job's records before the fire (``_previous``)."""
+        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all
+               for _, job in live):
             return live
         run: list[tuple[ScheduledExecution, Job]] = []
         for row, job in live:
-            if row.trigger is not Trigger.SCHEDULE or job.calendar is None:
+            if row.trigger is not Trigger.SCHEDULE:
                 run.append((row, job))
                 continue
             try:
-                calendar = self._calendar(part, job.user_id, job.calendar)
+                decided = self._fire_rules(part, row, job, retry_at)
             except Unavailable as exc:
-                log.warning("calendar read failed, retrying: %s", exc, extra={"job_id": row.job_id})
+                log.warning("reads for a fire's policies failed, retrying: %s", exc, extra={"job_id": row.job_id})
                 part.report.errors += 1
                 part.due.add(row, not_before=retry_at)
                 continue
-            exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
-            if exclusion is None:
-                if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
-                    log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+            if decided:
                 run.append((row, job))
-                continue
-            assert calendar is not None
-            self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)), retry_at)
         return run
+
+    def _fire_rules(self, part: _Partition, row: ScheduledExecution, job: Job, retry_at: datetime) -> bool:
+        """Apply the job's calendar, catch-up window and overlap policy to one fire; True when it is to be
+        published (after a cancel message for the execution before it, under ``cancel_other``)."""
+        now = self._clock.now()
+        previous: Previous | None = None
+        held = False
+        if job.overlap is not Overlap.ALLOW_ALL:
+            previous, held = self._previous(job, row)
+            if held:  # held before: its next fire was planned then, never again (released, skipped or held)
+                part.next_fires[_identity(row)] = None
+        if job.calendar is not None and self._calendars is not None:
+            calendar = self._calendar(part, job.user_id, job.calendar)
+            exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
+            if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
+                log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+            elif exclusion is not None:
+                self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)),
+                           retry_at)
+                return False
+        if not held and not job.catch_up.replays_all:  # (a held fire is late by design, not missed)
+            # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
+            dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
+            if dropped is not None:  # it and the fires after it up to the resume: one record
+                part.next_fires[_identity(row)] = dropped.resume
+                self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
+                           next_fire=dropped.resume)
+                return False
+        if previous is None:
+            return True
+        decision = decide(job.overlap, previous)
+        if decision is Decision.SKIP:
+            self._skip(part, row, job, overlap_note(job.overlap, previous), retry_at)
+            return False
+        if decision is Decision.HOLD:
+            self._hold(part, row, job, first=not held, retry_at=retry_at)
+            return False
+        if decision is Decision.CANCEL_AND_RUN:
+            return self._cancel_previous(part, row, job, previous, retry_at)
+        return True
+
+    def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, bool]:
+        """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), and
+        whether ``row``'s fire was held before. One read of the job's records up to the fire; a second when a
+        skip in between names a fire further back."""
+        fire = row.scheduled_at
+        records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
+        own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
+                   None)
+        held = own is not None and own.status is ExecutionStatus.SCHEDULED and own.published_at is None
+        found = previous_fire(records, fire, job.schedule_version)
+        if isinstance(found, datetime):  # a fire further back: its own records
+            found = previous_of(self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(found + _MS, 0, None)),
+                                found, job.schedule_version)
+        return found, held
+
+    def _hold(self, part: _Partition, row: ScheduledExecution, job: Job, *, first: bool, retry_at: datetime) -> None:
+        """Hold a fire until the execution before it reports: write it again, due after ``recheck_after``, under
+        the same execution id. The first time, its record says it is held (status SCHEDULED) and the schedule's
+        next fire is planned as usual; after that only the row moves on."""
+        now = self._clock.now()
+        again_at = utc(now + recheck_after(row.scheduled_at, now))
+        again = replace(plan_execution(job, again_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE,
+                                       scheduled_at=row.scheduled_at), job_version=row.job_version)
+        again = _own(part, again, again_at, now)
+        record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
+        try:
+            if first:
+                self._store.finish([Outcome(record, None)])
+            self._store.schedule([again])
+        except Unavailable as exc:
+            log.warning("holding a fire failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return
+        part.report.held += 1
+        part.ended.add(_identity(row))
+        part.pending.append((row, job))
+        returned_at = self._clock.now()
+        lease_held = returned_at < part.lease_until - self._rules.lease_margin
+        if _in(part, again) and again.lane is Lane.PLANNED and lease_held:
+            part.due.add_own(again)
+        elif _in(part, again) and again.lane is Lane.PLANNED:
+            self._replace_late(part, [again])
+        else:
+            part.wrote_here = part.wrote_here or _in(part, again)
+            wake(self._waker, [] if _in(part, again) else [again])
+            if not placed_in_time([again], now, returned_at):
+                self._replace_late(part, [again])
+
+    def _cancel_previous(self, part: _Partition, row: ScheduledExecution, job: Job, previous: Previous,
+                         retry_at: datetime) -> bool:
+        """Under ``cancel_other``: ask the workers (on the job's topic) to cancel the execution before this fire;
+        True once the broker has it (this fire is then published); if it cannot be sent, the row is retried."""
+        assert previous.execution_id is not None and previous.at is not None
+        key, value, headers = cancel_message(job, previous.execution_id, previous.at, previous.attempt,
+                                             row.scheduled_at)
+        try:
+            self._publisher.publish([OutboundMessage(topic=job.topic, key=key, value=value, headers=headers)],
+                                    timeout_s=self._rules.publish_timeout.total_seconds())
+        except PublishError as exc:
+            log.warning("cancel message failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return False
+        part.report.cancels += 1
+        return True
 
     def _calendar(self, part: _Partition, user_id: str, name: str) -> Calendar | None:
         """The tenant's calendar ``name``, read once per scan and again once ``calendar_refresh`` has passed."""
@@ -690,12 +817,16 @@ class ScanService:
         part.calendars[(user_id, name)] = (calendar, now)
         return calendar
 
-    def _skip(self, part: _Partition, row: ScheduledExecution, job: Job, note: str, retry_at: datetime) -> None:
+    def _skip(self, part: _Partition, row: ScheduledExecution, job: Job, note: str, retry_at: datetime,
+              next_fire: datetime | _Unset | None = _UNSET) -> None:
         """Record a fire a policy does not run as SKIPPED (``note`` says why), then complete it as a published
-        one is (its next fire planned; no watchdog). If the record cannot be written, the row is retried."""
+        one is (its next fire planned, or ``next_fire``; no watchdog). If the record cannot be written, the row
+        is retried."""
         now = self._clock.now()
         record = replace(_record(row, job, now), status=ExecutionStatus.SKIPPED, published_at=None, finished_at=now,
                          error=note)
+        if not isinstance(next_fire, _Unset):
+            record = replace(record, next_fire_at=next_fire)
         try:
             self._store.finish([Outcome(record, None)])
         except Unavailable as exc:
@@ -830,7 +961,7 @@ class ScanService:
     ) -> Completion:
         """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
-        next_run_at = _next_fire(row, job)
+        next_run_at = part.next_fires.get(_identity(row), _next_fire(row, job))
         if next_run_at is not None:
             following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
             following = _own(part, following, due_of(job, next_run_at), now)
@@ -858,6 +989,8 @@ class ScanService:
             return
         part.pending = []
         part.ended.clear()
+        for done in completions:
+            part.next_fires.pop(_identity(done.done), None)
         part.due.settle(c.done for c in completions)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         # Rows of our own partition are published from memory, as long as the lease held while they were
@@ -921,7 +1054,7 @@ def _own(part: _Partition, row: ScheduledExecution, due_at: datetime, now: datet
 def _progress(report: ScanReport) -> int:
     """Rows a scan has dealt with for good so far (published, dropped, dead-lettered, expired or replayed)."""
     return (report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
-            + report.skipped)
+            + report.skipped + report.held)
 
 
 def _next_fire(row: ScheduledExecution, job: Job) -> datetime | None:

@@ -81,8 +81,13 @@ def test_parses_what_our_worker_sends(fails: bool) -> None:
          WorkerReport("e-1", "job-1", True)),
         ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "scheduled_at": "2026-11-22T11:10:00+01:00",
           "attempt": 1}, WorkerReport("e-1", "job-1", True, None, FIRE, 1)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "cancelled": True},
+         WorkerReport("e-1", "job-1", False, cancelled=True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "cancelled": True},
+         WorkerReport("e-1", "job-1", True)),
     ],
-    ids=["success", "failure", "failure-with-error", "lowercase-status", "unknown-field", "offset-and-attempt"],
+    ids=["success", "failure", "failure-with-error", "lowercase-status", "unknown-field", "offset-and-attempt",
+         "cancelled", "cancelled-but-succeeded"],
 )
 def test_parses_the_minimal_form_of_the_design(message: dict[str, Any], expected: WorkerReport) -> None:
     assert parse_report(json.dumps(message).encode()) == expected

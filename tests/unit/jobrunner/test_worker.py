@@ -340,3 +340,74 @@ def test_the_result_carries_the_messages_result_token_back_and_a_duplicate_too()
     h.worker.run(install_signal_handlers=False)
     # Then both reports send it back
     assert [value.get("result_token") for _, _, value in h.producer.sent] == ["t" * 43, "t" * 43]
+
+
+# -- cancel messages (overlap policy cancel_other) ------------------------------------------------------------
+
+
+def cancel(execution_id: str, reason: str = "overlap policy cancel_other: the fire at 10:11 replaces it") -> Message:
+    value = {"cancel": True, "execution_id": execution_id, "job_id": "job-1", "user_id": "alice",
+             "scheduled_at": "2026-11-22T10:10:00.000Z", "attempt": 1, "reason": reason}
+    return Message(json.dumps(value).encode(), [("jobrunner-cancel", execution_id.encode())])
+
+
+@pytest.fixture
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker reads its partitions again soon after a handler starts (a second, in production)."""
+    monkeypatch.setattr("jobrunner.worker.POLL_WHILE_RUNNING_AFTER_S", 0.01)
+
+
+def test_a_cancel_message_stops_the_execution_running_and_is_reported_not_to_retry(quick_polls: None) -> None:
+    # Given a long execution, and a cancel message for it arriving while it runs
+    h = harness([execution("e-1")], [cancel("e-1")], [execution("e-2")])
+    steps: list[str] = []
+
+    def long(e: Execution) -> None:
+        if e.execution_id == "e-2":
+            steps.append("e-2 ran")
+            return
+        for _ in range(500):  # about 5 s unless cancelled
+            e.raise_if_cancelled()
+            e.cancelled.wait(0.01)
+        steps.append("e-1 ran to its end")
+
+    h.worker.handler()(long)
+    h.worker.run(install_signal_handlers=False)
+    # Then it stopped, and its result says it was cancelled (the results function does not retry it)
+    first, second = h.results()
+    assert (first["execution_id"], first["status"], first["cancelled"]) == ("e-1", "FAILED", True)
+    assert first["error"] == "cancelled: overlap policy cancel_other: the fire at 10:11 replaces it"
+    assert (second["execution_id"], second["status"], steps) == ("e-2", "SUCCESS", ["e-2 ran"])
+    # and offsets are committed once every message read has its result flushed
+    assert h.log.count("commit") >= 1 and h.log.index("flush") < h.log.index("commit")
+
+
+def test_an_execution_cancelled_before_it_starts_is_not_run(quick_polls: None) -> None:
+    # Given e-2 waiting behind a long e-1, and a cancel for e-2 read while e-1 runs
+    h = harness([execution("e-1"), execution("e-2")], [cancel("e-2")])
+    ran: list[str] = []
+
+    def slow(e: Execution) -> None:
+        if e.execution_id == "e-1":
+            threading_wait(0.2)
+        ran.append(e.execution_id)
+
+    h.worker.handler()(slow)
+    h.worker.run(install_signal_handlers=False)
+    assert ran == ["e-1"]
+    assert [(r["execution_id"], r["status"], r.get("cancelled")) for r in h.results()] == [
+        ("e-1", "SUCCESS", None), ("e-2", "FAILED", True)]
+    assert h.results()[1]["error"].startswith("cancelled before it started")
+
+
+def test_a_cancel_for_an_execution_that_is_not_here_changes_nothing() -> None:
+    h = harness([cancel("elsewhere"), execution("e-1")])
+    h.worker.handler()(lambda e: None)
+    h.worker.run(install_signal_handlers=False)
+    assert [(r["execution_id"], r["status"]) for r in h.results()] == [("e-1", "SUCCESS")]
+
+
+def threading_wait(seconds: float) -> None:
+    import threading
+
+    threading.Event().wait(seconds)

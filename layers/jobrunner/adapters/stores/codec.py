@@ -18,6 +18,7 @@ from jobrunner.domain.jobs import (
     Trigger,
 )
 from jobrunner.domain.placement import row_ttl
+from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import utc
 
@@ -98,13 +99,19 @@ def policies_column(job: Job) -> str | None:
         policies["calendar"] = job.calendar
     if job.delete_after_last:
         policies["delete_after_last"] = True
+    if job.overlap is not Overlap.ALLOW_ALL:
+        policies["overlap"] = job.overlap.value
+    if not job.catch_up.replays_all:
+        policies["catch_up"] = job.catch_up.to_dict()
     return dumps(policies) if policies else None
 
 
 def policies_from_column(text: str | None) -> dict[str, Any]:
     """The ``Job`` fields the policies column holds (the defaults for a null)."""
     policies = json.loads(text) if text else {}
-    return {"calendar": policies.get("calendar"), "delete_after_last": bool(policies.get("delete_after_last"))}
+    return {"calendar": policies.get("calendar"), "delete_after_last": bool(policies.get("delete_after_last")),
+            "overlap": Overlap(policies.get("overlap", Overlap.ALLOW_ALL.value)),
+            "catch_up": CatchUp.from_dict(policies.get("catch_up"))}
 
 
 def _tags(job: Job) -> str | None:
@@ -142,6 +149,14 @@ def scheduled_key(row: ScheduledExecution) -> tuple[Any, ...]:
 
 
 
+def _status(status: str | None, published_at: datetime | None) -> ExecutionStatus:
+    """A record's status: none written is RUNNING (a publish writes no status, so that a replayed publish never
+    moves an ended execution back); SCHEDULED is a fire held by its overlap policy, RUNNING once published."""
+    if status is None or (status == ExecutionStatus.SCHEDULED.value and published_at is not None):
+        return ExecutionStatus.RUNNING
+    return ExecutionStatus(status)
+
+
 def record_from_row(row: Any) -> ExecutionRecord:
     return ExecutionRecord(
         job_id=row.job_id,
@@ -149,7 +164,7 @@ def record_from_row(row: Any) -> ExecutionRecord:
         attempt=row.attempt,
         execution_id=row.execution_id,
         user_id=row.user_id,
-        status=ExecutionStatus(row.status) if row.status else ExecutionStatus.RUNNING,
+        status=_status(row.status, row.published_at),
         trigger=Trigger(row.trigger),
         due_at=utc(row.due_at),
         published_at=_ts(row.published_at),

@@ -462,6 +462,9 @@
       ...field('Jitter', job.jitter_s ? `up to ${job.jitter_s} s after each fire` : 'none'),
       ...field('Tags', Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'),
       ...field('Ends', endsText(job)),
+      ...field('Overlap', job.overlap && job.overlap !== 'allow_all' ? job.overlap : 'allow all (runs may overlap)'),
+      ...field('Catch-up', Object.entries(job.catch_up || {}).map(([k, v]) => `${k} ${v}`).join(', ')
+        || 'every missed fire'),
       ...field('Calendar', job.calendar ? el('a', { href: '#/calendars', class: 'mono' }, job.calendar) : 'none'),
       ...field('Created', fmtTime(job.created_at)),
       ...field('Updated', fmtTime(job.updated_at)),
@@ -699,6 +702,7 @@
         errors['schedule.count'] = 'an ISO 8601 repeat states its own count: R<n>/...';
       }
       if (input('delete_after_last').checked) body.delete_after_last = true;
+      if (valueOf('overlap') && valueOf('overlap') !== 'allow_all') body.overlap = valueOf('overlap');
     }
 
     const payloadText = input('payload').value.trim();
@@ -741,6 +745,14 @@
     if (timeout !== undefined) body.timeout_s = timeout;
     const jitter = number('jitter_s', { integer: true, min: 1, max: 3600 });
     if (jitter !== undefined) body.jitter_s = jitter;
+    if (kind !== 'at') {
+      const catchUp = {};
+      const window = number('catch_up.window_s', { integer: true, min: 1, max: 31622400 });
+      const most = number('catch_up.most', { integer: true, min: 1, max: 1000 });
+      if (window !== undefined) catchUp.window_s = window;
+      if (most !== undefined) catchUp.most = most;
+      if (Object.keys(catchUp).length) body.catch_up = catchUp;
+    }
     const backoff = {};
     const initial = number('backoff.initial_delay_s', { above: 0, max: 86400 });
     const multiplier = number('backoff.multiplier', { min: 1, max: 10 });

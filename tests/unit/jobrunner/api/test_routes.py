@@ -336,6 +336,32 @@ def test_a_wrong_end_condition_names_its_field_and_writes_nothing(
     assert world.state() == before
 
 
+# -- overlap and catch-up policies --------------------------------------------------------------------------------
+
+
+def test_the_overlap_and_catch_up_policies_are_kept_returned_and_changed(world: World) -> None:
+    job = world.submit({**HOURLY, "overlap": "buffer_one", "catch_up": {"window_s": 3600, "most": 3}})
+    assert (job["overlap"], job["catch_up"]) == ("buffer_one", {"window_s": 3600, "most": 3})
+    assert world.store.jobs[("alice", job["job_id"])].overlap.value == "buffer_one"
+    body = call("PATCH", f"/jobs/{job['job_id']}", {"overlap": "skip", "catch_up": {}})[1]
+    assert (body["overlap"], body["catch_up"]) == ("skip", {})
+    assert body["next_run_at"] == job["next_run_at"]  # a policy plans nothing
+    assert world.submit(HOURLY)["overlap"] == "allow_all" and world.submit(HOURLY)["catch_up"] == {}
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"overlap": "sometimes"}, "overlap"),
+    ({"catch_up": {"most": 0}}, "catch_up.most"),
+    ({"catch_up": {"window_s": 10**9}}, "catch_up.window_s"),
+    ({"catch_up": {"latest": True}}, "catch_up.latest"),
+])
+def test_a_wrong_policy_names_its_field_and_writes_nothing(world: World, extra: dict[str, Any], field: str) -> None:
+    before = world.state()
+    status, body = call("POST", "/jobs", {**HOURLY, **extra})
+    assert status == 422 and field in fields(body), body
+    assert world.state() == before
+
+
 # -- GET /jobs/{id} ------------------------------------------------------------------------------------------
 
 

@@ -325,3 +325,16 @@ def test_submit_sends_end_conditions_and_show_says_them(cli: Cli, transport: Fak
     assert "after 2 fire(s); the last at 2026-11-24 09:00:00Z; 2 left; then the job is deleted" in shown
     # an end condition on a one-time job is a usage error, before anything is sent
     assert cli("submit", "--at", "+5m", "--count", "2").exit_code == 2
+
+
+def test_submit_sends_the_overlap_and_catch_up_policies_and_show_says_them(cli: Cli, transport: FakeTransport) -> None:
+    answered = job(overlap="buffer_one", catch_up={"window_s": 600, "most": 2})
+    transport.on("POST", "/jobs", reply(201, answered))
+    result = cli("submit", "--every", "PT1M", "--overlap", "buffer_one", "--catch-up-window", "600",
+                 "--catch-up-most", "2")
+    assert result.exit_code == 0, result.output
+    assert (transport.sent[0].body["overlap"], transport.sent[0].body["catch_up"]) == (
+        "buffer_one", {"window_s": 600, "most": 2})
+    transport.on("GET", "/jobs/job-1", reply(200, answered))
+    shown = cli("show", "job-1").stdout
+    assert "buffer_one" in shown and "window_s 600, most 2" in shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,7 +40,8 @@ def record(fire: datetime, status: ExecutionStatus = ExecutionStatus.SUCCESS, *,
         fire + timedelta(seconds=late_s))
     return ExecutionRecord(job_id="j1", scheduled_at=fire, attempt=attempt,
                            execution_id=execution_id_for("j1", fire, attempt, trigger), user_id="alice",
-                           status=status, trigger=trigger, due_at=fire, published_at=published, error=error)
+                           status=status, trigger=trigger, due_at=fire, published_at=published, error=error,
+                           job_version=1)
 
 
 def outcomes(page: Any) -> dict[datetime, str]:
@@ -56,7 +58,8 @@ def test_each_fire_says_what_became_of_it() -> None:
                                                                      trigger=Trigger.RETRY),
         record(t(2), late_s=95),  # published 95 s late: missed, then caught up
         record(t(3), ExecutionStatus.SKIPPED, error=skip_note(SkipReason.OVERLAP, "the execution of 10:02 ran on")),
-        record(t(4), ExecutionStatus.SKIPPED, error=skip_note(SkipReason.CATCH_UP, "outside the window")),
+        replace(record(t(4), ExecutionStatus.SKIPPED, error=skip_note(SkipReason.CATCH_UP, "outside the window")),
+                next_fire_at=t(5)),  # (a drop names the fire the schedule resumed from)
         record(t(5), ExecutionStatus.SCHEDULED),  # held by a buffer policy
         # 10:06 and 10:07: paused; 10:08: no record at all; 10:09 a backfill ran it
         record(t(9), trigger=Trigger.BACKFILL),
@@ -146,6 +149,20 @@ def test_a_jittered_fire_is_due_within_its_window_and_its_lateness_counts_from_t
                   limit=10)
     [fire] = page.fires
     assert (fire.due_at, fire.outcome, fire.lateness_ms) == (due, Outcome.PUBLISHED, pytest.approx(30))
+
+
+def test_one_record_of_a_catch_up_drop_stands_for_every_fire_it_dropped_even_before_the_page() -> None:
+    current = job()
+    drop = ExecutionRecord(job_id="j1", scheduled_at=t(1), attempt=1, execution_id="d", user_id="alice",
+                           status=ExecutionStatus.SKIPPED, trigger=Trigger.SCHEDULE, due_at=t(1), job_version=1,
+                           error=skip_note(SkipReason.CATCH_UP, "missed; outside the catch-up window (most 1)"),
+                           next_fire_at=t(6))
+    records = [record(t(6), late_s=30), record(t(7))]
+    page = ledger(current, timeline_of(current, []), records, start=t(3), end=t(7), now=t(8), kept_since=t(-60),
+                  limit=10, earlier=[drop])
+    assert outcomes(page) == {t(3): "dropped", t(4): "dropped", t(5): "dropped", t(6): "caught_up",
+                              t(7): "published"}
+    assert "recorded on the fire at 2026-11-22T10:01:00.000Z" in (page.fires[0].detail or "")
 
 
 def test_fires_between_follows_each_schedule_while_it_was_in_effect() -> None:

@@ -165,6 +165,20 @@ def test_failure_with_retries_left_plans_the_next_attempt_after_a_backoff(
     assert world.publisher.sent == []
 
 
+def test_a_cancelled_execution_fails_with_no_retry_and_no_dead_letter(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    # Given a job with retries left, whose execution its worker stopped on a cancel message (cancel_other)
+    job, record = running
+    outcome = world.results.apply(signed(WorkerReport(
+        execution_id=record.execution_id, job_id=job.job_id, success=False, scheduled_at=record.scheduled_at,
+        attempt=1, error="cancelled: overlap policy cancel_other: the fire at 10:11 replaces it", cancelled=True)))
+    # Then it is FAILED with the reason, never retried nor dead-lettered: a newer fire replaced it
+    assert outcome == "cancelled"
+    assert world.record(job, 1).status is ExecutionStatus.FAILED and "cancelled" in (world.record(job, 1).error or "")
+    assert world.waiting() == [] and world.publisher.sent == []
+
+
 @pytest.mark.parametrize("jitter", [0.0, 0.25, 0.999999])
 def test_retry_is_due_between_half_the_base_and_the_base(jitter: float) -> None:
     world = World(jitter=jitter)

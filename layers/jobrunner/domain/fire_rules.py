@@ -1,0 +1,173 @@
+"""The rules the scan applies to a fire of a job with a policy (``domain.policies``): which missed fires the
+catch-up window drops, and what the overlap policy does with a fire whose previous execution has not reported.
+
+Both are pure functions of the schedule, the fire, the clock and the job's records; the scan reads the
+records (only for a job whose overlap policy is not ``allow_all``) and writes what they decide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from jobrunner.domain.jobs import ExecutionStatus, Trigger, origin_of
+from jobrunner.domain.policies import MISFIRE_GRACE, CatchUp, Overlap, SkipReason, skip_note, skip_reason_of
+from jobrunner.domain.schedules.base import MILLISECOND
+from jobrunner.domain.time import rfc3339, utc
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from jobrunner.domain.jobs import ExecutionRecord
+    from jobrunner.domain.schedules import Schedule
+
+
+#: What the scan does with one fire of a job whose overlap policy is not ``allow_all``.
+class Decision(StrEnum):
+    RUN = "run"
+    SKIP = "skip"
+    HOLD = "hold"
+    #: Send a cancel message for the previous execution, then run this fire.
+    CANCEL_AND_RUN = "cancel_and_run"
+
+
+class PreviousState(StrEnum):
+    NONE = "none"  # no earlier fire of the schedule is on record (within the look-back)
+    DONE = "done"  # it has reported (or was not run)
+    RUNNING = "running"  # published, no result yet; or failed with its retry still to come
+    HELD = "held"  # held by a buffer policy, not published yet
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The fire of the schedule before a fire, as its records say: what the overlap policy looks at."""
+
+    state: PreviousState
+    at: datetime | None = None
+    #: Its latest attempt (the execution a cancel message names).
+    execution_id: str | None = None
+    attempt: int = 1
+
+
+#: How many of a job's records before a fire the overlap policy reads to find the fire before it.
+OVERLAP_LOOKBACK = 20
+_BLOCKER = re.compile(r"the fire at (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)")
+
+
+def overlap_note(policy: Overlap, previous: Previous) -> str:
+    """The ``error`` of a fire the overlap policy skips: the policy, and the fire it waited on (read back by
+    ``blocker_of``, so that the next fire finds that one without reading every skip in between)."""
+    assert previous.at is not None
+    what = ("a fire is already held for when" if previous.state is PreviousState.HELD
+            else "the previous execution had not reported:")
+    return skip_note(SkipReason.OVERLAP, f"{policy.value}: {what} the fire at {rfc3339(previous.at)}"
+                     + (" is published" if previous.state is PreviousState.HELD else ""))
+
+
+def blocker_of(record: ExecutionRecord) -> datetime | None:
+    """The fire an overlap SKIPPED record names (``overlap_note``), or None."""
+    if skip_reason_of(record) is not SkipReason.OVERLAP:
+        return None
+    match = _BLOCKER.search(record.error or "")
+    return utc(datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))) if match else None
+
+
+def previous_fire(records: Sequence[ExecutionRecord], fire: datetime, version: int) -> Previous | datetime:
+    """The fire before ``fire`` of the schedule's lineage and its state, from ``records`` (the job's records up to
+    ``fire``, in history order: newest fire first). Fires recorded SKIPPED are passed over (they ran nothing),
+    but one skipped by the overlap policy names the fire it waited on: when that fire's records are not in
+    ``records``, its instant is returned, for the caller to read them (``previous_of``). Records of other
+    lineages (a run now, a backfill) are not the schedule's and do not count. ``version``: the job's schedule
+    version (a fire held under an older one was dropped by the change that made it stale: it holds nothing)."""
+    by_fire: dict[datetime, list[ExecutionRecord]] = {}
+    for record in records:
+        if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE:
+            by_fire.setdefault(record.scheduled_at, []).append(record)
+    for at in sorted(by_fire, reverse=True):
+        mine = sorted(by_fire[at], key=lambda r: r.attempt, reverse=True)
+        first = next((r for r in mine if r.attempt == 1), None)
+        if first is not None and first.status is ExecutionStatus.SKIPPED:
+            blocker = blocker_of(first)
+            if blocker is None:
+                continue
+            return previous_of(by_fire[blocker], blocker, version) if blocker in by_fire else blocker
+        return previous_of(mine, at, version)
+    return Previous(PreviousState.NONE)
+
+
+def previous_of(records: Sequence[ExecutionRecord], at: datetime, version: int) -> Previous:
+    """The state of fire ``at`` from its own records (any order; those of other fires are ignored); a fire held
+    under a schedule version other than ``version`` was dropped by a change, and counts as done."""
+    mine = sorted((r for r in records if r.scheduled_at == at and origin_of(r) is Trigger.SCHEDULE),
+                  key=lambda r: r.attempt, reverse=True)
+    if not mine:
+        return Previous(PreviousState.DONE, at)
+    latest = mine[0]
+    if latest.status is ExecutionStatus.SCHEDULED and latest.published_at is None:
+        state = PreviousState.HELD if latest.job_version == version else PreviousState.DONE
+        return Previous(state, at, latest.execution_id, latest.attempt)
+    running = latest.status is ExecutionStatus.RUNNING or (
+        latest.status is ExecutionStatus.FAILED and latest.retry_at is not None)
+    return Previous(PreviousState.RUNNING if running else PreviousState.DONE, at, latest.execution_id, latest.attempt)
+
+
+def decide(policy: Overlap, previous: Previous) -> Decision:
+    """What to do with a fire whose previous fire is in ``previous`` (Temporal's semantics):
+    ``skip`` skips it while the previous runs; ``buffer_one`` holds it while the previous runs, and skips it
+    while another is held; ``buffer_all`` holds every fire behind the one before it; ``cancel_other`` asks the
+    workers to cancel the previous execution and runs it."""
+    busy = previous.state in (PreviousState.RUNNING, PreviousState.HELD)
+    if policy is Overlap.ALLOW_ALL or not busy:
+        return Decision.RUN
+    if policy is Overlap.SKIP or (policy is Overlap.BUFFER_ONE and previous.state is PreviousState.HELD):
+        return Decision.SKIP
+    if policy in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
+        return Decision.HOLD
+    return Decision.CANCEL_AND_RUN if previous.state is PreviousState.RUNNING else Decision.RUN
+
+
+#: A held fire is looked at again after a quarter of the time it has waited, between these bounds.
+HOLD_RECHECK = (timedelta(seconds=5), timedelta(seconds=60))
+
+
+def recheck_after(fire: datetime, now: datetime) -> timedelta:
+    """When a held fire is looked at again: soon at first, then less and less often (a long run costs few reads)."""
+    low, high = HOLD_RECHECK
+    return min(high, max(low, (now - fire) / 4 // MILLISECOND * MILLISECOND))  # whole milliseconds, as instants
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A missed fire the catch-up window drops, with every fire after it up to ``resume`` (None: to the end)."""
+
+    resume: datetime | None
+
+
+def catch_up(policy: CatchUp, schedule: Schedule, fire: datetime, due: datetime, now: datetime) -> Dropped | None:
+    """None when the fire runs; else ``Dropped``, naming the fire the schedule resumes from (its earliest fire that
+    the policy keeps, or its first fire after ``now`` when it keeps none): the fires from ``fire`` up to it are
+    dropped. A fire is missed when ``now`` is more than ``MISFIRE_GRACE`` past its due instant; of the missed
+    fires, those scheduled within ``window_s`` before ``now`` are kept, and of those only the latest ``most``
+    (counting the fires up to ``now``). The default (replay every missed fire) never drops one, at no cost."""
+    if policy.replays_all or now - due <= MISFIRE_GRACE:
+        return None
+    low = fire if policy.window_s is None else max(fire, now - timedelta(seconds=policy.window_s))
+    kept: deque[datetime] = deque(maxlen=policy.most)  # the latest `most` fires from `low` up to now
+    instant = schedule.next_fire_after(low - MILLISECOND)
+    while instant is not None and instant <= now:
+        kept.append(instant)
+        instant = schedule.next_fire_after(instant)
+    if kept and kept[0] <= fire:
+        return None  # this fire is one the policy keeps
+    return Dropped(kept[0] if kept else instant)
+
+
+def catch_up_note(policy: CatchUp, fire: datetime, resume: datetime | None) -> str:
+    rule = ", ".join(f"{k} {v}" for k, v in policy.to_dict().items())
+    until = f"up to the fire at {rfc3339(resume)}, where the schedule resumes" if resume else "to its end"
+    return skip_note(SkipReason.CATCH_UP, f"missed; outside the catch-up window ({rule}): dropped from this fire "
+                                          f"{until}")

@@ -1,0 +1,119 @@
+"""The rules the scan applies to a fire of a job with a policy (``domain.fire_rules``): the catch-up window and
+the overlap policy, as pure functions of the schedule, the fire, the clock and the records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobrunner.domain.fire_rules import (
+    Decision,
+    Dropped,
+    Previous,
+    PreviousState,
+    blocker_of,
+    catch_up,
+    decide,
+    overlap_note,
+    previous_fire,
+    recheck_after,
+)
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
+from jobrunner.domain.policies import CatchUp, Overlap
+from jobrunner.domain.schedules import Every
+
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+EVERY_MINUTE = Every(timedelta(minutes=1), start=T0)
+
+
+def t(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def rec(at: datetime, status: ExecutionStatus, attempt: int = 1, trigger: Trigger = Trigger.SCHEDULE,
+        error: str | None = None, retry_at: datetime | None = None, version: int = 1,
+        origin: Trigger = Trigger.SCHEDULE) -> ExecutionRecord:
+    published = None if status in (ExecutionStatus.SKIPPED, ExecutionStatus.SCHEDULED) else at
+    return ExecutionRecord(job_id="j", scheduled_at=at, attempt=attempt,
+                           execution_id=execution_id_for("j", at, attempt, trigger, origin), user_id="alice",
+                           status=status, trigger=trigger, due_at=at, published_at=published, error=error,
+                           retry_at=retry_at, job_version=version)
+
+
+S = ExecutionStatus
+
+
+@pytest.mark.parametrize(("policy", "state", "decision"), [
+    (Overlap.SKIP, PreviousState.RUNNING, Decision.SKIP),
+    (Overlap.SKIP, PreviousState.DONE, Decision.RUN),
+    (Overlap.BUFFER_ONE, PreviousState.RUNNING, Decision.HOLD),
+    (Overlap.BUFFER_ONE, PreviousState.HELD, Decision.SKIP),
+    (Overlap.BUFFER_ALL, PreviousState.RUNNING, Decision.HOLD),
+    (Overlap.BUFFER_ALL, PreviousState.HELD, Decision.HOLD),
+    (Overlap.CANCEL_OTHER, PreviousState.RUNNING, Decision.CANCEL_AND_RUN),
+    (Overlap.CANCEL_OTHER, PreviousState.NONE, Decision.RUN),
+    (Overlap.ALLOW_ALL, PreviousState.RUNNING, Decision.RUN),
+])
+def test_each_policy_decides_as_temporals_does(policy: Overlap, state: PreviousState, decision: Decision) -> None:
+    assert decide(policy, Previous(state, t(0), "e", 1)) is decision
+
+
+def test_the_previous_fire_is_found_past_skips_and_other_lineages() -> None:
+    # Given, newest first: a run now, fires skipped by the overlap policy naming 10:01, one excluded by a calendar,
+    # and the fire of 10:01 whose first attempt failed and whose retry runs
+    records = [
+        rec(t(5), S.RUNNING, trigger=Trigger.MANUAL),
+        rec(t(4), S.SKIPPED, error=overlap_note(Overlap.SKIP, Previous(PreviousState.RUNNING, t(1)))),
+        rec(t(3), S.SKIPPED, error="calendar: excluded by calendar holidays (2026-11-22, UTC)"),
+        rec(t(2), S.SUCCESS, trigger=Trigger.BACKFILL),
+        rec(t(1), S.RUNNING, attempt=2, trigger=Trigger.RETRY),
+        rec(t(1), S.FAILED, retry_at=t(1.5)),
+        rec(t(0), S.SUCCESS),
+    ]
+    assert blocker_of(records[1]) == t(1)
+    found = previous_fire(records, t(6), version=1)
+    assert isinstance(found, Previous)
+    assert (found.state, found.at, found.attempt) == (PreviousState.RUNNING, t(1), 2)
+    assert found.execution_id == records[4].execution_id  # the retry: the attempt a cancel names
+    # When the fire a skip names is not among the records read, its instant is returned, to read it
+    assert previous_fire(records[:4], t(6), version=1) == t(1)
+    # A failed attempt with its retry still to come is running; one without a retry is done
+    assert previous_fire([rec(t(1), S.FAILED, retry_at=t(2))], t(2), 1) == Previous(
+        PreviousState.RUNNING, t(1), execution_id_for("j", t(1), 1, Trigger.SCHEDULE), 1)
+    assert previous_fire([rec(t(1), S.FAILED)], t(2), 1).state is PreviousState.DONE  # type: ignore[union-attr]
+    assert previous_fire([], t(2), 1) == Previous(PreviousState.NONE)
+
+
+def test_a_held_fire_holds_only_under_the_schedule_version_it_was_held_under() -> None:
+    held = rec(t(1), S.SCHEDULED, version=3)
+    assert previous_fire([held], t(2), version=3).state is PreviousState.HELD  # type: ignore[union-attr]
+    # a pause or a change of schedule since (version 4) dropped its row: it holds nothing any more
+    assert previous_fire([held], t(2), version=4).state is PreviousState.DONE  # type: ignore[union-attr]
+
+
+def test_the_catch_up_window_keeps_the_latest_missed_fires_and_says_where_the_schedule_resumes() -> None:
+    now = t(10) + timedelta(seconds=30)  # the scan reaches the fire of 10:00 at 10:10:30, after an outage
+    # the default replays every missed fire
+    assert catch_up(CatchUp(), EVERY_MINUTE, t(0), t(0), now) is None
+    # only the latest: 10:00 to 10:09 are dropped, the schedule resumes at 10:10
+    assert catch_up(CatchUp(most=1), EVERY_MINUTE, t(0), t(0), now) == Dropped(t(10))
+    assert catch_up(CatchUp(most=1), EVERY_MINUTE, t(10), t(10), now) is None
+    # the latest three: resume at 10:08
+    assert catch_up(CatchUp(most=3), EVERY_MINUTE, t(0), t(0), now) == Dropped(t(8))
+    # within the last five minutes: 10:06 (10:05:30 is the window's edge) onwards run
+    assert catch_up(CatchUp(window_s=300), EVERY_MINUTE, t(0), t(0), now) == Dropped(t(6))
+    assert catch_up(CatchUp(window_s=300), EVERY_MINUTE, t(6), t(6), now) is None
+    # both: within the window, and of those the latest two
+    assert catch_up(CatchUp(window_s=300, most=2), EVERY_MINUTE, t(6), t(6), now) == Dropped(t(9))
+    # a fire within MISFIRE_GRACE of its due instant is not missed, whatever the window
+    assert catch_up(CatchUp(most=1), EVERY_MINUTE, t(0), t(0), t(0) + timedelta(seconds=9)) is None
+    # a window that keeps nothing up to now resumes at the next fire after now
+    hourly = Every(timedelta(hours=1), start=T0)
+    assert catch_up(CatchUp(window_s=60), hourly, t(0), t(0), t(30)) == Dropped(t(60))
+
+
+def test_a_held_fire_is_looked_at_again_less_and_less_often() -> None:
+    assert recheck_after(t(0), t(0)) == timedelta(seconds=5)
+    assert recheck_after(t(0), t(2)) == timedelta(seconds=30)
+    assert recheck_after(t(0), t(60)) == timedelta(seconds=60)

@@ -1,0 +1,211 @@
+"""Overlap policies and catch-up windows, applied by the scan: stories on the memory adapters, with the worker
+reports in between the minutes. A fire a policy does not run is recorded SKIPPED naming why; a fire held is
+published once the execution before it reports; the default costs exactly what it costs today."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.changes import MemoryChangeLog
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job
+from jobrunner.domain.messages import CANCEL_HEADER
+from jobrunner.domain.policies import CatchUp, Overlap, SkipReason, skip_reason_of
+from jobrunner.domain.schedules import Every
+from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
+from jobrunner.services.scan import ScanRules, ScanService
+from tests.support.results import signed
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from jobrunner.ports import OutboundMessage
+
+NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
+
+
+def at(minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 11, 22, 10, minute, second, tzinfo=UTC)
+
+
+class CountingStore(MemoryJobStore):
+    """Counts the history reads (what an overlap policy costs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history_reads = 0
+
+    def history(self, job_id: str, limit: int, before: Any = None) -> list[ExecutionRecord]:
+        self.history_reads += 1
+        return super().history(job_id, limit, before)
+
+
+class World:
+    def __init__(self) -> None:
+        self.store, self.clock = CountingStore(), ManualClock(NOW)
+        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1), changes=MemoryChangeLog())
+        self.publisher = MemoryPublisher()
+        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
+                                      jitter=lambda: 0.5)
+        self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
+                                 ScanRules(segment_count=1), results=self.results)
+
+    def submit(self, every_s: int = 10, **options: Any) -> Job:
+        schedule = Every(timedelta(seconds=every_s), start=at(10))
+        return self.jobs.submit("alice", NewJob(schedule, {}, **options))[0]
+
+    def scan(self, minute: int) -> list[OutboundMessage]:
+        self.clock.set(max(self.clock.now(), at(minute) - timedelta(seconds=30)))
+        before = len(self.publisher.sent)
+        self.scans.scan(ScanRequest(segment=0, bucket=at(minute)))
+        return self.publisher.sent[before:]
+
+    def answer(self, message: OutboundMessage, success: bool = True) -> str:
+        value = message.value
+        return self.results.apply(signed(WorkerReport(
+            execution_id=value["execution_id"], job_id=value["job_id"], success=success,
+            scheduled_at=datetime.fromisoformat(value["scheduled_at"].replace("Z", "+00:00")),
+            attempt=value["attempt"])))
+
+    def records(self, job: Job) -> dict[datetime, ExecutionRecord]:
+        return {r.scheduled_at: r for r in self.store.history(job.job_id, 1000) if r.attempt == 1}
+
+
+def fires(messages: Sequence[OutboundMessage]) -> list[str]:
+    return [m.value["scheduled_at"][14:19] for m in messages if CANCEL_HEADER not in m.headers]
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_skip_runs_no_fire_while_the_previous_execution_has_not_reported(world: World) -> None:
+    job = world.submit(overlap=Overlap.SKIP)
+    sent = world.scan(10)
+    # Then only 10:10:00 ran: the five fires after it were skipped, each recorded naming the fire it waited on
+    assert fires(sent) == ["10:00"]
+    records = world.records(job)
+    skipped = [records[at(10, s)] for s in (10, 20, 30, 40, 50)]
+    assert {r.status for r in skipped} == {ExecutionStatus.SKIPPED}
+    assert all(skip_reason_of(r) is SkipReason.OVERLAP for r in skipped)
+    assert skipped[-1].error == ("overlap: skip: the previous execution had not reported: the fire at "
+                                 "2026-11-22T10:10:00.000Z")
+    # When it reports, Then the next fire runs again
+    world.answer(sent[0])
+    assert fires(world.scan(11))[:1] == ["11:00"]
+    # and the ledger says which fires the policy skipped
+    world.clock.set(at(12))
+    page = world.jobs.fires("alice", job.job_id, at(10), at(10, 50))
+    assert [f.outcome.value for f in page.fires] == ["published"] + ["skipped"] * 5
+
+
+def test_buffer_one_holds_one_fire_skips_the_others_and_runs_it_once_the_previous_reports(world: World) -> None:
+    job = world.submit(overlap=Overlap.BUFFER_ONE)
+    [first] = world.scan(10)
+    records = world.records(job)
+    # 10:10:10 is held (its record says so), the four after it are skipped: one is already held
+    assert records[at(10, 10)].status is ExecutionStatus.SCHEDULED and records[at(10, 10)].published_at is None
+    assert [records[at(10, s)].status for s in (20, 30, 40, 50)] == [ExecutionStatus.SKIPPED] * 4
+    assert "a fire is already held" in (records[at(10, 20)].error or "")
+    # When the first reports, Then the held fire is published (once, under its own execution id), then the rest
+    world.answer(first)
+    sent = world.scan(11)
+    assert fires(sent)[0] == "10:10"
+    assert sent[0].value["execution_id"] == records[at(10, 10)].execution_id
+    assert fires(sent).count("10:10") == 1
+    assert world.records(job)[at(10, 10)].status is ExecutionStatus.RUNNING
+
+
+def test_buffer_all_runs_every_fire_one_after_another_in_order(world: World) -> None:
+    job = world.submit(every_s=20, overlap=Overlap.BUFFER_ALL)
+    [first] = world.scan(10)  # 10:10:00 runs; 10:10:20 and 10:10:40 are held
+    held = [r for r in world.records(job).values() if r.status is ExecutionStatus.SCHEDULED]
+    assert sorted(r.scheduled_at for r in held) == [at(10, 20), at(10, 40)]
+    order = ["10:00"]
+    previous = first
+    for minute in (11, 12, 13, 14):  # each minute its worker reports the one that runs
+        world.answer(previous)
+        sent = [m for m in world.scan(minute) if CANCEL_HEADER not in m.headers]
+        assert len(sent) == 1, fires(sent)  # never two at once
+        order += fires(sent)
+        previous = sent[0]
+    assert order == ["10:00", "10:20", "10:40", "11:00", "11:20"]
+    assert len({m.value["execution_id"] for m in world.publisher.sent}) == len(world.publisher.sent)
+
+
+def test_cancel_other_asks_the_workers_to_cancel_the_previous_execution_and_runs_the_fire(world: World) -> None:
+    job = world.submit(every_s=30, overlap=Overlap.CANCEL_OTHER)
+    sent = world.scan(10)
+    # Then before 10:10:30 is published, a cancel message for 10:10:00's execution goes to the job's topic
+    assert [(m.topic, CANCEL_HEADER in m.headers) for m in sent] == [("jobs", False), ("jobs", True), ("jobs", False)]
+    cancel = sent[1]
+    assert cancel.key == job.job_id and cancel.value["cancel"] is True
+    assert cancel.value["execution_id"] == sent[0].value["execution_id"] == cancel.headers[CANCEL_HEADER]
+    assert "2026-11-22T10:10:30.000Z replaces it" in cancel.value["reason"]
+    assert fires(sent) == ["10:00", "10:30"]
+
+
+def test_only_the_latest_missed_fire_is_replayed_after_an_outage_and_the_rest_recorded_once(world: World) -> None:
+    job = world.submit(every_s=60, catch_up=CatchUp(most=1))
+    world.scan(10)
+    # Given an outage: the scans of 10:11 to 10:15 never ran; they run at 10:16:30, catching up
+    world.clock.set(at(16, 30))
+    sent = [m for minute in (11, 12, 13, 14, 15, 16) for m in world.scan(minute)]
+    # Then of the missed 10:11 to 10:16, only 10:16 ran; one record stands for 10:11 to 10:15
+    assert fires(sent) == ["16:00"]
+    records = world.records(job)
+    drop = records[at(11)]
+    assert skip_reason_of(drop) is SkipReason.CATCH_UP and drop.next_fire_at == at(16)
+    assert [at(m) in records for m in (12, 13, 14, 15)] == [False] * 4
+    page = world.jobs.fires("alice", job.job_id, at(10), at(16))
+    assert [f.outcome.value for f in page.fires] == ["published"] + ["dropped"] * 5 + ["caught_up"]
+
+
+def test_a_resume_with_catch_up_replays_only_the_latest_fire_missed_while_paused(world: World) -> None:
+    # (a resume writes its first fire late, keyed now: missed is judged from the fire's own due instant)
+    job = world.submit(every_s=60, catch_up=CatchUp(most=1))
+    world.scan(10)
+    world.jobs.pause("alice", job.job_id)
+    world.clock.set(at(14, 30))
+    world.jobs.resume("alice", job.job_id, catch_up=True)
+    sent = [m for minute in (14, 15) for m in world.scan(minute)]
+    # (paused at 10:11:05, as the scan of 10:10 ended: the fires owed again are 10:12 on)
+    assert fires(sent) == ["14:00", "15:00"]  # 10:12 and 10:13 dropped, 10:14 (the latest) replayed
+    drop = world.records(job)[at(12)]
+    assert skip_reason_of(drop) is SkipReason.CATCH_UP and drop.next_fire_at == at(14)
+
+
+def test_a_window_replays_the_missed_fires_of_its_last_seconds(world: World) -> None:
+    job = world.submit(every_s=60, catch_up=CatchUp(window_s=180))
+    world.scan(10)
+    world.clock.set(at(16, 30))
+    sent = [m for minute in (11, 12, 13, 14, 15, 16) for m in world.scan(minute)]
+    assert fires(sent) == ["14:00", "15:00", "16:00"]  # within 180 s of when each is reached (10:16:30 on)
+    assert skip_reason_of(world.records(job)[at(11)]) is SkipReason.CATCH_UP
+
+
+def test_the_default_policies_cost_no_read_and_a_policy_costs_one_read_per_fire(world: World) -> None:
+    plain = world.submit()
+    world.scan(10)
+    assert world.store.history_reads == 0
+    assert [m.value["scheduled_at"][14:19] for m in world.publisher.sent] == [
+        "10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
+    world.jobs.cancel("alice", plain.job_id)
+    world.submit(overlap=Overlap.SKIP, catch_up=CatchUp(most=5))
+    world.scan(11)
+    assert world.store.history_reads == 6  # one per fire of the job with a policy: its six fires of the minute
+
+
+def test_a_policy_changes_with_a_patch_from_the_next_fire(world: World) -> None:
+    job = world.submit(overlap=Overlap.SKIP)
+    assert world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
+    assert fires(world.scan(10)) == ["10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
