@@ -80,6 +80,8 @@ class Layout:
     min_insync_replicas: int = 2
     cassandra_heap: str = "768m"
     kafka_heap: str = "384m"
+    #: A read not answered within this is also sent to another node (``CASSANDRA_SPECULATIVE_DELAY_MS``).
+    speculative_delay_ms: int = 250
 
     @property
     def home(self) -> Path:
@@ -116,6 +118,7 @@ class Layout:
             "CASSANDRA_PORT": str(self.native_port),
             "CASSANDRA_LOCAL_DC": DATACENTER,
             "CASSANDRA_REPLICATION_FACTOR": str(self.replication_factor),
+            "CASSANDRA_SPECULATIVE_DELAY_MS": str(self.speculative_delay_ms),
             "KAFKA_BOOTSTRAP": self.bootstrap,
             "KAFKA_TOPIC_REPLICATION": str(self.replication_factor),
             "DYNAMODB_ENDPOINT": self.dynamodb_endpoint,
@@ -271,12 +274,13 @@ def wait_formed(layout: Layout, deadline: float) -> None:
 
 def cassandra_problem(layout: Layout) -> str | None:
     """Why the Cassandra nodes are not one healthy ring, or None: each must see every other up (gossip)."""
-    from cassandra.cluster import Cluster
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import WhiteListRoundRobinPolicy
 
     for host in layout.cassandra_hosts:
+        only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
         cluster = Cluster([host], port=layout.native_port, protocol_version=4, connect_timeout=5,
-                          load_balancing_policy=WhiteListRoundRobinPolicy([host]))
+                          execution_profiles={EXEC_PROFILE_DEFAULT: only})
         try:
             session = cluster.connect()
             peers = session.execute("SELECT peer, schema_version FROM system.peers", timeout=5).all()

@@ -72,6 +72,8 @@ class KafkaSettings:
     delivery_timeout_s: float = 7.0
     #: The producer closes a connection idle this long (NLBs and NAT gateways drop idle flows at 350 s).
     connections_max_idle_s: float = 300.0
+    #: Replicas of the topics the local stack creates (``adapters/publishers/topics.py``): 3 on a cluster.
+    topic_replication: int = 1
 
 
 #: Time kept between the producer's delivery timeout and the end of a publish's bound.

@@ -25,6 +25,7 @@ from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStat
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
+from jobrunner.adapters.stores.session import is_read
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.limits import Limits
@@ -155,6 +156,7 @@ class CassandraJobStore(JobStore):
         if prepared is None:
             prepared = guarded(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+            prepared.is_idempotent = is_read(cql)  # only reads may be sent twice (speculative execution)
             if " IF " in cql:  # a lightweight transaction: its Paxos round stays in the local datacenter
                 prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
             self._prepared[cql] = prepared
