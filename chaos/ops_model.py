@@ -180,6 +180,9 @@ class Findings:
     max_lateness_quiet_s: float = 0.0
     outage_fires: int = 0
     outage_published_by_s: float | None = None
+    #: Each owed fire published on time or late, outside the catch-up and the unpublishable topic's segments:
+    #: (due instant, seconds from it to the first publish), for lateness by time window (``chaos.cluster``).
+    lateness: list[tuple[datetime, float]] = field(default_factory=list)
     #: The state each job must be in now, from its acknowledged changes (None: unknown).
     final_states: dict[str, str | None] = field(default_factory=dict)
     latest_payloads: dict[str, Any] = field(default_factory=dict)
@@ -432,6 +435,8 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
             if phase != "catch-up":
                 void_segment_lateness.append(lateness)
             continue
+        if phase != "catch-up":
+            findings.lateness.append((fire, lateness))
         if phase == "outage":
             findings.max_lateness_outage_s = max(findings.max_lateness_outage_s, lateness)
             outage_published.append(published)
