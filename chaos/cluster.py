@@ -117,6 +117,8 @@ class ClusterSuite(Operations):
     # -- set-up ---------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if not any(cluster.status(self.layout).values()):
+            cluster.wipe(self.layout)  # a new cluster each run: its start is measured from nothing
         startup = cluster.up(self.layout)
         report = self.report
         assert isinstance(report, ClusterReport)
@@ -131,6 +133,7 @@ class ClusterSuite(Operations):
         results = f"job-results-{self.tag}"
         self.chaos = start_stack(self.plan.segments, "cluster", auto_tick=True, topics=["jobs", results, DLQ_TOPIC],
                                  endpoints=self.layout.endpoints(), log_dir=self.layout.home / "logs",
+                                 one_scan_per_partition=True,
                                  JOBRUNNER_RESULTS_TOPIC=results, **self.layout.settings())
         self.chaos.stop_servers = lambda: cluster.down(self.layout)
         bootstrap = self.chaos.endpoints.kafka_bootstrap

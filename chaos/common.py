@@ -123,12 +123,13 @@ class ChaosStack:
 
 def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Sequence[str] = (),
                 endpoints: servers.Endpoints | None = None, log_dir: Path | None = None,
-                **overrides: str) -> ChaosStack:
+                one_scan_per_partition: bool = False, **overrides: str) -> ChaosStack:
     """Start (or reuse) the suite's servers and run the system on a keyspace, heartbeat table and tenant
     of its own (``name`` tells the suites apart in them). ``topics`` are created first (a consumer that
     subscribes to a topic not there yet may wait minutes for its next metadata refresh); ``overrides``
     are more settings (environment variables), given to the scan processes too. ``endpoints``: servers
-    started already (a cluster), instead of the single-node ones; ``log_dir``: where the scans log."""
+    started already (a cluster), instead of the single-node ones; ``log_dir``: where the scans log;
+    ``one_scan_per_partition``: see ``devstack.process_invoker``."""
     endpoints = endpoints or servers.ensure_all()
     run_id = uuid.uuid4().hex[:8]
     env = {"CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host, "CASSANDRA_PORT": str(endpoints.cassandra_port),
@@ -141,7 +142,8 @@ def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Se
     )
     if topics:
         ensure_topics(endpoints.kafka_bootstrap, list(topics), replication=settings.kafka.topic_replication)
-    invoker = ProcessInvoker({**os.environ, **env}, (log_dir or servers.LOG_DIR) / f"{name}-scans.log")
+    invoker = ProcessInvoker({**os.environ, **env}, (log_dir or servers.LOG_DIR) / f"{name}-scans.log",
+                             one_per_partition=one_scan_per_partition)
     stack = LocalStack(settings, port=0, tenant=f"{name}-{run_id}", example_worker=False,
                        auto_tick=auto_tick, invoker=invoker).start()
     return ChaosStack(endpoints, settings, invoker, stack)

@@ -30,7 +30,7 @@ Fast start, and why each shortcut is safe here:
 * one token per node: small gossip state and fast start (vnodes buy even data spread when nodes come and
   go, which this fixed cluster does not need).
 
-``python -m devstack.cluster up | down | status | kill NODE | start NODE`` (``--layout chaos-cluster``
+``python -m devstack.cluster up | down | wipe | status | kill NODE | start NODE`` (``--layout chaos-cluster``
 for the fault suite's own cluster); ``make cluster`` starts it and runs the whole system on it.
 """
 
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -325,6 +326,16 @@ def down(layout: Layout) -> dict[str, bool]:
         return dict(zip(members, pool.map(servers.stop_server, members.values()), strict=True))
 
 
+def wipe(layout: Layout) -> None:
+    """Delete every node's configuration and data (a new, empty cluster at the next ``up``); its nodes must be down."""
+    members = nodes(layout)
+    running = [name for name, server in members.items() if servers.managed_pid(server) is not None]
+    if running:
+        raise servers.DevstackError(f"{', '.join(running)} still running: stop the cluster before wiping it")
+    for name in members:
+        shutil.rmtree(layout.home / name, ignore_errors=True)
+
+
 def status(layout: Layout) -> dict[str, bool]:
     """Whether each node answers right now."""
     return {name: server.probe(*server.address()) for name, server in nodes(layout).items()}
@@ -371,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("up", help="start (or reuse) every node and wait until the cluster has formed")
     commands.add_parser("down", help="stop every node")
+    commands.add_parser("wipe", help="delete every node's data (the cluster must be down)")
     commands.add_parser("status", help="which nodes answer")
     for command, text in (("kill", "kill -9 one node"), ("start", "start one node again")):
         commands.add_parser(command, help=text).add_argument("node")
@@ -388,6 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "down":
             for name, stopped in down(layout).items():
                 print(f"{name:<12} {'stopped' if stopped else 'was not running (under devstack)'}")
+        elif args.command == "wipe":
+            wipe(layout)
+            print(f"cluster {layout.name}: every node's data deleted")
         elif args.command == "status":
             _print_status(layout)
         elif args.command == "kill":
