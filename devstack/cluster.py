@@ -30,6 +30,11 @@ Fast start, and why each shortcut is safe here:
 * one token per node: small gossip state and fast start (vnodes buy even data spread when nodes come and
   go, which this fixed cluster does not need).
 
+One shortcut of the single node is *not* taken: ``-Dcassandra.unsafesystem=true`` (system tables written
+without the commit log). A node killed with ``kill -9`` would come back without the schema created since
+it started, fail every read of those tables with INCOMPATIBLE_SCHEMA and pull the schema again only a
+minute or more later: the fault suite met exactly that (``devstack.servers.cassandra_command``).
+
 ``python -m devstack.cluster up | down | wipe | status | kill NODE | start NODE`` (``--layout chaos-cluster``
 for the fault suite's own cluster); ``make cluster`` starts it and runs the whole system on it.
 """
@@ -183,7 +188,8 @@ def _cassandra_node(layout: Layout, index: int) -> servers.Server:
             cluster_settings=cassandra_settings(layout, index),
         )
         extra = [f"-Dcassandra.jmx.local.port={layout.jmx_ports[index - 1]}"]
-        return servers.cassandra_command(config, data, triggers, heap=layout.cassandra_heap, extra=extra)
+        return servers.cassandra_command(config, data, triggers, heap=layout.cassandra_heap, extra=extra,
+                                         durable_system=True)
 
     return servers.Server(
         name=name, address=lambda: (host, layout.native_port), probe=servers.cassandra_answers, prepare=prepare,

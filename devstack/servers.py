@@ -263,8 +263,17 @@ def render_cassandra_config(
     )
 
 
-def cassandra_command(config: Path, data: Path, triggers: Path, *, heap: str, extra: Sequence[str] = ()) -> list[str]:
-    """The command that starts a Cassandra node on ``config``, with ``extra`` JVM options."""
+def cassandra_command(
+    config: Path, data: Path, triggers: Path, *, heap: str, extra: Sequence[str] = (), durable_system: bool = False,
+) -> list[str]:
+    """The command that starts a Cassandra node on ``config``, with ``extra`` JVM options.
+
+    Without ``durable_system``, the system tables' writes skip the commit log (``cassandra.unsafesystem``):
+    schema changes are much faster, and a node stopped cleanly (SIGTERM drains it) loses nothing. A node that
+    may be killed (a cluster node, ``kill -9`` by the fault suite) needs them durable: otherwise it comes
+    back without the schema and the peers it learnt since its start, answers reads of the newer tables with
+    INCOMPATIBLE_SCHEMA, and pulls the schema again only minutes later.
+    """
     jamm = sorted(_lib_dir("cassandra").glob("jamm-*.jar"))
     if not jamm:
         raise DevstackError(f"no jamm jar in {_lib_dir('cassandra')}; delete that folder to re-fetch")
@@ -288,7 +297,7 @@ def cassandra_command(config: Path, data: Path, triggers: Path, *, heap: str, ex
         f"-Dlogback.configurationFile={DEVSTACK_DIR / 'cassandra' / 'logback.xml'}",
         "-Dcassandra-foreground=yes",  # otherwise the daemon closes stdout/stderr
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-        "-Dcassandra.unsafesystem=true",  # no fsync of system tables: much faster schema changes
+        *([] if durable_system else ["-Dcassandra.unsafesystem=true"]),
         *extra,
         "-cp",
         _classpath("cassandra"),
