@@ -12,7 +12,9 @@ ports and folder, ``devstack.cluster``'s ``chaos-cluster``), from the same jars 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +49,8 @@ def main() -> None:
 
     report: operations.Report | suite.Report
     if args.cluster:
+        logging.basicConfig(format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+        logging.getLogger("chaos").setLevel(logging.INFO)  # the faults as they come, and how the cluster heals
         report = cluster.run(cluster.SMALL if args.small else cluster.FULL, keep_servers=args.keep_servers)
         passed = not any(report.failures().values())
     elif args.operations:

@@ -232,6 +232,7 @@ class ClusterSuite(Operations):
         time.sleep(max(0.0, plan.down_s - (datetime.now(UTC) - run.start).total_seconds()))
         hints = {n: self.watch.pending_hints(host_ids[n]) for n in nodes}
         run.restarted = utc(datetime.now(UTC))
+        log.info("restarting %s", victims)
         with ThreadPoolExecutor(max_workers=len(victims)) as pool:
             list(pool.map(self.watch.start, victims))
         run.back = utc(datetime.now(UTC))
@@ -254,6 +255,7 @@ class ClusterSuite(Operations):
             balanced = wait_until(self.watch.kafka_balanced, 60)
             if balanced is not None:
                 run.notes.append(f"preferred leaders back {balanced:.1f} s later")
+        log.info("%s healed: %s", kind, "; ".join(run.notes))
         fault = Fault(kind, rfc3339(run.start), f"kill -9 {', '.join(victims)}; " + "; ".join(run.notes),
                       (run.recovered - run.start).total_seconds() if run.recovered else None)
         with self.lock:
