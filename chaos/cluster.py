@@ -33,7 +33,7 @@ from typing import Any
 
 from chaos import operations
 from chaos.cluster_faults import ClusterWatch, wait_drained, wait_until
-from chaos.cluster_report import Call, ClusterReport, FaultRun, figures, lateness_in, percentile
+from chaos.cluster_report import Call, ClusterReport, FaultRun, figures, lateness_in, percentile, refused_during
 from chaos.common import Collector, Fault, run_suite, start_stack
 from chaos.operations import DLQ_TOPIC, Client, Operations, Reply, TestWorker, message_of
 from devstack import cluster
@@ -108,6 +108,7 @@ class ClusterSuite(Operations):
         super().__init__(plan.ops, seed)
         self.cluster_plan = plan
         self.layout = cluster.CHAOS_CLUSTER
+        self.record_path = self.layout.home / "logs" / "cluster-run.json"
         self.report = ClusterReport(plan=asdict(plan), left_out=list(LEFT_OUT))
         self.runs: list[FaultRun] = []
         self.baseline: tuple[datetime, datetime] | None = None
@@ -273,6 +274,7 @@ class ClusterSuite(Operations):
         report.requests = len(calls)
         report.refused_requests = sum(1 for c in calls if c.refused)
         report.fault_figures = [figures(run, calls, samples, now) for run in self.runs]
+        report.refused_calls = refused_during(self.runs, calls, now)
         if self.baseline is not None:
             report.baseline = _window(samples, *self.baseline)
         quiet = [(due, late) for due, late in samples if due >= self.quiet_start]

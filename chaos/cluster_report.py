@@ -107,6 +107,12 @@ def figures(run: FaultRun, calls: list[Call], samples: list[tuple[datetime, floa
     )
 
 
+def refused_during(runs: list[FaultRun], calls: list[Call], now: datetime) -> list[str]:
+    """Every request refused from a fault's kill until the cluster had healed from it."""
+    return [f"{rfc3339(c.sent)} {c.route} {c.status or 'no answer'}" for c in calls
+            if c.refused and any(r.start <= c.sent <= (r.recovered or now) for r in runs)]
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
@@ -122,6 +128,8 @@ class ClusterReport(Report):
     baseline: dict[str, Any] = field(default_factory=dict)
     quiet: dict[str, Any] = field(default_factory=dict)
     fault_figures: list[FaultFigures] = field(default_factory=list)
+    #: The requests refused while a fault lasted, as ``sent route status``.
+    refused_calls: list[str] = field(default_factory=list)
     duplicate_causes: dict[str, int] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
 
@@ -172,7 +180,8 @@ class ClusterReport(Report):
         ]
         if self.left_out:
             lines += ["", *(f"Left out: {reason}" for reason in self.left_out)]
-        examples = [("lost", f["lost"] + f["retries_lost"]), ("stale", self.stale_ids), ("zombies", f["zombies"]),
+        examples = [("refused during the faults", self.refused_calls),
+                    ("lost", f["lost"] + f["retries_lost"]), ("stale", self.stale_ids), ("zombies", f["zombies"]),
                     ("strays", f["strays"]), ("unexpected answers", self.unexpected_answers)]
         for name, items in examples:
             if items:

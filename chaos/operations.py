@@ -319,6 +319,8 @@ class Operations:
         self.tag = uuid.uuid4().hex[:8]
         # A topic of this run's own: the broker keeps a refused topic's setting from one run to the next.
         self.void_topic = f"ops-void-{self.tag}"
+        #: Where the run's answers and messages are written at the end.
+        self.record_path = RECORD
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -373,8 +375,8 @@ class Operations:
             findings = self._judge(quiet)
         self._read_back(findings)
         self.collector.stop()
-        self.report.record = str(RECORD)
-        self._finish(self._judge(quiet, RECORD))
+        self.report.record = str(self.record_path)
+        self._finish(self._judge(quiet, self.record_path))
         self.report.wall_s = time.monotonic() - started
         return self.report
 
