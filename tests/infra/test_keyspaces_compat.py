@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobrunner.adapters.stores.cql_schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
+from jobrunner.adapters.stores.cql_schema import CQL_DIR, keyspaces_violations, statements
 
 STORES = Path(__file__).resolve().parents[2] / "layers" / "jobrunner" / "adapters" / "stores"
 #: Keyspaces rejects EACH_QUORUM, QUORUM, ALL, TWO, THREE, ANY, SERIAL and LOCAL_SERIAL.
@@ -112,14 +112,13 @@ def _batched_statement_names(source: str) -> set[str]:
     return names
 
 
-def test_batches_hold_only_unconditional_writes() -> None:
-    import jobrunner.adapters.stores.cassandra as store
-
-    batched = _batched_statement_names((STORES / "cassandra.py").read_text())
-
-    assert batched, "the store builds its atomic steps from logged batches"
-    for name in sorted(batched):
-        assert batch_member_violations(getattr(store, name)) == [], name
+def test_the_stores_build_no_batch() -> None:
+    # A logged batch stalls on a cluster for as long as a node that has just died is still thought alive, and
+    # on Keyspaces each of its rows is written twice: every step of several rows is ordered instead
+    # (adapters/stores/cassandra.py). Were one added back, Keyspaces would also refuse conditional writes in it.
+    for path in sorted(STORES.glob("*.py")):
+        source = path.read_text()
+        assert (_batched_statement_names(source), "BatchStatement" in source) == (set(), False), path.name
 
 
 def _consistency_levels() -> tuple[set[str], set[str]]:
