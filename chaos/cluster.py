@@ -67,7 +67,7 @@ class Plan:
 
 
 FULL = Plan(
-    ops=operations.Plan(jobs=240, segments=8, op_threads=3, ops_s=0, op_pause_s=2.0, races=8, cancel_share=0.10,
+    ops=operations.Plan(jobs=200, segments=8, op_threads=3, ops_s=0, op_pause_s=2.0, races=8, cancel_share=0.10,
                         outage_at_s=0, outage_s=0, void_at_s=0, void_jobs=0, warmup_s=20, settle_s=15, quiet_s=60,
                         drain_s=150),
     baseline_s=60, down_s=45, gap_s=30, heal_timeout_s=300, submissions_per_s=2.0, reads_per_s=2.0,
@@ -235,32 +235,41 @@ class ClusterSuite(Operations):
         run.restarted = utc(datetime.now(UTC))
         log.info("restarting %s", victims)
         with ThreadPoolExecutor(max_workers=len(victims)) as pool:
-            list(pool.map(self.watch.start, victims))
-        run.back = utc(datetime.now(UTC))
-        run.notes.append(f"back after {(run.back - run.restarted).total_seconds():.1f} s")
-        healed = []
-        for node in nodes:
-            delivered = wait_drained(functools.partial(self.watch.pending_hints, host_ids[node]), plan.heal_timeout_s)
-            run.notes.append(f"{node}: {hints[node]} hint file(s) held for it at the restart, "
-                             + (f"all delivered {delivered:.1f} s after it came back (hinted handoff)"
-                                if delivered is not None else f"not all delivered within {plan.heal_timeout_s:.0f} s"))
-            healed.append(delivered is not None)
+            healing = list(pool.map(lambda v: self._restart_and_heal(v, host_ids.get(v), hints.get(v)), victims))
+        run.back = max(back for back, _, _ in healing)
+        run.notes += [note for _, _, note in healing]
+        healed = [at for _, at, _ in healing]
+        if all(at is not None for at in healed):
+            run.recovered = max(at for at in healed if at is not None)
         if brokers:
-            in_sync = wait_until(self.watch.kafka_in_sync, plan.heal_timeout_s)
-            run.notes.append(f"every replica in sync {in_sync:.1f} s after it came back" if in_sync is not None
-                             else f"replicas not in sync within {plan.heal_timeout_s:.0f} s")
-            healed.append(in_sync is not None)
-        if all(healed):
-            run.recovered = utc(datetime.now(UTC))
-        if brokers:
-            balanced = wait_until(self.watch.kafka_balanced, 60)
-            if balanced is not None:
-                run.notes.append(f"preferred leaders back {balanced:.1f} s later")
+            if wait_until(self.watch.kafka_balanced, 60) is not None:
+                since = (utc(datetime.now(UTC)) - run.restarted).total_seconds()
+                run.notes.append(f"preferred leaders back {since:.1f} s after the restart")
         log.info("%s healed: %s", kind, "; ".join(run.notes))
         fault = Fault(kind, rfc3339(run.start), f"kill -9 {', '.join(victims)}; " + "; ".join(run.notes),
                       (run.recovered - run.start).total_seconds() if run.recovered else None)
         with self.lock:
             self.report.faults.append(fault)
+
+    def _restart_and_heal(self, victim: str, host_id: Any, hints: int | None) -> tuple[datetime, datetime | None, str]:
+        """Start ``victim`` again; wait until the cluster has healed from its absence (no hint left for the node,
+        every replica in sync for the broker). Returns when it was back, when the cluster had healed (None:
+        not within the wait), and what happened."""
+        timeout = self.cluster_plan.heal_timeout_s
+        began = utc(datetime.now(UTC))
+        self.watch.start(victim)
+        back = utc(datetime.now(UTC))
+        note = f"{victim} back after {(back - began).total_seconds():.1f} s"
+        if victim.startswith("cassandra"):
+            after = wait_drained(functools.partial(self.watch.pending_hints, host_id), timeout)
+            note += (f", {hints} hint file(s) held for it by the others, " + (
+                f"all delivered {after:.1f} s after it was back (hinted handoff)" if after is not None
+                else f"not all delivered within {timeout:.0f} s"))
+        else:
+            after = wait_until(self.watch.kafka_in_sync, timeout)
+            note += (f", every replica in sync {after:.1f} s after it was back" if after is not None
+                     else f", replicas not in sync within {timeout:.0f} s")
+        return back, (back + timedelta(seconds=after)) if after is not None else None, note
 
     # -- counting -------------------------------------------------------------------------------
 
