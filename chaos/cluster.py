@@ -241,10 +241,9 @@ class ClusterSuite(Operations):
         healed = [at for _, at, _ in healing]
         if all(at is not None for at in healed):
             run.recovered = max(at for at in healed if at is not None)
-        if brokers:
-            if wait_until(self.watch.kafka_balanced, 60) is not None:
-                since = (utc(datetime.now(UTC)) - run.restarted).total_seconds()
-                run.notes.append(f"preferred leaders back {since:.1f} s after the restart")
+        if brokers and wait_until(self.watch.kafka_balanced, 60) is not None:
+            since = (utc(datetime.now(UTC)) - run.restarted).total_seconds()
+            run.notes.append(f"preferred leaders back {since:.1f} s after the restart")
         log.info("%s healed: %s", kind, "; ".join(run.notes))
         fault = Fault(kind, rfc3339(run.start), f"kill -9 {', '.join(victims)}; " + "; ".join(run.notes),
                       (run.recovered - run.start).total_seconds() if run.recovered else None)
