@@ -123,6 +123,13 @@ class ClusterSuite(Operations):
     def start(self) -> None:
         if not any(cluster.status(self.layout).values()):
             cluster.wipe(self.layout)  # a new cluster each run: its start is measured from nothing
+        try:
+            self._start()
+        except BaseException:  # the suite never ran: never leave its cluster behind
+            cluster.down(self.layout)
+            raise
+
+    def _start(self) -> None:
         startup = cluster.up(self.layout)
         report = self.report
         assert isinstance(report, ClusterReport)
