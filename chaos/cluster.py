@@ -29,7 +29,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chaos import operations
 from chaos.cluster_faults import ClusterWatch, wait_drained, wait_until
@@ -38,6 +38,9 @@ from chaos.common import Collector, Fault, run_suite, start_stack
 from chaos.operations import DLQ_TOPIC, Client, Operations, Reply, TestWorker, message_of
 from devstack import cluster
 from jobrunner.domain.time import rfc3339, utc
+
+if TYPE_CHECKING:
+    from chaos.ops_model import Message
 
 log = logging.getLogger(__name__)
 
@@ -304,22 +307,24 @@ class ClusterSuite(Operations):
         return super()._judge(quiet, record)
 
     def _duplicate_causes(self) -> dict[str, int]:
-        """Each duplicate, by the fault during (or up to a minute after) which one of its copies was published."""
-        copies: dict[str, list[datetime]] = defaultdict(list)
+        """Each duplicate, by the fault during (or up to a minute after) which one of its copies was published,
+        and by what was published twice (a scheduled fire, a retry, a manual run)."""
+        copies: dict[str, list[Message]] = defaultdict(list)
         for m in self.collector.seen:
             if m.topic == "jobs":
-                copies[m.execution_id].append(m.published)
+                copies[m.execution_id].append(m)
         causes: dict[str, int] = defaultdict(int)
-        for published in copies.values():
-            if len(published) < 2:
+        for messages in copies.values():
+            if len(messages) < 2:
                 continue
-            cause = "outside the faults"
+            where = "outside the faults"
             for run in self.runs:
                 end = (run.recovered or run.back or run.start) + timedelta(seconds=60)
-                if any(run.start <= p <= end for p in published):
-                    cause = f"{run.kind} ({', '.join(run.victims)})"
+                if any(run.start <= m.published <= end for m in messages):
+                    where = f"{run.kind} ({', '.join(run.victims)})"
                     break
-            causes[cause] += len(published) - 1
+            what = {"SCHEDULE": "scheduled fires", "RETRY": "retries"}.get(messages[0].trigger, "runs now")
+            causes[f"{where}, {what}"] += len(messages) - 1
         return dict(causes)
 
 
