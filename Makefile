@@ -5,10 +5,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench cluster cluster-stop cluster-status chaos-cluster
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
+	@echo "make cluster - the same on a local cluster: 3 Cassandra nodes, 3 Kafka brokers (make cluster-stop stops it)"
 	@echo "make test    - lint, then every test (unit, contract, integration, end-to-end) on real servers"
 	@echo "make unit    - fast tests only (no servers)"
 	@echo "make lint    - ruff and mypy"
@@ -16,6 +17,7 @@ help:
 	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md"
 	@echo "make chaos   - both fault suites: crashes (5,000 executions, kills, restarts, silent minutes), then operations"
 	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
+	@echo "make chaos-cluster - the cluster fault suite: nodes and brokers killed under load, on a cluster of its own"
 	@echo "make synth   - synthesize the CDK app (and run cdk-nag) into cdk.out/, offline (CDK_ARGS=\"-c stage=prod\")"
 	@echo "make diff    - cdk diff: what a deploy would change in the stage's stack (AWS credentials)"
 	@echo "make preflight - check the account's Lambda concurrency quota against the stack (AWS credentials)"
@@ -34,6 +36,15 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m devstack.run
+
+cluster: $(STAMP)
+	$(PY) -m devstack.run --cluster
+
+cluster-stop: $(STAMP)
+	$(PY) -m devstack.cluster down
+
+cluster-status: $(STAMP)
+	$(PY) -m devstack.cluster status
 
 test: lint $(STAMP)
 	$(PY) -m tests.browser.chromium
@@ -69,6 +80,9 @@ chaos: $(STAMP)
 
 chaos-ops: $(STAMP)
 	$(PY) -m chaos --operations --markdown docs/reliability-operations-run.md
+
+chaos-cluster: $(STAMP)
+	$(PY) -m chaos --cluster --markdown docs/reliability-cluster-run.md
 
 synth: $(STAMP)
 	$(PY) -m infra.app $(CDK_ARGS)

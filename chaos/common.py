@@ -20,6 +20,7 @@ from jobrunner.adapters.publishers.topics import ensure_topics
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from jobrunner.config import Settings
 
@@ -110,23 +111,26 @@ class ChaosStack:
     settings: Settings
     invoker: ProcessInvoker
     stack: LocalStack
+    #: Stops the suite's servers (the single-node ones; a cluster suite stops its cluster).
+    stop_servers: Callable[[], object] = servers.stop_all
 
     def close(self, keep_servers: bool) -> None:
         self.invoker.stop_all()
         self.stack.stop()
         if not keep_servers:
-            servers.stop_all()
+            self.stop_servers()
 
 
 def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Sequence[str] = (),
-                **overrides: str) -> ChaosStack:
+                endpoints: servers.Endpoints | None = None, log_dir: Path | None = None,
+                one_scan_per_partition: bool = False, **overrides: str) -> ChaosStack:
     """Start (or reuse) the suite's servers and run the system on a keyspace, heartbeat table and tenant
     of its own (``name`` tells the suites apart in them). ``topics`` are created first (a consumer that
     subscribes to a topic not there yet may wait minutes for its next metadata refresh); ``overrides``
-    are more settings (environment variables), given to the scan processes too."""
-    endpoints = servers.ensure_all()
-    if topics:
-        ensure_topics(endpoints.kafka_bootstrap, list(topics))
+    are more settings (environment variables), given to the scan processes too. ``endpoints``: servers
+    started already (a cluster), instead of the single-node ones; ``log_dir``: where the scans log;
+    ``one_scan_per_partition``: see ``devstack.process_invoker``."""
+    endpoints = endpoints or servers.ensure_all()
     run_id = uuid.uuid4().hex[:8]
     env = {"CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host, "CASSANDRA_PORT": str(endpoints.cassandra_port),
            "CASSANDRA_KEYSPACE": f"jr_{name}_{run_id}", "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
@@ -136,7 +140,10 @@ def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Se
         endpoints, **env,
         JOBRUNNER_INITIAL_LOOKBACK_MINUTES="1",  # a fresh heartbeat table: no long-past minutes to scan
     )
-    invoker = ProcessInvoker({**os.environ, **env}, servers.LOG_DIR / f"{name}-scans.log")
+    if topics:
+        ensure_topics(endpoints.kafka_bootstrap, list(topics), replication=settings.kafka.topic_replication)
+    invoker = ProcessInvoker({**os.environ, **env}, (log_dir or servers.LOG_DIR) / f"{name}-scans.log",
+                             one_per_partition=one_scan_per_partition)
     stack = LocalStack(settings, port=0, tenant=f"{name}-{run_id}", example_worker=False,
                        auto_tick=auto_tick, invoker=invoker).start()
     return ChaosStack(endpoints, settings, invoker, stack)

@@ -84,17 +84,10 @@ class CassandraWrites:
         return int(match.group(1))
 
     def _nodetool(self, *args: str) -> str:
-        command = [
-            self._java, f"@{servers.DEVSTACK_DIR / 'cassandra' / 'jvm17.args'}",
-            f"-Dlogback.configurationFile={servers.DEVSTACK_DIR / 'cassandra' / 'logback.xml'}",
-            f"-Duser.home={servers.LOCAL_DIR / 'nodetool'}",  # its history file goes there, not to ~/.cassandra
-            "-cp", f"{servers.LOCAL_DIR / 'cassandra' / 'lib'}/*", "org.apache.cassandra.tools.NodeTool",
-            "-h", self._host, "-p", str(self._port), *args,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-        if result.returncode != 0:
-            raise FaultError(f"nodetool {' '.join(args)} failed: {result.stdout[-2000:]}{result.stderr[-2000:]}")
-        return result.stdout
+        try:
+            return servers.nodetool(self._host, self._port, *args)
+        except servers.DevstackError as exc:
+            raise FaultError(str(exc)) from exc
 
     def _jmx_open(self) -> bool:
         try:

@@ -319,6 +319,8 @@ class Operations:
         self.tag = uuid.uuid4().hex[:8]
         # A topic of this run's own: the broker keeps a refused topic's setting from one run to the next.
         self.void_topic = f"ops-void-{self.tag}"
+        #: Where the run's answers and messages are written at the end.
+        self.record_path = RECORD
 
     # -- set-up ---------------------------------------------------------------------------------
 
@@ -332,7 +334,7 @@ class Operations:
         self.writes = CassandraWrites(self.chaos.endpoints.cassandra_host)
         self.writes.enable_jmx()
         bootstrap = self.chaos.endpoints.kafka_bootstrap
-        self.collector = Collector(bootstrap, _message, topics=("jobs", self.void_topic, DLQ_TOPIC))
+        self.collector = Collector(bootstrap, message_of, topics=("jobs", self.void_topic, DLQ_TOPIC))
         self.worker = TestWorker(bootstrap, group_id=f"ops-worker-{self.tag}",
                                  results_topic=self.chaos.settings.results_topic)
         self.client = Client(self.chaos.stack.url, self.chaos.stack.token)
@@ -358,7 +360,7 @@ class Operations:
                     threading.Thread(target=self._faults, args=(ops_start,), name="faults", daemon=True)]
         for thread in threads:
             thread.start()
-        time.sleep(plan.ops_s)
+        self._operations_phase()
         self.stop.set()
         for thread in threads:
             thread.join()
@@ -373,10 +375,14 @@ class Operations:
             findings = self._judge(quiet)
         self._read_back(findings)
         self.collector.stop()
-        self.report.record = str(RECORD)
-        self._finish(self._judge(quiet, RECORD))
+        self.report.record = str(self.record_path)
+        self._finish(self._judge(quiet, self.record_path))
         self.report.wall_s = time.monotonic() - started
         return self.report
+
+    def _operations_phase(self) -> None:
+        """The operations go on this long (a suite with faults of its own may wait for them instead)."""
+        time.sleep(self.plan.ops_s)
 
     def _judge(self, quiet: Window, record: Path | None = None) -> Findings:
         void = frozenset(j for j, k in self.kinds.items() if k == "void")
@@ -615,7 +621,8 @@ class Operations:
 
     def _finish(self, findings: Findings) -> None:
         report = self.report
-        report.findings = {k: v for k, v in asdict(findings).items() if k not in ("final_states", "latest_payloads")}
+        report.findings = {k: v for k, v in asdict(findings).items()
+                           if k not in ("final_states", "latest_payloads", "lateness")}
         report.acknowledged = dict(self.acknowledged)
         report.conflicts = dict(self.conflicts)
         report.refused = dict(self.refused)
@@ -632,7 +639,7 @@ class Operations:
                                      f"after; the {findings.outage_fires} fires due meanwhile published by then")
 
 
-def _message(topic: str, value: dict[str, Any], published: datetime) -> Message:
+def message_of(topic: str, value: dict[str, Any], published: datetime) -> Message:
     return Message(topic=topic, execution_id=value["execution_id"], job_id=value["job_id"],
                    scheduled_at=parse_instant(value["scheduled_at"], "scheduled_at"),
                    attempt=int(value.get("attempt", 1)), trigger=value.get("trigger", "SCHEDULE"),

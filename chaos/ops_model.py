@@ -180,6 +180,9 @@ class Findings:
     max_lateness_quiet_s: float = 0.0
     outage_fires: int = 0
     outage_published_by_s: float | None = None
+    #: Each owed fire published on time or late, outside the catch-up and the unpublishable topic's segments:
+    #: (due instant, seconds from it to the first publish), for lateness by time window (``chaos.cluster``).
+    lateness: list[tuple[datetime, float]] = field(default_factory=list)
     #: The state each job must be in now, from its acknowledged changes (None: unknown).
     final_states: dict[str, str | None] = field(default_factory=dict)
     latest_payloads: dict[str, Any] = field(default_factory=dict)
@@ -194,6 +197,8 @@ class Regime:
     schedule: Schedule | None
     end_sent: datetime | None = None
     end_received: datetime | None = None
+    #: Started by the job's submission: its fires are owed from its creation, none is a catch-up replay.
+    from_submit: bool = False
 
     def has_fire(self, instant: datetime) -> bool:
         if self.state != "ACTIVE" or self.first is None or self.schedule is None or instant < self.first:
@@ -246,7 +251,13 @@ class JobHistory:
                 self.regimes[-1].end_sent, self.regimes[-1].end_received = sent, received
             schedule = schedule_from_dict(job["schedule"]) if job["state"] == "ACTIVE" else None
             first = _instant(job.get("next_run_at"))
-            self.regimes.append(Regime(job["state"], sent, received, first, schedule))
+            created = _instant(job.get("created_at")) if "submit" in kinds else None
+            if created is not None:
+                # A submission acknowledged only when sent again (the first answer was lost) reports the
+                # job as it stands then, perhaps after some fires: those are owed from its creation.
+                sent = min(sent, created)
+                first = schedule.first_fire(created) if schedule is not None else first
+            self.regimes.append(Regime(job["state"], sent, received, first, schedule, from_submit=created is not None))
             if job["state"] == "CANCELLED":
                 self.cancelled_at, cancel_version = received, version
         self.windows = _doubt_windows(doubts, answers)
@@ -365,7 +376,8 @@ def _owed_fires(run: Run, histories: dict[str, JobHistory]) -> dict[tuple[str, d
             replayed = 0
             for fire in regime.fires(min(limit, run.quiet.end)):
                 wanted = fire
-                if fire < regime.received:
+                replay = fire < regime.received and not regime.from_submit
+                if replay:
                     wanted = regime.received + CATCH_UP_PACE * replayed
                     replayed += 1
                 ended = regime.end_sent
@@ -385,7 +397,7 @@ def _owed_fires(run: Run, histories: dict[str, JobHistory]) -> dict[tuple[str, d
                     phase = "outage"
                 else:
                     phase = "ops"
-                if fire < regime.received:
+                if replay:
                     phase = "catch-up"  # replayed after a resume with catch-up: late by design
                 owed[(job_id, fire)] = Owed(phase, wanted)
     return owed
@@ -432,6 +444,8 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
             if phase != "catch-up":
                 void_segment_lateness.append(lateness)
             continue
+        if phase != "catch-up":
+            findings.lateness.append((fire, lateness))
         if phase == "outage":
             findings.max_lateness_outage_s = max(findings.max_lateness_outage_s, lateness)
             outage_published.append(published)

@@ -1,16 +1,22 @@
-"""``make run``: start the servers and the whole system, print how to use it, run until Ctrl-C."""
+"""``make run``: start the servers and the whole system, print how to use it, run until Ctrl-C.
+
+``--cluster`` (``make cluster``): the same system on the local cluster instead of the single-node servers
+(three Cassandra nodes, three Kafka brokers: ``devstack.cluster``), with the settings a cluster needs.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from devstack import servers
+from devstack import cluster, servers
 from devstack.environments import default_count
 from devstack.stack import LocalStack, local_settings, traces_path
 
@@ -42,18 +48,43 @@ def tracing_line(settings: Settings) -> str:
     return f"\n  traces:     {settings.otel_exporter}, to {where}"
 
 
-def main() -> None:
+def cluster_lines(layout: cluster.Layout, startup: cluster.Startup, settings: Settings, ready_s: float) -> str:
+    """What the banner says of the cluster: how fast it came up, and the client settings in force."""
+    how = f"formed in {startup.seconds:.1f} s" if startup.started else "already running"
+    db = settings.cassandra
+    return (f"\n  cluster:    {layout.name}, {how}; the system answered {ready_s:.1f} s after this command started"
+            f"\n              Cassandra: datacenter {db.local_dc}, keyspace {db.keyspace} at replication factor"
+            f" {db.replication_factor}, LOCAL_QUORUM, token-aware"
+            f"\n              Kafka: topics at replication factor {settings.kafka.topic_replication},"
+            f" min.insync.replicas {layout.min_insync_replicas}, acks=all")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cluster", action="store_true", help="run on the local cluster (make cluster)")
+    args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    endpoints = servers.ensure_all()
-    settings = local_settings(endpoints, **{k: v for k, v in os.environ.items() if k.startswith("JOBRUNNER_")})
+    chosen = {k: v for k, v in os.environ.items() if k.startswith("JOBRUNNER_")}
+    began = time.monotonic()
+    layout, startup = cluster.CLUSTER, None
+    if args.cluster:
+        startup = cluster.up(layout)
+        endpoints = layout.endpoints()
+        settings = local_settings(endpoints, **layout.settings(), **chosen)
+    else:
+        endpoints = servers.ensure_all()
+        settings = local_settings(endpoints, **chosen)
     # Scans and API requests run in warm environment processes beside this one, as Lambda runs concurrent
     # invocations in environments of their own (JOBRUNNER_ENVIRONMENTS=0: all in this process).
     environments = int(os.environ.get("JOBRUNNER_ENVIRONMENTS", str(default_count())))
     stack = LocalStack(settings, port=int(os.environ.get("JOBRUNNER_PORT", "8080")), environments=environments).start()
     write_env(stack, endpoints)
+    extra, stop_with = "", "make stop     "
+    if startup is not None:
+        extra, stop_with = cluster_lines(layout, startup, settings, time.monotonic() - began), "make cluster-stop"
     print(f"""
 Distributed Job Runner is running.
   API:        {stack.url}   (OpenAPI: {stack.url}/openapi.json)
@@ -61,7 +92,7 @@ Distributed Job Runner is running.
   tenant:     {stack.tenant}
   token:      {stack.token}
   Kafka:      {endpoints.kafka_bootstrap}   Cassandra: {endpoints.cassandra_host}:{endpoints.cassandra_port}
-  settings:   .local/env (source it in a shell){tracing_line(settings)}
+  settings:   .local/env (source it in a shell){tracing_line(settings)}{extra}
 
 Submit a job due in 30 seconds, then read it back:
   source .local/env
@@ -72,7 +103,7 @@ Submit a job due in 30 seconds, then read it back:
   curl -s "$JOBRUNNER_API_URL/jobs/<job_id>" -H "Authorization: Bearer $JOBRUNNER_TOKEN"
 
 Watch executions arrive:   .venv/bin/python -m devstack.watch jobs
-Stop the servers:          make stop      (Ctrl-C stops this process only)
+Stop the servers:          {stop_with} (Ctrl-C stops this process only)
 """, flush=True)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())

@@ -234,21 +234,53 @@ def _prepare_cassandra() -> list[str]:
     triggers = LOCAL_DIR / "cassandra" / "triggers"  # Cassandra warns every minute if it is missing
     for folder in (data, triggers):
         folder.mkdir(parents=True, exist_ok=True)
-    config = _render(
-        DEVSTACK_DIR / "cassandra" / "cassandra.yaml",
+    config = render_cassandra_config(
         LOCAL_DIR / "cassandra" / "cassandra.yaml",
         host=host,
-        native_port=str(port),
-        storage_port=str(_env_port("CASSANDRA_STORAGE_PORT", 7000)),
-        data_dir=str(data),
+        native_port=port,
+        storage_port=_env_port("CASSANDRA_STORAGE_PORT", 7000),
+        data_dir=data,
     )
+    return cassandra_command(config, data, triggers, heap="1G")
+
+
+def render_cassandra_config(
+    target: Path, *, host: str, native_port: int, storage_port: int, data_dir: Path,
+    cluster_name: str = "devstack", seeds: Sequence[str] = (), cluster_settings: str = "",
+) -> Path:
+    """Write cassandra.yaml from the template: one node, or (with ``seeds`` and ``cluster_settings``, more
+    keys appended) a member of a cluster (``devstack.cluster``)."""
+    return _render(
+        DEVSTACK_DIR / "cassandra" / "cassandra.yaml",
+        target,
+        host=host,
+        native_port=str(native_port),
+        storage_port=str(storage_port),
+        data_dir=str(data_dir),
+        cluster_name=cluster_name,
+        seeds=",".join(seeds) or host,
+        cluster_settings=cluster_settings,
+    )
+
+
+def cassandra_command(
+    config: Path, data: Path, triggers: Path, *, heap: str, extra: Sequence[str] = (), durable_system: bool = False,
+) -> list[str]:
+    """The command that starts a Cassandra node on ``config``, with ``extra`` JVM options.
+
+    Without ``durable_system``, the system tables' writes skip the commit log (``cassandra.unsafesystem``):
+    schema changes are much faster, and a node stopped cleanly (SIGTERM drains it) loses nothing. A node that
+    may be killed (a cluster node, ``kill -9`` by the fault suite) needs them durable: otherwise it comes
+    back without the schema and the peers it learnt since its start, answers reads of the newer tables with
+    INCOMPATIBLE_SCHEMA, and pulls the schema again only minutes later.
+    """
     jamm = sorted(_lib_dir("cassandra").glob("jamm-*.jar"))
     if not jamm:
         raise DevstackError(f"no jamm jar in {_lib_dir('cassandra')}; delete that folder to re-fetch")
     return [
         java_executable(),
-        "-Xms1G",
-        "-Xmx1G",
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
         "-Xss256k",
         "-XX:+UseG1GC",
         "-XX:+ParallelRefProcEnabled",
@@ -265,7 +297,8 @@ def _prepare_cassandra() -> list[str]:
         f"-Dlogback.configurationFile={DEVSTACK_DIR / 'cassandra' / 'logback.xml'}",
         "-Dcassandra-foreground=yes",  # otherwise the daemon closes stdout/stderr
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-        "-Dcassandra.unsafesystem=true",  # no fsync of system tables: much faster schema changes
+        *([] if durable_system else ["-Dcassandra.unsafesystem=true"]),
+        *extra,
         "-cp",
         _classpath("cassandra"),
         "org.apache.cassandra.service.CassandraDaemon",
@@ -277,14 +310,36 @@ def _prepare_kafka() -> list[str]:
     host, port = _kafka_address()
     data = DATA_DIR / "kafka"
     data.mkdir(parents=True, exist_ok=True)
-    config = _render(
+    controller_port = _env_port("KAFKA_CONTROLLER_PORT", 9093)
+    config = render_kafka_config(
+        LOCAL_DIR / "kafka" / "server.properties", host=host, port=port, controller_port=controller_port, data_dir=data,
+    )
+    return kafka_command(config, data, LOG_DIR, heap="512m")
+
+
+def render_kafka_config(
+    target: Path, *, host: str, port: int, controller_port: int, data_dir: Path, node_id: int = 1,
+    voters: str = "", replication_factor: int = 1, min_insync_replicas: int = 1, cluster_settings: str = "",
+) -> Path:
+    """Write server.properties from the template: one broker and controller, or (with ``voters`` and a
+    replication factor) a member of a KRaft cluster (``devstack.cluster``)."""
+    return _render(
         DEVSTACK_DIR / "kafka" / "server.properties",
-        LOCAL_DIR / "kafka" / "server.properties",
+        target,
         host=host,
         port=str(port),
-        controller_port=str(_env_port("KAFKA_CONTROLLER_PORT", 9093)),
-        data_dir=str(data),
+        controller_port=str(controller_port),
+        data_dir=str(data_dir),
+        node_id=str(node_id),
+        voters=voters or f"{node_id}@{host}:{controller_port}",
+        replication_factor=str(replication_factor),
+        min_insync_replicas=str(min_insync_replicas),
+        cluster_settings=cluster_settings,
     )
+
+
+def kafka_command(config: Path, data: Path, log_dir: Path, *, heap: str) -> list[str]:
+    """The command that starts a Kafka broker on ``config``, formatting ``data`` first if it is new."""
     java = java_executable()
     logging_flag = f"-Dlog4j.configuration={(DEVSTACK_DIR / 'kafka' / 'log4j.properties').as_uri()}"
     if not (data / "meta.properties").is_file():
@@ -296,15 +351,15 @@ def _prepare_kafka() -> list[str]:
             raise DevstackError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
     return [
         java,
-        "-Xms512m",
-        "-Xmx512m",
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
         "-XX:+UseG1GC",
         "-XX:MaxGCPauseMillis=20",
         "-XX:InitiatingHeapOccupancyPercent=35",
         "-XX:+ExplicitGCInvokesConcurrent",
         "-Djava.awt.headless=true",
         logging_flag,
-        f"-Dkafka.logs.dir={LOG_DIR}",
+        f"-Dkafka.logs.dir={log_dir}",
         "-cp",
         _classpath("kafka"),
         "kafka.Kafka",
@@ -315,6 +370,21 @@ def _prepare_kafka() -> list[str]:
 def _prepare_moto() -> list[str]:
     host, port = _moto_address()
     return [sys.executable, "-m", "devstack.moto_server", "-H", host, "-p", str(port)]
+
+
+def nodetool(jmx_host: str, jmx_port: int, *args: str, timeout_s: float = 120) -> str:
+    """Run Cassandra's nodetool against the JMX agent on ``jmx_host:jmx_port``; returns its output."""
+    command = [
+        java_executable(), f"@{DEVSTACK_DIR / 'cassandra' / 'jvm17.args'}",
+        f"-Dlogback.configurationFile={DEVSTACK_DIR / 'cassandra' / 'logback.xml'}",
+        f"-Duser.home={LOCAL_DIR / 'nodetool'}",  # its history file goes there, not to ~/.cassandra
+        "-cp", _classpath("cassandra"), "org.apache.cassandra.tools.NodeTool",
+        "-h", jmx_host, "-p", str(jmx_port), *args,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if result.returncode != 0:
+        raise DevstackError(f"nodetool {' '.join(args)} failed: {result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return result.stdout
 
 
 # --------------------------------------------------------------------------- probes
@@ -347,11 +417,11 @@ def cassandra_release_version(host: str, port: int, timeout: float = 5.0) -> str
         cluster.shutdown()
 
 
-def _probe_cassandra(host: str, port: int) -> bool:
+def cassandra_answers(host: str, port: int) -> bool:
     return cassandra_release_version(host, port) is not None
 
 
-def _probe_kafka(host: str, port: int) -> bool:
+def kafka_answers(host: str, port: int) -> bool:
     """True if a Kafka broker answers a metadata request and lists at least one broker."""
     if not _port_open(host, port):
         return False
@@ -374,7 +444,7 @@ def _probe_kafka(host: str, port: int) -> bool:
         admin.close()
 
 
-def _probe_moto(host: str, port: int) -> bool:
+def moto_answers(host: str, port: int) -> bool:
     """True if moto's own API answers with its JSON configuration."""
     try:
         with urllib.request.urlopen(f"http://{host}:{port}/moto-api/config", timeout=5) as response:
@@ -387,7 +457,9 @@ def _probe_moto(host: str, port: int) -> bool:
 
 
 @dataclass(frozen=True)
-class _Server:
+class Server:
+    """A server devstack starts, probes and stops (a single-node one, or a node of ``devstack.cluster``)."""
+
     name: str
     address: Callable[[], tuple[str, int]]
     probe: Callable[[str, int], bool]
@@ -396,33 +468,47 @@ class _Server:
     ready_timeout_s: float
     has_jars: bool
     port_variable: str
+    #: Its pid file goes to ``home/run``, its log to ``home/logs``, and it runs in ``home``.
+    home: Path = LOCAL_DIR
+    #: The jars it runs on, when they are not its own name's (a cluster node shares the server's).
+    jars: str = ""
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
 
 
-_SERVERS: dict[str, _Server] = {
-    "cassandra": _Server(
+
+
+_SERVERS: dict[str, Server] = {
+    "cassandra": Server(
         name="cassandra",
         address=_cassandra_address,
-        probe=_probe_cassandra,
+        probe=cassandra_answers,
         prepare=_prepare_cassandra,
         process_marker="org.apache.cassandra.service.CassandraDaemon",
         ready_timeout_s=180.0,
         has_jars=True,
         port_variable="CASSANDRA_PORT",
     ),
-    "kafka": _Server(
+    "kafka": Server(
         name="kafka",
         address=_kafka_address,
-        probe=_probe_kafka,
+        probe=kafka_answers,
         prepare=_prepare_kafka,
         process_marker="kafka.Kafka",
         ready_timeout_s=90.0,
         has_jars=True,
         port_variable="KAFKA_PORT",
     ),
-    "moto": _Server(
+    "moto": Server(
         name="moto",
         address=_moto_address,
-        probe=_probe_moto,
+        probe=moto_answers,
         prepare=_prepare_moto,
         process_marker="devstack.moto_server",
         ready_timeout_s=30.0,
@@ -432,7 +518,7 @@ _SERVERS: dict[str, _Server] = {
 }
 
 
-def _server(name: str) -> _Server:
+def _server(name: str) -> Server:
     try:
         return _SERVERS[name]
     except KeyError:
@@ -445,19 +531,19 @@ def _server(name: str) -> _Server:
 _children: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def _pid_file(name: str) -> Path:
-    return RUN_DIR / f"{name}.pid"
+def _pid_file(server: Server) -> Path:
+    return server.run_dir / f"{server.name}.pid"
 
 
-def _log_file(name: str) -> Path:
-    return LOG_DIR / f"{name}.log"
+def _log_file(server: Server) -> Path:
+    return server.log_dir / f"{server.name}.log"
 
 
 @contextlib.contextmanager
-def _locked(name: str) -> Iterator[None]:
+def _locked(server: Server) -> Iterator[None]:
     """Serialise start/stop of one server across processes (e.g. parallel test sessions)."""
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    with (RUN_DIR / f"{name}.lock").open("w") as lock:
+    server.run_dir.mkdir(parents=True, exist_ok=True)
+    with (server.run_dir / f"{server.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -485,19 +571,19 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _is_ours(pid: int, server: _Server) -> bool:
+def _is_ours(pid: int, server: Server) -> bool:
     """Guard against a recycled pid: the process must be this server, run from this checkout."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
     except OSError:
         return _alive(pid)  # no /proc: trust the pid file
-    return server.process_marker in cmdline and cwd == LOCAL_DIR
+    return server.process_marker in cmdline and cwd == server.home
 
 
-def _managed_pid(server: _Server) -> int | None:
+def managed_pid(server: Server) -> int | None:
     """The pid of the running server devstack started, or None (removing a stale pid file)."""
-    pid_file = _pid_file(server.name)
+    pid_file = _pid_file(server)
     try:
         pid = int(pid_file.read_text().split()[0])
     except (OSError, ValueError, IndexError):
@@ -508,8 +594,8 @@ def _managed_pid(server: _Server) -> int | None:
     return None
 
 
-def _log_tail(name: str, lines: int = LOG_TAIL_LINES) -> str:
-    path = _log_file(name)
+def _log_tail(server: Server, lines: int = LOG_TAIL_LINES) -> str:
+    path = _log_file(server)
     try:
         with path.open("rb") as file:
             file.seek(0, os.SEEK_END)
@@ -520,10 +606,10 @@ def _log_tail(name: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _spawn(server: _Server, command: list[str]) -> int:
+def _spawn(server: Server, command: list[str]) -> int:
     """Start ``command`` detached from this process, logging to .local/logs/<name>.log."""
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = _log_file(server.name)
+    server.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = _log_file(server)
     if log_path.exists():
         log_path.replace(log_path.with_name(log_path.name + ".1"))
     with log_path.open("wb") as log_out:
@@ -535,33 +621,33 @@ def _spawn(server: _Server, command: list[str]) -> int:
             stdin=subprocess.DEVNULL,
             stdout=log_out,
             stderr=subprocess.STDOUT,
-            cwd=LOCAL_DIR,
+            cwd=server.home,
             start_new_session=True,  # survives the caller and its Ctrl-C
         )
     _children[process.pid] = process
     host, port = server.address()
-    _pid_file(server.name).write_text(f"{process.pid}\n{host}:{port}\n")
+    _pid_file(server).write_text(f"{process.pid}\n{host}:{port}\n")
     log.info("started %s (pid %d), log: %s", server.name, process.pid, log_path)
     return process.pid
 
 
-def _wait_ready(server: _Server, pid: int, host: str, port: int) -> None:
+def _wait_ready(server: Server, pid: int, host: str, port: int) -> None:
     deadline = time.monotonic() + server.ready_timeout_s
     while True:
         if not _alive(pid):
-            _pid_file(server.name).unlink(missing_ok=True)
+            _pid_file(server).unlink(missing_ok=True)
             raise DevstackError(
-                f"{server.name} exited during start-up; last lines of {_log_file(server.name)}:\n"
-                + _log_tail(server.name)
+                f"{server.name} exited during start-up; last lines of {_log_file(server)}:\n"
+                + _log_tail(server)
             )
         if server.probe(host, port):
             return
         if time.monotonic() > deadline:
-            tail = _log_tail(server.name)
+            tail = _log_tail(server)
             _terminate(server, pid)
             raise DevstackError(
                 f"{server.name} did not answer on {host}:{port} within {server.ready_timeout_s:.0f} s"
-                f" and was stopped; last lines of {_log_file(server.name)}:\n{tail}"
+                f" and was stopped; last lines of {_log_file(server)}:\n{tail}"
             )
         time.sleep(POLL_INTERVAL_S)
 
@@ -575,7 +661,7 @@ def _wait_exit(pid: int, timeout_s: float) -> bool:
     return True
 
 
-def _terminate(server: _Server, pid: int) -> None:
+def _terminate(server: Server, pid: int) -> None:
     """SIGTERM (the servers shut down cleanly on it), then SIGKILL after STOP_TIMEOUT_S."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -584,28 +670,28 @@ def _terminate(server: _Server, pid: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         _wait_exit(pid, 10.0)
-    _pid_file(server.name).unlink(missing_ok=True)
+    _pid_file(server).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class Outcome:
     name: str
     started: bool  # False: an already running server was reused
     seconds: float  # from the call until the server answered
     fetch_seconds: float  # part of ``seconds`` spent fetching jars
 
 
-def _ensure(server: _Server) -> _Outcome:
+def ensure(server: Server) -> Outcome:
     """Make sure ``server`` answers on its port; start it if needed."""
     began = time.monotonic()
     host, port = server.address()
-    with _locked(server.name):
+    with _locked(server):
         if server.probe(host, port):
-            return _Outcome(server.name, False, time.monotonic() - began, 0.0)
+            return Outcome(server.name, False, time.monotonic() - began, 0.0)
         fetch_seconds = 0.0
-        pid = _managed_pid(server)
+        pid = managed_pid(server)
         if pid is not None:
-            recorded = _pid_file(server.name).read_text().split()[1:]
+            recorded = _pid_file(server).read_text().split()[1:]
             if recorded and recorded != [f"{host}:{port}"]:
                 raise DevstackError(
                     f"{server.name} (pid {pid}) was started by devstack on {recorded[0]},"
@@ -619,12 +705,37 @@ def _ensure(server: _Server) -> _Outcome:
                     f" stop it or set {server.port_variable} to another port"
                 )
             if server.has_jars:
-                fetch_seconds = fetch_jars(server.name)
+                fetch_seconds = fetch_jars(server.jars or server.name)
             pid = _spawn(server, server.prepare())
         _wait_ready(server, pid, host, port)
     seconds = time.monotonic() - began
     log.info("%s is ready on %s:%d after %.1f s", server.name, host, port, seconds)
-    return _Outcome(server.name, True, seconds, fetch_seconds)
+    return Outcome(server.name, True, seconds, fetch_seconds)
+
+
+def stop_server(server: Server) -> bool:
+    """Stop ``server`` if devstack started it (SIGTERM, then SIGKILL after 60 s); False if it did not."""
+    with _locked(server):
+        pid = managed_pid(server)
+        if pid is None:
+            return False
+        log.info("stopping %s (pid %d)", server.name, pid)
+        _terminate(server, pid)
+    return True
+
+
+def kill_server(server: Server) -> bool:
+    """SIGKILL ``server`` if devstack started it, without a clean shutdown (for fault tests)."""
+    with _locked(server):
+        pid = managed_pid(server)
+        if pid is None:
+            return False
+        log.info("killing %s (pid %d)", server.name, pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _wait_exit(pid, 10.0)
+        _pid_file(server).unlink(missing_ok=True)
+    return True
 
 
 # --------------------------------------------------------------------------- public API
@@ -632,20 +743,20 @@ def _ensure(server: _Server) -> _Outcome:
 
 def ensure_cassandra() -> tuple[str, int]:
     """Make sure Cassandra answers CQL; returns its ``(host, port)``."""
-    _ensure(_SERVERS["cassandra"])
+    ensure(_SERVERS["cassandra"])
     return _cassandra_address()
 
 
 def ensure_kafka() -> str:
     """Make sure a Kafka broker answers; returns its bootstrap address ``host:port``."""
-    _ensure(_SERVERS["kafka"])
+    ensure(_SERVERS["kafka"])
     host, port = _kafka_address()
     return f"{host}:{port}"
 
 
 def ensure_moto() -> str:
     """Make sure moto's AWS mock server answers; returns its endpoint URL."""
-    _ensure(_SERVERS["moto"])
+    ensure(_SERVERS["moto"])
     host, port = _moto_address()
     return f"http://{host}:{port}"
 
@@ -662,14 +773,7 @@ def stop(name: str) -> bool:
     Returns False if devstack has no running process for it (a server started some other
     way is left alone).
     """
-    server = _server(name)
-    with _locked(name):
-        pid = _managed_pid(server)
-        if pid is None:
-            return False
-        log.info("stopping %s (pid %d)", name, pid)
-        _terminate(server, pid)
-    return True
+    return stop_server(_server(name))
 
 
 def stop_all() -> dict[str, bool]:
@@ -679,17 +783,7 @@ def stop_all() -> dict[str, bool]:
 
 def kill(name: str) -> bool:
     """SIGKILL a server devstack started, without a clean shutdown (for fault tests)."""
-    server = _server(name)
-    with _locked(name):
-        pid = _managed_pid(server)
-        if pid is None:
-            return False
-        log.info("killing %s (pid %d)", name, pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        _wait_exit(pid, 10.0)
-        _pid_file(name).unlink(missing_ok=True)
-    return True
+    return kill_server(_server(name))
 
 
 def restart(name: str) -> None:
@@ -697,7 +791,7 @@ def restart(name: str) -> None:
     server = _server(name)
     if not stop(name) and server.probe(*server.address()):
         log.warning("%s was not started by devstack; leaving it running", name)
-    _ensure(server)
+    ensure(server)
 
 
 def status() -> dict[str, bool]:
@@ -723,7 +817,7 @@ def _rss_text(pid: int) -> str:
     return "?"
 
 
-def _print_outcome(outcome: _Outcome) -> None:
+def _print_outcome(outcome: Outcome) -> None:
     if not outcome.started:
         how = f"reused, already running ({outcome.seconds:.1f} s)"
     else:
@@ -735,7 +829,7 @@ def _print_outcome(outcome: _Outcome) -> None:
 
 def _cmd_up() -> None:
     for name in SERVER_NAMES:
-        _print_outcome(_ensure(_SERVERS[name]))
+        _print_outcome(ensure(_SERVERS[name]))
     endpoints = Endpoints(*_cassandra_address(), _endpoint_text("kafka"), _endpoint_text("moto"))
     print()
     print(f"cassandra:  {endpoints.cassandra_host}:{endpoints.cassandra_port}")
@@ -745,7 +839,7 @@ def _cmd_up() -> None:
 
 def _cmd_status() -> None:
     for name, up in status().items():
-        pid = _managed_pid(_SERVERS[name])
+        pid = managed_pid(_SERVERS[name])
         if pid is not None:
             state, owner = ("up" if up else "not answering"), f"pid {pid}, rss {_rss_text(pid)}"
         elif up:

@@ -195,7 +195,8 @@ class LocalStack:
     def _bootstrap(self) -> None:
         migrate(self.settings.cassandra)
         ensure_topics(self.settings.kafka.bootstrap, [self.settings.topic, self.settings.results_topic,
-                                                      self.settings.dead_letter_topic, *self.settings.allowed_topics])
+                                                      self.settings.dead_letter_topic, *self.settings.allowed_topics],
+                      replication=self.settings.kafka.topic_replication)
         dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
                                 endpoint_url=self.settings.dynamodb_endpoint)
         ensure_table(dynamodb, self.settings.heartbeat_table)

@@ -18,10 +18,14 @@
 | CASSANDRA_PORT | 9042 | CQL port (9142 for Keyspaces) |
 | CASSANDRA_KEYSPACE | jobrunner | keyspace |
 | CASSANDRA_MODE | cassandra | cassandra, or keyspaces (TLS + SigV4) |
+| CASSANDRA_LOCAL_DC | (none) | a cluster's local datacenter: token-aware routing to its nodes (``session.py``) |
+| CASSANDRA_REPLICATION_FACTOR | 1 | replicas of the keyspace the migration creates (in CASSANDRA_LOCAL_DC when named) |
+| CASSANDRA_SPECULATIVE_DELAY_MS | 0 (off) | a read not answered within this is also sent to the next node |
 | CASSANDRA_SECRET_ARN | (none) | existing cluster: Secrets Manager secret with username and password |
 | CASSANDRA_TLS | false | existing cluster: connect over TLS (CASSANDRA_CA_BUNDLE to pin a CA) |
 | KAFKA_BOOTSTRAP | 127.0.0.1:9092 | bootstrap servers |
 | KAFKA_SECURITY | plaintext | plaintext, or msk-iam |
+| KAFKA_TOPIC_REPLICATION | 1 | replicas of the topics the local stack creates (AWS: the CDK app creates them) |
 | HEARTBEAT_TABLE | jobrunner-heartbeats | DynamoDB table of leases and watermarks |
 | DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
 | SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes (and the writers that wake scans) |
@@ -123,11 +127,15 @@ class Settings:
                 ca_bundle=env.get("CASSANDRA_CA_BUNDLE"),
                 secret_arn=env.get("CASSANDRA_SECRET_ARN") or None,
                 tls=env.get("CASSANDRA_TLS", "").lower() in ("1", "true", "yes"),
+                local_dc=env.get("CASSANDRA_LOCAL_DC") or None,
+                replication_factor=_whole(env, "CASSANDRA_REPLICATION_FACTOR", 1),
+                speculative_delay_ms=_whole(env, "CASSANDRA_SPECULATIVE_DELAY_MS", 0, least=0),
             ),
             kafka=KafkaSettings(
                 bootstrap=env.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
                 security=env.get("KAFKA_SECURITY", "plaintext"),
                 region=region,
+                topic_replication=_whole(env, "KAFKA_TOPIC_REPLICATION", 1),
             ),
             heartbeat_table=heartbeat_table,
             dynamodb_endpoint=env.get("DYNAMODB_ENDPOINT") or None,
@@ -141,6 +149,20 @@ class Settings:
             wake_scans=env.get("JOBRUNNER_WAKE_SCANS", "").lower() in ("1", "true", "yes"),
             change_log=env.get("JOBRUNNER_CHANGE_LOG", "true").lower() not in ("0", "false", "no", "off"),
         )
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, *, least: int = 1) -> int:
+    """``env[name]`` as a whole number of at least ``least`` (``default`` when unset or empty)."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ValueError(f"{name}: expected a whole number of at least {least}, got {text!r}")
+    return value
 
 
 def _json_object(name: str, text: str) -> dict[str, object]:

@@ -45,9 +45,10 @@ class JobStore(ABC):
     """Jobs, their scheduled executions and their history (Cassandra / Keyspaces in production).
 
     Contract:
-    - ``create`` writes the job and its first scheduled execution atomically: after it returns the
-      job exists with a run that some scan will see; if it raises, neither may exist or both do
-      (a retried create with the same job is idempotent).
+    - ``create`` writes the job and its first scheduled execution: after it returns the job exists with
+      a run that some scan will see; if it raises, the job may exist (then with its first run) or not
+      (then its first run may, which no scan publishes without its job). A retried create with the same
+      job is idempotent.
     - A scheduled row is identified by its partition (bucket, segment), lane, ``due_at``, ``job_id``,
       ``execution_id`` and ``job_version``: re-planning one fire under a new job version writes a
       second row, so removing the stale one never removes the new one.

@@ -87,6 +87,17 @@ def test_a_paused_job_that_fires_and_a_stale_payload_in_the_quiet_window_are_cau
     assert len(findings.quiet_stale_payloads) == 4  # +100, +110, +120, +130
 
 
+def test_a_submission_acknowledged_only_when_retried_owes_its_fires_from_its_creation() -> None:
+    # Given a submission whose answer never came (the API too slow), sent again with its idempotency key and
+    # acknowledged at +25 s, when the job had fired at +10 s already: that answer's next run is +30 s
+    job = {**answer("submit", 25, 1, next_s=30).job, "created_at": at(0).isoformat()}
+    retried = Answer(JOB, "submit", at(25), at(25.05), job)
+    findings = judged([retried], [fire(s) for s in range(10, 131, 10) if s != 20])
+    # Then every fire since its creation was owed: +10 s came (no stray), +20 s is lost, not a catch-up
+    assert not findings.strays
+    assert findings.lost == ["job-1@2026-11-22T10:00:20.000Z (ops)"]
+
+
 @pytest.mark.e2e
 def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path) -> None:
     report_path = tmp_path / "operations.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ from jobrunner.domain.errors import (
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
+log = logging.getLogger(__name__)
 
 
 def error_response(
@@ -87,5 +90,6 @@ def register(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(Unavailable)
     def unavailable(exc: Unavailable) -> Response[Any]:
+        log.warning("answering 503: %s", exc)  # the client is told to retry; the operator needs the cause
         return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable",
                               "a backing service is unavailable; retry later (with an idempotency_key to be safe)")

@@ -359,3 +359,22 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     stored = store.get("alice", "job-0")
     assert stored is not None and stored.calendar == "holidays"
     session.cluster.shutdown()
+
+
+def test_a_named_datacenter_gets_the_keyspace_at_its_replication_factor(settings: Settings) -> None:
+    # Given a keyspace not created yet, for a cluster whose datacenter is named (the single node's own one,
+    # since a keyspace may not ask for more replicas than a datacenter has nodes to write to)
+    keyspace = f"jr_migrate_{uuid.uuid4().hex[:8]}"
+    cassandra = replace(settings.cassandra, keyspace=keyspace, local_dc="datacenter1", replication_factor=1)
+    admin = connect(cassandra, keyspace=False)
+    try:
+        # When the schema is applied
+        migrate(cassandra)
+        # Then the keyspace is replicated per datacenter, with the factor asked for
+        row = admin.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                            (keyspace,)).one()
+        assert dict(row.replication) == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+                                         "datacenter1": "1"}
+    finally:
+        admin.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+        admin.cluster.shutdown()

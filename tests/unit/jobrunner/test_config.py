@@ -51,3 +51,28 @@ def test_settings_with_tenants_mappings_can_be_sent_to_another_process() -> None
     assert (copy.topic_grants.topics_of("payments"), copy.tenant_limits.of("payments").payload_bytes) == (
         ("payments",), 10)
     assert dict(copy.tenant_map) == {"arn:x": "payments"}
+
+
+def test_a_single_node_is_the_default_and_a_cluster_is_named_by_its_settings() -> None:
+    # Given no cluster settings: one replica, no datacenter, no speculative reads (the single-node stack)
+    single = Settings.from_env({})
+    assert (single.cassandra.local_dc, single.cassandra.replication_factor, single.cassandra.speculative_delay_ms,
+            single.kafka.topic_replication) == (None, 1, 0, 1)
+    # When a cluster's settings are given (as devstack.cluster's layout gives them)
+    cluster = Settings.from_env({
+        "CASSANDRA_CONTACT_POINTS": "127.0.0.2,127.0.0.3,127.0.0.4", "CASSANDRA_LOCAL_DC": "datacenter1",
+        "CASSANDRA_REPLICATION_FACTOR": "3", "CASSANDRA_SPECULATIVE_DELAY_MS": "250", "KAFKA_TOPIC_REPLICATION": "3",
+    })
+    # Then every node is a contact point and the rest is carried to the adapters
+    assert cluster.cassandra.contact_points == ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+    assert (cluster.cassandra.local_dc, cluster.cassandra.replication_factor, cluster.cassandra.speculative_delay_ms,
+            cluster.kafka.topic_replication) == ("datacenter1", 3, 250, 3)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("CASSANDRA_REPLICATION_FACTOR", "0"), ("CASSANDRA_REPLICATION_FACTOR", "three"),
+    ("KAFKA_TOPIC_REPLICATION", "-1"), ("CASSANDRA_SPECULATIVE_DELAY_MS", "-5"),
+])
+def test_a_replication_or_delay_that_is_not_a_count_names_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=f"{name}: expected a whole number"):
+        Settings.from_env({name: value})

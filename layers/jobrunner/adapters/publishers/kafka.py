@@ -27,6 +27,11 @@ A producer that leaves a message undecided past its own delivery timeout is repl
 it was sent), the sender resets the idempotent producer id but leaves its transaction manager READY,
 so it never asks for a new id and, for want of one, never sends nor expires another batch. Every later
 publish then timed out, and a scan holding such a producer retried its rows until it was stopped.
+kafka-python's own ``close`` cannot close such a producer: it flushes first, and a flush that cannot finish
+raises before anything is closed (at a 0 s timeout, whenever a message is undecided), leaving the I/O thread
+running with the message. So the publisher aborts what the producer holds instead (``_abort``); before,
+the close's error escaped the publish and ended the scan (the cluster fault suite met it: a broker
+killed, a scan crashed, and its partition's executions went out a minute late, after its lease lapsed).
 
 Connections that die while the Lambda environment is frozen (the broker closes them after its
 ``connections.max.idle.ms``, an NLB or NAT gateway forgets a flow after 350 s idle) are closed by the
@@ -72,10 +77,14 @@ class KafkaSettings:
     delivery_timeout_s: float = 7.0
     #: The producer closes a connection idle this long (NLBs and NAT gateways drop idle flows at 350 s).
     connections_max_idle_s: float = 300.0
+    #: Replicas of the topics the local stack creates (``adapters/publishers/topics.py``): 3 on a cluster.
+    topic_replication: int = 1
 
 
 #: Time kept between the producer's delivery timeout and the end of a publish's bound.
 GRACE_S = 1.0
+#: How long an aborted producer's I/O thread is given to fail what it held and exit.
+ABORT_WAIT_S = 1.0
 #: How long the cluster's answer that a topic does not exist is trusted before it is asked again.
 MISSING_TOPIC_TTL_S = 30.0
 
@@ -220,6 +229,30 @@ class KafkaPublisher(Publisher):
             raise PublishError(sorted(failed + missing), cause, rejected=sorted(rejected + missing))
 
     def close(self, timeout_s: float = 10) -> None:
-        if self._producer is not None:
-            self._producer.close(timeout=timeout_s)
-            self._producer = None
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            producer.close(timeout=timeout_s)
+        except KafkaError as exc:
+            # kafka-python flushes before it closes, and a flush that cannot finish in time raises before
+            # the producer is closed (always, at 0 s, while a message is undecided): its I/O thread would
+            # go on and could still send that message. Abort what it holds instead.
+            log.warning("could not close the producer (%s); aborting what it still holds", exc)
+            _abort(producer, timeout_s)
+
+
+def _abort(producer: KafkaProducer, timeout_s: float) -> None:
+    """Fail every message ``producer`` has not settled, so that none is sent later, and close it.
+
+    kafka-python has no public call for this: its I/O thread (``_sender``), forced to close, fails every
+    batch still undecided and exits, as ``close`` does when its own wait runs out after the flush.
+    """
+    sender = getattr(producer, "_sender", None)
+    if sender is not None:
+        sender.force_close()
+        sender.join(max(timeout_s, ABORT_WAIT_S))
+    try:
+        producer.close(timeout=0)  # nothing is undecided now: this releases the rest
+    except KafkaError as exc:
+        log.warning("the producer could not be closed after its messages were aborted: %s", exc)

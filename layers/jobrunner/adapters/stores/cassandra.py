@@ -3,10 +3,16 @@
 Every statement here is Keyspaces-compatible (checked by ``tests/infra/test_keyspaces_compat.py``):
 prepared DML only, LOCAL_QUORUM writes and reads, no TRUNCATE, no secondary index, no ALLOW FILTERING.
 
-An execution writes no ``job_table`` row (its run fields are derived from history, ``domain.jobs.with_runs``)
-and uses no logged batch: a logged batch costs a batch-log write and delete on Cassandra, and on Keyspaces
-every row of one is written twice (prepare and commit). The steps that must not be half-done are ordered
-instead, so that what is written first makes the later write safe to repeat:
+An execution writes no ``job_table`` row (its run fields are derived from history, ``domain.jobs.with_runs``),
+and nothing uses a logged batch: a logged batch costs a batch-log write and delete on Cassandra, on Keyspaces
+every row of one is written twice (prepare and commit), and on a cluster it stalls while a node that has just
+died is still thought alive (its batch log goes to two other nodes and waits for both, 10 to 20 s until the
+failure detector convicts the dead one: every ``POST /jobs`` timed out meanwhile in the cluster fault suite).
+The steps that must not be half-done are ordered instead, so that what is written first makes the later
+write safe to repeat:
+- ``create`` writes the job's first run, then the job: a job is never without its first run, and a first
+  run whose job write failed has no job, so no scan publishes it (it drops the row as stale); a retried
+  create writes both again;
 - ``complete`` writes the following rows (next fire, watchdog), then removes the done row if it is a
   LATE one: a crash in between leaves the done row, whose replay writes them again. A done PLANNED row
   is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
@@ -35,6 +41,7 @@ from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStat
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
+from jobrunner.adapters.stores.session import is_read
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.limits import Limits
@@ -222,13 +229,11 @@ class CassandraJobStore(JobStore):
         if prepared is None:
             prepared = guarded(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+            prepared.is_idempotent = is_read(cql)  # only reads may be sent twice (speculative execution)
             if " IF " in cql:  # a lightweight transaction: its Paxos round stays in the local datacenter
                 prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
             self._prepared[cql] = prepared
         return prepared
-
-    def _batch(self, batch_type: BatchType = BatchType.LOGGED) -> BatchStatement:
-        return BatchStatement(batch_type=batch_type, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
     def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
         if not statements:
@@ -245,21 +250,14 @@ class CassandraJobStore(JobStore):
                    concurrency=self._concurrency)
 
     def create(self, job: Job, first: ScheduledExecution | None) -> None:
-        batch = self._batch()
-        batch.add(self._stmt(INSERT_JOB), codec.job_values(job))
-        if first is not None:
-            batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first))
-        guarded(lambda: self._session.execute(batch))
+        if first is not None:  # the first run, then the job (see the module doc)
+            guarded(lambda: self._session.execute(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first)))
+        guarded(lambda: self._session.execute(self._stmt(INSERT_JOB), codec.job_values(job)))
 
     def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
-        batches: list[tuple[Any, None]] = []
-        for job, first in jobs:  # a logged batch each, as ``create``: a job always has its first run
-            batch = self._batch()
-            batch.add(self._stmt(INSERT_JOB), codec.job_values(job))
-            if first is not None:
-                batch.add(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first))
-            batches.append((batch, None))
-        self._run_concurrently(batches)
+        # As ``create``, for all of them: every first run, then every job (see the module doc).
+        self.schedule([first for _, first in jobs if first is not None])
+        self._write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs], partition=lambda v: v[0])  # user_id
 
     def get(self, user_id: str, job_id: str) -> Job | None:
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), (user_id, job_id)).one())

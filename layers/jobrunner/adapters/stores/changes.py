@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cassandra import ConsistencyLevel
 
 from jobrunner.adapters.stores.cassandra import guarded, write_many
+from jobrunner.adapters.stores.session import is_read
 from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
 from jobrunner.ports import ChangeLog, JobChange
@@ -45,6 +46,7 @@ class CassandraChangeLog(ChangeLog):
         if cql not in self._prepared:
             prepared = guarded(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+            prepared.is_idempotent = is_read(cql)  # only reads may be sent twice (speculative execution)
             self._prepared[cql] = prepared
         return self._prepared[cql]
 

@@ -68,9 +68,13 @@ STATEMENTS = (DELETE_LEGACY_SCHEDULED, SELECT_LEGACY_SCHEDULED, SELECT_LEGACY_HI
               COPY_HISTORY)
 
 
-def replication_for(mode: str, replication_factor: int = 1) -> str:
+def replication_for(mode: str, replication_factor: int = 1, datacenter: str | None = None) -> str:
+    """The keyspace's replication: Keyspaces' own; on Cassandra, ``replication_factor`` copies in the named
+    datacenter (NetworkTopologyStrategy, what a cluster uses), or SimpleStrategy when none is named."""
     if mode == "keyspaces":
         return "{'class': 'SingleRegionStrategy'}"
+    if datacenter:
+        return f"{{'class': 'NetworkTopologyStrategy', '{datacenter}': {replication_factor}}}"
     return f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}"
 
 
@@ -207,7 +211,7 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
     try:
         session.execute(
             f"CREATE KEYSPACE IF NOT EXISTS {settings.keyspace}"
-            f" WITH replication = {replication_for(settings.mode)}"
+            f" WITH replication = {replication_for(settings.mode, settings.replication_factor, settings.local_dc)}"
         )
         session.set_keyspace(settings.keyspace)
         applied = []

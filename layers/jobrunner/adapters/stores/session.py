@@ -13,6 +13,30 @@ and failed (the flow was silently dropped), and so did the next one. So:
   ``idle_refresh_s`` without any (less than the 350 s after which AWS's NLBs and NAT gateways forget
   an idle flow). A reconnection is a few milliseconds locally, a TLS and SigV4 handshake per node on
   Keyspaces, paid once after a long idle instead of a request timeout.
+
+On a cluster (self-managed Cassandra; ``make cluster`` locally), the client side of "no single point of
+failure" is here, in :func:`execution_profile`:
+
+* **Consistency.** Every read and write at LOCAL_QUORUM (two of three replicas), lightweight transactions'
+  Paxos at LOCAL_SERIAL: a write acknowledged by two replicas is seen by every later read, which also asks
+  two, and both go on while one node of three is down. The statements set the same levels themselves
+  (``stores/cassandra.py``), so that a profile can never weaken them.
+* **Contact points and routing.** Every node is a contact point (``CASSANDRA_CONTACT_POINTS``), so the
+  driver connects whichever node is down at start. With ``CASSANDRA_LOCAL_DC`` named, requests go
+  token-aware to a replica of their partition in the local datacenter (one hop fewer), falling back to
+  the datacenter's other nodes round robin; without it (a single node, the tests) plain round robin.
+* **Retries.** The driver's own ``RetryPolicy``, named: a request whose connection broke (its node was
+  killed) is sent again to the next node; a read that timed out with enough replicas answering is tried
+  once more; an ``Unavailable`` (the coordinator saw too few replicas) once on the next node; a write that
+  timed out is not retried (its outcome is unknown: the caller decides, and the API answers 503). Sending a
+  broken request again is safe for every statement here: a plain write carries its client timestamp and
+  values, so it lands the same; a retried conditional update whose first attempt did land comes back "not
+  applied", and the service reads the job again and finds its change already made
+  (``services/jobs.py``, ``_save``).
+* **Speculative execution** (``CASSANDRA_SPECULATIVE_DELAY_MS``, off by default): a read not answered
+  within the delay is also sent to the next node, and the first answer wins, so a slow node (a long GC
+  pause, a slow network path) does not make the API or a scan slow. Reads only: the stores mark their
+  SELECTs idempotent (:func:`is_read`), and the driver never speculates on a statement that is not.
 """
 
 from __future__ import annotations
@@ -28,7 +52,16 @@ from typing import TYPE_CHECKING
 from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
-from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, RoundRobinPolicy
+from cassandra.policies import (
+    ConstantSpeculativeExecutionPolicy,
+    DCAwareRoundRobinPolicy,
+    ExponentialReconnectionPolicy,
+    LoadBalancingPolicy,
+    RetryPolicy,
+    RoundRobinPolicy,
+    SpeculativeExecutionPolicy,
+    TokenAwarePolicy,
+)
 
 from jobrunner.adapters.sockets import liveness_options
 from jobrunner.adapters.stores.rows import CachedRowFactory
@@ -60,6 +93,43 @@ class CassandraSettings:
     tls: bool = False
     #: A request made after this long without one first replaces the session's connections.
     idle_refresh_s: float = 300.0
+    #: Replicas of the keyspace the migration creates (``migrate.replication_for``).
+    replication_factor: int = 1
+    #: A read not answered within this many ms is also sent to the next node (0: never).
+    speculative_delay_ms: int = 0
+    #: At most this many extra copies of a read are sent.
+    speculative_attempts: int = 1
+
+
+def load_balancing(settings: CassandraSettings) -> LoadBalancingPolicy:
+    """Token-aware over the local datacenter's nodes when it is named (a cluster), else round robin."""
+    if settings.local_dc:
+        return TokenAwarePolicy(DCAwareRoundRobinPolicy(settings.local_dc))
+    return RoundRobinPolicy()
+
+
+def speculative_execution(settings: CassandraSettings) -> SpeculativeExecutionPolicy | None:
+    if settings.speculative_delay_ms <= 0:
+        return None
+    return ConstantSpeculativeExecutionPolicy(settings.speculative_delay_ms / 1000, settings.speculative_attempts)
+
+
+def execution_profile(settings: CassandraSettings) -> ExecutionProfile:
+    """The default profile of a plain Cassandra cluster (see the module's docstring)."""
+    return ExecutionProfile(
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
+        load_balancing_policy=load_balancing(settings),
+        retry_policy=RetryPolicy(),
+        speculative_execution_policy=speculative_execution(settings),
+        request_timeout=settings.request_timeout_s,
+        row_factory=CachedRowFactory(),
+    )
+
+
+def is_read(cql: str) -> bool:
+    """A SELECT: sending it twice changes nothing, so it may be sent to a second node speculatively."""
+    return cql.lstrip().upper().startswith("SELECT")
 
 
 def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
@@ -69,16 +139,9 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
 
         cluster = keyspaces_cluster(settings)
     else:
-        policy = DCAwareRoundRobinPolicy(settings.local_dc) if settings.local_dc else RoundRobinPolicy()
-        profile = ExecutionProfile(
-            consistency_level=ConsistencyLevel.LOCAL_QUORUM,
-            load_balancing_policy=policy,
-            request_timeout=settings.request_timeout_s,
-            row_factory=CachedRowFactory(),
-        )
         cluster = Cluster(
             list(settings.contact_points), port=settings.port, protocol_version=4,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(settings)},
             auth_provider=_credentials(settings.secret_arn, settings.region) if settings.secret_arn else None,
             ssl_context=_tls_context(settings.ca_bundle) if settings.tls else None,
             # A restarted node is found again within seconds (the default backs off to 10 minutes).

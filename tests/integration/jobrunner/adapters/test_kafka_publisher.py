@@ -48,3 +48,15 @@ def test_the_cluster_lists_its_topics_to_the_publisher(endpoints: Endpoints) -> 
     # broker. (A send to a missing topic cannot time out here: this broker creates topics on first use.)
     listed = cluster_topics(KafkaSettings(bootstrap=endpoints.kafka_bootstrap))
     assert "jobs" in listed and f"deleted-{uuid.uuid4().hex[:8]}" not in listed
+
+
+def test_closing_at_once_leaves_no_message_undecided_to_be_sent_later(endpoints: Endpoints) -> None:
+    # Given a producer holding a message it has not sent yet (a long linger keeps it in its buffer)
+    settings = KafkaSettings(bootstrap=endpoints.kafka_bootstrap, linger_ms=3_000, delivery_timeout_s=10)
+    publisher = KafkaPublisher(settings)
+    future = publisher.producer.send("jobs", key=b"job-0", value=b"{}")
+    # When the publisher closes it at once (as it does with a producer that has stopped settling messages)
+    publisher.close(timeout_s=0)
+    # Then the close returned (kafka-python's own close raises here), and the message is settled: sent or
+    # failed, never left for the producer's thread to send later
+    assert future.is_done

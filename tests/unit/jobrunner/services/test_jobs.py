@@ -34,10 +34,11 @@ from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim, JobChange, ScanRequest
+from jobrunner.ports import IdempotencyClaim, Invoker, JobChange, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -688,6 +689,35 @@ def test_a_late_lane_write_that_returns_too_slowly_is_written_again_keyed_from_i
     quick.jobs = store.jobs
     JobService(quick, clock, RULES).run_now("alice", job.job_id)
     assert len(quick.written) == 1
+
+
+class SlowInvoker(Invoker):
+    """Requests scans, each taking ``took`` on the clock (a scan started in a process of its own, locally)."""
+
+    def __init__(self, clock: ManualClock, took: timedelta) -> None:
+        self.clock, self.took = clock, took
+        self.requests: list[ScanRequest] = []
+
+    def invoke_scan(self, request: ScanRequest) -> None:
+        self.requests.append(request)
+        self.clock.advance(self.took)
+
+
+def test_a_slow_wake_does_not_make_a_write_that_returned_in_time_be_written_again(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a run now whose write returns at once, into a partition no scan holds, whose scan takes 2 s to
+    # request (locally a process is started; the cluster suite met 503s "too slowly" that this made)
+    job = every_minute(service)
+    recording = SlowSchedulingStore(clock, timedelta(0))
+    recording.jobs = store.jobs
+    invoker = SlowInvoker(clock, timedelta(seconds=2))
+    waker = ScanWaker(invoker, MemoryHeartbeatStore(), clock)
+    clock.set(at(3, 20))
+    row = JobService(recording, clock, RULES, waker=waker).run_now("alice", job.job_id)
+    # Then it was written once: what the scans must see in time is the write, not the request for a scan
+    assert recording.written == [row]
+    assert invoker.requests == [ScanRequest(segment=row.segment, bucket=row.bucket)]
 
 
 def test_resume_with_catch_up_replays_the_fires_missed_while_paused(

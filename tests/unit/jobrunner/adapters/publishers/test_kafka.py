@@ -153,22 +153,46 @@ def test_the_producer_sockets_keep_kafka_pythons_options_and_fail_a_dead_flow_wi
 class Undecided:
     """A send the producer never settles (its sender wedged: no batch is sent nor expired any more)."""
 
-    is_done = False
+    def __init__(self) -> None:
+        self.is_done = False
 
     def get(self, timeout: float | None = None) -> None:
         raise KafkaTimeoutError("Timeout waiting for future")
 
 
+class WedgedSender:
+    """kafka-python's I/O thread: forced to close, it fails every batch still undecided, then exits."""
+
+    def __init__(self, undecided: list[Undecided]) -> None:
+        self._undecided = undecided
+        self.forced = False
+
+    def force_close(self) -> None:
+        self.forced = True
+        for future in self._undecided:
+            future.is_done = True
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+
 class WedgedProducer(RecordingProducer):
+    """A producer that settles nothing any more. Its ``close`` flushes first, as kafka-python's does, and a
+    flush that cannot finish within the close's timeout raises: so it raises while a message is undecided."""
+
     def __init__(self) -> None:
         super().__init__()
         self.closed_with: float | None = None
+        self.undecided: list[Undecided] = []
+        self._sender = WedgedSender(self.undecided)
 
     def send(self, topic: str, **fields: Any) -> Any:  # type: ignore[override]
         super().send(topic, **fields)
-        return Undecided()
+        self.undecided.append(Undecided())
+        return self.undecided[-1]
 
     def close(self, timeout: float | None = None) -> None:
+        if any(not future.is_done for future in self.undecided):
+            raise KafkaTimeoutError("Timeout waiting for future")
         self.closed_with = timeout
 
 
@@ -188,7 +212,9 @@ def test_a_producer_that_leaves_messages_undecided_is_closed_and_the_next_publis
     # When a publish times out with its messages still undecided
     with pytest.raises(PublishError):
         publisher.publish([message], timeout_s=0.2)
-    # Then that producer was closed at once (aborting what it held), and the next publish uses a new one
+    # Then what that producer held was aborted (never to be sent later) and the producer closed at once,
+    # although its own close raised (a flush first, which cannot finish), and the next publish uses a new one
+    assert wedged._sender.forced and all(future.is_done for future in wedged.undecided)
     assert wedged.closed_with == 0
     publisher.publish([message], timeout_s=0.2)
     assert waiting == [] and len(fresh.sent) == 1

@@ -7,6 +7,17 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from cassandra import ConsistencyLevel
+from cassandra.connection import DefaultEndPoint
+from cassandra.policies import (
+    HostDistance,
+    NoSpeculativeExecutionPolicy,
+    RetryPolicy,
+    RoundRobinPolicy,
+    SimpleConvictionPolicy,
+)
+from cassandra.pool import Host
+
 from jobrunner.adapters import sockets
 from jobrunner.adapters.stores import session as session_module
 from jobrunner.adapters.stores.session import CassandraSettings, RenewAfterIdle, connect
@@ -116,3 +127,53 @@ def test_the_liveness_options_keepalive_well_under_the_350_s_idle_timeout_and_fa
 
 def test_the_default_idle_renewal_comes_before_aws_forgets_an_idle_flow() -> None:
     assert CassandraSettings().idle_refresh_s < 350
+
+
+def test_a_single_node_is_reached_round_robin_at_local_quorum_without_speculative_reads() -> None:
+    profile = session_module.execution_profile(CassandraSettings())
+
+    assert isinstance(profile.load_balancing_policy, RoundRobinPolicy)
+    assert isinstance(profile.speculative_execution_policy, NoSpeculativeExecutionPolicy)
+    assert (profile.consistency_level, profile.serial_consistency_level) == (
+        ConsistencyLevel.LOCAL_QUORUM, ConsistencyLevel.LOCAL_SERIAL)
+    assert type(profile.retry_policy) is RetryPolicy
+
+
+def datacenter_host(address: str, datacenter: str) -> Host:
+    host = Host(DefaultEndPoint(address), SimpleConvictionPolicy)
+    host.set_location_info(datacenter, "rack1")
+    return host
+
+
+def test_a_named_datacenter_routes_to_a_replica_of_the_partition_first_and_never_to_another_datacenter() -> None:
+    # Given a cluster whose local datacenter is named, and a node of another datacenter
+    policy = session_module.load_balancing(CassandraSettings(local_dc="dc1"))
+    local = [datacenter_host(f"127.0.0.{i}", "dc1") for i in (2, 3, 4)]
+    remote = datacenter_host("10.0.0.9", "dc2")
+    for host in [*local, remote]:
+        host.set_up()
+    replicas = {b"job-7": [local[2], remote]}  # the partition's replicas, as the token map would give them
+    metadata = SimpleNamespace(get_replicas=lambda keyspace, key: list(replicas[key]))
+    policy.populate(SimpleNamespace(metadata=metadata), [*local, remote])
+    # When a statement of that partition is planned
+    plan = list(policy.make_query_plan("jobrunner", SimpleNamespace(keyspace="jobrunner", routing_key=b"job-7")))
+    # Then its local replica comes first, the other local nodes after it, and the remote node never
+    assert plan[0] is local[2]
+    assert sorted(h.address for h in plan) == ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    assert policy.distance(remote) == HostDistance.IGNORED
+
+
+def test_a_read_not_answered_within_the_delay_is_sent_once_more() -> None:
+    policy = session_module.speculative_execution(CassandraSettings(speculative_delay_ms=250))
+    assert policy is not None
+    plan = policy.new_plan("jobrunner", None)
+    assert [plan.next_execution(None), plan.next_execution(None)] == [0.25, -1]
+
+
+def test_only_reads_may_be_sent_twice() -> None:
+    from jobrunner.adapters.stores import cassandra, changes
+
+    statements = [*cassandra.STATEMENTS, changes.INSERT_CHANGE, changes.SELECT_CHANGES]
+    reads = {cql.split()[0] for cql in statements if session_module.is_read(cql)}
+    others = {cql.split()[0] for cql in statements if not session_module.is_read(cql)}
+    assert (reads, others) == ({"SELECT"}, {"INSERT", "UPDATE", "DELETE"})
