@@ -243,8 +243,9 @@ def _submit(bench: Bench) -> list[str]:
              + (f" and {environments} warm environment processes serving the same port (`devstack.environments`, "
                 "`--submit-environments`, as `make run` does)" if environments else "")
              + ", with client threads in the parent. Rates are jobs accepted per second (a batch's 201 created its",
-             "100 jobs). Ceiling: the raw rate of the submit's one write, a logged batch of the job row and its",
-             "first `task_schedule` row.", ""]
+             "100 jobs). Ceiling: the raw rate of a logged batch of a job row and its first `task_schedule` row,",
+             "what a submit wrote until 2026-11-26 (it now writes the two rows one after the other, the first run",
+             "first, without a batch log: a rate of the same order on one node).", ""]
     rows = []
     for mode, runs in sub.items():
         rates = [run["rate"] for run in runs]

@@ -4,8 +4,8 @@
   in a worker process (as one Lambda execution environment would run them, minus API Gateway);
 - over HTTP: the local API Gateway stand-in (``devstack.gateway.serve``) in a worker process, with N
   client threads in this process on keep-alive connections.
-Each accepted job is one logged batch (the job and its first run), so the ceiling is the raw rate
-of that batch (``create_batches``).
+Each accepted job is two rows (its first run, then the job; a logged batch of the two until 2026-11-26),
+so the ceiling is the raw rate of such a batch (``create_batches``), of the same order on one node.
 """
 
 from __future__ import annotations
