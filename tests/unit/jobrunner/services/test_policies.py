@@ -4,6 +4,7 @@ published once the execution before it reports; the default costs exactly what i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +124,23 @@ def test_buffer_one_holds_one_fire_skips_the_others_and_runs_it_once_the_previou
     assert sent[0].value["execution_id"] == records[at(10, 10)].execution_id
     assert fires(sent).count("10:10") == 1
     assert world.records(job)[at(10, 10)].status is ExecutionStatus.RUNNING
+
+
+def test_a_fire_skipped_before_stays_skipped_when_its_row_comes_again(world: World) -> None:
+    # Given a buffer_one job whose 10:10:20 fire was skipped (10:10:10 was held)
+    job = world.submit(overlap=Overlap.BUFFER_ONE)
+    world.scan(10)
+    skipped = world.records(job)[at(10, 20)]
+    assert skipped.status is ExecutionStatus.SKIPPED
+    # When a second copy of its row comes due (a write placed again, a replay), after 10:10:10 was released
+    row = next(r for r in world.store.rows.values() if r.job_id == job.job_id and r.scheduled_at == at(10, 20))
+    world.store.schedule([replace(row, bucket=at(12), due_at=at(12, 1))])
+    world.answer(next(m for m in world.publisher.sent if m.value["scheduled_at"].endswith("10:10:00.000Z")))
+    world.scan(11)
+    sent = world.scan(12)
+    # Then it is not held, nor run: its record stays as it was (the model-based test found it held again)
+    assert world.records(job)[at(10, 20)] == skipped
+    assert "10:20" not in fires(sent)
 
 
 def test_buffer_all_runs_every_fire_one_after_another_in_order(world: World) -> None:
