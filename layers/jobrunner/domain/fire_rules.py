@@ -80,14 +80,17 @@ def blocker_of(record: ExecutionRecord) -> datetime | None:
     return utc(datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))) if match else None
 
 
-def previous_fire(records: Sequence[ExecutionRecord], fire: datetime, version: int) -> Previous | datetime:
+def previous_fire(
+    records: Sequence[ExecutionRecord], fire: datetime, version: int, more: bool = False
+) -> Previous | datetime:
     """The fire before ``fire`` of the schedule's lineage and its state, from ``records`` (the job's records up to
     ``fire``, in history order: newest fire first). Fires that ran nothing are passed over: those recorded
     SKIPPED, and a fire held under another schedule version (a pause or a change of schedule since dropped it:
     ``version`` is the job's schedule version). A fire skipped by the overlap policy names the fire it waited
     on, and the walk goes on from that one; when its records are not in ``records``, its instant is returned,
-    for the caller to read them and walk on from there. Records of other lineages (a run now, a backfill) are
-    not the schedule's and do not count."""
+    for the caller to read them and walk on from there; so is the oldest fire read when ``more`` records may lie
+    before ``records`` (a full page) and the walk has passed over every one of them. Records of other lineages
+    (a run now, a backfill) are not the schedule's and do not count."""
     by_fire: dict[datetime, list[ExecutionRecord]] = {}
     for record in records:
         if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE:
@@ -107,6 +110,8 @@ def previous_fire(records: Sequence[ExecutionRecord], fire: datetime, version: i
         if first is not None and _held(first) and first.job_version != version:
             continue
         return previous_of(mine, at, version)
+    if more and records:  # every record read was passed over: walk on before the oldest
+        return min(r.scheduled_at for r in records)
     return Previous(PreviousState.NONE)
 
 

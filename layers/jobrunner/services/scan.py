@@ -751,22 +751,28 @@ class ScanService:
 
     def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, ExecutionRecord | None, int]:
         """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), the
-        record of ``row``'s own fire if it has one, and how many fires before it are held. One read of the job's
-        records up to the fire; another when a skip in between names a fire further back (at most
-        ``OVERLAP_HOPS`` more)."""
+        record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. One
+        read of the job's records up to the fire; another when a skip in between names a fire further back, or
+        the page runs out (at most ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
         records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
         own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
                    None)
-        found = previous_fire(records, fire, job.schedule_version)
-        holding = held_fires(records, fire, job.schedule_version)
-        for _ in range(OVERLAP_HOPS):  # a skip named a fire further back: walk on from its own records
+        found = previous_fire(records, fire, job.schedule_version, more=len(records) == OVERLAP_LOOKBACK)
+        for _ in range(OVERLAP_HOPS):  # a skip named a fire further back, or the page ran out: walk on from there
             if not isinstance(found, datetime):
                 break
             back = found + _MS
-            found = previous_fire(self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None)), back,
-                                  job.schedule_version)
-        return (found if isinstance(found, Previous) else Previous(PreviousState.NONE)), own, holding
+            page = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
+        previous = found if isinstance(found, Previous) else Previous(PreviousState.NONE)
+        holding = 0
+        if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
+            # how long the queue is: the fires held up to the newest (one more read, while fires are held)
+            back = previous.at + _MS
+            queue = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            holding = held_fires(queue, back, job.schedule_version)
+        return previous, own, holding
 
     def _hold(self, part: _Partition, row: ScheduledExecution, job: Job, *, first: bool, retry_at: datetime) -> None:
         """Hold a fire until the execution before it reports: write it again, due after ``recheck_after``, under

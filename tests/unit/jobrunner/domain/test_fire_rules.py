@@ -74,6 +74,14 @@ def test_buffer_all_holds_at_most_ten_fires_then_skips_naming_the_last_held() ->
     assert blocker_of(rec(t(11), S.SKIPPED, error=note)) == t(10)
 
 
+def test_a_full_page_passed_over_says_where_to_read_on() -> None:
+    # Given a page of fires held under an older version, the running one further back (found by the model test:
+    # the walk used to end at the page's end, as if no execution ran)
+    stale = [rec(t(m), S.SCHEDULED, version=3) for m in range(20, 0, -1)]
+    assert previous_fire(stale, t(21), version=4, more=True) == t(1)
+    assert previous_fire(stale, t(21), version=4) == Previous(PreviousState.NONE)  # the first records of all
+
+
 def test_the_previous_fire_is_found_past_skips_and_other_lineages() -> None:
     # Given, newest first: a run now, fires skipped by the overlap policy naming 10:01, one excluded by a calendar,
     # and the fire of 10:01 whose first attempt failed and whose retry runs
