@@ -53,8 +53,10 @@ class Previous:
     attempt: int = 1
 
 
-#: How many of a job's records before a fire the overlap policy reads to find the fire before it.
+#: How many of a job's records before a fire the overlap policy reads to find the fire before it, and how many
+#: more reads it makes when skips name fires further back.
 OVERLAP_LOOKBACK = 20
+OVERLAP_HOPS = 3
 _BLOCKER = re.compile(r"the fire at (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)")
 
 
@@ -62,10 +64,12 @@ def overlap_note(policy: Overlap, previous: Previous) -> str:
     """The ``error`` of a fire the overlap policy skips: the policy, and the fire it waited on (read back by
     ``blocker_of``, so that the next fire finds that one without reading every skip in between)."""
     assert previous.at is not None
-    what = ("a fire is already held for when" if previous.state is PreviousState.HELD
-            else "the previous execution had not reported:")
-    return skip_note(SkipReason.OVERLAP, f"{policy.value}: {what} the fire at {rfc3339(previous.at)}"
-                     + (" is published" if previous.state is PreviousState.HELD else ""))
+    if previous.state is PreviousState.HELD:
+        what = (f"the buffer is full ({MAX_BUFFERED} fires held), the last for when" if policy is Overlap.BUFFER_ALL
+                else "a fire is already held for when")
+        return skip_note(SkipReason.OVERLAP, f"{policy.value}: {what} the fire at {rfc3339(previous.at)} is published")
+    return skip_note(SkipReason.OVERLAP, f"{policy.value}: the previous execution had not reported: the fire at "
+                                         f"{rfc3339(previous.at)}")
 
 
 def blocker_of(record: ExecutionRecord) -> datetime | None:
@@ -76,27 +80,43 @@ def blocker_of(record: ExecutionRecord) -> datetime | None:
     return utc(datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))) if match else None
 
 
-def previous_fire(records: Sequence[ExecutionRecord], fire: datetime, version: int) -> Previous | datetime:
+def previous_fire(
+    records: Sequence[ExecutionRecord], fire: datetime, version: int, more: bool = False
+) -> Previous | datetime:
     """The fire before ``fire`` of the schedule's lineage and its state, from ``records`` (the job's records up to
-    ``fire``, in history order: newest fire first). Fires recorded SKIPPED are passed over (they ran nothing),
-    but one skipped by the overlap policy names the fire it waited on: when that fire's records are not in
-    ``records``, its instant is returned, for the caller to read them (``previous_of``). Records of other
-    lineages (a run now, a backfill) are not the schedule's and do not count. ``version``: the job's schedule
-    version (a fire held under an older one was dropped by the change that made it stale: it holds nothing)."""
+    ``fire``, in history order: newest fire first). Fires that ran nothing are passed over: those recorded
+    SKIPPED, and a fire held under another schedule version (a pause or a change of schedule since dropped it:
+    ``version`` is the job's schedule version). A fire skipped by the overlap policy names the fire it waited
+    on, and the walk goes on from that one; when its records are not in ``records``, its instant is returned,
+    for the caller to read them and walk on from there; so is the oldest fire read when ``more`` records may lie
+    before ``records`` (a full page) and the walk has passed over every one of them. Records of other lineages
+    (a run now, a backfill) are not the schedule's and do not count."""
     by_fire: dict[datetime, list[ExecutionRecord]] = {}
     for record in records:
         if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE:
             by_fire.setdefault(record.scheduled_at, []).append(record)
+    below: datetime | None = None  # a skip named this fire: the fires after it are passed over
     for at in sorted(by_fire, reverse=True):
+        if below is not None and at > below:
+            continue
         mine = sorted(by_fire[at], key=lambda r: r.attempt, reverse=True)
         first = next((r for r in mine if r.attempt == 1), None)
         if first is not None and first.status is ExecutionStatus.SKIPPED:
             blocker = blocker_of(first)
-            if blocker is None:
-                continue
-            return previous_of(by_fire[blocker], blocker, version) if blocker in by_fire else blocker
+            if blocker is not None and blocker not in by_fire:
+                return blocker
+            below = blocker if blocker is not None else below
+            continue
+        if first is not None and _held(first) and first.job_version != version:
+            continue
         return previous_of(mine, at, version)
+    if more and records:  # every record read was passed over: walk on before the oldest
+        return min(r.scheduled_at for r in records)
     return Previous(PreviousState.NONE)
+
+
+def _held(record: ExecutionRecord) -> bool:
+    return record.status is ExecutionStatus.SCHEDULED and record.published_at is None
 
 
 def previous_of(records: Sequence[ExecutionRecord], at: datetime, version: int) -> Previous:
@@ -115,15 +135,30 @@ def previous_of(records: Sequence[ExecutionRecord], at: datetime, version: int) 
     return Previous(PreviousState.RUNNING if running else PreviousState.DONE, at, latest.execution_id, latest.attempt)
 
 
-def decide(policy: Overlap, previous: Previous) -> Decision:
-    """What to do with a fire whose previous fire is in ``previous`` (Temporal's semantics):
-    ``skip`` skips it while the previous runs; ``buffer_one`` holds it while the previous runs, and skips it
-    while another is held; ``buffer_all`` holds every fire behind the one before it; ``cancel_other`` asks the
-    workers to cancel the previous execution and runs it."""
+#: The most fires ``buffer_all`` holds at once; a fire beyond them is skipped (the buffer is full). It keeps the
+#: walk back to the execution they wait on within ``OVERLAP_LOOKBACK`` records, also once a change of the job has
+#: dropped them.
+MAX_BUFFERED = 10
+
+
+def held_fires(records: Sequence[ExecutionRecord], fire: datetime, version: int) -> int:
+    """How many fires before ``fire`` are held under schedule version ``version``, among ``records``."""
+    return sum(1 for r in records if r.scheduled_at < fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1
+               and _held(r) and r.job_version == version)
+
+
+def decide(policy: Overlap, previous: Previous, held: int = 0) -> Decision:
+    """What to do with a fire whose previous fire is in ``previous`` (Temporal's semantics), ``held`` fires of
+    the job being held already: ``skip`` skips it while the previous runs; ``buffer_one`` holds it while the
+    previous runs, and skips it while another is held; ``buffer_all`` holds every fire behind the one before it,
+    up to ``MAX_BUFFERED`` (then skips); ``cancel_other`` asks the workers to cancel the previous execution and
+    runs it."""
     busy = previous.state in (PreviousState.RUNNING, PreviousState.HELD)
     if policy is Overlap.ALLOW_ALL or not busy:
         return Decision.RUN
     if policy is Overlap.SKIP or (policy is Overlap.BUFFER_ONE and previous.state is PreviousState.HELD):
+        return Decision.SKIP
+    if policy is Overlap.BUFFER_ALL and held >= MAX_BUFFERED:
         return Decision.SKIP
     if policy in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
         return Decision.HOLD

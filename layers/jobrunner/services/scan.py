@@ -56,15 +56,17 @@ from typing import TYPE_CHECKING
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.fire_rules import (
+    OVERLAP_HOPS,
     OVERLAP_LOOKBACK,
     Decision,
     Previous,
+    PreviousState,
     catch_up,
     catch_up_note,
     decide,
+    held_fires,
     overlap_note,
     previous_fire,
-    previous_of,
     recheck_after,
 )
 from jobrunner.domain.jobs import (
@@ -704,11 +706,22 @@ class ScanService:
         published (after a cancel message for the execution before it, under ``cancel_other``)."""
         now = self._clock.now()
         previous: Previous | None = None
-        held = False
+        own: ExecutionRecord | None = None
+        holding = 0
         if job.overlap is not Overlap.ALLOW_ALL:
-            previous, held = self._previous(job, row)
-            if held:  # held before: its next fire was planned then, never again (released, skipped or held)
-                part.next_fires[_identity(row)] = None
+            previous, own, holding = self._previous(job, row)
+        elif part.replaying:  # a replay: was this fire dealt with already? (as ``_already_ended`` asks)
+            own = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+        if own is not None and own.published_at is not None:
+            return True  # published before (a replay, a second copy of its row): again, as it was, same id
+        if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
+            part.report.replays_skipped += 1
+            part.ended.add(_identity(row))
+            part.pending.append((row, job))
+            return False
+        held = own is not None and own.status is ExecutionStatus.SCHEDULED
+        if held:  # held before: its next fire was planned then, never again (released, skipped or held)
+            part.next_fires[_identity(row)] = None
         if job.calendar is not None and self._calendars is not None:
             calendar = self._calendar(part, job.user_id, job.calendar)
             exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
@@ -728,7 +741,7 @@ class ScanService:
                 return False
         if previous is None:
             return True
-        decision = decide(job.overlap, previous)
+        decision = decide(job.overlap, previous, holding)
         if decision is Decision.SKIP:
             self._skip(part, row, job, overlap_note(job.overlap, previous), retry_at)
             return False
@@ -739,20 +752,30 @@ class ScanService:
             return self._cancel_previous(part, row, job, previous, retry_at)
         return True
 
-    def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, bool]:
-        """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), and
-        whether ``row``'s fire was held before. One read of the job's records up to the fire; a second when a
-        skip in between names a fire further back."""
+    def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, ExecutionRecord | None, int]:
+        """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), the
+        record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. One
+        read of the job's records up to the fire; another when a skip in between names a fire further back, or
+        the page runs out (at most ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
         records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
         own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
                    None)
-        held = own is not None and own.status is ExecutionStatus.SCHEDULED and own.published_at is None
-        found = previous_fire(records, fire, job.schedule_version)
-        if isinstance(found, datetime):  # a fire further back: its own records
-            found = previous_of(self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(found + _MS, 0, None)),
-                                found, job.schedule_version)
-        return found, held
+        found = previous_fire(records, fire, job.schedule_version, more=len(records) == OVERLAP_LOOKBACK)
+        for _ in range(OVERLAP_HOPS):  # a skip named a fire further back, or the page ran out: walk on from there
+            if not isinstance(found, datetime):
+                break
+            back = found + _MS
+            page = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
+        previous = found if isinstance(found, Previous) else Previous(PreviousState.NONE)
+        holding = 0
+        if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
+            # how long the queue is: the fires held up to the newest (one more read, while fires are held)
+            back = previous.at + _MS
+            queue = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            holding = held_fires(queue, back, job.schedule_version)
+        return previous, own, holding
 
     def _hold(self, part: _Partition, row: ScheduledExecution, job: Job, *, first: bool, retry_at: datetime) -> None:
         """Hold a fire until the execution before it reports: write it again, due after ``recheck_after``, under

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobrunner.domain.fire_rules import (
+    MAX_BUFFERED,
     Decision,
     Dropped,
     Previous,
@@ -15,6 +16,7 @@ from jobrunner.domain.fire_rules import (
     blocker_of,
     catch_up,
     decide,
+    held_fires,
     overlap_note,
     previous_fire,
     recheck_after,
@@ -59,6 +61,27 @@ def test_each_policy_decides_as_temporals_does(policy: Overlap, state: PreviousS
     assert decide(policy, Previous(state, t(0), "e", 1)) is decision
 
 
+def test_buffer_all_holds_at_most_ten_fires_then_skips_naming_the_last_held() -> None:
+    held = [rec(t(m), S.SCHEDULED) for m in range(10, 0, -1)]  # 10:10 down to 10:01 held, newest first
+    previous = previous_fire([*held, rec(t(0), S.RUNNING)], t(11), version=1)
+    assert isinstance(previous, Previous) and (previous.state, previous.at) == (PreviousState.HELD, t(10))
+    assert held_fires(held, t(11), 1) == MAX_BUFFERED
+    assert decide(Overlap.BUFFER_ALL, previous, held=9) is Decision.HOLD
+    assert decide(Overlap.BUFFER_ALL, previous, held=10) is Decision.SKIP
+    note = overlap_note(Overlap.BUFFER_ALL, previous)
+    assert note == ("overlap: buffer_all: the buffer is full (10 fires held), the last for when the fire at "
+                    "2026-11-22T10:10:00.000Z is published")
+    assert blocker_of(rec(t(11), S.SKIPPED, error=note)) == t(10)
+
+
+def test_a_full_page_passed_over_says_where_to_read_on() -> None:
+    # Given a page of fires held under an older version, the running one further back (found by the model test:
+    # the walk used to end at the page's end, as if no execution ran)
+    stale = [rec(t(m), S.SCHEDULED, version=3) for m in range(20, 0, -1)]
+    assert previous_fire(stale, t(21), version=4, more=True) == t(1)
+    assert previous_fire(stale, t(21), version=4) == Previous(PreviousState.NONE)  # the first records of all
+
+
 def test_the_previous_fire_is_found_past_skips_and_other_lineages() -> None:
     # Given, newest first: a run now, fires skipped by the overlap policy naming 10:01, one excluded by a calendar,
     # and the fire of 10:01 whose first attempt failed and whose retry runs
@@ -88,8 +111,11 @@ def test_the_previous_fire_is_found_past_skips_and_other_lineages() -> None:
 def test_a_held_fire_holds_only_under_the_schedule_version_it_was_held_under() -> None:
     held = rec(t(1), S.SCHEDULED, version=3)
     assert previous_fire([held], t(2), version=3).state is PreviousState.HELD  # type: ignore[union-attr]
-    # a pause or a change of schedule since (version 4) dropped its row: it holds nothing any more
-    assert previous_fire([held], t(2), version=4).state is PreviousState.DONE  # type: ignore[union-attr]
+    # a pause or a change of schedule since (version 4) dropped its row: it holds nothing, and the fire before
+    # it, still running, is the previous one (found by the model-based test: the stale hold counted as done)
+    running = rec(t(0), S.RUNNING, version=3)
+    found = previous_fire([held, running], t(2), version=4)
+    assert isinstance(found, Previous) and (found.state, found.at) == (PreviousState.RUNNING, t(0))
 
 
 def test_the_catch_up_window_keeps_the_latest_missed_fires_and_says_where_the_schedule_resumes() -> None:

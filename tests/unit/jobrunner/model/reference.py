@@ -25,13 +25,15 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.schedules import At, Every, parse_instant
+from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
+from jobrunner.domain.schedules import At, Cron, Every, parse_instant
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
     from jobrunner.adapters.stores.memory import MemoryJobStore
+    from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage
@@ -51,10 +53,19 @@ def hms(instant: datetime | None) -> str:
 
 
 def anchored(schedule: Schedule, at: datetime) -> Schedule:
-    """``every`` without a start starts one period after the request (the product's rule)."""
+    """``every`` without a start starts one period after the request (the product's rule); a ``count`` (every,
+    cron) keeps the first that many fires from the request on: the last of them is the schedule's end."""
     if isinstance(schedule, Every) and schedule.start is None:
-        return replace(schedule, start=at + schedule.every)
-    return schedule
+        schedule = replace(schedule, start=at + schedule.every)
+    count = schedule.count if isinstance(schedule, Every | Cron) else None  # (iso8601's count is its R<n>)
+    if count is None:
+        return schedule
+    unbounded = replace(schedule, end=None, count=None)  # type: ignore[type-var]
+    ahead = list(itertools.islice(iter_fires(unbounded, at), count))
+    end = ahead[-1] if len(ahead) == count else getattr(schedule, "end", None)
+    if isinstance(schedule, Cron):
+        return replace(schedule, start=at, end=end)
+    return replace(schedule, end=end)
 
 
 def is_fire(schedule: Schedule, instant: datetime) -> bool:
@@ -62,7 +73,8 @@ def is_fire(schedule: Schedule, instant: datetime) -> bool:
         return instant == schedule.at
     if isinstance(schedule, Every):
         assert schedule.start is not None
-        return instant >= schedule.start and (instant - schedule.start) % schedule.every == timedelta(0)
+        return (instant >= schedule.start and (instant - schedule.start) % schedule.every == timedelta(0)
+                and (schedule.end is None or instant <= schedule.end))
     return schedule.next_fire_after(instant - MS) == instant
 
 
@@ -74,11 +86,14 @@ def iter_fires(schedule: Schedule, low: datetime) -> Iterator[datetime]:
         assert schedule.start is not None
         start, every = schedule.start, schedule.every
         first = max(0, -((start - low) // every))  # the first k with start + k * every >= low
-        yield from (start + k * every for k in itertools.count(first))
+        fires = (start + k * every for k in itertools.count(first))
+        end = schedule.end
+        yield from (fires if end is None else itertools.takewhile(lambda t: t <= end, fires))
     else:
         instant = schedule.next_fire_after(low - MS)
         while instant is not None:
-            yield instant
+            if instant >= low:  # (a low between whole milliseconds: the fire just before it is not one)
+                yield instant
             instant = schedule.next_fire_after(instant)
 
 
@@ -158,6 +173,11 @@ class JobModel:
     created_at: datetime
     first: Epoch
     first_payload: Any
+    #: What happens around its fires (as submitted; the model's ops never change them).
+    calendar: bool = False
+    overlap: Overlap = Overlap.ALLOW_ALL
+    catch_up: bool = False
+    delete_after_last: bool = False
     changes: list[Change] = field(default_factory=list)
     manual: dict[str, datetime] = field(default_factory=dict)  # execution_id -> due instant of each run now
     history: dict[str, ExecutionRecord] = field(default_factory=dict)  # the records seen last, by execution_id
@@ -279,8 +299,26 @@ class Execution:
         return None
 
 
-#: How far along an execution's record is: it may only move up (a finished execution stays finished).
-RANK = {ExecutionStatus.SCHEDULED: 0, ExecutionStatus.RUNNING: 1, ExecutionStatus.SUCCESS: 2, ExecutionStatus.FAILED: 2}
+#: How far along an execution's record is: it may only move up (a finished execution stays finished; a fire held
+#: by its overlap policy is SCHEDULED; one a policy or a calendar did not run ends SKIPPED).
+RANK = {ExecutionStatus.SCHEDULED: 0, ExecutionStatus.RUNNING: 1, ExecutionStatus.SUCCESS: 2, ExecutionStatus.FAILED: 2,
+        ExecutionStatus.SKIPPED: 2}
+#: How long before it publishes (or skips) a fire a scan may have read the calendar it applied (it keeps one
+#: 10 s; a slow call in between, as the faults inject, may take up to 45 s more).
+CALENDAR_LAG = timedelta(seconds=120)
+#: Overlap policies under which two executions of a job's schedule never run at once.
+SERIAL = (Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+
+
+@dataclass(frozen=True)
+class CalendarVersion:
+    """The calendar as an ``Exclude`` op left it, from ``landed`` on: it excludes [start, end) (None: nothing)."""
+
+    landed: datetime
+    window: tuple[datetime, datetime] | None
+
+    def excludes(self, fire: datetime) -> bool:
+        return self.window is not None and self.window[0] <= fire < self.window[1]
 
 
 class Reference:
@@ -297,6 +335,20 @@ class Reference:
         #: User operations under way: their messages are judged once the model knows what they did.
         self.changing = 0
         self._deferred: list[tuple[datetime, OutboundMessage]] = []
+        #: The calendar jobs may name, as each ``Exclude`` left it (it starts excluding nothing).
+        self.calendar: list[CalendarVersion] = [CalendarVersion(START - timedelta(days=1), None)]
+
+    def calendar_changed(self, calendar: Calendar, landed: datetime) -> None:
+        window = None
+        if calendar.exclusions:
+            only = calendar.exclusions[0]
+            window = (only.start.replace(tzinfo=UTC), only.end.replace(tzinfo=UTC))  # UTC wall times
+        self.calendar.append(CalendarVersion(landed, window))
+
+    def calendars_between(self, low: datetime, high: datetime) -> list[CalendarVersion]:
+        """The calendar's versions in effect at some instant of [low, high]."""
+        before = [v for v in self.calendar if v.landed <= low]
+        return before[-1:] + [v for v in self.calendar if low < v.landed <= high]
 
     def pick(self, index: int) -> JobModel | None:
         return self.jobs[index % len(self.jobs)] if self.jobs else None
@@ -312,7 +364,9 @@ class Reference:
             return
         schedule = anchored(new.schedule, job.created_at)
         model = JobModel(f"J{len(self.jobs) + 1}", job.job_id, new.retry, new.timeout_s, job.created_at,
-                         Epoch(schedule, since_of(schedule, job.created_at)), new.payload)
+                         Epoch(schedule, since_of(schedule, job.created_at)), new.payload,
+                         calendar=new.calendar is not None, overlap=new.overlap,
+                         catch_up=not new.catch_up.replays_all, delete_after_last=new.delete_after_last)
         model.replay()
         self.jobs.append(model)
         self.by_id[job.job_id] = model
@@ -373,6 +427,12 @@ class Reference:
             assert message.topic == JOBS_TOPIC, f"published to {message.topic}"
             assert value["job_id"] in self.by_id, f"published for a job never acknowledged: {value}"
             job = self.by_id[value["job_id"]]
+            if value.get("cancel"):  # overlap policy cancel_other: it names an execution of this job, published
+                target = self.executions.get(value["execution_id"])
+                assert job.overlap is Overlap.CANCEL_OTHER and target is not None and target.job is job, (
+                    f"{hms(published_at)} a cancel message of {job.name} names {value['execution_id']}, "
+                    "not one of its executions published")
+                continue
             fire = parse_instant(value["scheduled_at"], "scheduled_at")
             attempt, trigger, execution_id = value["attempt"], Trigger(value["trigger"]), value["execution_id"]
             what = f"{hms(published_at)} published {job.name} {trigger} {hms(fire)} #{attempt}"
@@ -386,10 +446,39 @@ class Reference:
             assert (execution.job, execution.scheduled_at, execution.attempt) == (job, fire, attempt), (
                 f"{what}: its execution_id {execution_id} was published before for {execution}")
             due = self._check_allowed(job, execution, published_at, what)
+            if trigger is Trigger.SCHEDULE and job.calendar:
+                versions = self.calendars_between(published_at - CALENDAR_LAG, published_at)
+                assert not all(v.excludes(fire) for v in versions), (
+                    f"{what}, but its calendar excluded it ({versions})")
+            if execution.published_at == published_at and lineage is Trigger.SCHEDULE:  # its first publication
+                self._check_serial(job, execution, what)
             allowed = self._payloads_between(job, due, published_at)
             assert value["payload"] in allowed, (
                 f"{what}: payload {value['payload']}, but from its due instant {hms(due)} until then the "
                 f"job's payload was {' or '.join(map(str, allowed))}")
+
+    def _check_serial(self, job: JobModel, execution: Execution, what: str) -> None:
+        """Under skip and the buffer policies no execution of the job's schedule starts while another one has
+        not ended (reported, with no retry to come; or could have timed out with none left); under buffer_all
+        the fires start in the order of their fires."""
+        if job.overlap not in SERIAL or execution.trigger is not Trigger.SCHEDULE:
+            return  # (a retry is not a fire: the policy held the fires after it until it ended)
+        t = execution.published_at
+        mine = [e for e in self.executions.values() if e.job is job and e.lineage is Trigger.SCHEDULE
+                and e is not execution and e.published_at <= t]
+        for other in mine:
+            if any(e.scheduled_at == other.scheduled_at and e.attempt == other.attempt + 1 for e in mine):
+                continue  # its retry is the one that counts
+            reported = other.applied_at is not None and other.applied_at <= t
+            succeeded = reported and other.fate == "success"
+            timed_out = other.deadline is not None and other.deadline <= t
+            failed = (reported and other.fate == "failure") or (timed_out and not succeeded)
+            ended = succeeded or (failed and other.attempt > job.retry.max_retries)
+            assert ended, (f"{what} under overlap {job.overlap.value}, but {other} (published at "
+                           f"{hms(other.published_at)}) had not ended")
+        if job.overlap is Overlap.BUFFER_ALL and execution.attempt == 1:
+            later = [e for e in mine if e.attempt == 1 and e.scheduled_at > execution.scheduled_at]
+            assert not later, f"{what} under buffer_all, after the later fire {later[0]}"
 
     @staticmethod
     def _lineage(
@@ -452,19 +541,83 @@ class Reference:
                      if (r.scheduled_at, r.attempt) == (before.scheduled_at, before.attempt)])
                 assert RANK[after.status] >= RANK[before.status], (
                     f"the history record of {label} went back from {before.status} to {after.status}")
+            for record in records.values():
+                if record.status is ExecutionStatus.SKIPPED and record.execution_id not in job.history:
+                    self._check_skip(job, record)
             job.history = records
 
-    # -- liveness: checked after the drain --------------------------------------------------------------
+    def _check_skip(self, job: JobModel, record: ExecutionRecord) -> None:
+        """A fire is recorded SKIPPED only for a reason the job has: its calendar excluded it, its overlap
+        policy skips, or it was missed and its catch-up window drops it."""
+        reason, label = skip_reason_of(record), f"{job.name} {hms(record.scheduled_at)} ({record.error})"
+        assert record.trigger is Trigger.SCHEDULE and record.published_at is None, f"SKIPPED, not a fire: {label}"
+        at = record.finished_at or record.scheduled_at
+        if reason is SkipReason.CALENDAR:
+            versions = self.calendars_between(at - CALENDAR_LAG, at)
+            assert job.calendar and any(v.excludes(record.scheduled_at) for v in versions), (
+                f"skipped for a calendar that did not exclude it: {label}; calendar {versions}")
+        elif reason is SkipReason.OVERLAP:  # (buffer_all: only once its buffer is full)
+            assert job.overlap in (Overlap.SKIP, Overlap.BUFFER_ONE) or (
+                job.overlap is Overlap.BUFFER_ALL and "the buffer is full" in (record.error or "")), (
+                f"skipped under overlap {job.overlap}: {label}")
+        elif reason is SkipReason.CATCH_UP:
+            assert job.catch_up and at - record.scheduled_at > MISFIRE_GRACE, f"dropped, not missed: {label}"
+        else:
+            raise AssertionError(f"SKIPPED for no known reason: {label}")
 
-    def check_owed(self, horizon: datetime) -> None:
-        """Every fire owed up to ``horizon`` was published; so was every manual run, retry and dead letter."""
+    def accounted(self, job: JobModel, store: MemoryJobStore, horizon: datetime) -> Callable[[datetime], bool]:
+        """Whether a fire of ``job`` is explained by a record without a publish: SKIPPED at that fire, dropped
+        with a missed fire before it (up to the fire the schedule resumed from), or held by a buffer policy
+        while it waits (under buffer_all, executions slower than the period make a queue that only grows:
+        ``check_queues`` checks that it moves)."""
+        records = store.history(job.job_id, 100_000)
+        skipped = {r.scheduled_at for r in records if r.status is ExecutionStatus.SKIPPED}
+        drops = [(r.scheduled_at, r.next_fire_at) for r in records
+                 if r.status is ExecutionStatus.SKIPPED and skip_reason_of(r) is SkipReason.CATCH_UP]
+        held = {r.scheduled_at for r in records if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
+                and r.trigger is Trigger.SCHEDULE}
+
+        def explains(fire: datetime) -> bool:
+            return fire in skipped or fire in held or any(
+                low < fire and (high is None or fire < high) for low, high in drops)
+
+        return explains
+
+    def check_queues(self, store: MemoryJobStore, since: datetime) -> None:
+        """A job with fires held by its buffer policy has its queue moving: a fire of its schedule was published
+        since ``since`` (the drain, when every execution reports), or its oldest held fire came after that."""
+        for job in self.jobs:
+            if job.state is not JobState.ACTIVE or job.overlap not in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
+                continue
+            held = sorted(r.scheduled_at for r in store.history(job.job_id, 100_000)
+                          if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
+                          and r.trigger is Trigger.SCHEDULE and r.job_version == self._version(store, job))
+            if not held or held[0] >= since:
+                continue
+            if job.timeout_s is None and any(e.job is job and e.lineage is Trigger.SCHEDULE and e.fate == "never"
+                                             for e in self.executions.values()):
+                continue  # an execution that never reports (and has no timeout) holds the queue for ever
+            moved = [e for e in self.executions.values() if e.job is job and e.trigger is Trigger.SCHEDULE
+                     and e.published_at >= since]
+            assert moved, f"{job.name}: its fires held from {hms(held[0])} are not released ({len(held)} held)"
+
+    @staticmethod
+    def _version(store: MemoryJobStore, job: JobModel) -> int | None:
+        stored = store.get(USER, job.job_id)
+        return stored.schedule_version if stored is not None else None
+
+    def check_owed(self, horizon: datetime, store: MemoryJobStore) -> None:
+        """Every fire owed up to ``horizon`` was published, or recorded not run for a reason its job has (its
+        calendar, its overlap policy, its catch-up window; held by a buffer policy near the end); so was every
+        manual run, retry and dead letter."""
         for job in self.jobs:
             published = {fire for (job_id, fire, _, trigger, _) in self.copies
                          if job_id == job.job_id and trigger is Trigger.SCHEDULE}
             if job.state is JobState.ACTIVE:
                 epoch = job.epochs[-1]
-                missing = [hms(f) for f in epoch.owed(horizon) if f not in published]
-                assert not missing, f"{job.name}: fires {missing} of {epoch} were never published"
+                explains = self.accounted(job, store, horizon)
+                missing = [hms(f) for f in epoch.owed(horizon) if f not in published and not explains(f)]
+                assert not missing, f"{job.name}: fires {missing} of {epoch} were never published nor accounted for"
             if job.cancelled_at is None:
                 lost = [hms(at) for execution_id, at in job.manual.items() if execution_id not in self.executions]
                 assert not lost, f"{job.name}: the manual runs due at {lost} were never published"
@@ -496,12 +649,23 @@ class Reference:
             # wider than the gap between fires makes each fire wait for the one before).
             published = {fire for (job_id, fire, attempt, trigger, _) in self.copies
                          if job_id == job.job_id and trigger is Trigger.SCHEDULE and attempt == 1}
+            explains = self.accounted(job, store, last_bucket)
+
+            def done(fire: datetime) -> bool:
+                return fire in published or explains(fire)  # noqa: B023 - called within this iteration
+
             stored = store.get(USER, job.job_id)
-            assert stored is not None
+            if stored is None:  # deleted after its last fire: only a job that asked, with no fire left
+                assert job.delete_after_last, f"{job.name} is gone, and it never asked to be deleted"
+                ahead = epoch.first_from(START)
+                while ahead is not None and done(ahead):
+                    ahead = epoch.first_from(ahead + MS)
+                assert ahead is None, f"{job.name} was deleted with its fire {hms(ahead)} still owed"
+                continue
             window = timedelta(seconds=stored.jitter_s or 0)
             upcoming = epoch.first_from(last_bucket + MINUTE - window)
-            while upcoming is not None and upcoming in published:
-                upcoming = epoch.first_from(upcoming + timedelta(microseconds=1))
+            while upcoming is not None and done(upcoming):
+                upcoming = epoch.first_from(upcoming + MS)
             if upcoming is None:
                 continue
             stored = with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])

@@ -6,7 +6,15 @@ tick and the scans it dispatches, with faults injected at any port call and oper
 of a scan), then drains it with no faults and checks it against the reference model (``reference.py``):
 
 1. every fire owed is published (a change waives the old schedule's fires not yet published; a pause
-   waives its fires unless resumed with catch-up; a payload PATCH waives nothing); every run now too;
+   waives its fires unless resumed with catch-up; a payload PATCH waives nothing), or recorded not run
+   for a reason its job has (excluded by its calendar, skipped by its overlap policy, dropped by its
+   catch-up window; held by a buffer policy near the end); every run now too; a count of fires ends the
+   schedule at its last; a job deleted after its last fire had none left;
+7. a fire is published only if a version of its job's calendar it could have read allows it, and recorded
+   SKIPPED only for a reason its job has (a calendar version that excluded it, its overlap policy, a miss
+   under a catch-up window); under skip and the buffer policies no execution of the schedule starts while
+   another has not ended, and under buffer_all fires start in the order of their fires; a cancel message
+   names a published execution of its job (cancel_other);
 2. nothing is published after its job's cancel, and no schedule fire from inside a pause window (unless
    resumed with catch-up); a message carries the payload the job had between its due instant and then;
 3. every copy of one fire and attempt (of the schedule's lineage or a run now's) carries one execution_id,
@@ -14,7 +22,7 @@ of a scan), then drains it with no faults and checks it against the reference mo
 4. an execution's history record never moves backwards (nor is it overwritten by another execution's);
 5. a failed attempt gets its retry, or its dead letter when none is left (retries go on while paused);
 6. after the drain every active job with fires left has a next run ahead of the scans, in a live row.
-Checks 2 to 4 run after every step; 1, 5 and 6 after the drain.
+Checks 2 to 4 and 7 run after every step; 1, 5 and 6 after the drain.
 
 CI runs a small, derandomized search; ``JOBRUNNER_MODEL_EXAMPLES`` (and ``JOBRUNNER_MODEL_STEPS``) run a
 longer random one, e.g. ``JOBRUNNER_MODEL_EXAMPLES=2000 JOBRUNNER_MODEL_STEPS=60 pytest <this file>``.
@@ -32,6 +40,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from tests.unit.jobrunner.model.faults import Die, Fail, Fault, Glitch, Interleave, Outage, Slow, Unacked
 from tests.unit.jobrunner.model.world import (
     Cancel,
+    Exclude,
     Minute,
     Op,
     Pause,
@@ -49,19 +58,24 @@ from tests.unit.jobrunner.model.world import (
 
 # -- what users and workers do ------------------------------------------------------------------------------
 
+# End conditions: a count of fires (every, cron), the last of them the schedule's end.
+fires_counts = st.none() | st.integers(1, 6)
 specs = st.one_of(
     st.builds(Spec, kind=st.just("at"), seconds=st.integers(-20, 150)),
     st.builds(Spec, kind=st.just("every"), seconds=st.sampled_from([10, 20, 30, 60, 120]),
-              start=st.none() | st.integers(-60, 60)),
+              start=st.none() | st.integers(-60, 60), fires=fires_counts),
     st.builds(Spec, kind=st.just("cron"), cron=st.sampled_from(["*/1 * * * *", "*/2 * * * *"]),
-              timezone=st.sampled_from(["UTC", "Asia/Kolkata", "America/New_York"])),
+              timezone=st.sampled_from(["UTC", "Asia/Kolkata", "America/New_York"]), fires=fires_counts),
     st.builds(Spec, kind=st.just("iso8601"), seconds=st.sampled_from([10, 30, 45]), start=st.integers(-30, 60),
               count=st.integers(2, 5)),
 )
 glitches = st.none() | st.builds(Glitch, nth=st.integers(0, 2), when=st.sampled_from(["before", "after"]),
                                  slow=st.booleans())
 submits = st.builds(Submit, spec=specs, retries=st.integers(0, 2), timeout_s=st.none() | st.sampled_from([15, 45]),
-                    jitter_s=st.none() | st.sampled_from([5, 40]), glitch=glitches)
+                    jitter_s=st.none() | st.sampled_from([5, 40]), glitch=glitches, calendar=st.booleans(),
+                    overlap=st.sampled_from(["allow_all", "allow_all", "skip", "buffer_one", "buffer_all",
+                                             "cancel_other"]),
+                    catch_up=st.sampled_from([None, None, "latest", "window"]), delete_after_last=st.booleans())
 jobs = st.integers(0, 5)
 user_ops = st.one_of(
     submits,
@@ -71,6 +85,8 @@ user_ops = st.one_of(
     st.builds(Resume, job=jobs, catch_up=st.booleans(), glitch=glitches),
     st.builds(Cancel, job=jobs, glitch=glitches),
     st.builds(RunNow, job=jobs, glitch=glitches),
+    # The calendar the jobs may name excludes a stretch from now or soon after (or nothing)
+    st.builds(Exclude, start=st.none() | st.integers(-30, 90), length=st.sampled_from([20, 45, 90]), glitch=glitches),
 )
 worker_ops = st.one_of(
     st.builds(Result, pick=st.integers(0, 20), fate=st.sampled_from(["success", "failure", "never"]),
@@ -85,7 +101,8 @@ ops = st.one_of(user_ops, worker_ops)
 slow = st.builds(Slow, st.sampled_from([3, 12, 45]))  # 45 s: longer than a lease
 store_targets = st.sampled_from([
     "store.get_many", "store.start", "store.complete", "store.scheduled", "store.scheduled.next", "store.drop",
-    "store.record", "store.records_by_key", "store.get", "store.finish",
+    "store.record", "store.records_by_key", "store.get", "store.finish", "store.history", "store.schedule",
+    "calendars.get",
 ])
 store_actions = st.one_of(st.just(Fail()), st.builds(Outage, st.sampled_from([4, 15, 70])), slow, st.just(Die()))
 publish_actions = st.one_of(st.builds(Unacked, st.booleans()), slow, st.just(Die()))

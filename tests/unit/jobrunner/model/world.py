@@ -24,10 +24,13 @@ from hypothesis import note
 
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
+from jobrunner.domain.calendars import calendar_from_dict
 from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.time import minute_bucket, rfc3339
 from jobrunner.ports import Invoker, PublishError
@@ -103,6 +106,8 @@ class Spec:
     cron: str = "*/1 * * * *"
     timezone: str = "UTC"
     count: int = 5  # iso8601: how many fires
+    #: every, cron: an end condition, at most this many fires from the request (``count``)
+    fires: int | None = None
 
     __repr__ = compact_repr
 
@@ -119,6 +124,8 @@ class Spec:
             data = {"cron": self.cron, "timezone": self.timezone}
         else:
             data = {"iso8601": f"R{self.count}/{instant(self.start or 0)}/PT{self.seconds}S"}
+        if self.fires is not None and self.kind in ("every", "cron"):
+            data["count"] = self.fires
         return schedule_from_dict(data)
 
 
@@ -140,18 +147,51 @@ class Submit(Op):
     #: A window after each fire within which it is due: a pause or a change landing in it drops the fire,
     #: as one landing before a late scan reached it (the reference owes only fires of the epoch in force).
     jitter_s: int | None = None
+    #: Names the calendar the ``Exclude`` ops change (recurring jobs only).
+    calendar: bool = False
+    overlap: str = "allow_all"
+    #: The catch-up window: None (replay every missed fire), "latest" (most 1) or "window" (90 s).
+    catch_up: str | None = None
+    delete_after_last: bool = False
     glitch: Glitch | None = None
 
     def run(self, world: World) -> None:
         if len(world.model.jobs) >= MAX_JOBS:
             return
         policy = RetryPolicy(max_retries=self.retries, initial_delay_s=10, multiplier=2, max_delay_s=40)
-        new = NewJob(self.spec.build(world.clock.now()), {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s,
-                     jitter_s=self.jitter_s)
+        schedule = self.spec.build(world.clock.now())
+        new = NewJob(schedule, {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s,
+                     jitter_s=self.jitter_s, calendar=CALENDAR if self.calendar and schedule.recurring else None,
+                     overlap=Overlap(self.overlap), catch_up=CATCH_UPS[self.catch_up],
+                     delete_after_last=self.delete_after_last)
         key = f"submit-{world.serial()}"  # the retried request is the same request: same key, same body
         done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
         if done is not None:
             world.model.submitted(done[0], new)
+
+
+#: The tenant's calendar jobs may name; ``Exclude`` replaces its exclusion.
+CALENDAR = "off"
+CATCH_UPS: dict[str | None, CatchUp] = {None: CatchUp(), "latest": CatchUp(most=1), "window": CatchUp(window_s=90)}
+
+
+@dataclass(frozen=True, repr=False)
+class Exclude(Op):
+    """The calendar is replaced: it excludes ``length`` seconds from ``start`` seconds after now (None: nothing)."""
+
+    start: int | None = None
+    length: int = 30
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        now = world.clock.now()
+        window = None if self.start is None else (now + timedelta(seconds=self.start),
+                                                  now + timedelta(seconds=self.start + self.length))
+        exclude = [] if window is None else [{"from": f"{window[0]:%Y-%m-%dT%H:%M:%S}",
+                                              "to": f"{window[1]:%Y-%m-%dT%H:%M:%S}"}]
+        done = world.call(self, lambda: world.container.calendar_admin.put(USER, CALENDAR, {"exclude": exclude}))
+        if done is not None:
+            world.model.calendar_changed(done[0], world.clock.now())
 
 
 @dataclass(frozen=True, repr=False)
@@ -292,7 +332,7 @@ class Minute:
 
 
 #: The operations of users: what they change shows before they are answered (``Reference.observe``).
-USER_OPS = (Submit, Payload, Reschedule, Pause, Resume, Cancel, RunNow)
+USER_OPS = (Submit, Payload, Reschedule, Pause, Resume, Cancel, RunNow, Exclude)
 
 
 class World:
@@ -303,6 +343,9 @@ class World:
         self._lines: list[str] = []
         self.clock = Simulation(START)
         self.store = MemoryJobStore()
+        self.calendars = MemoryCalendarStore()
+        # The calendar jobs may name, excluding nothing until an ``Exclude`` op says otherwise.
+        self.calendars.put(calendar_from_dict(USER, CALENDAR, {}, START))
         self.heartbeats = MemoryHeartbeatStore()
         self.publisher = RecordingPublisher(self.clock, self._published)
         self.model = Reference()
@@ -355,6 +398,7 @@ class World:
             store=Faulty("store", self.store, self.faults),  # type: ignore[arg-type]
             publisher=Faulty("publisher", self.publisher, self.faults),  # type: ignore[arg-type]
             heartbeats=Faulty("heartbeats", self.heartbeats, self.faults),  # type: ignore[arg-type]
+            calendars=Faulty("calendars", self.calendars, self.faults),  # type: ignore[arg-type]
             invoker=ScanInvoker(self), clock=self.clock,
         )
         self.segments = segments
@@ -382,6 +426,10 @@ class World:
     def _published(self, at: datetime, message: OutboundMessage) -> None:
         value = message.value
         job = self.model.name(value["job_id"])
+        if value.get("cancel"):
+            self.say(f"    published {message.topic} {job} CANCEL of {value['scheduled_at'][11:23]} "
+                     f"#{value['attempt']}")
+            return
         self.say(f"    published {message.topic} {job} {value.get('trigger', '')} "
                  f"{value['scheduled_at'][11:23]} #{value['attempt']} payload {value['payload']}")
 
@@ -551,5 +599,6 @@ class World:
         self.model.observe_history(self.store)
 
     def check_liveness(self, last_bucket: datetime) -> None:
-        self.model.check_owed(last_bucket - 2 * MINUTE)
+        self.model.check_owed(last_bucket - 2 * MINUTE, self.store)
+        self.model.check_queues(self.store, last_bucket - 3 * MINUTE)
         self.model.check_next_runs(self.store, self.heartbeats, last_bucket)

@@ -4,6 +4,7 @@ published once the execution before it reports; the default costs exactly what i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +126,23 @@ def test_buffer_one_holds_one_fire_skips_the_others_and_runs_it_once_the_previou
     assert world.records(job)[at(10, 10)].status is ExecutionStatus.RUNNING
 
 
+def test_a_fire_skipped_before_stays_skipped_when_its_row_comes_again(world: World) -> None:
+    # Given a buffer_one job whose 10:10:20 fire was skipped (10:10:10 was held)
+    job = world.submit(overlap=Overlap.BUFFER_ONE)
+    world.scan(10)
+    skipped = world.records(job)[at(10, 20)]
+    assert skipped.status is ExecutionStatus.SKIPPED
+    # When a second copy of its row comes due (a write placed again, a replay), after 10:10:10 was released
+    row = next(r for r in world.store.rows.values() if r.job_id == job.job_id and r.scheduled_at == at(10, 20))
+    world.store.schedule([replace(row, bucket=at(12), due_at=at(12, 1))])
+    world.answer(next(m for m in world.publisher.sent if m.value["scheduled_at"].endswith("10:10:00.000Z")))
+    world.scan(11)
+    sent = world.scan(12)
+    # Then it is not held, nor run: its record stays as it was (the model-based test found it held again)
+    assert world.records(job)[at(10, 20)] == skipped
+    assert "10:20" not in fires(sent)
+
+
 def test_buffer_all_runs_every_fire_one_after_another_in_order(world: World) -> None:
     job = world.submit(every_s=20, overlap=Overlap.BUFFER_ALL)
     [first] = world.scan(10)  # 10:10:00 runs; 10:10:20 and 10:10:40 are held
@@ -140,6 +158,23 @@ def test_buffer_all_runs_every_fire_one_after_another_in_order(world: World) -> 
         previous = sent[0]
     assert order == ["10:00", "10:20", "10:40", "11:00", "11:20"]
     assert len({m.value["execution_id"] for m in world.publisher.sent}) == len(world.publisher.sent)
+
+
+def test_a_new_schedule_waits_for_the_old_ones_execution_behind_a_full_buffer(world: World) -> None:
+    # Given a buffer_all job every 10 s whose first execution never reports: 10 fires held, the rest skipped
+    job = world.submit(overlap=Overlap.BUFFER_ALL)
+    for minute in (10, 11, 12, 13):
+        world.scan(minute)
+    records = world.records(job)
+    assert sum(r.status is ExecutionStatus.SCHEDULED for r in records.values()) == 10
+    assert "the buffer is full" in (records[at(13, 50)].error or "")
+    # When its schedule is changed (the held fires are dropped), Then the new schedule's fire is held too: the
+    # old schedule's execution still runs (found by the model-based test: it was published beside it)
+    world.clock.set(at(14, 5))
+    world.jobs.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10), start=at(14, 15))))
+    sent = world.scan(14)
+    assert fires(sent) == []
+    assert world.records(job)[at(14, 15)].status is ExecutionStatus.SCHEDULED
 
 
 def test_cancel_other_asks_the_workers_to_cancel_the_previous_execution_and_runs_the_fire(world: World) -> None:
