@@ -173,10 +173,12 @@ class JobStore(ABC):
         """The first ``limit`` records of each job's history (``history``'s order), by job id."""
 
     @abstractmethod
-    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
-        """Remove the job's row, only if it is still at ``expected_version`` (a compare-and-set, linearizable);
-        False when it is not (or is gone already). Its history records and scheduled rows are left as they are
-        (they expire); a scan drops a row whose job is gone."""
+    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+        """Mark the job deleted (``job``, in state DELETED, as its new version), only if the stored job is still at
+        ``expected_version`` (a compare-and-set, linearizable); False when it is not. Then its row is written
+        to expire after ``ttl_s`` (its history's retention), as its history records do. Nothing writes a
+        deleted job again: the API does not find it, and what is still in flight (a run now, a retry) reads
+        it as it stands."""
 
 
 #: A history record's whole key: job_id, scheduled_at, attempt, execution_id.

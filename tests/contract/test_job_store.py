@@ -73,15 +73,16 @@ def test_a_cron_with_its_end_conditions_round_trips(job_store: JobStore) -> None
     assert job_store.get(job.user_id, job.job_id) == job
 
 
-def test_delete_removes_the_job_only_at_the_version_read(job_store: JobStore) -> None:
+def test_retire_marks_the_job_deleted_only_at_the_version_read(job_store: JobStore) -> None:
     job = make_job(version=2)
     job_store.create(job, None)
-    assert not job_store.delete(job.user_id, job.job_id, expected_version=1)  # changed since: kept
-    assert not job_store.delete("someone-else", job.job_id, expected_version=2)
+    deleted = job.with_changes(state=JobState.DELETED, version=3, schedule_version=3, next_run_at=None)
+    assert not job_store.retire(deleted, expected_version=1, ttl_s=3600)  # changed since: kept as it was
     assert job_store.get(job.user_id, job.job_id) == job
-    assert job_store.delete(job.user_id, job.job_id, expected_version=2)
-    assert job_store.get(job.user_id, job.job_id) is None
-    assert not job_store.delete(job.user_id, job.job_id, expected_version=2)  # gone already
+    assert job_store.retire(deleted, expected_version=2, ttl_s=3600)
+    stored = job_store.get(job.user_id, job.job_id)
+    assert stored is not None and (stored.state, stored.version, stored.payload) == (JobState.DELETED, 3, job.payload)
+    assert not job_store.retire(deleted, expected_version=2, ttl_s=3600)  # already
 
 
 def test_get_is_scoped_to_the_tenant(job_store: JobStore) -> None:

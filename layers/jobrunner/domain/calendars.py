@@ -173,4 +173,4 @@ def calendar_of_note(text: str | None) -> str | None:
 
 def referencing(jobs: Sequence[Job], name: str) -> list[str]:
     """The ids of ``jobs`` (not cancelled) that name calendar ``name``."""
-    return [job.job_id for job in jobs if job.calendar == name and job.state is not JobState.CANCELLED]
+    return [job.job_id for job in jobs if job.calendar == name and job.state in (JobState.ACTIVE, JobState.PAUSED)]

@@ -115,6 +115,18 @@ def previous_fire(
     return Previous(PreviousState.NONE)
 
 
+def running_after(records: Sequence[ExecutionRecord], fire: datetime, version: int) -> Previous | None:
+    """An execution of the schedule still running whose fire comes after ``fire`` (the schedule was changed to
+    fire earlier than it, or a fire in the past was submitted), among ``records``: it is the previous execution
+    as much as one before ``fire``; None when there is none."""
+    later = {r.scheduled_at for r in records if r.scheduled_at > fire and origin_of(r) is Trigger.SCHEDULE}
+    for at in sorted(later, reverse=True):
+        previous = previous_of(records, at, version)
+        if previous.state is PreviousState.RUNNING:
+            return previous
+    return None
+
+
 def _held(record: ExecutionRecord) -> bool:
     return record.status is ExecutionStatus.SCHEDULED and record.published_at is None
 

@@ -40,6 +40,9 @@ class JobState(StrEnum):
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
     CANCELLED = "CANCELLED"
+    #: Deleted after its last fire (``delete_after_last``, ``domain.retire``): not found by the API any more, but
+    #: its runs now, backfills and retries still in flight go on, and its row expires with its history.
+    DELETED = "DELETED"
 
 
 class JobStatus(StrEnum):
@@ -52,6 +55,7 @@ class JobStatus(StrEnum):
     FAILED = "FAILED"
     PAUSED = "PAUSED"
     CANCELLED = "CANCELLED"
+    DELETED = "DELETED"
 
 
 class ExecutionStatus(StrEnum):
@@ -142,6 +146,8 @@ class Job:
             return JobStatus.CANCELLED
         if self.state is JobState.PAUSED:
             return JobStatus.PAUSED
+        if self.state is JobState.DELETED:
+            return JobStatus.DELETED
         if self.last_status is ExecutionStatus.RUNNING or (self.last_status and self.next_run_at is None):
             return JobStatus(self.last_status.value)
         return JobStatus.SCHEDULED if self.next_run_at is not None else JobStatus.PENDING

@@ -93,7 +93,7 @@ class TenantLimits:
 
     def holding(self, job: Job | None) -> Holding:
         """What ``job`` holds against its tenant's standing limits, counting only what some tenant limits."""
-        if job is None or job.state is JobState.CANCELLED:
+        if job is None or job.state in (JobState.CANCELLED, JobState.DELETED):
             return Holding()
         if job.schedule.recurring:
             return Holding(jobs=1 if self.counts_jobs else 0,

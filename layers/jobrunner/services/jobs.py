@@ -338,9 +338,10 @@ class JobService:
     # -- read -----------------------------------------------------------------------------------
 
     def get(self, user_id: str, job_id: str) -> Job:
-        """The job with its run fields, derived from its newest history records (``domain.jobs.with_runs``)."""
+        """The job with its run fields, derived from its newest history records (``domain.jobs.with_runs``). A job
+        deleted after its last fire is not found (its history and change log still are)."""
         job = self._store.get(user_id, job_id)
-        if job is None:
+        if job is None or job.state is JobState.DELETED:
             raise JobNotFound(job_id)
         return self._with_runs([job])[0]
 
@@ -365,13 +366,13 @@ class JobService:
         the tenant's own partition only). A filtered page may hold fewer than ``limit`` jobs (even none) and
         still have a next cursor: keep following it until it is None."""
         where = where or JobFilter(status=status)
-        if where.everything:
+        if where.everything:  # (a deleted job is left out: a page may hold fewer than limit jobs)
             page, cursor = self._store.list_jobs(user_id, limit, cursor)
-            return self._with_runs(page), cursor
+            return self._with_runs([job for job in page if job.state is not JobState.DELETED]), cursor
         found: list[Job] = []
         for _ in range(MAX_PAGES_PER_LIST):
             page, cursor = self._store.list_jobs(user_id, limit - len(found), cursor)
-            found += [job for job in self._with_runs(page) if where.matches(job)]
+            found += [job for job in self._with_runs(page) if where.matches(job) and job.state is not JobState.DELETED]
             if cursor is None or len(found) >= limit:
                 break
         return found, cursor

@@ -4,9 +4,13 @@ The results function asks after each execution of such a job ends for good (a re
 dead letter with no retry left), and the scan after it records one of its fires SKIPPED: the last of its
 executions to end finds the job done and deletes it. Nothing is asked for any other job.
 
-Cost, for such a job only: after each execution that ends, a read of the job and of its newest records;
-once, when it is done, a conditional delete of its row, a change log entry and, where tenants' standing
-limits are counted, the count given back. No write per execution.
+Deleting a job marks it DELETED (a compare-and-set on its version, so a change that lands first keeps it),
+then writes its row again to expire with its history (``JobStore.retire``): the API no longer finds it, and
+a run now or a backfill requested just before (its row written, not yet published) still finds it and runs.
+
+Cost, for such a job only: after each execution that ends, a read of its newest records; once, when it is
+done, a conditional update and a write of its row, a change log entry and, where tenants' standing limits
+are counted, the count given back. No write per execution.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import RUN_RECORDS
+from jobrunner.domain.jobs import RUN_RECORDS, JobState
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.retire import done_for_good
 from jobrunner.ports import JobChange
@@ -48,17 +52,23 @@ class Retirer:
             return False
         try:
             records = self._store.latest_records([job.job_id], RUN_RECORDS)[job.job_id]
-            if not done_for_good(job, records) or not self._store.delete(job.user_id, job.job_id, job.version):
+            if not done_for_good(job, records):
+                return False
+            now = self._clock.now()
+            deleted = job.with_changes(state=JobState.DELETED, version=job.version + 1,
+                                       schedule_version=job.version + 1, updated_at=now, next_run_at=None)
+            if not self._store.retire(deleted, job.version, self._limits.of(job.user_id).history_ttl_s):
                 return False
         except Unavailable as exc:
             log.warning("could not delete job %s after its last fire: %s", job.job_id, exc)
             return False
         log.info("job %s deleted after its last fire", job.job_id, extra={"job_id": job.job_id})
         self._give_back(job)
-        self._log(job)
+        self._log(deleted)
         return True
 
     def _give_back(self, job: Job) -> None:
+        """What ``job`` (as it was before its delete) held against its tenant's standing limits, given back."""
         change = self._limits.change(job, None)
         if self._quotas is None or change.empty:
             return

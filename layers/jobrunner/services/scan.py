@@ -68,6 +68,7 @@ from jobrunner.domain.fire_rules import (
     overlap_note,
     previous_fire,
     recheck_after,
+    running_after,
 )
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -754,11 +755,16 @@ class ScanService:
 
     def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, ExecutionRecord | None, int]:
         """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), the
-        record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. One
-        read of the job's records up to the fire; another when a skip in between names a fire further back, or
-        the page runs out (at most ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
+        record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. An
+        execution of a later fire still running counts too (a schedule changed to fire earlier). One read of the
+        job's newest records (which usually reach down to the fire); another from the fire when some are newer
+        (a run now); another when a skip in between names a fire further back, or the page runs out (at most
+        ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
-        records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
+        records = self._store.history(job.job_id, OVERLAP_LOOKBACK)  # the newest: usually down to the fire
+        later = running_after(records, fire, job.schedule_version)
+        if any(r.scheduled_at > fire for r in records):  # newer records (a run now, an earlier fire): read from it
+            records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
         own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
                    None)
         found = previous_fire(records, fire, job.schedule_version, more=len(records) == OVERLAP_LOOKBACK)
@@ -768,7 +774,7 @@ class ScanService:
             back = found + _MS
             page = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
-        previous = found if isinstance(found, Previous) else Previous(PreviousState.NONE)
+        previous = later or (found if isinstance(found, Previous) else Previous(PreviousState.NONE))
         holding = 0
         if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
             # how long the queue is: the fires held up to the newest (one more read, while fires are held)
@@ -1112,8 +1118,8 @@ def _publishable(row: ScheduledExecution, job: Job) -> bool:
     if job.state is JobState.CANCELLED:
         return False
     if row.trigger in (Trigger.MANUAL, Trigger.BACKFILL, Trigger.RETRY):
-        return True
-    if job.state is JobState.PAUSED:
+        return True  # (of a job deleted after its last fire too: requested before it was)
+    if job.state in (JobState.PAUSED, JobState.DELETED):
         return False
     # A row of the current schedule version is the job's only if its fire is one of the job's schedule: a
     # change attempt that failed (its compare-and-set never landed) can leave rows under the very version

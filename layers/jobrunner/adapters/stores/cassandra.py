@@ -127,8 +127,8 @@ UPDATE_JOB_SETTINGS = (
     " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ?"
     " IF version = ?"
 )
-#: A job done for good (``domain.retire``): removed only if no change landed since it was read.
-DELETE_JOB = "DELETE FROM job_table WHERE user_id = ? AND job_id = ? IF version = ?"
+#: A job deleted after its last fire, written again whole to expire with its history (``JobStore.retire``).
+INSERT_JOB_EXPIRING = INSERT_JOB + " USING TTL ?"
 SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
@@ -142,7 +142,7 @@ STATEMENTS = (
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY, DELETE_JOB,
+    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -414,6 +414,11 @@ class CassandraJobStore(JobStore):
         return {job_id: [codec.record_from_row(row) for row in result]
                 for job_id, result in zip(job_ids, results, strict=True)}
 
-    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
-        row = guarded(lambda: self._session.execute(self._stmt(DELETE_JOB), (user_id, job_id, expected_version)).one())
-        return bool(row.applied)
+    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+        # The compare-and-set first (state DELETED: nothing writes the job after it), then the whole row again
+        # with a time to live: an update's cells would expire, but not the row an insert made.
+        if not self.update(job, [], expected_version):
+            return False
+        values = (*codec.job_values(job), ttl_s)
+        guarded(lambda: self._session.execute(self._stmt(INSERT_JOB_EXPIRING), values))
+        return True

@@ -183,10 +183,11 @@ class MemoryJobStore(JobStore):
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history(job_id, limit) for job_id in job_ids}
 
-    def delete(self, user_id: str, job_id: str, expected_version: int) -> bool:
-        with self._lock:
-            current = self.jobs.get((user_id, job_id))
+    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+        with self._lock:  # (it does not expire here: memory is for tests)
+            current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:
                 return False
-            del self.jobs[(user_id, job_id)]
+            self.jobs[(job.user_id, job.job_id)] = replace(job, created_at=current.created_at, last_run_at=None,
+                                                           last_execution_id=None, last_status=None)
             return True

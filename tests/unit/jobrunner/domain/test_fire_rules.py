@@ -20,6 +20,7 @@ from jobrunner.domain.fire_rules import (
     overlap_note,
     previous_fire,
     recheck_after,
+    running_after,
 )
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
 from jobrunner.domain.policies import CatchUp, Overlap
@@ -72,6 +73,14 @@ def test_buffer_all_holds_at_most_ten_fires_then_skips_naming_the_last_held() ->
     assert note == ("overlap: buffer_all: the buffer is full (10 fires held), the last for when the fire at "
                     "2026-11-22T10:10:00.000Z is published")
     assert blocker_of(rec(t(11), S.SKIPPED, error=note)) == t(10)
+
+
+def test_an_execution_of_a_later_fire_still_running_counts_as_the_previous() -> None:
+    # (found by the model-based test: a job rescheduled to a fire in the past ran it beside the running one)
+    records = [rec(t(5), S.RUNNING), rec(t(4), S.SUCCESS)]
+    found = running_after(records, t(1), version=1)
+    assert found is not None and (found.state, found.at) == (PreviousState.RUNNING, t(5))
+    assert running_after([rec(t(5), S.SUCCESS)], t(1), version=1) is None
 
 
 def test_a_full_page_passed_over_says_where_to_read_on() -> None:

@@ -655,7 +655,7 @@ class Reference:
                 return fire in published or explains(fire)  # noqa: B023 - called within this iteration
 
             stored = store.get(USER, job.job_id)
-            if stored is None:  # deleted after its last fire: only a job that asked, with no fire left
+            if stored is None or stored.state is JobState.DELETED:  # deleted: only if it asked, with no fire left
                 assert job.delete_after_last, f"{job.name} is gone, and it never asked to be deleted"
                 ahead = epoch.first_from(START)
                 while ahead is not None and done(ahead):

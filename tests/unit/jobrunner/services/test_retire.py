@@ -16,7 +16,7 @@ from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import JobNotFound
-from jobrunner.domain.jobs import ExecutionStatus, Job, RetryPolicy
+from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, RetryPolicy, Trigger
 from jobrunner.domain.limits import Limits, TenantLimits
 from jobrunner.domain.schedules import Every
 from jobrunner.ports import ScanRequest
@@ -70,7 +70,9 @@ class World:
             attempt=value["attempt"])))
 
     def exists(self, job: Job) -> bool:
-        return ("alice", job.job_id) in self.store.jobs
+        """Whether the job is still there (not deleted: a deleted one is kept as DELETED until it expires)."""
+        stored = self.store.jobs.get(("alice", job.job_id))
+        return stored is not None and stored.state is not JobState.DELETED
 
 
 @pytest.fixture
@@ -100,6 +102,21 @@ def test_a_job_is_deleted_once_its_last_fire_has_reported_and_its_history_stays_
     for read in (world.jobs.executions, world.jobs.changes):
         with pytest.raises(JobNotFound):
             read("mallory", job.job_id)
+
+
+def test_a_run_now_requested_just_before_the_delete_still_runs(world: World) -> None:
+    # Given a job of one fire, published; a run now is requested (its row written) before its result comes
+    job = world.submit(count=1)
+    [fire] = world.scan(10)
+    world.jobs.run_now("alice", job.job_id)
+    # When the fire reports, the job is done and deleted (the run now has no record yet: nothing to see)
+    world.answer(fire, True)
+    assert not world.exists(job)
+    # Then the run now, acknowledged before, is still published (found by the model-based test: the delete
+    # used to remove the row of the job, and the scan dropped the run now as a cancelled job's)
+    sent = world.scan(11)
+    assert [m.value["trigger"] for m in sent] == [Trigger.MANUAL.value]
+    assert world.answer(sent[0], True) == "succeeded"
 
 
 def test_a_retry_still_to_come_keeps_the_job_until_it_ends(world: World) -> None:
