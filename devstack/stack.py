@@ -115,6 +115,8 @@ class LocalStack:
     worker: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _environments: Environments | None = None
+    #: The container installed before this stack's, put back when it stops (a stack started beside another).
+    _replaced: wiring.Container | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> LocalStack:
@@ -131,7 +133,7 @@ class LocalStack:
             self.invoker = ThreadInvoker(lambda event, _: scan_handler(event, LocalContext("jobrunner-scan")),
                                          quiet=(Stopping,))
         self.container = wiring.Container(self.settings, invoker=self.invoker, clock=StoppableClock(self._stop))
-        wiring.install(self.container)
+        self._replaced = wiring.install(self.container)
         self.server = serve(api_handler, tokens.load, self.host, self.port,
                             reuse_port=self._environments is not None)
         self.port = self.server.server_address[1]
@@ -236,6 +238,9 @@ class LocalStack:
         if self._environments is not None:
             self._environments.stop()
         self.container.publisher.close()
+        current = wiring.install(self._replaced)
+        if current is not self.container:  # another stack installed its own since: that one stays
+            wiring.install(current)
         telemetry.shutdown()
 
 

@@ -229,7 +229,10 @@ def container() -> Container:
     return _container
 
 
-def install(custom: Container) -> None:
-    """Make ``custom`` the process-wide container (the local stack and tests)."""
+def install(custom: Container | None) -> Container | None:
+    """Make ``custom`` the process-wide container (the local stack and tests); returns the one it replaces.
+
+    ``None`` clears it (the next ``container()`` builds one from the environment)."""
     global _container
-    _container = custom
+    previous, _container = _container, custom
+    return previous

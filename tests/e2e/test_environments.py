@@ -76,3 +76,18 @@ def test_stopping_the_stack_stops_its_environments(stack: LocalStack) -> None:
     assert [pid for pid in pids if _running(pid)] == []
     with pytest.raises(requests.ConnectionError):
         requests.get(stack.url + "/health", timeout=2)
+
+
+def test_a_stack_started_and_stopped_beside_another_gives_the_process_back_to_it(
+        local_stack: LocalStack, stack: LocalStack) -> None:
+    # Given the session's stack, and a second one started beside it in the same process (the fixture)
+    from jobrunner import wiring
+
+    assert wiring.container() is stack.container
+    # When the second one stops
+    stack.stop()
+    # Then the handlers of the process serve the first one again: its settings, its keyspace
+    assert wiring.container() is local_stack.container
+    job = api(local_stack, "POST", "/jobs", {"schedule": {"every": "PT1H"}, "payload": {}})
+    assert job.status_code == 201, job.text
+    assert api(local_stack, "GET", f"/jobs/{job.json()['job_id']}").status_code == 200

@@ -257,7 +257,9 @@ def test_end_conditions_on_the_real_stack_stop_the_fires_and_delete_the_job_when
     assert gone == 404
     history = executions(local_stack, deleted["job_id"])
     assert [e["status"] for e in history] == ["SUCCESS", "SUCCESS"]
-    log = api(local_stack, "GET", f"/jobs/{deleted['job_id']}/changes").json()["items"]
+    # (the change log's entry is written just after the delete itself: read until it is there)
+    log = eventually(lambda: api(local_stack, "GET", f"/jobs/{deleted['job_id']}/changes").json()["items"],
+                     lambda items: len(items) == 2, timeout_s=10)
     assert log[0]["action"] == "delete" and [c["action"] for c in log[1:]] == ["submit"]
     done = eventually(lambda: api(local_stack, "GET", f"/jobs/{kept['job_id']}").json(),
                       lambda j: j["status"] == "SUCCESS" and j["next_run_at"] is None, timeout_s=60)
