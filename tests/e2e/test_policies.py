@@ -60,10 +60,14 @@ def test_cancel_other_stops_the_previous_execution_through_the_worker_and_never_
     api(local_stack, "DELETE", f"/jobs/{job['job_id']}")
     # Then the worker stopped the first on the cancel message: FAILED as cancelled, with no retry
     first = done[0]
-    assert first["error"].startswith("cancelled: overlap policy cancel_other: the fire at " + done[1]["scheduled_at"])
+    # (or, on a loaded machine, before it started: the worker had both messages when it came to the first)
+    reason = "overlap policy cancel_other: the fire at " + done[1]["scheduled_at"]
+    assert first["error"].startswith((f"cancelled: {reason}", f"cancelled before it started: {reason}")), first
+    # before its 25 s were up (the example worker's sleep counts them from the fire; the shared worker runs one
+    # execution at a time, so it may have started late, behind an earlier test's)
     finished = datetime.fromisoformat(first["finished_at"].replace("Z", "+00:00"))
-    published = datetime.fromisoformat(first["published_at"].replace("Z", "+00:00"))
-    assert finished - published < timedelta(seconds=20)  # stopped long before its 25 s
+    fire = datetime.fromisoformat(first["scheduled_at"].replace("Z", "+00:00"))
+    assert finished < fire + timedelta(seconds=24), first
     assert [e["attempt"] for e in done if e["scheduled_at"] == first["scheduled_at"]] == [1]
 
 

@@ -47,12 +47,12 @@ def test_forged_results_sent_straight_to_job_results_are_refused_and_the_workers
     results = local_stack.container.results
     outcomes: list[tuple[str, str]] = []  # (job_id, outcome) of every result applied from here on
 
-    def apply(report: Any, _apply: Any = results.apply) -> str:
-        outcome: str = _apply(report)
-        outcomes.append((report.job_id, outcome))
-        return outcome
+    def apply_many(reports: Any, _apply_many: Any = results.apply_many) -> list[str]:
+        applied: list[str] = _apply_many(reports)
+        outcomes.extend((report.job_id, outcome) for report, outcome in zip(reports, applied, strict=True))
+        return applied
 
-    monkeypatch.setattr(results, "apply", apply)
+    monkeypatch.setattr(results, "apply_many", apply_many)  # the results function's path (apply is one of it)
     # When results for it are produced to job-results from its public fields, as FAILED: with no token,
     # a made-up one, and the other execution's own (a token of the sender's own job)
     public = {k: message[k] for k in ("execution_id", "job_id", "scheduled_at", "attempt")}
