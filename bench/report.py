@@ -427,8 +427,9 @@ def _writes(bench: Bench) -> list[str]:
               f"{pct(recurring)}; the done row is not deleted, it expires): 1 + {fmt(recurring, 2)} rows per "
               "execution.",
               "A SUCCESS result writes 1 (the history row), a FAILED one 2 (its retry row first). No execution",
-              "writes `job_table`: a job's run fields are derived from its history. A retry execution (a row of",
-              "the late lane, deleted once done) writes 2 in its scan (no next run) and 1 in its result. So an",
+              "writes the job (`job_table_v2`): a job's run fields are derived from its history. A retry",
+              "execution (a row of the late lane, deleted once done) writes 2 in its scan (no next run) and 1 in",
+              "its result. So an",
               f"execution that succeeds first time writes 2 + the recurring share = {fmt(2 + recurring, 2)}",
               "(docs/scaling.md: 2.5 = 2.0 task_history_v2, 0.5 task_schedule_v2; 6.5 before the redesign, with",
               "3.0 on job_table), and with a share *f* of first attempts failing once, the mean per execution is",

@@ -54,7 +54,7 @@ COUNTER = "system_views.local_write_latency"
 #: Server-wide tables of the ``system`` keyspace reported separately (batch log, LWT state).
 SERVER_TABLES = ("system.batches", "system.paxos")
 #: The tables of the execution path, in the order of the report.
-TABLES = ("job_table", "task_history_v2", "task_schedule_v2")
+TABLES = ("job_table_v2", "task_history_v2", "task_schedule_v2")
 #: Every seeded job may retry once, so that a failure is retried (and the retry answered SUCCESS).
 RETRY = RetryPolicy(max_retries=1, initial_delay_s=10.0)
 #: The results function's clock, into the minute: a retry (5-10 s later) lands in the next minute.
@@ -120,7 +120,7 @@ def expected_rows(fires: int, recurring: int, retried: int) -> dict[str, int]:
     in the next minute's LATE lane) and the retry execution: start (history), complete (the delete of
     its LATE row: a retry plans no next run) and its result (history)."""
     return {
-        "job_table": 0,
+        "job_table_v2": 0,
         "task_history_v2": 2 * fires + 2 * retried,
         "task_schedule_v2": recurring + 2 * retried,
     }

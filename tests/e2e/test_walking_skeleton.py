@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from devstack import tokens
+from jobrunner.adapters.stores.codec import JOB_SHARDS
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.domain.time import to_epoch_ms
 from tests.support.kafka_watch import Received, TopicWatch
@@ -110,7 +111,8 @@ def test_bad_requests_name_the_field_and_write_nothing(
                              headers={"Authorization": f"Bearer {token}", "content-type": "application/json"})
     assert response.status_code == status, response.text
     assert field in [e["field"] for e in response.json()["errors"]]
-    jobs = cassandra_session.execute("SELECT count(*) FROM job_table WHERE user_id = %s", (tenant,)).one()[0]
+    jobs = sum(cassandra_session.execute("SELECT count(*) FROM job_table_v2 WHERE user_id = %s AND shard = %s",
+                                         (tenant, shard)).one()[0] for shard in range(JOB_SHARDS))
     rows = [r for r in cassandra_session.execute("SELECT user_id FROM task_schedule_v2") if r.user_id == tenant]
     assert (jobs, rows) == (0, [])
 

@@ -66,7 +66,7 @@ def test_what_it_cannot_reproduce_is_refused(statement: str, message: str) -> No
 def test_the_project_schema_parses() -> None:
     names = [t.name for t in load_tables()]
 
-    assert {"job_table", "task_schedule_v2", "task_history_v2"} <= set(names)
+    assert {"job_table_v2", "task_schedule_v2", "task_history_v2"} <= set(names)
     assert "task_history" not in names  # replaced: its key lacked the execution id
 
 

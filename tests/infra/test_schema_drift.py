@@ -38,7 +38,7 @@ def test_table_matches_cql(default_app: Synthesized, spec: Any) -> None:
     assert clustering == [(c.name, c.type, order) for c, order in spec.clustering]
     assert regular == {c.name: c.type for c in spec.regular}
     # a table whose rows are inserted USING TTL needs TTL turned on, which only a default does on CloudFormation
-    expiring = {"task_schedule_v2", "job_table"}  # job_table: a job deleted after its last fire
+    expiring = {"task_schedule_v2", "job_table_v2"}  # job_table_v2: a job deleted after its last fire
     wanted = spec.default_time_to_live or (630_720_000 if spec.name in expiring else None)
     assert deployed.get("DefaultTimeToLive") == wanted
 

@@ -67,5 +67,5 @@ def test_the_history_and_the_idempotency_keys_expire_on_keyspaces_as_the_schema_
                                                                "DefaultTimeToLive": 30 * 24 * 3600})
     template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_idempotency",
                                                                "DefaultTimeToLive": 24 * 3600})
-    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_table",
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_table_v2",
                                                                "DefaultTimeToLive": Match.absent()})

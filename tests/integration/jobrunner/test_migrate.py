@@ -1,4 +1,5 @@
-"""Migrations on real Cassandra: idempotent, and an older table gains the columns cql/ added since."""
+"""Migrations on real Cassandra: idempotent, an older table gains the columns cql/ added since, and the rows
+of a table whose key changed are carried over to its successor without losing one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.calendars import CassandraCalendarStore
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.cql_schema import statements
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
+CQL = Path(__file__).resolve().parents[3] / "cql" / "001_tables.cql"
+
 
 @dataclass(frozen=True)
 class Older:
@@ -66,26 +70,98 @@ def older(settings: Settings) -> Iterator[Older]:
 
 def test_migrate_is_idempotent_and_adds_missing_columns(older: Older) -> None:
     keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
-    # Given a keyspace whose job_table predates the timeout_s and trace_parent columns
-    admin.execute(f"CREATE TABLE {keyspace}.job_table (user_id text, job_id text, schedule text,"
-                  " PRIMARY KEY ((user_id), job_id))", timeout=60)
+    # Given a keyspace whose job_table_v2 predates the timeout_s and trace_parent columns
+    admin.execute(f"CREATE TABLE {keyspace}.job_table_v2 (user_id text, shard int, job_id text, schedule text,"
+                  " PRIMARY KEY ((user_id, shard), job_id))", timeout=60)
     # When the schema is applied twice
     first = migrate(cassandra)
     second = migrate(cassandra)
     # Then the missing columns were added once, and the second run changed nothing
-    assert "ALTER TABLE job_table ADD timeout_s int" in first
-    assert "ALTER TABLE job_table ADD trace_parent text" in first
-    assert "ALTER TABLE job_table ADD jitter_s int" in first and "ALTER TABLE job_table ADD tags text" in first
-    assert "ALTER TABLE job_table ADD policies text" in first
+    assert "ALTER TABLE job_table_v2 ADD timeout_s int" in first
+    assert "ALTER TABLE job_table_v2 ADD trace_parent text" in first
+    assert "ALTER TABLE job_table_v2 ADD jitter_s int" in first and "ALTER TABLE job_table_v2 ADD tags text" in first
+    assert "ALTER TABLE job_table_v2 ADD policies text" in first
     assert not [s for s in second if s.startswith("ALTER")]
     columns = {row.column_name for row in admin.execute(
-        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table'",
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'job_table_v2'",
         (keyspace,))}
     assert {"timeout_s", "trace_parent", "paused_at", "payload", "version", "jitter_s", "tags", "policies"} <= columns
     tables = {row.table_name for row in admin.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
-    assert tables == {"job_table", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes",
+    assert tables == {"job_table_v2", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes",
                       "calendars"}
+
+
+def unsharded(schema: str) -> str:
+    """``cql/``'s text as the releases before the sharded job table had it: one ``job_table`` partition per
+    tenant, the same columns."""
+    sharded = ("CREATE TABLE IF NOT EXISTS job_table_v2 (", "    shard int,\n",
+               "PRIMARY KEY ((user_id, shard), job_id)")
+    legacy = ("CREATE TABLE IF NOT EXISTS job_table (", "", "PRIMARY KEY ((user_id), job_id)")
+    for new, old in zip(sharded, legacy, strict=True):
+        assert new in schema
+        schema = schema.replace(new, old, 1)
+    return schema
+
+
+def create_previous_release(admin: Any, keyspace: str, schema: str | None = None) -> None:
+    for statement in statements(unsharded(schema if schema is not None else CQL.read_text())):
+        admin.execute(statement.replace("IF NOT EXISTS ", f"IF NOT EXISTS {keyspace}.", 1), timeout=60)
+
+
+def test_a_tenants_jobs_are_copied_to_the_sharded_table_and_an_older_releases_later_change_too(
+    older: Older,
+) -> None:
+    keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
+    # Given the release before the sharded job table, and 40 jobs of one tenant and one of another there,
+    # one of them deleted after its last fire (its row expires)
+    create_previous_release(admin, keyspace)
+    bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
+    insert = (f"INSERT INTO {keyspace}.job_table (user_id, job_id, schedule, payload, topic, state, version,"
+              " schedule_version, schedule_version_set_at, created_at, updated_at, next_run_at, tags)"
+              " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+    every = '{"every":"PT1M","start":"2026-11-22T10:05:00.000Z"}'
+    for n in range(40):
+        admin.execute(insert, ("alice", f"job-{n:02}", every, f'{{"n":{n}}}', "jobs", "ACTIVE", 1, 1, 1, bucket,
+                               bucket, bucket, '{"team":"a"}'))
+    admin.execute(insert, ("bob", "job-b", every, "{}", "jobs", "ACTIVE", 1, 1, 1, bucket, bucket, bucket, None))
+    admin.execute(insert.replace("%s)", "%s) USING TTL 3600"),
+                  ("alice", "job-gone", every, "{}", "jobs", "DELETED", 2, 2, 2, bucket, bucket, None, None))
+    # When the schema is applied
+    applied = migrate(cassandra)
+    # Then every job is copied once, spread over the tenant's shards, and reads as before
+    assert "-- copied 42 job(s) from job_table to job_table_v2" in applied
+    session = connect(cassandra)
+    store = CassandraJobStore(session)
+    jobs, cursor = store.list_jobs("alice", 100, None)
+    assert cursor is None
+    assert [(j.job_id, j.payload, j.tags) for j in jobs if j.job_id != "job-gone"] == [
+        (f"job-{n:02}", {"n": n}, {"team": "a"}) for n in range(40)]
+    shards = {row.shard for row in session.execute("SELECT shard FROM job_table_v2")}
+    assert len(shards) > 8
+    ttl = session.execute("SELECT TTL(state) AS ttl FROM job_table_v2 WHERE user_id = 'alice' AND shard = %s"
+                          " AND job_id = 'job-gone'", (codec.job_shard("job-gone"),)).one().ttl
+    assert ttl is not None and 0 < ttl <= 3600
+    assert [j.job_id for j in store.list_jobs("bob", 10, None)[0]] == ["job-b"]
+    # and when the older release, still serving during the deploy, changes a job (its way: the version is
+    # the schedule version) and this release changes another, a second run carries the first over and
+    # leaves the second as this release wrote it
+    later = bucket + timedelta(minutes=1)
+    admin.execute(f"UPDATE {keyspace}.job_table SET payload = %s, version = 2, next_run_at = %s, updated_at = %s"
+                  " WHERE user_id = %s AND job_id = %s", ('{"n":"older"}', later, later, "alice", "job-01"))
+    job_02 = store.get("alice", "job-02")
+    assert job_02 is not None
+    assert store.update(replace(job_02, payload={"n": "newer"}, version=2, updated_at=later), [], expected_version=1)
+    again = migrate(cassandra)
+    assert "-- copied 1 job(s) from job_table to job_table_v2" in again
+    changed, kept = store.get("alice", "job-01"), store.get("alice", "job-02")
+    assert changed is not None and kept is not None
+    assert (changed.payload, changed.version, changed.schedule_version, changed.next_run_at) == (
+        {"n": "older"}, 2, 2, later)
+    assert kept.payload == {"n": "newer"}
+    # and a third run writes nothing
+    assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
+    session.cluster.shutdown()
 
 
 LEGACY_TABLE = """CREATE TABLE {keyspace}.task_schedule (
@@ -203,10 +279,8 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
          "ACTIVE", 4, None, bucket, bucket, bucket))
     # When the schema is applied
     applied = migrate(cassandra)
-    # Then the columns are added, the job reads as before, with its version as its schedule version
-    for column in ("schedule_version int", "schedule_version_set_at int", "scan_next_run_at timestamp",
-                   "scan_schedule_version int"):
-        assert f"ALTER TABLE job_table ADD {column}" in applied
+    # Then the job is copied, and reads as before, with its version as its schedule version
+    assert "-- copied 1 job(s) from job_table to job_table_v2" in applied
     session = connect(cassandra)
     store = CassandraJobStore(session)
     job = store.get("alice", "job-1")
@@ -232,17 +306,19 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
 def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     settings: Settings, cassandra_session: Any
 ) -> None:
-    # Given a job written by this code (schedule version 1), then changed by an older release during a
-    # rolling deploy or after a rollback: its payload PATCH bumped the version to 2, wrote next_run_at and
-    # re-planned the next run under version 2, as that code did for every change
+    # Given a job written with a schedule version (1), then changed by a release older than that column
+    # during a rolling deploy or after a rollback (its row then copied as it was, as ``migrate`` does): its
+    # payload PATCH bumped the version to 2, wrote next_run_at and re-planned the next run under version 2,
+    # as that code did for every change
     store = CassandraJobStore(cassandra_session)
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
     job = Job(user_id="alice", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=bucket),
               payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket)
     store.create(job, None)
     cassandra_session.execute(
-        "UPDATE job_table SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND job_id = %s",
-        ('{"n":2}', bucket + timedelta(minutes=1), "alice", job.job_id))
+        "UPDATE job_table_v2 SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND shard = %s"
+        " AND job_id = %s",
+        ('{"n":2}', bucket + timedelta(minutes=1), "alice", codec.job_shard(job.job_id), job.job_id))
     # When this code reads it
     stored = store.get("alice", job.job_id)
     # Then its schedule version is its version, so the older code's row (planned under 2) is the job's
@@ -327,11 +403,8 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     keyspace, cassandra, admin = older.keyspace, older.cassandra, older.admin
     # Given a keyspace as the release before calendars left it (job_table without `policies`, no
     # `calendars` table), holding jobs written by that release
-    previous = (Path(__file__).resolve().parents[3] / "cql" / "001_tables.cql").read_text()
-    previous = previous.replace("    policies text,\n", "")
-    previous = previous[:previous.index("CREATE TABLE IF NOT EXISTS calendars")]
-    for statement in statements(previous):
-        admin.execute(statement.replace("IF NOT EXISTS ", f"IF NOT EXISTS {keyspace}.", 1), timeout=60)
+    previous = CQL.read_text().replace("    policies text,\n", "")
+    create_previous_release(admin, keyspace, previous[:previous.index("CREATE TABLE IF NOT EXISTS calendars")])
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
     for n in range(3):
         admin.execute(
@@ -342,8 +415,8 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
              "ACTIVE", 2, 2, 2, bucket, bucket, bucket, '{"team":"a"}'))
     # When the schema is applied
     applied = migrate(cassandra)
-    # Then the column and the table are added, and every job reads as before, naming no calendar
-    assert "ALTER TABLE job_table ADD policies text" in applied
+    # Then the table is added, and every job is copied and reads as before, naming no calendar
+    assert "-- copied 3 job(s) from job_table to job_table_v2" in applied
     assert any(s.startswith("CREATE TABLE IF NOT EXISTS calendars") for s in applied)
     session = connect(cassandra)
     store = CassandraJobStore(session)

@@ -26,8 +26,13 @@ request, not per row (a request costs the driver about ten times what a row in i
   and costs nothing more than its rows (Keyspaces bills each row as a single write; Cassandra applies each
   partition's mutation on its own); each of these writes is idempotent, so a batch that fails in part is
   simply written again. ``KEYSPACES_MAX_BATCH`` bounds it;
-- ``get_many`` reads a tenant's jobs with one ``job_id IN ?`` query per ``in_keys`` jobs (their rows share
-  the tenant's partition; Keyspaces runs each value as a subquery, at most ``KEYSPACES_MAX_IN``).
+- ``get_many`` reads a tenant's jobs with one ``job_id IN ?`` query per ``in_keys`` jobs of one of its
+  shards (their rows share that partition; Keyspaces runs each value as a subquery, at most
+  ``KEYSPACES_MAX_IN``).
+
+A tenant's jobs are spread over ``codec.JOB_SHARDS`` partitions (``(user_id, shard)``, ``codec.job_shard``):
+a job is read and written in one of them, so no partition carries all of one tenant's executions' reads,
+and a list reads them all and merges them in job id order (``list_jobs``).
 """
 
 from __future__ import annotations
@@ -60,14 +65,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 INSERT_JOB = (
-    "INSERT INTO job_table (user_id, job_id, schedule, payload, topic, state, version, schedule_version,"
+    "INSERT INTO job_table_v2 (user_id, shard, job_id, schedule, payload, topic, state, version, schedule_version,"
     " schedule_version_set_at, retry, timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at,"
     " last_run_at, last_execution_id, last_status, jitter_s, tags, policies)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-SELECT_JOB = "SELECT * FROM job_table WHERE user_id = ? AND job_id = ?"
-#: Several jobs of one tenant (one partition) in one request.
-SELECT_JOBS_BY_ID = "SELECT * FROM job_table WHERE user_id = ? AND job_id IN ?"
+SELECT_JOB = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id = ?"
+#: Several jobs of one tenant's shard (one partition) in one request.
+SELECT_JOBS_BY_ID = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id IN ?"
 #: Every row expires some time after its scan may close (``domain.placement.row_ttl``): no delete per execution.
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
@@ -117,20 +122,21 @@ SELECT_RECORD = (
     "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id = ?"
 )
 UPDATE_JOB_USER_FIELDS = (
-    "UPDATE job_table SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
+    "UPDATE job_table_v2 SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
     " schedule_version_set_at = ?, retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?,"
-    " jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ? IF version = ?"
+    " jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND shard = ? AND job_id = ? IF version = ?"
 )
 # A change that keeps the schedule and the state: the next run and the planned rows stay as they are.
 UPDATE_JOB_SETTINGS = (
-    "UPDATE job_table SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
-    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND job_id = ?"
-    " IF version = ?"
+    "UPDATE job_table_v2 SET payload = ?, topic = ?, version = ?, schedule_version_set_at = ?, retry = ?,"
+    " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND shard = ?"
+    " AND job_id = ? IF version = ?"
 )
 #: A job deleted after its last fire, written again whole to expire with its history (``JobStore.retire``).
 INSERT_JOB_EXPIRING = INSERT_JOB + " USING TTL ?"
-SELECT_JOBS = "SELECT * FROM job_table WHERE user_id = ? LIMIT ?"
-SELECT_JOBS_AFTER = "SELECT * FROM job_table WHERE user_id = ? AND job_id > ? LIMIT ?"
+#: One shard of a tenant's jobs, in job id order (a list reads every shard and merges them).
+SELECT_JOBS = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? LIMIT ?"
+SELECT_JOBS_AFTER = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id > ? LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
     "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
     " VALUES (?, ?, ?, ?, ?) IF NOT EXISTS"
@@ -257,25 +263,27 @@ class CassandraJobStore(JobStore):
     def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         # As ``create``, for all of them: every first run, then every job (see the module doc).
         self.schedule([first for _, first in jobs if first is not None])
-        self._write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs], partition=lambda v: v[0])  # user_id
+        self._write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs],
+                         partition=lambda v: v[:2])  # (user_id, shard)
 
     def get(self, user_id: str, job_id: str) -> Job | None:
-        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), (user_id, job_id)).one())
+        params = (user_id, codec.job_shard(job_id), job_id)
+        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), params).one())
         return codec.job_from_row(row) if row is not None else None
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
-        by_tenant: dict[str, list[str]] = {}
+        by_partition: dict[tuple[str, int], list[str]] = {}
         for user_id, job_id in keys:
-            by_tenant.setdefault(user_id, []).append(job_id)
+            by_partition.setdefault((user_id, codec.job_shard(job_id)), []).append(job_id)
         requests: list[tuple[Any, Sequence[Any]]] = []
-        for user_id, job_ids in by_tenant.items():
+        for (user_id, shard), job_ids in by_partition.items():
             unique = list(dict.fromkeys(job_ids))
             for start in range(0, len(unique), self._in_keys):
                 chunk = unique[start:start + self._in_keys]
                 if len(chunk) == 1:
-                    requests.append((self._stmt(SELECT_JOB), (user_id, chunk[0])))
+                    requests.append((self._stmt(SELECT_JOB), (user_id, shard, chunk[0])))
                 else:
-                    requests.append((self._stmt(SELECT_JOBS_BY_ID), (user_id, chunk)))
+                    requests.append((self._stmt(SELECT_JOBS_BY_ID), (user_id, shard, chunk)))
         found: dict[tuple[str, str], Job] = {}
         for result in self._run_concurrently(requests):
             for row in result:
@@ -354,7 +362,7 @@ class CassandraJobStore(JobStore):
             cql, fields = UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)
         else:
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
-        params = (*fields, job.user_id, job.job_id, expected_version)
+        params = (*fields, job.user_id, codec.job_shard(job.job_id), job.job_id, expected_version)
         applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
         if not applied:
             self.drop(rows)
@@ -365,14 +373,18 @@ class CassandraJobStore(JobStore):
         self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows], partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        # The first ``limit + 1`` jobs after the cursor of each shard, together, hold the first ``limit + 1`` of
+        # the tenant's: merged in job id order, as one partition's listing was (the cursors did not change).
         after = decode_job_cursor(cursor) if cursor else None
+        requests: list[tuple[Any, tuple[Any, ...]]]
         if after is None:
-            result = guarded(lambda: self._session.execute(self._stmt(SELECT_JOBS), (user_id, limit + 1)))
+            requests = [(self._stmt(SELECT_JOBS), (user_id, shard, limit + 1)) for shard in range(codec.JOB_SHARDS)]
         else:
-            result = guarded(lambda: self._session.execute(self._stmt(SELECT_JOBS_AFTER), (user_id, after, limit + 1)))
-        jobs = [codec.job_from_row(row) for row in result]
-        page = jobs[:limit]
-        return page, encode_job_cursor(page[-1].job_id) if len(jobs) > limit else None
+            requests = [(self._stmt(SELECT_JOBS_AFTER), (user_id, shard, after, limit + 1))
+                        for shard in range(codec.JOB_SHARDS)]
+        rows = sorted((row for result in self._run_concurrently(requests) for row in result), key=lambda r: r.job_id)
+        page = [codec.job_from_row(row) for row in rows[:limit]]
+        return page, encode_job_cursor(page[-1].job_id) if len(rows) > limit else None
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
         bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -27,14 +28,25 @@ def _ts(value: datetime | None) -> datetime | None:
     return utc(value) if value is not None else None
 
 
+#: The partitions a tenant's jobs are spread over (``job_table_v2``'s ``shard``). Fixed for a keyspace:
+#: changing it would move every job, so it is not a setting.
+JOB_SHARDS = 16
+
+
+def job_shard(job_id: str) -> int:
+    """The ``job_table_v2`` partition (with the tenant) of a job: a stable hash of its id (CRC-32, the same in
+    every process and release), so its row is always read from where it was written."""
+    return zlib.crc32(job_id.encode()) % JOB_SHARDS
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def job_from_row(row: Any) -> Job:
-    """The job of a ``job_table`` row. Its schedule version is the stored one only if it was written with
+    """The job of a ``job_table_v2`` row. Its schedule version is the stored one only if it was written with
     the current version (``schedule_version_set_at``); a row last changed by code that predates the
-    column (an older release, during a rolling deploy or after a rollback) re-planned on every change,
+    column (an older release, whose rows ``migrate`` copies as they are) re-planned on every change,
     so its version is its schedule version. Its next run is the scan's if the scan planned it under the
     current schedule version, else the one the last change of schedule or state wrote (also for rows
     written before the scan had columns of its own)."""
@@ -69,7 +81,7 @@ def job_from_row(row: Any) -> Job:
 def job_values(job: Job) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_JOB``."""
     return (
-        job.user_id, job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
+        job.user_id, job_shard(job.job_id), job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
         job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,

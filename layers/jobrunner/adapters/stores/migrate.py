@@ -14,6 +14,13 @@ And it copies the rows of ``task_history`` (whose key lacked the execution id) i
 each only if that execution has no row there yet: a row the new code wrote is newer, never overwritten.
 The legacy rows are kept: the history is the record of what ran, the copy can be checked against it,
 and dropping the table is the operator's step once it has been (``docs/deploy.md``).
+
+And it copies the jobs of ``job_table`` (one partition per tenant) into ``job_table_v2`` (a tenant's jobs
+over ``codec.JOB_SHARDS`` partitions), column for column, with what is left of a deleted job's time to
+live. A job is copied if it has no row there yet, or written again if the legacy row is newer (its
+``updated_at``): an older release still serving during the deploy writes the legacy table, so running
+it once more after the new code is live carries those changes over; a row the new code changed since
+is newer and kept. Both writes are conditional, so neither overwrites a change racing them.
 """
 
 from __future__ import annotations
@@ -27,10 +34,10 @@ from typing import TYPE_CHECKING
 
 from cassandra import ConsistencyLevel
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.query import UNSET_VALUE, SimpleStatement
+from cassandra.query import SimpleStatement
 
 from jobrunner.adapters.stores import codec
-from jobrunner.adapters.stores.cassandra import CassandraJobStore
+from jobrunner.adapters.stores.cassandra import CassandraJobStore, unset_nulls
 from jobrunner.adapters.stores.cql_schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores.session import CassandraSettings, connect
 from jobrunner.domain.placement import placed_anew, placed_in_time
@@ -63,9 +70,28 @@ COPY_HISTORY = (
     " published_at, finished_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
 )
 
+LEGACY_JOBS = "job_table"
+#: ``job_table_v2``'s columns but its key, in this order in the statements below.
+JOB_COLUMNS = ("schedule", "payload", "topic", "state", "version", "schedule_version", "schedule_version_set_at",
+               "retry", "timeout_s", "paused_at", "trace_parent", "created_at", "updated_at", "next_run_at",
+               "scan_next_run_at", "scan_schedule_version", "last_run_at", "last_execution_id", "last_status",
+               "jitter_s", "tags", "policies")
+SELECT_LEGACY_JOBS = "SELECT * FROM job_table"
+#: What is left of a row's time to live (a job deleted after its last fire expires with its history).
+SELECT_LEGACY_JOB_TTL = "SELECT TTL(state) AS ttl FROM job_table WHERE user_id = ? AND job_id = ?"
+SELECT_JOB_COPY = "SELECT updated_at FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id = ?"
+COPY_JOB = (
+    f"INSERT INTO job_table_v2 (user_id, shard, job_id, {', '.join(JOB_COLUMNS)})"
+    f" VALUES (?, ?, ?, {', '.join('?' for _ in JOB_COLUMNS)}) IF NOT EXISTS USING TTL ?"
+)
+RECOPY_JOB = (
+    f"UPDATE job_table_v2 USING TTL ? SET {', '.join(f'{c} = ?' for c in JOB_COLUMNS)}"
+    " WHERE user_id = ? AND shard = ? AND job_id = ? IF updated_at = ?"
+)
+
 #: Every statement the migration sends besides ``cql/`` (checked by ``tests/infra/test_keyspaces_compat.py``).
 STATEMENTS = (DELETE_LEGACY_SCHEDULED, SELECT_LEGACY_SCHEDULED, SELECT_LEGACY_HISTORY, SELECT_HISTORY_KEY,
-              COPY_HISTORY)
+              COPY_HISTORY, SELECT_LEGACY_JOBS, SELECT_LEGACY_JOB_TTL, SELECT_JOB_COPY, COPY_JOB, RECOPY_JOB)
 
 
 def replication_for(mode: str, replication_factor: int = 1, datacenter: str | None = None) -> str:
@@ -199,10 +225,43 @@ def _copy_missing(
     found = execute_concurrent_with_args(session, exists, [row[:4] for row in rows], concurrency=concurrency,
                                          raise_on_first_error=True)
     missing = [row for row, (_ok, result) in zip(rows, found, strict=True) if result.one() is None]
-    # An unset value writes nothing, where a null would write a tombstone.
-    unset = [tuple(UNSET_VALUE if value is None else value for value in row) for row in missing]
+    unset = [unset_nulls(row) for row in missing]  # an unset value writes nothing, a null a tombstone
     applied = execute_concurrent_with_args(session, copy, unset, concurrency=concurrency, raise_on_first_error=True)
     return sum(1 for _ok, result in applied if result.one().applied)
+
+
+def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> int:
+    """Copy every job of the legacy ``job_table`` into ``job_table_v2`` that is not there yet, or whose copy
+    is older than it (``updated_at``); returns how many were written (see the module doc)."""
+    if LEGACY_JOBS not in _tables(session, keyspace):
+        return 0
+    prepared: dict[str, PreparedStatement] = {}
+
+    def stmt(cql: str) -> PreparedStatement:  # prepared when first used: an older table may lack `state`
+        if cql not in prepared:
+            prepared[cql] = session.prepare(cql)
+            prepared[cql].consistency_level = ConsistencyLevel.LOCAL_QUORUM
+            prepared[cql].serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+        return prepared[cql]
+
+    read = SimpleStatement(SELECT_LEGACY_JOBS, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
+    written = 0
+    for row in session.execute(read):
+        key = (row.user_id, codec.job_shard(row.job_id), row.job_id)
+        values = tuple(getattr(row, column, None) for column in JOB_COLUMNS)  # an older table lacks some
+        ttl = 0  # none
+        if getattr(row, "state", None) == "DELETED":
+            ttl = session.execute(stmt(SELECT_LEGACY_JOB_TTL), (row.user_id, row.job_id)).one().ttl or 0
+        copy = session.execute(stmt(SELECT_JOB_COPY), key).one()
+        updated_at = getattr(row, "updated_at", None)
+        if copy is None:  # unset, not null: an insert of a null writes a tombstone
+            result = session.execute(stmt(COPY_JOB), (*key, *unset_nulls(values), ttl)).one()
+        elif updated_at is not None and (copy.updated_at is None or updated_at > copy.updated_at):
+            result = session.execute(stmt(RECOPY_JOB), (ttl, *values, *key, copy.updated_at)).one()
+        else:
+            continue
+        written += bool(result.applied)
+    return written
 
 
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
@@ -232,6 +291,9 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
         copied = copy_legacy_history(session, settings.keyspace)
         if copied:
             applied.append(f"-- copied {copied} row(s) from {LEGACY_HISTORY} to task_history_v2")
+        jobs = copy_legacy_jobs(session, settings.keyspace)
+        if jobs:
+            applied.append(f"-- copied {jobs} job(s) from {LEGACY_JOBS} to job_table_v2")
         return applied
     finally:
         session.cluster.shutdown()

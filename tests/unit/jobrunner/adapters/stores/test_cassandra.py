@@ -12,6 +12,7 @@ import pytest
 from cassandra import ConsistencyLevel, WriteTimeout, WriteType
 
 from jobrunner.adapters.stores.cassandra import KEYSPACES_MAX_BATCH, KEYSPACES_MAX_IN, CassandraJobStore, packed
+from jobrunner.adapters.stores.codec import JOB_SHARDS, job_shard
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Job, Lane, ScheduledExecution, Trigger, execution_id_for
 from jobrunner.domain.schedules import At
@@ -58,12 +59,12 @@ def test_a_job_is_created_by_its_first_run_then_itself_without_a_logged_batch() 
     CassandraJobStore(session).create(job, first)  # type: ignore[arg-type]
 
     assert [cql.split(" (")[0] for cql in session.executed] == [
-        "INSERT INTO task_schedule_v2", "INSERT INTO job_table"]
+        "INSERT INTO task_schedule_v2", "INSERT INTO job_table_v2"]
 
 
 def test_a_create_whose_job_write_fails_leaves_no_job_only_a_run_no_scan_publishes() -> None:
     # (a scan drops a row whose job does not exist once the change grace has passed: services/scan.py)
-    session = RecordingSession(fail_on="INSERT INTO job_table")
+    session = RecordingSession(fail_on="INSERT INTO job_table_v2")
     job, first = job_and_first_run()
 
     with pytest.raises(Unavailable):
@@ -94,3 +95,10 @@ def test_packed_of_nothing_is_no_chunk() -> None:
 def test_batches_and_in_lists_stay_within_what_keyspaces_takes(option: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="must be 1 to"):
         CassandraJobStore(session=None, **option)  # type: ignore[arg-type]
+
+
+def test_a_jobs_shard_is_a_fixed_function_of_its_id() -> None:
+    # A row is read where it was written by any release: the hash (CRC-32 modulo 16) must never change.
+    assert [job_shard(job_id) for job_id in ("job-1", "job-2", "3f0c1a9e-8d7b-4c1e-9a55-0b9f3d2e7c11", "")] == [
+        15, 5, 5, 0]
+    assert {job_shard(str(uuid.uuid4())) for _ in range(2000)} == set(range(JOB_SHARDS))
