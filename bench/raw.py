@@ -142,7 +142,7 @@ def writes(s: Statements, exs: list[Example]) -> list[tuple[Any, Any]]:
 
 
 def reads(s: Statements, exs: list[Example]) -> list[tuple[Any, Any]]:
-    return [(s.select_job, (e.job.user_id, e.job.job_id)) for e in exs]
+    return [(s.select_job, codec.job_key(e.job.user_id, e.job.job_id)) for e in exs]
 
 
 def batches(s: Statements, exs: list[Example], shape: str) -> list[tuple[Any, Any]]:
@@ -224,7 +224,7 @@ def latency_floor(s: Statements, p: Any, topic: str, exs: list[Example]) -> dict
     for e in exs:
         started = time.perf_counter()
         try:
-            s.session.execute(s.select_job, (e.job.user_id, e.job.job_id))
+            s.session.execute(s.select_job, codec.job_key(e.job.user_id, e.job.job_id))
             for statement, values in start_statements(s, e):
                 s.session.execute(statement, values)
             future = p.send(topic, key=e.message[0], value=e.message[1], headers=e.message[2])

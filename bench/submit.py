@@ -1,7 +1,10 @@
 """Submit: jobs accepted per second through the API handler (``jobrunner.api.app.handle``).
 
 - in-process: REST proxy events handed straight to the handler, from 1 thread and from N threads,
-  in a worker process (as one Lambda execution environment would run them, minus API Gateway);
+  in a worker process, one event at a time as one Lambda execution environment runs them (minus API
+  Gateway): N threads only keep the next request ready. (Until 2026-11-26 the N threads called the
+  handler at once, which the Powertools resolver's per-request state on the app object does not allow:
+  a ``KeyError: '_route'`` now and then, and rates that no environment can reach.)
 - over HTTP: the local API Gateway stand-in (``devstack.gateway.serve``) in a worker process, with N
   client threads in this process on keep-alive connections.
 Each accepted job is two rows (its first run, then the job; a logged batch of the two until 2026-11-26),

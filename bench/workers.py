@@ -37,6 +37,25 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- worker side
 
 
+
+def one_event_at_a_time(handler: Callable[[dict[str, Any], Any], dict[str, Any]], path: str, bodies: list[str],
+                        tenant: str) -> Callable[[int], int]:
+    """``send(i)``: POST ``bodies[i]`` to ``path`` through ``handler`` and return the status, the calls of any
+    number of threads taken one at a time, as one Lambda execution environment takes its events (the
+    Powertools resolver keeps a request's state on the app object; ``devstack.gateway`` does the same)."""
+    from devstack.gateway import to_event
+    from devstack.lambda_context import LocalContext
+
+    lock = threading.Lock()
+    headers = {"content-type": "application/json"}
+
+    def send(i: int) -> int:
+        event = to_event("POST", path, headers, bodies[i].encode(), tenant)
+        with lock:
+            return int(handler(event, LocalContext("jobrunner-api"))["statusCode"])
+
+    return send
+
 class _Slot:
     """One scan's adapters (a segment's): its own store, Kafka producer and counting proxies."""
 
@@ -165,7 +184,7 @@ class _Worker:
 
     def op_submit(self, bodies: list[str], threads: int, tenant: str, path: str = "/jobs") -> dict[str, Any]:
         """POST ``path`` (/jobs or /jobs/batch) through ``jobrunner.api.app.handle`` in this process, from
-        ``threads`` threads."""
+        ``threads`` threads, one event at a time (``one_event_at_a_time``)."""
         from bench.submit import drive
         from devstack.gateway import to_event
         from devstack.lambda_context import LocalContext
@@ -175,10 +194,7 @@ class _Worker:
         headers = {"content-type": "application/json"}
         handle(to_event("GET", "/health", headers, b"", tenant), LocalContext("jobrunner-api"))
 
-        def send(i: int) -> int:
-            event = to_event("POST", path, headers, bodies[i].encode(), tenant)
-            return int(handle(event, LocalContext("jobrunner-api"))["statusCode"])
-
+        send = one_event_at_a_time(handle, path, bodies, tenant)
         return drive(len(bodies), threads, lambda: contextlib.nullcontext(send))
 
     def op_serve_api(self, tenant: str, token: str, environments: int = 0) -> int:

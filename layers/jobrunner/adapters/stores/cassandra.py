@@ -267,8 +267,7 @@ class CassandraJobStore(JobStore):
                          partition=lambda v: v[:2])  # (user_id, shard)
 
     def get(self, user_id: str, job_id: str) -> Job | None:
-        params = (user_id, codec.job_shard(job_id), job_id)
-        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), params).one())
+        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), codec.job_key(user_id, job_id)).one())
         return codec.job_from_row(row) if row is not None else None
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
@@ -362,7 +361,7 @@ class CassandraJobStore(JobStore):
             cql, fields = UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)
         else:
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
-        params = (*fields, job.user_id, codec.job_shard(job.job_id), job.job_id, expected_version)
+        params = (*fields, *codec.job_key(job.user_id, job.job_id), expected_version)
         applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
         if not applied:
             self.drop(rows)

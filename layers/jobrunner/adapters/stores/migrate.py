@@ -247,7 +247,7 @@ def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> i
     read = SimpleStatement(SELECT_LEGACY_JOBS, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
     written = 0
     for row in session.execute(read):
-        key = (row.user_id, codec.job_shard(row.job_id), row.job_id)
+        key = codec.job_key(row.user_id, row.job_id)
         values = tuple(getattr(row, column, None) for column in JOB_COLUMNS)  # an older table lacks some
         ttl = 0  # none
         if getattr(row, "state", None) == "DELETED":

