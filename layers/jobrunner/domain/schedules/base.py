@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
@@ -115,8 +116,11 @@ def parse_instant(value: object, field: str) -> datetime:
     return utc(parse_aware(value, field))
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_interval(value: str, field: str) -> timedelta:
-    """Parse an ISO 8601 duration of fixed length (weeks, days, hours, minutes, seconds)."""
+    """Parse an ISO 8601 duration of fixed length (weeks, days, hours, minutes, seconds). Remembered: a
+    scan parses every job it reads, and jobs share few periods (``PT1H``...); a timedelta is immutable,
+    and a refused one raises again each time (exceptions are not cached)."""
     try:
         parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError, OverflowError):
