@@ -36,10 +36,8 @@ FUNCTIONS = ROOT / "functions"
 TOPIC_ADMIN = Path(__file__).resolve().parent / "handlers" / "kafka_topics"
 
 
-def default_results_code() -> Path | None:
-    """``functions/results`` once its handler exists (it is written separately)."""
-    directory = FUNCTIONS / "results"
-    return directory if (directory / "handler.py").is_file() else None
+#: The results function's code (a test may give ``build_app`` a stand-in).
+RESULTS_CODE = FUNCTIONS / "results"
 
 
 def _path(value: str) -> Path:
@@ -47,7 +45,7 @@ def _path(value: str) -> Path:
     return path if path.is_absolute() else ROOT / path
 
 
-def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> StackAssets:
+def prepare_assets(config: DeploymentConfig, *, results_code: Path) -> StackAssets:
     cache = _path(config.build_cache_dir)
     python = target_python()
     dependencies = (_path(config.dependency_layer_dir) if config.dependency_layer_dir
@@ -67,10 +65,10 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path | None) -> St
 
 
 def build_app(app: App | None = None, *, results_code: Path | None = None, nag: bool = True) -> JobRunnerStack:
-    """Compose the stack in ``app``; ``results_code`` defaults to ``default_results_code()``."""
+    """Compose the stack in ``app``; ``results_code`` defaults to ``RESULTS_CODE``."""
     app = app or App()
     config = DeploymentConfig.from_context(app.node.try_get_context)
-    assets = prepare_assets(config, results_code=results_code or default_results_code())
+    assets = prepare_assets(config, results_code=results_code or RESULTS_CODE)
     tables = with_row_ttls(load_tables(), (*STATEMENTS, *CHANGE_LOG_STATEMENTS))
     stack = JobRunnerStack(app, config.stack_name, config=config, assets=assets, tables=tables)
     if assets.bytecode_python is None:
@@ -92,9 +90,7 @@ def main(argv: Sequence[str] | None = None, *, outdir: Path | None = None) -> No
     else:
         context = cli_context(ROOT / "cdk.json", sys.argv[1:] if argv is None else argv)
         app = App(outdir=str(outdir or ROOT / "cdk.out"), context=context)
-    stack = build_app(app)
-    if stack.results is None:
-        print("note: functions/results/handler.py not found; the results function and its MSK trigger are left out")
+    build_app(app)
     app.synth()
 
 

@@ -60,8 +60,7 @@ class StackAssets:
     tick: Path
     scan: Path
     topic_admin: Path
-    #: ``functions/results`` once it exists; without it the results unit is left out.
-    results: Path | None
+    results: Path
     #: The interpreter that precompiled the layers (the runtime's version); None: they carry no bytecode.
     bytecode_python: str | None = None
 
@@ -102,8 +101,7 @@ class JobRunnerStack(Stack):
         if config.uses_keyspaces:
             endpoints.add(InterfaceEndpoint.KEYSPACES)
         endpoints.add(InterfaceEndpoint.LAMBDA)  # the API and the scans wake scans (``services.wake``)
-        if assets.results is not None:
-            endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}
+        endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}  # the results function's MSK trigger
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
                                interface_endpoints=endpoints, endpoint_zones=config.endpoint_zones,
                                flow_log_retention=retention)
@@ -134,7 +132,7 @@ class JobRunnerStack(Stack):
         )
 
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
-                            network=function_network, environment=self._environment(assets))
+                            network=function_network, environment=self._environment())
         self.scanners = Scanners(self, "Scan", base=base, code=assets.scan, memory_size=config.scan_memory_mb,
                                  reserved_concurrency=config.scan_reserved_concurrency,
                                  function_name=self.scan_function_name)
@@ -142,10 +140,8 @@ class JobRunnerStack(Stack):
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected)
-        self.results = (Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
-                                consumer_group=f"jobrunner-{config.stage}-results",
-                                max_pollers=config.kafka_partitions)
-                        if assets.results is not None else None)
+        self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
+                               consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
         # Only the signer (scan) and the checker (results) know where the result key is.
         for holder in self._result_key_holders():
             for name, value in self.result_key.environment.items():
@@ -153,8 +149,7 @@ class JobRunnerStack(Stack):
 
         # Nothing publishes or consumes before the topics exist (the cluster does not auto-create them).
         self.tick.rule.node.add_dependency(self.streaming.topics_resource)
-        if self.results is not None:
-            self.results.event_source.node.add_dependency(self.streaming.topics_resource)
+        self.results.event_source.node.add_dependency(self.streaming.topics_resource)
         self._grant()
         self._existing_cassandra_access()
         # What a worker's role needs (attach it to the role of your EC2 instance, task or function).
@@ -172,16 +167,15 @@ class JobRunnerStack(Stack):
                                                             groups=config.worker_groups)))
             for index, (tenant, topics) in enumerate(config.tenant_topics) if tenant != EVERY_OTHER_TENANT and topics
         ]
-        functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function}
-        if self.results is not None:
-            functions["results"] = self.results.function
+        functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function,
+                     "results": self.results.function}
         self.monitoring = Monitoring(
             self, "Monitoring", dashboard_name=f"jobrunner-{config.stage}", tick=self.tick.function,
             scan=self.scanners.function, functions=functions,
             failure_queues={"TickDeadLetters": self.tick.dead_letter_queue,
                             "ScanFailedInvocations": self.scanners.failed_invocations,
-                            **({"ResultsFailedBatches": self.results.failed_batches} if self.results else {})},
-            rest_api=self.api.rest_api, results=self.results.function if self.results else None,
+                            "ResultsFailedBatches": self.results.failed_batches},
+            rest_api=self.api.rest_api, results=self.results.function,
             alarm_email=config.alarm_email, heartbeat_table=self.heartbeats.table,
             keyspace=config.keyspace if config.uses_keyspaces else None,
             scan_reserved_concurrency=config.scan_reserved_concurrency,
@@ -190,7 +184,7 @@ class JobRunnerStack(Stack):
         )
         self._outputs()
 
-    def _environment(self, assets: StackAssets) -> dict[str, str]:
+    def _environment(self) -> dict[str, str]:
         """The variables ``jobrunner.config.Settings`` reads, common to every function."""
         config = self.config
         environment = {
@@ -239,16 +233,11 @@ class JobRunnerStack(Stack):
 
     def _result_key_holders(self) -> list[JobRunnerFunction]:
         """The functions that sign (scan) or check (results) result tokens: the only readers of the key."""
-        holders = [self.scanners.handler]
-        if self.results is not None:
-            holders.append(self.results.handler)
-        return holders
+        return [self.scanners.handler, self.results.handler]
 
     def _grant(self) -> None:
         api, tick, scan = self.api.handler.role, self.tick.handler.role, self.scanners.handler.role
-        writers: list[iam.IGrantable] = [api, scan]
-        if self.results is not None:
-            writers.append(self.results.handler.role)
+        writers: list[iam.IGrantable] = [api, scan, self.results.handler.role]
         if self.keyspaces is not None:
             for grantee in writers:
                 self.keyspaces.grant_read_write(grantee)
@@ -260,11 +249,10 @@ class JobRunnerStack(Stack):
         for invoker in (tick, *writers):  # the tick dispatches scans; the writers of late rows wake them
             self.scanners.grant_dispatch(invoker)
         self.streaming.grant_produce(scan, [*self.config.allowed_topics, DEAD_LETTER_TOPIC])
-        if self.results is not None:
-            role = self.results.handler.role
-            self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
-            self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
-            self.heartbeats.grant_segment_start(role)
+        role = self.results.handler.role
+        self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
+        self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
+        self.heartbeats.grant_segment_start(role)
         for holder in self._result_key_holders():
             self.result_key.grant_read(holder.role)
 
@@ -276,10 +264,7 @@ class JobRunnerStack(Stack):
             ec2.Peer.any_ipv4(), ec2.Port.tcp(existing.port), "The existing Cassandra cluster (CQL)",
         )
         if existing.secret_arn:
-            readers = [self.api.handler.role, self.scanners.handler.role]
-            if self.results is not None:
-                readers.append(self.results.handler.role)
-            for role in readers:
+            for role in (self.api.handler.role, self.scanners.handler.role, self.results.handler.role):
                 role.add_to_policy(iam.PolicyStatement(
                     actions=["secretsmanager:GetSecretValue"], resources=[existing.secret_arn],
                 ))

@@ -7,17 +7,16 @@ same code.
 from __future__ import annotations
 
 import base64
-import json
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from pydantic import ValidationError
 
 from jobrunner import telemetry
-from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.schedules import parse_instant
-from jobrunner.domain.tracing import parse_traceparent
+from jobrunner.messages import ResultMessage
 from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
 from jobrunner.services.results import WorkerReport
@@ -88,34 +87,17 @@ def _sample(values: list[float], count: int) -> list[float]:
 
 
 def parse_report(value: bytes) -> WorkerReport | None:
-    """A ``job-results`` message, or None when it is not one (counted and skipped, never retried)."""
+    """A ``job-results`` message (``messages.ResultMessage``), or None when it is not one (counted and
+    skipped, never retried)."""
     try:
-        data = json.loads(value)
-    except ValueError:
+        message = ResultMessage.model_validate_json(value)
+    except ValidationError:
         return None
-    if not isinstance(data, dict):
-        return None
-    execution_id, job_id, status = data.get("execution_id"), data.get("job_id"), data.get("status")
-    scheduled_at, attempt, error = data.get("scheduled_at"), data.get("attempt"), data.get("error")
-    if not (isinstance(execution_id, str) and execution_id and isinstance(job_id, str) and job_id):
-        return None
-    if not isinstance(status, str) or status.upper() not in ("SUCCESS", "FAILED"):
-        return None
-    if scheduled_at is not None and not isinstance(scheduled_at, str):
-        return None
-    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1):
-        return None
-    try:
-        when = parse_instant(scheduled_at, "scheduled_at") if scheduled_at else None
-    except InvalidField:
-        return None
-    trace, token = data.get("traceparent"), data.get("result_token")
+    success = message.status == "SUCCESS"
     return WorkerReport(
-        execution_id=execution_id, job_id=job_id, success=status.upper() == "SUCCESS",
-        error=str(error)[:2000] if error else None, scheduled_at=when, attempt=attempt,
-        traceparent=parse_traceparent(trace) if isinstance(trace, str) else None,
-        result_token=token if isinstance(token, str) else None,
-        cancelled=data.get("cancelled") is True and status.upper() == "FAILED",
+        execution_id=message.execution_id, job_id=message.job_id, success=success, error=message.error,
+        scheduled_at=message.scheduled_at, attempt=message.attempt, traceparent=message.traceparent,
+        result_token=message.result_token, cancelled=message.cancelled and not success,
     )
 
 

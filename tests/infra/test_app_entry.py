@@ -35,7 +35,7 @@ def test_make_synth_reads_cdk_json_and_the_command_lines_context(
     # Given `make synth CDK_ARGS="-c stage=staging"`, run outside the cdk CLI (no CDK_OUTDIR, no context JSON)
     monkeypatch.delenv("CDK_OUTDIR", raising=False)
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
-    monkeypatch.setattr(app_module, "default_results_code", lambda: results_code)
+    monkeypatch.setattr(app_module, "RESULTS_CODE", results_code)
     apps = []
     build_app = app_module.build_app
     monkeypatch.setattr(app_module, "build_app", lambda app: apps.append(app) or build_app(app))
