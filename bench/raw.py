@@ -36,9 +36,9 @@ from jobrunner.adapters.stores.cassandra import (
 )
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Lane, Trigger
 from jobrunner.domain.messages import execution_message
+from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.time import minute_bucket
-from jobrunner.services.jobs import plan_execution
 
 if TYPE_CHECKING:
     from jobrunner.adapters.publishers.kafka import KafkaSettings

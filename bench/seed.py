@@ -17,9 +17,9 @@ from bench.cql import run_all
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import INSERT_JOB, INSERT_SCHEDULED
 from jobrunner.domain.jobs import Job, Lane, Trigger
+from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.time import from_epoch_ms
-from jobrunner.services.jobs import plan_execution
 
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import ScheduledExecution

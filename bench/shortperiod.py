@@ -27,10 +27,10 @@ from bench.instruments import SkipClock
 from bench.seed import PAD, empty, insert
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job, Lane, Trigger
+from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import Every
 from jobrunner.domain.time import MINUTE
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import plan_execution
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -4,7 +4,7 @@ Two status fields, from different places so that they never overwrite each other
 - ``Job.state`` is the user's intent (ACTIVE, PAUSED, CANCELLED), written only by the API.
 - ``Job.last_status`` is the state of the latest execution. No execution writes the job: its run
   fields (last run, last status, next run) are derived from its newest history records
-  (``with_runs``), so an execution costs nothing on the tenant's ``job_table`` partition.
+  (``with_runs``), so an execution writes nothing to its job's row (``job_table_v2``).
 The status a user sees (``Job.status``) is derived from both.
 
 Every change bumps ``Job.version``; a change of schedule or state (submit, a schedule PATCH, pause,

@@ -39,11 +39,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.domain.jobs import Lane, ScheduledExecution
+from jobrunner.domain.jobs import Lane, ScheduledExecution, Trigger, due_of, execution_id_for
+from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import MINUTE, minute_bucket, utc
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from jobrunner.domain.jobs import Job
 
 OPEN_AHEAD = timedelta(seconds=90)
 SETTLE = timedelta(seconds=5)
@@ -113,3 +116,30 @@ def row_ttl(bucket: datetime, now: datetime) -> int:
     if seconds > MAX_TTL_S or expiry >= LATEST_EXPIRY:
         return 0
     return max(1, seconds)
+
+
+def plan_execution(
+    job: Job, due_at: datetime, now: datetime, segment_count: int, *, trigger: Trigger, attempt: int = 1,
+    scheduled_at: datetime | None = None, origin: Trigger = Trigger.SCHEDULE,
+) -> ScheduledExecution:
+    """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``
+    (a LATE row is keyed no earlier than ``domain.placement.LATE_LEAD`` after ``now``); ``origin``: the
+    lineage of a retry or a watchdog (``domain.jobs.execution_id_for``). For a scheduled fire (no
+    ``scheduled_at``) ``due_at`` is the fire, and the row is due at ``domain.jobs.due_of`` it."""
+    if scheduled_at is None and trigger is Trigger.SCHEDULE:
+        scheduled_at, due_at = due_at, due_of(job, due_at)  # a fire: due within the job's jitter window
+    scheduled_at = utc(scheduled_at or due_at)
+    bucket, lane = place(due_at, now)
+    return ScheduledExecution(
+        bucket=bucket,
+        segment=segment_of(job.job_id, segment_count),
+        lane=lane,
+        due_at=late_due(due_at, now) if lane is Lane.LATE else utc(due_at),
+        job_id=job.job_id,
+        execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger, origin),
+        user_id=job.user_id,
+        scheduled_at=scheduled_at,
+        attempt=attempt,
+        job_version=job.schedule_version,
+        trigger=trigger,
+    )

@@ -27,22 +27,18 @@ from jobrunner.domain.jobs import (
     Job,
     JobState,
     JobStatus,
-    Lane,
     RetryPolicy,
     ScheduledExecution,
     Trigger,
-    due_of,
-    execution_id_for,
     with_runs,
 )
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
-from jobrunner.domain.placement import late_due, place, placed_in_time
+from jobrunner.domain.placement import placed_in_time, plan_execution
 from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
-from jobrunner.domain.segments import segment_of
 from jobrunner.domain.tags import JobFilter, parse_tags
-from jobrunner.domain.time import rfc3339, utc
+from jobrunner.domain.time import rfc3339
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, JobChange
 from jobrunner.services.calendars import check_calendar
@@ -153,33 +149,6 @@ class JobChanges:
     overlap: Overlap | None = None
     #: The job's catch-up window, replacing its own (``CatchUp()``: replay every missed fire again).
     catch_up: CatchUp | None = None
-
-
-def plan_execution(
-    job: Job, due_at: datetime, now: datetime, segment_count: int, *, trigger: Trigger, attempt: int = 1,
-    scheduled_at: datetime | None = None, origin: Trigger = Trigger.SCHEDULE,
-) -> ScheduledExecution:
-    """The ``task_schedule_v2`` row for one attempt of ``job`` due at ``due_at``, placed as seen at ``now``
-    (a LATE row is keyed no earlier than ``domain.placement.LATE_LEAD`` after ``now``); ``origin``: the
-    lineage of a retry or a watchdog (``domain.jobs.execution_id_for``). For a scheduled fire (no
-    ``scheduled_at``) ``due_at`` is the fire, and the row is due at ``domain.jobs.due_of`` it."""
-    if scheduled_at is None and trigger is Trigger.SCHEDULE:
-        scheduled_at, due_at = due_at, due_of(job, due_at)  # a fire: due within the job's jitter window
-    scheduled_at = utc(scheduled_at or due_at)
-    bucket, lane = place(due_at, now)
-    return ScheduledExecution(
-        bucket=bucket,
-        segment=segment_of(job.job_id, segment_count),
-        lane=lane,
-        due_at=late_due(due_at, now) if lane is Lane.LATE else utc(due_at),
-        job_id=job.job_id,
-        execution_id=execution_id_for(job.job_id, scheduled_at, attempt, trigger, origin),
-        user_id=job.user_id,
-        scheduled_at=scheduled_at,
-        attempt=attempt,
-        job_version=job.schedule_version,
-        trigger=trigger,
-    )
 
 
 class JobService:

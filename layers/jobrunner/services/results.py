@@ -24,12 +24,11 @@ from jobrunner.domain.jobs import (
     origin_of,
     watched_execution_ids,
 )
-from jobrunner.domain.placement import placed_anew, placed_in_time
+from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.domain.time import rfc3339
 from jobrunner.ports import OutboundMessage, Outcome
-from jobrunner.services.jobs import plan_execution
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:

@@ -83,13 +83,12 @@ from jobrunner.domain.jobs import (
     origin_of,
 )
 from jobrunner.domain.messages import cancel_message, execution_message
-from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time
+from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time, plan_execution
 from jobrunner.domain.policies import Overlap, SkipReason, skip_note
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE, utc
 from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
-from jobrunner.services.jobs import plan_execution
 from jobrunner.services.results import dead_letter
 from jobrunner.services.wake import wake
 

@@ -20,11 +20,12 @@ from jobrunner.config import Settings
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPolicy, Trigger
 from jobrunner.domain.messages import execution_message
+from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
 from jobrunner.entrypoints import parse_report, run_results
 from jobrunner.ports import Completion
-from jobrunner.services.jobs import NewJob, plan_execution
+from jobrunner.services.jobs import NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.support.spans import ids, parent

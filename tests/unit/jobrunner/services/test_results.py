@@ -30,10 +30,10 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.placement import place
+from jobrunner.domain.placement import place, plan_execution
 from jobrunner.domain.schedules import At, Every, parse_instant
 from jobrunner.ports import Completion, ScanRequest
-from jobrunner.services.jobs import JobRules, JobService, NewJob, plan_execution
+from jobrunner.services.jobs import JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from tests.support.results import signed

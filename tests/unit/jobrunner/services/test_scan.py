@@ -29,13 +29,13 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.placement import LATE_LEAD
+from jobrunner.domain.placement import LATE_LEAD, plan_execution
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob, plan_execution
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from jobrunner.services.wake import ScanWaker
