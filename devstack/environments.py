@@ -25,6 +25,7 @@ import queue
 import signal
 import threading
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobrunner.ports import Invoker, ScanRequest
@@ -55,9 +56,14 @@ def _environment(settings: Settings, host: str, port: int, inbox: Queue[_Scan | 
     """The body of one environment process (spawned: nothing is inherited but its arguments)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in `make run` stops the stack, which stops this
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    from devstack import tokens
+    from devstack import console, tokens
+
+    metrics_file = os.environ.get(console.METRICS_FILE_ENV)
+    if metrics_file:  # `make run`: metrics to its file, log records as plain lines (devstack.console)
+        console.route_output(Path(metrics_file))
+    else:
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     from devstack.gateway import serve
     from devstack.lambda_context import LocalContext
     from devstack.stack import StoppableClock, Stopping, configure_tracing

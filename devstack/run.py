@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from devstack import cluster, servers
+from devstack import cluster, console, servers
 from devstack.environments import default_count
 from devstack.stack import LocalStack, local_settings, traces_path
 
@@ -65,8 +65,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    # Metrics to a file (this process's and the environments'), log records as plain lines, a line a minute.
+    metrics_file = console.metrics_path()
+    os.environ.setdefault(console.METRICS_FILE_ENV, str(metrics_file))
+    console.route_output(metrics_file)
+    summary = console.MinuteSummary(metrics_file)
     chosen = {k: v for k, v in os.environ.items() if k.startswith("JOBRUNNER_")}
     began = time.monotonic()
     layout, startup = cluster.CLUSTER, None
@@ -93,6 +97,7 @@ Distributed Job Runner is running.
   token:      {stack.token}
   Kafka:      {endpoints.kafka_bootstrap}   Cassandra: {endpoints.cassandra_host}:{endpoints.cassandra_port}
   settings:   .local/env (source it in a shell){tracing_line(settings)}{extra}
+  metrics:    {metrics_file} (a line a minute below when anything ran)
 
 Submit a job due in 30 seconds, then read it back:
   source .local/env
@@ -105,10 +110,12 @@ Submit a job due in 30 seconds, then read it back:
 Watch executions arrive:   .venv/bin/python -m devstack.watch jobs
 Stop the servers:          {stop_with} (Ctrl-C stops this process only)
 """, flush=True)
+    summary.start()
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with contextlib.suppress(KeyboardInterrupt):
         stopped.wait()
+    summary.stop()
     stack.stop()
 
 

@@ -402,10 +402,15 @@ def cassandra_release_version(host: str, port: int, timeout: float = 5.0) -> str
     """``release_version`` from ``system.local`` over CQL, or None if Cassandra does not answer."""
     if not _port_open(host, port):
         return None
-    from cassandra.cluster import Cluster  # imported lazily: the driver is slow to import
+    # imported lazily: the driver is slow to import
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
 
+    # A load-balancing policy named (this one node), or the driver warns at every `make run` and `make test`.
+    only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
     cluster = Cluster(
-        [host], port=port, protocol_version=5, connect_timeout=timeout, control_connection_timeout=timeout
+        [host], port=port, protocol_version=5, connect_timeout=timeout, control_connection_timeout=timeout,
+        execution_profiles={EXEC_PROFILE_DEFAULT: only},
     )
     try:
         session = cluster.connect()
