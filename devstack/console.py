@@ -73,6 +73,17 @@ class _Router(io.TextIOBase):
     def flush(self) -> None:
         self._console.flush()
 
+    # What code that hands standard output on (a subprocess, faulthandler) or asks about it reads.
+    def fileno(self) -> int:
+        return self._console.fileno()
+
+    def isatty(self) -> bool:
+        return self._console.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._console.encoding
+
     def _route(self, line: str) -> None:
         record = _json_object(line)
         if record is not None and "_aws" in record:

@@ -124,3 +124,12 @@ def test_a_minute_of_results_alone_does_not_say_published_nothing(tmp_path: Path
     metrics.write_text(emf("ExecutionsPublished", 0.0) + "\n" + emf("Results_succeeded", 4.0) + "\n")
     summary.poll(MINUTE.replace(minute=22))
     assert printed == ["19:21  results: 4 succeeded"]
+
+
+def test_the_router_answers_for_the_console_it_stands_for(tmp_path: Path) -> None:
+    console = open(tmp_path / "console.txt", "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    try:
+        router = _Router(console, tmp_path / "metrics.jsonl")
+        assert (router.fileno(), router.isatty(), router.encoding) == (console.fileno(), False, "utf-8")
+    finally:
+        console.close()
