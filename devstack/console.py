@@ -8,7 +8,7 @@ filter on the process's standard output:
 - an EMF record (a JSON object with an ``_aws`` key) is appended to the metrics file
   (``.local/logs/metrics.jsonl``: read it, or ``jq`` it, as CloudWatch would), not printed;
 - a log record (a JSON object with ``level`` and ``message``) is printed as one plain line:
-  ``19:21:04 WARNING scan: lease lost (segment 3)``, its other fields after the message;
+  ``19:21:04 WARNING scan: lease lost (segment=3)``, its other fields after the message;
 - anything else passes through unchanged.
 
 ``MinuteSummary`` reads the metrics file the stack's processes share and prints one line per minute in
