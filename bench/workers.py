@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- worker side
 
 
-
 def one_event_at_a_time(handler: Callable[[dict[str, Any], Any], dict[str, Any]], path: str, bodies: list[str],
                         tenant: str) -> Callable[[int], int]:
     """``send(i)``: POST ``bodies[i]`` to ``path`` through ``handler`` and return the status, the calls of any
@@ -55,6 +54,7 @@ def one_event_at_a_time(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
             return int(handler(event, LocalContext("jobrunner-api"))["statusCode"])
 
     return send
+
 
 class _Slot:
     """One scan's adapters (a segment's): its own store, Kafka producer and counting proxies."""
