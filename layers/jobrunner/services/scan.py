@@ -51,7 +51,7 @@ import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
@@ -88,8 +88,16 @@ from jobrunner.domain.policies import Overlap, SkipReason, skip_note
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE, utc
-from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
-from jobrunner.services.results import dead_letter
+from jobrunner.ports import (
+    Completion,
+    HistoryStore,
+    JobStore,
+    OutboundMessage,
+    Outcome,
+    PublishError,
+    ScheduledRowStore,
+)
+from jobrunner.services.outcomes import dead_letter
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
@@ -97,8 +105,8 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.topics import TopicGrants
-    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
-    from jobrunner.services.results import ResultsService
+    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, Publisher, ScanRequest
+    from jobrunner.services.outcomes import Outcomes
     from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
@@ -390,15 +398,21 @@ class _Partition:
     group_limit: int = 0
 
 
+class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
+    """The store ports a scan uses: its partition's scheduled rows (read, settled, written), the jobs (read)
+    and the executions' history (written before each publish, read for replays and overlap policies)."""
+
+
 class ScanService:
     def __init__(
-        self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
-        rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
+        self, store: ScanStores, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
+        rules: ScanRules, owner_prefix: str = "scan", outcomes: Outcomes | None = None,
         waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
     ) -> None:
         #: Deletes a job that asked for it once its last fire is skipped and nothing else runs (``services.retire``).
         self._retirer = retirer
-        self._results = results
+        #: Ends a timed-out execution when its watchdog row comes due (None: watchdog rows are only settled).
+        self._outcomes = outcomes
         #: The tenants' calendars, read for the jobs that name one (``_fires_to_run``); None: none applied.
         self._calendars = calendars
         #: Wakes the scan of another partition this scan wrote a LATE row to (``services.wake``).
@@ -433,7 +447,7 @@ class ScanService:
                 start = LanePosition.decode(states[0].progress)
         except Unavailable:
             replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
-        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start,
+        due = _Due(lambda after: self._store.lane_rows(bucket, segment, Lane.PLANNED, after=after), start,
                    window=self._rules.fair_window)
         part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
                           replaying=replaying, kept=start)
@@ -546,7 +560,7 @@ class ScanService:
             now = self._clock.now()
             try:
                 self._beat(part, now)
-                part.report.finished = self._heartbeats.finish(
+                part.report.finished = self._heartbeats.mark_done(
                     part.segment, part.bucket, part.owner, now, part.report.published
                 )
                 if part.report.finished:
@@ -605,7 +619,7 @@ class ScanService:
         the tombstones of the done rows) of the windows before it."""
         reach = now + LATE_REACH
         try:
-            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE, since=part.late_from,
+            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=part.late_from,
                                              until=None if to_end else reach):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
@@ -627,7 +641,7 @@ class ScanService:
             if not rows:
                 return
         try:
-            jobs = self._store.get_many(sorted({(r.user_id, r.job_id) for r in rows}))
+            jobs = self._store.get_jobs(sorted({(r.user_id, r.job_id) for r in rows}))
         except Unavailable as exc:
             log.warning("job reads failed, retrying: %s", exc)
             report.errors += 1
@@ -641,7 +655,7 @@ class ScanService:
             if job is None or _ahead(row, job):
                 # Planned by a change whose compare-and-set on the job has not landed yet (a change writes its
                 # rows first), or the first run of a job whose own write has not landed yet (a create writes
-                # the first run first: ``JobStore.create``): wait for it, unless it is clearly never going to.
+                # the first run first: ``JobStore.create_job``): wait for it, unless it is clearly never going to.
                 first_seen = part.ahead.setdefault(_identity(row), now)
                 if now - first_seen < self._rules.change_grace:
                     due.add(row, not_before=retry_at)
@@ -662,7 +676,7 @@ class ScanService:
             # A stale PLANNED row is left to expire with the rest of its lane; a LATE one is removed so
             # that the late lane's polls stop returning it.
             try:
-                self._store.drop([r for r in stale if r.lane is Lane.LATE])
+                self._store.delete_scheduled([r for r in stale if r.lane is Lane.LATE])
             except Unavailable:
                 report.errors += 1  # harmless: the row is never published, and a later scan drops it again
             report.dropped += len(stale)
@@ -711,7 +725,7 @@ class ScanService:
         if job.overlap is not Overlap.ALLOW_ALL:
             previous, own, holding = self._previous(job, row)
         elif part.replaying:  # a replay: was this fire dealt with already? (as ``_already_ended`` asks)
-            own = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+            own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         if own is not None and own.published_at is not None:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
         if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
@@ -760,10 +774,10 @@ class ScanService:
         (a run now); another when a skip in between names a fire further back, or the page runs out (at most
         ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
-        records = self._store.history(job.job_id, OVERLAP_LOOKBACK)  # the newest: usually down to the fire
+        records = self._store.history_page(job.job_id, OVERLAP_LOOKBACK)  # the newest: usually down to the fire
         later = running_after(records, fire, job.schedule_version)
         if any(r.scheduled_at > fire for r in records):  # newer records (a run now, an earlier fire): read from it
-            records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
+            records = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
         own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
                    None)
         found = previous_fire(records, fire, job.schedule_version, more=len(records) == OVERLAP_LOOKBACK)
@@ -771,14 +785,14 @@ class ScanService:
             if not isinstance(found, datetime):
                 break
             back = found + _MS
-            page = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            page = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
         previous = later or (found if isinstance(found, Previous) else Previous(PreviousState.NONE))
         holding = 0
         if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
             # how long the queue is: the fires held up to the newest (one more read, while fires are held)
             back = previous.at + _MS
-            queue = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            queue = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             holding = held_fires(queue, back, job.schedule_version)
         return previous, own, holding
 
@@ -794,8 +808,8 @@ class ScanService:
         record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
         try:
             if first:
-                self._store.finish([Outcome(record, None)])
-            self._store.schedule([again])
+                self._store.write_outcomes([Outcome(record, None)])
+            self._store.write_scheduled([again])
         except Unavailable as exc:
             log.warning("holding a fire failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -856,7 +870,7 @@ class ScanService:
         if not isinstance(next_fire, _Unset):
             record = replace(record, next_fire_at=next_fire)
         try:
-            self._store.finish([Outcome(record, None)])
+            self._store.write_outcomes([Outcome(record, None)])
         except Unavailable as exc:
             log.warning("skip record failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -874,7 +888,7 @@ class ScanService:
         report, due = part.report, part.due
         published_at = self._clock.now()
         try:
-            self._store.start([_record(row, job, published_at) for row, job in live])
+            self._store.write_started([_record(row, job, published_at) for row, job in live])
         except Unavailable as exc:
             log.warning("history writes failed, retrying: %s", exc)
             report.errors += 1
@@ -946,7 +960,7 @@ class ScanService:
         try:
             self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
                                     timeout_s=self._rules.publish_timeout.total_seconds())
-            self._store.finish([Outcome(record, None)])
+            self._store.write_outcomes([Outcome(record, None)])
         except (PublishError, Unavailable) as exc:
             log.warning("dead-lettering failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -963,10 +977,10 @@ class ScanService:
         """Watchdog rows are not published: each fails its execution if that has not reported yet."""
         for row in watchdogs:
             try:
-                if self._results is not None:
-                    self._results.expire(row)
+                if self._outcomes is not None:
+                    self._outcomes.expire(row)
                 if row.lane is Lane.LATE:  # a PLANNED one expires with its lane
-                    self._store.drop([row])
+                    self._store.delete_scheduled([row])
                 part.report.expired += 1
                 part.due.settle([row])
             except (Unavailable, PublishError) as exc:
@@ -979,7 +993,7 @@ class ScanService:
         """A replay whose result is already in, as the execution's own history record says; a record that
         cannot be read counts as not ended (publish again)."""
         try:
-            record = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+            record = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
             return False
         return record is not None and record.status in _ENDED
@@ -1010,7 +1024,7 @@ class ScanService:
         now = self._clock.now()
         completions = [self._completion(part, row, job, now, part.ended) for row, job in part.pending]
         try:
-            self._store.complete(completions)
+            self._store.settle_published(completions)
         except Unavailable as exc:
             log.warning("completion writes failed, retrying: %s", exc)
             part.report.errors += 1
@@ -1046,7 +1060,7 @@ class ScanService:
             now = self._clock.now()
             again = [placed_anew(row, now) for row in late]
             try:
-                self._store.schedule(again)
+                self._store.write_scheduled(again)
             except Unavailable as exc:
                 part.report.errors += 1
                 log.warning("re-placing late rows failed, retrying: %s", exc)
