@@ -403,6 +403,19 @@ class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
     and the executions' history (written before each publish, read for replays and overlap policies)."""
 
 
+@dataclass
+class _Loop:
+    """The timers of a scan's loop (``ScanService._run``)."""
+
+    next_poll: datetime
+    next_renew: datetime
+    next_progress: datetime
+    #: A late poll that read the lane to its end has returned since the last write into this partition.
+    final_poll_done: bool = False
+    #: Since when the scan has had nothing to do (``ScanRules.idle_end``).
+    idle_since: datetime | None = None
+
+
 class ScanService:
     def __init__(
         self, store: ScanStores, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
@@ -459,67 +472,87 @@ class ScanService:
         return report
 
     def _run(self, part: _Partition) -> None:
-        rules = self._rules
-        end = part.bucket + MINUTE + rules.settle
-        deadline = end + rules.overtime
+        end = part.bucket + MINUTE + self._rules.settle
+        deadline = end + self._rules.overtime
         now = self._clock.now()
-        part.due.open(now, rules.retry_backoff)
-        next_poll = now
-        next_renew = now + rules.renew_every
-        next_progress = now + rules.progress_every
-        final_poll_done = False
-        idle_since: datetime | None = None
+        part.due.open(now, self._rules.retry_backoff)
+        loop = _Loop(next_poll=now, next_renew=now + self._rules.renew_every,
+                     next_progress=now + self._rules.progress_every)
         while True:
             now = self._clock.now()
-            if now >= next_renew or (now >= next_progress and part.due.progress() != part.kept):
-                self._renew(part, now)
-                next_renew = now + rules.renew_every
-            if now >= next_progress:
-                next_progress = now + rules.progress_every
-            if part.due.retry_at is not None and now >= part.due.retry_at:
-                part.due.open(now, rules.retry_backoff)
-            if now >= next_poll:
-                polled_at_end = now >= end
-                part.wrote_here = False
-                if self._poll_late(part, now, to_end=polled_at_end):
-                    final_poll_done = final_poll_done or polled_at_end
-                next_poll = now + rules.poll_every
-            if part.pending:
-                self._complete(part)
-            limit = part.group_limit or min(rules.first_group, rules.group_size)
-            rows = part.due.take(now, limit, rules.retry_backoff)
-            # Caught up (fewer rows than allowed): the next burst starts small again; else the groups grow.
-            part.group_limit = min(rules.group_size, limit * 2) if len(rows) == limit else 0
-            if rows:
-                progress = _progress(part.report)
-                self._publish(part, rows, now)
-                # A group that got nothing through ends the scan once the deadline has passed: its rows
-                # may be due again at once (a publish that times out lasts as long as the retry backoff),
-                # so the check below would never be reached, and the lease, renewed before each publish,
-                # would never lapse for another scan to take the partition over.
-                now = self._clock.now()
-                if now < deadline or _progress(part.report) > progress:
-                    continue
+            self._upkeep(part, loop, now, end)
+            after = self._publish_next_group(part, now, deadline)
+            if after is None:
+                continue
+            now = after
             if part.wrote_here:  # our own write into this partition needs one more look at the late lane
-                final_poll_done = False
-            if final_poll_done and part.due.empty() and not part.pending:
+                loop.final_poll_done = False
+            if loop.final_poll_done and part.due.empty() and not part.pending:
                 break
-            if rules.idle_end is None or not part.due.empty() or part.pending or part.wrote_here:
-                idle_since = None
-            elif idle_since is None:
-                idle_since = now
-            elif now - idle_since >= rules.idle_end and now < end - rules.idle_end:
-                if self._end_idle(part):
-                    return
-                idle_since = None
+            if self._idle_ended(part, loop, now, end):
+                return
             if now >= deadline:
                 log.error("partition %s/%s left for catch-up with work outstanding", part.segment, part.bucket)
                 with contextlib.suppress(_LeaseLost):  # keeps the progress since the last renewal for the next scan
                     self._renew(part, now)
                 return
-            wake_at = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
+            wake_at = min(t for t in (part.due.next_at(), loop.next_poll, loop.next_renew) if t is not None)
             self._clock.sleep_until(wake_at)
         self._finish(part, deadline)
+
+    def _upkeep(self, part: _Partition, loop: _Loop, now: datetime, end: datetime) -> None:
+        """What each turn of the scan's loop does before taking rows: renew the lease (keeping the progress),
+        reopen a broken planned stream, poll the late lane, and write the completions still pending."""
+        rules = self._rules
+        if now >= loop.next_renew or (now >= loop.next_progress and part.due.progress() != part.kept):
+            self._renew(part, now)
+            loop.next_renew = now + rules.renew_every
+        if now >= loop.next_progress:
+            loop.next_progress = now + rules.progress_every
+        if part.due.retry_at is not None and now >= part.due.retry_at:
+            part.due.open(now, rules.retry_backoff)
+        if now >= loop.next_poll:
+            polled_at_end = now >= end
+            part.wrote_here = False
+            if self._poll_late(part, now, to_end=polled_at_end):
+                loop.final_poll_done = loop.final_poll_done or polled_at_end
+            loop.next_poll = now + rules.poll_every
+        if part.pending:
+            self._complete(part)
+
+    def _publish_next_group(self, part: _Partition, now: datetime, deadline: datetime) -> datetime | None:
+        """Publish the next group of due rows, if any. None: the loop goes on at once (the group got something
+        through, or the deadline has not passed); else the instant the loop's checks go on with."""
+        rules = self._rules
+        limit = part.group_limit or min(rules.first_group, rules.group_size)
+        rows = part.due.take(now, limit, rules.retry_backoff)
+        # Caught up (fewer rows than allowed): the next burst starts small again; else the groups grow.
+        part.group_limit = min(rules.group_size, limit * 2) if len(rows) == limit else 0
+        if not rows:
+            return now
+        progress = _progress(part.report)
+        self._publish(part, rows, now)
+        # A group that got nothing through ends the scan once the deadline has passed: its rows
+        # may be due again at once (a publish that times out lasts as long as the retry backoff),
+        # so the checks after it would never be reached, and the lease, renewed before each publish,
+        # would never lapse for another scan to take the partition over.
+        now = self._clock.now()
+        if now < deadline or _progress(part.report) > progress:
+            return None
+        return now
+
+    def _idle_ended(self, part: _Partition, loop: _Loop, now: datetime, end: datetime) -> bool:
+        """Whether the scan, with nothing to do for ``ScanRules.idle_end``, gave its lease up and may end."""
+        idle_end = self._rules.idle_end
+        if idle_end is None or not part.due.empty() or part.pending or part.wrote_here:
+            loop.idle_since = None
+        elif loop.idle_since is None:
+            loop.idle_since = now
+        elif now - loop.idle_since >= idle_end and now < end - idle_end:
+            if self._end_idle(part):
+                return True
+            loop.idle_since = None
+        return False
 
     def _end_idle(self, part: _Partition) -> bool:
         """Give the lease up with nothing left to do; True when the scan may end. A writer whose wake came
@@ -648,6 +681,23 @@ class ScanService:
             for row in rows:
                 due.add(row, not_before=retry_at)
             return
+        live, stale = self._triage(part, rows, jobs, now, retry_at)
+        if stale:
+            self._drop_stale(part, stale)
+        if live:
+            live = self._fires_to_run(part, live, retry_at)
+        if live:
+            self._publish_live(part, live, retry_at)
+        self._complete(part)
+
+    def _triage(
+        self, part: _Partition, rows: list[ScheduledExecution], jobs: dict[tuple[str, str], Job], now: datetime,
+        retry_at: datetime,
+    ) -> tuple[list[tuple[ScheduledExecution, Job]], list[ScheduledExecution]]:
+        """Sort due rows (their jobs read) into those to publish, with their jobs, and the stale ones; a row
+        whose job or version has not landed yet waits, a replay whose result is in is only completed, and a
+        row whose topic is no longer allowed is dead-lettered."""
+        report, due = part.report, part.due
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
@@ -672,20 +722,17 @@ class ScanService:
                 self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed for its tenant", retry_at)
             else:
                 live.append((row, job))
-        if stale:
-            # A stale PLANNED row is left to expire with the rest of its lane; a LATE one is removed so
-            # that the late lane's polls stop returning it.
-            try:
-                self._store.delete_scheduled([r for r in stale if r.lane is Lane.LATE])
-            except Unavailable:
-                report.errors += 1  # harmless: the row is never published, and a later scan drops it again
-            report.dropped += len(stale)
-            due.settle(stale)
-        if live:
-            live = self._fires_to_run(part, live, retry_at)
-        if live:
-            self._publish_live(part, live, retry_at)
-        self._complete(part)
+        return live, stale
+
+    def _drop_stale(self, part: _Partition, stale: list[ScheduledExecution]) -> None:
+        """Drop rows no job wants any more. A stale PLANNED row is left to expire with the rest of its lane; a
+        LATE one is removed so that the late lane's polls stop returning it."""
+        try:
+            self._store.delete_scheduled([r for r in stale if r.lane is Lane.LATE])
+        except Unavailable:
+            part.report.errors += 1  # harmless: the row is never published, and a later scan drops it again
+        part.report.dropped += len(stale)
+        part.due.settle(stale)
 
     def _fires_to_run(
         self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime,
@@ -736,25 +783,50 @@ class ScanService:
         held = own is not None and own.status is ExecutionStatus.SCHEDULED
         if held:  # held before: its next fire was planned then, never again (released, skipped or held)
             part.next_fires[_identity(row)] = None
-        if job.calendar is not None and self._calendars is not None:
-            calendar = self._calendar(part, job.user_id, job.calendar)
-            exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
-            if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
-                log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
-            elif exclusion is not None:
-                self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)),
-                           retry_at)
-                return False
-        if not held and not job.catch_up.replays_all:  # (a held fire is late by design, not missed)
-            # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
-            dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
-            if dropped is not None:  # it and the fires after it up to the resume: one record
-                part.next_fires[_identity(row)] = dropped.resume
-                self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
-                           next_fire=dropped.resume)
-                return False
+        if self._excluded_by_calendar(part, row, job, retry_at):
+            return False
+        if not held and self._dropped_by_catch_up(part, row, job, now, retry_at):  # (a held fire is not missed)
+            return False
         if previous is None:
             return True
+        return self._overlap_allows(part, row, job, previous, holding, held=held, retry_at=retry_at)
+
+    def _excluded_by_calendar(self, part: _Partition, row: ScheduledExecution, job: Job, retry_at: datetime) -> bool:
+        """Whether the job's calendar excludes the fire (then recorded SKIPPED, ``_skip``)."""
+        if job.calendar is None or self._calendars is None:
+            return False
+        calendar = self._calendar(part, job.user_id, job.calendar)
+        if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
+            log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+            return False
+        exclusion = calendar.excluding(row.scheduled_at)
+        if exclusion is None:
+            return False
+        self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)), retry_at)
+        return True
+
+    def _dropped_by_catch_up(
+        self, part: _Partition, row: ScheduledExecution, job: Job, now: datetime, retry_at: datetime,
+    ) -> bool:
+        """Whether the job's catch-up window drops the fire (then it and the fires after it up to the resume are
+        recorded as one SKIPPED record, ``_skip``)."""
+        if job.catch_up.replays_all:
+            return False
+        # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
+        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
+        if dropped is None:
+            return False
+        part.next_fires[_identity(row)] = dropped.resume
+        self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
+                   next_fire=dropped.resume)
+        return True
+
+    def _overlap_allows(
+        self, part: _Partition, row: ScheduledExecution, job: Job, previous: Previous, holding: int, *, held: bool,
+        retry_at: datetime,
+    ) -> bool:
+        """Whether the job's overlap policy lets the fire run now, given the execution before it: a skip is
+        recorded, a hold written again for later, a cancel sent before this fire is published."""
         decision = decide(job.overlap, previous, holding)
         if decision is Decision.SKIP:
             self._skip(part, row, job, overlap_note(job.overlap, previous), retry_at)
