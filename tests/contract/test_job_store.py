@@ -59,7 +59,7 @@ def unique_segment() -> int:
     return uuid.uuid4().int % 1_000_000 + 100  # partitions of their own, so tests never see each other
 
 
-def test_create_then_get_round_trips_every_field(job_store: Stores) -> None:
+def test_create_job_then_get_job_round_trips_every_field(job_store: Stores) -> None:
     job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
                    paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45,
                    tags={"team": "payments", "note": ""}, calendar="holidays", delete_after_last=True)
@@ -74,7 +74,7 @@ def test_a_cron_with_its_end_conditions_round_trips(job_store: Stores) -> None:
     assert job_store.get_job(job.user_id, job.job_id) == job
 
 
-def test_retire_marks_the_job_deleted_only_at_the_version_read(job_store: Stores) -> None:
+def test_retire_job_marks_the_job_deleted_only_at_the_version_read(job_store: Stores) -> None:
     job = make_job(version=2)
     job_store.create_job(job, None)
     deleted = job.with_changes(state=JobState.DELETED, version=3, schedule_version=3, next_run_at=None)
@@ -86,7 +86,7 @@ def test_retire_marks_the_job_deleted_only_at_the_version_read(job_store: Stores
     assert not job_store.retire_job(deleted, expected_version=2, ttl_s=3600)  # already
 
 
-def test_get_is_scoped_to_the_tenant(job_store: Stores) -> None:
+def test_get_job_is_scoped_to_the_tenant(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     assert job_store.get_job("someone-else", job.job_id) is None
@@ -95,7 +95,7 @@ def test_get_is_scoped_to_the_tenant(job_store: Stores) -> None:
     }
 
 
-def test_create_many_writes_each_job_with_its_first_run(job_store: Stores) -> None:
+def test_create_jobs_writes_each_job_with_its_first_run(job_store: Stores) -> None:
     # Given 25 jobs, all but one with a first run in one partition
     segment = unique_segment()
     jobs = [make_job() for _ in range(25)]
@@ -109,7 +109,7 @@ def test_create_many_writes_each_job_with_its_first_run(job_store: Stores) -> No
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == rows
 
 
-def test_get_many_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: Stores) -> None:
+def test_get_jobs_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: Stores) -> None:
     # Given 230 jobs of one tenant (more than one IN list of the Cassandra store) and 3 of another
     busy, quiet = f"busy-{uuid.uuid4().hex[:6]}", f"quiet-{uuid.uuid4().hex[:6]}"
     busy_jobs = [make_job(busy) for _ in range(230)]
@@ -145,7 +145,7 @@ def test_many_rows_written_and_removed_in_one_call_each_land(job_store: Stores) 
     assert all(list(job_store.lane_rows(BUCKET, s, Lane.PLANNED)) == [] for s in lanes)
 
 
-def test_scheduled_streams_one_lane_in_due_order(job_store: Stores) -> None:
+def test_lane_rows_streams_one_lane_in_due_order(job_store: Stores) -> None:
     # Given rows written out of order in both lanes of one partition, and one in another segment
     segment = unique_segment()
     job = make_job()
@@ -181,7 +181,7 @@ def shown(store: Stores, job: Job) -> Job:
     return with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
 
 
-def test_start_records_the_execution_and_writes_nothing_to_the_job(job_store: Stores) -> None:
+def test_write_started_records_the_execution_and_writes_nothing_to_the_job(job_store: Stores) -> None:
     # Given two jobs, each with a row about to be published
     segment = unique_segment()
     jobs = [make_job(), make_job()]
@@ -208,7 +208,7 @@ def test_start_records_the_execution_and_writes_nothing_to_the_job(job_store: St
     assert sorted(left, key=lambda r: r.job_id) == sorted(rows, key=lambda r: r.job_id)
 
 
-def test_complete_plans_the_next_run_and_keeps_the_done_planned_row(job_store: Stores) -> None:
+def test_settle_published_plans_the_next_run_and_keeps_the_done_planned_row(job_store: Stores) -> None:
     # Given a started execution of a job with a timeout
     segment = unique_segment()
     job = make_job(timeout_s=30)
@@ -241,7 +241,7 @@ def test_complete_plans_the_next_run_and_keeps_the_done_planned_row(job_store: S
     )
 
 
-def test_complete_removes_a_done_late_row(job_store: Stores) -> None:
+def test_settle_published_removes_a_done_late_row(job_store: Stores) -> None:
     # Given a row of the late lane (polled whole while its scan runs), started and published
     segment = unique_segment()
     job = make_job(schedule=At(BUCKET + timedelta(seconds=20)))
@@ -254,7 +254,7 @@ def test_complete_removes_a_done_late_row(job_store: Stores) -> None:
     assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == []
 
 
-def test_complete_leaves_history_and_the_last_status_alone(job_store: Stores) -> None:
+def test_settle_published_leaves_history_and_the_last_status_alone(job_store: Stores) -> None:
     # Given a started execution whose worker reported before the scan completed it (a fast worker)
     segment = unique_segment()
     job = make_job()
@@ -278,7 +278,7 @@ def test_complete_leaves_history_and_the_last_status_alone(job_store: Stores) ->
     assert list(job_store.lane_rows(following.bucket, segment, Lane.PLANNED)) == [following]
 
 
-def test_complete_without_start_writes_no_history(job_store: Stores) -> None:
+def test_settle_published_without_write_started_writes_no_history(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
@@ -290,7 +290,7 @@ def test_complete_without_start_writes_no_history(job_store: Stores) -> None:
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]  # kept until it expires
 
 
-def test_complete_of_a_manual_run_keeps_the_next_run(job_store: Stores) -> None:
+def test_settle_published_of_a_manual_run_keeps_the_next_run(job_store: Stores) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=unique_segment())
     job_store.create_job(job, row)
@@ -306,7 +306,7 @@ def test_complete_of_a_manual_run_keeps_the_next_run(job_store: Stores) -> None:
     assert (run.last_run_at, run.last_execution_id) == (BUCKET, row.execution_id)
 
 
-def test_drop_removes_rows_without_history(job_store: Stores) -> None:
+def test_delete_scheduled_removes_rows_without_history(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     rows = [make_row(job, BUCKET + timedelta(seconds=s), segment=segment) for s in (1, 2)]
@@ -317,7 +317,7 @@ def test_drop_removes_rows_without_history(job_store: Stores) -> None:
     assert job_store.history_page(job.job_id, 10) == []
 
 
-def test_history_is_newest_first_and_limited(job_store: Stores) -> None:
+def test_history_page_is_newest_first_and_limited(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     rows = [make_row(job, BUCKET + timedelta(minutes=minute), segment=unique_segment()) for minute in range(4)]
@@ -391,7 +391,7 @@ def all_pages_from(store: Stores, user: str, cursor: str | None) -> tuple[list[s
 # -- update and schedule ------------------------------------------------------------------------------
 
 
-def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(job_store: Stores) -> None:
+def test_update_job_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(job_store: Stores) -> None:
     # Given a job whose first run the scan has published (the run fields are set)
     segment = unique_segment()
     job = make_job()
@@ -420,7 +420,7 @@ def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(
     assert next_row.job_version == 2
 
 
-def test_update_without_a_next_row_writes_no_row(job_store: Stores) -> None:
+def test_update_job_without_a_next_row_writes_no_row(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
@@ -433,7 +433,7 @@ def test_update_without_a_next_row_writes_no_row(job_store: Stores) -> None:
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
 
 
-def test_update_keeps_the_creation_time(job_store: Stores) -> None:
+def test_update_job_keeps_the_creation_time(job_store: Stores) -> None:
     # created_at is not among the fields update overwrites (ports.JobStore.update_job)
     job = make_job()
     job_store.create_job(job, None)
@@ -504,7 +504,7 @@ def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_nex
     assert shown(job_store, job).next_run_at == later + timedelta(minutes=5)
 
 
-def test_update_is_a_compare_and_set_on_the_version(job_store: Stores) -> None:
+def test_update_job_is_a_compare_and_set_on_the_version(job_store: Stores) -> None:
     # Given a job at version 2 (a first change landed)
     segment = unique_segment()
     job = make_job()
@@ -521,13 +521,13 @@ def test_update_is_a_compare_and_set_on_the_version(job_store: Stores) -> None:
     assert job_store.update_job(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
 
 
-def test_update_of_a_missing_job_applies_nothing(job_store: Stores) -> None:
+def test_update_job_of_a_missing_job_applies_nothing(job_store: Stores) -> None:
     job = make_job()
     assert not job_store.update_job(job.with_changes(version=2), [], expected_version=1)
     assert job_store.get_job(job.user_id, job.job_id) is None
 
 
-def test_start_never_moves_an_ended_execution_back(job_store: Stores) -> None:
+def test_write_started_never_moves_an_ended_execution_back(job_store: Stores) -> None:
     # Given an execution that was published and then succeeded
     job = make_job()
     job_store.create_job(job, None)
@@ -549,7 +549,7 @@ def test_start_never_moves_an_ended_execution_back(job_store: Stores) -> None:
     assert (record.status, record.finished_at) == (ExecutionStatus.SUCCESS, BUCKET + timedelta(seconds=2))
 
 
-def test_scheduled_after_a_row_resumes_a_broken_read(job_store: Stores) -> None:
+def test_lane_rows_after_a_row_resumes_a_broken_read(job_store: Stores) -> None:
     # Given a lane of rows, two of them due at the same instant
     segment = unique_segment()
     jobs = [make_job() for _ in range(4)]
@@ -565,7 +565,7 @@ def test_scheduled_after_a_row_resumes_a_broken_read(job_store: Stores) -> None:
         )
 
 
-def test_scheduled_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job_store: Stores) -> None:
+def test_lane_rows_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job_store: Stores) -> None:
     # Given a lane of rows due at 1, 3, 3 and 9 s into the bucket
     segment = unique_segment()
     jobs = [make_job() for _ in range(4)]
@@ -589,7 +589,7 @@ def test_scheduled_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job
     assert window(None, 2) + window(2, 3) + window(3, 5) + window(5, None) == everything
 
 
-def test_schedule_inserts_rows_idempotently(job_store: Stores) -> None:
+def test_write_scheduled_inserts_rows_idempotently(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     job_store.create_job(job, None)
@@ -755,7 +755,7 @@ def test_idempotency_keys_are_per_tenant(job_store: Stores) -> None:
 # -- records: point read, lookup by execution id, finish -----------------------------------------------
 
 
-def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: Stores) -> None:
+def test_get_record_is_a_point_read_by_fire_attempt_and_execution(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
@@ -771,7 +771,7 @@ def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: Stores)
     assert job_store.get_record(str(uuid.uuid4()), BUCKET, 1, first) is None
 
 
-def test_records_by_key_reads_several_records_at_once(job_store: Stores) -> None:
+def test_get_records_reads_several_records_at_once(job_store: Stores) -> None:
     # Given 23 records of 12 jobs (several batches of the Cassandra store), written in one finish
     jobs = [make_job() for _ in range(12)]
     for job in jobs:
@@ -787,7 +787,7 @@ def test_records_by_key_reads_several_records_at_once(job_store: Stores) -> None
     assert job_store.get_records([]) == {}
 
 
-def test_find_record_by_execution_id(job_store: Stores) -> None:
+def test_record_by_execution_id(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m), attempt) for m in range(3) for attempt in (1, 2)]
@@ -802,7 +802,7 @@ def test_find_record_by_execution_id(job_store: Stores) -> None:
     assert job_store.record_by_execution_id(job.job_id, oldest.execution_id, scan_limit=6) == oldest
 
 
-def test_finish_upserts_the_record_and_writes_the_retry(job_store: Stores) -> None:
+def test_write_outcomes_upserts_the_record_and_writes_the_retry(job_store: Stores) -> None:
     # Given a published execution (record RUNNING)
     segment = unique_segment()
     job = make_job(schedule=At(at=BUCKET))
@@ -845,7 +845,7 @@ def test_a_result_for_an_older_run_leaves_the_last_run(job_store: Stores) -> Non
     assert job_store.get_record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
 
 
-def test_finish_writes_nothing_to_the_job(job_store: Stores) -> None:
+def test_write_outcomes_writes_nothing_to_the_job(job_store: Stores) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=unique_segment())
     job_store.create_job(job, row)
@@ -882,7 +882,7 @@ def history_pages(store: Stores, job_id: str, limit: int) -> list[list[Execution
         before = cursor_of(page[-1])
 
 
-def test_history_before_returns_only_older_records(job_store: Stores) -> None:
+def test_history_page_before_returns_only_older_records(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
@@ -893,7 +893,7 @@ def test_history_before_returns_only_older_records(job_store: Stores) -> None:
     assert job_store.history_page(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
 
 
-def test_history_pages_of_single_attempts(job_store: Stores) -> None:
+def test_history_page_pages_of_single_attempts(job_store: Stores) -> None:
     job = make_job()
     job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(7)]
@@ -904,7 +904,7 @@ def test_history_pages_of_single_attempts(job_store: Stores) -> None:
     assert [r for page in pages for r in page] == newest_first(records)
 
 
-def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_store: Stores) -> None:
+def test_history_page_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_store: Stores) -> None:
     # Given fires at 10:05 (attempts 1-3), 10:06 (attempts 1-3) and 10:07 (attempt 1)
     job = make_job()
     job_store.create_job(job, None)
@@ -936,7 +936,7 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 4])
-def test_history_pages_through_retried_executions(job_store: Stores, limit: int) -> None:
+def test_history_page_pages_through_retried_executions(job_store: Stores, limit: int) -> None:
     # Given fires each retried up to three times: several records share one scheduled_at
     job = make_job()
     job_store.create_job(job, None)
@@ -984,7 +984,7 @@ def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: St
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 4])
-def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: Stores, limit: int) -> None:
+def test_history_page_pages_through_executions_sharing_a_fire_and_attempt(job_store: Stores, limit: int) -> None:
     # Given fires where a run now at the same instant doubled every attempt (the first one's retries too),
     # beside a fire of its own
     job = make_job()
