@@ -49,6 +49,9 @@ class Completion:
 # few writes span two concerns in a fixed order (a job's first run before the job, a retry row before the
 # record that ends its execution). So method names are unique across the four ports, and each names the
 # concept it touches. Each service declares the ports it uses (``Stores`` is all of them, for the wiring).
+# They are Protocols, where the other ports are ABCs, so that a service's own combination of them
+# (``services.scan.ScanStores``) is met by the one adapter without the adapter naming it; the adapters still
+# subclass the four, so one missing a method fails when it is built.
 #
 # Common to the four: reads reflect every write that returned before them (LOCAL_QUORUM in production), and
 # backend failures raise ``jobrunner.domain.errors.Unavailable``.
