@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 #: Phases of a scan, in the order it runs them, as (label, Timed name).
 PHASES = (
-    ("read its partition", "store.scheduled.next"),
-    ("get_many (job reads)", "store.get_many"),
-    ("start (history + run fields)", "store.start"),
+    ("read its partition", "store.lane_rows.next"),
+    ("get_jobs (job reads)", "store.get_jobs"),
+    ("write_started (history + run fields)", "store.write_started"),
     ("publish (Kafka, acks=all)", "publisher.publish"),
-    ("complete (next row, delete)", "store.complete"),
+    ("settle_published (next row, delete)", "store.settle_published"),
 )
 
 

@@ -76,7 +76,7 @@ class _Slot:
         self.dynamodb = CallCounter(state.dynamodb)
         self.heartbeats = DynamoDBHeartbeatStore(settings.heartbeat_table, self.dynamodb)
         self.publisher.producer.partitions_for(settings.topic)  # connect before any clock starts
-        self.store.get_many([("warm-up", "warm-up")])
+        self.store.get_jobs([("warm-up", "warm-up")])
 
 
 class _Worker:
@@ -330,12 +330,12 @@ def _scan_one(settings: Settings, slot: _Slot, segment: int, bucket_ms: int, seg
     if delay > 0:
         time.sleep(delay)
     clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
-    container = Container(dataclasses.replace(settings, segments=segment_count), store=store,  # type: ignore[arg-type]
+    container = Container(dataclasses.replace(settings, segments=segment_count), store=store,
                           publisher=publisher, heartbeats=heartbeats, clock=clock)  # type: ignore[arg-type]
     scans = container.scans
     if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds
         scans = ScanService(store, publisher, heartbeats, clock,  # type: ignore[arg-type]
-                            ScanRules(segment_count=segment_count, **rules), results=container.results)
+                            ScanRules(segment_count=segment_count, **rules), outcomes=container.outcomes)
     thread_cpu = time.thread_time()
     crashed = None
     try:

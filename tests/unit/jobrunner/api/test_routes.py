@@ -516,7 +516,7 @@ def add_history(world: World, job_id: str, fires: int, attempts: int = 1) -> lis
         scheduled_at = NOW + timedelta(minutes=minute)
         for attempt in range(1, attempts + 1):
             execution_id = execution_id_for(job_id, scheduled_at, attempt, Trigger.SCHEDULE)
-            world.store.finish([Outcome(ExecutionRecord(
+            world.store.write_outcomes([Outcome(ExecutionRecord(
                 job_id=job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=execution_id,
                 user_id="alice", status=ExecutionStatus.SUCCESS, trigger=Trigger.SCHEDULE, due_at=scheduled_at,
                 published_at=scheduled_at, finished_at=scheduled_at + timedelta(seconds=1),
