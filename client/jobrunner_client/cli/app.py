@@ -25,8 +25,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from jobrunner.cli import bulk, render
-from jobrunner.cli.client import (
+from jobrunner.domain.jobs import JobStatus
+from jobrunner_client.cli import bulk, render
+from jobrunner_client.cli.client import (
     ApiClient,
     ApiError,
     Auth,
@@ -36,9 +37,8 @@ from jobrunner.cli.client import (
     Transport,
     UrllibTransport,
 )
-from jobrunner.cli.settings import Connection, UsageError, resolve
-from jobrunner.cli.tail import Consumer, KafkaUnreachable, TailRecord, TopicMissing, follow, kafka_consumer
-from jobrunner.domain.jobs import JobStatus
+from jobrunner_client.cli.settings import Connection, UsageError, resolve
+from jobrunner_client.cli.tail import Consumer, KafkaUnreachable, TailRecord, TopicMissing, follow, kafka_consumer
 
 EXIT_API = 1
 EXIT_USAGE = 2

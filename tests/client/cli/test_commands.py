@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from tests.unit.jobrunner.cli.fakes import TOKEN, job, reply
+from tests.client.cli.fakes import TOKEN, job, reply
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.unit.jobrunner.cli.fakes import Cli, FakeTransport
+    from tests.client.cli.fakes import Cli, FakeTransport
 
 
 def test_submit_sends_the_schedule_and_options_as_a_post_jobs_body(cli: Cli, transport: FakeTransport) -> None:
