@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from jobrunner_client.cli import app
-from jobrunner_client.cli.app import Deps
 from jobrunner_client.cli.bulk import state_path
+from jobrunner_client.cli.session import Deps
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,8 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 from typer.testing import CliRunner
 
 from jobrunner_client.cli import app
-from jobrunner_client.cli.app import Deps
 from jobrunner_client.cli.client import CannotConnect, HttpRequest, HttpResponse
+from jobrunner_client.cli.session import Deps
 
 if TYPE_CHECKING:
     from pathlib import Path
