@@ -49,13 +49,19 @@ def root(
 app.command()(submit.submit)
 app.command("list")(jobs.list_jobs)
 app.command("bulk")(jobs.bulk_change)
-for command in (jobs.show, jobs.cancel, jobs.pause, jobs.resume, jobs.run, jobs.changes):
-    app.command()(command)
+app.command()(jobs.show)
+app.command()(jobs.cancel)
+app.command()(jobs.pause)
+app.command()(jobs.resume)
+app.command()(jobs.run)
+app.command()(jobs.changes)
 app.add_typer(calendars.app, name="calendars")
-for command in (jobs.fires, jobs.backfill, jobs.executions, jobs.segments, tail.tail):
-    app.command()(command)
+app.command()(jobs.fires)
+app.command()(jobs.backfill)
+app.command()(jobs.executions)
+app.command()(jobs.segments)
+app.command()(tail.tail)
 app.command("import")(bulk_import.import_jobs)
-
 
 def main() -> None:
     app(prog_name="jobrunner")
