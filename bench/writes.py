@@ -42,6 +42,7 @@ from bench.workers import split
 from jobrunner.domain.jobs import RetryPolicy
 from jobrunner.domain.time import MINUTE, to_epoch_ms
 from jobrunner.ports import Publisher
+from jobrunner_client.protocol import TRACEPARENT_HEADER
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -154,7 +155,7 @@ def _report_bytes(value: dict[str, Any], headers: dict[str, bytes], fail: bool) 
     """What ``jobrunner_client.worker.Worker`` sends to ``job-results`` for this execution."""
     result: dict[str, Any] = {"execution_id": value["execution_id"], "job_id": value["job_id"],
                               "scheduled_at": value["scheduled_at"], "attempt": value["attempt"]}
-    trace = headers.get("traceparent")
+    trace = headers.get(TRACEPARENT_HEADER)
     if isinstance(trace, bytes):
         result["traceparent"] = trace.decode()
     if "result_token" in value:
