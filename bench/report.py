@@ -368,7 +368,7 @@ def _writes(bench: Bench) -> list[str]:
              f"**Workload** (per run): {w['fires']:,} executions due at the start of one minute, one-time and "
              f"recurring ({w['recurring']:,} recurring in the first run),",
              f"{w['segments']} segments, scanned by the real `ScanService`; each message read back from Kafka and "
-             "answered as `jobrunner.worker` does,",
+             "answered as `jobrunner_client.worker` does,",
              f"through the real `ResultsService` on the Cassandra store: {pct(w['failures_share'])} FAILED "
              f"({w['failed_first']:,}; each job allows one retry), the rest SUCCESS; then the",
              f"next minute, holding the {w['published_retries']:,} retries, scanned and its retries answered "

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
+# What the API reports is what the CLI reads: one definition, shared with the clients.
+from jobrunner_client.protocol import JobStatus as JobStatus
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
@@ -42,19 +45,6 @@ class JobState(StrEnum):
     CANCELLED = "CANCELLED"
     #: Deleted after its last fire (``delete_after_last``, ``domain.retire``): not found by the API any more, but
     #: its runs now, backfills and retries still in flight go on, and its row expires with its history.
-    DELETED = "DELETED"
-
-
-class JobStatus(StrEnum):
-    """What the API reports: PENDING -> SCHEDULED -> RUNNING -> SUCCESS | FAILED, plus PAUSED, CANCELLED."""
-
-    PENDING = "PENDING"
-    SCHEDULED = "SCHEDULED"
-    RUNNING = "RUNNING"
-    SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
-    PAUSED = "PAUSED"
-    CANCELLED = "CANCELLED"
     DELETED = "DELETED"
 
 

@@ -1,7 +1,7 @@
 """Writing workers: one function per job type; consume -> run -> report, at least once.
 
 ```python
-from jobrunner.worker import Execution, Worker
+from jobrunner_client.worker import Execution, Worker
 
 worker = Worker(bootstrap="127.0.0.1:9092")  # Amazon MSK: Worker(bootstrap=..., security="msk-iam")
 
@@ -11,6 +11,10 @@ def send_report(execution: Execution) -> None:
 
 worker.run()                            # until SIGTERM / SIGINT, then finishes the batch in hand
 ```
+
+Tracing: ``Worker(span=...)`` takes a context-manager factory with the signature of the server's
+``jobrunner.telemetry.span`` (the local stack passes that one, so a worker's span continues the execution's
+trace); the default traces nothing and hands the message's ``traceparent`` on as it came.
 
 Cancel messages: a job whose overlap policy is ``cancel_other`` sends, on its topic, a message asking the
 workers to cancel its previous execution (``{"cancel": true, "execution_id": ...}``, header
@@ -30,6 +34,7 @@ idempotent on ``execution_id`` for the rare case where it does not (a rebalance 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
@@ -37,13 +42,16 @@ import signal
 import threading
 import traceback
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kafka import KafkaConsumer, KafkaProducer
 
-from jobrunner import telemetry
+from jobrunner_client.protocol import CANCEL_HEADER, DEFAULT_TRIGGER, MAX_ERROR_CHARS, TRACEPARENT_HEADER
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +69,8 @@ class Execution:
     attempt: int
     trigger: str
     payload: Any
-    #: W3C trace context of this execution: the worker's span when this process traces
-    #: (``jobrunner.telemetry``), else the message's (a child of the submitting request's), if any.
+    #: W3C trace context of this execution: the worker's span when its span hook traces (``Worker(span=...)``),
+    #: else the message's (a child of the submitting request's), if any.
     traceparent: str | None = None
     #: The message's proof of origin, sent back with the result (the results function refuses a result
     #: without the token of its execution).
@@ -79,6 +87,48 @@ class Execution:
     @property
     def type(self) -> str | None:
         return self.payload.get("type") if isinstance(self.payload, dict) else None
+
+
+AttributeValue = str | bool | int | float
+SpanKind = Literal["internal", "server", "client", "producer", "consumer"]
+
+
+class WorkerSpan(Protocol):
+    """The span an execution runs in: its trace context (handed to the handler and sent with the result)."""
+
+    @property
+    def traceparent(self) -> str | None: ...
+
+    def fail(self, description: str | None) -> None:
+        """Mark the span failed (the execution's result is FAILED)."""
+        ...
+
+
+class SpanHook(Protocol):
+    """Opens the span of one execution (the signature of ``jobrunner.telemetry.span``): a child of ``parent``
+    (a W3C traceparent), current while the block runs; it yields a ``WorkerSpan``."""
+
+    def __call__(
+        self, name: str, *, parent: str | None = None, kind: SpanKind = "internal",
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> AbstractContextManager[WorkerSpan]: ...
+
+
+@dataclass
+class _UntracedSpan:
+    traceparent: str | None
+
+    def fail(self, description: str | None) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def untraced(
+    name: str, *, parent: str | None = None, kind: SpanKind = "internal",
+    attributes: Mapping[str, AttributeValue] | None = None,
+) -> Iterator[_UntracedSpan]:
+    """The default ``SpanHook``: no span; it carries the message's traceparent on, unchanged."""
+    yield _UntracedSpan(parent)
 
 
 class Cancelled(Exception):
@@ -120,9 +170,10 @@ class Worker:
     def __init__(
         self, *, bootstrap: str = "127.0.0.1:9092", topic: str = "jobs", results_topic: str = "job-results",
         group_id: str = "jobrunner-workers", consumer: Any = None, producer: Any = None, remember: int = 20_000,
-        security: str = "plaintext",
+        security: str = "plaintext", span: SpanHook = untraced,
     ) -> None:
         self._topic = topic
+        self._span = span
         self._results_topic = results_topic
         connection = connection_config(bootstrap, security)
         self._consumer = consumer or KafkaConsumer(
@@ -174,7 +225,7 @@ class Worker:
         for messages in batches.values():
             for message in messages:
                 headers = dict(getattr(message, "headers", None) or [])
-                if "jobrunner-cancel" in headers:
+                if CANCEL_HEADER in headers:
                     self._cancel(message.value)
                 self._backlog.append((message.value, headers))
 
@@ -192,26 +243,26 @@ class Worker:
             running.cancelled.set()
 
     def _process(self, raw: bytes, headers: dict[str, bytes] | None = None) -> None:
-        if headers and "jobrunner-cancel" in headers:
+        if headers and CANCEL_HEADER in headers:
             return  # applied when it was read
         try:
             data = json.loads(raw)
             optional = ("trigger", "traceparent", "result_token", "cancelled")
             fields = [k for k in Execution.__dataclass_fields__ if k not in optional]
-            trace = (headers or {}).get("traceparent")
+            trace = (headers or {}).get(TRACEPARENT_HEADER)
             token = data.get("result_token") if isinstance(data, dict) else None
-            execution = Execution(**{k: data[k] for k in fields}, trigger=data.get("trigger", "SCHEDULE"),
+            execution = Execution(**{k: data[k] for k in fields}, trigger=data.get("trigger", DEFAULT_TRIGGER),
                                   traceparent=trace.decode() if isinstance(trace, bytes) else None,
                                   result_token=token if isinstance(token, str) else None)
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a message that is not an execution")
             return
-        attributes: dict[str, telemetry.AttributeValue] = {
+        attributes: dict[str, AttributeValue] = {
             "messaging.system": "kafka", "messaging.destination.name": self._topic,
             "jobrunner.execution_id": execution.execution_id, "jobrunner.job_id": execution.job_id,
             "jobrunner.attempt": execution.attempt,
         }
-        with telemetry.span("process execution", parent=execution.traceparent, kind="consumer",
+        with self._span("process execution", parent=execution.traceparent, kind="consumer",
                             attributes=attributes) as span:
             # The handler and the result carry this span's traceparent (the message's, without tracing).
             result = self._run(replace(execution, traceparent=span.traceparent))
@@ -238,7 +289,7 @@ class Worker:
             result["result_token"] = execution.result_token
         cancel = self._cancels.get(execution.execution_id)
         if cancel is not None:  # cancelled before it started: not run at all
-            result.update(status="FAILED", error=f"cancelled before it started: {cancel['reason']}"[:2000],
+            result.update(status="FAILED", error=f"cancelled before it started: {cancel['reason']}"[:MAX_ERROR_CHARS],
                           cancelled=True)
         elif handler is None:
             result.update(status="FAILED", error=f"no handler for job type {execution.type!r}")
@@ -247,10 +298,11 @@ class Worker:
                 self._call(handler, execution)
                 result["status"] = "SUCCESS"
             except Exception as exc:
-                result.update(status="FAILED", error="".join(traceback.format_exception_only(exc)).strip()[:2000])
+                error = "".join(traceback.format_exception_only(exc)).strip()
+                result.update(status="FAILED", error=error[:MAX_ERROR_CHARS])
                 if execution.cancelled.is_set():
                     cancel = self._cancels.get(execution.execution_id) or {"reason": "cancelled"}
-                    result.update(error=f"cancelled: {cancel['reason']}"[:2000], cancelled=True)
+                    result.update(error=f"cancelled: {cancel['reason']}"[:MAX_ERROR_CHARS], cancelled=True)
         self._report(execution, result)
         self._seen.add(execution.execution_id, result)
         self.processed += 1

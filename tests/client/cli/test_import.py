@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from jobrunner.cli.bulk import idempotency_key, state_path
-from tests.unit.jobrunner.cli.fakes import job, reply
+from jobrunner_client.cli.bulk import idempotency_key, state_path
+from tests.client.cli.fakes import job, reply
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from jobrunner.cli.client import HttpRequest, HttpResponse
-    from tests.unit.jobrunner.cli.fakes import Cli, FakeTransport
+    from jobrunner_client.cli.client import HttpRequest, HttpResponse
+    from tests.client.cli.fakes import Cli, FakeTransport
 
 
 class FakeApi:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from jobrunner.cli.settings import UsageError, read_env_file, region_of, resolve
+from jobrunner_client.cli.settings import UsageError, read_env_file, region_of, resolve
 
 if TYPE_CHECKING:
     from pathlib import Path

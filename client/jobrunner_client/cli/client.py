@@ -104,7 +104,11 @@ class SigV4Auth:
 
     def _frozen_credentials(self) -> Any:
         if self._credentials is None:
-            import botocore.session
+            try:
+                import botocore.session
+            except ImportError:
+                raise ApiError(0, "no_botocore",
+                               "--sigv4 needs botocore: pip install 'jobrunner-client[aws]'") from None
 
             self._credentials = botocore.session.get_session().get_credentials()
         if self._credentials is None:

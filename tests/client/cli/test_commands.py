@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from tests.unit.jobrunner.cli.fakes import TOKEN, job, reply
+import pytest
+
+from tests.client.cli.fakes import TOKEN, job, reply
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tests.unit.jobrunner.cli.fakes import Cli, FakeTransport
+    from tests.client.cli.fakes import Cli, FakeTransport
 
 
 def test_submit_sends_the_schedule_and_options_as_a_post_jobs_body(cli: Cli, transport: FakeTransport) -> None:
@@ -338,3 +340,15 @@ def test_submit_sends_the_overlap_and_catch_up_policies_and_show_says_them(cli: 
     transport.on("GET", "/jobs/job-1", reply(200, answered))
     shown = cli("show", "job-1").stdout
     assert "buffer_one" in shown and "window_s 600, most 2" in shown
+
+
+@pytest.mark.parametrize("args", [["submit", "--json", "[1]"], ["submit", "--json", '[["schedule", {"at": "now"}]]'],
+                                  ["calendars", "put", "holidays", "--json", "5"]])
+def test_a_json_body_that_is_not_an_object_is_a_usage_error(cli: Cli, transport: FakeTransport,
+                                                            args: list[str]) -> None:
+    # Given a --json body that is JSON but not an object (a list, a number)
+    result = cli(*args)
+    # Then it is refused as such, before any request (it used to crash in dict(), or pass as pairs)
+    assert result.exit_code == 2, result.output
+    assert "must be a JSON object" in result.output
+    assert transport.sent == []

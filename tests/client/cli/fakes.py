@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from typer.testing import CliRunner
 
-from jobrunner.cli import app
-from jobrunner.cli.app import Deps
-from jobrunner.cli.client import CannotConnect, HttpRequest, HttpResponse
+from jobrunner_client.cli import app
+from jobrunner_client.cli.client import CannotConnect, HttpRequest, HttpResponse
+from jobrunner_client.cli.session import Deps
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.credentials import Credentials
 
-from jobrunner.cli.client import (
+from jobrunner_client.cli.client import (
     ApiClient,
     ApiError,
     BearerAuth,
     HttpRequest,
     SigV4Auth,
 )
-from tests.unit.jobrunner.cli.fakes import FakeTransport, reply
+from tests.client.cli.fakes import FakeTransport, reply
 
 if TYPE_CHECKING:
     from typer.testing import Result
 
-    from tests.unit.jobrunner.cli.fakes import Cli
+    from tests.client.cli.fakes import Cli
 
 
 def test_sigv4_signs_for_execute_api_in_the_region_including_the_body_and_query() -> None:
@@ -89,6 +89,6 @@ def test_error_bodies_of_every_shape_give_a_readable_message(status: int, body: 
 
 
 def _raw(status: int, body: bytes) -> Any:
-    from jobrunner.cli.client import HttpResponse
+    from jobrunner_client.cli.client import HttpResponse
 
     return HttpResponse(status, body)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from kafka import TopicPartition
 
-from jobrunner.cli.tail import KafkaUnreachable, follow
+from jobrunner_client.cli.tail import KafkaUnreachable, follow
 
 if TYPE_CHECKING:
-    from tests.unit.jobrunner.cli.fakes import Cli
+    from tests.client.cli.fakes import Cli
 
 
 @dataclass

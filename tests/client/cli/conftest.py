@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.unit.jobrunner.cli.fakes import TOKEN, URL, Cli, FakeTransport
+from tests.client.cli.fakes import TOKEN, URL, Cli, FakeTransport
 
 if TYPE_CHECKING:
     from pathlib import Path

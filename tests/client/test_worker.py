@@ -6,6 +6,7 @@ sends, flushes and commits can be asserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,13 +14,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
-from jobrunner.worker import Execution, Worker
+from jobrunner import telemetry
+from jobrunner_client.worker import Execution, Worker, untraced
 from tests.support.spans import ids, own, parent
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator, Mapping
 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from jobrunner_client.worker import SpanHook
 
 
 @dataclass(frozen=True)
@@ -89,11 +93,14 @@ class Harness:
         return [value for _, _, value in self.producer.sent]
 
 
-def harness(*batches: list[bytes | Message | None], results_topic: str = "job-results") -> Harness:
+def harness(*batches: list[bytes | Message | None], results_topic: str = "job-results",
+            span: SpanHook = telemetry.span) -> Harness:
+    """A worker over fake Kafka clients, tracing as the local stack does (``jobrunner.telemetry``) unless
+    ``span`` says otherwise."""
     log: list[str] = []
     consumer = FakeConsumer(list(batches), log)
     producer = FakeProducer(log)
-    worker = Worker(consumer=consumer, producer=producer, results_topic=results_topic)
+    worker = Worker(consumer=consumer, producer=producer, results_topic=results_topic, span=span)
     consumer.when_drained = worker.stopping.set
     return Harness(worker, producer, log)
 
@@ -287,6 +294,60 @@ def test_without_tracing_the_result_carries_the_messages_traceparent() -> None:
     assert [r["traceparent"] for r in h.results()] == [MESSAGE_TRACE]
 
 
+def test_the_default_span_hook_traces_nothing_and_hands_the_messages_traceparent_on(
+    spans: InMemorySpanExporter,
+) -> None:
+    # Given tracing on in this process, but a worker built without a span hook (as a user's worker is)
+    h = harness([traced("e-1"), traced("e-2", {"type": "unknown"})], span=untraced)
+    seen: list[Execution] = []
+    h.worker.handler("send-report")(seen.append)
+    h.worker.run(install_signal_handlers=False)
+    # Then it opens no span, and the message's trace context goes to the handler and back with each result
+    assert spans.get_finished_spans() == ()
+    assert [e.traceparent for e in seen] == [MESSAGE_TRACE]
+    assert [(r["status"], r["traceparent"]) for r in h.results()] == [("SUCCESS", MESSAGE_TRACE),
+                                                                      ("FAILED", MESSAGE_TRACE)]
+
+
+def test_the_span_hook_opens_one_consumer_span_per_execution_and_hears_its_failure() -> None:
+    # Given a span hook of the user's own, recording what the worker asks of it
+    opened: list[tuple[str, str | None, str, dict[str, Any]]] = []
+    failed: list[str | None] = []
+
+    @dataclass
+    class Recorded:
+        traceparent: str | None
+
+        def fail(self, description: str | None) -> None:
+            failed.append(description)
+
+    @contextlib.contextmanager
+    def hook(name: str, *, parent: str | None = None, kind: str = "internal",
+             attributes: Mapping[str, Any] | None = None) -> Iterator[Recorded]:
+        opened.append((name, parent, kind, dict(attributes or {})))
+        yield Recorded(OWN_TRACE)
+
+    # When the worker runs an execution it has a handler for and one it has not
+    h = harness([traced("e-1"), traced("e-2", {"type": "unknown"})], span=hook)
+    seen: list[Execution] = []
+    h.worker.handler("send-report")(seen.append)
+    h.worker.run(install_signal_handlers=False)
+
+    # Then each runs in a consumer span continuing the message, the failure is reported to its span, and the
+    # span's trace context is the one the handler sees and the result carries
+    assert [(name, parent, kind) for name, parent, kind, _ in opened] == [
+        ("process execution", MESSAGE_TRACE, "consumer")] * 2
+    assert opened[0][3] == {"messaging.system": "kafka", "messaging.destination.name": "jobs",
+                            "jobrunner.execution_id": "e-1", "jobrunner.job_id": "job-1", "jobrunner.attempt": 1}
+    assert failed == ["no handler for job type 'unknown'"]
+    assert [e.traceparent for e in seen] == [OWN_TRACE]
+    assert [r["traceparent"] for r in h.results()] == [OWN_TRACE, OWN_TRACE]
+
+
+#: The trace context of a span a test's own hook opens.
+OWN_TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def test_the_worker_span_continues_the_message_and_goes_back_with_the_result(spans: InMemorySpanExporter) -> None:
     h = harness([traced()])
     seen: list[Execution] = []
@@ -309,7 +370,7 @@ def test_a_failed_execution_ends_its_span_in_error(spans: InMemorySpanExporter) 
 
 def test_msk_iam_connects_both_clients_over_tls_with_iam(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a worker pointed at the stack's bootstrap brokers (KafkaBootstrapBrokers output)
-    import jobrunner.worker as worker_module
+    import jobrunner_client.worker as worker_module
 
     seen: dict[str, dict[str, Any]] = {}
     monkeypatch.setattr(worker_module, "KafkaConsumer", lambda *topics, **config: seen.setdefault("consumer", config))
@@ -324,7 +385,7 @@ def test_msk_iam_connects_both_clients_over_tls_with_iam(monkeypatch: pytest.Mon
 
 
 def test_plaintext_is_the_local_default_and_an_unknown_mode_is_refused() -> None:
-    from jobrunner.worker import connection_config
+    from jobrunner_client.worker import connection_config
 
     assert connection_config("127.0.0.1:9092") == {"bootstrap_servers": ["127.0.0.1:9092"]}
     with pytest.raises(ValueError, match="msk-iam"):
@@ -354,7 +415,7 @@ def cancel(execution_id: str, reason: str = "overlap policy cancel_other: the fi
 @pytest.fixture
 def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker reads its partitions again soon after a handler starts (a second, in production)."""
-    monkeypatch.setattr("jobrunner.worker.POLL_WHILE_RUNNING_AFTER_S", 0.01)
+    monkeypatch.setattr("jobrunner_client.worker.POLL_WHILE_RUNNING_AFTER_S", 0.01)
 
 
 def test_a_cancel_message_stops_the_execution_running_and_is_reported_not_to_retry(quick_polls: None) -> None:
