@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 #: A route's ``<name>`` part: one path segment.
 _PARAMETER = re.compile(r"<(\w+)>")
@@ -42,6 +42,9 @@ class RouteTable:
                           for index, part in enumerate(_PARAMETER.split(template)))
         self._entries.append(RouteEntry(method.upper(), template, re.compile(f"^{pattern}/*$")))
         self._entries.sort(key=lambda entry: entry.pattern.groups > 0)
+
+    def __iter__(self) -> Iterator[RouteEntry]:
+        return iter(self._entries)
 
     def allowed(self, path: str) -> list[str]:
         """The methods some route serves ``path`` with, sorted (none: no route has the path)."""
