@@ -45,7 +45,7 @@ def error_response(
 def _detail(error: Mapping[str, Any]) -> ErrorDetail:
     """One of Pydantic's errors as the api names it: the field's dotted path (without ``body``, nor the tag
     of the schedule kind that was tried) and the reason."""
-    loc = [part for part in error.get("loc", ()) if part != "body"]
+    loc = [part for part in error.get("loc", ()) if part not in ("body", "[key]")]  # a dict's key: named by itself
     tags = [index for index, part in enumerate(loc) if part in TAGS]
     path = ".".join(str(part) for part in loc if part not in TAGS) or "body"
     reason = str(error.get("msg", "invalid"))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 from pydantic_core import PydanticCustomError
 
-from jobrunner.api.schedules import ScheduleIn
+from jobrunner.api.schedules import ScheduleIn, checked_by
 from jobrunner.domain.jobs import (
     MAX_BACKOFF_DELAY_S,
     MAX_JITTER_S,
@@ -22,6 +22,7 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.ledger import Outcome
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
+from jobrunner.domain.tags import MAX_TAGS, parse_tags
 from jobrunner.domain.time import rfc3339
 from jobrunner.services.jobs import MAX_BATCH, payload_refusal
 
@@ -56,6 +57,10 @@ def _within_limit(payload: JsonValue) -> JsonValue:
 
 
 Payload = Annotated[JsonValue, AfterValidator(_within_limit)]
+#: A tag's key and value, each checked as the domain checks a job's tags (an error names ``tags.<key>``).
+TagKey = Annotated[str, checked_by(lambda key, path: next(iter(parse_tags({key: ""}, path))))]
+TagValue = Annotated[str, checked_by(lambda value, path: parse_tags({"key": value}, path)["key"])]
+Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
 
 
 class BackoffIn(Strict):
@@ -100,8 +105,9 @@ class JobIn(Strict):
     jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
-    tags: dict[str, str] | None = Field(None, description=(
-        "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
+    tags: Tags | None = Field(None, description=(
+        f"key/value labels, at most {MAX_TAGS} (keys: letters, digits, _ . / -); lists and bulk changes select "
+        "by them"))
     calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
     delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
@@ -136,7 +142,7 @@ class JobPatchIn(Strict):
         "null to remove; "
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
-    tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
+    tags: Tags | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
     calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
     delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
     overlap: OverlapName | None = Field(None, description=_OVERLAP)

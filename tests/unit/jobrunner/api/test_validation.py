@@ -120,3 +120,10 @@ def test_a_valid_schedule_of_each_kind_is_accepted(world: World) -> None:
         status, job = call("POST", "/jobs", {**HOURLY, "schedule": schedule})
         assert status == 201, job
         assert next(iter(schedule)) in job["schedule"]
+
+
+def test_wrong_tags_come_back_with_the_other_wrong_fields(world: World) -> None:
+    body = {**HOURLY, "tags": {"team:x": "a", "tier": "x" * 300}, "max_retries": 99}
+    status, answer = call("POST", "/jobs", body)
+    assert status == 422 and fields(answer) == {"tags.team:x", "tags.tier", "max_retries"}, answer
+    assert reasons(answer)["tags.team:x"] == "a key is 1 to 64 letters, digits, '_', '.', '/' or '-'"
