@@ -13,7 +13,18 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, ValidationInfo, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetJsonSchemaHandler,
+    PlainValidator,
+    RootModel,
+    Tag,
+    ValidationInfo,
+    WithJsonSchema,
+)
 from pydantic import field_validator as field_check
 from pydantic_core import PydanticCustomError
 
@@ -34,6 +45,9 @@ from jobrunner.domain.schedules import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import CoreSchema
 
     from jobrunner.domain.schedules import Schedule
 
@@ -157,12 +171,51 @@ def kind_of(body: Any) -> str | None:
     return f"{present[0]} schedule" if len(present) == 1 else None
 
 
-ScheduleIn = Annotated[
+#: What a field several kinds share means in each (the kinds' own descriptions say it for one kind).
+_ACROSS_KINDS = {
+    "start": "with every: the first fire; with cron: no fire before it (RFC 3339)",
+    "end": "with every, cron or iso8601: no fire after this instant (RFC 3339)",
+    "count": ("with every or cron: at most this many fires, counted from the job's submission (or the PATCH that "
+              "sets it); the last of them becomes the schedule's end (iso8601 states its own: R<n>)"),
+}
+
+
+class ScheduleIn(RootModel[Annotated[
     Annotated[AtIn, Tag("at schedule")] | Annotated[EveryIn, Tag("every schedule")]
     | Annotated[CronIn, Tag("cron schedule")] | Annotated[Iso8601In, Tag("iso8601 schedule")],
     Discriminator(kind_of, custom_error_type="schedule_kind", custom_error_message=NO_KIND),
-    Field(description="exactly one of the kinds, named by its key: at, every, cron or iso8601"),
-]
+]]):
+    """Exactly one of the kinds, named by its key: ``at``, ``every``, ``cron`` or ``iso8601`` (``oneOf``).
+    ``properties`` lists every kind's fields together, for a reader of the document; which go together is
+    the ``oneOf``'s to say."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        properties: dict[str, Any] = {}
+        for kind in (AtIn, EveryIn, CronIn, Iso8601In):
+            own = kind.model_json_schema()
+            for name, field in own["properties"].items():
+                inline = _inlined(field, own.get("$defs", {}))
+                properties.setdefault(name, {**inline, **({"description": _ACROSS_KINDS[name]}
+                                                         if name in _ACROSS_KINDS else {})})
+        handler.resolve_ref_schema(schema).update(type="object", properties=properties)
+        return schema
+
+    def schedule(self) -> Schedule:
+        return self.root.schedule()
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with its local references (``#/$defs/X``) replaced by what they name."""
+    if isinstance(node, list):
+        return [_inlined(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        rest = {key: value for key, value in node.items() if key != "$ref"}
+        return {**_inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs), **rest}
+    return {key: _inlined(value, defs) for key, value in node.items()}
 
 
 def not_allowed(kind: str, name: str) -> str:
