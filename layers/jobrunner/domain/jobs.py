@@ -148,6 +148,12 @@ class Job:
 
 #: The widest jitter window a job may have.
 MAX_JITTER_S = 3600
+#: The longest an execution may go unreported before it fails (a job's ``timeout_s``).
+MAX_TIMEOUT_S = 24 * 3600
+#: The most retries after the first attempt a job may ask for.
+MAX_RETRIES = 20
+#: The longest backoff delay (initial or capped) between attempts.
+MAX_BACKOFF_DELAY_S = 24 * 3600
 
 
 def due_of(job: Job, fire: datetime) -> datetime:

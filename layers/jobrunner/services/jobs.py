@@ -22,6 +22,7 @@ from jobrunner.domain.errors import (
 )
 from jobrunner.domain.jobs import (
     MAX_JITTER_S,
+    MAX_TIMEOUT_S,
     RUN_RECORDS,
     ExecutionRecord,
     Job,
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_TIMEOUT_S = 24 * 3600
 #: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
 MAX_UPDATE_ATTEMPTS = 5
 #: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
@@ -73,6 +73,12 @@ LEDGER_PAGE = 500
 MAX_LEDGER_PAGES = 10
 #: Records read before a ledger's range, for a job with a catch-up window (a drop may have begun before it).
 LEDGER_EARLIER = 20
+
+
+def payload_refusal(payload: Any, limit: int) -> str | None:
+    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
+    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+    return f"is {size} bytes; the limit is {limit}" if size > limit else None
 
 
 @dataclass(frozen=True)
@@ -224,21 +230,13 @@ class JobService:
             done.update((index, (job, True)) for index, job in together)
         return [done[index] for index in range(len(items))]
 
-    def check_many(self, user_id: str, news: Sequence[tuple[int, NewJob]]) -> list[InvalidField]:
-        """What is wrong with each of a batch's jobs (``news``: (index in the batch, job)), each error named
-        by its item (``jobs.3.payload``), without writing anything: so that a batch refused for one wrong job
-        names every other wrong field too. A topic not granted raises ``Forbidden`` (403), naming its item."""
-        _, wrong = self._check_many(user_id, [new for _, new in news], self._clock.now(),
-                                    indexes=[index for index, _ in news])
-        return wrong
-
-    def _check_many(
-        self, user_id: str, news: Sequence[NewJob], now: datetime, indexes: Sequence[int] | None = None,
-    ) -> tuple[list[str], list[InvalidField]]:
+    def _check_many(self, user_id: str, news: Sequence[NewJob], now: datetime) -> tuple[list[str], list[InvalidField]]:
+        """What is wrong with each of a batch's jobs, each error named by its item (``jobs.3.payload``), so that
+        a batch refused for one wrong job names every other wrong field too. A topic not granted raises
+        ``Forbidden`` (403), naming its item."""
         topics: list[str] = []
         wrong: list[InvalidField] = []
-        for n, new in enumerate(news):
-            index = indexes[n] if indexes is not None else n
+        for index, new in enumerate(news):
             try:
                 topics.append(self._validate(user_id, new, now))
             except InvalidField as exc:
@@ -734,11 +732,15 @@ class JobService:
                             else "no topic is granted to this tenant")
         return chosen
 
+    def payload_limit(self, user_id: str) -> int:
+        """The largest payload (serialized, in bytes) the tenant may give a job: the lower of the deployment's
+        and its own limit."""
+        return min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
+
     def _check_payload(self, user_id: str, payload: Any) -> None:
-        limit = min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
-        size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        if size > limit:
-            raise InvalidField("payload", f"is {size} bytes; the limit is {limit}")
+        refusal = payload_refusal(payload, self.payload_limit(user_id))
+        if refusal is not None:
+            raise InvalidField("payload", refusal)
 
     def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool]) -> bool:
         """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:
