@@ -15,14 +15,16 @@ BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 
 def module_of(path: Path) -> str:
-    return "bench" if path.name == "__init__.py" else f"bench.{path.stem}"
+    parts = path.relative_to(BENCH.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_of(path): path for path in sorted(BENCH.glob("*.py"))}
+MODULES = {module_of(path): path for path in sorted(BENCH.rglob("*.py"))}
 
 
-def bench_imports(path: Path) -> set[str]:
-    """The ``bench`` modules ``path`` imports anywhere in its text (``from bench import raw`` included)."""
+def bench_imports(path: Path, module: str) -> set[str]:
+    """The ``bench`` modules that ``path`` (the module named ``module``) imports anywhere in its text, ``from
+    bench import raw`` and relative imports included."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
@@ -30,15 +32,16 @@ def bench_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import x / from .x import y
-            base = f"bench.{node.module}" if node.module else "bench"
+        elif isinstance(node, ast.ImportFrom):  # relative: from . import x, from .x import y
+            package = module.split(".")[: None if path.name == "__init__.py" else -1]
+            base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name in MODULES and name != "bench"} - {module_of(path)}
+    return {name for name in found if name in MODULES and name != "bench"} - {module}
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {name: bench_imports(path) for name, path in MODULES.items()}
+    return {name: bench_imports(path, name) for name, path in MODULES.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -72,8 +75,8 @@ def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle() -> None:
 def test_the_graph_sees_imports_inside_functions_and_under_type_checking(tmp_path: Path) -> None:
     module = tmp_path / "sample.py"
     module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bench.context import Bench\n"
-                      "def f() -> None:\n    from bench import raw\n    import bench.stats\n")
-    assert bench_imports(module) == {"bench.context", "bench.raw", "bench.stats"}
+                      "def f() -> None:\n    from . import raw\n    from bench import seed\n    import bench.stats\n")
+    assert bench_imports(module, "bench.sample") == {"bench.context", "bench.raw", "bench.seed", "bench.stats"}
 
 
 def test_no_bench_module_imports_another_that_imports_it_back() -> None:
