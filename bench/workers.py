@@ -11,12 +11,10 @@ processes, sending commands, collecting replies) is ``bench.worker_pool``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import resource
 import threading
-import time
 import traceback
 import uuid
 from pathlib import Path
@@ -28,22 +26,16 @@ from botocore.config import Config
 import jobrunner
 from bench import raw
 from bench.clients import drive, one_event_at_a_time
-from bench.instruments import CallCounter, CountingSession, Phases, SkipClock, Timed
 from bench.machine import code_commit
 from bench.seed import seed
 from bench.variants import VARIANTS, PrefetchedJobs, use_driver_rows
+from bench.worker_scan import Slot, scan_one
 from devstack import gateway
 from devstack.environments import Environments
 from devstack.lambda_context import LocalContext
 from jobrunner import wiring
-from jobrunner.adapters.clocks.system import SystemClock
-from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
-from jobrunner.adapters.publishers.kafka import KafkaPublisher
-from jobrunner.adapters.stores.cassandra import DEFAULT_BATCH_ROWS, KEYSPACES_MAX_IN, CassandraJobStore
 from jobrunner.adapters.stores.session import connect
 from jobrunner.domain.time import from_epoch_ms
-from jobrunner.ports import Clock, ScanRequest
-from jobrunner.services.scan import ScanRules, ScanService
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,24 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class _Slot:
-    """One scan's adapters (a segment's): its own store, Kafka producer and counting proxies."""
-
-    def __init__(self, state: _Worker, variant: Variant) -> None:
-        settings = state.settings
-        self.variant = variant
-        self.session = CountingSession(state.session_for(variant))
-        concurrency = variant.concurrency or 64
-        per_row = 1 if variant.single_requests else None  # the variant's one request per row
-        self.store = CassandraJobStore(self.session, concurrency=concurrency, batch_rows=per_row or DEFAULT_BATCH_ROWS,
-                                       in_keys=per_row or KEYSPACES_MAX_IN)
-        self.publisher = KafkaPublisher(settings.kafka)
-        self.dynamodb = CallCounter(state.dynamodb)
-        self.heartbeats = DynamoDBHeartbeatStore(settings.heartbeat_table, self.dynamodb)
-        self.publisher.producer.partitions_for(settings.topic)  # connect before any clock starts
-        self.store.get_many([("warm-up", "warm-up")])
-
-
 class _Worker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -81,7 +55,7 @@ class _Worker:
         self.dynamodb = boto3.client("dynamodb", region_name=settings.region,
                                      endpoint_url=settings.dynamodb_endpoint, config=config)
         self._sessions: dict[bool, Any] = {False: self.session}
-        self._slots: dict[Any, _Slot] = {}
+        self._slots: dict[Any, Slot] = {}
         self._slots_lock = threading.Lock()
         self._pending: dict[str, Callable[[float], Any]] = {}
         self._statements: Any = None
@@ -99,11 +73,13 @@ class _Worker:
             self._sessions[variant.driver_rows] = session
         return self._sessions[variant.driver_rows]
 
-    def slot(self, key: tuple[Any, ...], variant: str = "baseline") -> _Slot:
+    def slot(self, key: tuple[Any, ...], variant: str = "baseline") -> Slot:
         with self._slots_lock:
             slot = self._slots.get((*key, variant))
             if slot is None:
-                slot = self._slots[(*key, variant)] = _Slot(self, VARIANTS[variant])
+                chosen = VARIANTS[variant]
+                slot = self._slots[(*key, variant)] = Slot(self.settings, self.session_for(chosen), self.dynamodb,
+                                                           chosen)
             return slot
 
     def examples(self, keys: list[tuple[str, str]], topic: str) -> list[Any]:
@@ -227,7 +203,7 @@ class _Worker:
             results: dict[int, dict[str, Any]] = {}
             threads = [
                 threading.Thread(target=lambda s=segment: results.__setitem__(
-                    s, _scan_one(self.settings, slots[s], s, bucket_ms, segment_count, clock, start_at,
+                    s, scan_one(self.settings, slots[s], s, bucket_ms, segment_count, clock, start_at,
                                  keep_lateness, rules, prefetched.get(s))))
                 for segment in segments
             ]
@@ -266,60 +242,6 @@ class _Worker:
         while len(self._producers) < count:
             self._producers.append(raw.producer(self.settings.kafka, topic))
         return self._producers
-
-
-def _scan_one(settings: Settings, slot: _Slot, segment: int, bucket_ms: int, segment_count: int, clock_kind: str,
-              start_at: float, keep_lateness: bool, rules: dict[str, Any] | None,
-              prefetched: Any = None) -> dict[str, Any]:
-    bucket = from_epoch_ms(bucket_ms)
-    slot.session.reset()
-    slot.dynamodb.calls.clear()
-    phases = Phases()
-    store = Timed(prefetched if prefetched is not None else slot.store, phases, "store")
-    publisher = Timed(slot.publisher, phases, "publisher")
-    heartbeats = Timed(slot.heartbeats, phases, "heartbeats")
-    delay = start_at - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-    clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
-    container = wiring.Container(dataclasses.replace(settings, segments=segment_count), store=store,  # type: ignore[arg-type]
-                          publisher=publisher, heartbeats=heartbeats, clock=clock)  # type: ignore[arg-type]
-    scans = container.scans
-    if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds
-        scans = ScanService(store, publisher, heartbeats, clock,  # type: ignore[arg-type]
-                            ScanRules(segment_count=segment_count, **rules), results=container.results)
-    thread_cpu = time.thread_time()
-    crashed = None
-    try:
-        report = scans.scan(ScanRequest(segment=segment, bucket=bucket))
-    except Exception as exc:  # e.g. a partition page read timing out on the loaded servers: the scan
-        # ends (in AWS its lease would expire and the tick would dispatch the partition again)
-        crashed = f"{type(exc).__name__}: {exc}"[:500]
-        report = None
-    ended = time.monotonic()
-    publish = phases.by_name.get("publisher.publish")
-    last_ack = publish.last_end if publish and publish.last_end else None
-    if report is None:
-        return {"segment": segment, "crashed": crashed, "acquired": True, "finished": False, "lost_lease": False,
-                "published": publish.items if publish else 0, "dropped": 0, "errors": 1,
-                "drain_s": (last_ack - start_at) if last_ack else None, "scan_s": ended - start_at,
-                "thread_cpu_s": time.thread_time() - thread_cpu, "phases": phases.as_dict(),
-                "phases_at_last_ack": dict(phases.at_mark), "cassandra": slot.session.tally.as_dict(),
-                "dynamodb_calls": dict(slot.dynamodb.calls), "lateness_ms": [], "skipped_s": 0.0}
-    return {
-        "segment": segment, "crashed": None,
-        "acquired": report.acquired, "finished": report.finished, "lost_lease": report.lost_lease,
-        "published": report.published, "dropped": report.dropped, "errors": report.errors,
-        "drain_s": (last_ack - start_at) if last_ack else None,
-        "scan_s": ended - start_at,
-        "thread_cpu_s": time.thread_time() - thread_cpu,
-        "phases": phases.as_dict(),
-        "phases_at_last_ack": dict(phases.at_mark),
-        "cassandra": slot.session.tally.as_dict(),
-        "dynamodb_calls": dict(slot.dynamodb.calls),
-        "lateness_ms": report.lateness_ms if keep_lateness else [],
-        "skipped_s": clock.skipped_s if isinstance(clock, SkipClock) else 0.0,
-    }
 
 
 def serve(conn: Connection, settings: Settings) -> None:
