@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from bench.ceilings import print_ceilings, run_ceilings_once
 from bench.context import CpuSampler
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.time import to_epoch_ms
 
 if TYPE_CHECKING:
@@ -111,8 +112,6 @@ def _phases(per_segment: list[dict[str, Any]]) -> dict[str, float]:
 def run_drain(bench: Bench) -> None:
     """The drain runs; when the ceilings are measured too, each drain run follows its own ceilings run,
     so that a figure and its ceiling see the same conditions on the shared machine."""
-    from bench.ceilings import print_ceilings, run_ceilings_once
-
     o = bench.options
     with_ceilings = "ceilings" in o.sections
     warm_up = min(o.drain_executions, 5_000)  # a restarted Cassandra's JIT; not reported

@@ -22,8 +22,8 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from bench.context import code_commit
 from bench.instruments import SkipClock
+from bench.machine import code_commit
 from bench.seed import PAD, empty, insert
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job, Lane, Trigger

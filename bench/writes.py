@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.instruments import CountingSession
 from bench.seed import SeedSpec, generate, insert
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.jobs import RetryPolicy
 from jobrunner.domain.time import MINUTE, to_epoch_ms
 from jobrunner.ports import Publisher
