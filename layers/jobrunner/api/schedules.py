@@ -60,8 +60,13 @@ TAGS = {f"{kind} schedule": kind for kind in KINDS}
 
 
 def checked_by(parse: Callable[[Any, str], Any]) -> PlainValidator:
-    """A validator whose value is ``parse(value)`` (a domain parser); a refusal is reported with its reason."""
+    """A validator whose value is ``parse(value)`` (a domain parser of text); a refusal is reported with its reason.
+
+    Anything but a string (a number, a list, an object) is refused before the parser sees it.
+    """
     def validate(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise PydanticCustomError("string_type", "Input should be a valid string")
         try:
             return parse(value, "")
         except InvalidField as wrong:

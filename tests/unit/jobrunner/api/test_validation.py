@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.unit.jobrunner.api.test_routes import HOURLY, World, call, fields, world
 
 __all__ = ["world"]
@@ -46,6 +48,21 @@ def test_an_unknown_field_comes_back_with_the_other_wrong_fields(world: World) -
     assert fields(answer) == {"schedule.every", "schedule.start", "surprise", "timeout_s", "payload"}
     assert reasons(answer)["surprise"] == "unknown field"
     assert reasons(answer)["payload"].endswith("the limit is 1000")  # the tenant's limit (test_routes' settings)
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+@pytest.mark.parametrize("wrong", [{"every": {}}, {"every": [None, None]}, {"every": False}, {"every": 0},
+                                   {"cron": 5}, {"at": []}, {"iso8601": {}}, {"cron": "* * * * *", "timezone": 1},
+                                   {"every": "PT1M", "start": False}])
+def test_a_schedule_field_that_is_not_text_is_a_422_naming_it(world: World, method: str,
+                                                               wrong: dict[str, Any]) -> None:
+    # Found by the OpenAPI fuzz test: these reached the domain's text parsers and answered 500.
+    path = f"/jobs/{world.submit()['job_id']}" if method == "PATCH" else "/jobs"
+    status, answer = call(method, path, {"schedule": wrong})
+    assert status == 422, answer
+    named = {f"schedule.{key}" for key, value in wrong.items() if not isinstance(value, str)}
+    assert fields(answer) == named, answer
+    assert set(reasons(answer).values()) == {"Input should be a valid string"}
 
 
 def test_a_key_of_another_kind_says_which_kind_refuses_it(world: World) -> None:
