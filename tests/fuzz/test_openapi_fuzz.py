@@ -143,7 +143,7 @@ def test_every_route_is_in_the_document(tenant: Tenant) -> None:
     routes = {(route.method.upper(), re.sub(r"<(\w+)>", r"{\1}", route.path), route.include_in_schema)
               for route in (*app._static_routes, *app._dynamic_routes)}
     assert {(method, path) for method, path, shown in routes if shown} == documented
-    # Left out: only public documents (the OpenAPI document itself, the dashboard's files), never an API route
+    # Left out: only public documents (the OpenAPI document itself), never an API route
     assert all(method == "GET" and path in PUBLIC_PATHS for method, path, shown in routes if not shown), routes
 
 
