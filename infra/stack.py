@@ -112,8 +112,6 @@ class JobRunnerStack(Stack):
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
                                          deletion_protection=config.protected)
-        # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
-        self.dashboard = Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
         self.quotas = QuotaTable(self, "Quotas")
         # The key of the result tokens, removed (or kept) like the data: with retain_data, kept on update and delete.
         self.result_key = ResultKey(self, "ResultKey", removal_policy=removal)
@@ -145,6 +143,8 @@ class JobRunnerStack(Stack):
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected)
+        # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
+        self.dashboard = Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
         # Only the signer (scan) and the checker (results) know where the result key is.

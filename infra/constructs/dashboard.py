@@ -28,11 +28,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, cast
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import DefaultStackSynthesizer, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
 from devstack.dashboard import PREFIX, SECURITY_HEADERS, routes
@@ -132,7 +133,7 @@ class Dashboard(Construct):
                 "Action::s3:List*": "it lists both buckets to sync and prune",
                 "Action::s3:DeleteObject*": "it prunes files no longer in dashboard/",
                 "Action::s3:Abort*": "it aborts its own failed multipart uploads",
-                "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*":
+                f"Resource::{_asset_objects(Stack.of(self))}":
                     "the objects of CDK's asset bucket, where the zipped files are uploaded",
                 f"Resource::<{bucket_arn}.Arn>/*": "every object of the dashboard's own bucket",
             }.items()},
@@ -184,6 +185,16 @@ def paths_function(table: dict[str, str]) -> str:
         "  return request;\n"
         "}\n"
     )
+
+
+def _asset_objects(stack: Stack) -> str:
+    """The objects of the stack's CDK asset bucket as cdk-nag names them: with the account and region when the
+    stack is pinned to them, else with their placeholders."""
+    qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER
+    if Token.is_unresolved(stack.account) or Token.is_unresolved(stack.region):
+        return f"arn:<AWS::Partition>:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*"
+    partition = RegionInfo.get(stack.region).partition
+    return f"arn:{partition}:s3:::cdk-{qualifier}-assets-{stack.account}-{stack.region}/*"
 
 
 def _not_served(files: Path, table: dict[str, str]) -> list[str]:
