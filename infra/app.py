@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Annotations, App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from devstack.dashboard import DASHBOARD_DIR
 from infra.config import DeploymentConfig, cli_context
 from infra.layer_build import (
     KEYSPACES_BUNDLE_SOURCE,
@@ -61,6 +62,7 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path) -> StackAsse
         scan=FUNCTIONS / "scan",
         topic_admin=TOPIC_ADMIN,
         results=results_code,
+        dashboard=DASHBOARD_DIR,
     )
 
 

@@ -23,6 +23,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from infra.constructs.api import Api
+from infra.constructs.dashboard import Dashboard
 from infra.constructs.function import FunctionBase, FunctionNetwork, JobRunnerFunction
 from infra.constructs.heartbeats import HeartbeatTable
 from infra.constructs.layers import Layers
@@ -61,6 +62,8 @@ class StackAssets:
     scan: Path
     topic_admin: Path
     results: Path
+    #: The dashboard's static files (``dashboard/``), copied to S3 and served by CloudFront.
+    dashboard: Path
     #: The interpreter that precompiled the layers (the runtime's version); None: they carry no bytecode.
     bytecode_python: str | None = None
 
@@ -140,6 +143,8 @@ class JobRunnerStack(Stack):
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected)
+        # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
+        self.dashboard = Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
         # Only the signer (scan) and the checker (results) know where the result key is.
@@ -272,6 +277,8 @@ class JobRunnerStack(Stack):
     def _outputs(self) -> None:
         outputs = {
             "ApiUrl": (self.api.url, "Base URL of the HTTP API"),
+            "DashboardUrl": (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its origin's "
+                                                 "root, for bearer tokens (api_auth=cognito)"),
             "HeartbeatTableName": (self.heartbeats.table_name, "DynamoDB heartbeat table"),
             "ScanFunctionName": (self.scanners.function.function_name, "Scan function"),
             "TickFunctionName": (self.tick.function.function_name, "Tick function"),
@@ -289,7 +296,7 @@ class JobRunnerStack(Stack):
             "WorkerPolicyArn": (self.worker_policy.managed_policy_arn,
                                 "Managed policy for a worker's role: read the job topics, write job-results"),
             "WorkerGroups": (",".join(self.config.worker_groups), "Consumer groups the worker policy allows"),
-            "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard"),
+            "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard (metrics and alarms)"),
             "ResultKeySecretArn": (self.result_key.secret_arn,
                                    "Secret holding the result tokens' key (scan and results only; rotate per docs)"),
         }

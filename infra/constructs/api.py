@@ -1,7 +1,8 @@
 """The HTTP API: API Gateway (REST, regional) in front of the api function (proxy integration).
 
-``GET`` on the public paths is open: ``/health``, ``/openapi.json`` and the dashboard's static files
-(``jobrunner.api.ui.PATHS``), because a browser cannot sign requests and none of them reads tenant data.
+``GET`` on the public paths is open: ``/health`` and ``/openapi.json``, because a browser cannot sign
+requests and neither reads tenant data. (The dashboard's static files are not the API's: CloudFront serves
+them from S3 on the same origin, ``infra/constructs/dashboard.py``.)
 Each has its own resource and ``GET`` method without authorization. Everything else, including every
 other method on those paths, goes through ``/{proxy+}`` with IAM (SigV4) authorization, or a Cognito user
 pool authorizer when ``auth="cognito"``. The api function reads the tenant from the
@@ -28,7 +29,6 @@ from constructs import Construct
 
 from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
-from jobrunner.api import ui
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,14 +38,11 @@ PUBLIC_GETS: dict[str, str] = {
     "/health": "GET /health is public: a liveness probe answering a constant, it reads nothing tenant-specific.",
     "/openapi.json": "GET /openapi.json is public: the API description generated from the code, the same for "
                      "every tenant; the dashboard's API reference fetches it before any token is pasted.",
-    **{path: f"GET {path} is public: a static file of the dashboard shell, the same for everyone and holding "
-             "no data; a browser cannot sign (SigV4) its requests for it. Every data call it makes is authorized."
-       for path in sorted(ui.PATHS)},
 }
 
 
 #: (requests per second, burst) of each public method, apart from the tenants' stage throttle. The dashboard
-#: fetches each of its files once per page load; /health is for probes and monitors.
+#: fetches the API description once per visit to its API view; /health is for probes and monitors.
 PUBLIC_THROTTLE: dict[str, tuple[int, int]] = {"/health": (10, 20), **{path: (5, 10) for path in PUBLIC_GETS
                                                                         if path != "/health"}}
 #: What GET /health answers (the same as the api function's own /health, which the local stack serves).
@@ -127,8 +124,8 @@ class Api(Construct):
                          request_parameters={"method.request.path.proxy": True},
                          authorization_type=authorization_type, authorizer=authorizer)
         acknowledge(self.rest_api, {
-            "AwsSolutions-APIG3": "No WAF web ACL: every route but GET on the public paths (health, the API "
-                                  "description, the dashboard shell) is authenticated and the stage is throttled; "
+            "AwsSolutions-APIG3": "No WAF web ACL: every route but GET on the public paths (health and the API "
+                                  "description) is authenticated and the stage is throttled; "
                                   "add a web ACL when the API is exposed to untrusted networks at scale.",
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level logging role needs exactly this "

@@ -142,7 +142,7 @@ def test_every_route_is_in_the_document(tenant: Tenant) -> None:
     documented = {(op.method.upper(), op.path) for op in operations(load(tenant))}
     routes = {(route.method, re.sub(r"<(\w+)>", r"{\1}", route.template)) for route in app.routes}
     assert documented <= routes
-    # Left out: only public documents (the OpenAPI document itself, the dashboard's files), never an API route
+    # Left out: only public documents (the OpenAPI document itself), never an API route
     assert all(method == "GET" and path in PUBLIC_PATHS for method, path in routes - documented), routes
 
 

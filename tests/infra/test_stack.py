@@ -51,9 +51,11 @@ def test_every_unit_is_there(default_app: Synthesized) -> None:
     counts = {t: len(default_app.resources(t)) for t in (
         "AWS::MSK::ServerlessCluster", "Custom::KafkaTopics", "AWS::DynamoDB::Table", "AWS::Cassandra::Keyspace",
         "AWS::ApiGateway::RestApi", "AWS::Events::Rule", "AWS::Lambda::EventSourceMapping",
-        "AWS::CloudWatch::Dashboard", "AWS::Lambda::LayerVersion")}
+        "AWS::CloudWatch::Dashboard", "AWS::Lambda::LayerVersion", "AWS::S3::Bucket",
+        "AWS::CloudFront::Distribution", "Custom::CDKBucketDeployment")}
 
-    assert counts == {t: 2 if t in ("AWS::Lambda::LayerVersion", "AWS::DynamoDB::Table") else 1 for t in counts}
+    # Layers: the dependencies and the code, and the AWS CLI layer of CDK's BucketDeployment (the dashboard's)
+    assert counts == {t: {"AWS::Lambda::LayerVersion": 3, "AWS::DynamoDB::Table": 2}.get(t, 1) for t in counts}
     assert sorted(_functions(default_app)) == ["Api", "Results", "Scan", "Tick"]
 
 
@@ -152,8 +154,16 @@ def test_topics_include_results_dead_letters_and_allowed_topics(synth: Callable[
 def test_outputs(default_app: Synthesized) -> None:
     assert set(default_app.template["Outputs"]) >= {
         "ApiUrl", "HeartbeatTableName", "ScanFunctionName", "KafkaClusterArn", "KafkaBootstrapBrokers",
-        "KeyspaceName", "AlarmTopicArn", "DashboardName",
+        "KeyspaceName", "AlarmTopicArn", "DashboardName", "DashboardUrl",
     }
+    # The web dashboard: CloudFront's /ui, in front of this stack's API as well
+    (distribution,) = default_app.resources("AWS::CloudFront::Distribution")
+    url = default_app.template["Outputs"]["DashboardUrl"]["Value"]["Fn::Join"][1]
+    assert url == ["https://", {"Fn::GetAtt": [distribution, "DomainName"]}, "/ui"]
+    (rest_api,) = default_app.resources("AWS::ApiGateway::RestApi")
+    origins = default_app.resources("AWS::CloudFront::Distribution")[distribution]["Properties"][
+        "DistributionConfig"]["Origins"]
+    assert any(rest_api in json.dumps(origin["DomainName"]) for origin in origins)
 
 
 def test_cognito_variant(synth: Callable[[str], Synthesized]) -> None:

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
 from jobrunner import telemetry
-from jobrunner.api import errors, limits, ui
+from jobrunner.api import errors, limits
 from jobrunner.api.cursors import (
     MAX_CURSOR_LENGTH,
     decode_change_cursor,
@@ -65,10 +65,9 @@ from jobrunner.wiring import container
 
 app = Resolver()
 errors.register(app)
-app.include_router(ui.router)
 
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json"}) | ui.PATHS
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 
 
 class Unauthenticated(DomainError):

@@ -6,7 +6,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.api import Api
-from jobrunner.api import ui
+from jobrunner.api.app import PUBLIC_PATHS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,7 +21,7 @@ def _api(stack: cdk.Stack, base: FunctionBase, code: Path, auth: str) -> Templat
     return Template.from_stack(stack)
 
 
-PUBLIC = {"/health", "/openapi.json"} | ui.PATHS
+PUBLIC = {"/health", "/openapi.json"}
 
 
 def _method(template: Template, http_method: str) -> dict[str, object]:
@@ -54,18 +54,19 @@ def test_only_get_on_the_public_paths_is_unauthenticated(
 ) -> None:
     methods = _methods_by_path(_api(stack, base, code, auth))
 
-    # The dashboard's static files (ui.PATHS, the very set the api function serves), /health and
-    # /openapi.json: a browser fetches them unsigned, so each has a GET method without authorization
+    # /health and /openapi.json (the very set the api function answers without a token): a browser fetches
+    # them unsigned, so each has a GET method without authorization
     unauthenticated = {path for (verb, path), props in methods.items() if props["AuthorizationType"] == "NONE"}
-    assert unauthenticated == PUBLIC
-    assert {"/ui", "/ui/app.js", "/ui/api.js", "/health", "/openapi.json"} <= unauthenticated
+    assert unauthenticated == PUBLIC == PUBLIC_PATHS
+    # The dashboard's files are not the API's (CloudFront serves them from S3): /ui is authorized like any route
+    assert not [path for (verb, path) in methods if path.startswith("/ui")]
     assert all(verb == "GET" for (verb, path), props in methods.items() if props["AuthorizationType"] == "NONE")
     for path in PUBLIC - {"/health"}:  # /health: API Gateway answers it (below)
         assert methods[("GET", path)]["Integration"]["Type"] == "AWS_PROXY"
     # Every /jobs route, and every other method, still goes through the authorizer
     for verb, path in [("GET", "/jobs"), ("POST", "/jobs"), ("GET", "/jobs/abc"), ("PATCH", "/jobs/abc"),
                        ("DELETE", "/jobs/abc"), ("POST", "/jobs/abc/run"), ("GET", "/jobs/abc/executions"),
-                       ("GET", "/segments")]:
+                       ("GET", "/segments"), ("GET", "/ui"), ("GET", "/ui/app.js")]:
         assert _request(methods, verb, path)["AuthorizationType"] == expected, (verb, path)
     assert methods[("ANY", "/{proxy+}")]["AuthorizationType"] == expected
     assert not [key for key in methods if key[1].startswith("/jobs")]  # no public resource shadows /jobs
@@ -78,7 +79,6 @@ def test_iam_authorizes_everything_but_the_public_paths(stack: cdk.Stack, base: 
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "{proxy+}"})
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "health"})
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "openapi.json"})
-    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "app.js"})
     template.resource_count_is("AWS::ApiGateway::Method", len(PUBLIC) + 1)
     template.resource_count_is("AWS::Cognito::UserPool", 0)
 
@@ -133,7 +133,7 @@ def test_health_is_answered_by_the_gateway_not_the_function(stack: cdk.Stack, ba
     (response,) = health["Integration"]["IntegrationResponses"]
     assert response["StatusCode"] == "200"
     assert response["ResponseTemplates"] == {"application/json": '{"status": "ok"}'}
-    # And every other public path still reaches the function (it serves the dashboard's files)
+    # And the other public path still reaches the function (it generates the API description)
     assert {p for (verb, p), m in methods.items() if m["Integration"]["Type"] == "AWS_PROXY"} >= PUBLIC - {"/health"}
 
 

@@ -10,7 +10,7 @@
   // --- basics -------------------------------------------------------------------------------------
 
   const TOKEN_KEY = 'jobrunner.token';
-  // The page is served at <base>/ui; the API routes live under <base> (a stage prefix in AWS).
+  // The page is served at <base>/ui; the API routes live under <base> (empty on one origin, or a prefix).
   const BASE = location.pathname.replace(/\/ui\/?$/, '');
   const DEFAULT_MAX_PAYLOAD = 65536;
   const POLL_MS = { jobs: 5000, job: 2000, segments: 5000 };
