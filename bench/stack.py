@@ -8,7 +8,6 @@ here touches a name the benchmark did not create.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -105,7 +104,7 @@ def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: in
 
 
 def with_segments(settings: Settings, segments: int) -> Settings:
-    return dataclasses.replace(settings, segments=segments)
+    return settings.replace(segments=segments)
 
 
 def create(settings: Settings, names: BenchNames) -> None:

@@ -10,7 +10,6 @@ figures of several processes add up.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import logging
 import multiprocessing
@@ -330,7 +329,7 @@ def _scan_one(settings: Settings, slot: _Slot, segment: int, bucket_ms: int, seg
     if delay > 0:
         time.sleep(delay)
     clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
-    container = Container(dataclasses.replace(settings, segments=segment_count), store=store,  # type: ignore[arg-type]
+    container = Container(settings.replace(segments=segment_count), store=store,  # type: ignore[arg-type]
                           publisher=publisher, heartbeats=heartbeats, clock=clock)  # type: ignore[arg-type]
     scans = container.scans
     if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds

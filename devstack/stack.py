@@ -10,7 +10,6 @@ The handlers are the very functions deployed to Lambda (``functions/*/handler.py
 from __future__ import annotations
 
 import base64
-import dataclasses
 import importlib.util
 import logging
 import os
@@ -125,7 +124,7 @@ class LocalStack:
 
         configure_tracing(self.settings)  # first: before the container, whose publisher traces only if it is on
         # The tenant whose token the stack prints is an operator, so the dashboard shows the segments.
-        self.settings = dataclasses.replace(self.settings, operators=self.settings.operators | {self.tenant})
+        self.settings = self.settings.replace(operators=(*self.settings.operators, self.tenant))
         self._bootstrap()
         if self.invoker is None and self.environments:
             self._environments = self.invoker = Environments(self.settings, self.environments, host=self.host)
