@@ -93,13 +93,13 @@ def new_names() -> BenchNames:
 def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: int = 16) -> Settings:
     return local_settings(
         endpoints,
-        CASSANDRA_KEYSPACE=names.keyspace,
-        HEARTBEAT_TABLE=names.heartbeat_table,
-        JOBRUNNER_SEGMENTS=str(segments),
-        JOBRUNNER_TOPIC=names.topic,
-        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic},{names.fullstack_topic},{names.fairness_topic}",
-        JOBRUNNER_RESULTS_TOPIC=names.results_topic,
-        JOBRUNNER_DLQ_TOPIC=names.dead_letter_topic,
+        keyspace=names.keyspace,
+        heartbeat_table=names.heartbeat_table,
+        segments=segments,
+        topic=names.topic,
+        allowed_topics=(names.topic, names.lateness_topic, names.fullstack_topic, names.fairness_topic),
+        results_topic=names.results_topic,
+        dead_letter_topic=names.dead_letter_topic,
     )
 
 

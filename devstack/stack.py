@@ -38,6 +38,8 @@ from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from jobrunner.ports import Invoker
 
 log = logging.getLogger(__name__)
@@ -260,14 +262,16 @@ def use_local_aws_credentials() -> None:
         os.environ.setdefault(key, value)
 
 
-def local_settings(endpoints: servers.Endpoints, **overrides: str) -> Settings:
+def endpoint_settings(endpoints: servers.Endpoints) -> dict[str, object]:
+    """The settings (attributes of ``Settings``) that point the system at ``endpoints``."""
+    return {"contact_points": endpoints.cassandra_host, "cassandra_port": endpoints.cassandra_port,
+            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint}
+
+
+def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] | None = None,
+                   **overrides: object) -> Settings:
+    """The settings of a local stack on ``endpoints``: ``overrides`` (attributes of ``Settings``) over them, and
+    ``environment`` (variables, e.g. those of this process a person chose) over both."""
     use_local_aws_credentials()
-    env = {
-        "CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host,
-        "CASSANDRA_PORT": str(endpoints.cassandra_port),
-        "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
-        "DYNAMODB_ENDPOINT": endpoints.dynamodb_endpoint,
-        "AWS_REGION": "us-east-1",
-        **overrides,
-    }
-    return Settings.from_env(env)
+    given = Settings.of(**{**endpoint_settings(endpoints), "region": "us-east-1", **overrides})
+    return Settings.from_env({**given.to_environment(given_only=True), **(environment or {})})
