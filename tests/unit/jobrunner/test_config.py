@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from jobrunner.config import Settings
+from jobrunner.config import Settings, table
 
 
 def test_the_span_exporter_of_the_local_stack_is_off_unless_named() -> None:
@@ -128,3 +128,9 @@ def test_a_copy_with_changes_is_checked_and_derives_what_depends_on_them() -> No
     assert (moved.segments, moved.topic, "elsewhere" in moved.allowed_topics) == (2, "elsewhere", True)
     with pytest.raises(ValueError, match="JOBRUNNER_SEGMENTS: expected a whole number of at least 1"):
         settings.replace(segments=0)
+
+
+def test_the_table_of_variables_lists_each_with_its_meaning() -> None:
+    rows = {row.split(" | ")[0].lstrip("| "): row for row in table().splitlines()[2:]}
+    assert set(rows) == set(Settings.variables())
+    assert "| JOBRUNNER_SEGMENTS | 16 | number of segments" in rows["JOBRUNNER_SEGMENTS"]
