@@ -257,8 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write every run here")
     args = parser.parse_args(argv)
     keyspace = f"jr_freeze_{uuid.uuid4().hex[:8]}"
-    cassandra = (os.environ.get("CASSANDRA_HOST", "127.0.0.1"), int(os.environ.get("CASSANDRA_PORT", "9042")))
-    kafka_bootstrap = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+    from jobrunner.config import Settings
+
+    settings = Settings.from_env()
+    cassandra = (os.environ.get("CASSANDRA_HOST", "127.0.0.1"), settings.cassandra_port)
+    kafka_bootstrap = settings.kafka_bootstrap
     _prepare(keyspace, cassandra)
     runs: list[dict[str, Any]] = []
     try:

@@ -21,7 +21,6 @@ The Kafka topics are read back only once everything is recorded, so reading them
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import itertools
 import json
@@ -58,9 +57,9 @@ POLL_S = 0.25
 def stack_settings(bench: Bench) -> Settings:
     """The run's settings, with the section's own jobs topic and heartbeat table."""
     names = bench.names
-    return dataclasses.replace(bench.settings, topic=names.fullstack_topic,
-                               allowed_topics=bench.settings.allowed_topics | {names.fullstack_topic},
-                               heartbeat_table=names.fullstack_heartbeat_table)
+    return bench.settings.replace(topic=names.fullstack_topic,
+                                  allowed_topics=(*bench.settings.allowed_topics, names.fullstack_topic),
+                                  heartbeat_table=names.fullstack_heartbeat_table)
 
 
 def _iso(instant: datetime) -> str:

@@ -12,7 +12,6 @@ seconds they ran. The same code measures an older ``jobrunner`` when that checko
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections import defaultdict
 from datetime import timedelta
@@ -49,7 +48,7 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
     from jobrunner.wiring import Container
 
     table = f"{bench.settings.heartbeat_table}-idle-{uuid.uuid4().hex[:6]}"
-    settings = dataclasses.replace(bench.settings, segments=segments, heartbeat_table=table)
+    settings = bench.settings.replace(segments=segments, heartbeat_table=table)
     dynamodb = boto3.client("dynamodb", region_name=settings.region, endpoint_url=settings.dynamodb_endpoint)
     ensure_table(dynamodb, table)
     first = bench.next_bucket()

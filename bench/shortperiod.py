@@ -16,7 +16,6 @@ have had to skip by then.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 from datetime import timedelta
@@ -113,7 +112,7 @@ def _scan_minute(bench: Bench, session: Any, bucket: datetime) -> dict[str, Any]
     store = _CountingStore(session)
     started = time.monotonic()
     clock = SkipClock(bucket - timedelta(seconds=30), started)  # dispatched 30 s ahead, as by the tick
-    container = Container(dataclasses.replace(bench.settings, segments=1), store=store, clock=clock)
+    container = Container(bench.settings.replace(segments=1), store=store, clock=clock)
     report = container.scans.scan(ScanRequest(segment=0, bucket=bucket))
     took = time.monotonic() - started
     planned, late = _traced(session, bucket, Lane.PLANNED), _traced(session, bucket, Lane.LATE)

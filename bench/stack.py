@@ -8,7 +8,6 @@ here touches a name the benchmark did not create.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -94,18 +93,18 @@ def new_names() -> BenchNames:
 def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: int = 16) -> Settings:
     return local_settings(
         endpoints,
-        CASSANDRA_KEYSPACE=names.keyspace,
-        HEARTBEAT_TABLE=names.heartbeat_table,
-        JOBRUNNER_SEGMENTS=str(segments),
-        JOBRUNNER_TOPIC=names.topic,
-        JOBRUNNER_ALLOWED_TOPICS=f"{names.topic},{names.lateness_topic},{names.fullstack_topic},{names.fairness_topic}",
-        JOBRUNNER_RESULTS_TOPIC=names.results_topic,
-        JOBRUNNER_DLQ_TOPIC=names.dead_letter_topic,
+        keyspace=names.keyspace,
+        heartbeat_table=names.heartbeat_table,
+        segments=segments,
+        topic=names.topic,
+        allowed_topics=(names.topic, names.lateness_topic, names.fullstack_topic, names.fairness_topic),
+        results_topic=names.results_topic,
+        dead_letter_topic=names.dead_letter_topic,
     )
 
 
 def with_segments(settings: Settings, segments: int) -> Settings:
-    return dataclasses.replace(settings, segments=segments)
+    return settings.replace(segments=segments)
 
 
 def create(settings: Settings, names: BenchNames) -> None:

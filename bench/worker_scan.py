@@ -3,7 +3,6 @@ producer and counting proxies, built once and warmed) and a timed run of the rea
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +54,7 @@ def scan_one(settings: Settings, slot: Slot, segment: int, bucket_ms: int, segme
     if delay > 0:
         time.sleep(delay)
     clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
-    container = wiring.Container(dataclasses.replace(settings, segments=segment_count),
+    container = wiring.Container(settings.replace(segments=segment_count),
                                  store=store, publisher=publisher, heartbeats=heartbeats,  # type: ignore[arg-type]
                                  clock=clock)
     scans = container.scans

@@ -17,10 +17,12 @@ import os
 import sys
 from pathlib import Path
 
+from jobrunner.config import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
 ISOLATED = {
     "DEVSTACK_HOME": str(ROOT / ".local" / "chaos"),
-    "CASSANDRA_PORT": "19042", "CASSANDRA_STORAGE_PORT": "17000",
+    Settings.variable("cassandra_port"): "19042", "CASSANDRA_STORAGE_PORT": "17000",
     "KAFKA_PORT": "19092", "KAFKA_CONTROLLER_PORT": "19093", "MOTO_PORT": "15001",
 }
 

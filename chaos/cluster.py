@@ -148,7 +148,7 @@ class ClusterSuite(Operations):
         self.chaos = start_stack(self.plan.segments, "cluster", auto_tick=True, topics=["jobs", results, DLQ_TOPIC],
                                  endpoints=self.layout.endpoints(), log_dir=self.layout.home / "logs",
                                  one_scan_per_partition=True,
-                                 JOBRUNNER_RESULTS_TOPIC=results, **self.layout.settings())
+                                 results_topic=results, **self.layout.settings())
         self.chaos.stop_servers = lambda: cluster.down(self.layout)
         bootstrap = self.chaos.endpoints.kafka_bootstrap
         self.collector = Collector(bootstrap, message_of, topics=("jobs", DLQ_TOPIC))

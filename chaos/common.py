@@ -15,14 +15,14 @@ from kafka import KafkaConsumer, TopicPartition
 
 from devstack import servers
 from devstack.process_invoker import ProcessInvoker
-from devstack.stack import LocalStack, local_settings
+from devstack.stack import LocalStack, endpoint_settings, local_settings
 from jobrunner.adapters.publishers.topics import ensure_topics
+from jobrunner.config import Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from jobrunner.config import Settings
 
 T = TypeVar("T")
 R = TypeVar("R", covariant=True)
@@ -123,22 +123,21 @@ class ChaosStack:
 
 def start_stack(segments: int, name: str, *, auto_tick: bool = False, topics: Sequence[str] = (),
                 endpoints: servers.Endpoints | None = None, log_dir: Path | None = None,
-                one_scan_per_partition: bool = False, **overrides: str) -> ChaosStack:
+                one_scan_per_partition: bool = False, **overrides: object) -> ChaosStack:
     """Start (or reuse) the suite's servers and run the system on a keyspace, heartbeat table and tenant
     of its own (``name`` tells the suites apart in them). ``topics`` are created first (a consumer that
     subscribes to a topic not there yet may wait minutes for its next metadata refresh); ``overrides``
-    are more settings (environment variables), given to the scan processes too. ``endpoints``: servers
+    are more settings (attributes of ``Settings``), given to the scan processes too. ``endpoints``: servers
     started already (a cluster), instead of the single-node ones; ``log_dir``: where the scans log;
     ``one_scan_per_partition``: see ``devstack.process_invoker``."""
     endpoints = endpoints or servers.ensure_all()
     run_id = uuid.uuid4().hex[:8]
-    env = {"CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host, "CASSANDRA_PORT": str(endpoints.cassandra_port),
-           "CASSANDRA_KEYSPACE": f"jr_{name}_{run_id}", "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
-           "DYNAMODB_ENDPOINT": endpoints.dynamodb_endpoint, "HEARTBEAT_TABLE": f"hb-{name}-{run_id}",
-           "JOBRUNNER_SEGMENTS": str(segments), **overrides}
+    own = {**endpoint_settings(endpoints), "keyspace": f"jr_{name}_{run_id}", "heartbeat_table": f"hb-{name}-{run_id}",
+           "segments": segments, **overrides}
+    env = Settings.of(**own).to_environment(given_only=True)
     settings = local_settings(
-        endpoints, **env,
-        JOBRUNNER_INITIAL_LOOKBACK_MINUTES="1",  # a fresh heartbeat table: no long-past minutes to scan
+        endpoints, env,
+        initial_lookback_minutes=1,  # a fresh heartbeat table: no long-past minutes to scan
     )
     if topics:
         ensure_topics(endpoints.kafka_bootstrap, list(topics), replication=settings.kafka.topic_replication)

@@ -330,8 +330,8 @@ class Operations:
         # through every result of the earlier runs.
         results = f"job-results-{self.tag}"
         self.chaos: ChaosStack = start_stack(self.plan.segments, "ops", auto_tick=True, topics=[results],
-                                             JOBRUNNER_ALLOWED_TOPICS=f"jobs,{self.void_topic}",
-                                             JOBRUNNER_RESULTS_TOPIC=results)
+                                             allowed_topics=f"jobs,{self.void_topic}",
+                                             results_topic=results)
         self.writes = CassandraWrites(self.chaos.endpoints.cassandra_host)
         self.writes.enable_jmx()
         bootstrap = self.chaos.endpoints.kafka_bootstrap

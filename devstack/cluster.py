@@ -117,17 +117,17 @@ class Layout:
         """The cluster as the stack sees it: every node a contact point, every broker a bootstrap server."""
         return servers.Endpoints(self.contact_points, self.native_port, self.bootstrap, self.dynamodb_endpoint)
 
-    def settings(self) -> dict[str, str]:
-        """The settings (``jobrunner.config``) that point the system at this cluster, as environment variables."""
+    def settings(self) -> dict[str, object]:
+        """The settings (attributes of ``jobrunner.config.Settings``) that point the system at this cluster."""
         return {
-            "CASSANDRA_CONTACT_POINTS": self.contact_points,
-            "CASSANDRA_PORT": str(self.native_port),
-            "CASSANDRA_LOCAL_DC": DATACENTER,
-            "CASSANDRA_REPLICATION_FACTOR": str(self.replication_factor),
-            "CASSANDRA_SPECULATIVE_DELAY_MS": str(self.speculative_delay_ms),
-            "KAFKA_BOOTSTRAP": self.bootstrap,
-            "KAFKA_TOPIC_REPLICATION": str(self.replication_factor),
-            "DYNAMODB_ENDPOINT": self.dynamodb_endpoint,
+            "contact_points": self.contact_points,
+            "cassandra_port": self.native_port,
+            "local_dc": DATACENTER,
+            "replication_factor": self.replication_factor,
+            "speculative_delay_ms": self.speculative_delay_ms,
+            "kafka_bootstrap": self.bootstrap,
+            "topic_replication": self.replication_factor,
+            "dynamodb_endpoint": self.dynamodb_endpoint,
         }
 
 

@@ -14,14 +14,11 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from devstack import cluster, console, servers
 from devstack.environments import default_count
-from devstack.stack import LocalStack, local_settings, traces_path
-
-if TYPE_CHECKING:
-    from jobrunner.config import Settings
+from devstack.stack import LocalStack, endpoint_settings, local_settings, traces_path
+from jobrunner.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_FILE = ROOT / ".local" / "env"
@@ -29,14 +26,9 @@ ENV_FILE = ROOT / ".local" / "env"
 
 def write_env(stack: LocalStack, endpoints: servers.Endpoints) -> None:
     ENV_FILE.parent.mkdir(parents=True, exist_ok=True)
-    ENV_FILE.write_text(
-        f"JOBRUNNER_API_URL={stack.url}\n"
-        f"JOBRUNNER_TOKEN={stack.token}\n"
-        f"KAFKA_BOOTSTRAP={endpoints.kafka_bootstrap}\n"
-        f"CASSANDRA_CONTACT_POINTS={endpoints.cassandra_host}\n"
-        f"CASSANDRA_PORT={endpoints.cassandra_port}\n"
-        f"DYNAMODB_ENDPOINT={endpoints.dynamodb_endpoint}\n"
-    )
+    variables = {"JOBRUNNER_API_URL": stack.url, "JOBRUNNER_TOKEN": stack.token,
+                 **Settings.of(**endpoint_settings(endpoints)).to_environment(given_only=True)}
+    ENV_FILE.write_text("".join(f"{name}={value}\n" for name, value in variables.items()))
 
 
 def tracing_line(settings: Settings) -> str:
@@ -77,10 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.cluster:
         startup = cluster.up(layout)
         endpoints = layout.endpoints()
-        settings = local_settings(endpoints, **layout.settings(), **chosen)
+        settings = local_settings(endpoints, chosen, **layout.settings())
     else:
         endpoints = servers.ensure_all()
-        settings = local_settings(endpoints, **chosen)
+        settings = local_settings(endpoints, chosen)
     # Scans and API requests run in warm environment processes beside this one, as Lambda runs concurrent
     # invocations in environments of their own (JOBRUNNER_ENVIRONMENTS=0: all in this process).
     environments = int(os.environ.get("JOBRUNNER_ENVIRONMENTS", str(default_count())))

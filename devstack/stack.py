@@ -10,7 +10,6 @@ The handlers are the very functions deployed to Lambda (``functions/*/handler.py
 from __future__ import annotations
 
 import base64
-import dataclasses
 import importlib.util
 import logging
 import os
@@ -39,6 +38,8 @@ from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from jobrunner.ports import Invoker
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ class LocalStack:
 
         configure_tracing(self.settings)  # first: before the container, whose publisher traces only if it is on
         # The tenant whose token the stack prints is an operator, so the dashboard shows the segments.
-        self.settings = dataclasses.replace(self.settings, operators=self.settings.operators | {self.tenant})
+        self.settings = self.settings.replace(operators=(*self.settings.operators, self.tenant))
         self._bootstrap()
         if self.invoker is None and self.environments:
             self._environments = self.invoker = Environments(self.settings, self.environments, host=self.host)
@@ -261,14 +262,16 @@ def use_local_aws_credentials() -> None:
         os.environ.setdefault(key, value)
 
 
-def local_settings(endpoints: servers.Endpoints, **overrides: str) -> Settings:
+def endpoint_settings(endpoints: servers.Endpoints) -> dict[str, object]:
+    """The settings (attributes of ``Settings``) that point the system at ``endpoints``."""
+    return {"contact_points": endpoints.cassandra_host, "cassandra_port": endpoints.cassandra_port,
+            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint}
+
+
+def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] | None = None,
+                   **overrides: object) -> Settings:
+    """The settings of a local stack on ``endpoints``: ``overrides`` (attributes of ``Settings``) over them, and
+    ``environment`` (variables, e.g. those of this process a person chose) over both."""
     use_local_aws_credentials()
-    env = {
-        "CASSANDRA_CONTACT_POINTS": endpoints.cassandra_host,
-        "CASSANDRA_PORT": str(endpoints.cassandra_port),
-        "KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
-        "DYNAMODB_ENDPOINT": endpoints.dynamodb_endpoint,
-        "AWS_REGION": "us-east-1",
-        **overrides,
-    }
-    return Settings.from_env(env)
+    given = Settings.of(**{**endpoint_settings(endpoints), "region": "us-east-1", **overrides})
+    return Settings.from_env({**given.to_environment(given_only=True), **(environment or {})})

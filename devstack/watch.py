@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from datetime import UTC, datetime
 
 from kafka import KafkaConsumer
 
+from jobrunner.config import Settings
+
 
 def main() -> None:
     topic = sys.argv[1] if len(sys.argv) > 1 else "jobs"
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092").split(","),
+        topic, bootstrap_servers=Settings.from_env().kafka_bootstrap.split(","),
         auto_offset_reset="latest", enable_auto_commit=False, group_id=None,
     )
     print(f"watching {topic} (Ctrl-C to stop)", flush=True)

@@ -28,6 +28,7 @@ from infra.layer_build import (
     compile_bytecode,
     target_python,
 )
+from jobrunner.config import Settings
 
 FUNCTIONS = ("api", "tick", "scan", "results")
 #: What the Lambda environment gives every function at import (the tracer and metrics read these).
@@ -36,7 +37,7 @@ LAMBDA_ENV = {"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1", "AWS
               "AWS_EXECUTION_ENV": f"AWS_Lambda_python{PYTHON_VERSION}",
               # The result key itself, not JOBRUNNER_RESULT_KEY_SECRET_ARN as deployed: in Lambda a function that
               # needs the key refuses to start without one, and a measurement must not call Secrets Manager.
-              "JOBRUNNER_RESULT_KEY": "coldstart-dummy-result-key-not-a-secret"}
+              **Settings.of(result_key="coldstart-dummy-result-key-not-a-secret").to_environment(given_only=True)}
 _PROBE = ("import sys, time; sys.path[:0] = {paths!r}; start = time.perf_counter(); import handler; "
           "print(time.perf_counter() - start)")
 

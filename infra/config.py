@@ -296,14 +296,7 @@ def _stage_settings(raw: dict[str, Any], stage: str) -> dict[str, Any]:
     ``cdk.json``) is refused rather than silently resolved: which one a deploy used would depend on
     knowing the precedence, and ``cdk diff`` would show the surprise only if someone read it.
     """
-    stages = raw["stages"]
-    if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
-        raise ConfigError(f"stages: expected an object of stage -> settings, got {stages!r}")
-    entry = stages.get(stage, {})
-    unknown = set(entry) - _STAGE_SETTINGS - (set(CONTEXT_DEFAULTS) - {"stage", "stages"})
-    if unknown:
-        raise ConfigError(f"stages.{stage}: unknown keys {sorted(unknown)} (account, region, protected, or a "
-                          f"context key)")
+    entry = _stage_entry(raw["stages"], stage)
     for key, value in entry.items():
         if key in _STAGE_SETTINGS:
             continue
@@ -312,6 +305,23 @@ def _stage_settings(raw: dict[str, Any], stage: str) -> dict[str, Any]:
             raise ConfigError(f"{key}: stages.{stage} sets {value!r}, the context {raw[key]!r}; change it in one "
                               f"place (stages.{stage} in cdk.json for this stage)")
         raw[key] = value
+    return _stage_placement(entry, stage, retain_data=raw["retain_data"])
+
+
+def _stage_entry(stages: Any, stage: str) -> dict[str, Any]:
+    """``stages[stage]`` (empty when not there), once ``stages`` and its keys are known good."""
+    if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+        raise ConfigError(f"stages: expected an object of stage -> settings, got {stages!r}")
+    entry: dict[str, Any] = stages.get(stage, {})
+    unknown = set(entry) - _STAGE_SETTINGS - (set(CONTEXT_DEFAULTS) - {"stage", "stages"})
+    if unknown:
+        raise ConfigError(f"stages.{stage}: unknown keys {sorted(unknown)} (account, region, protected, or a "
+                          f"context key)")
+    return entry
+
+
+def _stage_placement(entry: dict[str, Any], stage: str, *, retain_data: Any) -> dict[str, Any]:
+    """The stage's account, region and protection; a protected stage names both and keeps its data."""
     account, region, protected = entry.get("account"), entry.get("region"), entry.get("protected")
     if account is not None and not (isinstance(account, str) and _ACCOUNT.match(account)):
         raise ConfigError(f"stages.{stage}.account: expected 12 digits as a string, got {account!r}")
@@ -327,7 +337,7 @@ def _stage_settings(raw: dict[str, Any], stage: str) -> dict[str, Any]:
         if account is None or region is None:
             raise ConfigError(f"stage {stage} is protected: set stages.{stage}.account and stages.{stage}.region "
                               f"in cdk.json, so that it deploys to that account and region only")
-        if raw["retain_data"] is not True:
+        if retain_data is not True:
             raise ConfigError(f"stage {stage} is protected: its data is kept (retain_data must be true)")
     return {"account": account, "region": region, "protected": bool(protected)}
 

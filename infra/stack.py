@@ -12,7 +12,6 @@ by the api or the tick, and not by the workers' policy.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,6 +36,7 @@ from infra.constructs.storage import KeyspacesSchema
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
 from infra.layer_build import KEYSPACES_BUNDLE
+from jobrunner.config import Settings
 from jobrunner.domain.topics import EVERY_OTHER_TENANT
 
 if TYPE_CHECKING:
@@ -190,51 +190,35 @@ class JobRunnerStack(Stack):
         self._outputs()
 
     def _environment(self) -> dict[str, str]:
-        """The variables ``jobrunner.config.Settings`` reads, common to every function."""
+        """The variables ``jobrunner.config.Settings`` reads, common to every function: only those set here."""
         config = self.config
-        environment = {
-            "JOBRUNNER_SEGMENTS": str(config.segments),
-            "JOBRUNNER_TOPIC": "jobs",
-            "JOBRUNNER_ALLOWED_TOPICS": ",".join(config.allowed_topics),
-            "JOBRUNNER_RESULTS_TOPIC": RESULTS_TOPIC,
-            "JOBRUNNER_DLQ_TOPIC": DEAD_LETTER_TOPIC,
-            "KAFKA_BOOTSTRAP": self.streaming.bootstrap_brokers,
-            "KAFKA_SECURITY": "msk-iam",
-            "HEARTBEAT_TABLE": self.heartbeats.table_name,
-            "QUOTA_TABLE": self.quotas.table_name,
-            "POWERTOOLS_SERVICE_NAME": SERVICE,
-            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+        settings: dict[str, object] = {
+            "segments": config.segments, "topic": "jobs", "allowed_topics": config.allowed_topics,
+            "results_topic": RESULTS_TOPIC, "dead_letter_topic": DEAD_LETTER_TOPIC,
+            "kafka_bootstrap": self.streaming.bootstrap_brokers, "kafka_security": "msk-iam",
+            "heartbeat_table": self.heartbeats.table_name, "quota_table": self.quotas.table_name,
             # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
-            "SCAN_FUNCTION_NAME": self.scan_function_name,
-            "JOBRUNNER_WAKE_SCANS": "true",
+            "scan_function": self.scan_function_name, "wake_scans": True,
         }
         if config.tenant_topics:
-            environment["JOBRUNNER_TENANT_TOPICS"] = json.dumps({t: list(ts) for t, ts in config.tenant_topics})
+            settings["tenant_topics"] = {tenant: list(topics) for tenant, topics in config.tenant_topics}
         if config.tenant_map:
-            environment["JOBRUNNER_TENANT_MAP"] = json.dumps(dict(config.tenant_map))
+            settings["tenant_map"] = dict(config.tenant_map)
         if config.tenant_limits:
-            environment["JOBRUNNER_TENANT_LIMITS"] = json.dumps(config.tenant_limits)
+            settings["tenant_limit_table"] = config.tenant_limits
         if config.operators:
-            environment["JOBRUNNER_OPERATORS"] = ",".join(config.operators)
+            settings["operators"] = config.operators
         if config.existing_cassandra is None:
-            environment.update({
-                "CASSANDRA_MODE": "keyspaces",
-                "CASSANDRA_CONTACT_POINTS": f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",
-                "CASSANDRA_PORT": str(KEYSPACES_PORT),
-                "CASSANDRA_KEYSPACE": config.keyspace,
-                "CASSANDRA_CA_BUNDLE": KEYSPACES_BUNDLE,
-            })
+            settings.update(cassandra_mode="keyspaces", contact_points=(f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",),
+                            cassandra_port=KEYSPACES_PORT, keyspace=config.keyspace, ca_bundle=KEYSPACES_BUNDLE)
         else:
             existing = config.existing_cassandra
-            environment.update({
-                "CASSANDRA_MODE": "cassandra",
-                "CASSANDRA_CONTACT_POINTS": ",".join(existing.contact_points),
-                "CASSANDRA_PORT": str(existing.port),
-                "CASSANDRA_KEYSPACE": config.keyspace,
-            })
+            settings.update(cassandra_mode="cassandra", contact_points=existing.contact_points,
+                            cassandra_port=existing.port, keyspace=config.keyspace)
             if existing.secret_arn:
-                environment["CASSANDRA_SECRET_ARN"] = existing.secret_arn
-        return environment
+                settings["cassandra_secret_arn"] = existing.secret_arn
+        return {**Settings.of(**settings).to_environment(given_only=True),
+                "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE}
 
     def _result_key_holders(self) -> list[JobRunnerFunction]:
         """The functions that sign (scan) or check (results) result tokens: the only readers of the key."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -33,16 +32,16 @@ def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
     """Settings isolated per test session: own keyspace and heartbeat table, shared servers."""
     return local_settings(
         endpoints,
-        CASSANDRA_KEYSPACE=f"jr_test_{run_id}",
-        HEARTBEAT_TABLE=f"jobrunner-heartbeats-{run_id}",
-        JOBRUNNER_SEGMENTS="4",
+        keyspace=f"jr_test_{run_id}",
+        heartbeat_table=f"jobrunner-heartbeats-{run_id}",
+        segments=4,
         # Two tenants with topics of their own (tests/e2e/test_tenants.py); every other tenant names jobs only.
-        JOBRUNNER_TENANT_TOPICS=json.dumps({"*": ["jobs"], team("a", run_id): [team("a", run_id), "jobs"],
-                                            team("b", run_id): [team("b", run_id)]}),
+        tenant_topics={"*": ["jobs"], team("a", run_id): [team("a", run_id), "jobs"],
+                       team("b", run_id): [team("b", run_id)]},
         # Tenants with limits of their own (tests/e2e/test_tenants.py); the others have none, but with a
         # standing limit set for one, every tenant's jobs are counted.
-        JOBRUNNER_TENANT_LIMITS=json.dumps({team("limited", run_id): {"submissions_per_second": 5},
-                                            team("held", run_id): {"jobs_held": 3, "executions_per_minute": 20}}),
+        tenant_limit_table={team("limited", run_id): {"submissions_per_second": 5},
+                            team("held", run_id): {"jobs_held": 3, "executions_per_minute": 20}},
     )
 
 

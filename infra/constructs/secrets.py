@@ -19,6 +19,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.constructs.nag import acknowledge
+from jobrunner.config import Settings
 
 if TYPE_CHECKING:
     from aws_cdk import RemovalPolicy
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 #: The variable the runtime reads the secret's ARN from (``JOBRUNNER_RESULT_KEY`` carries a key itself,
 #: for local use only).
-RESULT_KEY_SECRET_ARN_ENV = "JOBRUNNER_RESULT_KEY_SECRET_ARN"
+RESULT_KEY_SECRET_ARN_ENV = Settings.variable("result_key_secret_arn")
 #: Characters of the generated key (letters and digits: about 380 bits).
 KEY_LENGTH = 64
 

@@ -1,207 +1,307 @@
 """Settings from the environment: the same variables configure Lambda and the local stack.
 
-| variable | default | meaning |
-|---|---|---|
-| JOBRUNNER_SEGMENTS | 16 | number of segments (parallel scans per minute) |
-| JOBRUNNER_INITIAL_LOOKBACK_MINUTES | 10 | how far back a segment never scanned before starts |
-| JOBRUNNER_TOPIC | jobs | default topic of executions |
-| JOBRUNNER_ALLOWED_TOPICS | the default topic | comma-separated topics a job may name |
-| JOBRUNNER_TENANT_TOPICS | (none: all may name any) | JSON: tenant (or ``*``) -> its topics (``domain/topics.py``) |
-| JOBRUNNER_TENANT_MAP | (none) | JSON: principal -> the tenant it acts as (``api/tenancy.py``) |
-| JOBRUNNER_TENANT_LIMITS | (none: no limits) | JSON: tenant (or ``*``) -> its limits (``domain/limits.py``) |
-| QUOTA_TABLE | HEARTBEAT_TABLE + ``-quotas`` | DynamoDB table of the tenants' quota counters |
-| JOBRUNNER_OPERATORS | (none) | comma-separated tenants that may read the operator views (``GET /segments``) |
-| JOBRUNNER_RESULTS_TOPIC | job-results | where workers report |
-| JOBRUNNER_DLQ_TOPIC | job-dlq | where exhausted executions go |
-| JOBRUNNER_MAX_PAYLOAD_BYTES | 65536 | largest payload accepted, serialized |
-| CASSANDRA_CONTACT_POINTS | 127.0.0.1 | comma-separated hosts |
-| CASSANDRA_PORT | 9042 | CQL port (9142 for Keyspaces) |
-| CASSANDRA_KEYSPACE | jobrunner | keyspace |
-| CASSANDRA_MODE | cassandra | cassandra, or keyspaces (TLS + SigV4) |
-| CASSANDRA_LOCAL_DC | (none) | a cluster's local datacenter: token-aware routing to its nodes (``session.py``) |
-| CASSANDRA_REPLICATION_FACTOR | 1 | replicas of the keyspace the migration creates (in CASSANDRA_LOCAL_DC when named) |
-| CASSANDRA_SPECULATIVE_DELAY_MS | 0 (off) | a read not answered within this is also sent to the next node |
-| CASSANDRA_SECRET_ARN | (none) | existing cluster: Secrets Manager secret with username and password |
-| CASSANDRA_TLS | false | existing cluster: connect over TLS (CASSANDRA_CA_BUNDLE to pin a CA) |
-| KAFKA_BOOTSTRAP | 127.0.0.1:9092 | bootstrap servers |
-| KAFKA_SECURITY | plaintext | plaintext, or msk-iam |
-| KAFKA_TOPIC_REPLICATION | 1 | replicas of the topics the local stack creates (AWS: the CDK app creates them) |
-| HEARTBEAT_TABLE | jobrunner-heartbeats | DynamoDB table of leases and watermarks |
-| DYNAMODB_ENDPOINT | (AWS) | endpoint override, e.g. moto's server locally |
-| SCAN_FUNCTION_NAME | jobrunner-scan | function the tick invokes (and the writers that wake scans) |
-| JOBRUNNER_WAKE_SCANS | false | writers of late rows wake their scans, so scans with nothing to do end early |
-| JOBRUNNER_CHANGE_LOG | true | keep each job's change log (``GET /jobs/{id}/changes``; one write per change) |
-| AWS_REGION | us-east-1 | region |
-| JOBRUNNER_RESULT_KEY | (none) | the key that signs result tokens (local use; see ``adapters/secrets.py``) |
-| JOBRUNNER_RESULT_KEY_SECRET_ARN | (none) | AWS: a Secrets Manager secret holding that key |
-| JOBRUNNER_ACCEPT_UNSIGNED_RESULTS | false | also apply results without a token (during the upgrade that adds them) |
-| JOBRUNNER_OTEL_EXPORTER | none | local stack: export spans to console, file or otlp (``telemetry.py``) |
-| JOBRUNNER_OTEL_FILE | .local/logs/traces.jsonl | local stack: where the file exporter appends |
+``Settings`` declares each variable once (its name, type, default, bounds and meaning); it reads them
+(``Settings.from_env``) and writes them back (``Settings.to_environment``) for the CDK stack, the local stack,
+the fault suite and the benchmark, so no other module spells a variable's name. ``python -m jobrunner.config``
+prints the table of variables.
+
+Kept cheap to import (Lambda cold starts): the Cassandra and Kafka adapters, whose settings ``cassandra`` and
+``kafka`` build, are imported only when those are first read.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from jobrunner.adapters.publishers.kafka import KafkaSettings
-from jobrunner.adapters.stores.session import CassandraSettings
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
+
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.topics import TopicGrants
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic_core import ErrorDetails
 
-@dataclass(frozen=True)
-class Settings:
-    segments: int
-    initial_lookback_minutes: int
-    topic: str
-    results_topic: str
-    dead_letter_topic: str
-    allowed_topics: frozenset[str]
-    max_payload_bytes: int
-    cassandra: CassandraSettings
-    kafka: KafkaSettings
-    heartbeat_table: str
-    dynamodb_endpoint: str | None
-    scan_function: str
-    region: str
-    #: OpenTelemetry exporter of the local stack (none, console, file, otlp); AWS uses X-Ray instead.
-    otel_exporter: str = "none"
-    #: Writers of LATE rows invoke the scan function for the partition (``services.wake``), and scans with
-    #: nothing to do end early (``ScanRules.idle_end``). The stack turns it on where it grants the invoke.
-    wake_scans: bool = False
-    #: Keep each job's change log (one Cassandra write per change that lands, none per execution).
-    change_log: bool = True
-    otel_file: str | None = None
-    #: The key that signs result tokens, or the secret that holds it (``adapters/secrets.py``).
-    result_key: str | None = None
-    result_key_secret_arn: str | None = None
-    accept_unsigned_results: bool = False
-    #: tenant (or ``*``) -> the topics its jobs may name; empty: every tenant may name every allowed topic.
-    tenant_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
-    #: principal -> the tenant it acts as (``api/tenancy.py``); a principal not listed is its own tenant.
-    tenant_map: Mapping[str, str] = field(default_factory=dict, compare=False)
-    #: Tenants that may read the operator views (every segment's progress).
-    operators: frozenset[str] = frozenset()
-    #: Per-tenant limits, and the DynamoDB table that counts submissions against them.
-    tenant_limits: TenantLimits = field(default_factory=TenantLimits)
-    quota_table: str = "jobrunner-heartbeats-quotas"
+    from jobrunner.adapters.publishers.kafka import KafkaSettings
+    from jobrunner.adapters.stores.session import CassandraSettings
 
-    @property
-    def topic_grants(self) -> TopicGrants:
-        return TopicGrants(self.topic, self.allowed_topics, self.tenant_topics)
+
+def _names(value: object) -> object:
+    """``"a, b,,c"`` -> ``("a", "b", "c")``: a comma-separated list, blanks dropped."""
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    return value
+
+
+def _json_object(value: object) -> object:
+    """A JSON object given as text (as the environment holds it), or already parsed."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc})") from exc
+    if not isinstance(parsed, dict):
+        raise ValueError(f"expected a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+def _lowered(value: object) -> object:
+    return value.strip().lower() or "none" if isinstance(value, str) else value
+
+
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
+JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_object)]
+
+
+def _var(name: str, default: Any, description: str, **bounds: Any) -> Any:
+    """A field read from (and written to) the variable ``name``."""
+    return Field(default, alias=name, description=description, **bounds)
+
+
+class Settings(BaseSettings):
+    """Every variable the runtime reads; attributes by meaning, the variable's name as the alias."""
+
+    model_config = SettingsConfigDict(frozen=True, case_sensitive=True, env_ignore_empty=True,
+                                      populate_by_name=True, extra="ignore")
+
+    segments: int = _var("JOBRUNNER_SEGMENTS", 16, "number of segments (parallel scans per minute)", ge=1)
+    initial_lookback_minutes: int = _var("JOBRUNNER_INITIAL_LOOKBACK_MINUTES", 10,
+                                         "how far back a segment never scanned before starts", ge=0)
+    topic: str = _var("JOBRUNNER_TOPIC", "jobs", "default topic of executions", min_length=1)
+    tenant_topics: JsonObject = _var("JOBRUNNER_TENANT_TOPICS", {},
+                                     "JSON: tenant (or ``*``) -> its topics (``domain/topics.py``); none: all may "
+                                     "name any allowed topic")
+    #: The topics named, then the default topic and every granted one (a granted topic is allowed by that alone).
+    allowed_topics: Names = Field((), alias="JOBRUNNER_ALLOWED_TOPICS", validate_default=True,
+                                  description="comma-separated topics a job may name (besides the default topic)")
+    tenant_map: JsonObject = _var("JOBRUNNER_TENANT_MAP", {},
+                                  "JSON: principal -> the tenant it acts as (``api/tenancy.py``)")
+    operators: Names = _var("JOBRUNNER_OPERATORS", (),
+                            "comma-separated tenants that may read the operator views (``GET /segments``)")
+    max_payload_bytes: int = _var("JOBRUNNER_MAX_PAYLOAD_BYTES", DEFAULT_MAX_PAYLOAD_BYTES,
+                                  "largest payload accepted, serialized", ge=1)
+    tenant_limit_table: JsonObject = _var("JOBRUNNER_TENANT_LIMITS", {},
+                                          "JSON: tenant (or ``*``) -> its limits (``domain/limits.py``); "
+                                          "none: no limits")
+    results_topic: str = _var("JOBRUNNER_RESULTS_TOPIC", "job-results", "where workers report", min_length=1)
+    dead_letter_topic: str = _var("JOBRUNNER_DLQ_TOPIC", "job-dlq", "where exhausted executions go", min_length=1)
+
+    contact_points: Names = _var("CASSANDRA_CONTACT_POINTS", ("127.0.0.1",), "comma-separated Cassandra hosts")
+    cassandra_port: int = _var("CASSANDRA_PORT", 9042, "CQL port (9142 for Keyspaces)", ge=1, le=65535)
+    keyspace: str = _var("CASSANDRA_KEYSPACE", "jobrunner", "keyspace", min_length=1)
+    cassandra_mode: Literal["cassandra", "keyspaces"] = _var("CASSANDRA_MODE", "cassandra",
+                                                             "cassandra, or keyspaces (TLS + SigV4)")
+    ca_bundle: str | None = _var("CASSANDRA_CA_BUNDLE", None, "a CA bundle to verify the cluster's TLS with")
+    local_dc: str | None = _var("CASSANDRA_LOCAL_DC", None,
+                                "a cluster's local datacenter: token-aware routing to its nodes (``session.py``)")
+    replication_factor: int = _var("CASSANDRA_REPLICATION_FACTOR", 1,
+                                   "replicas of the keyspace the migration creates (in the local datacenter "
+                                   "when named)", ge=1)
+    speculative_delay_ms: int = _var("CASSANDRA_SPECULATIVE_DELAY_MS", 0,
+                                     "a read not answered within this is also sent to the next node (0: off)", ge=0)
+    cassandra_secret_arn: str | None = _var("CASSANDRA_SECRET_ARN", None,
+                                            "existing cluster: Secrets Manager secret with username and password")
+    cassandra_tls: bool = _var("CASSANDRA_TLS", False, "existing cluster: connect over TLS")
+
+    kafka_bootstrap: str = _var("KAFKA_BOOTSTRAP", "127.0.0.1:9092", "bootstrap servers", min_length=1)
+    kafka_security: Literal["plaintext", "msk-iam"] = _var("KAFKA_SECURITY", "plaintext",
+                                                           "plaintext, or msk-iam")
+    topic_replication: int = _var("KAFKA_TOPIC_REPLICATION", 1, "replicas of the topics the local stack creates "
+                                  "(AWS: the CDK app creates them)", ge=1)
+
+    heartbeat_table: str = _var("HEARTBEAT_TABLE", "jobrunner-heartbeats",
+                                "DynamoDB table of leases and watermarks", min_length=1)
+    quota_table: str = Field("", alias="QUOTA_TABLE", validate_default=True,
+                             description="DynamoDB table of the tenants' quota counters (default: the heartbeat "
+                                         "table's name + ``-quotas``)")
+    dynamodb_endpoint: str | None = _var("DYNAMODB_ENDPOINT", None, "endpoint override, e.g. moto's server locally")
+    scan_function: str = _var("SCAN_FUNCTION_NAME", "jobrunner-scan",
+                              "function the tick invokes (and the writers that wake scans)", min_length=1)
+    wake_scans: bool = _var("JOBRUNNER_WAKE_SCANS", False,
+                            "writers of late rows wake their scans, so scans with nothing to do end early")
+    change_log: bool = _var("JOBRUNNER_CHANGE_LOG", True,
+                            "keep each job's change log (``GET /jobs/{id}/changes``; one write per change)")
+    region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"),
+                        alias="AWS_REGION", description="region (Lambda sets it)")
+    result_key: str | None = _var("JOBRUNNER_RESULT_KEY", None,
+                                  "the key that signs result tokens (local use; see ``adapters/secrets.py``)")
+    result_key_secret_arn: str | None = _var("JOBRUNNER_RESULT_KEY_SECRET_ARN", None,
+                                             "AWS: a Secrets Manager secret holding that key")
+    accept_unsigned_results: bool = _var("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", False,
+                                         "also apply results without a token (during the upgrade that adds them)")
+    otel_exporter: Annotated[str, BeforeValidator(_lowered)] = _var(
+        "JOBRUNNER_OTEL_EXPORTER", "none", "local stack: export spans to none, console, file or otlp "
+        "(``telemetry.py``); AWS uses X-Ray instead")
+    otel_file: str | None = _var("JOBRUNNER_OTEL_FILE", None,
+                                 "local stack: where the file exporter appends (default .local/logs/traces.jsonl)")
+
+    @field_validator("tenant_topics")
+    @classmethod
+    def _tenant_topics(cls, value: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+        """``{"payments": ["payments", "jobs"], "*": ["jobs"]}``."""
+        out: dict[str, tuple[str, ...]] = {}
+        for tenant, topics in value.items():
+            if not isinstance(topics, list | tuple) or not all(isinstance(t, str) and t.strip() for t in topics):
+                raise ValueError(f"tenant {tenant!r}: expected a list of topic names")
+            out[tenant] = tuple(dict.fromkeys(t.strip() for t in topics))
+        return out
+
+    @field_validator("allowed_topics")
+    @classmethod
+    def _with_default_and_granted(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        granted = [t for ts in info.data.get("tenant_topics", {}).values() for t in ts]
+        return tuple(dict.fromkeys([*value, info.data.get("topic", "jobs"), *granted]))
+
+    @field_validator("tenant_map")
+    @classmethod
+    def _tenant_map(cls, value: dict[str, Any]) -> dict[str, str]:
+        """``{"arn:aws:iam::123456789012:role/payments-ci": "payments"}``."""
+        out: dict[str, str] = {}
+        for principal, tenant in value.items():
+            if not isinstance(tenant, str) or not tenant.strip():
+                raise ValueError(f"principal {principal!r}: expected a tenant name")
+            out[principal] = tenant.strip()
+        return out
+
+    @field_validator("tenant_limit_table")
+    @classmethod
+    def _limits_parse(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """``{"*": {"submissions_per_second": 20}, "payments": {"submissions_per_second": 200}}``."""
+        TenantLimits.parse(value, info.data.get("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES))
+        return value
+
+    @field_validator("quota_table")
+    @classmethod
+    def _quota_table_beside_heartbeats(cls, value: str, info: ValidationInfo) -> str:
+        return value or f"{info.data.get('heartbeat_table', 'jobrunner-heartbeats')}-quotas"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if env is None else env
-        region = env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "us-east-1"))
-        topic = env.get("JOBRUNNER_TOPIC", "jobs")
-        allowed = {t.strip() for t in env.get("JOBRUNNER_ALLOWED_TOPICS", topic).split(",") if t.strip()}
-        tenant_topics = _tenant_topics(env.get("JOBRUNNER_TENANT_TOPICS", ""))
-        max_payload_bytes = int(env.get("JOBRUNNER_MAX_PAYLOAD_BYTES", str(DEFAULT_MAX_PAYLOAD_BYTES)))
-        heartbeat_table = env.get("HEARTBEAT_TABLE", "jobrunner-heartbeats")
-        return cls(
-            segments=int(env.get("JOBRUNNER_SEGMENTS", "16")),
-            initial_lookback_minutes=int(env.get("JOBRUNNER_INITIAL_LOOKBACK_MINUTES", "10")),
-            topic=topic,
-            results_topic=env.get("JOBRUNNER_RESULTS_TOPIC", "job-results"),
-            dead_letter_topic=env.get("JOBRUNNER_DLQ_TOPIC", "job-dlq"),
-            allowed_topics=frozenset(allowed | {topic} | {t for ts in tenant_topics.values() for t in ts}),
-            tenant_topics=tenant_topics,
-            tenant_map=_tenant_map(env.get("JOBRUNNER_TENANT_MAP", "")),
-            operators=frozenset(t.strip() for t in env.get("JOBRUNNER_OPERATORS", "").split(",") if t.strip()),
-            tenant_limits=_tenant_limits(env.get("JOBRUNNER_TENANT_LIMITS", ""), max_payload_bytes),
-            quota_table=env.get("QUOTA_TABLE") or f"{heartbeat_table}-quotas",
-            max_payload_bytes=max_payload_bytes,
-            cassandra=CassandraSettings(
-                contact_points=tuple(env.get("CASSANDRA_CONTACT_POINTS", "127.0.0.1").split(",")),
-                port=int(env.get("CASSANDRA_PORT", "9042")),
-                keyspace=env.get("CASSANDRA_KEYSPACE", "jobrunner"),
-                mode=env.get("CASSANDRA_MODE", "cassandra"),
-                region=region,
-                ca_bundle=env.get("CASSANDRA_CA_BUNDLE"),
-                secret_arn=env.get("CASSANDRA_SECRET_ARN") or None,
-                tls=env.get("CASSANDRA_TLS", "").lower() in ("1", "true", "yes"),
-                local_dc=env.get("CASSANDRA_LOCAL_DC") or None,
-                replication_factor=_whole(env, "CASSANDRA_REPLICATION_FACTOR", 1),
-                speculative_delay_ms=_whole(env, "CASSANDRA_SPECULATIVE_DELAY_MS", 0, least=0),
-            ),
-            kafka=KafkaSettings(
-                bootstrap=env.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
-                security=env.get("KAFKA_SECURITY", "plaintext"),
-                region=region,
-                topic_replication=_whole(env, "KAFKA_TOPIC_REPLICATION", 1),
-            ),
-            heartbeat_table=heartbeat_table,
-            dynamodb_endpoint=env.get("DYNAMODB_ENDPOINT") or None,
-            scan_function=env.get("SCAN_FUNCTION_NAME", "jobrunner-scan"),
-            region=region,
-            otel_exporter=env.get("JOBRUNNER_OTEL_EXPORTER", "none").strip().lower() or "none",
-            otel_file=env.get("JOBRUNNER_OTEL_FILE") or None,
-            result_key=env.get("JOBRUNNER_RESULT_KEY") or None,
-            result_key_secret_arn=env.get("JOBRUNNER_RESULT_KEY_SECRET_ARN") or None,
-            accept_unsigned_results=env.get("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", "").lower() in ("1", "true", "yes"),
-            wake_scans=env.get("JOBRUNNER_WAKE_SCANS", "").lower() in ("1", "true", "yes"),
-            change_log=env.get("JOBRUNNER_CHANGE_LOG", "true").lower() not in ("0", "false", "no", "off"),
-        )
+        """The settings ``env`` (default: this process's environment) gives; a bad value raises ``ValueError``
+        naming its variable and what it expects."""
+        source = EnvSettingsSource(cls)
+        # A blank variable is an unset one (pydantic-settings drops blanks only from the environment it loads).
+        source.env_vars = {name: value for name, value in (source.env_vars if env is None else env).items()
+                           if value and value.strip()}
+        return cls._validated(source())
+
+    @classmethod
+    def of(cls, **values: Any) -> Settings:
+        """Settings from attribute values (not the environment); those not given keep their defaults."""
+        return cls._validated(values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (attribute names), checked as a reading would check them."""
+        values = {name: getattr(self, name) for name in type(self).model_fields if name in self.model_fields_set}
+        return type(self)._validated({**values, **changes})
+
+    @classmethod
+    def _validated(cls, values: Mapping[str, Any]) -> Settings:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError("; ".join(_explain(cls, error) for error in exc.errors())) from None
+
+    def to_environment(self, *, given_only: bool = False) -> dict[str, str]:
+        """The variables that read back as these settings: every one with a value, or (``given_only``) only those
+        given when these settings were made (the CDK stack writes no more than it means to set)."""
+        out: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            if given_only and name not in self.model_fields_set:
+                continue
+            text = _text(getattr(self, name))
+            if text is not None and info.alias is not None:
+                out[info.alias] = text
+        return out
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Each variable's name -> its attribute."""
+        return {info.alias: name for name, info in cls.model_fields.items() if info.alias is not None}
+
+    @classmethod
+    def variable(cls, attribute: str) -> str:
+        """The name of the variable ``attribute`` is read from."""
+        alias = cls.model_fields[attribute].alias
+        assert alias is not None
+        return alias
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.to_environment().items())))
+
+    @property
+    def topic_grants(self) -> TopicGrants:
+        return TopicGrants(self.topic, frozenset(self.allowed_topics), self.tenant_topics)
+
+    @cached_property
+    def tenant_limits(self) -> TenantLimits:
+        return TenantLimits.parse(self.tenant_limit_table, self.max_payload_bytes)
+
+    @cached_property
+    def cassandra(self) -> CassandraSettings:
+        from jobrunner.adapters.stores.session import CassandraSettings
+
+        return CassandraSettings(
+            contact_points=self.contact_points, port=self.cassandra_port, keyspace=self.keyspace,
+            mode=self.cassandra_mode, region=self.region, ca_bundle=self.ca_bundle,
+            secret_arn=self.cassandra_secret_arn, tls=self.cassandra_tls, local_dc=self.local_dc,
+            replication_factor=self.replication_factor, speculative_delay_ms=self.speculative_delay_ms)
+
+    @cached_property
+    def kafka(self) -> KafkaSettings:
+        from jobrunner.adapters.publishers.kafka import KafkaSettings
+
+        return KafkaSettings(bootstrap=self.kafka_bootstrap, security=self.kafka_security, region=self.region,
+                             topic_replication=self.topic_replication)
 
 
-def _whole(env: Mapping[str, str], name: str, default: int, *, least: int = 1) -> int:
-    """``env[name]`` as a whole number of at least ``least`` (``default`` when unset or empty)."""
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = least - 1
-    if value < least:
-        raise ValueError(f"{name}: expected a whole number of at least {least}, got {text!r}")
-    return value
+def _text(value: object) -> str | None:
+    """A value as its variable holds it (None: no variable)."""
+    if value is None or value in ((), {}):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, dict):
+        return json.dumps({key: list(item) if isinstance(item, tuple) else item for key, item in value.items()})
+    return str(value)
 
 
-def _json_object(name: str, text: str) -> dict[str, object]:
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{name}: not JSON ({exc})") from exc
-    if not isinstance(value, dict):
-        raise ValueError(f"{name}: expected a JSON object, got {type(value).__name__}")
-    return value
+def _explain(settings: type[Settings], error: ErrorDetails) -> str:
+    """One wrong value in plain words: ``NAME: expected ..., got '...'``."""
+    where = str(error["loc"][0]) if error["loc"] else ""
+    name = settings.model_fields[where].alias if where in settings.model_fields else where
+    ctx = error.get("ctx", {})
+    got = error.get("input")
+    if error["type"] == "value_error":
+        return f"{name}: {ctx.get('error', error['msg'])}"
+    field = settings.model_fields.get(settings.variables().get(str(name), where))
+    if error["type"] in ("int_parsing", "int_from_float", "greater_than_equal", "less_than_equal") and field:
+        bounds = {key: getattr(m, key) for m in field.metadata for key in ("ge", "le") if hasattr(m, key)}
+        least = f" of at least {bounds['ge']}" if "ge" in bounds else ""
+        most = f" and at most {bounds['le']}" if "le" in bounds else ""
+        return f"{name}: expected a whole number{least}{most}, got {got!r}"
+    if error["type"] == "bool_parsing":
+        return f"{name}: expected true or false, got {got!r}"
+    return f"{name}: {error['msg'][0].lower()}{error['msg'][1:]}, got {got!r}"
 
 
-def _tenant_topics(text: str) -> dict[str, tuple[str, ...]]:
-    """``{"payments": ["payments", "jobs"], "*": ["jobs"]}``: a granted topic is allowed by that alone."""
-    out: dict[str, tuple[str, ...]] = {}
-    for tenant, topics in _json_object("JOBRUNNER_TENANT_TOPICS", text).items():
-        if not isinstance(topics, list) or not all(isinstance(t, str) and t.strip() for t in topics):
-            raise ValueError(f"JOBRUNNER_TENANT_TOPICS: tenant {tenant!r}: expected a list of topic names")
-        out[tenant] = tuple(dict.fromkeys(t.strip() for t in topics))
-    return out
+def table() -> str:
+    """The variables as a Markdown table (name, default, meaning)."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for info in Settings.model_fields.values():
+        default = _text(info.default) if info.default not in ((), {}, "") else None
+        rows.append(f"| {info.alias} | {default or '(none)'} | {info.description} |")
+    return "\n".join(rows)
 
 
-def _tenant_map(text: str) -> dict[str, str]:
-    """``{"arn:aws:iam::123456789012:role/payments-ci": "payments"}``."""
-    out: dict[str, str] = {}
-    for principal, tenant in _json_object("JOBRUNNER_TENANT_MAP", text).items():
-        if not isinstance(tenant, str) or not tenant.strip():
-            raise ValueError(f"JOBRUNNER_TENANT_MAP: principal {principal!r}: expected a tenant name")
-        out[principal] = tenant.strip()
-    return out
-
-
-def _tenant_limits(text: str, max_payload_bytes: int) -> TenantLimits:
-    """``{"*": {"submissions_per_second": 20}, "payments": {"submissions_per_second": 200}}``."""
-    try:
-        return TenantLimits.parse(_json_object("JOBRUNNER_TENANT_LIMITS", text), max_payload_bytes)
-    except ValueError as exc:
-        if str(exc).startswith("JOBRUNNER_TENANT_LIMITS"):
-            raise
-        raise ValueError(f"JOBRUNNER_TENANT_LIMITS: {exc}") from exc
+if __name__ == "__main__":
+    print(table())

@@ -171,7 +171,7 @@ class Container:
 
     @functools.cached_property
     def tenancy(self) -> Tenancy:
-        return Tenancy(self.settings.tenant_map, self.settings.operators)
+        return Tenancy(self.settings.tenant_map, frozenset(self.settings.operators))
 
     @functools.cached_property
     def jobs(self) -> JobService:

@@ -26,9 +26,8 @@ def stack(endpoints: servers.Endpoints) -> Iterator[LocalStack]:
     """A stack of its own (keyspace, heartbeat table, topics), with two environments beside its process."""
     run = uuid.uuid4().hex[:8]
     settings = local_settings(
-        endpoints, CASSANDRA_KEYSPACE=f"jr_envs_{run}", HEARTBEAT_TABLE=f"jobrunner-heartbeats-envs-{run}",
-        JOBRUNNER_TOPIC=f"envs-{run}", JOBRUNNER_RESULTS_TOPIC=f"envs-results-{run}", JOBRUNNER_SEGMENTS="4",
-        JOBRUNNER_WAKE_SCANS="1",
+        endpoints, keyspace=f"jr_envs_{run}", heartbeat_table=f"jobrunner-heartbeats-envs-{run}",
+        topic=f"envs-{run}", results_topic=f"envs-results-{run}", segments=4, wake_scans=True,
     )
     stack = LocalStack(settings, port=0, tenant=f"envs-{run}", environments=2).start()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 def test_the_example_worker_runs_on_the_stacks_own_topics_and_stream(settings: Settings) -> None:
     # Given a stack whose executions and results go to topics of its own (not `jobs` and `job-results`)
-    own = dataclasses.replace(settings, topic="stack-test-executions", results_topic="stack-test-results")
+    own = settings.replace(topic="stack-test-executions", results_topic="stack-test-results")
     out = io.StringIO()
     stack = LocalStack(own, port=0, worker_out=out)
 

@@ -82,7 +82,7 @@ def test_each_broker_is_a_voter_and_topics_keep_three_replicas_two_in_sync(tmp_p
 
 
 def test_the_system_is_pointed_at_every_node_with_the_cluster_settings() -> None:
-    settings = Settings.from_env(cluster.CLUSTER.settings())
+    settings = Settings.of(**cluster.CLUSTER.settings())
 
     assert settings.cassandra.contact_points == ("127.0.0.2", "127.0.0.3", "127.0.0.4")
     assert (settings.cassandra.local_dc, settings.cassandra.replication_factor) == (cluster.DATACENTER, 3)

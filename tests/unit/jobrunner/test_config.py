@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from jobrunner.config import Settings
+from jobrunner.config import Settings, table
 
 
 def test_the_span_exporter_of_the_local_stack_is_off_unless_named() -> None:
@@ -22,11 +22,12 @@ def test_tenant_topics_operators_and_the_tenant_map_are_read_and_granted_topics_
         "JOBRUNNER_TENANT_MAP": '{"arn:aws:iam::123456789012:role/ci": "payments"}',
         "JOBRUNNER_OPERATORS": "ops, oncall",
     })
-    assert settings.allowed_topics == {"jobs", "reports", "payments"}
+    # in the order named, then the granted ones (the order the variable is written back in)
+    assert settings.allowed_topics == ("jobs", "reports", "payments")
     assert dict(settings.tenant_topics) == {"payments": ("payments", "jobs"), "*": ("jobs",)}
     assert settings.topic_grants.topics_of("someone") == ("jobs",)
     assert dict(settings.tenant_map) == {"arn:aws:iam::123456789012:role/ci": "payments"}
-    assert settings.operators == {"ops", "oncall"}
+    assert settings.operators == ("ops", "oncall")
     hash(settings)  # still usable as a key
 
 
@@ -76,3 +77,60 @@ def test_a_single_node_is_the_default_and_a_cluster_is_named_by_its_settings() -
 def test_a_replication_or_delay_that_is_not_a_count_names_the_variable(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=f"{name}: expected a whole number"):
         Settings.from_env({name: value})
+
+
+def test_a_variable_out_of_its_bounds_names_the_variable_its_bounds_and_the_value() -> None:
+    with pytest.raises(ValueError, match="CASSANDRA_PORT: expected a whole number of at least 1 and at most 65535, "
+                                         "got '99999'"):
+        Settings.from_env({"CASSANDRA_PORT": "99999"})
+    with pytest.raises(ValueError, match=r"KAFKA_SECURITY: .*'msk-iam'.*got 'iam'"):
+        Settings.from_env({"KAFKA_SECURITY": "iam"})
+    with pytest.raises(ValueError, match="JOBRUNNER_WAKE_SCANS: expected true or false, got 'maybe'"):
+        Settings.from_env({"JOBRUNNER_WAKE_SCANS": "maybe"})
+
+
+def test_a_blank_variable_is_an_unset_one() -> None:
+    assert Settings.from_env({"CASSANDRA_LOCAL_DC": " ", "JOBRUNNER_SEGMENTS": ""}) == Settings.from_env({})
+
+
+def test_settings_written_to_the_environment_read_back_equal() -> None:
+    # Given settings that differ from the defaults in every variable
+    settings = Settings.of(
+        segments=3, initial_lookback_minutes=2, topic="work", allowed_topics=("reports",),
+        tenant_topics={"payments": ["payments"], "*": ["work"]}, tenant_map={"arn:x": "payments"},
+        operators=("ops", "oncall"), max_payload_bytes=1000, tenant_limit_table={"*": {"submissions_per_second": 5}},
+        results_topic="results", dead_letter_topic="dead", contact_points=("10.0.0.1", "10.0.0.2"),
+        cassandra_port=9142, keyspace="ks", cassandra_mode="keyspaces", ca_bundle="/opt/ca.pem", local_dc="dc1",
+        replication_factor=3, speculative_delay_ms=250, cassandra_secret_arn="arn:secret", cassandra_tls=True,
+        kafka_bootstrap="b-1:9098,b-2:9098", kafka_security="msk-iam", topic_replication=3, heartbeat_table="hb",
+        quota_table="quotas", dynamodb_endpoint="http://127.0.0.1:5000", scan_function="scan", wake_scans=True,
+        change_log=False, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
+        accept_unsigned_results=True, otel_exporter="file", otel_file="/tmp/traces.jsonl",
+    )
+    assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
+    # When they are written as variables and read back
+    environment = settings.to_environment()
+    # Then the same settings come back, and every variable was written
+    assert Settings.from_env(environment) == settings
+    assert set(environment) == set(Settings.variables())
+    assert environment["JOBRUNNER_TENANT_TOPICS"] == '{"payments": ["payments"], "*": ["work"]}'
+
+
+def test_only_the_given_variables_are_written_when_asked() -> None:
+    settings = Settings.of(segments=4, wake_scans=True, operators=("ops",))
+    assert settings.to_environment(given_only=True) == {
+        "JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_WAKE_SCANS": "true", "JOBRUNNER_OPERATORS": "ops"}
+
+
+def test_a_copy_with_changes_is_checked_and_derives_what_depends_on_them() -> None:
+    settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "2"})
+    moved = settings.replace(topic="elsewhere")
+    assert (moved.segments, moved.topic, "elsewhere" in moved.allowed_topics) == (2, "elsewhere", True)
+    with pytest.raises(ValueError, match="JOBRUNNER_SEGMENTS: expected a whole number of at least 1"):
+        settings.replace(segments=0)
+
+
+def test_the_table_of_variables_lists_each_with_its_meaning() -> None:
+    rows = {row.split(" | ")[0].lstrip("| "): row for row in table().splitlines()[2:]}
+    assert set(rows) == set(Settings.variables())
+    assert "| JOBRUNNER_SEGMENTS | 16 | number of segments" in rows["JOBRUNNER_SEGMENTS"]

@@ -26,7 +26,6 @@ is newer and kept. Both writes are conditional, so neither overwrites a change r
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from datetime import UTC, datetime
@@ -300,13 +299,12 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--keyspace", default=os.environ.get("CASSANDRA_KEYSPACE", "jobrunner"))
-    args = parser.parse_args()
     from jobrunner.config import Settings
 
-    settings = Settings.from_env().cassandra
-    settings = CassandraSettings(**{**settings.__dict__, "keyspace": args.keyspace})
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--keyspace", default=Settings.from_env().keyspace)
+    args = parser.parse_args()
+    settings = Settings.from_env().replace(keyspace=args.keyspace).cassandra
     applied = migrate(settings)
     print(f"schema applied to keyspace {settings.keyspace}: {len(applied)} statement(s)")
 
