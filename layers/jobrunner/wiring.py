@@ -10,6 +10,10 @@ import functools
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+# The drivers' adapters load with this module, at a function's init (where Lambda gives the most CPU),
+# rather than at its first call, where a scan would pay them in lateness.
+import jobrunner.adapters.publishers.kafka
+import jobrunner.adapters.stores.session  # noqa: F401
 from jobrunner import telemetry
 from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock

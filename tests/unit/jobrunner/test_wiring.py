@@ -100,3 +100,13 @@ def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:
     store = MemoryJobStore()
     assert Container(Settings.from_env({}), store=store).changes is not None
     assert Container(Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off"}), store=store).changes is None
+
+
+def test_the_drivers_load_with_the_wiring_at_a_functions_init_not_at_its_first_call() -> None:
+    import subprocess
+    import sys
+
+    # A scan's first call would otherwise pay for importing the Cassandra and Kafka drivers in lateness.
+    probe = "import sys, jobrunner.wiring; print(sorted({'cassandra.cluster', 'kafka'} - set(sys.modules)))"
+    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert answer.stdout.strip() == "[]", answer.stderr
