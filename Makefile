@@ -26,10 +26,10 @@ help:
 	@echo "make stop    - stop the local servers"
 	@echo "make status  - which local servers are up"
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml client/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,otel]'
+	$(PY) -m pip install --quiet -c constraints.txt -e ./client -e '.[dev,otel]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -56,7 +56,7 @@ unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy layers/jobrunner cql devstack functions chaos infra examples bench
+	$(VENV)/bin/mypy layers/jobrunner cql client devstack functions chaos infra examples bench
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("cassandra", "kafka"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     options, args = parse(argv)
-    from bench.runner import drop, render, run
+    from bench.runner import drop, render, run  # after parsing: `--help` need not load every section
 
     if args.drop:
         drop(args.drop)

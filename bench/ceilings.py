@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.context import CpuSampler
 from bench.stats import median, percentile
-from bench.workers import split
+from bench.worker_pool import split
 
 if TYPE_CHECKING:
     from bench.context import Bench

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from bench.machine import CpuMeter, load1, server_pids
 from bench.seed import SeedSpec
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.time import minute_bucket, to_epoch_ms
 
 if TYPE_CHECKING:
     from bench.stack import BenchNames
-    from bench.workers import WorkerPool
+    from bench.worker_pool import WorkerPool
     from devstack.servers import Endpoints
     from jobrunner.config import Settings
 
@@ -114,16 +113,6 @@ class Options:
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )
-
-
-def code_commit() -> str:
-    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
-    import jobrunner
-
-    root = Path(jobrunner.__file__).resolve().parents[2]
-    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
-                          text=True, check=False)
-    return done.stdout.strip() or "unknown"
 
 
 @dataclass

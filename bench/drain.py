@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from bench.ceilings import print_ceilings, run_ceilings_once
 from bench.context import CpuSampler
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.time import to_epoch_ms
 
 if TYPE_CHECKING:
@@ -21,11 +22,11 @@ if TYPE_CHECKING:
 
 #: Phases of a scan, in the order it runs them, as (label, Timed name).
 PHASES = (
-    ("read its partition", "store.scheduled.next"),
-    ("get_many (job reads)", "store.get_many"),
-    ("start (history + run fields)", "store.start"),
+    ("read its partition", "store.lane_rows.next"),
+    ("get_jobs (job reads)", "store.get_jobs"),
+    ("write_started (history + run fields)", "store.write_started"),
     ("publish (Kafka, acks=all)", "publisher.publish"),
-    ("complete (next row, delete)", "store.complete"),
+    ("settle_published (next row, delete)", "store.settle_published"),
 )
 
 
@@ -111,8 +112,6 @@ def _phases(per_segment: list[dict[str, Any]]) -> dict[str, float]:
 def run_drain(bench: Bench) -> None:
     """The drain runs; when the ceilings are measured too, each drain run follows its own ceilings run,
     so that a figure and its ceiling see the same conditions on the shared machine."""
-    from bench.ceilings import print_ceilings, run_ceilings_once
-
     o = bench.options
     with_ceilings = "ceilings" in o.sections
     warm_up = min(o.drain_executions, 5_000)  # a restarted Cassandra's JIT; not reported

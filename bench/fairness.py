@@ -31,11 +31,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.context import code_commit
 from bench.lateness import START_AHEAD
+from bench.machine import code_commit
 from bench.seed import empty
 from bench.stats import median, percentile
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
 
 if TYPE_CHECKING:

@@ -166,13 +166,13 @@ def _child(cassandra_port: int, keyspace: str, kafka_bootstrap: str, kafka_proxy
             error = f"{type(exc).__name__}: {str(exc)[:160]}"
         return {"s": round(time.monotonic() - started, 3), "error": error}
 
-    warm = {"cassandra": timed(lambda: store.get("nobody", "none")),
+    warm = {"cassandra": timed(lambda: store.get_job("nobody", "none")),
             "kafka": timed(lambda: publisher.publish([message]))}
     print(json.dumps({WARM: warm}), flush=True)
     sys.stdin.readline()  # the parent writes a line after SIGCONT
-    first = {"cassandra": timed(lambda: store.get("nobody", "none")),
+    first = {"cassandra": timed(lambda: store.get_job("nobody", "none")),
              "kafka": timed(lambda: publisher.publish([message]))}
-    second = {"cassandra": timed(lambda: store.get("nobody", "none")),
+    second = {"cassandra": timed(lambda: store.get_job("nobody", "none")),
               "kafka": timed(lambda: publisher.publish([message]))}
     print(json.dumps({"first": first, "second": second}), flush=True)
     os._exit(0)  # the driver's and the producer's threads need not be waited for

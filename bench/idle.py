@@ -18,8 +18,8 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from bench.context import code_commit
 from bench.instruments import SkipClock
+from bench.machine import code_commit
 from bench.seed import empty
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.domain.time import MINUTE, minute_bucket

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bench.stats import percentile
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.time import minute_bucket, to_epoch_ms
 
 if TYPE_CHECKING:

@@ -1,14 +1,18 @@
-"""The machine the figures were measured on, its load, and where its CPU went during a benchmark."""
+"""The machine the figures were measured on, its load, where its CPU went during a benchmark, and the commit of
+the code measured."""
 
 from __future__ import annotations
 
 import os
 import platform
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import jobrunner
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Marker in the command line of each local server (as devstack starts them).
@@ -170,3 +174,11 @@ class CpuMeter:
         for name in self.pids:
             out[f"{name}_cores"] = used[name] / wall if wall else 0.0
         return out
+
+
+def code_commit() -> str:
+    """The commit of the ``jobrunner`` package measured (another checkout's, to measure an older design)."""
+    root = Path(jobrunner.__file__).resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or "unknown"

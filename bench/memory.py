@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.workers import WorkerPool
+from bench.worker_pool import WorkerPool
 from jobrunner.domain.time import to_epoch_ms
 
 if TYPE_CHECKING:

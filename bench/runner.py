@@ -8,10 +8,23 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bench import stack
-from bench.context import Bench, Options
+from bench.ceilings import run_ceilings
+from bench.context import Bench, Options, Section
+from bench.drain import run_drain, run_scaling, run_variants
+from bench.fairness import run_fairness
+from bench.fullstack import run_fullstack
+from bench.idle import run_idle
+from bench.lateness import run_lateness
 from bench.machine import describe, load1
+from bench.memory import run_memory
+from bench.profile import run_profile
+from bench.raw import Example, message_bytes
 from bench.report import write_chart, write_json, write_markdown
-from bench.workers import WorkerPool
+from bench.shortperiod import run_shortperiod
+from bench.stack import BenchNames
+from bench.submit import run_submit
+from bench.worker_pool import WorkerPool
+from bench.writes import run_writes
 from devstack import servers
 from devstack.stack import use_local_aws_credentials
 
@@ -21,18 +34,6 @@ if TYPE_CHECKING:
 
 
 def _sections() -> dict[str, Callable[[Bench], None]]:
-    from bench.ceilings import run_ceilings
-    from bench.drain import run_drain, run_scaling, run_variants
-    from bench.fairness import run_fairness
-    from bench.fullstack import run_fullstack
-    from bench.idle import run_idle
-    from bench.lateness import run_lateness
-    from bench.memory import run_memory
-    from bench.profile import run_profile
-    from bench.shortperiod import run_shortperiod
-    from bench.submit import run_submit
-    from bench.writes import run_writes
-
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
             "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
@@ -40,8 +41,6 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
 
 
 def _message_bytes(bench: Bench) -> int | None:
-    from bench.raw import Example, message_bytes
-
     if not bench.keys:
         return None
     return message_bytes(Example(bench.keys[0], 0, bench.names.topic, recurring=True))
@@ -164,9 +163,6 @@ def render(paths: list[str], options: Options) -> None:
     import json
     from pathlib import Path
     from types import SimpleNamespace
-
-    from bench.context import Section
-    from bench.stack import BenchNames
 
     machine: dict[str, Any] = {}
     results: dict[str, Any] = {}

@@ -102,5 +102,5 @@ def seed(session: Any, spec: SeedSpec, want_keys: bool = False) -> dict[str, Any
 def empty(store: Any, buckets: list[datetime], segments: int) -> bool:
     """No row in any lane of ``segments`` of ``buckets``: other sections' recurring jobs plan their next
     fires into later minutes, so a fresh minute may not be empty."""
-    return not any(next(iter(store.scheduled(bucket, segment, lane)), None) is not None
+    return not any(next(iter(store.lane_rows(bucket, segment, lane)), None) is not None
                    for bucket in buckets for segment in range(segments) for lane in Lane)

@@ -22,8 +22,8 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from bench.context import code_commit
 from bench.instruments import SkipClock
+from bench.machine import code_commit
 from bench.seed import PAD, empty, insert
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job, Lane, Trigger
@@ -55,20 +55,20 @@ class _CountingStore(CassandraJobStore):
         self.jobs_read = 0
         self.late_tombstones = 0
 
-    def scheduled(
+    def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
         since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]:
         self.reads[lane.name] += 1
-        for row in super().scheduled(bucket, segment, lane, after, since=since, until=until):
+        for row in super().lane_rows(bucket, segment, lane, after, since=since, until=until):
             self.rows_read[lane.name] += 1
             yield row
         if lane is Lane.LATE:
             self.late_tombstones += _traced(self.session, bucket, lane, since, until)[1]
 
-    def get_many(self, keys: Any) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Any) -> dict[tuple[str, str], Job]:
         self.jobs_read += len(keys)
-        return super().get_many(keys)
+        return super().get_jobs(keys)
 
 
 def _seed(bench: Bench, session: Any, bucket: datetime, jobs: int, period_s: int) -> None:

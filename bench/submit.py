@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import itertools
 import json
-import threading
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from bench.clients import drive
 from bench.stats import median, percentile
 from devstack import tokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from contextlib import AbstractContextManager
 
     from bench.context import Bench
 
@@ -51,31 +48,6 @@ def batches(count: int) -> list[str]:
     """``count`` jobs of ``bodies``' mix, in ``POST /jobs/batch`` bodies of ``BATCH`` jobs each."""
     jobs = [json.loads(body) for body in bodies(count)]
     return [json.dumps({"jobs": jobs[i:i + BATCH]}) for i in range(0, count, BATCH)]
-
-
-def drive(count: int, threads: int, session: Callable[[], AbstractContextManager[Callable[[int], int]]]
-          ) -> dict[str, Any]:
-    """Send requests 0..count-1 from ``threads`` threads, each taking the next index. Every thread opens
-    ``session()`` once (a connection, or nothing in-process) and calls what it yields per request,
-    which returns the HTTP status; returns the wall time, each request's status and latency."""
-    statuses = [0] * count
-    latencies = [0.0] * count
-    counter = itertools.count()
-
-    def client() -> None:
-        with session() as send:
-            while (i := next(counter)) < count:
-                started = time.perf_counter()
-                statuses[i] = send(i)
-                latencies[i] = (time.perf_counter() - started) * 1000
-
-    started = time.monotonic()
-    pool = [threading.Thread(target=client) for _ in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return {"seconds": time.monotonic() - started, "statuses": statuses, "latency_ms": latencies}
 
 
 def _http(port: int, token: str, payloads: list[str], threads: int, path: str = "/jobs") -> dict[str, Any]:

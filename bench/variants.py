@@ -79,16 +79,16 @@ class PrefetchedJobs:
     def prefetch(self, bucket: datetime, segment: int, chunk: int = 500) -> int:
         from jobrunner.domain.jobs import Lane
 
-        keys = sorted({(r.user_id, r.job_id) for r in self.inner.scheduled(bucket, segment, Lane.PLANNED)})
+        keys = sorted({(r.user_id, r.job_id) for r in self.inner.lane_rows(bucket, segment, Lane.PLANNED)})
         for start in range(0, len(keys), chunk):
-            self.jobs.update(self.inner.get_many(keys[start:start + chunk]))
+            self.jobs.update(self.inner.get_jobs(keys[start:start + chunk]))
         return len(keys)
 
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         found = {key: self.jobs[key] for key in keys if key in self.jobs}
         missing = [key for key in keys if key not in self.jobs]
         if missing:
-            found.update(self.inner.get_many(missing))
+            found.update(self.inner.get_jobs(missing))
         return found
 
     def __getattr__(self, name: str) -> Any:

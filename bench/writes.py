@@ -15,7 +15,7 @@ are server-wide: on shared servers they include other clients' batches and LWTs.
 The workload goes through the real services: ``fires`` executions due at the first instant of one
 fresh minute (a mix of one-time and recurring jobs, as the drain seeds them, each with one retry
 allowed), scanned by the real ``ScanService`` in the worker processes (as in the drain); the messages
-are read back from Kafka and answered as ``jobrunner.worker`` answers them (``parse_report`` of the
+are read back from Kafka and answered as ``jobrunner_client.worker`` answers them (``parse_report`` of the
 same JSON), a share ``failures`` of them FAILED, applied by the real ``ResultsService`` on the
 Cassandra store with a clock 55 s into the minute, so every retry lands in the next minute's late
 lane; that minute is scanned too and its retries are answered SUCCESS. Seeding happens before the
@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from bench.instruments import CountingSession
 from bench.seed import SeedSpec, generate, insert
-from bench.workers import split
+from bench.worker_pool import split
 from jobrunner.domain.jobs import RetryPolicy
 from jobrunner.domain.time import MINUTE, to_epoch_ms
 from jobrunner.ports import Publisher
+from jobrunner_client.protocol import TRACEPARENT_HEADER
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -151,10 +152,10 @@ def _messages(consumer: Any, start: dict[Any, int], expected: int, jobs: set[str
 
 
 def _report_bytes(value: dict[str, Any], headers: dict[str, bytes], fail: bool) -> bytes:
-    """What ``jobrunner.worker.Worker`` sends to ``job-results`` for this execution."""
+    """What ``jobrunner_client.worker.Worker`` sends to ``job-results`` for this execution."""
     result: dict[str, Any] = {"execution_id": value["execution_id"], "job_id": value["job_id"],
                               "scheduled_at": value["scheduled_at"], "attempt": value["attempt"]}
-    trace = headers.get("traceparent")
+    trace = headers.get(TRACEPARENT_HEADER)
     if isinstance(trace, bytes):
         result["traceparent"] = trace.decode()
     if "result_token" in value:

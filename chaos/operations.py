@@ -39,10 +39,11 @@ from chaos.common import ChaosStack, Collector, Fault, fault_table, run_suite, s
 from chaos.faults import CassandraWrites, refuse_records
 from chaos.ops_model import Answer, Doubt, Findings, Handled, Message, Run, Window, judge, save
 from devstack import servers
+from jobrunner import telemetry
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import rfc3339, utc
-from jobrunner.worker import Execution, Worker
+from jobrunner_client.worker import Execution, Worker
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -247,7 +248,7 @@ class TestWorker:
 
     ``flaky`` fails its first attempt; ``silent`` runs its first attempt but its report never reaches
     ``job-results`` (as if the worker died after the work), so the execution times out; any other
-    type succeeds. It is the product's worker helper (``jobrunner.worker``) with its producer wrapped.
+    type succeeds. It is the product's worker helper (``jobrunner_client.worker``) with its producer wrapped.
     """
 
     def __init__(self, bootstrap: str, group_id: str, results_topic: str) -> None:
@@ -262,7 +263,7 @@ class TestWorker:
         consumer.seek_to_end(*partitions)
         for tp in partitions:
             consumer.position(tp)
-        self.worker = Worker(consumer=consumer, producer=self, results_topic=results_topic)
+        self.worker = Worker(consumer=consumer, producer=self, results_topic=results_topic, span=telemetry.span)
 
         @self.worker.handler(None)
         def run(execution: Execution) -> None:

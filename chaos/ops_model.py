@@ -408,29 +408,16 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
     dead_lettered = {(m.job_id, m.scheduled_at) for m in dead}
     void_segment_lateness: list[float] = []
     outage_published: list[datetime] = []
-    for (job_id, fire), (phase, wanted) in sorted(owed.items(), key=lambda item: item[0][1]):
+    for (job_id, fire), fire_owed in sorted(owed.items(), key=lambda item: item[0][1]):
         published = first_publish.get((job_id, fire))
-        if phase == "optional":
-            findings.waived += published is None
+        phase = _counted_phase(job_id, fire, fire_owed, published, findings)
+        if phase is None:
             continue
-        if phase == "overdue":
-            if published is None:
-                findings.overdue_waived.append(f"{job_id}@{rfc3339(fire)}")
-                continue
-            phase = "catch-up" if wanted > fire else "ops"
         if job_id in run.void_jobs:
-            if fire > run.quiet.start:  # dead-lettering takes several attempts: the drain may end first
-                continue
-            findings.void_expected += 1
-            if published is not None:
-                findings.void_published += 1
-            elif (job_id, fire) in dead_lettered:
-                findings.void_dead_lettered += 1
-            else:
-                findings.void_lost.append(f"{job_id}@{rfc3339(fire)}")
+            _count_void_fire(run, job_id, fire, published, dead_lettered, findings)
             continue
         findings.expected += 1
-        neighbour = job_id in run.neighbours and run.void_at is not None and wanted >= run.void_at
+        neighbour = job_id in run.neighbours and run.void_at is not None and fire_owed.wanted >= run.void_at
         if neighbour:
             findings.void_segment_fires += 1
         if published is None:
@@ -444,20 +431,56 @@ def _count_fires(run: Run, owed: dict[tuple[str, datetime], Owed], first_publish
             if phase != "catch-up":
                 void_segment_lateness.append(lateness)
             continue
-        if phase != "catch-up":
-            findings.lateness.append((fire, lateness))
-        if phase == "outage":
-            findings.max_lateness_outage_s = max(findings.max_lateness_outage_s, lateness)
-            outage_published.append(published)
-        elif phase == "quiet":
-            findings.max_lateness_quiet_s = max(findings.max_lateness_quiet_s, lateness)
-        elif phase == "ops":
-            findings.max_lateness_ops_s = max(findings.max_lateness_ops_s, lateness)
+        _count_lateness(phase, fire, published, lateness, outage_published, findings)
     findings.outage_fires = len(outage_published)
     if run.outage is not None and outage_published:
         # The outage ends when nodetool returns; writes came back a little before, so never below 0.
         findings.outage_published_by_s = max(0.0, (max(outage_published) - run.outage.end).total_seconds())
     findings.void_segment_max_lateness_s = max(void_segment_lateness, default=0.0)
+
+
+def _counted_phase(job_id: str, fire: datetime, owed: Owed, published: datetime | None,
+                   findings: Findings) -> str | None:
+    """The phase a fire is judged in, or None if it is not counted: optional (waived unless published), or
+    overdue and never published (waived, and named)."""
+    phase, wanted = owed
+    if phase == "optional":
+        findings.waived += published is None
+        return None
+    if phase == "overdue":
+        if published is None:
+            findings.overdue_waived.append(f"{job_id}@{rfc3339(fire)}")
+            return None
+        return "catch-up" if wanted > fire else "ops"
+    return phase
+
+
+def _count_void_fire(run: Run, job_id: str, fire: datetime, published: datetime | None,
+                     dead_lettered: set[tuple[str, datetime]], findings: Findings) -> None:
+    """A fire of a job on the unpublishable topic: published, dead-lettered or lost."""
+    if fire > run.quiet.start:  # dead-lettering takes several attempts: the drain may end first
+        return
+    findings.void_expected += 1
+    if published is not None:
+        findings.void_published += 1
+    elif (job_id, fire) in dead_lettered:
+        findings.void_dead_lettered += 1
+    else:
+        findings.void_lost.append(f"{job_id}@{rfc3339(fire)}")
+
+
+def _count_lateness(phase: str, fire: datetime, published: datetime, lateness: float,
+                    outage_published: list[datetime], findings: Findings) -> None:
+    """A published fire's lateness, in the phase it was due in (catch-up fires are late by design)."""
+    if phase != "catch-up":
+        findings.lateness.append((fire, lateness))
+    if phase == "outage":
+        findings.max_lateness_outage_s = max(findings.max_lateness_outage_s, lateness)
+        outage_published.append(published)
+    elif phase == "quiet":
+        findings.max_lateness_quiet_s = max(findings.max_lateness_quiet_s, lateness)
+    elif phase == "ops":
+        findings.max_lateness_ops_s = max(findings.max_lateness_ops_s, lateness)
 
 
 def _judge_quiet_window(run: Run, histories: dict[str, JobHistory], messages: list[Message],

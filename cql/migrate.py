@@ -179,11 +179,11 @@ def move_legacy_rows(session: Session, keyspace: str, now: datetime | None = Non
     for row in session.execute(read):
         placed_at = now or datetime.now(UTC)
         moved_row = placed_anew(codec.scheduled_from_row(row), placed_at)
-        store.schedule([moved_row])
+        store.write_scheduled([moved_row])
         while now is None and not placed_in_time([moved_row], placed_at, datetime.now(UTC)):  # too slow: again
             placed_at = datetime.now(UTC)
             moved_row = placed_anew(moved_row, placed_at)
-            store.schedule([moved_row])
+            store.write_scheduled([moved_row])
         session.execute(delete, (row.next_execution_time, row.segment, row.lane, row.due_at, row.job_id,
                                  row.execution_id))
         moved += 1

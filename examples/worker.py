@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from jobrunner import telemetry
-from jobrunner.worker import Execution, Worker
+from jobrunner_client.worker import Execution, Worker
 
 
 def build(
@@ -35,7 +35,7 @@ def build(
     never writes into a stream that another part of the process swaps in later (a CLI test capturing its
     command's output, say)."""
     worker = Worker(bootstrap=bootstrap, topic=topic, results_topic=results_topic, group_id=group_id,
-                    security=security)
+                    security=security, span=telemetry.span)
     stream = out if out is not None else sys.stdout
 
     @worker.handler(None)

@@ -62,16 +62,15 @@ PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
 #: ``python/<its path under that directory>``; an entry that matches nothing fails the build (a module was
 #: moved: follow it). Only what a function imports at run time in AWS, directly or through ``wiring``'s lazy
 #: imports for the AWS settings; tests/infra/test_layer_build.py fails on any other module shipped and on any
-#: handler that cannot be imported from the layer. Left out of ``layers/jobrunner``: ``cli/`` and
-#: ``worker.py`` (clients, run by users), the in-memory adapters and ``clocks/manual.py`` (tests, the local
-#: stack), ``invokers/threads.py`` (the local stack's scans), ``publishers/topics.py`` (the local stack
+#: handler that cannot be imported from the layer. Left out: the client distribution but its protocol module
+#: (the CLI and the worker SDK, run by users), the in-memory adapters and ``clocks/manual.py`` (tests, the
+#: local stack), ``invokers/threads.py`` (the local stack's scans), ``publishers/topics.py`` (the local stack
 #: creates its topics; in AWS the CDK app does), ``publishers/tracing.py`` (the local stack's OpenTelemetry
-#: spans) and the dashboard's assets (``api/ui/``).
+#: spans), the dashboard's assets (``api/ui/``) and the schema tools (``cql/``).
 CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/__init__.py"),
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
     ("layers", "jobrunner/entrypoints.py"),  # the tick, scan and results handlers' entry points
-    ("layers", "jobrunner/messages.py"),  # the execution and result messages (the results function parses them)
     ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
     ("layers", "jobrunner/ports.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
@@ -102,6 +101,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/quotas/dynamodb.py"),  # Container.quotas, when a tenant's limit is counted
     ("layers", "jobrunner/adapters/invokers/__init__.py"),
     ("layers", "jobrunner/adapters/invokers/lambda_.py"),  # Container.invoker: the tick's, and scan wakes
+    # The one module the server shares with the clients (the messages, statuses, RFC 3339, traceparent):
+    ("client", "jobrunner_client/__init__.py"), ("client", "jobrunner_client/protocol.py"),
 )
 
 

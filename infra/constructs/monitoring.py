@@ -114,41 +114,65 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.runbooks = runbooks
+        self.topic = self._alarm_topic(budgets_publish=bool(monthly_budget_usd), alarm_email=alarm_email)
+        self.alarms: dict[str, cw.Alarm] = {}
+        self._pipeline_alarms(tick, scan, failure_queues)
+        if rest_api is not None:
+            self._alarm("Api5xx", rest_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), 5,
+                        description="The API answered 5xx.")
+        if results is not None:
+            self._results_alarms(results)
+        self._scan_alarms(scan, scan_reserved_concurrency)
+        if rest_api is not None:
+            self._api_alarms(rest_api)
+        if keyspace is not None:
+            self._keyspaces_alarms(keyspace)
+        if heartbeat_table is not None:
+            self._heartbeat_alarms(heartbeat_table)
+        if monthly_budget_usd:
+            self.budget = self._budget(monthly_budget_usd, budget_name)
+        self.dashboard = self._dashboard(dashboard_name, scan, functions, failure_queues, rest_api, results)
+
+    def _alarm_topic(self, *, budgets_publish: bool, alarm_email: str | None) -> sns.Topic:
+        """The SNS topic every alarm notifies (and the cost budget, with ``budgets_publish``), under a key of its
+        own that CloudWatch (and Budgets) may use."""
         key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
                       description="Job runner alarm notifications (CloudWatch publishes to the topic)")
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
-        if monthly_budget_usd:
+        if budgets_publish:
             key.grant(iam.ServicePrincipal("budgets.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
-        self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True,
-                               display_name="Job runner alarms")
+        topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True, display_name="Job runner alarms")
         # enforce_ssl writes a topic policy (a Deny without TLS), which replaces SNS's default policy:
         # without this Allow, CloudWatch may not publish and no alarm reaches the topic.
-        self.topic.add_to_resource_policy(iam.PolicyStatement(
+        topic.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchAlarmsPublish",
             principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["sns:Publish"],
-            resources=[self.topic.topic_arn],
+            resources=[topic.topic_arn],
             conditions={
                 "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                 "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
             },
         ))
-        if monthly_budget_usd:
-            self.topic.add_to_resource_policy(iam.PolicyStatement(
+        if budgets_publish:
+            topic.add_to_resource_policy(iam.PolicyStatement(
                 sid="BudgetsPublish",
                 principals=[iam.ServicePrincipal("budgets.amazonaws.com")],
                 actions=["sns:Publish"],
-                resources=[self.topic.topic_arn],
+                resources=[topic.topic_arn],
                 conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:budgets::{Aws.ACCOUNT_ID}:*"},
                 },
             ))
         if alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
-        self.alarms: dict[str, cw.Alarm] = {}
+            topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        return topic
 
-        lag = app_metric("WatermarkLagSeconds", "Maximum", label="worst segment")
+    def _pipeline_alarms(self, tick: lambda_.IFunction, scan: lambda_.IFunction,
+                         failure_queues: Mapping[str, sqs.IQueue]) -> None:
+        """The scheduling pipeline: the watermark, parked partitions, the tick, scan errors, failed events and
+        dead letters."""
         self._alarm("WatermarkLag", app_metric("WatermarkLagSeconds", "Maximum"), WATERMARK_LAG_ALARM_SECONDS,
                     periods=3,
                     comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD, missing=cw.TreatMissingData.BREACHING,
@@ -167,48 +191,47 @@ class Monitoring(Construct):
                 description=f"Events in {name}: they failed every retry; inspect and replay or discard them.")
         self._alarm("DeadLetters", app_metric("DeadLetters", "Sum", FIVE_MINUTES), 1,
                     description="Executions exhausted their retries and went to job-dlq.")
-        if rest_api is not None:
-            self._alarm("Api5xx", rest_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"), 5,
-                        description="The API answered 5xx.")
-        if results is not None:
-            self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
-                        description="The results function failed on a batch (the mapping retries it).")
-            self._alarm("ResultsRefused", app_metric("Results_refused_token", "Sum", FIVE_MINUTES), 1,
-                        description="Results without their execution's result token were refused: a worker "
-                                    "that drops the token, or someone forging results.")
-            self._alarm("ResultsOffsetLag", results_offset_lag(results), RESULTS_LAG_ALARM_RECORDS, periods=3,
-                        comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                        description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
-                                    "job-results for 15 minutes: results wait, retries and dead letters are late.")
-        self._scan_alarms(scan, scan_reserved_concurrency)
-        if rest_api is not None:
-            self._api_alarms(rest_api)
-        if keyspace is not None:
-            for name, metric_name in KEYSPACES_THROTTLES.items():
-                self._alarm(name, cw.MathExpression(
-                    expression=f"SELECT SUM({metric_name}) FROM \"AWS/Cassandra\" WHERE Keyspace = '{keyspace}'",
-                    label=f"{metric_name} ({keyspace})", period=FIVE_MINUTES), 1,
-                    description=f"Keyspaces throttled requests on {keyspace} ({metric_name}): the scans and the "
-                                "API retry, and executions run late.")
-        if heartbeat_table is not None:
-            throttles = cw.MathExpression(expression="reads + writes", label="throttled requests", period=FIVE_MINUTES,
-                                          using_metrics={
-                "reads": heartbeat_table.metric("ReadThrottleEvents", statistic="Sum", period=FIVE_MINUTES),
-                "writes": heartbeat_table.metric("WriteThrottleEvents", statistic="Sum", period=FIVE_MINUTES)})
-            self._alarm("HeartbeatThrottles", throttles, 1,
-                        description="The heartbeat table (DynamoDB) throttled reads or writes: leases and "
-                                    "watermarks may lapse, and scans start late.")
-        if monthly_budget_usd:
-            self.budget = self._budget(monthly_budget_usd, budget_name)
 
-        self.dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name,
+    def _results_alarms(self, results: lambda_.IFunction) -> None:
+        self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
+                    description="The results function failed on a batch (the mapping retries it).")
+        self._alarm("ResultsRefused", app_metric("Results_refused_token", "Sum", FIVE_MINUTES), 1,
+                    description="Results without their execution's result token were refused: a worker "
+                                "that drops the token, or someone forging results.")
+        self._alarm("ResultsOffsetLag", results_offset_lag(results), RESULTS_LAG_ALARM_RECORDS, periods=3,
+                    comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
+                                "job-results for 15 minutes: results wait, retries and dead letters are late.")
+
+    def _keyspaces_alarms(self, keyspace: str) -> None:
+        for name, metric_name in KEYSPACES_THROTTLES.items():
+            self._alarm(name, cw.MathExpression(
+                expression=f"SELECT SUM({metric_name}) FROM \"AWS/Cassandra\" WHERE Keyspace = '{keyspace}'",
+                label=f"{metric_name} ({keyspace})", period=FIVE_MINUTES), 1,
+                description=f"Keyspaces throttled requests on {keyspace} ({metric_name}): the scans and the "
+                            "API retry, and executions run late.")
+
+    def _heartbeat_alarms(self, heartbeat_table: dynamodb.ITable) -> None:
+        throttles = cw.MathExpression(expression="reads + writes", label="throttled requests", period=FIVE_MINUTES,
+                                      using_metrics={
+            "reads": heartbeat_table.metric("ReadThrottleEvents", statistic="Sum", period=FIVE_MINUTES),
+            "writes": heartbeat_table.metric("WriteThrottleEvents", statistic="Sum", period=FIVE_MINUTES)})
+        self._alarm("HeartbeatThrottles", throttles, 1,
+                    description="The heartbeat table (DynamoDB) throttled reads or writes: leases and "
+                                "watermarks may lapse, and scans start late.")
+
+    def _dashboard(self, dashboard_name: str, scan: lambda_.IFunction, functions: Mapping[str, lambda_.IFunction],
+                   failure_queues: Mapping[str, sqs.IQueue], rest_api: apigw.RestApi | None,
+                   results: lambda_.IFunction | None) -> cw.Dashboard:
+        lag = app_metric("WatermarkLagSeconds", "Maximum", label="worst segment")
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=dashboard_name,
                                       default_interval=Duration.hours(3))
         per_segment = cw.MathExpression(
             expression=f"SEARCH('{{{NAMESPACE},segment,service}} MetricName=\"WatermarkLagSeconds\"', "
                        "'Maximum', 60)",
             label="", period=MINUTE,
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cw.GraphWidget(title="Executions published per minute", width=8,
                            left=[app_metric("ExecutionsPublished", "Sum", label="published")]),
             # Percentiles of the executions' own lateness (LatenessMs: a sample of every scan's values), not
@@ -220,7 +243,7 @@ class Monitoring(Construct):
             cw.GraphWidget(title="Scans dispatched per minute", width=8,
                            left=[app_metric("ScansDispatched", "Sum", label="dispatched")]),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cw.GraphWidget(title="Watermark lag (s)", width=12, left=[lag, per_segment],
                            left_annotations=[cw.HorizontalAnnotation(value=WATERMARK_LAG_ALARM_SECONDS,
                                                                      label="alarm")]),
@@ -228,14 +251,14 @@ class Monitoring(Construct):
                            left=[app_metric("Retries", "Sum", label="retries"),
                                  app_metric("DeadLetters", "Sum", label="dead letters")]),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cw.GraphWidget(title="Parked partitions and unreadable segments (tick)", width=24,
                            left=[app_metric("ParkedPartitions", "Maximum", label="parked partitions"),
                                  app_metric("HeartbeatUnavailableSegments", "Sum",
                                             label="segments with heartbeat errors")],
                            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm (parked)")]),
         )
-        self.dashboard.add_widgets(
+        dashboard.add_widgets(
             cw.GraphWidget(title="Function errors", width=8,
                            left=[f.metric_errors(label=n, period=MINUTE, statistic="Sum")
                                  for n, f in functions.items()]),
@@ -268,7 +291,8 @@ class Monitoring(Construct):
                 left_annotations=[cw.HorizontalAnnotation(value=RESULTS_LAG_ALARM_RECORDS, label="alarm")],
             ))
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
-        self.dashboard.add_widgets(*bottom)
+        dashboard.add_widgets(*bottom)
+        return dashboard
 
     def _scan_alarms(self, scan: lambda_.IFunction, reserved: int | None) -> None:
         self._alarm("ScanThrottles", scan.metric_throttles(period=FIVE_MINUTES, statistic="Sum"), 1,

@@ -16,11 +16,11 @@ from pydantic import ValidationError
 
 from jobrunner import telemetry
 from jobrunner.domain.schedules import parse_instant
-from jobrunner.messages import ResultMessage
 from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import container
+from jobrunner_client.protocol import ResultMessage
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -87,7 +87,7 @@ def _sample(values: list[float], count: int) -> list[float]:
 
 
 def parse_report(value: bytes) -> WorkerReport | None:
-    """A ``job-results`` message (``messages.ResultMessage``), or None when it is not one (counted and
+    """A ``job-results`` message (``jobrunner_client.protocol.ResultMessage``), or None when it is not one (counted and
     skipped, never retried)."""
     try:
         message = ResultMessage.model_validate_json(value)

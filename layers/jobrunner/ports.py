@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -33,7 +33,7 @@ class Clock(ABC):
 
 @dataclass(frozen=True)
 class Completion:
-    """Everything that follows one published execution, written by ``JobStore.complete``."""
+    """Everything that follows one published execution, written by ``ScheduledRowStore.settle_published``."""
 
     done: ScheduledExecution
     following: ScheduledExecution | None
@@ -41,87 +41,56 @@ class Completion:
     watchdog: ScheduledExecution | None = None
 
 
-class JobStore(ABC):
-    """Jobs, their scheduled executions and their history (Cassandra / Keyspaces in production).
+# -- the store ports -------------------------------------------------------------------------------------------
+#
+# Four small ports, one per concern, each over one table of the schema (``cql/``): the jobs, the scheduled
+# rows the scans publish, the executions' history, the idempotency keys. One backend adapter implements all
+# four (``adapters.stores.memory``, ``adapters.stores.cassandra``): they share a session and a lock, and a
+# few writes span two concerns in a fixed order (a job's first run before the job, a retry row before the
+# record that ends its execution). So method names are unique across the four ports, and each names the
+# concept it touches. Each service declares the ports it uses (``Stores`` is all of them, for the wiring).
+# They are Protocols, where the other ports are ABCs, so that a service's own combination of them
+# (``services.scan.ScanStores``) is met by the one adapter without the adapter naming it; the adapters still
+# subclass the four, so one missing a method fails when it is built.
+#
+# Common to the four: reads reflect every write that returned before them (LOCAL_QUORUM in production), and
+# backend failures raise ``jobrunner.domain.errors.Unavailable``.
+
+
+class JobStore(Protocol):
+    """The jobs themselves, as the API writes them (``job_table_v2`` in production).
 
     Contract:
-    - ``create`` writes the job and its first scheduled execution: after it returns the job exists with
+    - ``create_job`` writes the job and its first scheduled row: after it returns the job exists with
       a run that some scan will see; if it raises, the job may exist (then with its first run) or not
       (then its first run may, which no scan publishes without its job). A retried create with the same
       job is idempotent.
-    - A scheduled row is identified by its partition (bucket, segment), lane, ``due_at``, ``job_id``,
-      ``execution_id`` and ``job_version``: re-planning one fire under a new job version writes a
-      second row, so removing the stale one never removes the new one.
-    - ``scheduled`` yields the rows of one lane of one (bucket, segment) partition, ordered by
-      their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
-      with ``after``, only the rows that sort after that position (to resume a broken read, or a
-      partition a scan settled up to there); with ``since`` and/or ``until``, only the rows due at
-      or after ``since`` and before ``until`` (a window of the late lane), reading no row outside it.
-    - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
-      (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
-    - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``:
-      two executions of one fire and attempt (a run now requested at the instant of a scheduled fire,
-      and their retries) keep a record each, so neither's result can be lost to the other's.
-    - No execution writes the job: ``get`` and ``get_many`` return the job row as the API last wrote it,
-      and its run fields come from ``latest_records`` (``domain.jobs.with_runs``).
-    - ``start`` records, before an execution is published, its history row (RUNNING), so that a
-      worker's result can never arrive for an execution the store does not know. It never moves a
-      record's status backwards: a record that already ended (SUCCESS, FAILED) keeps its status, end
-      time and error. It is idempotent, and the row stays scheduled until ``complete``, so a retry or
-      the next scan of the partition writes it again.
-    - ``complete``, after the publish, writes the following execution (if any) and the watchdog, then
-      removes the completed row if it is in the LATE lane (which a scan taking the partition over reads
-      from its start); a PLANNED
-      row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``).
-      Once it returns all is done; if it raises, the completed row is still there whenever a following
-      row may be missing. Replaying it is harmless.
-    - ``drop`` removes a scheduled row without publishing it (stale version, cancelled job).
-    - Reads reflect every write that returned before them (LOCAL_QUORUM in production).
-    - Backend failures raise ``jobrunner.domain.errors.Unavailable``.
+    - No execution writes the job: ``get_job`` and ``get_jobs`` return the job row as the API last wrote it,
+      and its run fields come from ``HistoryStore.latest_records`` (``domain.jobs.with_runs``).
     """
 
     @abstractmethod
-    def create(self, job: Job, first: ScheduledExecution | None) -> None: ...
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None: ...
 
     @abstractmethod
-    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
-        """``create`` of each (job, first run), each as atomic as ``create``; if it raises, some may exist."""
+    def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        """``create_job`` of each (job, first run), each as atomic as ``create_job``; if it raises, some may
+        exist."""
 
     @abstractmethod
-    def get(self, user_id: str, job_id: str) -> Job | None: ...
+    def get_job(self, user_id: str, job_id: str) -> Job | None: ...
 
     @abstractmethod
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         """Jobs by (user_id, job_id); missing ones are absent from the result."""
 
     @abstractmethod
-    def scheduled(
-        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
-    ) -> Iterator[ScheduledExecution]: ...
+    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
+        """A page of the tenant's jobs in job_id order, and the opaque cursor of the next page (None at
+        the end). A cursor is only meaningful to the store that made it."""
 
     @abstractmethod
-    def start(self, records: Sequence[ExecutionRecord]) -> None: ...
-
-    @abstractmethod
-    def complete(self, completions: Sequence[Completion]) -> None: ...
-
-    @abstractmethod
-    def drop(self, rows: Sequence[ScheduledExecution]) -> None: ...
-
-    @abstractmethod
-    def history(
-        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
-    ) -> list[ExecutionRecord]:
-        """The first ``limit`` execution records of a job in history order: newest ``scheduled_at`` first,
-        then highest ``attempt``, then ``execution_id`` ascending. With ``before`` (the scheduled_at,
-        attempt and execution_id of a record), only the records after that one in this order (the next
-        page): paging from the last record of each page returns every record exactly once. An
-        execution_id of None stands after every record of that (scheduled_at, attempt) (the cursors of
-        an older API, which named no execution)."""
-
-    @abstractmethod
-    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         """Write ``rows`` (planned under ``job.schedule_version``), then overwrite the job's user-controlled
         fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
         A change of schedule or state (``job.schedule_version == job.version``) writes them all (state,
@@ -135,13 +104,113 @@ class JobStore(ABC):
         have been written either way (stale ones are dropped by their scan)."""
 
     @abstractmethod
-    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
-        """Insert scheduled executions (manual runs); idempotent."""
+    def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+        """Mark the job deleted (``job``, in state DELETED, as its new version), only if the stored job is still at
+        ``expected_version`` (a compare-and-set, linearizable); False when it is not. Then its row is written
+        to expire after ``ttl_s`` (its history's retention), as its history records do. Nothing writes a
+        deleted job again: the API does not find it, and what is still in flight (a run now, a retry) reads
+        it as it stands."""
+
+
+class ScheduledRowStore(Protocol):
+    """The scheduled rows: each execution to publish (a fire, a run now, a retry, a watchdog), in the lanes of
+    its (minute bucket, segment) partition (``task_schedule_v2`` in production).
+
+    Contract:
+    - A scheduled row is identified by its partition (bucket, segment), lane, ``due_at``, ``job_id``,
+      ``execution_id`` and ``job_version``: re-planning one fire under a new job version writes a
+      second row, so removing the stale one never removes the new one.
+    - ``lane_rows`` yields the rows of one lane of one (bucket, segment) partition, ordered by
+      their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
+      with ``after``, only the rows that sort after that position (to resume a broken read, or a
+      partition a scan settled up to there); with ``since`` and/or ``until``, only the rows due at
+      or after ``since`` and before ``until`` (a window of the late lane), reading no row outside it.
+    - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
+      (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
+    - ``write_scheduled`` inserts rows (manual runs, retries placed anew, held fires); idempotent.
+    - ``settle_published``, after the publish, writes the following execution (if any) and the watchdog,
+      then removes the settled row if it is in the LATE lane (which a scan taking the partition over reads
+      from its start); a PLANNED row stays until it expires, and the scan keeps its progress past it
+      (``HeartbeatStore.renew``). Once it returns all is done; if it raises, the settled row is still there
+      whenever a following row may be missing. Replaying it is harmless. A row stays scheduled until it is
+      settled, so a retry or the next scan of the partition publishes it again (same ``execution_id``).
+    - ``delete_scheduled`` removes rows without publishing them (stale version, cancelled job).
+    """
 
     @abstractmethod
-    def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
-        """A page of the tenant's jobs in job_id order, and the opaque cursor of the next page (None at
-        the end). A cursor is only meaningful to the store that made it."""
+    def lane_rows(
+        self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
+        since: datetime | None = None, until: datetime | None = None,
+    ) -> Iterator[ScheduledExecution]: ...
+
+    @abstractmethod
+    def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None: ...
+
+    @abstractmethod
+    def settle_published(self, completions: Sequence[Completion]) -> None: ...
+
+    @abstractmethod
+    def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None: ...
+
+
+class HistoryStore(Protocol):
+    """Each job's execution records: one per execution, from its publish to its end (``task_history_v2`` in
+    production).
+
+    Contract:
+    - A history record is identified by ``job_id``, ``scheduled_at``, ``attempt`` and ``execution_id``
+      (``RecordKey``): two executions of one fire and attempt (a run now requested at the instant of a
+      scheduled fire, and their retries) keep a record each, so neither's result can be lost to the other's.
+    - History order: newest ``scheduled_at`` first, then highest ``attempt``, then ``execution_id`` ascending.
+    - ``write_started`` records, before an execution is published, its history row (RUNNING), so that a
+      worker's result can never arrive for an execution the store does not know. It never moves a
+      record's status backwards: a record that already ended (SUCCESS, FAILED) keeps its status, end
+      time and error. It is idempotent.
+    - Every record is written to expire after its tenant's history retention.
+    """
+
+    @abstractmethod
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None: ...
+
+    @abstractmethod
+    def write_outcomes(self, outcomes: Sequence[Outcome]) -> None:
+        """Write executions' outcomes: their retry rows (if any, as ``ScheduledRowStore.write_scheduled``), then
+        their records; a record that has ended with a retry planned is only ever stored once its retry row is.
+        Idempotent: if it raises, some of the outcomes may be written, and writing them all again is harmless."""
+
+    @abstractmethod
+    def history_page(
+        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
+    ) -> list[ExecutionRecord]:
+        """The first ``limit`` execution records of a job in history order. With ``before`` (the scheduled_at,
+        attempt and execution_id of a record), only the records after that one in this order (the next
+        page): paging from the last record of each page returns every record exactly once. An
+        execution_id of None stands after every record of that (scheduled_at, attempt) (the cursors of
+        an older API, which named no execution)."""
+
+    @abstractmethod
+    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+        """The first ``limit`` records of each job's history (``history_page``'s order), by job id."""
+
+    @abstractmethod
+    def get_record(
+        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
+    ) -> ExecutionRecord | None:
+        """The record of one execution (a point read by its whole key), or None if there is none."""
+
+    @abstractmethod
+    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+        """The records of several executions by their whole keys (``get_record``'s arguments, in order); keys
+        without a record are absent from the result."""
+
+    @abstractmethod
+    def record_by_execution_id(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        """The record with ``execution_id`` among the job's newest ``scan_limit`` records (no whole key known)."""
+
+
+class IdempotencyStore(Protocol):
+    """The tenants' idempotency keys, each bound to the job its first request made (``job_idempotency`` in
+    production)."""
 
     @abstractmethod
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
@@ -149,36 +218,10 @@ class JobStore(ABC):
         the earlier one with its own job id, fingerprint and instant). Linearizable: of concurrent claims
         exactly one wins (a lightweight transaction at LOCAL_SERIAL in production)."""
 
-    @abstractmethod
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
-        """The record of one execution (a point read by its whole key), or None if there is none."""
 
-    @abstractmethod
-    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
-        """The records of several executions by their whole keys (``record``'s arguments, in order); keys
-        without a record are absent from the result."""
-
-    @abstractmethod
-    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
-        """The record with ``execution_id`` among the job's newest ``scan_limit`` records."""
-
-    @abstractmethod
-    def finish(self, outcomes: Sequence[Outcome]) -> None:
-        """Write executions' outcomes: their retries (if any), then their records; a record that has ended
-        with a retry planned is only ever stored once its retry row is. Idempotent: if it raises, some of
-        the outcomes may be written, and writing them all again is harmless."""
-
-    @abstractmethod
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
-        """The first ``limit`` records of each job's history (``history``'s order), by job id."""
-
-    @abstractmethod
-    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
-        """Mark the job deleted (``job``, in state DELETED, as its new version), only if the stored job is still at
-        ``expected_version`` (a compare-and-set, linearizable); False when it is not. Then its row is written
-        to expire after ``ttl_s`` (its history's retention), as its history records do. Nothing writes a
-        deleted job again: the API does not find it, and what is still in flight (a run now, a retry) reads
-        it as it stands."""
+class Stores(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore, Protocol):
+    """All four store ports, as one backend adapter implements them (the wiring's type; a service names
+    only the ports it uses)."""
 
 
 #: A history record's whole key: job_id, scheduled_at, attempt, execution_id.
@@ -287,7 +330,7 @@ class HeartbeatStore(ABC):
       (the scan must then stop publishing). With ``progress``, it also keeps that string on the
       partition (``PartitionState.progress``) in the same conditional write, so only the lease owner
       ever moves it; ``acquire`` leaves it as it is.
-    - ``finish`` marks the partition done, only for the lease owner (returns False otherwise).
+    - ``mark_done`` marks the partition done, only for the lease owner (returns False otherwise).
     - ``release`` gives the caller's lease up without finishing (a scan with nothing to do ending
       early): the lease expires at ``RELEASED`` (the epoch, past for every clock), so the partition can
       be acquired again at once, the progress is kept as ``renew`` keeps
@@ -315,7 +358,7 @@ class HeartbeatStore(ABC):
     ) -> bool: ...
 
     @abstractmethod
-    def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...
+    def mark_done(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool: ...
 
     @abstractmethod
     def release(

@@ -17,6 +17,7 @@ from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobRules, JobService
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService
 from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
         Clock,
         HeartbeatStore,
         Invoker,
-        JobStore,
         Publisher,
+        Stores,
         TenantQuotas,
     )
 
@@ -44,7 +45,7 @@ class Container:
     """Lazily built adapters and services; pass any port to override it (tests, the local stack)."""
 
     def __init__(
-        self, settings: Settings, *, store: JobStore | None = None, publisher: Publisher | None = None,
+        self, settings: Settings, *, store: Stores | None = None, publisher: Publisher | None = None,
         heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
         quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
     ) -> None:
@@ -59,7 +60,8 @@ class Container:
         self.clock: Clock = clock or SystemClock()
 
     @functools.cached_property
-    def store(self) -> JobStore:
+    def store(self) -> Stores:
+        """The four store ports (jobs, scheduled rows, history, idempotency keys), on one session."""
         if self._store is None:
             from jobrunner.adapters.stores.cassandra import CassandraJobStore
             from jobrunner.adapters.stores.session import connect
@@ -193,10 +195,15 @@ class Container:
         return secrets.result_key(self.settings)
 
     @functools.cached_property
+    def outcomes(self) -> Outcomes:
+        """How executions end, for the results function (a worker's result) and the scans (a timeout)."""
+        rules = OutcomeRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic)
+        return Outcomes(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
+
+    @functools.cached_property
     def results(self) -> ResultsService:
-        rules = ResultRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic,
-                            result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
-        return ResultsService(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
+        rules = ResultRules(result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
+        return ResultsService(self.store, self.outcomes, rules)
 
     @functools.cached_property
     def retirer(self) -> Retirer:
@@ -210,7 +217,7 @@ class Container:
             ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
-            results=self.results, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
+            outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
         )
 
     @functools.cached_property

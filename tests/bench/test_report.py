@@ -1,4 +1,4 @@
-"""The benchmark report's links (bench/report.py), without servers."""
+"""The benchmark report's links (bench/report/markdown.py), without servers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The submit section's in-process mode hands the API handler one event at a time, as a Lambda execution
-environment does: the Powertools resolver keeps a request's state on the app object."""
+"""The submit section's in-process mode (``bench.clients``) hands the API handler one event at a time, as a
+Lambda execution environment does: the Powertools resolver keeps a request's state on the app object."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.workers import one_event_at_a_time
+from bench.clients import one_event_at_a_time
 
 
 def test_threads_sending_together_never_run_the_handler_at_once() -> None:

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from jobrunner.config import Settings
-    from jobrunner.ports import CalendarStore, ChangeLog, HeartbeatStore, JobStore, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, HeartbeatStore, Stores, TenantQuotas
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
-def job_store(request: pytest.FixtureRequest) -> JobStore:
+def job_store(request: pytest.FixtureRequest) -> Stores:
     if request.param == "memory":
         return MemoryJobStore()
     return CassandraJobStore(request.getfixturevalue("cassandra_session"), page_size=3)
@@ -46,7 +46,7 @@ def change_log(request: pytest.FixtureRequest) -> ChangeLog:
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
-def job_store_instances(request: pytest.FixtureRequest) -> Callable[[], JobStore]:
+def job_store_instances(request: pytest.FixtureRequest) -> Callable[[], Stores]:
     """Makes store instances over the same data, as separate Lambda invocations would each have one.
 
     In memory the data lives in the instance, so every call returns that one instance.
@@ -59,7 +59,7 @@ def job_store_instances(request: pytest.FixtureRequest) -> Callable[[], JobStore
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
-def job_store_own_session(request: pytest.FixtureRequest) -> Iterator[JobStore]:
+def job_store_own_session(request: pytest.FixtureRequest) -> Iterator[Stores]:
     """A store on a session of its own, for tests whose input may break the connection they use."""
     if request.param == "memory":
         yield MemoryJobStore()

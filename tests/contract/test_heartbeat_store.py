@@ -32,8 +32,8 @@ def test_leases_are_per_partition(heartbeat_store: HeartbeatStore) -> None:
 
 def test_a_finished_partition_is_never_leased_again(heartbeat_store: HeartbeatStore) -> None:
     assert heartbeat_store.acquire(4, BUCKET, "a", T0, 30)
-    assert not heartbeat_store.finish(4, BUCKET, "b", T0, 9)  # only the owner finishes
-    assert heartbeat_store.finish(4, BUCKET, "a", T0 + timedelta(seconds=1), 9)
+    assert not heartbeat_store.mark_done(4, BUCKET, "b", T0, 9)  # only the owner finishes
+    assert heartbeat_store.mark_done(4, BUCKET, "a", T0 + timedelta(seconds=1), 9)
     assert not heartbeat_store.acquire(4, BUCKET, "a", T0 + timedelta(hours=1), 30)
     assert not heartbeat_store.renew(4, BUCKET, "a", T0 + timedelta(seconds=2), 30)
     [state] = heartbeat_store.partitions([(4, BUCKET)])
@@ -72,7 +72,7 @@ def test_acquire_counts_every_attempt_and_only_successful_ones(heartbeat_store: 
     # Then it counts two attempts, which renewing and finishing keep
     assert heartbeat_store.renew(9, BUCKET, "b", T0 + timedelta(seconds=40), 30)
     assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
-    assert heartbeat_store.finish(9, BUCKET, "b", T0 + timedelta(seconds=41), 1)
+    assert heartbeat_store.mark_done(9, BUCKET, "b", T0 + timedelta(seconds=41), 1)
     assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
     assert not heartbeat_store.acquire(9, BUCKET, "c", T0 + timedelta(hours=1), 30)
     assert [s.attempts for s in heartbeat_store.partitions([(9, BUCKET)])] == [2]
@@ -106,7 +106,7 @@ def test_release_gives_the_lease_up_at_once_without_counting_an_attempt(heartbea
     # Then the next scan takes it at once, as a first attempt, and a finished partition cannot be released
     assert heartbeat_store.acquire(4243, BUCKET, "b", T0 + timedelta(seconds=9), 30)
     assert [s.attempts for s in heartbeat_store.partitions([(4243, BUCKET)])] == [1]
-    assert heartbeat_store.finish(4243, BUCKET, "b", T0 + timedelta(seconds=10), 0)
+    assert heartbeat_store.mark_done(4243, BUCKET, "b", T0 + timedelta(seconds=10), 0)
     assert not heartbeat_store.release(4243, BUCKET, "b", T0 + timedelta(seconds=11))
 
 

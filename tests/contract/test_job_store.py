@@ -1,4 +1,5 @@
-"""The JobStore contract (jobrunner.ports.JobStore), on memory and on real Cassandra."""
+"""The store ports' contract (jobrunner.ports: JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore), on memory
+and on real Cassandra."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.schedules import At, Cron, Every
-from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
+from jobrunner.ports import Completion, IdempotencyClaim, Outcome, Stores
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,107 +59,107 @@ def unique_segment() -> int:
     return uuid.uuid4().int % 1_000_000 + 100  # partitions of their own, so tests never see each other
 
 
-def test_create_then_get_round_trips_every_field(job_store: JobStore) -> None:
+def test_create_job_then_get_job_round_trips_every_field(job_store: Stores) -> None:
     job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
                    paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45,
                    tags={"team": "payments", "note": ""}, calendar="holidays", delete_after_last=True)
-    job_store.create(job, None)
-    assert job_store.get(job.user_id, job.job_id) == job
+    job_store.create_job(job, None)
+    assert job_store.get_job(job.user_id, job.job_id) == job
 
 
-def test_a_cron_with_its_end_conditions_round_trips(job_store: JobStore) -> None:
+def test_a_cron_with_its_end_conditions_round_trips(job_store: Stores) -> None:
     job = make_job(schedule=Cron("0 9 * * MON-FRI", "Europe/Paris", start=NOW, end=NOW + timedelta(days=9),
                                  count=7))
-    job_store.create(job, None)
-    assert job_store.get(job.user_id, job.job_id) == job
+    job_store.create_job(job, None)
+    assert job_store.get_job(job.user_id, job.job_id) == job
 
 
-def test_retire_marks_the_job_deleted_only_at_the_version_read(job_store: JobStore) -> None:
+def test_retire_job_marks_the_job_deleted_only_at_the_version_read(job_store: Stores) -> None:
     job = make_job(version=2)
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     deleted = job.with_changes(state=JobState.DELETED, version=3, schedule_version=3, next_run_at=None)
-    assert not job_store.retire(deleted, expected_version=1, ttl_s=3600)  # changed since: kept as it was
-    assert job_store.get(job.user_id, job.job_id) == job
-    assert job_store.retire(deleted, expected_version=2, ttl_s=3600)
-    stored = job_store.get(job.user_id, job.job_id)
+    assert not job_store.retire_job(deleted, expected_version=1, ttl_s=3600)  # changed since: kept as it was
+    assert job_store.get_job(job.user_id, job.job_id) == job
+    assert job_store.retire_job(deleted, expected_version=2, ttl_s=3600)
+    stored = job_store.get_job(job.user_id, job.job_id)
     assert stored is not None and (stored.state, stored.version, stored.payload) == (JobState.DELETED, 3, job.payload)
-    assert not job_store.retire(deleted, expected_version=2, ttl_s=3600)  # already
+    assert not job_store.retire_job(deleted, expected_version=2, ttl_s=3600)  # already
 
 
-def test_get_is_scoped_to_the_tenant(job_store: JobStore) -> None:
+def test_get_job_is_scoped_to_the_tenant(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
-    assert job_store.get("someone-else", job.job_id) is None
-    assert job_store.get_many([(job.user_id, job.job_id), ("someone-else", job.job_id)]) == {
+    job_store.create_job(job, None)
+    assert job_store.get_job("someone-else", job.job_id) is None
+    assert job_store.get_jobs([(job.user_id, job.job_id), ("someone-else", job.job_id)]) == {
         (job.user_id, job.job_id): job
     }
 
 
-def test_create_many_writes_each_job_with_its_first_run(job_store: JobStore) -> None:
+def test_create_jobs_writes_each_job_with_its_first_run(job_store: Stores) -> None:
     # Given 25 jobs, all but one with a first run in one partition
     segment = unique_segment()
     jobs = [make_job() for _ in range(25)]
     rows = [make_row(job, BUCKET + timedelta(seconds=n), segment=segment) for n, job in enumerate(jobs[:-1])]
     # When they are created in one call, twice (a retried call is harmless)
     pairs = [*zip(jobs, rows, strict=False), (jobs[-1], None)]
-    job_store.create_many(pairs)
-    job_store.create_many(pairs)
+    job_store.create_jobs(pairs)
+    job_store.create_jobs(pairs)
     # Then every job is there, as written, and every first run is in its partition
-    assert job_store.get_many([(j.user_id, j.job_id) for j in jobs]) == {(j.user_id, j.job_id): j for j in jobs}
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == rows
+    assert job_store.get_jobs([(j.user_id, j.job_id) for j in jobs]) == {(j.user_id, j.job_id): j for j in jobs}
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == rows
 
 
-def test_get_many_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: JobStore) -> None:
+def test_get_jobs_reads_many_jobs_of_several_tenants_and_only_those_asked(job_store: Stores) -> None:
     # Given 230 jobs of one tenant (more than one IN list of the Cassandra store) and 3 of another
     busy, quiet = f"busy-{uuid.uuid4().hex[:6]}", f"quiet-{uuid.uuid4().hex[:6]}"
     busy_jobs = [make_job(busy) for _ in range(230)]
     quiet_jobs = [make_job(quiet) for _ in range(3)]
     for job in busy_jobs + quiet_jobs:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     # When most of them are read at once, with repeated keys, a missing job, and a job asked for under the
     # wrong tenant
     asked = [(j.user_id, j.job_id) for j in busy_jobs[:225] + quiet_jobs]
     asked += [*asked[:5], (busy, str(uuid.uuid4())), (quiet, busy_jobs[-1].job_id)]
-    found = job_store.get_many(asked)
+    found = job_store.get_jobs(asked)
     # Then exactly the jobs that exist under the tenant asked for come back, each as written
     assert found == {(j.user_id, j.job_id): j for j in busy_jobs[:225] + quiet_jobs}
 
 
-def test_many_rows_written_and_removed_in_one_call_each_land(job_store: JobStore) -> None:
+def test_many_rows_written_and_removed_in_one_call_each_land(job_store: Stores) -> None:
     # Given 37 executions of 37 jobs in 3 partitions (several batches of the Cassandra store)
     segment = unique_segment()
     jobs = [make_job() for _ in range(37)]
     rows = [make_row(job, BUCKET + timedelta(seconds=n % 50), segment=segment + n % 3) for n, job in enumerate(jobs)]
     # When they are scheduled in one call, all started in one call, then all dropped in one call
-    job_store.schedule(rows)
-    lanes = {s: list(job_store.scheduled(BUCKET, s, Lane.PLANNED)) for s in range(segment, segment + 3)}
+    job_store.write_scheduled(rows)
+    lanes = {s: list(job_store.lane_rows(BUCKET, s, Lane.PLANNED)) for s in range(segment, segment + 3)}
     records = [running_record(row, BUCKET + timedelta(minutes=1)) for row in rows]
-    job_store.start(records)
-    job_store.drop(rows)
+    job_store.write_started(records)
+    job_store.delete_scheduled(rows)
     # Then every row was in its partition, every record is in its job's history, and no row is left
     for s, lane in lanes.items():
         mine = [r for r in rows if r.segment == s]
         assert sorted(lane, key=lambda r: r.job_id) == sorted(mine, key=lambda r: r.job_id)
     for record in records:
-        assert job_store.history(record.job_id, 5) == [record]
-    assert all(list(job_store.scheduled(BUCKET, s, Lane.PLANNED)) == [] for s in lanes)
+        assert job_store.history_page(record.job_id, 5) == [record]
+    assert all(list(job_store.lane_rows(BUCKET, s, Lane.PLANNED)) == [] for s in lanes)
 
 
-def test_scheduled_streams_one_lane_in_due_order(job_store: JobStore) -> None:
+def test_lane_rows_streams_one_lane_in_due_order(job_store: Stores) -> None:
     # Given rows written out of order in both lanes of one partition, and one in another segment
     segment = unique_segment()
     job = make_job()
     dues = [BUCKET + timedelta(seconds=s) for s in (40, 5, 59, 0, 17)]
     for due in dues:
-        job_store.create(job, make_row(job, due, segment=segment))
+        job_store.create_job(job, make_row(job, due, segment=segment))
     late = make_row(job, BUCKET + timedelta(seconds=30), lane=Lane.LATE, segment=segment)
-    job_store.create(job, late)
-    job_store.create(job, make_row(job, BUCKET, segment=segment + 1))
+    job_store.create_job(job, late)
+    job_store.create_job(job, make_row(job, BUCKET, segment=segment + 1))
     # When each lane is read (the Cassandra store pages 3 rows at a time here)
-    planned = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+    planned = list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED))
     # Then each lane holds exactly its rows, in due order
     assert [r.due_at for r in planned] == sorted(dues)
-    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [late]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [late]
     assert planned[0] == make_row(job, BUCKET, segment=segment)
 
 
@@ -173,50 +174,50 @@ def running_record(
     )
 
 
-def shown(store: JobStore, job: Job) -> Job:
+def shown(store: Stores, job: Job) -> Job:
     """The job as the API shows it: the stored job with its run fields derived from its newest records."""
-    stored = store.get(job.user_id, job.job_id)
+    stored = store.get_job(job.user_id, job.job_id)
     assert stored is not None
     return with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
 
 
-def test_start_records_the_execution_and_writes_nothing_to_the_job(job_store: JobStore) -> None:
+def test_write_started_records_the_execution_and_writes_nothing_to_the_job(job_store: Stores) -> None:
     # Given two jobs, each with a row about to be published
     segment = unique_segment()
     jobs = [make_job(), make_job()]
     rows = [make_row(job, BUCKET + timedelta(seconds=10), segment=segment) for job in jobs]
     for job, row in zip(jobs, rows, strict=True):
-        job_store.create(job, row)
+        job_store.create_job(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
     records = [running_record(row, published, next_fire_at=BUCKET + timedelta(seconds=70)) for row in rows]
     # When the scan starts both executions in one call, then replays it
-    job_store.start(records)
-    job_store.start(records)  # replaying is harmless
+    job_store.write_started(records)
+    job_store.write_started(records)  # replaying is harmless
     # Then each execution is in its job's history, RUNNING; the job rows are as they were written, and
     # the run fields derived from the history name the execution and the next fire
     for job, row, record in zip(jobs, rows, records, strict=True):
-        assert job_store.history(job.job_id, 10) == [record]
-        assert job_store.record(job.job_id, row.scheduled_at, 1, row.execution_id) == record
-        assert job_store.get(job.user_id, job.job_id) == job
+        assert job_store.history_page(job.job_id, 10) == [record]
+        assert job_store.get_record(job.job_id, row.scheduled_at, 1, row.execution_id) == record
+        assert job_store.get_job(job.user_id, job.job_id) == job
         assert shown(job_store, job) == job.with_changes(
             last_run_at=published, last_execution_id=row.execution_id, last_status=ExecutionStatus.RUNNING,
             next_run_at=BUCKET + timedelta(seconds=70),
         )
     # and the rows are left for complete
-    left = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+    left = list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED))
     assert sorted(left, key=lambda r: r.job_id) == sorted(rows, key=lambda r: r.job_id)
 
 
-def test_complete_plans_the_next_run_and_keeps_the_done_planned_row(job_store: JobStore) -> None:
+def test_settle_published_plans_the_next_run_and_keeps_the_done_planned_row(job_store: Stores) -> None:
     # Given a started execution of a job with a timeout
     segment = unique_segment()
     job = make_job(timeout_s=30)
     row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
     following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     record = running_record(row, published, next_fire_at=following.due_at)
-    job_store.start([record])
+    job_store.write_started([record])
     # When its publish is acknowledged and complete writes what follows, twice
     watchdog = ScheduledExecution(
         bucket=BUCKET, segment=segment, lane=Lane.LATE, due_at=published + timedelta(seconds=30), job_id=job.job_id,
@@ -224,105 +225,105 @@ def test_complete_plans_the_next_run_and_keeps_the_done_planned_row(job_store: J
         scheduled_at=row.scheduled_at, attempt=1, job_version=job.version, trigger=Trigger.TIMEOUT,
     )
     completion = Completion(done=row, following=following, watchdog=watchdog)
-    job_store.complete([completion])
-    job_store.complete([completion])  # replaying is harmless
+    job_store.settle_published([completion])
+    job_store.settle_published([completion])  # replaying is harmless
     # Then the done row stays (it expires: no delete per execution), the following row and the watchdog
     # wait in their partitions
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]
-    assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
-    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [watchdog]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
+    assert list(job_store.lane_rows(following.bucket, segment, Lane.PLANNED)) == [following]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [watchdog]
     # and the job row is untouched: its next run and last run are derived from the history
-    assert job_store.history(job.job_id, 10) == [record]
-    assert job_store.get(job.user_id, job.job_id) == job
+    assert job_store.history_page(job.job_id, 10) == [record]
+    assert job_store.get_job(job.user_id, job.job_id) == job
     run = shown(job_store, job)
     assert (run.next_run_at, run.last_run_at, run.last_execution_id, run.last_status) == (
         following.due_at, published, row.execution_id, ExecutionStatus.RUNNING
     )
 
 
-def test_complete_removes_a_done_late_row(job_store: JobStore) -> None:
+def test_settle_published_removes_a_done_late_row(job_store: Stores) -> None:
     # Given a row of the late lane (polled whole while its scan runs), started and published
     segment = unique_segment()
     job = make_job(schedule=At(BUCKET + timedelta(seconds=20)))
     row = make_row(job, BUCKET + timedelta(seconds=20), lane=Lane.LATE, segment=segment)
-    job_store.create(job, row)
-    job_store.start([running_record(row, row.due_at)])
+    job_store.create_job(job, row)
+    job_store.write_started([running_record(row, row.due_at)])
     # When it is completed
-    job_store.complete([Completion(done=row, following=None)])
+    job_store.settle_published([Completion(done=row, following=None)])
     # Then it is gone from the late lane
-    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == []
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == []
 
 
-def test_complete_leaves_history_and_the_last_status_alone(job_store: JobStore) -> None:
+def test_settle_published_leaves_history_and_the_last_status_alone(job_store: Stores) -> None:
     # Given a started execution whose worker reported before the scan completed it (a fast worker)
     segment = unique_segment()
     job = make_job()
     row = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     published = BUCKET + timedelta(seconds=10, milliseconds=12)
     following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     started = running_record(row, published, next_fire_at=following.due_at)
-    job_store.start([started])
+    job_store.write_started([started])
     succeeded = replace(started, status=ExecutionStatus.SUCCESS, finished_at=published + timedelta(seconds=1))
-    job_store.finish([Outcome(succeeded, None)])
+    job_store.write_outcomes([Outcome(succeeded, None)])
     # When the scan completes it
-    job_store.complete([Completion(done=row, following=following)])
+    job_store.settle_published([Completion(done=row, following=following)])
     # Then the SUCCESS survives: complete wrote neither the record nor the job
-    assert job_store.history(job.job_id, 10) == [succeeded]
-    assert job_store.get(job.user_id, job.job_id) == job
+    assert job_store.history_page(job.job_id, 10) == [succeeded]
+    assert job_store.get_job(job.user_id, job.job_id) == job
     assert shown(job_store, job) == job.with_changes(
         next_run_at=following.due_at, last_run_at=published, last_execution_id=row.execution_id,
         last_status=ExecutionStatus.SUCCESS,
     )
-    assert list(job_store.scheduled(following.bucket, segment, Lane.PLANNED)) == [following]
+    assert list(job_store.lane_rows(following.bucket, segment, Lane.PLANNED)) == [following]
 
 
-def test_complete_without_start_writes_no_history(job_store: JobStore) -> None:
+def test_settle_published_without_write_started_writes_no_history(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, row)
-    job_store.complete([Completion(done=row, following=None)])
-    assert job_store.history(job.job_id, 10) == []
-    assert job_store.record(job.job_id, BUCKET, 1, row.execution_id) is None
-    assert job_store.get(job.user_id, job.job_id) == job
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]  # kept until it expires
+    job_store.create_job(job, row)
+    job_store.settle_published([Completion(done=row, following=None)])
+    assert job_store.history_page(job.job_id, 10) == []
+    assert job_store.get_record(job.job_id, BUCKET, 1, row.execution_id) is None
+    assert job_store.get_job(job.user_id, job.job_id) == job
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]  # kept until it expires
 
 
-def test_complete_of_a_manual_run_keeps_the_next_run(job_store: JobStore) -> None:
+def test_settle_published_of_a_manual_run_keeps_the_next_run(job_store: Stores) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=unique_segment())
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     record = ExecutionRecord(
         job_id=job.job_id, scheduled_at=row.scheduled_at, attempt=1, execution_id=row.execution_id,
         user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=Trigger.MANUAL, due_at=row.due_at,
         published_at=BUCKET,
     )
-    job_store.start([record])
-    job_store.complete([Completion(done=row, following=None)])
+    job_store.write_started([record])
+    job_store.settle_published([Completion(done=row, following=None)])
     run = shown(job_store, job)
     assert run.next_run_at == job.next_run_at
     assert (run.last_run_at, run.last_execution_id) == (BUCKET, row.execution_id)
 
 
-def test_drop_removes_rows_without_history(job_store: JobStore) -> None:
+def test_delete_scheduled_removes_rows_without_history(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     rows = [make_row(job, BUCKET + timedelta(seconds=s), segment=segment) for s in (1, 2)]
     for row in rows:
-        job_store.create(job, row)
-    job_store.drop(rows[:1])
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == rows[1:]
-    assert job_store.history(job.job_id, 10) == []
+        job_store.create_job(job, row)
+    job_store.delete_scheduled(rows[:1])
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == rows[1:]
+    assert job_store.history_page(job.job_id, 10) == []
 
 
-def test_history_is_newest_first_and_limited(job_store: JobStore) -> None:
+def test_history_page_is_newest_first_and_limited(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     rows = [make_row(job, BUCKET + timedelta(minutes=minute), segment=unique_segment()) for minute in range(4)]
-    job_store.start([running_record(row, row.due_at) for row in rows])
-    job_store.complete([Completion(done=row, following=None) for row in rows])
-    newest = job_store.history(job.job_id, 3)
+    job_store.write_started([running_record(row, row.due_at) for row in rows])
+    job_store.settle_published([Completion(done=row, following=None) for row in rows])
+    newest = job_store.history_page(job.job_id, 3)
     assert [r.scheduled_at for r in newest] == [BUCKET + timedelta(minutes=m) for m in (3, 2, 1)]
 
 
@@ -342,16 +343,16 @@ def make_record(
     )
 
 
-def run_once(store: JobStore, job: Job, row: ScheduledExecution, following: ScheduledExecution | None) -> None:
+def run_once(store: Stores, job: Job, row: ScheduledExecution, following: ScheduledExecution | None) -> None:
     """What the scan does around publishing ``row``: it starts the execution (its record names the next
     fire), publishes it, then completes it."""
     started = make_record(job, row.scheduled_at, status=ExecutionStatus.RUNNING)
-    store.start([replace(started, job_version=row.job_version,
+    store.write_started([replace(started, job_version=row.job_version,
                          next_fire_at=following.scheduled_at if following else None)])
-    store.complete([Completion(done=row, following=following)])
+    store.settle_published([Completion(done=row, following=following)])
 
 
-def all_pages(store: JobStore, user: str, limit: int) -> tuple[list[str], list[int]]:
+def all_pages(store: Stores, user: str, limit: int) -> tuple[list[str], list[int]]:
     """Follow the cursors to the end: (job ids in the order returned, size of each page)."""
     ids: list[str] = []
     sizes: list[int] = []
@@ -365,7 +366,7 @@ def all_pages(store: JobStore, user: str, limit: int) -> tuple[list[str], list[i
             return ids, sizes
 
 
-def all_jobs(store: JobStore, user: str) -> list[Job]:
+def all_jobs(store: Stores, user: str) -> list[Job]:
     """Every job of ``user``, following the cursors."""
     jobs: list[Job] = []
     cursor: str | None = None
@@ -376,7 +377,7 @@ def all_jobs(store: JobStore, user: str) -> list[Job]:
             return jobs
 
 
-def all_pages_from(store: JobStore, user: str, cursor: str | None) -> tuple[list[str], int]:
+def all_pages_from(store: Stores, user: str, cursor: str | None) -> tuple[list[str], int]:
     """The job ids of every page from ``cursor`` on, and how many pages that took."""
     ids: list[str] = []
     pages = 0
@@ -390,12 +391,12 @@ def all_pages_from(store: JobStore, user: str, cursor: str | None) -> tuple[list
 # -- update and schedule ------------------------------------------------------------------------------
 
 
-def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(job_store: JobStore) -> None:
+def test_update_job_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(job_store: Stores) -> None:
     # Given a job whose first run the scan has published (the run fields are set)
     segment = unique_segment()
     job = make_job()
     first = make_row(job, BUCKET + timedelta(seconds=10), segment=segment)
-    job_store.create(job, first)
+    job_store.create_job(job, first)
     following = make_row(job, BUCKET + timedelta(seconds=70), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     run_once(job_store, job, first, following)
     ran = shown(job_store, job)
@@ -409,89 +410,89 @@ def test_update_overwrites_user_fields_keeps_run_fields_and_writes_the_next_row(
         timeout_s=45, paused_at=NOW + timedelta(seconds=30), updated_at=NOW + timedelta(minutes=1), jitter_s=120,
     )
     next_row = make_row(edited, later, segment=segment, bucket=later)
-    assert job_store.update(edited, [next_row], expected_version=1)
+    assert job_store.update_job(edited, [next_row], expected_version=1)
     # Then every user-controlled field is the new one, the run fields are the run's, and the row is there
-    assert job_store.get(job.user_id, job.job_id) == edited
+    assert job_store.get_job(job.user_id, job.job_id) == edited
     assert shown(job_store, job) == edited.with_changes(
         last_run_at=ran.last_run_at, last_execution_id=ran.last_execution_id, last_status=ran.last_status
     )
-    assert list(job_store.scheduled(later, segment, Lane.PLANNED)) == [next_row]
+    assert list(job_store.lane_rows(later, segment, Lane.PLANNED)) == [next_row]
     assert next_row.job_version == 2
 
 
-def test_update_without_a_next_row_writes_no_row(job_store: JobStore) -> None:
+def test_update_job_without_a_next_row_writes_no_row(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
     row = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     paused = job.with_changes(state=JobState.PAUSED, version=2, schedule_version=2,
                               updated_at=NOW + timedelta(seconds=1))
-    assert job_store.update(paused, [], expected_version=1)
-    assert job_store.get(job.user_id, job.job_id) == paused
+    assert job_store.update_job(paused, [], expected_version=1)
+    assert job_store.get_job(job.user_id, job.job_id) == paused
     # the row planned under version 1 is left for its scan to drop
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [row]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
 
 
-def test_update_keeps_the_creation_time(job_store: JobStore) -> None:
-    # created_at is not among the fields update overwrites (ports.JobStore.update)
+def test_update_job_keeps_the_creation_time(job_store: Stores) -> None:
+    # created_at is not among the fields update overwrites (ports.JobStore.update_job)
     job = make_job()
-    job_store.create(job, None)
-    assert job_store.update(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), [], expected_version=1)
-    stored = job_store.get(job.user_id, job.job_id)
+    job_store.create_job(job, None)
+    assert job_store.update_job(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), [], expected_version=1)
+    stored = job_store.get_job(job.user_id, job.job_id)
     assert stored is not None and stored.created_at == NOW
 
 
-def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: JobStore) -> None:
+def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Stores) -> None:
     # Given a fire planned under version 1, and the same fire re-planned under version 2 (a PATCH of the schedule)
     segment = unique_segment()
     job = make_job()
     stale = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, stale)
+    job_store.create_job(job, stale)
     changed = job.with_changes(version=2, schedule_version=2, schedule=Every(every=timedelta(seconds=30), start=BUCKET))
     replanned = make_row(changed, BUCKET, segment=segment)
-    assert job_store.update(changed, [replanned], expected_version=1)
+    assert job_store.update_job(changed, [replanned], expected_version=1)
     # Then both rows are there, and dropping (or completing) the stale one leaves the new one
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [stale, replanned]
-    job_store.drop([stale])
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [replanned]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [stale, replanned]
+    job_store.delete_scheduled([stale])
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [replanned]
     late_stale, late_replanned = (replace(r, lane=Lane.LATE) for r in (stale, replanned))
-    job_store.schedule([late_stale, late_replanned])
-    job_store.complete([Completion(done=late_stale, following=None)])
-    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [late_replanned]
+    job_store.write_scheduled([late_stale, late_replanned])
+    job_store.settle_published([Completion(done=late_stale, following=None)])
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [late_replanned]
 
 
-def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(job_store: JobStore) -> None:
+def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(job_store: Stores) -> None:
     # Given a job whose fire a scan completed (planning the next one) after the API read the job
     segment = unique_segment()
     job = make_job()
     first = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, first)
+    job_store.create_job(job, first)
     following = make_row(job, BUCKET + timedelta(minutes=1), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     run_once(job_store, job, first, following)
     # When a PATCH of the payload, decided on the copy read before, lands
     edited = job.with_changes(version=2, payload={"n": 2}, topic="reports", timeout_s=30,
                               updated_at=NOW + timedelta(minutes=2), jitter_s=7, tags={"tier": "1"})
     assert edited.schedule_version == 1
-    assert job_store.update(edited, [], expected_version=1)
+    assert job_store.update_job(edited, [], expected_version=1)
     # Then the job has the new payload and still the next run the scan planned, and the row is there
     stored = shown(job_store, job)
     assert (stored.payload, stored.topic, stored.timeout_s, stored.version) == ({"n": 2}, "reports", 30, 2)
     assert (stored.jitter_s, stored.tags) == (7, {"tier": "1"})
     assert (stored.next_run_at, stored.schedule_version) == (BUCKET + timedelta(minutes=1), 1)
-    assert list(job_store.scheduled(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
+    assert list(job_store.lane_rows(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
 
 
-def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_next_run(job_store: JobStore) -> None:
+def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_next_run(job_store: Stores) -> None:
     # Given a job rescheduled (version 2, next run at +30 min) while a scan was publishing its first fire
     segment = unique_segment()
     job = make_job()
     first = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, first)
+    job_store.create_job(job, first)
     later = BUCKET + timedelta(minutes=30)
     changed = job.with_changes(version=2, schedule_version=2, schedule=Every(every=timedelta(minutes=5), start=later),
                                next_run_at=later)
     replanned = make_row(changed, later, segment=segment, bucket=later)
-    assert job_store.update(changed, [replanned], expected_version=1)
+    assert job_store.update_job(changed, [replanned], expected_version=1)
     # When the scan's completion of the first fire lands, planning the old schedule's next run
     following = make_row(job, BUCKET + timedelta(minutes=1), segment=segment, bucket=BUCKET + timedelta(minutes=1))
     run_once(job_store, job, first, following)
@@ -503,80 +504,80 @@ def test_a_completion_planned_before_a_change_of_schedule_leaves_the_changes_nex
     assert shown(job_store, job).next_run_at == later + timedelta(minutes=5)
 
 
-def test_update_is_a_compare_and_set_on_the_version(job_store: JobStore) -> None:
+def test_update_job_is_a_compare_and_set_on_the_version(job_store: Stores) -> None:
     # Given a job at version 2 (a first change landed)
     segment = unique_segment()
     job = make_job()
-    job_store.create(job, None)
-    assert job_store.update(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
+    job_store.create_job(job, None)
+    assert job_store.update_job(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
     # When a second change read version 1 too and writes its row and its version 2
     loser = job.with_changes(version=2, schedule_version=2, payload={"lost": True})
-    assert not job_store.update(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
+    assert not job_store.update_job(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
     # Then the job is the winner's, and the loser's row was removed again
-    stored = job_store.get(job.user_id, job.job_id)
+    stored = job_store.get_job(job.user_id, job.job_id)
     assert stored is not None and stored.payload == {"won": True}
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == []
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == []
     # and a change that read version 2 applies
-    assert job_store.update(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
+    assert job_store.update_job(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
 
 
-def test_update_of_a_missing_job_applies_nothing(job_store: JobStore) -> None:
+def test_update_job_of_a_missing_job_applies_nothing(job_store: Stores) -> None:
     job = make_job()
-    assert not job_store.update(job.with_changes(version=2), [], expected_version=1)
-    assert job_store.get(job.user_id, job.job_id) is None
+    assert not job_store.update_job(job.with_changes(version=2), [], expected_version=1)
+    assert job_store.get_job(job.user_id, job.job_id) is None
 
 
-def test_start_never_moves_an_ended_execution_back(job_store: JobStore) -> None:
+def test_write_started_never_moves_an_ended_execution_back(job_store: Stores) -> None:
     # Given an execution that was published and then succeeded
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     running = ExecutionRecord(
         job_id=job.job_id, scheduled_at=BUCKET, attempt=1, execution_id=execution_id_for(
             job.job_id, BUCKET, 1, Trigger.SCHEDULE), user_id=job.user_id, status=ExecutionStatus.RUNNING,
         trigger=Trigger.SCHEDULE, due_at=BUCKET, published_at=BUCKET + timedelta(milliseconds=40),
     )
-    job_store.start([running])
+    job_store.write_started([running])
     ended = running.__class__(**{**running.__dict__, "status": ExecutionStatus.SUCCESS,
                                  "finished_at": BUCKET + timedelta(seconds=2)})
-    job_store.finish([Outcome(ended, None)])
+    job_store.write_outcomes([Outcome(ended, None)])
     # When a crashed scan's replay records the publish again
     replay = running.__class__(**{**running.__dict__, "published_at": BUCKET + timedelta(minutes=1)})
-    job_store.start([replay])
+    job_store.write_started([replay])
     # Then the execution is still SUCCESS, with its end time
-    record = job_store.record(job.job_id, BUCKET, 1, running.execution_id)
+    record = job_store.get_record(job.job_id, BUCKET, 1, running.execution_id)
     assert record is not None
     assert (record.status, record.finished_at) == (ExecutionStatus.SUCCESS, BUCKET + timedelta(seconds=2))
 
 
-def test_scheduled_after_a_row_resumes_a_broken_read(job_store: JobStore) -> None:
+def test_lane_rows_after_a_row_resumes_a_broken_read(job_store: Stores) -> None:
     # Given a lane of rows, two of them due at the same instant
     segment = unique_segment()
     jobs = [make_job() for _ in range(4)]
     dues = [BUCKET + timedelta(seconds=s) for s in (1, 3, 3, 9)]
     rows = [make_row(j, due, segment=segment) for j, due in zip(jobs, dues, strict=True)]
     for job, row in zip(jobs, rows, strict=True):
-        job_store.create(job, row)
-    everything = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+        job_store.create_job(job, row)
+    everything = list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED))
     # Then reading after any of them yields exactly the rows that sort after it
     for index, row in enumerate(everything):
-        assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, after=LanePosition.of(row))) == (
+        assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED, after=LanePosition.of(row))) == (
             everything[index + 1:]
         )
 
 
-def test_scheduled_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job_store: JobStore) -> None:
+def test_lane_rows_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job_store: Stores) -> None:
     # Given a lane of rows due at 1, 3, 3 and 9 s into the bucket
     segment = unique_segment()
     jobs = [make_job() for _ in range(4)]
     dues = [BUCKET + timedelta(seconds=s) for s in (1, 3, 3, 9)]
     for job, due in zip(jobs, dues, strict=True):
-        job_store.create(job, make_row(job, due, segment=segment))
-    everything = list(job_store.scheduled(BUCKET, segment, Lane.PLANNED))
+        job_store.create_job(job, make_row(job, due, segment=segment))
+    everything = list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED))
 
     def window(since: int | None, until: int | None) -> list[ScheduledExecution]:
         bounds = {"since": None if since is None else BUCKET + timedelta(seconds=since),
                   "until": None if until is None else BUCKET + timedelta(seconds=until)}
-        return list(job_store.scheduled(BUCKET, segment, Lane.PLANNED, **bounds))
+        return list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED, **bounds))
 
     # Then a window yields the rows due at or after its start and before its end, in order
     assert window(None, 3) == everything[:1]
@@ -588,10 +589,10 @@ def test_scheduled_in_a_window_of_due_time_yields_exactly_the_rows_due_in_it(job
     assert window(None, 2) + window(2, 3) + window(3, 5) + window(5, None) == everything
 
 
-def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:
+def test_write_scheduled_inserts_rows_idempotently(job_store: Stores) -> None:
     segment = unique_segment()
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     manual = ScheduledExecution(
         bucket=BUCKET, segment=segment, lane=Lane.LATE, due_at=BUCKET + timedelta(seconds=3), job_id=job.job_id,
         execution_id=execution_id_for(job.job_id, BUCKET + timedelta(seconds=3), 1, Trigger.MANUAL),
@@ -599,21 +600,21 @@ def test_schedule_inserts_rows_idempotently(job_store: JobStore) -> None:
         trigger=Trigger.MANUAL,
     )
     planned = make_row(job, BUCKET + timedelta(seconds=1), segment=segment)
-    job_store.schedule([manual, planned])
-    job_store.schedule([manual])  # a retried request
-    assert list(job_store.scheduled(BUCKET, segment, Lane.LATE)) == [manual]
-    assert list(job_store.scheduled(BUCKET, segment, Lane.PLANNED)) == [planned]
-    assert job_store.get(job.user_id, job.job_id) == job  # rows only
+    job_store.write_scheduled([manual, planned])
+    job_store.write_scheduled([manual])  # a retried request
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [manual]
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [planned]
+    assert job_store.get_job(job.user_id, job.job_id) == job  # rows only
 
 
 # -- list_jobs ----------------------------------------------------------------------------------------
 
 
-def test_list_jobs_pages_through_all_of_a_tenants_jobs_in_job_id_order(job_store: JobStore) -> None:
+def test_list_jobs_pages_through_all_of_a_tenants_jobs_in_job_id_order(job_store: Stores) -> None:
     user = f"user-{uuid.uuid4().hex[:6]}"
     mine = [make_job(user) for _ in range(7)]
     for job in [*mine, make_job(), make_job()]:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     ids, sizes = all_pages(job_store, user, 3)
     assert ids == sorted(j.job_id for j in mine)
     assert all(size <= 3 for size in sizes) and sizes[:2] == [3, 3]
@@ -621,26 +622,26 @@ def test_list_jobs_pages_through_all_of_a_tenants_jobs_in_job_id_order(job_store
     assert first_page == sorted(mine, key=lambda j: j.job_id)[:3]  # whole jobs, not just ids
 
 
-def test_list_jobs_of_an_exact_number_of_pages_ends(job_store: JobStore) -> None:
+def test_list_jobs_of_an_exact_number_of_pages_ends(job_store: Stores) -> None:
     user = f"user-{uuid.uuid4().hex[:6]}"
     mine = [make_job(user) for _ in range(4)]
     for job in mine:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     # (a backend may only learn on the following, empty page that the list has ended)
     ids, sizes = all_pages(job_store, user, 2)
     assert ids == sorted(j.job_id for j in mine)
     assert sizes in ([2, 2], [2, 2, 0])
 
 
-def test_list_jobs_of_a_tenant_without_jobs_is_empty(job_store: JobStore) -> None:
+def test_list_jobs_of_a_tenant_without_jobs_is_empty(job_store: Stores) -> None:
     assert job_store.list_jobs(f"nobody-{uuid.uuid4().hex[:6]}", 10, None) == ([], None)
 
 
-def test_list_jobs_is_scoped_to_the_tenant_even_with_another_tenants_cursor(job_store: JobStore) -> None:
+def test_list_jobs_is_scoped_to_the_tenant_even_with_another_tenants_cursor(job_store: Stores) -> None:
     alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))
     for user in (alice, bob):
         for _ in range(4):
-            job_store.create(make_job(user), None)
+            job_store.create_job(make_job(user), None)
     _, alice_cursor = job_store.list_jobs(alice, 2, None)
     assert alice_cursor is not None
     # Bob replaying Alice's cursor may get any page of his own jobs, never one of hers
@@ -650,14 +651,14 @@ def test_list_jobs_is_scoped_to_the_tenant_even_with_another_tenants_cursor(job_
 
 
 def test_list_jobs_cursor_works_on_another_instance_of_the_store(
-    job_store_instances: Callable[[], JobStore],
+    job_store_instances: Callable[[], Stores],
 ) -> None:
     # Given a cursor made by one instance (one Lambda invocation)
     writer = job_store_instances()
     user = f"user-{uuid.uuid4().hex[:6]}"
     mine = sorted((make_job(user) for _ in range(5)), key=lambda j: j.job_id)
     for job in mine:
-        writer.create(job, None)
+        writer.create_job(job, None)
     first, cursor = writer.list_jobs(user, 2, None)
     assert cursor is not None
     # When the next page is asked of another instance (the next request)
@@ -666,12 +667,12 @@ def test_list_jobs_cursor_works_on_another_instance_of_the_store(
     assert [j.job_id for j in first] + rest == [j.job_id for j in mine]
 
 
-def test_list_jobs_cursor_names_the_last_job_of_the_page(job_store: JobStore) -> None:
+def test_list_jobs_cursor_names_the_last_job_of_the_page(job_store: Stores) -> None:
     # The cursor is the same for every store: the last job id of the page, behind a version prefix
     user = f"user-{uuid.uuid4().hex[:6]}"
     mine = sorted((make_job(user) for _ in range(3)), key=lambda j: j.job_id)
     for job in mine:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     first, cursor = job_store.list_jobs(user, 2, None)
     assert cursor is not None
     assert decode_job_cursor(cursor) == first[-1].job_id == mine[1].job_id
@@ -679,12 +680,12 @@ def test_list_jobs_cursor_names_the_last_job_of_the_page(job_store: JobStore) ->
     assert job_store.list_jobs(user, 2, cursor) == ([mine[2]], None)
 
 
-def test_list_jobs_continues_after_the_cursors_job_id_even_if_that_job_is_gone(job_store: JobStore) -> None:
+def test_list_jobs_continues_after_the_cursors_job_id_even_if_that_job_is_gone(job_store: Stores) -> None:
     # Paging is by job_id > the cursor's id: a job that disappeared between two pages loses no other one
     user = f"user-{uuid.uuid4().hex[:6]}"
     jobs = [make_job(user, job_id=job_id) for job_id in ("job-a", "job-c", "job-e")]
     for job in jobs:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     assert job_store.list_jobs(user, 10, encode_job_cursor("job-b")) == (jobs[1:], None)
     assert job_store.list_jobs(user, 1, encode_job_cursor("job-b")) == (
         [jobs[1]], encode_job_cursor("job-c")
@@ -707,12 +708,12 @@ def b64(raw: bytes) -> str:
         "other-version", "no-prefix", "not-utf8", "not-ascii",
     ],
 )
-def test_list_jobs_rejects_a_cursor_it_did_not_make(job_store_own_session: JobStore, cursor: str) -> None:
+def test_list_jobs_rejects_a_cursor_it_did_not_make(job_store_own_session: Stores, cursor: str) -> None:
     # A garbage cursor is the caller's mistake (422 naming "cursor"), never a 5xx, never a broken session
     store = job_store_own_session
     user = f"user-{uuid.uuid4().hex[:6]}"
     job = make_job(user)
-    store.create(job, None)
+    store.create_job(job, None)
     with_garbage = outcome_of(lambda: store.list_jobs(user, 2, cursor))
     afterwards = outcome_of(lambda: store.list_jobs(user, 2, None))  # the store must still work
     assert (with_garbage, afterwards) == ("InvalidField(cursor)", "answered")
@@ -732,7 +733,7 @@ def outcome_of(call: Callable[[], object]) -> str:
 # -- idempotency keys ---------------------------------------------------------------------------------
 
 
-def test_first_claim_of_an_idempotency_key_wins(job_store: JobStore) -> None:
+def test_first_claim_of_an_idempotency_key_wins(job_store: Stores) -> None:
     user = f"user-{uuid.uuid4().hex[:6]}"
     key = f"key-{uuid.uuid4().hex}"
     first = IdempotencyClaim(user, key, "job-1", "fp-1", NOW)
@@ -743,7 +744,7 @@ def test_first_claim_of_an_idempotency_key_wins(job_store: JobStore) -> None:
     assert job_store.claim_idempotency_key(IdempotencyClaim(user, key, "job-1", "fp-1", later)) == first
 
 
-def test_idempotency_keys_are_per_tenant(job_store: JobStore) -> None:
+def test_idempotency_keys_are_per_tenant(job_store: Stores) -> None:
     key = f"key-{uuid.uuid4().hex}"
     alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))
     for claim in (IdempotencyClaim(alice, key, "job-a", "fp", NOW), IdempotencyClaim(bob, key, "job-b", "fp", NOW),
@@ -754,59 +755,59 @@ def test_idempotency_keys_are_per_tenant(job_store: JobStore) -> None:
 # -- records: point read, lookup by execution id, finish -----------------------------------------------
 
 
-def test_record_is_a_point_read_by_fire_attempt_and_execution(job_store: JobStore) -> None:
+def test_get_record_is_a_point_read_by_fire_attempt_and_execution(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     records = [make_record(job, BUCKET, attempt) for attempt in (1, 2)]
     records.append(make_record(job, BUCKET + timedelta(minutes=1)))
     for record in records:
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
     first, second, later = (r.execution_id for r in records)
-    assert job_store.record(job.job_id, BUCKET, 2, second) == records[1]
-    assert job_store.record(job.job_id, BUCKET + timedelta(minutes=1), 1, later) == records[2]
-    assert job_store.record(job.job_id, BUCKET, 3, second) is None
-    assert job_store.record(job.job_id, BUCKET, 1, second) is None  # another execution's id
-    assert job_store.record(job.job_id, BUCKET + timedelta(seconds=1), 1, first) is None
-    assert job_store.record(str(uuid.uuid4()), BUCKET, 1, first) is None
+    assert job_store.get_record(job.job_id, BUCKET, 2, second) == records[1]
+    assert job_store.get_record(job.job_id, BUCKET + timedelta(minutes=1), 1, later) == records[2]
+    assert job_store.get_record(job.job_id, BUCKET, 3, second) is None
+    assert job_store.get_record(job.job_id, BUCKET, 1, second) is None  # another execution's id
+    assert job_store.get_record(job.job_id, BUCKET + timedelta(seconds=1), 1, first) is None
+    assert job_store.get_record(str(uuid.uuid4()), BUCKET, 1, first) is None
 
 
-def test_records_by_key_reads_several_records_at_once(job_store: JobStore) -> None:
+def test_get_records_reads_several_records_at_once(job_store: Stores) -> None:
     # Given 23 records of 12 jobs (several batches of the Cassandra store), written in one finish
     jobs = [make_job() for _ in range(12)]
     for job in jobs:
-        job_store.create(job, None)
+        job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m), 1) for job in jobs for m in range(2)][:23]
-    job_store.finish([Outcome(record, None) for record in records])
+    job_store.write_outcomes([Outcome(record, None) for record in records])
     # When they are read by their keys, with a key repeated and keys that name no record
     keys = [(r.job_id, r.scheduled_at, r.attempt, r.execution_id) for r in records]
     missing = [(jobs[0].job_id, BUCKET, 2, records[0].execution_id), (str(uuid.uuid4()), BUCKET, 1, "x")]
-    found = job_store.records_by_key([*keys, keys[0], *missing])
+    found = job_store.get_records([*keys, keys[0], *missing])
     # Then exactly the records that exist come back, by key
     assert found == dict(zip(keys, records, strict=True))
-    assert job_store.records_by_key([]) == {}
+    assert job_store.get_records([]) == {}
 
 
-def test_find_record_by_execution_id(job_store: JobStore) -> None:
+def test_record_by_execution_id(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m), attempt) for m in range(3) for attempt in (1, 2)]
     for record in records:
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
     for record in records:
-        assert job_store.find_record(job.job_id, record.execution_id) == record
-    assert job_store.find_record(job.job_id, str(uuid.uuid4())) is None
+        assert job_store.record_by_execution_id(job.job_id, record.execution_id) == record
+    assert job_store.record_by_execution_id(job.job_id, str(uuid.uuid4())) is None
     # only among the newest scan_limit records
     oldest = records[0]
-    assert job_store.find_record(job.job_id, oldest.execution_id, scan_limit=5) is None
-    assert job_store.find_record(job.job_id, oldest.execution_id, scan_limit=6) == oldest
+    assert job_store.record_by_execution_id(job.job_id, oldest.execution_id, scan_limit=5) is None
+    assert job_store.record_by_execution_id(job.job_id, oldest.execution_id, scan_limit=6) == oldest
 
 
-def test_finish_upserts_the_record_and_writes_the_retry(job_store: JobStore) -> None:
+def test_write_outcomes_upserts_the_record_and_writes_the_retry(job_store: Stores) -> None:
     # Given a published execution (record RUNNING)
     segment = unique_segment()
     job = make_job(schedule=At(at=BUCKET))
     row = make_row(job, BUCKET, segment=segment)
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     run_once(job_store, job, row, None)
     # When it fails and a retry is planned
     retry = ScheduledExecution(
@@ -816,42 +817,42 @@ def test_finish_upserts_the_record_and_writes_the_retry(job_store: JobStore) -> 
     )
     failed = replace(make_record(job, BUCKET, status=ExecutionStatus.FAILED, error="exit 3"), retry_at=retry.due_at,
                      job_version=row.job_version)
-    job_store.finish([Outcome(failed, retry)])
+    job_store.write_outcomes([Outcome(failed, retry)])
     # Then the record is replaced, the retry waits in its partition, the job row is untouched and the job
     # shows SCHEDULED
-    assert job_store.history(job.job_id, 10) == [failed]
-    assert job_store.record(job.job_id, BUCKET, 1, failed.execution_id) == failed
-    assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
-    assert job_store.get(job.user_id, job.job_id) == job
+    assert job_store.history_page(job.job_id, 10) == [failed]
+    assert job_store.get_record(job.job_id, BUCKET, 1, failed.execution_id) == failed
+    assert list(job_store.lane_rows(retry.bucket, segment, Lane.LATE)) == [retry]
+    assert job_store.get_job(job.user_id, job.job_id) == job
     run = shown(job_store, job)
     assert (run.last_status, run.last_execution_id) == (ExecutionStatus.SCHEDULED, row.execution_id)
-    job_store.finish([Outcome(failed, retry)])  # replaying is harmless
-    assert list(job_store.scheduled(retry.bucket, segment, Lane.LATE)) == [retry]
+    job_store.write_outcomes([Outcome(failed, retry)])  # replaying is harmless
+    assert list(job_store.lane_rows(retry.bucket, segment, Lane.LATE)) == [retry]
 
 
-def test_a_result_for_an_older_run_leaves_the_last_run(job_store: JobStore) -> None:
+def test_a_result_for_an_older_run_leaves_the_last_run(job_store: Stores) -> None:
     job = make_job()
     rows = [make_row(job, BUCKET + timedelta(minutes=m), segment=unique_segment()) for m in (0, 1)]
-    job_store.create(job, rows[0])
+    job_store.create_job(job, rows[0])
     run_once(job_store, job, rows[0], rows[1])
     run_once(job_store, job, rows[1], None)
     before = shown(job_store, job)
     succeeded = replace(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), job_version=rows[0].job_version,
                         next_fire_at=rows[1].scheduled_at)
-    job_store.finish([Outcome(succeeded, None)])  # the first run's result comes in after the second started
+    job_store.write_outcomes([Outcome(succeeded, None)])  # the first run's result comes in after the second started
     assert shown(job_store, job) == before
     assert (before.last_execution_id, before.last_status) == (rows[1].execution_id, ExecutionStatus.RUNNING)
-    assert job_store.record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
+    assert job_store.get_record(job.job_id, BUCKET, 1, succeeded.execution_id) == succeeded
 
 
-def test_finish_writes_nothing_to_the_job(job_store: JobStore) -> None:
+def test_write_outcomes_writes_nothing_to_the_job(job_store: Stores) -> None:
     job = make_job()
     row = make_row(job, BUCKET, segment=unique_segment())
-    job_store.create(job, row)
+    job_store.create_job(job, row)
     run_once(job_store, job, row, None)
     before = shown(job_store, job)
-    job_store.finish([Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None)])
-    assert job_store.get(job.user_id, job.job_id) == job
+    job_store.write_outcomes([Outcome(make_record(job, BUCKET, status=ExecutionStatus.SUCCESS), None)])
+    assert job_store.get_job(job.user_id, job.job_id) == job
     assert shown(job_store, job) == before.with_changes(last_status=ExecutionStatus.SUCCESS)
 
 
@@ -868,12 +869,12 @@ def cursor_of(record: ExecutionRecord) -> tuple[datetime, int, str | None]:
     return (record.scheduled_at, record.attempt, record.execution_id)
 
 
-def history_pages(store: JobStore, job_id: str, limit: int) -> list[list[ExecutionRecord]]:
+def history_pages(store: Stores, job_id: str, limit: int) -> list[list[ExecutionRecord]]:
     """Page as the API does: the next cursor is the last record of a full page; a short page is the end."""
     pages: list[list[ExecutionRecord]] = []
     before: tuple[datetime, int, str | None] | None = None
     while True:
-        page = store.history(job_id, limit, before)
+        page = store.history_page(job_id, limit, before)
         pages.append(page)
         assert len(pages) < 100, "the pages never end"
         if len(page) < limit:
@@ -881,32 +882,32 @@ def history_pages(store: JobStore, job_id: str, limit: int) -> list[list[Executi
         before = cursor_of(page[-1])
 
 
-def test_history_before_returns_only_older_records(job_store: JobStore) -> None:
+def test_history_page_before_returns_only_older_records(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(5)]
     for record in records:
-        job_store.finish([Outcome(record, None)])
-    assert job_store.history(job.job_id, 2, cursor_of(records[3])) == [records[2], records[1]]
-    assert job_store.history(job.job_id, 10, cursor_of(records[0])) == []
-    assert job_store.history(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
+        job_store.write_outcomes([Outcome(record, None)])
+    assert job_store.history_page(job.job_id, 2, cursor_of(records[3])) == [records[2], records[1]]
+    assert job_store.history_page(job.job_id, 10, cursor_of(records[0])) == []
+    assert job_store.history_page(job.job_id, 10, (BUCKET + timedelta(hours=1), 1, None)) == newest_first(records)
 
 
-def test_history_pages_of_single_attempts(job_store: JobStore) -> None:
+def test_history_page_pages_of_single_attempts(job_store: Stores) -> None:
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     records = [make_record(job, BUCKET + timedelta(minutes=m)) for m in range(7)]
     for record in records:
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
     pages = history_pages(job_store, job.job_id, 3)
     assert [len(p) for p in pages] == [3, 3, 1]
     assert [r for page in pages for r in page] == newest_first(records)
 
 
-def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_store: JobStore) -> None:
+def test_history_page_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_store: Stores) -> None:
     # Given fires at 10:05 (attempts 1-3), 10:06 (attempts 1-3) and 10:07 (attempt 1)
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     t0, t1, t2 = (BUCKET + timedelta(minutes=m) for m in range(3))
     by_key = {
         (t, attempt): make_record(job, t, attempt)
@@ -914,11 +915,11 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
         for attempt in range(1, attempts + 1)
     }
     for record in by_key.values():
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
 
     def keys(limit: int, before: tuple[datetime, int]) -> list[tuple[datetime, int]]:
         """After every record of the fire and attempt ``before`` (no execution id: an older API's cursor)."""
-        return [(r.scheduled_at, r.attempt) for r in job_store.history(job.job_id, limit, (*before, None))]
+        return [(r.scheduled_at, r.attempt) for r in job_store.history_page(job.job_id, limit, (*before, None))]
 
     # a page filled by the lower attempts of the cursor's own fire
     assert keys(2, (t1, 3)) == [(t1, 2), (t1, 1)]
@@ -931,21 +932,21 @@ def test_history_before_reads_the_rest_of_the_cursors_fire_then_older_fires(job_
     # a cursor between fires
     assert keys(10, (t1 + timedelta(seconds=30), 1)) == [(t1, 3), (t1, 2), (t1, 1), (t0, 3), (t0, 2), (t0, 1)]
     # and the records are whole
-    assert job_store.history(job.job_id, 1, cursor_of(by_key[(t1, 2)])) == [by_key[(t1, 1)]]
+    assert job_store.history_page(job.job_id, 1, cursor_of(by_key[(t1, 2)])) == [by_key[(t1, 1)]]
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 4])
-def test_history_pages_through_retried_executions(job_store: JobStore, limit: int) -> None:
+def test_history_page_pages_through_retried_executions(job_store: Stores, limit: int) -> None:
     # Given fires each retried up to three times: several records share one scheduled_at
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     records = [
         make_record(job, BUCKET + timedelta(minutes=m), attempt)
         for m, attempts in enumerate((3, 1, 2, 3))
         for attempt in range(1, attempts + 1)
     ]
     for record in records:
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, newest first, and only the last page is short
@@ -956,38 +957,38 @@ def test_history_pages_through_retried_executions(job_store: JobStore, limit: in
 # -- two executions of one fire and attempt (a run now at the instant of a scheduled fire) ----------------
 
 
-def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: JobStore) -> None:
+def test_two_executions_of_one_fire_and_attempt_keep_a_record_each(job_store: Stores) -> None:
     # Given a scheduled fire and a run now of one job at the same instant: same scheduled_at, same attempt
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
     fire, manual = (make_record(job, BUCKET, status=ExecutionStatus.RUNNING, trigger=trigger)
                     for trigger in (Trigger.SCHEDULE, Trigger.MANUAL))
     # When the scan records both publishes
-    job_store.start([fire])
-    job_store.start([manual])
+    job_store.write_started([fire])
+    job_store.write_started([manual])
     # Then the history holds both, each found by its whole key and by its execution id
-    assert job_store.history(job.job_id, 10) == newest_first([fire, manual])
+    assert job_store.history_page(job.job_id, 10) == newest_first([fire, manual])
     for record in (fire, manual):
-        assert job_store.record(job.job_id, BUCKET, 1, record.execution_id) == record
-        assert job_store.find_record(job.job_id, record.execution_id) == record
+        assert job_store.get_record(job.job_id, BUCKET, 1, record.execution_id) == record
+        assert job_store.record_by_execution_id(job.job_id, record.execution_id) == record
     # When each one's result is written on its own
     failed = replace(manual, status=ExecutionStatus.FAILED, finished_at=BUCKET + timedelta(seconds=2), error="x")
-    job_store.finish([Outcome(failed, None)])
-    assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == fire  # still RUNNING
+    job_store.write_outcomes([Outcome(failed, None)])
+    assert job_store.get_record(job.job_id, BUCKET, 1, fire.execution_id) == fire  # still RUNNING
     succeeded = replace(fire, status=ExecutionStatus.SUCCESS, finished_at=BUCKET + timedelta(seconds=3))
-    job_store.finish([Outcome(succeeded, None)])
+    job_store.write_outcomes([Outcome(succeeded, None)])
     # Then each record holds its own end
-    assert job_store.record(job.job_id, BUCKET, 1, manual.execution_id) == failed
-    assert job_store.record(job.job_id, BUCKET, 1, fire.execution_id) == succeeded
-    assert job_store.history(job.job_id, 10) == newest_first([succeeded, failed])
+    assert job_store.get_record(job.job_id, BUCKET, 1, manual.execution_id) == failed
+    assert job_store.get_record(job.job_id, BUCKET, 1, fire.execution_id) == succeeded
+    assert job_store.history_page(job.job_id, 10) == newest_first([succeeded, failed])
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 4])
-def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: JobStore, limit: int) -> None:
+def test_history_page_pages_through_executions_sharing_a_fire_and_attempt(job_store: Stores, limit: int) -> None:
     # Given fires where a run now at the same instant doubled every attempt (the first one's retries too),
     # beside a fire of its own
     job = make_job()
-    job_store.create(job, None)
+    job_store.create_job(job, None)
 
     def lineage(at: datetime, origin: Trigger, attempts: int) -> list[ExecutionRecord]:
         """The first attempt and the retries of one execution (each retry under an id of its own lineage)."""
@@ -1001,7 +1002,7 @@ def test_history_pages_through_executions_sharing_a_fire_and_attempt(job_store: 
                *lineage(t2, Trigger.SCHEDULE, 1), *lineage(t2, Trigger.MANUAL, 1)]
     assert len({r.execution_id for r in records}) == len(records) == 7
     for record in records:
-        job_store.finish([Outcome(record, None)])
+        job_store.write_outcomes([Outcome(record, None)])
     # When every page is read, each starting after the last record of the one before
     pages = history_pages(job_store, job.job_id, limit)
     # Then every record comes exactly once, in history order, and only the last page is short

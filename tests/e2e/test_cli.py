@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from typer.testing import CliRunner
 
-from jobrunner.cli import app
-from jobrunner.cli.app import Deps
-from jobrunner.cli.bulk import state_path
+from jobrunner_client.cli import app
+from jobrunner_client.cli.bulk import state_path
+from jobrunner_client.cli.session import Deps
 
 if TYPE_CHECKING:
     from collections.abc import Callable

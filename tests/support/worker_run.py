@@ -1,16 +1,17 @@
-"""Running the worker helper (``jobrunner.worker.Worker``) on one message, with fake Kafka clients."""
+"""Running the worker helper (``jobrunner_client.worker.Worker``) on one message, with fake Kafka clients."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.worker import Worker
+from jobrunner import telemetry
+from jobrunner_client.worker import Worker
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from jobrunner.worker import Execution
+    from jobrunner_client.worker import Execution
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def run_worker_once(value: bytes, handler: Callable[[Execution], Any],
                     headers: list[tuple[str, bytes]] | None = None) -> bytes:
     """Run ``handler`` in the worker helper on one ``jobs`` message; returns the one result it sent."""
     consumer, producer = _OneBatch(_Message(value, headers or [])), _Producer()
-    worker = Worker(consumer=consumer, producer=producer)
+    worker = Worker(consumer=consumer, producer=producer, span=telemetry.span)
     consumer.stop = worker.stopping.set
     worker.handler()(handler)
     worker.run(install_signal_handlers=False)

@@ -13,6 +13,8 @@ CORE = sorted([*(PACKAGE / "domain").rglob("*.py"), *(PACKAGE / "services").rglo
 FORBIDDEN = (
     "boto3", "botocore", "cassandra", "kafka", "aws_lambda_powertools", "opentelemetry",
     "jobrunner.adapters", "jobrunner.api", "jobrunner.wiring", "jobrunner.telemetry",
+    # The core shares the clients' protocol (jobrunner_client.protocol), never the clients themselves.
+    "jobrunner_client.cli", "jobrunner_client.worker",
 )
 
 
@@ -66,6 +68,9 @@ def test_core_module_is_pure(path: Path) -> None:
         ("from jobrunner.api.app import handle", True),
         ("from opentelemetry import trace", True),
         ("from jobrunner import telemetry", True),
+        ("from jobrunner_client.worker import Worker", True),
+        ("from jobrunner_client import cli", True),
+        ("from jobrunner_client.protocol import JobStatus", False),
         ("import kafkaesque", False),
         ("from jobrunner.domain import jobs", False),
         ("from . import jobs", False),

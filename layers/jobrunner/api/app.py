@@ -7,7 +7,7 @@ from datetime import timedelta
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel
 
@@ -22,7 +22,9 @@ from jobrunner.api.cursors import (
     encode_execution_cursor,
     encode_fire_cursor,
 )
+from jobrunner.api.resolver import Resolver
 from jobrunner.api.schemas import (
+    PAYLOAD_LIMIT,
     BackfillIn,
     BackfillOut,
     BatchItemOut,
@@ -50,18 +52,18 @@ from jobrunner.api.schemas import (
     SegmentOut,
     SegmentsOut,
 )
-from jobrunner.domain.errors import DomainError, Forbidden, InvalidField, InvalidFields
+from jobrunner.domain.errors import DomainError, Forbidden
 from jobrunner.domain.jobs import Job, JobStatus
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
 from jobrunner.domain.policies import CatchUp, Overlap
-from jobrunner.domain.schedules import parse_instant, schedule_from_dict
+from jobrunner.domain.schedules import parse_instant
 from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import new_traceparent, parse_traceparent
 from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.wiring import container
 
-app = APIGatewayRestResolver(enable_validation=True)
+app = Resolver()
 errors.register(app)
 app.include_router(ui.router)
 
@@ -131,26 +133,15 @@ def submit_jobs(body: Annotated[JobsBatchIn, Body()]) -> Response[Any]:
     """Up to 100 jobs in one request: what loading many one-time jobs should use (one request, and writes
     made together). A 503 may leave the jobs before the failure created: give each an idempotency_key to
     retry safely."""
-    tenant, jobs = _tenant(), container().jobs
-    items: list[tuple[NewJob, str | None]] = []
-    wrong: list[InvalidField] = []
-    for index, job in enumerate(body.jobs):
-        try:
-            items.append((_new_job(job), job.idempotency_key))
-        except InvalidField as exc:  # a schedule that does not parse: the others are checked too
-            wrong.append(InvalidField(f"jobs.{index}.{exc.field}", exc.reason))
-    if wrong:
-        built = [index for index, job in enumerate(body.jobs) if not any(
-            e.field.startswith(f"jobs.{index}.") for e in wrong)]
-        wrong += jobs.check_many(tenant, [(index, item[0]) for index, item in zip(built, items, strict=True)])
-        raise InvalidFields(sorted(wrong, key=lambda e: int(e.field.split(".")[1])))
-    results = jobs.submit_many(tenant, items, actor=_actor())
+    items = [(_new_job(job), job.idempotency_key) for job in body.jobs]
+    results = container().jobs.submit_many(_tenant(), items, actor=_actor())
     out = JobsBatchOut(items=[BatchItemOut(created=created, job=_one(job)) for job, created in results])
     return _json(HTTPStatus.CREATED if any(created for _, created in results) else HTTPStatus.OK, out)
 
 
 def _new_job(body: JobIn) -> NewJob:
-    schedule = schedule_from_dict(body.schedule.model_dump(exclude_none=True))
+    """The job ``body`` asks for, from what its model validated (nothing is parsed again)."""
+    schedule = body.schedule.schedule()
     # The job's trace: this request's span when tracing is on, else the caller's traceparent, else a new one.
     trace = (telemetry.current_traceparent() or parse_traceparent(_header(app.current_event.headers, "traceparent"))
              or new_traceparent())
@@ -200,7 +191,7 @@ def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[A
     tenant = _tenant()
     current = services.jobs.get(tenant, job_id)
     changes = JobChanges(
-        schedule=schedule_from_dict(body.schedule.model_dump(exclude_none=True)) if body.schedule else None,
+        schedule=body.schedule.schedule() if body.schedule else None,
         payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
         retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
@@ -347,12 +338,6 @@ def list_segments() -> Response[Any]:
     return _json(HTTPStatus.OK, SegmentsOut(items=items))
 
 
-#: Every (method, path) the resolver serves, read once all routes above are registered.
-ROUTES = limits.route_table(app)
-#: (method, path pattern, route template) of every route, to name a request's span.
-TEMPLATES = [(route.method.upper(), route.rule, route.path) for route in (*app._static_routes, *app._dynamic_routes)]
-
-
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Entry point shared by the Lambda function and the local HTTP server.
 
@@ -372,19 +357,26 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication is checked before anything else, so an anonymous caller learns nothing, not
-    even whether its body would have been valid. Then the limits at the edge (``limits.py``):
-    unknown route 404, wrong method 405, body too large 413, wrong Content-Type 415, not strict
-    JSON 400; only then do the routes see the request.
+    even whether its body would have been valid. Then, for a request some route serves, the limits on
+    its body (``limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. The resolver
+    does the rest: an unknown route 404 or a wrong method 405 (``errors.no_route``), then the route's
+    model validates the body in one pass (422 naming every wrong field).
     """
     caller = container().tenancy.identify(event)
     if event.get("path") not in PUBLIC_PATHS and caller.tenant is None:
         body = ErrorOut(error="unauthenticated", message=caller.refusal).model_dump_json()
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
-    rejection = limits.check(event, ROUTES)
+    routed = app.routes.find(str(event.get("httpMethod") or "").upper(), str(event.get("path") or ""))
+    rejection = limits.check(event) if routed is not None else None
     if rejection is not None:
         return rejection.response()
-    return app.resolve(limits.normalized(event), context)
+    tenant = caller.tenant
+    limit = PAYLOAD_LIMIT.set((lambda: container().jobs.payload_limit(tenant)) if tenant else PAYLOAD_LIMIT.get())
+    try:
+        return app.resolve(limits.normalized(event), context)
+    finally:
+        PAYLOAD_LIMIT.reset(limit)
 
 
 def _request_span(event: dict[str, Any]) -> tuple[str, dict[str, telemetry.AttributeValue]]:
@@ -393,14 +385,14 @@ def _request_span(event: dict[str, Any]) -> tuple[str, dict[str, telemetry.Attri
     attributes: dict[str, telemetry.AttributeValue] = {"http.request.method": method, "url.path": path}
     if (tenant := container().tenancy.tenant_of(event)) is not None:
         attributes["jobrunner.tenant"] = tenant
-    for route_method, rule, template in TEMPLATES:
-        match = rule.match(path) if route_method == method else None
-        if match is not None:
-            attributes["http.route"] = template
-            if "job_id" in match.groupdict():
-                attributes["jobrunner.job_id"] = match["job_id"]
-            return f"{method} {template}", attributes
-    return method, attributes
+    route = app.routes.find(method, path)
+    if route is None:
+        return method, attributes
+    template, parameters = route
+    attributes["http.route"] = template
+    if "job_id" in parameters:
+        attributes["jobrunner.job_id"] = parameters["job_id"]
+    return f"{method} {template}", attributes
 
 
 def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:

@@ -1,4 +1,7 @@
-"""Errors -> HTTP responses, in one place. Every error body is ``ErrorOut`` JSON."""
+"""Errors -> HTTP responses, in one place. Every error body is ``ErrorOut`` JSON.
+
+A request body is validated once, by its Pydantic model (``schemas.py``), which collects every wrong field:
+``invalid_request`` answers them all together, each named by its dotted path."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from jobrunner.api.schedules import TAGS, not_allowed
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
 from jobrunner.domain.errors import (
     Conflict,
@@ -22,7 +26,11 @@ from jobrunner.domain.errors import (
 )
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+    from collections.abc import Callable, Mapping
+
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+
+    from jobrunner.api.resolver import Resolver
 
 log = logging.getLogger(__name__)
 
@@ -34,62 +42,100 @@ def error_response(
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)]
-    return ".".join(parts) or "body"
+def _detail(error: Mapping[str, Any]) -> ErrorDetail:
+    """One of Pydantic's errors as the api names it: the field's dotted path (without ``body``, nor the tag
+    of the schedule kind that was tried) and the reason."""
+    loc = [part for part in error.get("loc", ()) if part not in ("body", "[key]")]  # a dict's key: named by itself
+    tags = [index for index, part in enumerate(loc) if part in TAGS]
+    path = ".".join(str(part) for part in loc if part not in TAGS) or "body"
+    reason = str(error.get("msg", "invalid"))
+    if error.get("type") == "extra_forbidden":
+        # A key right under a schedule's kind is another kind's (or no kind's): say which kind refuses it.
+        kind_refuses = tags and tags[-1] == len(loc) - 2
+        reason = not_allowed(TAGS[str(loc[tags[-1]])], str(loc[-1])) if kind_refuses else "unknown field"
+    return ErrorDetail(field=path, reason=reason)
 
 
-def register(app: APIGatewayRestResolver) -> None:
-    @app.exception_handler(RequestValidationError)
-    def invalid_request(exc: RequestValidationError) -> Response[Any]:
-        details = []
-        malformed = False
-        for err in exc.errors():
-            if err.get("type") == "json_invalid":
-                malformed = True
-            reason = str(err.get("msg", "invalid"))
-            if err.get("type") == "extra_forbidden":
-                reason = "unknown field"
-            details.append(ErrorDetail(field=_field_path(tuple(err.get("loc", ()))), reason=reason))
-        if malformed:
-            return error_response(HTTPStatus.BAD_REQUEST, "malformed_json", "the body is not valid JSON",
-                                  [ErrorDetail(field="body", reason="not valid JSON")])
-        summary = "; ".join(f"{d.field}: {d.reason}" for d in details)
-        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", summary, details)
+def invalid_request(exc: RequestValidationError) -> Response[Any]:
+    """Every wrong field of the request, as Pydantic collected them in one pass (422); JSON that does not
+    parse is 400."""
+    if any(error.get("type") == "json_invalid" for error in exc.errors()):
+        return error_response(HTTPStatus.BAD_REQUEST, "malformed_json", "the body is not valid JSON",
+                              [ErrorDetail(field="body", reason="not valid JSON")])
+    details = [_detail(error) for error in exc.errors()]
+    return _invalid(details)
 
-    @app.exception_handler(InvalidField)
-    def invalid_field(exc: InvalidField) -> Response[Any]:
-        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", str(exc),
-                              [ErrorDetail(field=exc.field, reason=exc.reason)])
 
-    @app.exception_handler(InvalidFields)
-    def invalid_fields(exc: InvalidFields) -> Response[Any]:
-        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", str(exc),
-                              [ErrorDetail(field=e.field, reason=e.reason) for e in exc.errors])
+def _invalid(details: list[ErrorDetail]) -> Response[Any]:
+    summary = "; ".join(f"{d.field}: {d.reason}" for d in details)
+    return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", summary, details)
 
-    @app.exception_handler(Forbidden)
-    def forbidden(exc: Forbidden) -> Response[Any]:
-        return error_response(HTTPStatus.FORBIDDEN, "forbidden", str(exc),
-                              [ErrorDetail(field=exc.field, reason=exc.reason)])
 
-    @app.exception_handler(LimitReached)
-    def limit_reached(exc: LimitReached) -> Response[Any]:
-        body = ErrorOut(error="limit_reached", message=str(exc),
-                        errors=[ErrorDetail(field=exc.limit, reason=exc.reason)])
-        return Response(status_code=HTTPStatus.TOO_MANY_REQUESTS, content_type=content_types.APPLICATION_JSON,
-                        body=body.model_dump_json(), headers={"Retry-After": str(exc.retry_after_s)})
+def invalid_field(exc: InvalidField) -> Response[Any]:
+    return _invalid([ErrorDetail(field=exc.field, reason=exc.reason)])
 
-    @app.exception_handler(NotFound)
-    def not_found(exc: NotFound) -> Response[Any]:
-        what = f"job {exc}" if isinstance(exc, JobNotFound) else str(exc)
-        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no {what}")
 
-    @app.exception_handler(Conflict)
-    def conflict(exc: Conflict) -> Response[Any]:
-        return error_response(HTTPStatus.CONFLICT, "conflict", str(exc))
+def invalid_fields(exc: InvalidFields) -> Response[Any]:
+    return _invalid([ErrorDetail(field=e.field, reason=e.reason) for e in exc.errors])
 
-    @app.exception_handler(Unavailable)
-    def unavailable(exc: Unavailable) -> Response[Any]:
-        log.warning("answering 503: %s", exc)  # the client is told to retry; the operator needs the cause
-        return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable",
-                              "a backing service is unavailable; retry later (with an idempotency_key to be safe)")
+
+def forbidden(exc: Forbidden) -> Response[Any]:
+    return error_response(HTTPStatus.FORBIDDEN, "forbidden", str(exc),
+                          [ErrorDetail(field=exc.field, reason=exc.reason)])
+
+
+def limit_reached(exc: LimitReached) -> Response[Any]:
+    body = ErrorOut(error="limit_reached", message=str(exc), errors=[ErrorDetail(field=exc.limit, reason=exc.reason)])
+    return Response(status_code=HTTPStatus.TOO_MANY_REQUESTS, content_type=content_types.APPLICATION_JSON,
+                    body=body.model_dump_json(), headers={"Retry-After": str(exc.retry_after_s)})
+
+
+def not_found(exc: NotFound) -> Response[Any]:
+    what = f"job {exc}" if isinstance(exc, JobNotFound) else str(exc)
+    return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no {what}")
+
+
+def conflict(exc: Conflict) -> Response[Any]:
+    return error_response(HTTPStatus.CONFLICT, "conflict", str(exc))
+
+
+def unavailable(exc: Unavailable) -> Response[Any]:
+    log.warning("answering 503: %s", exc)  # the client is told to retry; the operator needs the cause
+    return error_response(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable",
+                          "a backing service is unavailable; retry later (with an idempotency_key to be safe)")
+
+
+def no_route(app: Resolver) -> Callable[[NotFoundError], Response[Any]]:
+    """Powertools' not-found hook: no route for the path is 404; a route, but not for this method, 405 with
+    ``Allow`` (the resolver's table of routes tells which)."""
+    def answer(_: NotFoundError) -> Response[Any]:
+        method, path = app.current_event.http_method.upper(), app.current_event.path
+        allowed = app.routes.allowed(path)
+        if not allowed or method in allowed:
+            return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no route {shorten(path)}")
+        response = error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
+                                  f"{shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}")
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
+
+    return answer
+
+
+#: Which handler answers each error the routes (or Powertools) raise.
+HANDLERS: dict[type[Exception], Callable[[Any], Response[Any]]] = {
+    RequestValidationError: invalid_request, InvalidField: invalid_field, InvalidFields: invalid_fields,
+    Forbidden: forbidden, LimitReached: limit_reached, NotFound: not_found, Conflict: conflict,
+    Unavailable: unavailable,
+}
+
+
+def register(app: Resolver) -> None:
+    for error, handler in HANDLERS.items():
+        app.exception_handler(error)(handler)
+    app.not_found(no_route(app))
+
+
+def shorten(text: str | None, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, safe to put in a JSON error (a lone surrogate is escaped)."""
+    text = (text or "").encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,14 +1,13 @@
-"""What the api refuses at its edge, before a request reaches a route.
+"""What the api refuses in a request's body bytes, before the resolver reads them.
 
 API Gateway hands the function bodies of up to 10 MB with whatever Content-Type the client sent. Left to
-itself, Powertools' resolver answers unknown routes and wrong methods alike with a 404 of its own shape,
-parses a body without Content-Type as JSON (accepting ``NaN``, lone surrogates, and nesting deep enough to
-overflow the parser's stack: a 500), and raises on ``multipart/form-data`` without a boundary (a 500).
-These checks run first, in this order, and answer with the JSON error body of every other error
-(``ErrorOut``):
+itself, Powertools' resolver parses a body without Content-Type as JSON (accepting ``NaN``, lone surrogates,
+and nesting deep enough to overflow the parser's stack: a 500), raises on ``multipart/form-data`` without a
+boundary and on a base64 body that is not UTF-8 (a 500), and its request validation runs before any
+middleware of ours. So these checks run on the event of a request some route serves (an unknown route or
+method is left to the resolver's not-found hook: ``errors.no_route``), in this order, and answer with the
+JSON error body of every other error (``ErrorOut``):
 
-- no route for the path: 404 ``not_found``; a route, but not for this method: 405 ``method_not_allowed``
-  with an ``Allow`` header;
 - a body over ``MAX_BODY_BYTES``: 413 ``payload_too_large`` (the job's ``payload`` has its own, smaller
   limit, checked by the service: 422 naming ``payload``);
 - a body that is not UTF-8: 400 ``malformed_json``;
@@ -20,7 +19,7 @@ These checks run first, in this order, and answer with the JSON error body of ev
 
 - a body that is JSON but not an object (``[]``, ``"x"``, ``3``): 422 naming ``body``.
 
-What an object holds is the route's to validate (Pydantic, 422 naming each field).
+What an object holds is the route's to validate (its Pydantic model, in one pass: 422 naming each field).
 """
 
 from __future__ import annotations
@@ -29,17 +28,15 @@ import base64
 import binascii
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.api.errors import shorten
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from re import Pattern
-
-    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 #: The whole request body, well above the 64 KiB payload limit (room for JSON escapes and formatting).
 MAX_BODY_BYTES = 256 * 1024
@@ -50,49 +47,27 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 JSON_MEDIA_TYPE = "application/json"
 UTF8_NAMES = frozenset({"utf-8", "utf8"})
 
-Routes = list[tuple[str, "Pattern[str]"]]
-
-
 @dataclass(frozen=True)
 class Rejection:
     status: HTTPStatus
     error: str
     message: str
     errors: tuple[ErrorDetail, ...] = ()
-    headers: Mapping[str, str] = field(default_factory=dict)
 
     def response(self) -> dict[str, Any]:
         """The API Gateway (REST, proxy) response."""
         body = ErrorOut(error=self.error, message=self.message, errors=list(self.errors))
         return {
             "statusCode": int(self.status),
-            "headers": {"Content-Type": "application/json", **self.headers},
+            "headers": {"Content-Type": "application/json"},
             "body": body.model_dump_json(),
             "isBase64Encoded": False,
         }
 
 
-def route_table(app: APIGatewayRestResolver) -> Routes:
-    """(method, path pattern) of every route the resolver has, as its own routing matches them."""
-    return [(route.method.upper(), route.rule) for route in (*app._static_routes, *app._dynamic_routes)]
-
-
-def check(event: Mapping[str, Any], routes: Routes) -> Rejection | None:
-    """The first reason to refuse ``event`` (an API Gateway REST proxy event), or None to route it."""
-    method = str(event.get("httpMethod") or "").upper()
-    path = str(event.get("path") or "")
-    return check_route(method, path, routes) or check_body(method, event)
-
-
-def check_route(method: str, path: str, routes: Routes) -> Rejection | None:
-    allowed = sorted({route_method for route_method, rule in routes if rule.match(path)})
-    if not allowed:
-        return Rejection(HTTPStatus.NOT_FOUND, "not_found", f"no route {_shorten(path)}")
-    if method not in allowed:
-        return Rejection(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
-                         f"{_shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}",
-                         headers={"Allow": ", ".join(allowed)})
-    return None
+def check(event: Mapping[str, Any]) -> Rejection | None:
+    """Why the body of ``event`` (an API Gateway REST proxy event) is refused, or None to resolve it."""
+    return check_body(str(event.get("httpMethod") or "").upper(), event)
 
 
 def check_body(method: str, event: Mapping[str, Any]) -> Rejection | None:
@@ -138,7 +113,7 @@ def check_media_type(value: str | None) -> Rejection | None:
                 if k.strip().lower() == "charset"]
     if media_type.strip().lower() == JSON_MEDIA_TYPE and all(c in UTF8_NAMES for c in charsets):
         return None
-    sent = f"Content-Type {_shorten(value, 100)!r}" if value is not None else "no Content-Type"
+    sent = f"Content-Type {shorten(value, 100)!r}" if value is not None else "no Content-Type"
     return Rejection(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                      f"the body must be JSON (Content-Type: application/json, UTF-8); got {sent}",
                      (ErrorDetail(field="content-type", reason="must be application/json"),))
@@ -154,7 +129,7 @@ def check_json(text: str) -> Rejection | None:
     except RecursionError:
         return _too_deep(())
     except ValueError as bad:  # an integer with more digits than int() takes (4300 by default)
-        return _invalid("body", f"a number is too long: {_shorten(str(bad), 80)}")
+        return _invalid("body", f"a number is too long: {shorten(str(bad), 80)}")
     return _check_values(value) or _check_shape(value)
 
 
@@ -251,13 +226,7 @@ def _is_unicode(text: str) -> bool:
 def _field(path: Sequence[str | int]) -> str:
     """``schedule.at``, ``payload.items.3``, as the other errors name fields; ``body`` for the body itself."""
     parts = ["body"] if not path or isinstance(path[0], int) else []
-    return _shorten(".".join([*parts, *(str(part) for part in path)]), 200)
-
-
-def _shorten(text: str | None, limit: int = 200) -> str:
-    """``text`` cut to ``limit`` characters, safe to put in a JSON error (a lone surrogate is escaped)."""
-    text = (text or "").encode("utf-8", "backslashreplace").decode("utf-8")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(".".join([*parts, *(str(part) for part in path)]), 200)
 
 
 def _too_large() -> Rejection:

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic_core import PydanticCustomError
 
-from jobrunner.domain.jobs import MAX_JITTER_S, ExecutionRecord, Job, JobStatus, RetryPolicy
+from jobrunner.api.schedules import ScheduleIn, checked_by
+from jobrunner.domain.jobs import (
+    MAX_BACKOFF_DELAY_S,
+    MAX_JITTER_S,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    ExecutionRecord,
+    Job,
+    JobStatus,
+    RetryPolicy,
+)
 from jobrunner.domain.ledger import Outcome
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
-from jobrunner.domain.schedules import MAX_COUNT
+from jobrunner.domain.tags import MAX_TAGS, parse_tags
 from jobrunner.domain.time import rfc3339
-from jobrunner.services.jobs import MAX_BATCH
+from jobrunner.services.jobs import MAX_BATCH, payload_refusal
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
 
     from jobrunner.domain.calendars import Calendar
@@ -25,34 +39,34 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class DstIn(Strict):
-    gap: Literal["skip", "shift"] = Field(
-        "shift", description="a local time that does not exist: skip it, or fire just after the change")
-    fold: Literal["first", "second", "both"] = Field(
-        "first", description="a local time that occurs twice: fire at its first occurrence, its second, or both")
+def _default_limit() -> int:
+    return DEFAULT_MAX_PAYLOAD_BYTES
 
 
-class ScheduleIn(Strict):
-    """Exactly one of ``at``, ``every``, ``cron``, ``iso8601``."""
+#: The payload limit of the tenant whose request is being validated (``JobService.payload_limit``), set around
+#: each request by the api (``app.py``), read only when a body has a payload: the model checks a payload's size
+#: with its other fields.
+PAYLOAD_LIMIT: ContextVar[Callable[[], int]] = ContextVar("payload_limit", default=_default_limit)
 
-    at: str | None = Field(None, description="RFC 3339 instant with offset, e.g. 2026-11-22T10:00:00Z")
-    every: str | None = Field(None, description="ISO 8601 duration, at least PT10S, e.g. PT5M")
-    start: str | None = Field(None, description="with every: first fire; with cron: no fire before it (RFC 3339)")
-    end: str | None = Field(None, description="with every, cron or iso8601: no fire after this instant (RFC 3339)")
-    count: int | None = Field(None, ge=1, le=MAX_COUNT, description=(
-        "with every or cron: at most this many fires, counted from the job's submission (or the PATCH that sets "
-        "it); the last of them becomes the schedule's end (iso8601 states its own: R<n>)"))
-    cron: str | None = Field(None, description="five-field cron expression")
-    timezone: str | None = Field(None, description="with cron: IANA time zone, default UTC")
-    dst: DstIn | None = Field(None, description="with cron: what a daylight-saving change does to its fires "
-                                                "(default: Debian cron's, see docs/schedules.md)")
-    iso8601: str | None = Field(None, description="ISO 8601 repeating interval, e.g. R5/2026-11-22T10:00:00Z/PT1H")
+
+def _within_limit(payload: JsonValue) -> JsonValue:
+    refusal = payload_refusal(payload, PAYLOAD_LIMIT.get()())
+    if refusal is not None:
+        raise PydanticCustomError("too_large", "{reason}", {"reason": refusal})
+    return payload
+
+
+Payload = Annotated[JsonValue, AfterValidator(_within_limit)]
+#: A tag's key and value, each checked as the domain checks a job's tags (an error names ``tags.<key>``).
+TagKey = Annotated[str, checked_by(lambda key, path: next(iter(parse_tags({key: ""}, path))))]
+TagValue = Annotated[str, checked_by(lambda value, path: parse_tags({"key": value}, path)["key"])]
+Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
 
 
 class BackoffIn(Strict):
-    initial_delay_s: float = Field(10.0, gt=0, le=86_400)
+    initial_delay_s: float = Field(10.0, gt=0, le=MAX_BACKOFF_DELAY_S)
     multiplier: float = Field(2.0, ge=1, le=10)
-    max_delay_s: float = Field(300.0, gt=0, le=86_400)
+    max_delay_s: float = Field(300.0, gt=0, le=MAX_BACKOFF_DELAY_S)
 
 
 _CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}): a fire on a date it excludes is "
@@ -83,16 +97,17 @@ _DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its
 
 class JobIn(Strict):
     schedule: ScheduleIn
-    payload: JsonValue = Field(default_factory=dict, description="any JSON value, size-limited")
+    payload: Payload = Field(default_factory=dict, description="any JSON value, size-limited")
     topic: str | None = Field(None, min_length=1, max_length=249, description="an allowed topic; default jobs")
-    max_retries: int = Field(0, ge=0, le=20, description="retries after the first attempt fails")
+    max_retries: int = Field(0, ge=0, le=MAX_RETRIES, description="retries after the first attempt fails")
     backoff: BackoffIn | None = None
-    timeout_s: int | None = Field(None, ge=1, le=86_400, description="an execution not reported by then fails")
+    timeout_s: int | None = Field(None, ge=1, le=MAX_TIMEOUT_S, description="an execution not reported by then fails")
     jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
-    tags: dict[str, str] | None = Field(None, description=(
-        "key/value labels, at most 20 (keys: letters, digits, _ . / -); lists and bulk changes select by them"))
+    tags: Tags | None = Field(None, description=(
+        f"key/value labels, at most {MAX_TAGS} (keys: letters, digits, _ . / -); lists and bulk changes select "
+        "by them"))
     calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
     delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
@@ -118,16 +133,16 @@ class JobPatchIn(Strict):
     """Only the fields present change; they take effect from the next fire."""
 
     schedule: ScheduleIn | None = None
-    payload: JsonValue = None
+    payload: Payload = None
     topic: str | None = Field(None, min_length=1, max_length=249)
-    max_retries: int | None = Field(None, ge=0, le=20)
+    max_retries: int | None = Field(None, ge=0, le=MAX_RETRIES)
     backoff: BackoffIn | None = None
-    timeout_s: int | None = Field(None, ge=1, le=86_400)
+    timeout_s: int | None = Field(None, ge=1, le=MAX_TIMEOUT_S)
     jitter_s: int | None = Field(None, ge=1, le=MAX_JITTER_S, description=(
         "null to remove; "
         "each scheduled fire is due up to this many seconds after it, at an offset fixed per job and fire "
         "(spreads jobs that share a fire time); none: at the fire"))
-    tags: dict[str, str] | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
+    tags: Tags | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
     calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
     delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
     overlap: OverlapName | None = Field(None, description=_OVERLAP)

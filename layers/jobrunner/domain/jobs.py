@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
+# What the API reports is what the CLI reads: one definition, shared with the clients.
+from jobrunner_client.protocol import JobStatus as JobStatus
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
@@ -42,19 +45,6 @@ class JobState(StrEnum):
     CANCELLED = "CANCELLED"
     #: Deleted after its last fire (``delete_after_last``, ``domain.retire``): not found by the API any more, but
     #: its runs now, backfills and retries still in flight go on, and its row expires with its history.
-    DELETED = "DELETED"
-
-
-class JobStatus(StrEnum):
-    """What the API reports: PENDING -> SCHEDULED -> RUNNING -> SUCCESS | FAILED, plus PAUSED, CANCELLED."""
-
-    PENDING = "PENDING"
-    SCHEDULED = "SCHEDULED"
-    RUNNING = "RUNNING"
-    SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
-    PAUSED = "PAUSED"
-    CANCELLED = "CANCELLED"
     DELETED = "DELETED"
 
 
@@ -158,6 +148,12 @@ class Job:
 
 #: The widest jitter window a job may have.
 MAX_JITTER_S = 3600
+#: The longest an execution may go unreported before it fails (a job's ``timeout_s``).
+MAX_TIMEOUT_S = 24 * 3600
+#: The most retries after the first attempt a job may ask for.
+MAX_RETRIES = 20
+#: The longest backoff delay (initial or capped) between attempts.
+MAX_BACKOFF_DELAY_S = 24 * 3600
 
 
 def due_of(job: Job, fire: datetime) -> datetime:

@@ -156,6 +156,14 @@ def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -
     if not complete:
         notes.append("the change log was read back to " + (rfc3339(entries[0].changed_at) if entries else "now")
                      + " only: earlier changes are not taken into account")
+    epochs = _epochs(job, entries, notes)
+    pauses, cancelled_at = _pauses_and_cancel(job, entries)
+    return Timeline(tuple(epochs), tuple(pauses), cancelled_at, tuple(notes))
+
+
+def _epochs(job: Job, entries: Sequence[JobChange], notes: list[str]) -> list[Epoch]:
+    """The schedule in effect from each submit or schedule patch on (None where the log does not hold it, with a
+    note), the last one the job's own; the job's schedule from its creation when the log has none."""
     schedules = [c for c in entries if c.action == "submit" or (c.action == "patch" and "schedule" in c.details.get(
         "fields", ()))]
     epochs: list[Epoch] = []
@@ -174,6 +182,11 @@ def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -
                          "executions are listed")
     if not epochs:
         epochs.append(Epoch(job.schedule, job.created_at))
+    return epochs
+
+
+def _pauses_and_cancel(job: Job, entries: Sequence[JobChange]) -> tuple[list[Pause], datetime | None]:
+    """The pauses (with their resumes) and the cancel in the log, and those the job shows that the log lacks."""
     pauses: list[Pause] = []
     cancelled_at = None
     for change in entries:
@@ -187,7 +200,7 @@ def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -
         pauses.append(Pause(job.paused_at))
     if job.state is JobState.CANCELLED and cancelled_at is None:
         cancelled_at = job.updated_at
-    return Timeline(tuple(epochs), tuple(pauses), cancelled_at, tuple(notes))
+    return pauses, cancelled_at
 
 
 def _schedule_or_none(spec: Any) -> Schedule | None:

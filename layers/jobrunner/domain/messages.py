@@ -1,4 +1,5 @@
-"""The Kafka message contract of an execution (DESIGN.md, "Kafka messages")."""
+"""The Kafka messages of an execution as the scan builds them (DESIGN.md, "Kafka messages"); their fields and
+headers are declared in ``jobrunner_client.protocol``, shared with the worker SDK."""
 
 from __future__ import annotations
 
@@ -6,6 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import child_traceparent
+from jobrunner_client.protocol import (
+    ATTEMPT_HEADER,
+    CANCEL_HEADER,
+    EXECUTION_ID_HEADER,
+    SCHEDULED_AT_HEADER,
+    TRACEPARENT_HEADER,
+    CancelMessage,
+    ExecutionMessage,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -18,7 +28,7 @@ def execution_message(
 ) -> tuple[str, dict[str, Any], dict[str, str]]:
     """(key, value, headers) of the message that hands ``row`` to the workers; ``result_token`` is what the
     worker sends back with its result (``domain.receipts``)."""
-    value = {
+    value: ExecutionMessage = {
         "execution_id": row.execution_id,
         "job_id": job.job_id,
         "user_id": job.user_id,
@@ -29,17 +39,16 @@ def execution_message(
         "result_token": result_token,
     }
     headers = {
-        "execution_id": row.execution_id,
-        "scheduled_at": value["scheduled_at"],
-        "attempt": str(row.attempt),
+        EXECUTION_ID_HEADER: row.execution_id,
+        SCHEDULED_AT_HEADER: value["scheduled_at"],
+        ATTEMPT_HEADER: str(row.attempt),
     }
     if job.trace_parent:
-        headers["traceparent"] = child_traceparent(job.trace_parent, row.execution_id)
-    return job.job_id, value, headers
+        headers[TRACEPARENT_HEADER] = child_traceparent(job.trace_parent, row.execution_id)
+    return job.job_id, dict(value), headers
 
 
-#: The header that marks a cancel message on a job's topic (the worker helper looks for it, ``jobrunner.worker``).
-CANCEL_HEADER = "jobrunner-cancel"
+__all__ = ["CANCEL_HEADER", "cancel_message", "execution_message"]
 
 
 def cancel_message(
@@ -48,7 +57,7 @@ def cancel_message(
     """(key, value, headers) of the message that asks the workers to cancel execution ``execution_id`` (the
     overlap policy ``cancel_other``: the fire at ``superseded_by`` replaces it). Keyed by the job like its
     executions, so it reaches the partition, hence the worker, that has the execution."""
-    value = {
+    value: CancelMessage = {
         "cancel": True,
         "execution_id": execution_id,
         "job_id": job.job_id,
@@ -57,4 +66,4 @@ def cancel_message(
         "attempt": attempt,
         "reason": f"overlap policy cancel_other: the fire at {rfc3339(superseded_by)} replaces it",
     }
-    return job.job_id, value, {CANCEL_HEADER: execution_id, "execution_id": execution_id}
+    return job.job_id, dict(value), {CANCEL_HEADER: execution_id, EXECUTION_ID_HEADER: execution_id}

@@ -8,20 +8,12 @@ child of it whose span id is derived from the execution id, so that every copy o
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 
-_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+# Shared with the worker SDK, which continues the trace: one definition of a valid traceparent.
+from jobrunner_client.protocol import parse_traceparent
 
-
-def parse_traceparent(value: str | None) -> str | None:
-    """The header if it is a valid version-00 traceparent (all-zero ids are invalid), else None."""
-    if not value:
-        return None
-    match = _TRACEPARENT.match(value.strip().lower())
-    if match is None or set(match.group(1)) == {"0"} or set(match.group(2)) == {"0"}:
-        return None
-    return match.group(0)
+__all__ = ["child_traceparent", "new_traceparent", "parse_traceparent"]
 
 
 def new_traceparent() -> str:

@@ -22,6 +22,7 @@ from jobrunner.domain.errors import (
 )
 from jobrunner.domain.jobs import (
     MAX_JITTER_S,
+    MAX_TIMEOUT_S,
     RUN_RECORDS,
     ExecutionRecord,
     Job,
@@ -50,12 +51,11 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.limits import QuotaChange
-    from jobrunner.ports import CalendarStore, ChangeLog, Clock, JobStore, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, Clock, Stores, TenantQuotas
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
 
-MAX_TIMEOUT_S = 24 * 3600
 #: Compare-and-set attempts of one change before it answers 409 (each lost one re-reads the job).
 MAX_UPDATE_ATTEMPTS = 5
 #: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
@@ -73,6 +73,12 @@ LEDGER_PAGE = 500
 MAX_LEDGER_PAGES = 10
 #: Records read before a ledger's range, for a job with a catch-up window (a drop may have begun before it).
 LEDGER_EARLIER = 20
+
+
+def payload_refusal(payload: Any, limit: int) -> str | None:
+    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
+    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+    return f"is {size} bytes; the limit is {limit}" if size > limit else None
 
 
 @dataclass(frozen=True)
@@ -152,7 +158,7 @@ class JobChanges:
 
 
 class JobService:
-    def __init__(self, store: JobStore, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
+    def __init__(self, store: Stores, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
                  quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
                  calendars: CalendarStore | None = None) -> None:
         self._store = store
@@ -216,7 +222,7 @@ class JobService:
             def write(at: datetime) -> list[ScheduledExecution]:
                 pairs = [(job, self._plan(job, job.next_run_at, at, Trigger.SCHEDULE)) for job in jobs
                          if job.next_run_at is not None]
-                self._store.create_many(pairs)
+                self._store.create_jobs(pairs)
                 return [row for _, row in pairs]
 
             self._write_in_time(write)
@@ -224,21 +230,13 @@ class JobService:
             done.update((index, (job, True)) for index, job in together)
         return [done[index] for index in range(len(items))]
 
-    def check_many(self, user_id: str, news: Sequence[tuple[int, NewJob]]) -> list[InvalidField]:
-        """What is wrong with each of a batch's jobs (``news``: (index in the batch, job)), each error named
-        by its item (``jobs.3.payload``), without writing anything: so that a batch refused for one wrong job
-        names every other wrong field too. A topic not granted raises ``Forbidden`` (403), naming its item."""
-        _, wrong = self._check_many(user_id, [new for _, new in news], self._clock.now(),
-                                    indexes=[index for index, _ in news])
-        return wrong
-
-    def _check_many(
-        self, user_id: str, news: Sequence[NewJob], now: datetime, indexes: Sequence[int] | None = None,
-    ) -> tuple[list[str], list[InvalidField]]:
+    def _check_many(self, user_id: str, news: Sequence[NewJob], now: datetime) -> tuple[list[str], list[InvalidField]]:
+        """What is wrong with each of a batch's jobs, each error named by its item (``jobs.3.payload``), so that
+        a batch refused for one wrong job names every other wrong field too. A topic not granted raises
+        ``Forbidden`` (403), naming its item."""
         topics: list[str] = []
         wrong: list[InvalidField] = []
-        for n, new in enumerate(news):
-            index = indexes[n] if indexes is not None else n
+        for index, new in enumerate(news):
             try:
                 topics.append(self._validate(user_id, new, now))
             except InvalidField as exc:
@@ -270,7 +268,7 @@ class JobService:
             if winner.job_id != job_id:
                 if winner.fingerprint != fingerprint:
                     raise Conflict("idempotency_key was already used for a different request")
-                existing = self._store.get(user_id, winner.job_id)
+                existing = self._store.get_job(user_id, winner.job_id)
                 if existing is not None:
                     return self._with_runs([existing])[0], False
                 # The first request died before its job was written: finish it, as of its own instant.
@@ -281,7 +279,7 @@ class JobService:
 
         def write(at: datetime) -> list[ScheduledExecution]:
             row = self._plan(job, first, at, Trigger.SCHEDULE)
-            self._store.create(job, row)
+            self._store.create_job(job, row)
             return [row]
 
         self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write))
@@ -309,7 +307,7 @@ class JobService:
     def get(self, user_id: str, job_id: str) -> Job:
         """The job with its run fields, derived from its newest history records (``domain.jobs.with_runs``). A job
         deleted after its last fire is not found (its history and change log still are)."""
-        job = self._store.get(user_id, job_id)
+        job = self._store.get_job(user_id, job_id)
         if job is None or job.state is JobState.DELETED:
             raise JobNotFound(job_id)
         return self._with_runs([job])[0]
@@ -375,7 +373,7 @@ class JobService:
     ) -> list[JobChange]:
         """A page of the job's change log, newest first (``ChangeLog.changes``); of a job deleted after its last
         fire too, while its entries are kept."""
-        if self._store.get(user_id, job_id) is None:
+        if self._store.get_job(user_id, job_id) is None:
             newest = self._changes.changes(job_id, 1) if self._changes is not None else []
             if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
                 raise JobNotFound(job_id)
@@ -433,7 +431,8 @@ class JobService:
         high = planned[limit] if len(planned) > limit else end
         records = self._records_between(job_id, low, high)
         # a catch-up window's drop that began before the range stands for fires in it: the records just before
-        earlier = self._store.history(job_id, LEDGER_EARLIER, (low, 0, None)) if not job.catch_up.replays_all else []
+        earlier = (self._store.history_page(job_id, LEDGER_EARLIER, (low, 0, None))
+                   if not job.catch_up.replays_all else [])
         kept = timedelta(days=self._rules.limits.of(user_id).history_days)
         calendar = self._calendar_of(job)
 
@@ -463,7 +462,7 @@ class JobService:
         found: list[ExecutionRecord] = []
         before: tuple[datetime, int, str | None] = (high + timedelta(milliseconds=1), 0, None)
         for _ in range(MAX_LEDGER_PAGES):
-            page = self._store.history(job_id, LEDGER_PAGE, before)
+            page = self._store.history_page(job_id, LEDGER_PAGE, before)
             found += [r for r in page if r.scheduled_at >= low]
             if len(page) < LEDGER_PAGE or page[-1].scheduled_at < low:
                 break
@@ -474,14 +473,14 @@ class JobService:
     def executions(
         self, user_id: str, job_id: str, limit: int = 50, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
-        """A page of the job's history (``JobStore.history``: ``before`` names the last record of the page before);
-        of a job deleted after its last fire too (``delete_after_last``), while its records are kept: each names
-        its tenant."""
-        if self._store.get(user_id, job_id) is None:
-            newest = self._store.history(job_id, 1)
+        """A page of the job's history (``HistoryStore.history_page``: ``before`` names the last record of the page
+        before); of a job deleted after its last fire too (``delete_after_last``), while its records are kept:
+        each names its tenant."""
+        if self._store.get_job(user_id, job_id) is None:
+            newest = self._store.history_page(job_id, 1)
             if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
                 raise JobNotFound(job_id)
-        return self._store.history(job_id, limit, before)
+        return self._store.history_page(job_id, limit, before)
 
     @staticmethod
     def fires_left(job: Job) -> int | None:
@@ -688,10 +687,10 @@ class JobService:
         keeps the schedule writes no row."""
         due = updated.next_run_at if updated.state is JobState.ACTIVE else None
         if due is None or updated.schedule_version != updated.version:
-            return self._store.update(updated, [], expected_version)
+            return self._store.update_job(updated, [], expected_version)
         now = self._clock.now()
         row = self._plan(updated, due, now, Trigger.SCHEDULE)
-        if not self._store.update(updated, [row], expected_version):
+        if not self._store.update_job(updated, [row], expected_version):
             return False
         wake(self._waker, [row])
         if not placed_in_time([row], now, self._clock.now()):
@@ -699,7 +698,7 @@ class JobService:
         return True
 
     def _schedule(self, rows: list[ScheduledExecution]) -> list[ScheduledExecution]:
-        self._store.schedule(rows)
+        self._store.write_scheduled(rows)
         return rows
 
     def _write_in_time(self, write: Callable[[datetime], list[ScheduledExecution]]) -> bool:
@@ -733,11 +732,15 @@ class JobService:
                             else "no topic is granted to this tenant")
         return chosen
 
+    def payload_limit(self, user_id: str) -> int:
+        """The largest payload (serialized, in bytes) the tenant may give a job: the lower of the deployment's
+        and its own limit."""
+        return min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
+
     def _check_payload(self, user_id: str, payload: Any) -> None:
-        limit = min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
-        size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        if size > limit:
-            raise InvalidField("payload", f"is {size} bytes; the limit is {limit}")
+        refusal = payload_refusal(payload, self.payload_limit(user_id))
+        if refusal is not None:
+            raise InvalidField("payload", refusal)
 
     def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool]) -> bool:
         """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:

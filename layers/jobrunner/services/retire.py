@@ -5,7 +5,7 @@ dead letter with no retry left), and the scan after it records one of its fires 
 executions to end finds the job done and deletes it. Nothing is asked for any other job.
 
 Deleting a job marks it DELETED (a compare-and-set on its version, so a change that lands first keeps it),
-then writes its row again to expire with its history (``JobStore.retire``): the API no longer finds it, and
+then writes its row again to expire with its history (``JobStore.retire_job``): the API no longer finds it, and
 a run now or a backfill requested just before (its row written, not yet published) still finds it and runs.
 
 Cost, for such a job only: after each execution that ends, a read of its newest records; once, when it is
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import RUN_RECORDS, JobState
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.retire import done_for_good
-from jobrunner.ports import JobChange
+from jobrunner.ports import HistoryStore, JobChange, JobStore
 
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job
-    from jobrunner.ports import ChangeLog, Clock, JobStore, TenantQuotas
+    from jobrunner.ports import ChangeLog, Clock, TenantQuotas
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,12 @@ log = logging.getLogger(__name__)
 ACTOR = "jobrunner"
 
 
+class RetireStores(JobStore, HistoryStore, Protocol):
+    """The store ports a delete uses: the job's newest records (read), then the job (retired)."""
+
+
 class Retirer:
-    def __init__(self, store: JobStore, clock: Clock, changes: ChangeLog | None = None,
+    def __init__(self, store: RetireStores, clock: Clock, changes: ChangeLog | None = None,
                  quotas: TenantQuotas | None = None, limits: TenantLimits | None = None) -> None:
         self._store = store
         self._clock = clock
@@ -57,7 +61,7 @@ class Retirer:
             now = self._clock.now()
             deleted = job.with_changes(state=JobState.DELETED, version=job.version + 1,
                                        schedule_version=job.version + 1, updated_at=now, next_run_at=None)
-            if not self._store.retire(deleted, job.version, self._limits.of(job.user_id).history_ttl_s):
+            if not self._store.retire_job(deleted, job.version, self._limits.of(job.user_id).history_ttl_s):
                 return False
         except Unavailable as exc:
             log.warning("could not delete job %s after its last fire: %s", job.job_id, exc)

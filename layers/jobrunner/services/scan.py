@@ -51,7 +51,7 @@ import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
@@ -88,8 +88,16 @@ from jobrunner.domain.policies import Overlap, SkipReason, skip_note
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE, utc
-from jobrunner.ports import Completion, OutboundMessage, Outcome, PublishError
-from jobrunner.services.results import dead_letter
+from jobrunner.ports import (
+    Completion,
+    HistoryStore,
+    JobStore,
+    OutboundMessage,
+    Outcome,
+    PublishError,
+    ScheduledRowStore,
+)
+from jobrunner.services.outcomes import dead_letter
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
@@ -97,8 +105,8 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.topics import TopicGrants
-    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, JobStore, Publisher, ScanRequest
-    from jobrunner.services.results import ResultsService
+    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, Publisher, ScanRequest
+    from jobrunner.services.outcomes import Outcomes
     from jobrunner.services.retire import Retirer
     from jobrunner.services.wake import ScanWaker
 
@@ -390,15 +398,34 @@ class _Partition:
     group_limit: int = 0
 
 
+class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
+    """The store ports a scan uses: its partition's scheduled rows (read, settled, written), the jobs (read)
+    and the executions' history (written before each publish, read for replays and overlap policies)."""
+
+
+@dataclass
+class _Loop:
+    """The timers of a scan's loop (``ScanService._run``)."""
+
+    next_poll: datetime
+    next_renew: datetime
+    next_progress: datetime
+    #: A late poll that read the lane to its end has returned since the last write into this partition.
+    final_poll_done: bool = False
+    #: Since when the scan has had nothing to do (``ScanRules.idle_end``).
+    idle_since: datetime | None = None
+
+
 class ScanService:
     def __init__(
-        self, store: JobStore, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
-        rules: ScanRules, owner_prefix: str = "scan", results: ResultsService | None = None,
+        self, store: ScanStores, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
+        rules: ScanRules, owner_prefix: str = "scan", outcomes: Outcomes | None = None,
         waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
     ) -> None:
         #: Deletes a job that asked for it once its last fire is skipped and nothing else runs (``services.retire``).
         self._retirer = retirer
-        self._results = results
+        #: Ends a timed-out execution when its watchdog row comes due (None: watchdog rows are only settled).
+        self._outcomes = outcomes
         #: The tenants' calendars, read for the jobs that name one (``_fires_to_run``); None: none applied.
         self._calendars = calendars
         #: Wakes the scan of another partition this scan wrote a LATE row to (``services.wake``).
@@ -433,7 +460,7 @@ class ScanService:
                 start = LanePosition.decode(states[0].progress)
         except Unavailable:
             replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
-        due = _Due(lambda after: self._store.scheduled(bucket, segment, Lane.PLANNED, after=after), start,
+        due = _Due(lambda after: self._store.lane_rows(bucket, segment, Lane.PLANNED, after=after), start,
                    window=self._rules.fair_window)
         part = _Partition(segment, bucket, owner, report, due, lease_until=now + self._rules.lease_ttl,
                           replaying=replaying, kept=start)
@@ -445,67 +472,87 @@ class ScanService:
         return report
 
     def _run(self, part: _Partition) -> None:
-        rules = self._rules
-        end = part.bucket + MINUTE + rules.settle
-        deadline = end + rules.overtime
+        end = part.bucket + MINUTE + self._rules.settle
+        deadline = end + self._rules.overtime
         now = self._clock.now()
-        part.due.open(now, rules.retry_backoff)
-        next_poll = now
-        next_renew = now + rules.renew_every
-        next_progress = now + rules.progress_every
-        final_poll_done = False
-        idle_since: datetime | None = None
+        part.due.open(now, self._rules.retry_backoff)
+        loop = _Loop(next_poll=now, next_renew=now + self._rules.renew_every,
+                     next_progress=now + self._rules.progress_every)
         while True:
             now = self._clock.now()
-            if now >= next_renew or (now >= next_progress and part.due.progress() != part.kept):
-                self._renew(part, now)
-                next_renew = now + rules.renew_every
-            if now >= next_progress:
-                next_progress = now + rules.progress_every
-            if part.due.retry_at is not None and now >= part.due.retry_at:
-                part.due.open(now, rules.retry_backoff)
-            if now >= next_poll:
-                polled_at_end = now >= end
-                part.wrote_here = False
-                if self._poll_late(part, now, to_end=polled_at_end):
-                    final_poll_done = final_poll_done or polled_at_end
-                next_poll = now + rules.poll_every
-            if part.pending:
-                self._complete(part)
-            limit = part.group_limit or min(rules.first_group, rules.group_size)
-            rows = part.due.take(now, limit, rules.retry_backoff)
-            # Caught up (fewer rows than allowed): the next burst starts small again; else the groups grow.
-            part.group_limit = min(rules.group_size, limit * 2) if len(rows) == limit else 0
-            if rows:
-                progress = _progress(part.report)
-                self._publish(part, rows, now)
-                # A group that got nothing through ends the scan once the deadline has passed: its rows
-                # may be due again at once (a publish that times out lasts as long as the retry backoff),
-                # so the check below would never be reached, and the lease, renewed before each publish,
-                # would never lapse for another scan to take the partition over.
-                now = self._clock.now()
-                if now < deadline or _progress(part.report) > progress:
-                    continue
+            self._upkeep(part, loop, now, end)
+            after = self._publish_next_group(part, now, deadline)
+            if after is None:
+                continue
+            now = after
             if part.wrote_here:  # our own write into this partition needs one more look at the late lane
-                final_poll_done = False
-            if final_poll_done and part.due.empty() and not part.pending:
+                loop.final_poll_done = False
+            if loop.final_poll_done and part.due.empty() and not part.pending:
                 break
-            if rules.idle_end is None or not part.due.empty() or part.pending or part.wrote_here:
-                idle_since = None
-            elif idle_since is None:
-                idle_since = now
-            elif now - idle_since >= rules.idle_end and now < end - rules.idle_end:
-                if self._end_idle(part):
-                    return
-                idle_since = None
+            if self._idle_ended(part, loop, now, end):
+                return
             if now >= deadline:
                 log.error("partition %s/%s left for catch-up with work outstanding", part.segment, part.bucket)
                 with contextlib.suppress(_LeaseLost):  # keeps the progress since the last renewal for the next scan
                     self._renew(part, now)
                 return
-            wake_at = min(t for t in (part.due.next_at(), next_poll, next_renew) if t is not None)
+            wake_at = min(t for t in (part.due.next_at(), loop.next_poll, loop.next_renew) if t is not None)
             self._clock.sleep_until(wake_at)
         self._finish(part, deadline)
+
+    def _upkeep(self, part: _Partition, loop: _Loop, now: datetime, end: datetime) -> None:
+        """What each turn of the scan's loop does before taking rows: renew the lease (keeping the progress),
+        reopen a broken planned stream, poll the late lane, and write the completions still pending."""
+        rules = self._rules
+        if now >= loop.next_renew or (now >= loop.next_progress and part.due.progress() != part.kept):
+            self._renew(part, now)
+            loop.next_renew = now + rules.renew_every
+        if now >= loop.next_progress:
+            loop.next_progress = now + rules.progress_every
+        if part.due.retry_at is not None and now >= part.due.retry_at:
+            part.due.open(now, rules.retry_backoff)
+        if now >= loop.next_poll:
+            polled_at_end = now >= end
+            part.wrote_here = False
+            if self._poll_late(part, now, to_end=polled_at_end):
+                loop.final_poll_done = loop.final_poll_done or polled_at_end
+            loop.next_poll = now + rules.poll_every
+        if part.pending:
+            self._complete(part)
+
+    def _publish_next_group(self, part: _Partition, now: datetime, deadline: datetime) -> datetime | None:
+        """Publish the next group of due rows, if any. None: the loop goes on at once (the group got something
+        through, or the deadline has not passed); else the instant the loop's checks go on with."""
+        rules = self._rules
+        limit = part.group_limit or min(rules.first_group, rules.group_size)
+        rows = part.due.take(now, limit, rules.retry_backoff)
+        # Caught up (fewer rows than allowed): the next burst starts small again; else the groups grow.
+        part.group_limit = min(rules.group_size, limit * 2) if len(rows) == limit else 0
+        if not rows:
+            return now
+        progress = _progress(part.report)
+        self._publish(part, rows, now)
+        # A group that got nothing through ends the scan once the deadline has passed: its rows
+        # may be due again at once (a publish that times out lasts as long as the retry backoff),
+        # so the checks after it would never be reached, and the lease, renewed before each publish,
+        # would never lapse for another scan to take the partition over.
+        now = self._clock.now()
+        if now < deadline or _progress(part.report) > progress:
+            return None
+        return now
+
+    def _idle_ended(self, part: _Partition, loop: _Loop, now: datetime, end: datetime) -> bool:
+        """Whether the scan, with nothing to do for ``ScanRules.idle_end``, gave its lease up and may end."""
+        idle_end = self._rules.idle_end
+        if idle_end is None or not part.due.empty() or part.pending or part.wrote_here:
+            loop.idle_since = None
+        elif loop.idle_since is None:
+            loop.idle_since = now
+        elif now - loop.idle_since >= idle_end and now < end - idle_end:
+            if self._end_idle(part):
+                return True
+            loop.idle_since = None
+        return False
 
     def _end_idle(self, part: _Partition) -> bool:
         """Give the lease up with nothing left to do; True when the scan may end. A writer whose wake came
@@ -546,7 +593,7 @@ class ScanService:
             now = self._clock.now()
             try:
                 self._beat(part, now)
-                part.report.finished = self._heartbeats.finish(
+                part.report.finished = self._heartbeats.mark_done(
                     part.segment, part.bucket, part.owner, now, part.report.published
                 )
                 if part.report.finished:
@@ -605,7 +652,7 @@ class ScanService:
         the tombstones of the done rows) of the windows before it."""
         reach = now + LATE_REACH
         try:
-            for row in self._store.scheduled(part.bucket, part.segment, Lane.LATE, since=part.late_from,
+            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=part.late_from,
                                              until=None if to_end else reach):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
@@ -627,13 +674,30 @@ class ScanService:
             if not rows:
                 return
         try:
-            jobs = self._store.get_many(sorted({(r.user_id, r.job_id) for r in rows}))
+            jobs = self._store.get_jobs(sorted({(r.user_id, r.job_id) for r in rows}))
         except Unavailable as exc:
             log.warning("job reads failed, retrying: %s", exc)
             report.errors += 1
             for row in rows:
                 due.add(row, not_before=retry_at)
             return
+        live, stale = self._triage(part, rows, jobs, now, retry_at)
+        if stale:
+            self._drop_stale(part, stale)
+        if live:
+            live = self._fires_to_run(part, live, retry_at)
+        if live:
+            self._publish_live(part, live, retry_at)
+        self._complete(part)
+
+    def _triage(
+        self, part: _Partition, rows: list[ScheduledExecution], jobs: dict[tuple[str, str], Job], now: datetime,
+        retry_at: datetime,
+    ) -> tuple[list[tuple[ScheduledExecution, Job]], list[ScheduledExecution]]:
+        """Sort due rows (their jobs read) into those to publish, with their jobs, and the stale ones; a row
+        whose job or version has not landed yet waits, a replay whose result is in is only completed, and a
+        row whose topic is no longer allowed is dead-lettered."""
+        report, due = part.report, part.due
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
@@ -641,7 +705,7 @@ class ScanService:
             if job is None or _ahead(row, job):
                 # Planned by a change whose compare-and-set on the job has not landed yet (a change writes its
                 # rows first), or the first run of a job whose own write has not landed yet (a create writes
-                # the first run first: ``JobStore.create``): wait for it, unless it is clearly never going to.
+                # the first run first: ``JobStore.create_job``): wait for it, unless it is clearly never going to.
                 first_seen = part.ahead.setdefault(_identity(row), now)
                 if now - first_seen < self._rules.change_grace:
                     due.add(row, not_before=retry_at)
@@ -658,20 +722,17 @@ class ScanService:
                 self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed for its tenant", retry_at)
             else:
                 live.append((row, job))
-        if stale:
-            # A stale PLANNED row is left to expire with the rest of its lane; a LATE one is removed so
-            # that the late lane's polls stop returning it.
-            try:
-                self._store.drop([r for r in stale if r.lane is Lane.LATE])
-            except Unavailable:
-                report.errors += 1  # harmless: the row is never published, and a later scan drops it again
-            report.dropped += len(stale)
-            due.settle(stale)
-        if live:
-            live = self._fires_to_run(part, live, retry_at)
-        if live:
-            self._publish_live(part, live, retry_at)
-        self._complete(part)
+        return live, stale
+
+    def _drop_stale(self, part: _Partition, stale: list[ScheduledExecution]) -> None:
+        """Drop rows no job wants any more. A stale PLANNED row is left to expire with the rest of its lane; a
+        LATE one is removed so that the late lane's polls stop returning it."""
+        try:
+            self._store.delete_scheduled([r for r in stale if r.lane is Lane.LATE])
+        except Unavailable:
+            part.report.errors += 1  # harmless: the row is never published, and a later scan drops it again
+        part.report.dropped += len(stale)
+        part.due.settle(stale)
 
     def _fires_to_run(
         self, part: _Partition, live: list[tuple[ScheduledExecution, Job]], retry_at: datetime,
@@ -711,7 +772,7 @@ class ScanService:
         if job.overlap is not Overlap.ALLOW_ALL:
             previous, own, holding = self._previous(job, row)
         elif part.replaying:  # a replay: was this fire dealt with already? (as ``_already_ended`` asks)
-            own = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+            own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         if own is not None and own.published_at is not None:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
         if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
@@ -722,25 +783,50 @@ class ScanService:
         held = own is not None and own.status is ExecutionStatus.SCHEDULED
         if held:  # held before: its next fire was planned then, never again (released, skipped or held)
             part.next_fires[_identity(row)] = None
-        if job.calendar is not None and self._calendars is not None:
-            calendar = self._calendar(part, job.user_id, job.calendar)
-            exclusion = calendar.excluding(row.scheduled_at) if calendar is not None else None
-            if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
-                log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
-            elif exclusion is not None:
-                self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)),
-                           retry_at)
-                return False
-        if not held and not job.catch_up.replays_all:  # (a held fire is late by design, not missed)
-            # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
-            dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
-            if dropped is not None:  # it and the fires after it up to the resume: one record
-                part.next_fires[_identity(row)] = dropped.resume
-                self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
-                           next_fire=dropped.resume)
-                return False
+        if self._excluded_by_calendar(part, row, job, retry_at):
+            return False
+        if not held and self._dropped_by_catch_up(part, row, job, now, retry_at):  # (a held fire is not missed)
+            return False
         if previous is None:
             return True
+        return self._overlap_allows(part, row, job, previous, holding, held=held, retry_at=retry_at)
+
+    def _excluded_by_calendar(self, part: _Partition, row: ScheduledExecution, job: Job, retry_at: datetime) -> bool:
+        """Whether the job's calendar excludes the fire (then recorded SKIPPED, ``_skip``)."""
+        if job.calendar is None or self._calendars is None:
+            return False
+        calendar = self._calendar(part, job.user_id, job.calendar)
+        if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
+            log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+            return False
+        exclusion = calendar.excluding(row.scheduled_at)
+        if exclusion is None:
+            return False
+        self._skip(part, row, job, skip_note(SkipReason.CALENDAR, exclusion_note(calendar, exclusion)), retry_at)
+        return True
+
+    def _dropped_by_catch_up(
+        self, part: _Partition, row: ScheduledExecution, job: Job, now: datetime, retry_at: datetime,
+    ) -> bool:
+        """Whether the job's catch-up window drops the fire (then it and the fires after it up to the resume are
+        recorded as one SKIPPED record, ``_skip``)."""
+        if job.catch_up.replays_all:
+            return False
+        # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
+        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
+        if dropped is None:
+            return False
+        part.next_fires[_identity(row)] = dropped.resume
+        self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
+                   next_fire=dropped.resume)
+        return True
+
+    def _overlap_allows(
+        self, part: _Partition, row: ScheduledExecution, job: Job, previous: Previous, holding: int, *, held: bool,
+        retry_at: datetime,
+    ) -> bool:
+        """Whether the job's overlap policy lets the fire run now, given the execution before it: a skip is
+        recorded, a hold written again for later, a cancel sent before this fire is published."""
         decision = decide(job.overlap, previous, holding)
         if decision is Decision.SKIP:
             self._skip(part, row, job, overlap_note(job.overlap, previous), retry_at)
@@ -760,10 +846,10 @@ class ScanService:
         (a run now); another when a skip in between names a fire further back, or the page runs out (at most
         ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
-        records = self._store.history(job.job_id, OVERLAP_LOOKBACK)  # the newest: usually down to the fire
+        records = self._store.history_page(job.job_id, OVERLAP_LOOKBACK)  # the newest: usually down to the fire
         later = running_after(records, fire, job.schedule_version)
         if any(r.scheduled_at > fire for r in records):  # newer records (a run now, an earlier fire): read from it
-            records = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
+            records = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(fire + _MS, 0, None))
         own = next((r for r in records if r.scheduled_at == fire and r.trigger is Trigger.SCHEDULE and r.attempt == 1),
                    None)
         found = previous_fire(records, fire, job.schedule_version, more=len(records) == OVERLAP_LOOKBACK)
@@ -771,14 +857,14 @@ class ScanService:
             if not isinstance(found, datetime):
                 break
             back = found + _MS
-            page = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            page = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
         previous = later or (found if isinstance(found, Previous) else Previous(PreviousState.NONE))
         holding = 0
         if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
             # how long the queue is: the fires held up to the newest (one more read, while fires are held)
             back = previous.at + _MS
-            queue = self._store.history(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
+            queue = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             holding = held_fires(queue, back, job.schedule_version)
         return previous, own, holding
 
@@ -794,8 +880,8 @@ class ScanService:
         record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
         try:
             if first:
-                self._store.finish([Outcome(record, None)])
-            self._store.schedule([again])
+                self._store.write_outcomes([Outcome(record, None)])
+            self._store.write_scheduled([again])
         except Unavailable as exc:
             log.warning("holding a fire failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -856,7 +942,7 @@ class ScanService:
         if not isinstance(next_fire, _Unset):
             record = replace(record, next_fire_at=next_fire)
         try:
-            self._store.finish([Outcome(record, None)])
+            self._store.write_outcomes([Outcome(record, None)])
         except Unavailable as exc:
             log.warning("skip record failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -874,7 +960,7 @@ class ScanService:
         report, due = part.report, part.due
         published_at = self._clock.now()
         try:
-            self._store.start([_record(row, job, published_at) for row, job in live])
+            self._store.write_started([_record(row, job, published_at) for row, job in live])
         except Unavailable as exc:
             log.warning("history writes failed, retrying: %s", exc)
             report.errors += 1
@@ -946,7 +1032,7 @@ class ScanService:
         try:
             self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
                                     timeout_s=self._rules.publish_timeout.total_seconds())
-            self._store.finish([Outcome(record, None)])
+            self._store.write_outcomes([Outcome(record, None)])
         except (PublishError, Unavailable) as exc:
             log.warning("dead-lettering failed, retrying: %s", exc, extra={"job_id": row.job_id})
             part.report.errors += 1
@@ -963,10 +1049,10 @@ class ScanService:
         """Watchdog rows are not published: each fails its execution if that has not reported yet."""
         for row in watchdogs:
             try:
-                if self._results is not None:
-                    self._results.expire(row)
+                if self._outcomes is not None:
+                    self._outcomes.expire(row)
                 if row.lane is Lane.LATE:  # a PLANNED one expires with its lane
-                    self._store.drop([row])
+                    self._store.delete_scheduled([row])
                 part.report.expired += 1
                 part.due.settle([row])
             except (Unavailable, PublishError) as exc:
@@ -979,7 +1065,7 @@ class ScanService:
         """A replay whose result is already in, as the execution's own history record says; a record that
         cannot be read counts as not ended (publish again)."""
         try:
-            record = self._store.record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+            record = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
             return False
         return record is not None and record.status in _ENDED
@@ -1010,7 +1096,7 @@ class ScanService:
         now = self._clock.now()
         completions = [self._completion(part, row, job, now, part.ended) for row, job in part.pending]
         try:
-            self._store.complete(completions)
+            self._store.settle_published(completions)
         except Unavailable as exc:
             log.warning("completion writes failed, retrying: %s", exc)
             part.report.errors += 1
@@ -1046,7 +1132,7 @@ class ScanService:
             now = self._clock.now()
             again = [placed_anew(row, now) for row in late]
             try:
-                self._store.schedule(again)
+                self._store.write_scheduled(again)
             except Unavailable as exc:
                 part.report.errors += 1
                 log.warning("re-placing late rows failed, retrying: %s", exc)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from devstack.stack import LocalStack
-from jobrunner.worker import Execution
+from jobrunner_client.worker import Execution
 
 if TYPE_CHECKING:
     from jobrunner.config import Settings

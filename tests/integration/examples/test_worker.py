@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from jobrunner.worker import Execution
+from jobrunner_client.worker import Execution
 
 if TYPE_CHECKING:
     from types import ModuleType

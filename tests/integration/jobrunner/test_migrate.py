@@ -149,12 +149,13 @@ def test_a_tenants_jobs_are_copied_to_the_sharded_table_and_an_older_releases_la
     later = bucket + timedelta(minutes=1)
     admin.execute(f"UPDATE {keyspace}.job_table SET payload = %s, version = 2, next_run_at = %s, updated_at = %s"
                   " WHERE user_id = %s AND job_id = %s", ('{"n":"older"}', later, later, "alice", "job-01"))
-    job_02 = store.get("alice", "job-02")
+    job_02 = store.get_job("alice", "job-02")
     assert job_02 is not None
-    assert store.update(replace(job_02, payload={"n": "newer"}, version=2, updated_at=later), [], expected_version=1)
+    assert store.update_job(replace(job_02, payload={"n": "newer"}, version=2, updated_at=later), [],
+                            expected_version=1)
     again = migrate(cassandra)
     assert "-- copied 1 job(s) from job_table to job_table_v2" in again
-    changed, kept = store.get("alice", "job-01"), store.get("alice", "job-02")
+    changed, kept = store.get_job("alice", "job-01"), store.get_job("alice", "job-02")
     assert changed is not None and kept is not None
     assert (changed.payload, changed.version, changed.schedule_version, changed.next_run_at) == (
         {"n": "older"}, 2, 2, later)
@@ -240,20 +241,20 @@ def test_migrate_copies_the_legacy_history_never_over_a_newer_row(older: Older) 
     session = connect(cassandra)
     store = CassandraJobStore(session)
     for record in (in_flight, failed, *others):
-        assert store.record(record.job_id, record.scheduled_at, 1, record.execution_id) == record
-    assert store.history("job-a", 10) == [in_flight, failed]
+        assert store.get_record(record.job_id, record.scheduled_at, 1, record.execution_id) == record
+    assert store.history_page("job-a", 10) == [in_flight, failed]
     # and a copy paging 2 rows at a time finds every one of them already there
     assert copy_legacy_history(session, keyspace, page_size=2) == 0
     # Given the new code then finishes the in-flight execution, and an old writer adds a legacy record
     succeeded = replace(in_flight, status=ExecutionStatus.SUCCESS, finished_at=fire + timedelta(seconds=9))
-    store.finish([Outcome(succeeded, None)])
+    store.write_outcomes([Outcome(succeeded, None)])
     late = legacy_record("job-a", fire + timedelta(minutes=1), ExecutionStatus.RUNNING)
     write_legacy(late)
     # When the migration runs again (paging 2 rows at a time)
     copied = copy_legacy_history(session, keyspace, page_size=2)
     # Then only the new legacy record is copied: the newer row in task_history_v2 is left as it is
     assert copied == 1
-    assert store.history("job-a", 10) == [late, succeeded, failed]
+    assert store.history_page("job-a", 10) == [late, succeeded, failed]
     # and a full run copies nothing more; the legacy rows are kept, for the operator to drop with their table
     assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
     assert len(list(admin.execute(f"SELECT * FROM {keyspace}.task_history"))) == 3 + len(others)
@@ -283,7 +284,7 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
     assert "-- copied 1 job(s) from job_table to job_table_v2" in applied
     session = connect(cassandra)
     store = CassandraJobStore(session)
-    job = store.get("alice", "job-1")
+    job = store.get_job("alice", "job-1")
     assert job is not None
     assert (job.version, job.schedule_version, job.next_run_at) == (4, 4, bucket)
     # and a scan's publish of its fire (planned under 4) makes the fire after it its next run
@@ -291,12 +292,12 @@ def test_a_job_stored_before_the_schedule_version_reads_as_before_and_keeps_firi
         bucket=bucket, segment=0, lane=Lane.PLANNED, due_at=bucket, job_id="job-1",
         execution_id=execution_id_for("job-1", bucket, 1, Trigger.SCHEDULE), user_id="alice",
         scheduled_at=bucket, attempt=1, job_version=4, trigger=Trigger.SCHEDULE)
-    store.start([ExecutionRecord(
+    store.write_started([ExecutionRecord(
         job_id="job-1", scheduled_at=bucket, attempt=1, execution_id=row.execution_id, user_id="alice",
         status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=bucket, published_at=bucket,
         job_version=4, next_fire_at=bucket + timedelta(minutes=1))])
-    store.complete([Completion(done=row, following=None)])
-    job = store.get("alice", "job-1")
+    store.settle_published([Completion(done=row, following=None)])
+    job = store.get_job("alice", "job-1")
     assert job is not None
     job = with_runs(job, store.latest_records(["job-1"], RUN_RECORDS)["job-1"])
     assert job.next_run_at == bucket + timedelta(minutes=1)
@@ -314,13 +315,13 @@ def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
     job = Job(user_id="alice", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=bucket),
               payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket)
-    store.create(job, None)
+    store.create_job(job, None)
     cassandra_session.execute(
         "UPDATE job_table_v2 SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND shard = %s"
         " AND job_id = %s",
         ('{"n":2}', bucket + timedelta(minutes=1), "alice", codec.job_shard(job.job_id), job.job_id))
     # When this code reads it
-    stored = store.get("alice", job.job_id)
+    stored = store.get_job("alice", job.job_id)
     # Then its schedule version is its version, so the older code's row (planned under 2) is the job's
     assert stored is not None
     assert (stored.version, stored.schedule_version, stored.next_run_at) == (2, 2, bucket + timedelta(minutes=1))
@@ -349,7 +350,7 @@ def test_history_and_idempotency_keys_expire_and_an_older_table_gains_the_retent
         job_id="job-1", scheduled_at=fire, attempt=1,
         execution_id=execution_id_for("job-1", fire, 1, Trigger.SCHEDULE), user_id="alice",
         status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=fire, published_at=fire)
-    store.start([record])
+    store.write_started([record])
     store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-1", "fp", fire))
     [history_ttl] = session.execute("SELECT TTL(published_at) FROM task_history_v2 WHERE job_id = 'job-1'").one()
     [key_ttl] = session.execute(
@@ -389,7 +390,7 @@ def test_history_written_before_the_run_columns_reads_as_runs_and_the_job_keeps_
     job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=bucket),
               payload={}, topic="jobs", created_at=bucket, updated_at=bucket,
               next_run_at=bucket + timedelta(minutes=1))
-    store.create(job, None)
+    store.create_job(job, None)
     [record] = store.latest_records(["job-1"], RUN_RECORDS)["job-1"]
     assert (record.status, record.job_version, record.next_fire_at) == (ExecutionStatus.SUCCESS, None, None)
     # and the job shows it as its last run, keeping the next run its row holds
@@ -428,8 +429,8 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     calendars.put(calendar_from_dict("alice", "holidays", {"exclude": [{"date": "2026-12-25"}]}))
     assert calendars.get("alice", "holidays") is not None
     named = replace(jobs[0], version=3, calendar="holidays", updated_at=bucket + timedelta(seconds=1))
-    assert store.update(named, [], expected_version=2)
-    stored = store.get("alice", "job-0")
+    assert store.update_job(named, [], expected_version=2)
+    stored = store.get_job("alice", "job-0")
     assert stored is not None and stored.calendar == "holidays"
     session.cluster.shutdown()
 

@@ -121,8 +121,8 @@ def test_a_cluster_node_writes_its_system_tables_through_the_commit_log(
     lib = tmp_path / "cassandra" / "lib"
     lib.mkdir(parents=True)
     (lib / "jamm-0.4.0.jar").touch()
-    monkeypatch.setattr(servers, "LOCAL_DIR", tmp_path)
-    monkeypatch.setattr(servers, "java_executable", lambda: "java")
+    monkeypatch.setattr(servers.settings, "LOCAL_DIR", tmp_path)
+    monkeypatch.setattr(servers.settings, "java_executable", lambda: "java")
     layout = cluster.Layout(**{**cluster.CHAOS_CLUSTER.__dict__, "name": "test-cluster"})
     monkeypatch.setattr(cluster.Layout, "home", property(lambda self: tmp_path / self.name))
 

@@ -182,8 +182,8 @@ def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str,
         job_id=job.job_id, scheduled_at=FIRE, attempt=1, execution_id=row.execution_id, user_id="alice",
         status=ExecutionStatus.RUNNING, trigger=Trigger.SCHEDULE, due_at=FIRE, published_at=FIRE,
     )
-    services.store.start([record])
-    services.store.complete([Completion(done=row, following=None)])
+    services.store.write_started([record])
+    services.store.settle_published([Completion(done=row, following=None)])
     return job, execution_message(job, row, result_token(services.result_key, row.execution_id))[1]
 
 
@@ -239,10 +239,12 @@ def test_run_results_of_an_empty_batch(container: Container) -> None:
 
 
 class BrokenStore(MemoryJobStore):
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+    def get_record(
+        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
+    ) -> ExecutionRecord | None:
         raise Unavailable("database unavailable")
 
-    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
         raise Unavailable("database unavailable")
 
 

@@ -64,7 +64,7 @@ def test_tracing_off_imports_no_opentelemetry() -> None:
 import sys
 from jobrunner import telemetry
 from jobrunner.adapters.publishers.tracing import TracingPublisher
-import jobrunner.api.app, jobrunner.entrypoints, jobrunner.wiring, jobrunner.worker
+import jobrunner.api.app, jobrunner.entrypoints, jobrunner.wiring, jobrunner_client.worker
 telemetry.configure("none")
 with telemetry.span("x", parent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", span_id="1" * 16):
     telemetry.current_span().set_attribute("a", 1)
@@ -72,7 +72,8 @@ loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry"))
 assert not loaded, loaded
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": f"{ROOT / 'layers'}:{ROOT}", "PATH": "/usr/bin:/bin"})
+                          env={"PYTHONPATH": f"{ROOT / 'layers'}:{ROOT / 'client'}:{ROOT}",
+                               "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
 
 

@@ -124,7 +124,7 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
             ExpressionAttributeValues=values,
         )
 
-    def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
+    def mark_done(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
         return self._conditional_update(
             Key=self._key(segment, to_epoch_ms(bucket)),
             UpdateExpression="SET #d = :t, published = :p, finished_at = :now",

@@ -59,7 +59,7 @@ class MemoryHeartbeatStore(HeartbeatStore):
             )
             return True
 
-    def finish(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
+    def mark_done(self, segment: int, bucket: datetime, owner: str, now: datetime, published: int) -> bool:
         with self._lock:
             current = self._partitions.get((segment, bucket))
             if current is None or current.owner != owner:

@@ -174,9 +174,22 @@ class KafkaPublisher(Publisher):
             producer = self.producer
         except KafkaError as exc:
             raise PublishError(range(len(messages)), f"cannot connect: {exc}") from exc
-        futures = []
+        futures, failed, missing = self._send(producer, messages, send_until)
+        cause = "not sent within the publish's time bound" if failed else ""
+        if missing:
+            topics = sorted({messages[index].topic for index in missing})
+            cause = f"topic(s) {', '.join(topics)} do not exist in the cluster"
+        cause, rejected = _settle(producer, futures, deadline, failed, cause)
+        self._drop_stuck_producer(futures, rejected)
+        if failed or missing:
+            raise PublishError(sorted(failed + missing), cause, rejected=sorted(rejected + missing))
+
+    def _send(self, producer: KafkaProducer, messages: Sequence[OutboundMessage], send_until: float,
+              ) -> tuple[list[tuple[int, Any]], list[int], list[int]]:
+        """Send each message until ``send_until``; returns the futures of those sent (with their index) and the
+        indexes of those not sent: failed (retriable: not written, now or later) and of a missing topic."""
+        futures: list[tuple[int, Any]] = []
         failed: list[int] = []
-        rejected: list[int] = []
         missing: list[int] = []
         for index, message in enumerate(messages):
             if self._missing(message.topic, ask=False):
@@ -198,23 +211,11 @@ class KafkaPublisher(Publisher):
             except KafkaError as exc:
                 log.warning("send failed: %s", exc)
                 failed.append(index)
-        cause = "not sent within the publish's time bound" if failed else ""
-        if missing:
-            topics = sorted({messages[index].topic for index in missing})
-            cause = f"topic(s) {', '.join(topics)} do not exist in the cluster"
-        try:
-            producer.flush(timeout=max(0.0, deadline - time.monotonic()))
-        except KafkaError as exc:
-            cause = str(exc)
-        for index, future in futures:
-            try:
-                # Waits out the delivery timeout at most: then the message is acknowledged or given up.
-                future.get(timeout=max(0.0, deadline - time.monotonic()))
-            except Exception as exc:
-                failed.append(index)
-                if isinstance(exc, KafkaError) and not exc.retriable and not isinstance(exc, KafkaTimeoutError):
-                    rejected.append(index)
-                cause = cause or f"{type(exc).__name__}: {exc}"
+        return futures, failed, missing
+
+    def _drop_stuck_producer(self, futures: list[tuple[int, Any]], rejected: list[int]) -> None:
+        """Close the producer (the next publish builds a new one) after a refusal for good, or when it left a
+        message undecided past its delivery timeout; an injected producer is its owner's to close."""
         undecided = sum(1 for _, future in futures if not future.is_done)
         if rejected and self._owns_producer:
             log.warning("the broker refused %d record(s) for good; starting a new producer", len(rejected))
@@ -225,8 +226,6 @@ class KafkaPublisher(Publisher):
             # doc). Closing it at once aborts what it still holds, so nothing of this call is sent later.
             log.warning("%d message(s) still undecided past the delivery timeout; starting a new producer", undecided)
             self.close(timeout_s=0)
-        if failed or missing:
-            raise PublishError(sorted(failed + missing), cause, rejected=sorted(rejected + missing))
 
     def close(self, timeout_s: float = 10) -> None:
         producer, self._producer = self._producer, None
@@ -240,6 +239,27 @@ class KafkaPublisher(Publisher):
             # go on and could still send that message. Abort what it holds instead.
             log.warning("could not close the producer (%s); aborting what it still holds", exc)
             _abort(producer, timeout_s)
+
+
+def _settle(producer: KafkaProducer, futures: list[tuple[int, Any]], deadline: float, failed: list[int],
+            cause: str) -> tuple[str, list[int]]:
+    """Wait until ``deadline`` for the fate of every message sent. Those that failed are added to ``failed``;
+    returns the cause to report (``cause``, or the first failure's) and the indexes refused for good."""
+    rejected: list[int] = []
+    try:
+        producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+    except KafkaError as exc:
+        cause = str(exc)
+    for index, future in futures:
+        try:
+            # Waits out the delivery timeout at most: then the message is acknowledged or given up.
+            future.get(timeout=max(0.0, deadline - time.monotonic()))
+        except Exception as exc:
+            failed.append(index)
+            if isinstance(exc, KafkaError) and not exc.retriable and not isinstance(exc, KafkaTimeoutError):
+                rejected.append(index)
+            cause = cause or f"{type(exc).__name__}: {exc}"
+    return cause, rejected
 
 
 def _abort(producer: KafkaProducer, timeout_s: float) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from jobrunner import telemetry
 from jobrunner.domain.tracing import parse_traceparent
 from jobrunner.ports import Publisher, PublishError
+from jobrunner_client.protocol import TRACEPARENT_HEADER
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,11 +47,11 @@ class TracingPublisher(Publisher):
 
 
 def _traced(message: OutboundMessage) -> bool:
-    return message.parent_trace is not None and parse_traceparent(message.headers.get("traceparent")) is not None
+    return message.parent_trace is not None and parse_traceparent(message.headers.get(TRACEPARENT_HEADER)) is not None
 
 
 def _span(message: OutboundMessage) -> contextlib.AbstractContextManager[telemetry.Span]:
-    header = str(parse_traceparent(message.headers["traceparent"]))
+    header = str(parse_traceparent(message.headers[TRACEPARENT_HEADER]))
     attributes: dict[str, telemetry.AttributeValue] = {
         "messaging.system": "kafka", "messaging.destination.name": message.topic, "jobrunner.job_id": message.key,
         **{f"jobrunner.{k}": v for k, v in message.headers.items() if k in ("execution_id", "scheduled_at", "attempt")},

@@ -1,4 +1,5 @@
-"""JobStore on Apache Cassandra or Amazon Keyspaces, through the DataStax driver.
+"""The store ports (``JobStore``, ``ScheduledRowStore``, ``HistoryStore``, ``IdempotencyStore``) on Apache
+Cassandra or Amazon Keyspaces, through the DataStax driver.
 
 Every statement here is Keyspaces-compatible (checked by ``tests/infra/test_keyspaces_compat.py``):
 prepared DML only, LOCAL_QUORUM writes and reads, no TRUNCATE, no secondary index, no ALLOW FILTERING.
@@ -10,23 +11,24 @@ died is still thought alive (its batch log goes to two other nodes and waits for
 failure detector convicts the dead one: every ``POST /jobs`` timed out meanwhile in the cluster fault suite).
 The steps that must not be half-done are ordered instead, so that what is written first makes the later
 write safe to repeat:
-- ``create`` writes the job's first run, then the job: a job is never without its first run, and a first
+- ``create_job`` writes the job's first run, then the job: a job is never without its first run, and a first
   run whose job write failed has no job, so no scan publishes it (it drops the row as stale); a retried
   create writes both again;
-- ``complete`` writes the following rows (next fire, watchdog), then removes the done row if it is a
+- ``settle_published`` writes the following rows (next fire, watchdog), then removes the done row if it is a
   LATE one: a crash in between leaves the done row, whose replay writes them again. A done PLANNED row
   is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
-- ``finish`` writes the retry row, then the record that ends the execution: a record that says FAILED
+- ``write_outcomes`` writes the retry row, then the record that ends the execution: a record that says FAILED
   always has its retry.
 
 The per-execution writes and reads go in few requests, because on the scan's path the client's cost is per
 request, not per row (a request costs the driver about ten times what a row in it costs):
-- writes of many rows (``start``, ``schedule``, ``drop``) are packed into UNLOGGED batches of at most
-  ``batch_rows`` statements, a partition's rows together (``packed``). An unlogged batch is no atomic step
+- writes of many rows (``write_started``, ``write_scheduled``, ``delete_scheduled``) are packed into UNLOGGED
+  batches of at most ``batch_rows`` statements, a partition's rows together (``packed``). An unlogged batch is
+  no atomic step
   and costs nothing more than its rows (Keyspaces bills each row as a single write; Cassandra applies each
   partition's mutation on its own); each of these writes is idempotent, so a batch that fails in part is
   simply written again. ``KEYSPACES_MAX_BATCH`` bounds it;
-- ``get_many`` reads a tenant's jobs with one ``job_id IN ?`` query per ``in_keys`` jobs of one of its
+- ``get_jobs`` reads a tenant's jobs with one ``job_id IN ?`` query per ``in_keys`` jobs of one of its
   shards (their rows share that partition; Keyspaces runs each value as a subquery, at most
   ``KEYSPACES_MAX_IN``).
 
@@ -51,7 +53,15 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
-from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
+from jobrunner.ports import (
+    Completion,
+    HistoryStore,
+    IdempotencyClaim,
+    IdempotencyStore,
+    JobStore,
+    Outcome,
+    ScheduledRowStore,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -102,7 +112,7 @@ INSERT_RECORD = (
     " due_at, published_at, finished_at, error, job_version, next_fire_at, retry_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
 )
-#: The record of a publish: every column but the end (status, finished_at, error), which only ``finish``
+#: The record of a publish: every column but the end (status, finished_at, error), which only ``write_outcomes``
 #: writes, so a replayed publish never moves an ended execution back to RUNNING.
 INSERT_RECORD_STARTED = (
     "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
@@ -132,7 +142,7 @@ UPDATE_JOB_SETTINGS = (
     " timeout_s = ?, updated_at = ?, jitter_s = ?, tags = ?, policies = ? WHERE user_id = ? AND shard = ?"
     " AND job_id = ? IF version = ?"
 )
-#: A job deleted after its last fire, written again whole to expire with its history (``JobStore.retire``).
+#: A job deleted after its last fire, written again whole to expire with its history (``JobStore.retire_job``).
 INSERT_JOB_EXPIRING = INSERT_JOB + " USING TTL ?"
 #: One shard of a tenant's jobs, in job id order (a list reads every shard and merges them).
 SELECT_JOBS = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? LIMIT ?"
@@ -209,8 +219,13 @@ def write_many(session: Session, stmt: PreparedStatement, values: Sequence[Seque
     guarded(lambda: execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True))
 
 
-class CassandraJobStore(JobStore):
-    """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``)."""
+class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore):
+    """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``).
+
+    One class for the four store ports: they share the session, its prepared statements and the unlogged
+    batching, and the writes that span two tables (``create_job``, ``update_job``, ``settle_published``,
+    ``write_outcomes``) call the rows' own writes in the order the module doc gives. Splitting it would change
+    none of the statements, only add a shared core for each port to reach into."""
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
@@ -255,22 +270,22 @@ class CassandraJobStore(JobStore):
         write_many(self._session, self._stmt(cql), values, partition, batch_rows=self._batch_rows,
                    concurrency=self._concurrency)
 
-    def create(self, job: Job, first: ScheduledExecution | None) -> None:
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
         if first is not None:  # the first run, then the job (see the module doc)
             guarded(lambda: self._session.execute(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first)))
         guarded(lambda: self._session.execute(self._stmt(INSERT_JOB), codec.job_values(job)))
 
-    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
-        # As ``create``, for all of them: every first run, then every job (see the module doc).
-        self.schedule([first for _, first in jobs if first is not None])
+    def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        # As ``create_job``, for all of them: every first run, then every job (see the module doc).
+        self.write_scheduled([first for _, first in jobs if first is not None])
         self._write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs],
                          partition=lambda v: v[:2])  # (user_id, shard)
 
-    def get(self, user_id: str, job_id: str) -> Job | None:
+    def get_job(self, user_id: str, job_id: str) -> Job | None:
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), codec.job_key(user_id, job_id)).one())
         return codec.job_from_row(row) if row is not None else None
 
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         by_partition: dict[tuple[str, int], list[str]] = {}
         for user_id, job_id in keys:
             by_partition.setdefault((user_id, codec.job_shard(job_id)), []).append(job_id)
@@ -289,7 +304,7 @@ class CassandraJobStore(JobStore):
                 found[(row.user_id, row.job_id)] = codec.job_from_row(row)
         return found
 
-    def scheduled(
+    def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
         since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]:
@@ -317,20 +332,20 @@ class CassandraJobStore(JobStore):
             if after is None or LanePosition.of(scheduled) > after:
                 yield scheduled
 
-    def start(self, records: Sequence[ExecutionRecord]) -> None:
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
         values = [(*unset_nulls(codec.started_record_values(r)), self._history_ttl_s(r.user_id)) for r in records]
         self._write_many(INSERT_RECORD_STARTED, values, partition=lambda v: v[0])  # job_id
 
-    def complete(self, completions: Sequence[Completion]) -> None:
+    def settle_published(self, completions: Sequence[Completion]) -> None:
         # The following rows first, then the removals (see the module doc): no logged batch.
-        self.schedule([row for c in completions for row in (c.following, c.watchdog) if row is not None])
-        self.drop([c.done for c in completions if c.done.lane is Lane.LATE])
+        self.write_scheduled([row for c in completions for row in (c.following, c.watchdog) if row is not None])
+        self.delete_scheduled([c.done for c in completions if c.done.lane is Lane.LATE])
 
-    def drop(self, rows: Sequence[ScheduledExecution]) -> None:
+    def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition
         self._write_many(DELETE_SCHEDULED, [codec.scheduled_key(row) for row in rows], partition=lambda v: v[:2])
 
-    def history(
+    def history_page(
         self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
         if before is None:
@@ -353,10 +368,10 @@ class CassandraJobStore(JobStore):
     def _records(self, cql: str, params: tuple[Any, ...]) -> list[ExecutionRecord]:
         return guarded(lambda: [codec.record_from_row(row) for row in self._session.execute(self._stmt(cql), params)])
 
-    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
         # batch with other partitions, so the compare-and-set on the job is a statement of its own.
-        self.schedule(rows)
+        self.write_scheduled(rows)
         if job.schedule_version == job.version:
             cql, fields = UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)
         else:
@@ -364,10 +379,10 @@ class CassandraJobStore(JobStore):
         params = (*fields, *codec.job_key(job.user_id, job.job_id), expected_version)
         applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
         if not applied:
-            self.drop(rows)
+            self.delete_scheduled(rows)
         return bool(applied)
 
-    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+    def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition
         self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows], partition=lambda v: v[:2])
 
@@ -394,15 +409,17 @@ class CassandraJobStore(JobStore):
             return claim
         return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
 
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+    def get_record(
+        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
+    ) -> ExecutionRecord | None:
         params = (job_id, scheduled_at, attempt, execution_id)
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
         return codec.record_from_row(row) if row is not None else None
 
-    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
-        return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
+    def record_by_execution_id(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        return next((r for r in self.history_page(job_id, scan_limit) if r.execution_id == execution_id), None)
 
-    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
         stmt = self._stmt(SELECT_RECORD)
         unique = list(dict.fromkeys(keys))
         found: dict[RecordKey, ExecutionRecord] = {}
@@ -412,9 +429,9 @@ class CassandraJobStore(JobStore):
                 found[key] = codec.record_from_row(row)
         return found
 
-    def finish(self, outcomes: Sequence[Outcome]) -> None:
+    def write_outcomes(self, outcomes: Sequence[Outcome]) -> None:
         # The retries first: a record that says FAILED always has its retry (module doc).
-        self.schedule([outcome.retry for outcome in outcomes if outcome.retry is not None])
+        self.write_scheduled([outcome.retry for outcome in outcomes if outcome.retry is not None])
         values = [(*unset_nulls(codec.record_values(o.record)), self._history_ttl_s(o.record.user_id))
                   for o in outcomes]
         self._write_many(INSERT_RECORD, values, partition=lambda v: v[0])  # job_id
@@ -425,10 +442,10 @@ class CassandraJobStore(JobStore):
         return {job_id: [codec.record_from_row(row) for row in result]
                 for job_id, result in zip(job_ids, results, strict=True)}
 
-    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+    def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         # The compare-and-set first (state DELETED: nothing writes the job after it), then the whole row again
         # with a time to live: an update's cells would expire, but not the row an insert made.
-        if not self.update(job, [], expected_version):
+        if not self.update_job(job, [], expected_version):
             return False
         values = (*codec.job_values(job), ttl_s)
         guarded(lambda: self._session.execute(self._stmt(INSERT_JOB_EXPIRING), values))

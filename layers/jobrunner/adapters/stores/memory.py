@@ -1,4 +1,4 @@
-"""An in-memory JobStore for fast unit tests of the services (never a stand-in for integration tests)."""
+"""The store ports in memory, for fast unit tests of the services (never a stand-in for integration tests)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, LanePosition, ScheduledExecution
-from jobrunner.ports import Completion, IdempotencyClaim, JobStore, Outcome
+from jobrunner.ports import (
+    Completion,
+    HistoryStore,
+    IdempotencyClaim,
+    IdempotencyStore,
+    JobStore,
+    Outcome,
+    ScheduledRowStore,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -39,14 +47,18 @@ def _upsert(known: ExecutionRecord | None, record: ExecutionRecord) -> Execution
 
 
 def _after(record: ExecutionRecord, before: tuple[datetime, int, str | None]) -> bool:
-    """Whether ``record`` comes after the cursor ``before`` in history order (see ``JobStore.history``)."""
+    """Whether ``record`` comes after the cursor ``before`` in history order (see ``HistoryStore.history_page``)."""
     at, attempt, execution_id = before
     if (record.scheduled_at, record.attempt) != (at, attempt):
         return (record.scheduled_at, record.attempt) < (at, attempt)
     return execution_id is not None and record.execution_id > execution_id
 
 
-class MemoryJobStore(JobStore):
+class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore):
+    """The four store ports in one class, as ``CassandraJobStore`` has them: the writes that span two tables (a
+    job and its first run, a record and its retry) take the one lock over both, and the tests read the tables
+    (``jobs``, ``rows``, ``records``) from one object."""
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.jobs: dict[tuple[str, str], Job] = {}
@@ -54,10 +66,10 @@ class MemoryJobStore(JobStore):
         self.records: dict[_RecordKey, ExecutionRecord] = {}
         self.idempotency: dict[tuple[str, str], IdempotencyClaim] = {}
 
-    def create(self, job: Job, first: ScheduledExecution | None) -> None:
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
         self._create([(job, first)])
 
-    def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+    def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         self._create(jobs)
 
     def _create(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
@@ -67,15 +79,15 @@ class MemoryJobStore(JobStore):
                 if first is not None:
                     self.rows[_row_key(first)] = first
 
-    def get(self, user_id: str, job_id: str) -> Job | None:
+    def get_job(self, user_id: str, job_id: str) -> Job | None:
         with self._lock:
             return self.jobs.get((user_id, job_id))
 
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         with self._lock:
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
-    def scheduled(
+    def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
         since: datetime | None = None, until: datetime | None = None,
     ) -> Iterator[ScheduledExecution]:
@@ -89,7 +101,7 @@ class MemoryJobStore(JobStore):
             if row is not None:
                 yield row
 
-    def start(self, records: Sequence[ExecutionRecord]) -> None:
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
         with self._lock:
             for record in records:
                 key = _record_key(record)
@@ -98,7 +110,7 @@ class MemoryJobStore(JobStore):
                     record = replace(record, status=known.status, finished_at=known.finished_at, error=known.error)
                 self.records[key] = _upsert(known, record)
 
-    def complete(self, completions: Sequence[Completion]) -> None:
+    def settle_published(self, completions: Sequence[Completion]) -> None:
         with self._lock:
             for c in completions:
                 for row in (c.following, c.watchdog):
@@ -107,12 +119,12 @@ class MemoryJobStore(JobStore):
                 if c.done.lane is Lane.LATE:  # a PLANNED row stays (it expires in Cassandra)
                     self.rows.pop(_row_key(c.done), None)
 
-    def drop(self, rows: Sequence[ScheduledExecution]) -> None:
+    def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:
             for row in rows:
                 self.rows.pop(_row_key(row), None)
 
-    def history(
+    def history_page(
         self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
     ) -> list[ExecutionRecord]:
         with self._lock:
@@ -124,7 +136,7 @@ class MemoryJobStore(JobStore):
             mine = [r for r in mine if _after(r, before)]
         return mine[:limit]
 
-    def update(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         with self._lock:
             for row in rows:
                 self.rows[_row_key(row)] = row
@@ -143,7 +155,7 @@ class MemoryJobStore(JobStore):
             )
             return True
 
-    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
+    def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:
             for row in rows:
                 self.rows[_row_key(row)] = row
@@ -161,18 +173,20 @@ class MemoryJobStore(JobStore):
         with self._lock:
             return self.idempotency.setdefault((claim.user_id, claim.key), claim)
 
-    def record(self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str) -> ExecutionRecord | None:
+    def get_record(
+        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
+    ) -> ExecutionRecord | None:
         with self._lock:
             return self.records.get((job_id, scheduled_at, attempt, execution_id))
 
-    def find_record(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
-        return next((r for r in self.history(job_id, scan_limit) if r.execution_id == execution_id), None)
+    def record_by_execution_id(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        return next((r for r in self.history_page(job_id, scan_limit) if r.execution_id == execution_id), None)
 
-    def records_by_key(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
         with self._lock:
             return {key: self.records[key] for key in keys if key in self.records}
 
-    def finish(self, outcomes: Sequence[Outcome]) -> None:
+    def write_outcomes(self, outcomes: Sequence[Outcome]) -> None:
         with self._lock:
             for outcome in outcomes:
                 record = outcome.record
@@ -181,9 +195,9 @@ class MemoryJobStore(JobStore):
                     self.rows[_row_key(outcome.retry)] = outcome.retry
 
     def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
-        return {job_id: self.history(job_id, limit) for job_id in job_ids}
+        return {job_id: self.history_page(job_id, limit) for job_id in job_ids}
 
-    def retire(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+    def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         with self._lock:  # (it does not expire here: memory is for tests)
             current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:

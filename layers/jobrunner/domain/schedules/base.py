@@ -11,6 +11,7 @@ import isodate
 
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.time import utc
+from jobrunner_client.protocol import parse_rfc3339
 
 MIN_INTERVAL = timedelta(seconds=10)
 #: The longest fixed interval accepted: fire times then stay far inside the years a datetime can hold.
@@ -95,20 +96,12 @@ def fires_at(schedule: Schedule, instant: datetime) -> bool:
 
 
 def parse_aware(value: object, field: str) -> datetime:
-    """Parse an RFC 3339 date-time keeping the offset it was written with; an offset is required."""
-    if not isinstance(value, str):  # a parsed JSON value may be anything
-        raise InvalidField(field, f"not an RFC 3339 date-time: {value!r}")
+    """Parse an RFC 3339 date-time keeping the offset it was written with; an offset is required (the rule the
+    result messages follow too: ``jobrunner_client.protocol.parse_rfc3339``)."""
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise InvalidField(field, f"not an RFC 3339 date-time: {value!r}") from None
-    if parsed.tzinfo is None:
-        raise InvalidField(field, "needs a UTC offset, e.g. 2026-11-22T10:00:00Z")
-    try:
-        utc(parsed)
-    except OverflowError:
-        raise InvalidField(field, "is outside the years 0001 to 9999 in UTC") from None
-    return parsed
+        return parse_rfc3339(value)
+    except ValueError as exc:
+        raise InvalidField(field, str(exc)) from None
 
 
 def parse_instant(value: object, field: str) -> datetime:

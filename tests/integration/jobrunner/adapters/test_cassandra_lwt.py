@@ -46,8 +46,8 @@ def test_every_lightweight_transaction_runs_at_local_serial(cassandra_session: A
     # When a key is claimed and a job updated (both conditional writes)
     claim = IdempotencyClaim(user, "key-1", job.job_id, "fp", NOW)
     assert store.claim_idempotency_key(claim) == claim
-    store.create(job, None)
-    assert store.update(job.with_changes(version=2), [], expected_version=1)
+    store.create_job(job, None)
+    assert store.update_job(job.with_changes(version=2), [], expected_version=1)
     # Then both ran at LOCAL_SERIAL, and they are the only conditional statements
     conditional = [(text, level) for text, level in session.serial if " IF " in text]
     assert [text.split()[0] for text, _ in conditional] == ["INSERT", "UPDATE"]

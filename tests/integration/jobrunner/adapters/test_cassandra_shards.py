@@ -25,7 +25,7 @@ def test_one_tenants_jobs_are_written_to_many_partitions_and_all_read_back(cassa
     jobs = [Job(user_id=tenant, job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=NOW),
                 payload={"n": n}, topic="jobs", created_at=NOW, updated_at=NOW) for n in range(64)]
     store = CassandraJobStore(cassandra_session)
-    store.create_many([(job, None) for job in jobs])
+    store.create_jobs([(job, None) for job in jobs])
     # Then each row is in the partition its id hashes to, and they cover most of the tenant's partitions
     placed: dict[int, set[str]] = {}
     for shard in range(JOB_SHARDS):
@@ -36,8 +36,8 @@ def test_one_tenants_jobs_are_written_to_many_partitions_and_all_read_back(cassa
     assert set().union(*placed.values()) == {job.job_id for job in jobs}
     assert sum(1 for ids in placed.values() if ids) >= 12  # 64 ids over 16: 12 or fewer has p < 1e-4
     # and one request's worth of reads finds each of them, one by one or all together
-    assert store.get_many([(tenant, job.job_id) for job in jobs]) == {(tenant, job.job_id): job for job in jobs}
-    assert all(store.get(tenant, job.job_id) == job for job in jobs[:5])
+    assert store.get_jobs([(tenant, job.job_id) for job in jobs]) == {(tenant, job.job_id): job for job in jobs}
+    assert all(store.get_job(tenant, job.job_id) == job for job in jobs[:5])
     # and a list returns them all in job id order, page by page
     listed: list[str] = []
     cursor: str | None = None

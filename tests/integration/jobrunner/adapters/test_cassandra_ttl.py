@@ -56,19 +56,19 @@ def test_every_scheduled_row_expires_a_while_after_its_scan_and_a_done_one_is_no
               topic="jobs", created_at=now, updated_at=now, next_run_at=due)
     # Given a job whose first run is written with it, and a manual run written on its own
     first, manual = _row(job, due, segment), _row(job, due + timedelta(days=3), segment)
-    store.create(job, first)
-    store.schedule([manual])
+    store.create_job(job, first)
+    store.write_scheduled([manual])
     # Then each is kept until KEEP_ROWS after its own scan may close (a few seconds of slack for the round trip)
     for row in (first, manual):
         expected = (scan_closes_at(row.bucket) + KEEP_ROWS - now).total_seconds()
         ttl = _ttl(cassandra_session, row)
         assert ttl is not None and expected - 30 <= ttl <= expected + 1
     # And completing the first leaves it in place (it expires; no delete, no tombstone)
-    store.complete([Completion(done=first, following=None)])
+    store.settle_published([Completion(done=first, following=None)])
     assert _ttl(cassandra_session, first) is not None
     # And a row due further ahead than any time to live reaches is kept without one
     far = _row(job, datetime(2040, 2, 29, 12, 0, tzinfo=UTC), segment)
-    store.schedule([far])
+    store.write_scheduled([far])
     assert _ttl(cassandra_session, far) is None
 
 
@@ -92,8 +92,8 @@ def test_a_history_record_expires_after_its_tenants_retention_from_its_last_writ
 
     brief, other = record("brief"), record("someone")
     # When each is published, then the brief tenant's finishes
-    store.start([brief, other])
-    store.finish([Outcome(record=replace(brief, status=ExecutionStatus.SUCCESS, finished_at=fire), retry=None)])
+    store.write_started([brief, other])
+    store.write_outcomes([Outcome(record=replace(brief, status=ExecutionStatus.SUCCESS, finished_at=fire), retry=None)])
     # Then each record carries its tenant's retention, the finished one from its result
     assert 3 * 86_400 - 60 < ttl(brief.job_id, "published_at") <= 3 * 86_400
     assert 3 * 86_400 - 60 < ttl(brief.job_id, "status") <= 3 * 86_400

@@ -178,7 +178,7 @@ class Call:
         return self.function(*(args or self.args), **self.kwargs)
 
 
-WRITES = ("store.update", "store.create", "store.schedule", "store.finish")
+WRITES = ("store.update_job", "store.create_job", "store.write_scheduled", "store.write_outcomes")
 
 
 def landings(plans: Iterable[FaultPlan]) -> dict[str, tuple[datetime, int]]:

@@ -532,7 +532,7 @@ class Reference:
     def observe_history(self, store: MemoryJobStore) -> None:
         """An execution's record never moves backwards (finished -> running or scheduled) nor disappears."""
         for job in self.jobs:
-            records = {r.execution_id: r for r in store.history(job.job_id, 100_000)}
+            records = {r.execution_id: r for r in store.history_page(job.job_id, 100_000)}
             for execution_id, before in job.history.items():
                 after = records.get(execution_id)
                 label = f"{job.name} {before.trigger} {hms(before.scheduled_at)} #{before.attempt}"
@@ -570,7 +570,7 @@ class Reference:
         with a missed fire before it (up to the fire the schedule resumed from), or held by a buffer policy
         while it waits (under buffer_all, executions slower than the period make a queue that only grows:
         ``check_queues`` checks that it moves)."""
-        records = store.history(job.job_id, 100_000)
+        records = store.history_page(job.job_id, 100_000)
         skipped = {r.scheduled_at for r in records if r.status is ExecutionStatus.SKIPPED}
         drops = [(r.scheduled_at, r.next_fire_at) for r in records
                  if r.status is ExecutionStatus.SKIPPED and skip_reason_of(r) is SkipReason.CATCH_UP]
@@ -589,7 +589,7 @@ class Reference:
         for job in self.jobs:
             if job.state is not JobState.ACTIVE or job.overlap not in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
                 continue
-            held = sorted(r.scheduled_at for r in store.history(job.job_id, 100_000)
+            held = sorted(r.scheduled_at for r in store.history_page(job.job_id, 100_000)
                           if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
                           and r.trigger is Trigger.SCHEDULE and r.job_version == self._version(store, job))
             if not held or held[0] >= since:
@@ -603,7 +603,7 @@ class Reference:
 
     @staticmethod
     def _version(store: MemoryJobStore, job: JobModel) -> int | None:
-        stored = store.get(USER, job.job_id)
+        stored = store.get_job(USER, job.job_id)
         return stored.schedule_version if stored is not None else None
 
     def check_owed(self, horizon: datetime, store: MemoryJobStore) -> None:
@@ -654,7 +654,7 @@ class Reference:
             def done(fire: datetime) -> bool:
                 return fire in published or explains(fire)  # noqa: B023 - called within this iteration
 
-            stored = store.get(USER, job.job_id)
+            stored = store.get_job(USER, job.job_id)
             if stored is None or stored.state is JobState.DELETED:  # deleted: only if it asked, with no fire left
                 assert job.delete_after_last, f"{job.name} is gone, and it never asked to be deleted"
                 ahead = epoch.first_from(START)

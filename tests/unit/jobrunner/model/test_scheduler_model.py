@@ -100,17 +100,19 @@ ops = st.one_of(user_ops, worker_ops)
 
 slow = st.builds(Slow, st.sampled_from([3, 12, 45]))  # 45 s: longer than a lease
 store_targets = st.sampled_from([
-    "store.get_many", "store.start", "store.complete", "store.scheduled", "store.scheduled.next", "store.drop",
-    "store.record", "store.records_by_key", "store.get", "store.finish", "store.history", "store.schedule",
+    "store.get_jobs", "store.write_started", "store.settle_published", "store.lane_rows", "store.lane_rows.next",
+    "store.delete_scheduled", "store.get_record", "store.get_records", "store.get_job", "store.write_outcomes",
+    "store.history_page", "store.write_scheduled",
     "calendars.get",
 ])
 store_actions = st.one_of(st.just(Fail()), st.builds(Outage, st.sampled_from([4, 15, 70])), slow, st.just(Die()))
 publish_actions = st.one_of(st.builds(Unacked, st.booleans()), slow, st.just(Die()))
-heartbeat_targets = st.sampled_from(["heartbeats.acquire", "heartbeats.renew", "heartbeats.finish", "heartbeats.beat"])
+heartbeat_targets = st.sampled_from(["heartbeats.acquire", "heartbeats.renew", "heartbeats.mark_done",
+                                     "heartbeats.beat"])
 heartbeat_actions = st.one_of(st.just(Fail()), slow, st.just(Die()))
 # An operation on a job runs at the nth call concerning that job: between its read, publish and completion.
-interleave_targets = st.sampled_from(["store.get_many", "store.start", "publisher.publish", "store.complete",
-                                      "store.drop", "store.finish"])
+interleave_targets = st.sampled_from(["store.get_jobs", "store.write_started", "publisher.publish",
+                                      "store.settle_published", "store.delete_scheduled", "store.write_outcomes"])
 
 
 def faults_on(targets: st.SearchStrategy[str], actions: st.SearchStrategy[object]) -> st.SearchStrategy[Fault]:

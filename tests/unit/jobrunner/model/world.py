@@ -395,7 +395,7 @@ class World:
         """(Re)build the services for ``segments`` segments, as wiring does, on the same stores."""
         self.container = Container(
             Settings.from_env({"JOBRUNNER_SEGMENTS": str(segments)}),
-            store=Faulty("store", self.store, self.faults),  # type: ignore[arg-type]
+            store=Faulty("store", self.store, self.faults),
             publisher=Faulty("publisher", self.publisher, self.faults),  # type: ignore[arg-type]
             heartbeats=Faulty("heartbeats", self.heartbeats, self.faults),  # type: ignore[arg-type]
             calendars=Faulty("calendars", self.calendars, self.faults),  # type: ignore[arg-type]
@@ -454,7 +454,7 @@ class World:
                         # When the request acknowledged last took effect (when answered, if it wrote nothing).
                         self.landings = landings(plans)
                         self.landed, self.landed_order = next(
-                            (self.landings[t] for t in ("store.update", "store.create", "store.schedule")
+                            (self.landings[t] for t in ("store.update_job", "store.create_job", "store.write_scheduled")
                              if t in self.landings), (self.clock.now(), self.faults.next_order()))
                         return result
                     except (Unavailable, PublishError) as exc:
@@ -476,7 +476,7 @@ class World:
                               result_token=execution.result_token)
         outcome = self.call(op, lambda: self.container.results.apply(report))
         self.say(f"    result of {execution}: {outcome}")
-        return self.landings.get("store.finish", (self.clock.now(), 0))[0]
+        return self.landings.get("store.write_outcomes", (self.clock.now(), 0))[0]
 
     def answer(self, execution: Execution, fate: Fate, op: Op | None = None) -> None:
         self.model.answered(execution, fate, self.clock.now())

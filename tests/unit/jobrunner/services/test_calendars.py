@@ -78,7 +78,7 @@ def test_a_fire_the_calendar_excludes_is_recorded_skipped_and_the_schedule_goes_
     # Then the fires of 10:11 and 10:12 are not published, the others are
     assert [m.value["scheduled_at"][11:19] for m in sent] == ["10:10:00", "10:13:00"]
     # and each excluded fire has a SKIPPED record that names the calendar and its range, never silent
-    records = {r.scheduled_at: r for r in world.store.history(job.job_id, 10)}
+    records = {r.scheduled_at: r for r in world.store.history_page(job.job_id, 10)}
     skipped = records[at(11)]
     assert (skipped.status, skipped.trigger, skipped.published_at) == (ExecutionStatus.SKIPPED, Trigger.SCHEDULE, None)
     assert skip_reason_of(skipped) is SkipReason.CALENDAR
@@ -104,9 +104,9 @@ def test_the_scan_reads_a_calendar_once_for_every_job_naming_it_and_never_for_th
     world.scan(named[0], at(11))
     # Then each minute's scan read it once for its six jobs (their fires are due together, within 10 s)
     assert world.calendars.reads == {("alice", "maintenance"): 2}
-    skipped = [r for j in named for r in world.store.history(j.job_id, 10) if r.status is ExecutionStatus.SKIPPED]
+    skipped = [r for j in named for r in world.store.history_page(j.job_id, 10) if r.status is ExecutionStatus.SKIPPED]
     assert len(skipped) == 6
-    assert all(r.status is not ExecutionStatus.SKIPPED for j in plain for r in world.store.history(j.job_id, 10))
+    assert all(r.status is not ExecutionStatus.SKIPPED for j in plain for r in world.store.history_page(j.job_id, 10))
     # and a scan of jobs none of which names a calendar reads none
     for job in named:
         world.jobs.cancel("alice", job.job_id)

@@ -36,6 +36,7 @@ from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, Invoker, JobChange, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from jobrunner.services.wake import ScanWaker
@@ -320,7 +321,7 @@ def test_what_was_taken_is_given_back_when_the_write_fails(store: MemoryJobStore
     def down(*_: object) -> None:
         raise Unavailable("write timeout")
 
-    store.create = down  # type: ignore[method-assign]
+    store.create_job = down  # type: ignore[method-assign]
     with pytest.raises(Unavailable):
         service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))
     with pytest.raises(Unavailable):
@@ -332,7 +333,7 @@ def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobSto
     quotas = MemoryTenantQuotas()
     service = standing(store, clock, quotas)
     job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
-    update, lost = store.update, []
+    update, lost = store.update_job, []
 
     def racing(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         if not lost:  # another change lands first, once
@@ -341,7 +342,7 @@ def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobSto
             return False
         return update(updated, rows, expected_version)
 
-    store.update = racing  # type: ignore[method-assign]
+    store.update_job = racing  # type: ignore[method-assign]
     service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=20))))
     # the lost attempt's 3 a minute were given back: the tenant holds exactly the schedule that landed
     assert lost and quotas.standing["alice"].per_minute == 3 and quotas.standing["alice"].jobs == 1
@@ -662,8 +663,8 @@ class SlowSchedulingStore(MemoryJobStore):
         self.clock, self.took = clock, took
         self.written: list[ScheduledExecution] = []
 
-    def schedule(self, rows: Sequence[ScheduledExecution]) -> None:
-        super().schedule(rows)
+    def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
+        super().write_scheduled(rows)
         self.written.extend(rows)
         self.clock.advance(self.took)
         self.took = timedelta(0)  # only the first write is slow
@@ -995,18 +996,18 @@ class RacingStore(MemoryJobStore):
         self.defer_next_create = False
         self.claim_takes = timedelta(0)
 
-    def get(self, user_id: str, job_id: str) -> Job | None:
-        job = super().get(user_id, job_id)
+    def get_job(self, user_id: str, job_id: str) -> Job | None:
+        job = super().get_job(user_id, job_id)
         while self.after_get:
             self.after_get.pop(0)()
         return job
 
-    def create(self, job: Job, first: ScheduledExecution | None) -> None:
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
         if self.defer_next_create:
             self.defer_next_create = False
-            self.deferred.append(lambda: super(RacingStore, self).create(job, first))
+            self.deferred.append(lambda: super(RacingStore, self).create_job(job, first))
             raise Unavailable("write timeout: the coordinator did not hear back in time")
-        super().create(job, first)
+        super().create_job(job, first)
 
     def claim_idempotency_key(self, *args: Any) -> Any:
         self.clock.advance(self.claim_takes)
@@ -1083,8 +1084,9 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     # Given a one-time job whose execution failed and has a retry planned
     job = service.submit("alice", NewJob(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
     _, [message] = scan(store, clock, job, BUCKET)
-    results = ResultsService(store, MemoryPublisher(), clock, ResultRules(segment_count=RULES.segment_count),
-                             jitter=lambda: 1.0)
+    outcomes = Outcomes(store, MemoryPublisher(), clock, OutcomeRules(segment_count=RULES.segment_count),
+                        jitter=lambda: 1.0)
+    results = ResultsService(store, outcomes, ResultRules())
     assert results.apply(WorkerReport(message.value["execution_id"], job.job_id, False, "boom",
                                       scheduled_at=at(10, 5), attempt=1,
                                       result_token=message.value["result_token"])) == "retrying"
@@ -1271,13 +1273,13 @@ def test_a_batch_is_written_together_each_job_with_its_first_run_and_its_change_
     calls: list[str] = []
 
     class Counting(MemoryJobStore):
-        def create(self, job: Job, first: ScheduledExecution | None) -> None:
+        def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
             calls.append("create")
-            super().create(job, first)
+            super().create_job(job, first)
 
-        def create_many(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
             calls.append("create_many")
-            super().create_many(jobs)
+            super().create_jobs(jobs)
 
     store, changes = Counting(), MemoryChangeLog()
     service = JobService(store, clock, RULES, changes=changes)

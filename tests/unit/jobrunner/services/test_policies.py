@@ -21,6 +21,7 @@ from jobrunner.domain.policies import CatchUp, Overlap, SkipReason, skip_reason_
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanRules, ScanService
 from tests.support.results import signed
@@ -44,9 +45,9 @@ class CountingStore(MemoryJobStore):
         super().__init__()
         self.history_reads = 0
 
-    def history(self, job_id: str, limit: int, before: Any = None) -> list[ExecutionRecord]:
+    def history_page(self, job_id: str, limit: int, before: Any = None) -> list[ExecutionRecord]:
         self.history_reads += 1
-        return super().history(job_id, limit, before)
+        return super().history_page(job_id, limit, before)
 
 
 class World:
@@ -54,10 +55,11 @@ class World:
         self.store, self.clock = CountingStore(), ManualClock(NOW)
         self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1), changes=MemoryChangeLog())
         self.publisher = MemoryPublisher()
-        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
-                                      jitter=lambda: 0.5)
+        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
+                                 jitter=lambda: 0.5)
+        self.results = ResultsService(self.store, self.outcomes, ResultRules())
         self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
-                                 ScanRules(segment_count=1), results=self.results)
+                                 ScanRules(segment_count=1), outcomes=self.outcomes)
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:
         schedule = Every(timedelta(seconds=every_s), start=at(10))
@@ -77,7 +79,7 @@ class World:
             attempt=value["attempt"])))
 
     def records(self, job: Job) -> dict[datetime, ExecutionRecord]:
-        return {r.scheduled_at: r for r in self.store.history(job.job_id, 1000) if r.attempt == 1}
+        return {r.scheduled_at: r for r in self.store.history_page(job.job_id, 1000) if r.attempt == 1}
 
 
 def fires(messages: Sequence[OutboundMessage]) -> list[str]:
@@ -134,7 +136,7 @@ def test_a_fire_skipped_before_stays_skipped_when_its_row_comes_again(world: Wor
     assert skipped.status is ExecutionStatus.SKIPPED
     # When a second copy of its row comes due (a write placed again, a replay), after 10:10:10 was released
     row = next(r for r in world.store.rows.values() if r.job_id == job.job_id and r.scheduled_at == at(10, 20))
-    world.store.schedule([replace(row, bucket=at(12), due_at=at(12, 1))])
+    world.store.write_scheduled([replace(row, bucket=at(12), due_at=at(12, 1))])
     world.answer(next(m for m in world.publisher.sent if m.value["scheduled_at"].endswith("10:10:00.000Z")))
     world.scan(11)
     sent = world.scan(12)

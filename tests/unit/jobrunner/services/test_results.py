@@ -34,6 +34,7 @@ from jobrunner.domain.placement import place, plan_execution
 from jobrunner.domain.schedules import At, Every, parse_instant
 from jobrunner.ports import Completion, ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from tests.support.results import signed
@@ -61,10 +62,11 @@ class World:
 
     def __post_init__(self) -> None:
         self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1))
-        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
-                                      jitter=lambda: self.jitter)
+        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
+                                 jitter=lambda: self.jitter)
+        self.results = ResultsService(self.store, self.outcomes, ResultRules())
         self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1),
-                                 results=self.results)
+                                 outcomes=self.outcomes)
 
     def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
         new = NewJob(schedule or At(FIRE), {"report": "daily"}, retry=retry, timeout_s=timeout_s)
@@ -82,8 +84,8 @@ class World:
             next_fire_at=job.schedule.next_fire_after(scheduled_at)
             if trigger is Trigger.SCHEDULE and job.schedule.recurring else None,
         )
-        self.store.start([record])
-        self.store.complete([Completion(done=row, following=None)])
+        self.store.write_started([record])
+        self.store.settle_published([Completion(done=row, following=None)])
         self.store.rows.clear()  # the first run's own row is done
         return record
 
@@ -218,8 +220,9 @@ def test_failure_without_retries_left_is_dead_lettered(world: World) -> None:
 
 
 def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: World) -> None:
-    results = ResultsService(world.store, world.publisher, world.clock,
-                             ResultRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5)
+    outcomes = Outcomes(world.store, world.publisher, world.clock,
+                        OutcomeRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5)
+    results = ResultsService(world.store, outcomes, ResultRules())
     job = world.submit()
     world.clock.set(FIRE + timedelta(minutes=2))
     third = world.publish(job, attempt=3, trigger=Trigger.RETRY)
@@ -359,14 +362,15 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
             calls.append(name)
             return getattr(store, name)
 
-    results = ResultsService(Counting(), world.publisher, world.clock, ResultRules(segment_count=1),  # type: ignore[arg-type]
-                             jitter=lambda: JITTER)
+    counting = Counting()
+    ending = Outcomes(counting, world.publisher, world.clock, OutcomeRules(segment_count=1), jitter=lambda: JITTER)
+    results = ResultsService(counting, ending, ResultRules())
     # When their 40 reports (half failed) are applied as one batch
     outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",
                                                        r.scheduled_at, r.attempt)) for n, r in enumerate(records)])
     # Then one read of the records, one of the jobs and one write of the outcomes did it all
     assert outcomes.count("succeeded") == 20 and outcomes.count("retrying") == 20
-    assert sorted(calls) == ["finish", "get_many", "records_by_key"]
+    assert sorted(calls) == ["get_jobs", "get_records", "write_outcomes"]
 
 
 # -- timeouts (the watchdog) ----------------------------------------------------------------------------
@@ -384,7 +388,7 @@ def test_watchdog_fails_a_silent_execution_and_retries_it(world: World) -> None:
     world.clock.set(FIRE)
     record = world.publish(job)
     world.clock.set(FIRE + timedelta(seconds=30))
-    assert world.results.expire(watchdog_of(world, job, record)) == "timed_out_retrying"
+    assert world.outcomes.expire(watchdog_of(world, job, record)) == "timed_out_retrying"
     failed = world.record(job, 1)
     assert (failed.status, failed.error, failed.finished_at) == (
         ExecutionStatus.FAILED, "no result within 30 s", FIRE + timedelta(seconds=30)
@@ -398,7 +402,7 @@ def test_watchdog_of_the_last_attempt_dead_letters_it(world: World) -> None:
     world.clock.set(FIRE + timedelta(minutes=1))
     record = world.publish(job, attempt=2, trigger=Trigger.RETRY)
     world.clock.advance(timedelta(seconds=30))
-    assert world.results.expire(watchdog_of(world, job, record)) == "timed_out_dead_lettered"
+    assert world.outcomes.expire(watchdog_of(world, job, record)) == "timed_out_dead_lettered"
     [letter] = world.publisher.sent
     assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("job-dlq", 2, "no result within 30 s")
     assert world.waiting() == []
@@ -413,7 +417,7 @@ def test_watchdog_of_a_reported_execution_is_cleared(world: World, success: bool
     world.report(record, success)
     before = world.snapshot()
     world.clock.advance(timedelta(seconds=20))
-    assert world.results.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
+    assert world.outcomes.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
     assert world.snapshot() == before
 
 
@@ -422,7 +426,7 @@ def test_watchdog_of_an_unknown_execution_is_cleared(world: World) -> None:
     world.clock.set(FIRE)
     record = world.publish(job)
     world.store.records.clear()
-    assert world.results.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
+    assert world.outcomes.expire(watchdog_of(world, job, record)) == "watchdog_cleared"
 
 
 # -- stories: the whole loop with memory adapters ---------------------------------------------------------
@@ -466,7 +470,7 @@ def test_a_job_that_fails_twice_then_succeeds(world: World) -> None:
     assert published[1][1] - reported[0] == timedelta(seconds=7.5)
     assert published[2][1] - reported[1] == timedelta(seconds=15)
     # and the history shows them newest first: SUCCESS, FAILED, FAILED, all of the 10:10 fire
-    history = world.store.history(job.job_id, 10)
+    history = world.store.history_page(job.job_id, 10)
     assert [(r.attempt, r.status, r.error) for r in history] == [
         (3, ExecutionStatus.SUCCESS, None),
         (2, ExecutionStatus.FAILED, "exit 1"),
@@ -493,7 +497,7 @@ def test_a_job_whose_worker_never_reports_is_failed_by_its_watchdog_and_dead_let
     [letter] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
     assert (letter.key, letter.value["attempt"], letter.value["error"]) == (job.job_id, 2, "no result within 30 s")
     assert letter.value["execution_id"] == jobs_sent[1].value["execution_id"]
-    history = world.store.history(job.job_id, 10)
+    history = world.store.history_page(job.job_id, 10)
     assert [(r.attempt, r.status, r.error) for r in history] == [
         (2, ExecutionStatus.FAILED, "no result within 30 s"), (1, ExecutionStatus.FAILED, "no result within 30 s"),
     ]
@@ -574,7 +578,7 @@ def test_a_run_now_at_the_instant_of_a_fire_has_both_results_applied(world: Worl
     letters = [m for m in world.publisher.sent if m.topic == "job-dlq"]
     assert {m.value["execution_id"] for m in letters} == {m.value["execution_id"] for m in second}
     # and the history holds all four executions, each FAILED
-    history = world.store.history(job.job_id, 10)
+    history = world.store.history_page(job.job_id, 10)
     assert {r.execution_id for r in history} == {m.value["execution_id"] for m in first + second}
     assert [r.status for r in history] == [ExecutionStatus.FAILED] * 4
 
@@ -594,7 +598,7 @@ def test_a_run_now_at_the_instant_of_a_fire_times_out_on_its_own_watchdog(world:
     letters = [m for m in world.publisher.sent if m.topic == "job-dlq"]
     assert sorted(m.value["execution_id"] for m in letters) == sorted(
         m.value["execution_id"] for m in sent if m.value["attempt"] == 2)
-    history = world.store.history(job.job_id, 10)
+    history = world.store.history_page(job.job_id, 10)
     assert len({r.execution_id for r in history}) == 4
     assert {(r.status, r.error) for r in history} == {(ExecutionStatus.FAILED, "no result within 30 s")}
 
@@ -628,8 +632,7 @@ def test_a_result_without_its_executions_token_is_refused_and_changes_nothing(
 
 def test_while_unsigned_results_are_accepted_a_wrong_token_is_still_refused() -> None:
     world = World()
-    world.results = ResultsService(world.store, world.publisher, world.clock,
-                                   ResultRules(segment_count=1, accept_unsigned=True))
+    world.results = ResultsService(world.store, world.outcomes, ResultRules(accept_unsigned=True))
     job = world.submit()
     world.clock.set(FIRE)
     record = world.publish(job)

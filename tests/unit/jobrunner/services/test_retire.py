@@ -22,6 +22,7 @@ from jobrunner.domain.schedules import Every
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
@@ -46,10 +47,11 @@ class World:
                                changes=self.changes, calendars=self.calendars)
         retirer = Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas, limits=LIMITS)
         self.publisher = MemoryPublisher()
-        self.results = ResultsService(self.store, self.publisher, self.clock, ResultRules(segment_count=1),
-                                      jitter=lambda: 0.5, retirer=retirer)
+        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
+                                 jitter=lambda: 0.5, retirer=retirer)
+        self.results = ResultsService(self.store, self.outcomes, ResultRules())
         self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
-                                 ScanRules(segment_count=1), results=self.results, calendars=self.calendars,
+                                 ScanRules(segment_count=1), outcomes=self.outcomes, calendars=self.calendars,
                                  retirer=retirer)
 
     def submit(self, count: int, **options: Any) -> Job:

@@ -36,6 +36,7 @@ from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from jobrunner.services.wake import ScanWaker
@@ -116,7 +117,7 @@ class World:
 
     def record(self, job_id: str, scheduled_at: datetime, attempt: int = 1) -> ExecutionRecord:
         """The history record of a scheduled fire's attempt."""
-        record = self.store.record(job_id, scheduled_at, attempt,
+        record = self.store.get_record(job_id, scheduled_at, attempt,
                                    execution_id_for(job_id, scheduled_at, attempt, Trigger.SCHEDULE))
         assert record is not None
         return record
@@ -270,8 +271,8 @@ class CheckingPublisher(TimedPublisher):
 
     def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
         for m in messages:
-            record = self.store.find_record(m.value["job_id"], m.value["execution_id"])
-            job = self.store.get(m.value["user_id"], m.value["job_id"])
+            record = self.store.record_by_execution_id(m.value["job_id"], m.value["execution_id"])
+            job = self.store.get_job(m.value["user_id"], m.value["job_id"])
             job = job and with_runs(job, self.store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
             self.known_at_publish.append((record.status if record else None, job.last_execution_id if job else None))
         super().publish(messages)
@@ -296,11 +297,11 @@ class FailingStartStore(MemoryJobStore):
         super().__init__()
         self.failures = failures
 
-    def start(self, records: Sequence[ExecutionRecord]) -> None:
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
         if self.failures > 0:
             self.failures -= 1
             raise Unavailable("database unavailable")
-        super().start(records)
+        super().write_started(records)
 
 
 def test_an_execution_whose_record_cannot_be_written_is_not_published_until_it_is() -> None:
@@ -386,17 +387,17 @@ class HookedStore(MemoryJobStore):
         if until is not None and self.clock is not None and self.clock.now() < until:
             raise Unavailable(f"{name}: injected failure")
 
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+    def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         self._hook("get_many")
-        return super().get_many(keys)
+        return super().get_jobs(keys)
 
-    def complete(self, completions: Sequence[Any]) -> None:
+    def settle_published(self, completions: Sequence[Any]) -> None:
         self._hook("complete")
-        super().complete(completions)
+        super().settle_published(completions)
 
-    def start(self, records: Sequence[ExecutionRecord]) -> None:
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
         self._hook("start")
-        super().start(records)
+        super().write_started(records)
 
 
 def hooked_world() -> World:
@@ -645,9 +646,9 @@ class BreakingStream(HookedStore):
         super().__init__(clock)
         self.after = after
 
-    def scheduled(self, bucket: datetime, segment: int, lane: Lane,
+    def lane_rows(self, bucket: datetime, segment: int, lane: Lane,
                   after: LanePosition | None = None, **window: Any) -> Iterator[ScheduledExecution]:
-        rows = super().scheduled(bucket, segment, lane, after, **window)
+        rows = super().lane_rows(bucket, segment, lane, after, **window)
         for index, row in enumerate(rows):
             if lane is Lane.PLANNED and index == self.after and self.after >= 0:
                 self.after = -1
@@ -726,7 +727,8 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
     store = world.store
     assert isinstance(store, HookedStore)
     job = world.submit(Every(timedelta(minutes=5), start=at(17)))
-    results = ResultsService(world.store, world.publisher, world.clock, ResultRules(segment_count=1))
+    outcomes = Outcomes(world.store, world.publisher, world.clock, OutcomeRules(segment_count=1))
+    results = ResultsService(world.store, outcomes, ResultRules())
 
     def report_success_then_die() -> None:
         [message] = world.publisher.sent
@@ -800,11 +802,11 @@ def test_a_row_planned_by_a_change_still_landing_waits_for_it_instead_of_being_d
         current = world.job(job)
         planned = plan_execution(current.with_changes(version=2), at(20), world.clock.now(), 1,
                                  trigger=Trigger.SCHEDULE)
-        world.store.schedule([planned])
+        world.store.write_scheduled([planned])
 
     def compare_and_set() -> None:
         current = world.job(job)
-        assert world.store.update(current.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
+        assert world.store.update_job(current.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
 
     world.clock.script = [(at(18), rows_of_the_change), (at(23), compare_and_set)]
     # When the minute and the next are scanned
@@ -820,7 +822,7 @@ def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
     world = World()
     job = world.submit(At(at(40)))
     stray = plan_execution(job.with_changes(version=2), at(17), SUBMITTED, 1, trigger=Trigger.SCHEDULE)
-    world.store.schedule([stray])
+    world.store.write_scheduled([stray])
     report = world.scan()
     # Then it is never published, the job's own fire is, and the partition is done
     assert fires(world, job) == [at(40)]
@@ -848,9 +850,9 @@ def test_a_row_left_by_a_failed_change_under_the_next_changes_version_is_not_pub
     # Given a job every 15 s at version 2, and a row left under version 2 by a change attempt whose
     # compare-and-set never landed (another schedule: a fire at 10:01:26, not one of the job's)
     job = world.submit(Every(timedelta(seconds=15), start=at(5)))
-    assert world.store.update(world.job(job).with_changes(version=2), [], expected_version=1)
+    assert world.store.update_job(world.job(job).with_changes(version=2), [], expected_version=1)
     stray = plan_execution(world.job(job), at(26), SUBMITTED, 1, trigger=Trigger.SCHEDULE)
-    world.store.schedule([stray])
+    world.store.write_scheduled([stray])
     report = world.scan()
     # Then the stray is dropped, and the job's own fires are not disturbed
     assert "2026-11-22T10:01:26.000Z" not in {m.value["scheduled_at"] for m in world.publisher.sent}
@@ -984,10 +986,10 @@ class LateReadCountingStore(MemoryJobStore):
         super().__init__()
         self.late_rows_read = 0
 
-    def scheduled(
+    def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, **window: Any
     ) -> Iterator[ScheduledExecution]:
-        for row in super().scheduled(bucket, segment, lane, after, **window):
+        for row in super().lane_rows(bucket, segment, lane, after, **window):
             self.late_rows_read += lane is Lane.LATE
             yield row
 
@@ -1172,7 +1174,7 @@ def test_a_scan_writing_into_the_next_minutes_late_lane_wakes_that_partitions_sc
     assert ScanRequest(segment=0, bucket=BUCKET) not in waker.requests  # its own rows it keeps
 
 
-# -- a first run written before its job (JobStore.create writes the first run, then the job) ------------------
+# -- a first run written before its job (JobStore.create_job writes the first run, then the job) ----------
 
 
 def test_a_first_run_whose_job_lands_late_is_published_not_dropped(world: World) -> None:

@@ -52,7 +52,7 @@ def buckets(requests: list[ScanRequest], segment: int = 0) -> list[datetime]:
 
 def done(heartbeats: MemoryHeartbeatStore, bucket: datetime, segment: int = 0) -> None:
     assert heartbeats.acquire(segment, bucket, "scan:x", EVENT, 30)
-    assert heartbeats.finish(segment, bucket, "scan:x", EVENT, 0)
+    assert heartbeats.mark_done(segment, bucket, "scan:x", EVENT, 0)
 
 
 @pytest.mark.parametrize("now", [EVENT, EVENT + timedelta(minutes=3), EVENT - timedelta(seconds=50)])
@@ -235,7 +235,7 @@ def test_a_parked_partition_is_unparked_once_done(
     stuck = TARGET - 30 * MINUTE
     attempted(heartbeats, stuck, 6, last=EVENT - 20 * MINUTE)
     heartbeats.park(0, [stuck])
-    assert heartbeats.finish(0, stuck, "scan:5", EVENT - 19 * MINUTE, 1)  # a retry got through
+    assert heartbeats.mark_done(0, stuck, "scan:5", EVENT - 19 * MINUTE, 1)  # a retry got through
     report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
     assert (report.parked, heartbeats.segments([0])[0].parked) == ({0: 0}, frozenset())
     assert buckets(invoker.requests) == [TARGET]
@@ -284,7 +284,7 @@ def run_scans(heartbeats: MemoryHeartbeatStore, requests: Iterable[ScanRequest],
     for number, request in enumerate(requests):
         owner = f"scan:{now.isoformat()}:{number}"
         if heartbeats.acquire(request.segment, request.bucket, owner, now, 30) and request.bucket not in failing:
-            assert heartbeats.finish(request.segment, request.bucket, owner, now, 0)
+            assert heartbeats.mark_done(request.segment, request.bucket, owner, now, 0)
 
 
 def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_it_is_not_lost() -> None:
@@ -531,7 +531,7 @@ def behind(heartbeats: MemoryHeartbeatStore, segments: Iterable[int]) -> datetim
     for segment in segments:
         MemoryHeartbeatStore.advance_watermark(heartbeats, segment, watermark)
         assert heartbeats.acquire(segment, watermark + MINUTE, "scan:x", EVENT, 30)
-        assert heartbeats.finish(segment, watermark + MINUTE, "scan:x", EVENT, 0)
+        assert heartbeats.mark_done(segment, watermark + MINUTE, "scan:x", EVENT, 0)
     return watermark
 
 

@@ -40,7 +40,7 @@ def test_only_partitions_no_scan_holds_are_woken() -> None:
     for segment in (1, 2, 3, 4):
         assert heartbeats.acquire(segment, BUCKET, f"scan-{segment}", NOW - timedelta(seconds=40), 30)
     assert heartbeats.renew(1, BUCKET, "scan-1", NOW - timedelta(seconds=5), 30)
-    assert heartbeats.finish(2, BUCKET, "scan-2", NOW - timedelta(seconds=5), 0)
+    assert heartbeats.mark_done(2, BUCKET, "scan-2", NOW - timedelta(seconds=5), 0)
     assert heartbeats.release(3, BUCKET, "scan-3", NOW - timedelta(seconds=5))
     # When late rows were written into each (and a planned row into a sixth)
     rows = [row(s) for s in (1, 2, 3, 4, 5)] + [row(6, Lane.PLANNED)]

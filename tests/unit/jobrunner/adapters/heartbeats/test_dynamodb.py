@@ -31,7 +31,7 @@ TABLE = "heartbeats"
 CALLS: dict[str, Callable[[HeartbeatStore], object]] = {
     "acquire": lambda s: s.acquire(0, BUCKET, "a", T0, 30),
     "renew": lambda s: s.renew(0, BUCKET, "a", T0, 30),
-    "finish": lambda s: s.finish(0, BUCKET, "a", T0, 1),
+    "mark_done": lambda s: s.mark_done(0, BUCKET, "a", T0, 1),
     "segments": lambda s: s.segments([0, 1]),
     "partitions": lambda s: s.partitions([(0, BUCKET)]),
     "advance_watermark": lambda s: s.advance_watermark(0, BUCKET),

@@ -57,7 +57,7 @@ def test_a_job_is_created_by_its_first_run_then_itself_without_a_logged_batch() 
     session = RecordingSession()
     job, first = job_and_first_run()
 
-    CassandraJobStore(session).create(job, first)  # type: ignore[arg-type]
+    CassandraJobStore(session).create_job(job, first)  # type: ignore[arg-type]
 
     assert [cql.split(" (")[0] for cql in session.executed] == [
         "INSERT INTO task_schedule_v2", "INSERT INTO job_table_v2"]
@@ -69,7 +69,7 @@ def test_a_create_whose_job_write_fails_leaves_no_job_only_a_run_no_scan_publish
     job, first = job_and_first_run()
 
     with pytest.raises(Unavailable):
-        CassandraJobStore(session).create(job, first)  # type: ignore[arg-type]
+        CassandraJobStore(session).create_job(job, first)  # type: ignore[arg-type]
 
     assert [cql.split(" (")[0] for cql in session.executed] == ["INSERT INTO task_schedule_v2"]
 

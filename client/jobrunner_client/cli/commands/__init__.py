@@ -1,0 +1,1 @@
+"""The ``jobrunner`` subcommands, one module per group; ``cli.app`` registers them."""

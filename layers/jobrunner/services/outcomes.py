@@ -1,0 +1,184 @@
+"""How an execution ends: the one rule the results function and the scan share.
+
+An execution ends by a worker's result (``services.results``) or by its timeout, when the watchdog row
+planned at publish time comes due and the execution has still not reported (``services.scan``). Both end
+in ``Outcomes.conclude``: a success, a failure retried with backoff, a failure dead-lettered once no retry
+is left, or (overlap policy ``cancel_other``) a cancelled execution; then a job that asked to be deleted
+after its last fire may be (``services.retire``). Executions that are unknown, cancelled or already ended
+are ignored and counted, never raised, so a bad message can never block the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jobrunner.domain.jobs import (
+    ExecutionRecord,
+    ExecutionStatus,
+    Job,
+    JobState,
+    ScheduledExecution,
+    Trigger,
+    origin_of,
+    watched_execution_ids,
+)
+from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
+from jobrunner.domain.retry import retry_delay, should_retry
+from jobrunner.domain.time import rfc3339
+from jobrunner.ports import HistoryStore, JobStore, OutboundMessage, Outcome, ScheduledRowStore
+from jobrunner.services.wake import wake
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+
+    from jobrunner.ports import Clock, Publisher
+    from jobrunner.services.retire import Retirer
+    from jobrunner.services.wake import ScanWaker
+
+log = logging.getLogger(__name__)
+
+#: What ends one execution: (its record, or None when unknown; success; error; cancelled by a newer fire).
+Ending = tuple[ExecutionRecord | None, bool, str | None, bool]
+
+
+class OutcomeStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
+    """The store ports an ending uses: the jobs (read), the history (the record read, the outcome written) and
+    the scheduled rows (a retry placed anew)."""
+
+
+@dataclass(frozen=True)
+class OutcomeRules:
+    segment_count: int
+    dead_letter_topic: str = "job-dlq"
+
+
+@dataclass
+class ResultCounters:
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+
+class Outcomes:
+    def __init__(
+        self, store: OutcomeStores, publisher: Publisher, clock: Clock, rules: OutcomeRules,
+        jitter: Callable[[], float] = random.random, waker: ScanWaker | None = None,
+        retirer: Retirer | None = None,
+    ) -> None:
+        #: Deletes a job that asked for it once its last execution ends (``services.retire``).
+        self._retirer = retirer
+        #: Wakes the scan of a partition a retry is written to (``services.wake``).
+        self._waker = waker
+        self._store = store
+        self._publisher = publisher
+        self._clock = clock
+        self._rules = rules
+        self._jitter = jitter
+        #: Every outcome, by name: those of the results applied and of the timeouts alike.
+        self.counters = ResultCounters()
+
+    def count(self, outcome: str, record: ExecutionRecord | None = None) -> str:
+        """Count ``outcome`` (and log it against its execution, if known); returns it."""
+        self.counters.outcomes[outcome] += 1
+        if record is not None:
+            log.info("result %s", outcome, extra={"job_id": record.job_id, "execution_id": record.execution_id,
+                                                   "attempt": record.attempt})
+        return outcome
+
+    def expire(self, watchdog: ScheduledExecution) -> str:
+        """The watchdog of an execution came due: fail the execution if it has not reported. The watched
+        execution is named by the watchdog's own id (``domain.jobs.watched_execution_ids``)."""
+        record = None
+        for execution_id in watched_execution_ids(watchdog):
+            record = self._store.get_record(watchdog.job_id, watchdog.scheduled_at, watchdog.attempt, execution_id)
+            if record is not None:
+                break
+        if record is None or record.status is not ExecutionStatus.RUNNING:
+            return self.count("watchdog_cleared")
+        job = self._store.get_job(record.user_id, record.job_id)
+        timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
+        [outcome] = self.conclude([(record, False, f"no result within {timeout}", False)])
+        return self.count("timed_out_" + outcome, record)
+
+    def conclude(self, results: Sequence[Ending]) -> list[str]:
+        """End each (record, success, error, cancelled): the jobs of those still running read together, then
+        dead letters sent, then every outcome written (retries first), then the retries kept in time. A
+        cancelled execution (replaced by a newer fire, ``Overlap.CANCEL_OTHER``) ends FAILED with no retry and
+        no dead letter. Returns what happened to each, in order (not counted: the caller names it)."""
+        outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, *_ in results]
+        running = [n for n, (record, *_) in enumerate(results)
+                   if record is not None and record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
+        if not running:
+            return outcomes
+        jobs = self._store.get_jobs(sorted({(r.user_id, r.job_id) for n in running if (r := results[n][0])}))
+        now = self._clock.now()
+        written: list[Outcome] = []
+        dead: list[OutboundMessage] = []
+        retries: list[ScheduledExecution] = []
+        ended: list[Job] = []
+        for n in running:
+            record, success, error, cancelled = results[n]
+            assert record is not None
+            job = jobs.get((record.user_id, record.job_id))
+            if job is None or job.state is JobState.CANCELLED:
+                outcomes[n] = "ignored_cancelled"
+                continue
+            status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
+            finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
+            if success or cancelled:
+                written.append(Outcome(finished, None))
+                ended.append(job)
+                outcomes[n] = "succeeded" if success else "cancelled"
+            elif should_retry(job.retry, record.attempt):
+                due = now + retry_delay(job.retry, record.attempt, self._jitter())
+                retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
+                                       attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
+                                       origin=origin_of(record))
+                written.append(Outcome(replace(finished, retry_at=retry.due_at), retry))
+                retries.append(retry)
+                outcomes[n] = "retrying"
+            else:
+                dead.append(dead_letter(job, finished, self._rules.dead_letter_topic))
+                written.append(Outcome(finished, None))
+                ended.append(job)
+                outcomes[n] = "dead_lettered"
+        # Dead letters first: if the writes after them fail, the results are retried and a dead letter may be
+        # sent twice (same execution_id), but never lost.
+        if dead:
+            self._publisher.publish(dead)
+        if written:
+            self._store.write_outcomes(written)
+        for retry in retries:
+            self._keep_in_time(retry, now)
+        for job in ended:
+            self._ended(job)
+        return outcomes
+
+    def _ended(self, job: Job) -> None:
+        """An execution of ``job`` ended for good: a job that asked to be deleted after its last fire may be done."""
+        if self._retirer is not None:
+            self._retirer.consider(job)
+
+    def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
+        """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)
+        is placed and written again from now; the copy left behind is never read, or is a same-id duplicate."""
+        wake(self._waker, [row])
+        while not placed_in_time([row], placed_at, self._clock.now()):
+            placed_at = self._clock.now()
+            row = placed_anew(row, placed_at)
+            self._store.write_scheduled([row])
+            wake(self._waker, [row])
+
+
+def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:
+    value: dict[str, Any] = {
+        "execution_id": record.execution_id, "job_id": job.job_id, "user_id": job.user_id,
+        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.payload,
+        "error": record.error,
+    }
+    headers = {"execution_id": record.execution_id, "scheduled_at": value["scheduled_at"],
+               "attempt": str(record.attempt)}
+    return OutboundMessage(topic=topic, key=job.job_id, value=value, headers=headers)
