@@ -56,7 +56,7 @@ unit: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy layers/jobrunner client devstack functions chaos infra examples bench
+	$(VENV)/bin/mypy layers/jobrunner cql client devstack functions chaos infra examples bench
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

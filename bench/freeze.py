@@ -229,7 +229,7 @@ def run_once(
 
 
 def _prepare(keyspace: str, cassandra: tuple[str, int]) -> None:
-    from jobrunner.adapters.stores.migrate import migrate
+    from cql.migrate import migrate
     from jobrunner.adapters.stores.session import CassandraSettings
 
     migrate(CassandraSettings(contact_points=(cassandra[0],), port=cassandra[1], keyspace=keyspace))

@@ -111,9 +111,9 @@ def create(settings: Settings, names: BenchNames) -> None:
     """Schema, topics and heartbeat table, as the local stack bootstraps them."""
     import boto3
 
+    from cql.migrate import migrate
     from jobrunner.adapters.heartbeats.dynamodb import ensure_table
     from jobrunner.adapters.publishers.topics import ensure_topics
-    from jobrunner.adapters.stores.migrate import migrate
 
     migrate(settings.cassandra)
     ensure_topics(settings.kafka.bootstrap, names.topics, partitions=TOPIC_PARTITIONS)

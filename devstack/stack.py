@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import boto3
 from kafka import KafkaConsumer
 
+from cql.migrate import migrate
 from devstack import servers, tokens
 from devstack.environments import Environments
 from devstack.gateway import serve
@@ -33,7 +34,6 @@ from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
 from jobrunner.adapters.publishers.topics import ensure_topics
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
-from jobrunner.adapters.stores.migrate import migrate
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 

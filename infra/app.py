@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Annotations, App, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from cql.schema import load_tables, with_row_ttls
 from devstack.dashboard import DASHBOARD_DIR
 from infra.config import DeploymentConfig, cli_context
 from infra.layer_build import (
@@ -28,7 +29,6 @@ from infra.layer_build import (
 from infra.stack import JobRunnerStack, StackAssets
 from jobrunner.adapters.stores.cassandra import STATEMENTS
 from jobrunner.adapters.stores.changes import STATEMENTS as CHANGE_LOG_STATEMENTS
-from jobrunner.adapters.stores.cql_schema import load_tables, with_row_ttls
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

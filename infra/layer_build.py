@@ -4,7 +4,9 @@
   dependencies in ``pyproject.toml``, pinned by ``constraints.txt``, plus ``certifi`` (its bundle holds
   the Amazon Root CAs the Keyspaces TLS connection is checked against). Every wheel the project needs
   exists for both architectures (cassandra-driver ships its compiled modules and libev in the wheel).
-- Code: ``layers/jobrunner`` copied to ``python/jobrunner``, and the Keyspaces CA bundle to
+- Code: the runtime only, the modules ``CODE_LAYER`` lists (what the functions import in AWS: not the
+  command-line tool, the worker SDK, the in-memory adapters of the tests and the local stack, nor the schema
+  tools of ``cql/``), under ``python/``, and the Keyspaces CA bundle at
   ``python/jobrunner_certs/keyspaces-bundle.pem`` (``infra/certs/keyspaces-bundle.pem``: the roots AWS
   documents for Keyspaces, or the file ``keyspaces_ca_bundle`` names).
 
@@ -29,6 +31,10 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The Python version of the Lambda runtime (``infra.constructs.function.RUNTIME``): the wheels are chosen
@@ -46,11 +52,58 @@ EXTRA = ("certifi",)
 KEYSPACES_BUNDLE_SOURCE = ROOT / "infra" / "certs" / "keyspaces-bundle.pem"
 #: Where the functions find it (layers are unpacked under /opt): CASSANDRA_CA_BUNDLE.
 KEYSPACES_BUNDLE = "/opt/python/jobrunner_certs/keyspaces-bundle.pem"
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
 #: Where Lambda unpacks the layers' ``python/``: the path the bytecode records for tracebacks.
 LAYER_PATH = "/opt/python"
 #: Names an interpreter of the runtime's version, if it is not on PATH as ``python3.X``.
 PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
+
+
+#: The code layer's contents: (a directory under the repository, a glob under it). Each file matched lands at
+#: ``python/<its path under that directory>``; an entry that matches nothing fails the build (a module was
+#: moved: follow it). Only what a function imports at run time in AWS, directly or through ``wiring``'s lazy
+#: imports for the AWS settings; tests/infra/test_layer_build.py fails on any other module shipped and on any
+#: handler that cannot be imported from the layer. Left out: the client distribution but its protocol module
+#: (the CLI and the worker SDK, run by users), the in-memory adapters and ``clocks/manual.py`` (tests, the
+#: local stack), ``invokers/threads.py`` (the local stack's scans), ``publishers/topics.py`` (the local stack
+#: creates its topics; in AWS the CDK app does), ``publishers/tracing.py`` (the local stack's OpenTelemetry
+#: spans), the dashboard's assets (``api/ui/``) and the schema tools (``cql/``).
+CODE_LAYER: tuple[tuple[str, str], ...] = (
+    ("layers", "jobrunner/__init__.py"),
+    ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
+    ("layers", "jobrunner/entrypoints.py"),  # the tick, scan and results handlers' entry points
+    ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
+    ("layers", "jobrunner/ports.py"),  # the ports' records (ScanRequest, ...), imported by the services
+    ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
+    ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
+    ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
+    ("layers", "jobrunner/services/*.py"),  # the use cases
+    ("layers", "jobrunner/api/*.py"),  # the api function's HTTP API: its modules, not the dashboard's assets
+    ("layers", "jobrunner/adapters/__init__.py"),
+    ("layers", "jobrunner/adapters/secrets.py"),  # the result key, from Secrets Manager
+    ("layers", "jobrunner/adapters/sockets.py"),  # TCP keepalive options of the driver and the producer
+    ("layers", "jobrunner/adapters/dynamodb_tables.py"),  # imported by the DynamoDB adapters
+    ("layers", "jobrunner/adapters/clocks/__init__.py"),
+    ("layers", "jobrunner/adapters/clocks/system.py"),  # the container's clock
+    ("layers", "jobrunner/adapters/stores/__init__.py"),
+    ("layers", "jobrunner/adapters/stores/cassandra.py"),  # Container.store
+    ("layers", "jobrunner/adapters/stores/session.py"),  # its session (config reads its settings)
+    ("layers", "jobrunner/adapters/stores/keyspaces.py"),  # the session with CASSANDRA_MODE=keyspaces
+    ("layers", "jobrunner/adapters/stores/codec.py"),  # rows <-> records, for the store
+    ("layers", "jobrunner/adapters/stores/rows.py"),  # the store's batched writes
+    ("layers", "jobrunner/adapters/stores/cursors.py"),  # the store's page cursors
+    ("layers", "jobrunner/adapters/stores/changes.py"),  # Container.changes (the jobs' change log)
+    ("layers", "jobrunner/adapters/stores/calendars.py"),  # Container.calendars
+    ("layers", "jobrunner/adapters/publishers/__init__.py"),
+    ("layers", "jobrunner/adapters/publishers/kafka.py"),  # Container.publisher (config reads its settings)
+    ("layers", "jobrunner/adapters/heartbeats/__init__.py"),
+    ("layers", "jobrunner/adapters/heartbeats/dynamodb.py"),  # Container.heartbeats
+    ("layers", "jobrunner/adapters/quotas/__init__.py"),
+    ("layers", "jobrunner/adapters/quotas/dynamodb.py"),  # Container.quotas, when a tenant's limit is counted
+    ("layers", "jobrunner/adapters/invokers/__init__.py"),
+    ("layers", "jobrunner/adapters/invokers/lambda_.py"),  # Container.invoker: the tick's, and scan wakes
+    # The one module the server shares with the clients (the messages, statuses, RFC 3339, traceparent):
+    ("client", "jobrunner_client/__init__.py"), ("client", "jobrunner_client/protocol.py"),
+)
 
 
 def _version_of(python: str) -> str | None:
@@ -180,18 +233,33 @@ def build_dependency_layer(
     return _publish(staging, final, f"deps-{architecture}")
 
 
+def code_layer_files(root: Path = ROOT, manifest: Sequence[tuple[str, str]] = CODE_LAYER) -> dict[str, Path]:
+    """The code layer's modules: their path under ``python/`` -> their source, as ``manifest`` lists them.
+
+    Raises ``ValueError`` for an entry that matches no file (a module moved or removed: the entry follows it).
+    """
+    files: dict[str, Path] = {}
+    for directory, pattern in manifest:
+        matched = sorted(p for p in (root / directory).glob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+        if not matched:
+            raise ValueError(f"code layer entry {directory}/{pattern} matches no file (infra.layer_build.CODE_LAYER)")
+        files.update({str(p.relative_to(root / directory)): p for p in matched})
+    return dict(sorted(files.items()))
+
+
 def build_code_layer(
-    *, cache_dir: Path, source: Path = ROOT / "layers" / "jobrunner", ca_bundle: Path = KEYSPACES_BUNDLE_SOURCE,
-    bytecode_python: str | None = None,
+    *, cache_dir: Path, root: Path = ROOT, manifest: Sequence[tuple[str, str]] = CODE_LAYER,
+    ca_bundle: Path = KEYSPACES_BUNDLE_SOURCE, bytecode_python: str | None = None,
 ) -> Path:
-    """The code layer directory: ``python/jobrunner`` and ``python/jobrunner_certs/keyspaces-bundle.pem``.
+    """The code layer directory: ``python/`` holding the modules ``manifest`` lists (``code_layer_files``), and
+    ``python/jobrunner_certs/keyspaces-bundle.pem``.
 
     ``bytecode_python``: an interpreter of the runtime's version (``target_python()``) to precompile with.
     """
+    files = code_layer_files(root, manifest)
     digest = hashlib.sha256()
-    files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
-    for path in files:
-        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in files.items():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(b"ca\0" + ca_bundle.read_bytes())
     digest.update(f"\0{PYTHON_VERSION}\0{'pyc' if bytecode_python else 'nopyc'}".encode())
     final = cache_dir / f"code-{digest.hexdigest()[:16]}"
@@ -200,8 +268,10 @@ def build_code_layer(
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = cache_dir / f".{final.name}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging / "python" / "jobrunner", ignore=_IGNORED)
-    (staging / "python" / "jobrunner_certs").mkdir()
+    for name, path in files.items():
+        (staging / "python" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, staging / "python" / name)
+    (staging / "python" / "jobrunner_certs").mkdir(parents=True)
     shutil.copyfile(ca_bundle, staging / "python" / "jobrunner_certs" / "keyspaces-bundle.pem")
     if bytecode_python:
         _compile_or_discard(staging, bytecode_python)

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
     from constructs import Construct
 
+    from cql.schema import TableSpec
     from infra.config import DeploymentConfig
-    from jobrunner.adapters.stores.cql_schema import TableSpec
 
 DEAD_LETTER_TOPIC = "job-dlq"
 KEYSPACES_PORT = 9142

@@ -52,7 +52,7 @@ def team(name: str, run_id: str) -> str:
 
 @pytest.fixture(scope="session")
 def cassandra_session(settings: Settings) -> Iterator[Any]:
-    from jobrunner.adapters.stores.migrate import migrate
+    from cql.migrate import migrate
     from jobrunner.adapters.stores.session import connect
 
     migrate(settings.cassandra)

@@ -1,5 +1,5 @@
 """Amazon Keyspaces: the keyspace and one table per ``CREATE TABLE`` of ``cql/``
-(see ``jobrunner.adapters.stores.cql_schema``).
+(see ``cql.schema``).
 
 Tables are on-demand, with point-in-time recovery, encrypted with an AWS-owned key (Keyspaces'
 default). Column names, types, key order and clustering order come from the parsed schema only.
@@ -19,7 +19,7 @@ from infra.constructs.nag import acknowledge
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from jobrunner.adapters.stores.cql_schema import TableSpec
+    from cql.schema import TableSpec
 
 
 #: The longest default time to live Keyspaces accepts (20 years).

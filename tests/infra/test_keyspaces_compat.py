@@ -3,7 +3,7 @@
 Sources: ``STATEMENTS`` of ``jobrunner.adapters.stores.cassandra`` (every CQL string the store issues) and
 of ``jobrunner.adapters.stores.changes`` (the change log's) and ``.calendars`` (the calendars'),
 the statements it puts in batches (read from its source), ``STATEMENTS`` of
-``jobrunner.adapters.stores.migrate`` (what the migration sends besides the schema), the consistency
+``cql.migrate`` (what the migration sends besides the schema), the consistency
 levels the store modules use, and ``cql/*.cql``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobrunner.adapters.stores.cql_schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
+from cql.schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
 
 STORES = Path(__file__).resolve().parents[2] / "layers" / "jobrunner" / "adapters" / "stores"
 #: Keyspaces rejects EACH_QUORUM, QUORUM, ALL, TWO, THREE, ANY, SERIAL and LOCAL_SERIAL.
@@ -54,7 +54,7 @@ def test_statements_lists_every_cql_constant_of_the_calendars() -> None:
 
 
 def _migration_statements() -> list[str]:
-    from jobrunner.adapters.stores.migrate import STATEMENTS
+    from cql.migrate import STATEMENTS
 
     return list(STATEMENTS)
 
@@ -87,7 +87,7 @@ def test_migration_statement_is_supported(statement: str) -> None:
 
 
 def test_statements_lists_every_cql_constant_of_the_migration() -> None:
-    import jobrunner.adapters.stores.migrate as migration
+    import cql.migrate as migration
 
     constants = {value for value in vars(migration).values() if isinstance(value, str) and _CQL.match(value)}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from infra.coldstart import LAMBDA_ENV
 from infra.layer_build import (
     CLI_ONLY,
     PLATFORMS,
@@ -18,6 +19,7 @@ from infra.layer_build import (
     PYTHON_VERSION,
     build_code_layer,
     build_dependency_layer,
+    code_layer_files,
     layer_requirements,
     pip_install_command,
     target_python,
@@ -111,6 +113,121 @@ def test_code_layer_packages_jobrunner_under_python(tmp_path: Path) -> None:
     assert (layer / "python" / "jobrunner" / "entrypoints.py").is_file()
     assert not list(layer.rglob("__pycache__"))
     assert build_code_layer(cache_dir=tmp_path / "cache") == layer
+
+
+#: Modules a function imports at its first call rather than at import: ``wiring.Container``'s adapters for the
+#: AWS settings, and the Keyspaces session. The layer test imports them after each handler, as a first call
+#: would; a test below keeps this list equal to the lazy imports the shipped code makes.
+FIRST_CALL_IMPORTS = {
+    "jobrunner.adapters.stores.cassandra": "Container.store",
+    "jobrunner.adapters.stores.session": "Container.store (connect)",
+    "jobrunner.adapters.stores.keyspaces": "session.connect with CASSANDRA_MODE=keyspaces",
+    "jobrunner.adapters.stores.changes": "Container.changes (JOBRUNNER_CHANGE_LOG, on by default)",
+    "jobrunner.adapters.stores.calendars": "Container.calendars",
+    "jobrunner.adapters.publishers.kafka": "Container.publisher",
+    "jobrunner.adapters.heartbeats.dynamodb": "Container.heartbeats",
+    "jobrunner.adapters.quotas.dynamodb": "Container.quotas, when a tenant's limit is counted",
+    "jobrunner.adapters.invokers.lambda_": "Container.invoker (the tick; writers that wake scans)",
+}
+#: Lazy imports of the shipped code that no function makes in AWS (so the layer does not carry them).
+LOCAL_ONLY_IMPORTS = {
+    "jobrunner.adapters.publishers.tracing": "Container.publisher under telemetry.enabled(): the local stack's spans",
+}
+#: The AWS configuration at import: what Lambda sets, and the settings of a deployed stack that choose adapters.
+AWS_ENV = {**LAMBDA_ENV, "CASSANDRA_MODE": "keyspaces", "CASSANDRA_PORT": "9142", "KAFKA_SECURITY": "msk-iam",
+           "JOBRUNNER_WAKE_SCANS": "true"}
+_IMPORTED_FROM_LAYER = """
+import importlib, json, sys
+sys.path[:0] = {paths!r}
+import handler
+for name in {first_call!r}:
+    importlib.import_module(name)
+print(json.dumps(sorted({{m.__file__ for m in list(sys.modules.values())
+                         if (getattr(m, "__file__", None) or "").startswith({site!r})}})))
+"""
+
+
+def _modules_of(files: list[Path]) -> dict[str, Path]:
+    return {".".join(p.with_suffix("").parts).removesuffix(".__init__"): p for p in files}
+
+
+def test_the_code_layer_holds_only_what_the_handlers_import_in_aws_and_every_handler_imports_from_it(
+    tmp_path: Path,
+) -> None:
+    """The rule: every ``.py`` file of the layer is imported when some handler of ``functions/`` is imported in
+    the AWS configuration and then makes its first call (``FIRST_CALL_IMPORTS``), with nothing on ``sys.path``
+    but the function, the code layer and the dependencies (this venv's); the only other file is the CA bundle."""
+    import json
+    import os
+    import sysconfig
+
+    layer = build_code_layer(cache_dir=tmp_path / "cache")
+    site = layer / "python"
+    dependencies = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    handlers = sorted((ROOT / "functions").glob("*/handler.py"))
+    assert len(handlers) >= 4
+
+    # When each handler is imported in a fresh interpreter (-I -S: no environment paths, no .pth files) ...
+    imported: set[str] = set()
+    failed: dict[str, str] = {}
+    for handler in handlers:
+        probe = _IMPORTED_FROM_LAYER.format(paths=[str(handler.parent), str(site), *dependencies],
+                                            first_call=sorted(FIRST_CALL_IMPORTS), site=str(site) + os.sep)
+        result = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", probe], capture_output=True, text=True,
+                                check=False, env={"PATH": os.environ.get("PATH", ""), **AWS_ENV})
+        if result.returncode != 0:
+            failed[handler.parent.name] = result.stderr[-2000:]
+            continue
+        imported |= {str(Path(f).relative_to(site)) for f in json.loads(result.stdout.splitlines()[-1])}
+
+    # Then every one imports from the layer, and the layer holds nothing that none of them imports
+    assert failed == {}
+    files = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert [f for f in files if f.endswith(".py") and f not in imported] == []
+    assert [f for f in files if not f.endswith(".py")] == ["jobrunner_certs/keyspaces-bundle.pem"]
+
+
+def test_the_first_call_imports_are_the_lazy_imports_of_the_shipped_code() -> None:
+    shipped = _modules_of([Path(name) for name in code_layer_files()])
+    lazy: set[str] = set()
+    for path in code_layer_files().values():
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    lazy |= {f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in shipped}
+                    lazy |= {node.module} & {*shipped, *LOCAL_ONLY_IMPORTS}
+                elif isinstance(node, ast.Import):
+                    lazy |= {a.name for a in node.names} & {*shipped, *LOCAL_ONLY_IMPORTS}
+
+    assert lazy == set(FIRST_CALL_IMPORTS) | set(LOCAL_ONLY_IMPORTS)
+    assert set(FIRST_CALL_IMPORTS) <= set(shipped)
+    assert not set(LOCAL_ONLY_IMPORTS) & set(shipped)
+
+
+def test_the_code_layer_leaves_out_the_clients_the_local_only_adapters_and_the_schema_tools() -> None:
+    files = code_layer_files()
+
+    assert [f for f in files if f.startswith("jobrunner_client/")] == ["jobrunner_client/__init__.py",
+                                                                        "jobrunner_client/protocol.py"]
+    assert not [f for f in files if f.startswith("jobrunner/api/ui/")]
+    assert not {"jobrunner/adapters/stores/memory.py", "jobrunner/adapters/clocks/manual.py",
+                "jobrunner/adapters/invokers/threads.py", "jobrunner/adapters/publishers/tracing.py"} & set(files)
+    assert not [f for f in files if f.startswith("cql/") or "cql_schema" in f or f.endswith("migrate.py")]
+
+
+def test_a_code_layer_entry_may_name_another_directory_and_must_match_a_file(tmp_path: Path) -> None:
+    (tmp_path / "client" / "pkg").mkdir(parents=True)
+    (tmp_path / "client" / "pkg" / "protocol.py").write_text("X = 1\n")
+    (tmp_path / "client" / "pkg" / "cli.py").write_text("Y = 2\n")
+
+    layer = build_code_layer(cache_dir=tmp_path / "cache", root=tmp_path, manifest=[("client", "pkg/protocol.py")])
+
+    assert sorted(str(p.relative_to(layer)) for p in layer.rglob("*") if p.is_file()) == [
+        "python/jobrunner_certs/keyspaces-bundle.pem", "python/pkg/protocol.py"]
+    with pytest.raises(ValueError, match=r"client/pkg/gone\.py matches no file"):
+        code_layer_files(tmp_path, [("client", "pkg/protocol.py"), ("client", "pkg/gone.py")])
 
 
 def test_code_layer_can_carry_a_ca_bundle(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from jobrunner.adapters.stores.cql_schema import load_tables
+from cql.schema import load_tables
 
 if TYPE_CHECKING:
     from tests.infra.conftest import Synthesized
@@ -47,7 +47,7 @@ def test_cql_file_columns_are_all_accounted_for(default_app: Synthesized) -> Non
     # Given the column names as they appear in the raw CQL text (a check on the parser itself)
     import re
 
-    from jobrunner.adapters.stores.cql_schema import CQL_DIR, statements
+    from cql.schema import CQL_DIR, statements
 
     for path in sorted(CQL_DIR.glob("*.cql")):
         for statement in statements(path.read_text()):

@@ -6,8 +6,8 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
+from cql.schema import load_tables, parse_table
 from infra.constructs.storage import KeyspacesSchema
-from jobrunner.adapters.stores.cql_schema import load_tables, parse_table
 
 if TYPE_CHECKING:
     import aws_cdk as cdk

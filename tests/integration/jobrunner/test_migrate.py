@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cql.migrate import copy_legacy_history, migrate
+from cql.schema import statements
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.calendars import CassandraCalendarStore
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
-from jobrunner.adapters.stores.cql_schema import statements
-from jobrunner.adapters.stores.migrate import copy_legacy_history, migrate
 from jobrunner.adapters.stores.session import connect
 from jobrunner.domain.calendars import calendar_from_dict
 from jobrunner.domain.jobs import (

@@ -55,7 +55,7 @@ def dumps(value: Any) -> str:
 def job_from_row(row: Any) -> Job:
     """The job of a ``job_table_v2`` row. Its schedule version is the stored one only if it was written with
     the current version (``schedule_version_set_at``); a row last changed by code that predates the
-    column (an older release, whose rows ``migrate`` copies as they are) re-planned on every change,
+    column (an older release, whose rows ``cql.migrate`` copies as they are) re-planned on every change,
     so its version is its schedule version. Its next run is the scan's if the scan planned it under the
     current schedule version, else the one the last change of schedule or state wrote (also for rows
     written before the scan had columns of its own)."""

@@ -93,7 +93,7 @@ class CassandraSettings:
     tls: bool = False
     #: A request made after this long without one first replaces the session's connections.
     idle_refresh_s: float = 300.0
-    #: Replicas of the keyspace the migration creates (``migrate.replication_for``).
+    #: Replicas of the keyspace the migration creates (``cql.migrate.replication_for``).
     replication_factor: int = 1
     #: A read not answered within this many ms is also sent to the next node (0: never).
     speculative_delay_ms: int = 0

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-CQL_DIR = Path(__file__).resolve().parents[4] / "cql"
+CQL_DIR = Path(__file__).resolve().parent
 
 #: Column types Amazon Keyspaces accepts (its "Cassandra data type support" table). ``duration`` is
 #: left out on purpose: the schema does not need it and its support on Keyspaces is not confirmed.
@@ -129,8 +129,25 @@ def parse_table(statement: str) -> TableSpec:
     tail = statement[close + 1:].strip()
     if tail and not re.match(r"^WITH\s", tail, re.IGNORECASE):
         raise SchemaError(f"{name}: unexpected text after the column list: {tail!r}")
-    options = tail[4:].strip() if tail else None
     name = name.lower()
+    columns, primary = _columns(name, body)
+    partition_names, clustering_names = _key(primary)
+    orders, ttl = _table_options(name, tail[4:].strip() if tail else None, clustering_names)
+    key_names = partition_names + clustering_names
+    missing = [k for k in key_names if k not in columns]
+    if missing:
+        raise SchemaError(f"{name}: key columns {missing} are not declared")
+    return TableSpec(
+        name=name,
+        partition_key=tuple(Column(k, columns[k]) for k in partition_names),
+        clustering=tuple((Column(k, columns[k]), orders[k]) for k in clustering_names),
+        regular=tuple(Column(c, t) for c, t in columns.items() if c not in key_names),
+        default_time_to_live=ttl,
+    )
+
+
+def _columns(name: str, body: str) -> tuple[dict[str, str], str]:
+    """The column list of table ``name``: column -> its normalized type, and the PRIMARY KEY's parenthesised list."""
     columns: dict[str, str] = {}
     primary: str | None = None
     for item in split_top_level(body):
@@ -150,37 +167,42 @@ def parse_table(statement: str) -> TableSpec:
         columns[column] = _check_type(name, column, rest)
     if primary is None:
         raise SchemaError(f"{name}: no PRIMARY KEY")
+    return columns, primary
+
+
+def _key(primary: str) -> tuple[list[str], list[str]]:
+    """``((a, b), c, d)`` -> the partition key's columns and the clustering columns, in key order."""
     key_items = split_top_level(_unwrap(primary))
     partition_names = _names(_unwrap(key_items[0])) if key_items[0].startswith("(") else [key_items[0].lower()]
-    clustering_names = [k.strip().lower() for k in key_items[1:]]
-    orders = {c: "ASC" for c in clustering_names}
+    return partition_names, [k.strip().lower() for k in key_items[1:]]
+
+
+def _table_options(name: str, options: str | None, clustering: list[str]) -> tuple[dict[str, str], int | None]:
+    """The ``WITH`` options of table ``name``: each clustering column's order, and the default time to live."""
+    orders = {c: "ASC" for c in clustering}
     ttl = None
     for option in _options(options):
         order = re.match(r"^CLUSTERING ORDER BY \((.*)\)$", option, re.IGNORECASE)
-        if order:
-            for entry in split_top_level(order.group(1)):
-                column, _, direction = entry.partition(" ")
-                column = column.lower()
-                if column not in orders or direction.upper() not in ("ASC", "DESC"):
-                    raise SchemaError(f"{name}: bad clustering order entry {entry!r}")
-                orders[column] = direction.upper()
-            continue
         ttl_match = re.match(r"^default_time_to_live\s*=\s*(\d+)$", option, re.IGNORECASE)
-        if ttl_match:
+        if order:
+            orders.update(_clustering_order(name, order.group(1), orders))
+        elif ttl_match:
             ttl = int(ttl_match.group(1))
-            continue
-        raise SchemaError(f"{name}: table option {option!r} is not derived into Keyspaces; extend cql_schema.py")
-    key_names = partition_names + clustering_names
-    missing = [k for k in key_names if k not in columns]
-    if missing:
-        raise SchemaError(f"{name}: key columns {missing} are not declared")
-    return TableSpec(
-        name=name,
-        partition_key=tuple(Column(k, columns[k]) for k in partition_names),
-        clustering=tuple((Column(k, columns[k]), orders[k]) for k in clustering_names),
-        regular=tuple(Column(c, t) for c, t in columns.items() if c not in key_names),
-        default_time_to_live=ttl,
-    )
+        else:
+            raise SchemaError(f"{name}: table option {option!r} is not derived into Keyspaces; extend cql/schema.py")
+    return orders, ttl
+
+
+def _clustering_order(name: str, entries: str, orders: dict[str, str]) -> dict[str, str]:
+    """``at DESC, id ASC`` -> column -> direction; a column outside ``orders`` or another direction is refused."""
+    out: dict[str, str] = {}
+    for entry in split_top_level(entries):
+        column, _, direction = entry.partition(" ")
+        column = column.lower()
+        if column not in orders or direction.upper() not in ("ASC", "DESC"):
+            raise SchemaError(f"{name}: bad clustering order entry {entry!r}")
+        out[column] = direction.upper()
+    return out
 
 
 def _options(options: str | None) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobrunner.adapters.stores.migrate import replication_for
+from cql.migrate import replication_for
 
 
 def test_a_single_node_keeps_its_one_replica_and_keyspaces_its_own_strategy() -> None:

@@ -1,4 +1,4 @@
-"""Apply ``cql/`` to a cluster, idempotently: ``python -m jobrunner.adapters.stores.migrate``.
+"""Apply ``cql/`` to a cluster, idempotently: ``python -m cql.migrate``.
 
 Creates the keyspace (replication depends on the environment), then runs every statement of every
 ``cql/*.cql`` file in name order. Each statement is ``IF NOT EXISTS``, so running it again is a no-op.
@@ -35,9 +35,9 @@ from cassandra import ConsistencyLevel
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
+from cql.schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore, unset_nulls
-from jobrunner.adapters.stores.cql_schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores.session import CassandraSettings, connect
 from jobrunner.domain.placement import placed_anew, placed_in_time
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobrunner.adapters.stores.cql_schema import (
+from cql.schema import (
     Column,
     SchemaError,
     load_tables,
@@ -74,3 +74,16 @@ def test_tables_inserted_using_ttl_are_marked_for_keyspaces_to_turn_ttl_on() -> 
     tables = [parse_table(f"CREATE TABLE {name} (k int PRIMARY KEY, v int)") for name in ("a", "b")]
     dml = ["INSERT INTO a (k, v) VALUES (?, ?)\n USING TTL ?", "INSERT INTO b (k) VALUES (?)", "SELECT * FROM b"]
     assert [(t.name, t.rows_expire) for t in with_row_ttls(tables, dml)] == [("a", True), ("b", False)]
+
+
+def test_every_function_of_the_schema_tools_has_a_cyclomatic_complexity_of_at_most_12() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "C901", "--config",
+                             "lint.mccabe.max-complexity=12", "cql"], cwd=root, capture_output=True, text=True,
+                            check=False)
+
+    assert result.returncode == 0, result.stdout + result.stderr
