@@ -609,11 +609,27 @@ class JobService:
 
     def _changed(self, job: Job, now: datetime, changes: JobChanges) -> dict[str, Any]:
         self._check_not_cancelled(job)
+        updates = self._field_changes(job.user_id, changes)
+        if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
+            calendar = changes.calendar if changes.calendar_set else job.calendar
+            check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)
+            updates["calendar"] = calendar
+        if changes.schedule is None:
+            return updates  # the planned rows and the next run stay as they are
+        schedule = anchor(changes.schedule, now)
+        next_run_at = schedule.first_fire(now)
+        if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
+            raise InvalidField("schedule", "never fires after now")
+        return {**updates, "schedule": schedule,
+                "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
+
+    def _field_changes(self, user_id: str, changes: JobChanges) -> dict[str, Any]:
+        """The PATCH's fields that neither plan a fire nor depend on one another, checked."""
         updates: dict[str, Any] = {}
         if changes.topic is not None:
-            updates["topic"] = self._check_topic(job.user_id, changes.topic)
+            updates["topic"] = self._check_topic(user_id, changes.topic)
         if changes.payload_set:
-            self._check_payload(job.user_id, changes.payload)
+            self._check_payload(user_id, changes.payload)
             updates["payload"] = changes.payload
         if changes.retry is not None:
             updates["retry"] = changes.retry
@@ -631,18 +647,7 @@ class JobService:
             updates["overlap"] = changes.overlap
         if changes.catch_up is not None:
             updates["catch_up"] = check_catch_up(changes.catch_up)
-        if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
-            calendar = changes.calendar if changes.calendar_set else job.calendar
-            check_calendar(self._calendars, job.user_id, calendar, (changes.schedule or job.schedule).recurring)
-            updates["calendar"] = calendar
-        if changes.schedule is None:
-            return updates  # the planned rows and the next run stay as they are
-        schedule = anchor(changes.schedule, now)
-        next_run_at = schedule.first_fire(now)
-        if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
-            raise InvalidField("schedule", "never fires after now")
-        return {**updates, "schedule": schedule,
-                "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
+        return updates
 
     # -- helpers --------------------------------------------------------------------------------
 
