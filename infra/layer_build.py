@@ -44,8 +44,6 @@ PYTHON_VERSION = "3.13"
 #: Lambda architecture -> the manylinux platform tag of its wheels (glibc 2.17; the python3.13 runtime
 #: runs on Amazon Linux 2023, glibc 2.34, which loads them, and every wheel the layer needs has the tag).
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
-#: Runtime dependencies only the command-line tool uses; the functions never import them.
-CLI_ONLY = frozenset({"typer", "rich"})
 #: Added to the layer: certifi's bundle verifies the AWS API endpoints' certificates (botocore's default).
 EXTRA = ("certifi",)
 #: The roots Amazon Keyspaces documents (Amazon Root CA 1-4 and Starfield Class 2), shipped by default.
@@ -157,7 +155,7 @@ def _name(requirement: str) -> str:
 def layer_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
     """The requirement lines of the dependency layer, derived from ``[project].dependencies``."""
     dependencies: list[str] = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    kept = [d for d in dependencies if _name(d) not in CLI_ONLY]
+    kept = list(dependencies)
     return kept + [e for e in EXTRA if e not in {_name(d) for d in kept}]
 
 
