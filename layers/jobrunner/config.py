@@ -16,7 +16,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.topics import TopicGrants
@@ -181,6 +187,16 @@ class Settings(BaseSettings):
     @classmethod
     def _quota_table_beside_heartbeats(cls, value: str, info: ValidationInfo) -> str:
         return value or f"{info.data.get('heartbeat_table', 'jobrunner-heartbeats')}-quotas"
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the values given: ``from_env`` reads the environment it is handed, and ``of`` none, so the CDK
+        stack's rendering never picks up the deploying shell's variables (its ``AWS_REGION``, say)."""
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -122,6 +122,19 @@ def test_only_the_given_variables_are_written_when_asked() -> None:
         "JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_WAKE_SCANS": "true", "JOBRUNNER_OPERATORS": "ops"}
 
 
+def test_settings_made_of_values_or_of_a_given_environment_read_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The CDK stack renders the functions' environment from Settings.of: a deploying shell's AWS_REGION
+    # (which Lambda refuses as a function variable) or JOBRUNNER_* must not slip in.
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("JOBRUNNER_SEGMENTS", "9")
+    assert Settings.of(segments=4).to_environment(given_only=True) == {"JOBRUNNER_SEGMENTS": "4"}
+    given = Settings.from_env({"JOBRUNNER_TOPIC": "x"})
+    assert (given.topic, given.segments, given.region) == ("x", 16, "us-east-1")
+    assert (Settings.from_env().segments, Settings.from_env().region) == (9, "eu-west-1")
+
+
 def test_a_copy_with_changes_is_checked_and_derives_what_depends_on_them() -> None:
     settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "2"})
     moved = settings.replace(topic="elsewhere")
