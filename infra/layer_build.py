@@ -64,7 +64,7 @@ PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
 #: (the CLI and the worker SDK, run by users), the in-memory adapters and ``clocks/manual.py`` (tests, the
 #: local stack), ``invokers/threads.py`` (the local stack's scans), ``publishers/topics.py`` (the local stack
 #: creates its topics; in AWS the CDK app does), ``publishers/tracing.py`` (the local stack's OpenTelemetry
-#: spans), the dashboard's assets (``api/ui/``) and the schema tools (``cql/``).
+#: spans); the dashboard (``dashboard/``) and the schema tools (``cql/``) live outside the package.
 CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/__init__.py"),
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SKIPPED_DIRS = {".git", ".local", ".venv", "cdk.out", "node_modules", "tests", "__pycache__"}
 #: Clients installed without the server (the CLI, the worker SDK and the example worker): they read variables
 #: of the same names by convention, and must not import the server's settings.
-CLIENTS = ("layers/jobrunner/cli/", "client/", "examples/")
+CLIENTS = ("client/", "examples/")
 #: The local servers' own port: ``CASSANDRA_PORT`` moves the local Cassandra and, through the stack, the runtime.
 SERVERS = ("devstack/servers", {"CASSANDRA_PORT"})
 
