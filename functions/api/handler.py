@@ -4,6 +4,9 @@ from typing import Any
 
 from jobrunner.api.app import handle
 from jobrunner.observability import logger, metrics, tracer
+from jobrunner.wiring import load_adapters
+
+load_adapters(store=True)  # the drivers load at init, not on the first call
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")

@@ -4,6 +4,9 @@ from typing import Any
 
 from jobrunner.entrypoints import run_scan
 from jobrunner.observability import logger, metrics, tracer
+from jobrunner.wiring import load_adapters
+
+load_adapters(store=True, publisher=True)  # the drivers load at init, not on the first call
 
 
 @logger.inject_lambda_context

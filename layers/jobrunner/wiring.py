@@ -7,13 +7,10 @@ execution environment keeps it across invocations).
 from __future__ import annotations
 
 import functools
+import importlib
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-# The drivers' adapters load with this module, at a function's init (where Lambda gives the most CPU),
-# rather than at its first call, where a scan would pay them in lateness.
-import jobrunner.adapters.publishers.kafka
-import jobrunner.adapters.stores.session  # noqa: F401
 from jobrunner import telemetry
 from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
@@ -43,6 +40,19 @@ if TYPE_CHECKING:
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
 IDLE_END = timedelta(seconds=3)
+
+
+def load_adapters(*, store: bool = False, publisher: bool = False) -> None:
+    """Import the Cassandra store's and the Kafka publisher's modules, and so their drivers, now.
+
+    The container builds its adapters on first use; a handler calls this at import for those its function
+    uses, so that it pays for the drivers at init (where Lambda gives the most CPU) rather than on its first
+    call, which a scan would pay in lateness. The tick uses neither.
+    """
+    if store:
+        importlib.import_module("jobrunner.adapters.stores.cassandra")
+    if publisher:
+        importlib.import_module("jobrunner.adapters.publishers.kafka")
 
 
 class Container:

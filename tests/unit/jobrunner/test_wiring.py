@@ -6,6 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import pytest
+
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
@@ -102,11 +104,21 @@ def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:
     assert Container(Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off"}), store=store).changes is None
 
 
-def test_the_drivers_load_with_the_wiring_at_a_functions_init_not_at_its_first_call() -> None:
+@pytest.mark.parametrize(("function", "drivers"), [
+    ("api", {"cassandra.cluster"}), ("scan", {"cassandra.cluster", "kafka"}),
+    ("results", {"cassandra.cluster", "kafka"}), ("tick", set()),
+])
+def test_a_function_loads_the_drivers_it_uses_at_init_and_no_other(function: str, drivers: set[str]) -> None:
+    import os
     import subprocess
     import sys
+    from pathlib import Path
 
-    # A scan's first call would otherwise pay for importing the Cassandra and Kafka drivers in lateness.
-    probe = "import sys, jobrunner.wiring; print(sorted({'cassandra.cluster', 'kafka'} - set(sys.modules)))"
-    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert answer.stdout.strip() == "[]", answer.stderr
+    # At init (Lambda's, with the most CPU), not on the first call, which a scan would pay in lateness;
+    # the tick, which talks to DynamoDB and Lambda only, pays for neither driver.
+    root = Path(__file__).resolve().parents[3]
+    probe = "import sys, handler; print(sorted({'cassandra.cluster', 'kafka'} & set(sys.modules)))"
+    path = os.pathsep.join(str(root / p) for p in (f"functions/{function}", "layers", "client"))
+    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": path}, cwd=root / "functions" / function)
+    assert answer.stdout.strip() == str(sorted(drivers)), answer.stderr
