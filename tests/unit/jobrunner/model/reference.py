@@ -6,16 +6,25 @@ that lands closes the schedule in effect (its ``Epoch``) and owes the new one's 
 it was decided; pauses, the cancel, payloads and manual runs are kept the same way. Per execution
 (``Execution``): what its worker answered. ``Reference.observe`` checks each message as it is
 published (safety); ``check_owed`` and ``check_next_runs`` check, after the final drain, that all
-that was owed was done (liveness). Fire times of ``at`` and ``every`` are computed plainly here;
-``cron`` and ``iso8601`` use the schedules' own ``next_fire_after``.
+that was owed was done (liveness). Fire times are computed here, never by the product's own
+``next_fire_after``: ``at``, ``every`` and ``iso8601`` by plain arithmetic, ``cron`` with cronsim.
+
+What a PATCH changes besides the schedule and the payload (overlap, catch-up, calendar, jitter, timeout,
+retries, topic, delete after last, tags) is kept as a timeline per field, from when each change landed:
+a check that depends on one accepts any value the job had in the stretch of time the product could have
+read it in (the overlap, catch-up and calendar apply from the next fire a scan reaches).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
+from zoneinfo import ZoneInfo
+
+from cronsim import CronSim
 
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
@@ -26,7 +35,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
-from jobrunner.domain.schedules import At, Cron, Every, parse_instant
+from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval, parse_instant
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -60,12 +69,13 @@ def anchored(schedule: Schedule, at: datetime) -> Schedule:
     count = schedule.count if isinstance(schedule, Every | Cron) else None  # (iso8601's count is its R<n>)
     if count is None:
         return schedule
-    unbounded = replace(schedule, end=None, count=None)  # type: ignore[type-var]
+    bounded = cast("Any", schedule)
+    unbounded = replace(bounded, end=None, count=None)
     ahead = list(itertools.islice(iter_fires(unbounded, at), count))
     end = ahead[-1] if len(ahead) == count else getattr(schedule, "end", None)
     if isinstance(schedule, Cron):
         return replace(schedule, start=at, end=end)
-    return replace(schedule, end=end)
+    return cast("Schedule", replace(bounded, end=end))
 
 
 def is_fire(schedule: Schedule, instant: datetime) -> bool:
@@ -75,7 +85,70 @@ def is_fire(schedule: Schedule, instant: datetime) -> bool:
         assert schedule.start is not None
         return (instant >= schedule.start and (instant - schedule.start) % schedule.every == timedelta(0)
                 and (schedule.end is None or instant <= schedule.end))
-    return schedule.next_fire_after(instant - MS) == instant
+    return next(iter_fires(schedule, instant), None) == instant
+
+
+def recurring(schedule: Schedule) -> bool:
+    """Whether a schedule fires more than once (a one-time job holds nothing against ``jobs_held``)."""
+    if isinstance(schedule, At):
+        return False
+    if isinstance(schedule, RepeatingInterval):
+        return schedule.count is None or schedule.count > 1
+    return True
+
+
+def most_in_a_minute(schedule: Schedule) -> int:
+    """The most fires a recurring schedule has in one minute (what it reserves against
+    ``executions_per_minute``): a period shorter than a minute fits that many, rounded up; a cron at most one;
+    never more than its count."""
+    step = schedule.every if isinstance(schedule, Every) else _step(schedule) if isinstance(
+        schedule, RepeatingInterval) else None
+    fires = math.ceil(MINUTE / step) if isinstance(step, timedelta) else 1
+    count = getattr(schedule, "count", None)
+    return min(fires, count) if count is not None else fires
+
+
+def _step(schedule: RepeatingInterval) -> timedelta:
+    if schedule.duration is not None:
+        step = schedule.duration
+        assert isinstance(step, timedelta), "the model's repeating intervals have fixed durations"
+        return step
+    assert schedule.start is not None and schedule.end is not None
+    return schedule.end - schedule.start
+
+
+def _cron_fires(schedule: Cron, low: datetime) -> Iterator[datetime]:
+    """A cron schedule's fires at or after ``low`` (cronsim, in the schedule's zone; the model's expressions
+    follow the wall clock and its dates have no daylight-saving change)."""
+    assert schedule.dst is None, "the model's cron schedules keep the default daylight-saving rules"
+    if schedule.start is not None:
+        low = max(low, schedule.start)
+    zone = UTC if schedule.timezone == "UTC" else ZoneInfo(schedule.timezone)
+    for local in CronSim(schedule.cron, (low - MS).astimezone(zone)):
+        fire = local.astimezone(UTC)
+        if schedule.end is not None and fire > schedule.end:
+            return
+        if fire >= low:
+            yield fire
+
+
+def _interval_fires(schedule: RepeatingInterval, low: datetime) -> Iterator[datetime]:
+    """An ISO 8601 repeating interval's fires at or after ``low``: ``count`` of them one step apart, from its
+    start, or back from its end (``R<n>/<duration>/<end>``); none after its ``until``."""
+    step = _step(schedule)
+    if schedule.start is not None:
+        first = schedule.start
+    else:
+        assert schedule.end is not None and schedule.count is not None
+        first = schedule.end - (schedule.count - 1) * step
+    for k in itertools.count():
+        if schedule.count is not None and k >= schedule.count:
+            return
+        fire = first + k * step
+        if schedule.until is not None and fire > schedule.until:
+            return
+        if fire >= low:
+            yield fire
 
 
 def iter_fires(schedule: Schedule, low: datetime) -> Iterator[datetime]:
@@ -89,12 +162,11 @@ def iter_fires(schedule: Schedule, low: datetime) -> Iterator[datetime]:
         fires = (start + k * every for k in itertools.count(first))
         end = schedule.end
         yield from (fires if end is None else itertools.takewhile(lambda t: t <= end, fires))
+    elif isinstance(schedule, Cron):
+        yield from _cron_fires(schedule, low)
     else:
-        instant = schedule.next_fire_after(low - MS)
-        while instant is not None:
-            if instant >= low:  # (a low between whole milliseconds: the fire just before it is not one)
-                yield instant
-            instant = schedule.next_fire_after(instant)
+        assert isinstance(schedule, RepeatingInterval), f"a schedule the model does not know: {schedule!r}"
+        yield from _interval_fires(schedule, low)
 
 
 def fires(schedule: Schedule, low: datetime, high: datetime) -> list[datetime]:
@@ -118,10 +190,11 @@ class Epoch:
     owed_since: datetime | None = None
     until: datetime | None = None
 
-    def holds(self, fire: datetime) -> bool:
+    def holds(self, fire: datetime, slack: timedelta = timedelta(0)) -> bool:
+        """Whether ``fire`` is one of its fires (``slack``: read on a clock that far off the one ``until`` is on)."""
         if fire < self.since or (self.strict and fire == self.since):
             return False
-        return (self.until is None or fire <= self.until) and is_fire(self.schedule, fire)
+        return (self.until is None or fire <= self.until + slack) and is_fire(self.schedule, fire)
 
     def first_from(self, low: datetime) -> datetime | None:
         """Its first fire at or after ``low``."""
@@ -152,7 +225,7 @@ class Change:
     """An acknowledged change of a job: decided at ``at`` (the job's ``updated_at``), in effect from ``landed``
     (when its write landed: concurrent requests take effect in that order, not in the order answered)."""
 
-    kind: Literal["payload", "schedule", "pause", "resume", "cancel"]
+    kind: Literal["payload", "schedule", "pause", "resume", "cancel", "patch"]
     at: datetime
     landed: datetime
     payload: Any = None
@@ -160,6 +233,12 @@ class Change:
     order: int = 0
     schedule: Schedule | None = None
     catch_up: bool = False
+    #: A PATCH: the fields it set besides the schedule (``SETTINGS``; the payload under "payload").
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+#: The fields of a job a PATCH may change besides its schedule and payload, kept as timelines (``JobModel.values``).
+SETTINGS = ("overlap", "catch_up", "calendar", "jitter_s", "timeout_s", "retry", "topic", "delete_after_last", "tags")
 
 
 @dataclass(eq=False)
@@ -173,13 +252,18 @@ class JobModel:
     created_at: datetime
     first: Epoch
     first_payload: Any
-    #: What happens around its fires (as submitted; the model's ops never change them).
+    #: What happens around its fires, as submitted (``values`` holds them as PATCHes changed them).
     calendar: bool = False
     overlap: Overlap = Overlap.ALLOW_ALL
     catch_up: bool = False
     delete_after_last: bool = False
+    jitter_s: int | None = None
+    topic: str = "jobs"
+    tags: dict[str, str] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     manual: dict[str, datetime] = field(default_factory=dict)  # execution_id -> due instant of each run now
+    #: execution_id -> the instants it was requested at, of each fire a backfill asked for (trigger BACKFILL)
+    backfills: dict[str, list[datetime]] = field(default_factory=dict)
     history: dict[str, ExecutionRecord] = field(default_factory=dict)  # the records seen last, by execution_id
     # Derived from the above by ``replay``:
     state: JobState = JobState.ACTIVE
@@ -190,6 +274,10 @@ class JobModel:
     paused_at: datetime | None = None
     rescheduled_at: datetime | None = None  # the latest schedule change while paused
     cancelled_at: datetime | None = None
+    #: Per field of ``SETTINGS``: (from when, value), in the order the changes landed.
+    values: dict[str, list[tuple[datetime, Any]]] = field(default_factory=dict)
+    #: How far apart the clocks of the API, the results function and the scans may be (0: one clock).
+    skew: timedelta = timedelta(0)
 
     def change(self, change: Change) -> None:
         self.changes.append(change)
@@ -199,13 +287,41 @@ class JobModel:
         self.state, self.schedule = JobState.ACTIVE, self.first.schedule
         self.epochs, self.payloads = [replace(self.first)], [(self.created_at, self.first_payload)]
         self.pauses, self.paused_at, self.rescheduled_at, self.cancelled_at = [], None, None, None
+        first = {"overlap": self.overlap, "catch_up": self.catch_up, "calendar": self.calendar,
+                 "jitter_s": self.jitter_s, "timeout_s": self.timeout_s, "retry": self.retry, "topic": self.topic,
+                 "delete_after_last": self.delete_after_last, "tags": self.tags}
+        self.values = {name: [(self.created_at, value)] for name, value in first.items()}
         for change in sorted(self.changes, key=lambda c: (c.landed, c.order)):
             self._apply(change)
+
+    def between(self, name: str, low: datetime, high: datetime) -> list[Any]:
+        """The values field ``name`` had at some instant of [low, high] (at the instant of a change, both)."""
+        timeline = self.values[name]
+        before = [value for landed, value in timeline if landed < low]
+        return before[-1:] + [value for landed, value in timeline if low <= landed <= high] or timeline[:1]
+
+    def ever(self, name: str) -> list[Any]:
+        """Every value field ``name`` has had."""
+        return [value for _, value in self.values[name]]
+
+    def latest(self, name: str) -> Any:
+        return self.values[name][-1][1]
+
+    def _patch(self, change: Change) -> None:
+        """A PATCH: its fields from when it landed, then its schedule as a change of schedule."""
+        if self.state is not JobState.CANCELLED:  # (a PATCH of a cancelled job is refused)
+            for name, value in change.fields.items():
+                timeline = self.payloads if name == "payload" else self.values[name]
+                timeline.append((change.landed, value))
+        if change.schedule is not None:
+            self._apply(replace(change, kind="schedule"))
 
     def _apply(self, change: Change) -> None:
         """A change that lands closes the schedule in effect then; the new one owes its fires from ``at``."""
         state, landed = self.state, change.landed
-        if change.kind == "payload":
+        if change.kind == "patch":
+            self._patch(change)
+        elif change.kind == "payload":
             self.payloads.append((landed, change.payload))
         elif change.kind == "schedule" and state is not JobState.CANCELLED:
             assert change.schedule is not None
@@ -258,6 +374,8 @@ class Execution:
     #: The message's result token, which the worker sends back (every copy of one execution carries one).
     result_token: str | None = None
     applied_at: datetime | None = None  # when that result took effect (its record written)
+    #: The timeouts its job had while a scan may have read it for a copy of this execution (its watchdog's).
+    timeouts: set[int | None] = field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"{self.job.name} {self.trigger} {hms(self.scheduled_at)} #{self.attempt}"
@@ -265,7 +383,15 @@ class Execution:
     @property
     def deadline(self) -> datetime | None:
         """When its watchdog can fail it at the earliest (jobs with a timeout)."""
-        return None if self.job.timeout_s is None else self.published_at + timedelta(seconds=self.job.timeout_s)
+        shortest = min((t for t in self.timeouts if t is not None), default=None)
+        return None if shortest is None else self.published_at + timedelta(seconds=shortest) - self.job.skew
+
+    @property
+    def sure_deadline(self) -> datetime | None:
+        """When its watchdog has surely come due (None: it may have none)."""
+        if not self.timeouts or None in self.timeouts:
+            return None
+        return self.published_at + timedelta(seconds=max(t for t in self.timeouts if t is not None)) + self.job.skew
 
     def could_fail(self, by: datetime) -> bool:
         """Whether it may have failed by ``by``: its worker said so, or it may have timed out (no result had
@@ -280,12 +406,12 @@ class Execution:
         causes = [t for t in (self.reported_at if self.fate == "failure" else None, self.deadline) if t is not None]
         policy = self.job.retry
         base = min(policy.max_delay_s, policy.initial_delay_s * policy.multiplier ** (self.attempt - 1))
-        return min(causes) + timedelta(seconds=base / 2)
+        return min(causes) + timedelta(seconds=base / 2) - self.job.skew
 
     def why_failed(self) -> str:
         if self.fate == "failure":
             return f"its worker said so at {hms(self.reported_at)}"
-        return f"no result within {self.job.timeout_s} s of {hms(self.published_at)}"
+        return f"no result within {sorted(self.timeouts, key=str)} s of {hms(self.published_at)}"
 
     def failed_for_sure(self) -> datetime | None:
         """The instant by which it certainly failed, for a failure the scheduler must act on (not ignored
@@ -294,9 +420,18 @@ class Execution:
         if self.fate == "failure":
             assert self.applied_at is not None
             return None if cancelled is not None and cancelled <= self.applied_at else self.applied_at
-        if self.deadline is not None and self.fate == "never":
-            return None if cancelled is not None else self.deadline
+        if self.sure_deadline is not None and self.fate == "never":
+            return None if cancelled is not None else self.sure_deadline
         return None
+
+    def retries(self) -> set[bool]:
+        """Whether its failure is retried, under each retry policy its job may have been read with when the
+        failure was concluded (a worker's: when its result was applied; a timeout's: from its deadline on)."""
+        if self.fate == "failure" and self.reported_at is not None and self.applied_at is not None:
+            low, high = self.reported_at, self.applied_at
+        else:
+            low, high = (self.deadline or self.published_at), datetime.max.replace(tzinfo=UTC)
+        return {self.attempt <= policy.max_retries for policy in self.job.between("retry", low - self.job.skew, high)}
 
 
 #: How far along an execution's record is: it may only move up (a finished execution stays finished; a fire held
@@ -306,6 +441,15 @@ RANK = {ExecutionStatus.SCHEDULED: 0, ExecutionStatus.RUNNING: 1, ExecutionStatu
 #: How long before it publishes (or skips) a fire a scan may have read the calendar it applied (it keeps one
 #: 10 s; a slow call in between, as the faults inject, may take up to 45 s more).
 CALENDAR_LAG = timedelta(seconds=120)
+#: How long before it decides a fire a scan may have read the job whose overlap and catch-up policies it applied,
+#: or the timeout its watchdog takes (as for the calendar: slow calls in between).
+POLICY_LAG = CALENDAR_LAG
+#: How long after whatever delayed the scans (a fault, a missed tick, a resume with catch-up, the scheduler's
+#: start) a fire may still count as missed; a catch-up window dropping a fire with nothing of the kind
+#: that long before it is dropping a fire no outage left behind.
+QUIET = timedelta(minutes=5)
+#: The topics jobs may name (``jobs`` is every tenant's default).
+TOPICS = (JOBS_TOPIC, "jobs-b")
 #: Overlap policies under which two executions of a job's schedule never run at once.
 SERIAL = (Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
 
@@ -324,7 +468,16 @@ class CalendarVersion:
 class Reference:
     """What the scheduler owes, from acknowledged operations only, and the checks of what it did."""
 
-    def __init__(self) -> None:
+    def __init__(self, skew: timedelta = timedelta(0), waived: frozenset[str] = frozenset()) -> None:
+        #: How far apart the clocks of the roles may be (0: one clock): instants read on different clocks are
+        #: compared with that much slack.
+        self.skew = skew
+        #: Checks waived by name (``JOBRUNNER_MODEL_WAIVE``), to search past a defect already known.
+        self.waived = waived
+        #: When something may have delayed the scans (``QUIET``).
+        self.disturbances: list[datetime] = [START]
+        #: Every instant each execution_id was published at.
+        self.publications: dict[str, list[datetime]] = {}
         self.jobs: list[JobModel] = []
         self.by_id: dict[str, JobModel] = {}
         self.executions: dict[str, Execution] = {}  # by execution_id, in order of first publication
@@ -359,6 +512,10 @@ class Reference:
 
     # -- acknowledged operations ------------------------------------------------------------------------
 
+    def check(self, name: str) -> bool:
+        """Whether the check ``name`` is made (not waived)."""
+        return name not in self.waived
+
     def submitted(self, job: Job, new: NewJob) -> None:
         if job.job_id in self.by_id:
             return
@@ -366,7 +523,8 @@ class Reference:
         model = JobModel(f"J{len(self.jobs) + 1}", job.job_id, new.retry, new.timeout_s, job.created_at,
                          Epoch(schedule, since_of(schedule, job.created_at)), new.payload,
                          calendar=new.calendar is not None, overlap=new.overlap,
-                         catch_up=not new.catch_up.replays_all, delete_after_last=new.delete_after_last)
+                         catch_up=not new.catch_up.replays_all, delete_after_last=new.delete_after_last,
+                         jitter_s=new.jitter_s, topic=new.topic or JOBS_TOPIC, tags=dict(new.tags), skew=self.skew)
         model.replay()
         self.jobs.append(model)
         self.by_id[job.job_id] = model
@@ -376,6 +534,31 @@ class Reference:
 
     def rescheduled(self, job: JobModel, requested: Schedule, at: datetime, landed: datetime, order: int) -> None:
         job.change(Change("schedule", at, landed, schedule=anchored(requested, at), order=order))
+
+    def patched(self, job: JobModel, fields: dict[str, Any], requested: Schedule | None, at: datetime,
+                landed: datetime, order: int) -> None:
+        """A PATCH of ``fields`` (``SETTINGS`` and "payload") and perhaps the schedule, decided at ``at``."""
+        schedule = anchored(requested, at) if requested is not None else None
+        job.change(Change("patch", at, landed, order=order, schedule=schedule, fields=fields))
+
+    def backfilled(self, job: JobModel, fires: list[datetime], at: datetime) -> None:
+        """A backfill of ``fires``, requested at ``at``: each is run as its own execution (trigger BACKFILL)."""
+        schedules = [epoch.schedule for epoch in job.epochs] + [job.schedule] if job.schedule else []
+        for fire in fires:
+            assert any(is_fire(schedule, fire) for schedule in schedules), (
+                f"{job.name}: a backfill ran {hms(fire)}, not a fire of its schedules {schedules}")
+            execution_id = execution_id_for(job.job_id, fire, 1, Trigger.BACKFILL)
+            job.backfills.setdefault(execution_id, []).append(at)
+
+    def live_recurring(self, store: MemoryJobStore) -> list[JobModel]:
+        """The jobs the tenant holds against ``jobs_held``: recurring, not cancelled, not deleted."""
+        live = []
+        for job in self.jobs:
+            stored = store.get_job(USER, job.job_id)
+            gone = stored is None or stored.state is JobState.DELETED
+            if job.state is not JobState.CANCELLED and not gone and job.schedule and recurring(job.schedule):
+                live.append(job)
+        return live
 
     def paused(self, job: JobModel, done: Job, landed: datetime, order: int) -> None:
         assert done.state is JobState.PAUSED and done.paused_at is not None, f"{job.name}: pause answered {done}"
@@ -388,6 +571,10 @@ class Reference:
     def cancelled(self, job: JobModel, done: Job, landed: datetime, order: int) -> None:
         assert done.state is JobState.CANCELLED, f"{job.name}: cancel answered {done.state}"
         job.change(Change("cancel", done.updated_at, landed, order=order))
+
+    def disturbed(self, at: datetime) -> None:
+        """Something that may delay the scans happened at ``at`` (``QUIET``)."""
+        self.disturbances.append(at)
 
     def ran_now(self, job: JobModel, row: ScheduledExecution) -> None:
         job.manual[row.execution_id] = row.scheduled_at
@@ -424,12 +611,15 @@ class Reference:
             if self.changing:
                 self._deferred.append((published_at, message))
                 continue
-            assert message.topic == JOBS_TOPIC, f"published to {message.topic}"
+            assert message.topic in TOPICS, f"published to {message.topic}"
             assert value["job_id"] in self.by_id, f"published for a job never acknowledged: {value}"
             job = self.by_id[value["job_id"]]
             if value.get("cancel"):  # overlap policy cancel_other: it names an execution of this job, published
                 target = self.executions.get(value["execution_id"])
-                assert job.overlap is Overlap.CANCEL_OTHER and target is not None and target.job is job, (
+                policies = job.between("overlap", published_at - POLICY_LAG, published_at)
+                assert Overlap.CANCEL_OTHER in policies, f"{hms(published_at)} a cancel message of {job.name} " \
+                                                         f"under overlap {policies}"
+                assert not self.check("cancel_unpublished") or (target is not None and target.job is job), (
                     f"{hms(published_at)} a cancel message of {job.name} names {value['execution_id']}, "
                     "not one of its executions published")
                 continue
@@ -445,25 +635,44 @@ class Reference:
             assert execution.result_token == value["result_token"], f"{what}: another result token than its copy's"
             assert (execution.job, execution.scheduled_at, execution.attempt) == (job, fire, attempt), (
                 f"{what}: its execution_id {execution_id} was published before for {execution}")
+            execution.timeouts.update(job.between("timeout_s", published_at - POLICY_LAG, published_at))
             due = self._check_allowed(job, execution, published_at, what)
-            if trigger is Trigger.SCHEDULE and job.calendar:
+            if trigger is Trigger.SCHEDULE and all(job.between("calendar", published_at - CALENDAR_LAG, published_at)):
                 versions = self.calendars_between(published_at - CALENDAR_LAG, published_at)
                 assert not all(v.excludes(fire) for v in versions), (
                     f"{what}, but its calendar excluded it ({versions})")
             if execution.published_at == published_at and lineage is Trigger.SCHEDULE:  # its first publication
                 self._check_serial(job, execution, what)
-            allowed = self._payloads_between(job, due, published_at)
+            if trigger is Trigger.BACKFILL and self.check("backfill_again"):
+                self._check_backfill_once(job, execution, published_at, what)
+            self.publications.setdefault(execution_id, []).append(published_at)
+            allowed = self._payloads_between(job, due - self.skew, published_at)
             assert value["payload"] in allowed, (
                 f"{what}: payload {value['payload']}, but from its due instant {hms(due)} until then the "
                 f"job's payload was {' or '.join(map(str, allowed))}")
+            topics = job.between("topic", due - self.skew, published_at)
+            assert message.topic in topics, f"{what} to {message.topic}, but the job's topic was {topics}"
+
+    @staticmethod
+    def _check_backfill_once(job: JobModel, execution: Execution, published_at: datetime, what: str) -> None:
+        """A backfill asked for again runs no fire a second time (its id is the fire's): no copy is published
+        after a repeated request for an execution whose result had already taken effect."""
+        if execution.published_at == published_at or execution.applied_at is None:
+            return
+        again = [at for at in job.backfills.get(execution.execution_id, [])
+                 if execution.applied_at <= at <= published_at]
+        assert not again, (f"{what} again, after its result took effect at {hms(execution.applied_at)}: the "
+                           f"backfill asked for again at {hms(again[0])} ran it a second time")
 
     def _check_serial(self, job: JobModel, execution: Execution, what: str) -> None:
         """Under skip and the buffer policies no execution of the job's schedule starts while another one has
         not ended (reported, with no retry to come; or could have timed out with none left); under buffer_all
         the fires start in the order of their fires."""
-        if job.overlap not in SERIAL or execution.trigger is not Trigger.SCHEDULE:
-            return  # (a retry is not a fire: the policy held the fires after it until it ended)
         t = execution.published_at
+        policies = job.between("overlap", t - POLICY_LAG, t)  # (the policy a scan read the job with)
+        if any(p not in SERIAL for p in policies) or execution.trigger is not Trigger.SCHEDULE:
+            return  # (a retry is not a fire: the policy held the fires after it until it ended)
+        fewest_retries = min(policy.max_retries for policy in job.ever("retry"))
         mine = [e for e in self.executions.values() if e.job is job and e.lineage is Trigger.SCHEDULE
                 and e is not execution and e.published_at <= t]
         for other in mine:
@@ -473,10 +682,10 @@ class Reference:
             succeeded = reported and other.fate == "success"
             timed_out = other.deadline is not None and other.deadline <= t
             failed = (reported and other.fate == "failure") or (timed_out and not succeeded)
-            ended = succeeded or (failed and other.attempt > job.retry.max_retries)
-            assert ended, (f"{what} under overlap {job.overlap.value}, but {other} (published at "
-                           f"{hms(other.published_at)}) had not ended")
-        if job.overlap is Overlap.BUFFER_ALL and execution.attempt == 1:
+            ended = succeeded or (failed and other.attempt > fewest_retries)
+            assert ended, (f"{what} under overlap {'/'.join(p.value for p in policies)}, but {other} (published "
+                           f"at {hms(other.published_at)}) had not ended")
+        if all(p is Overlap.BUFFER_ALL for p in policies) and execution.attempt == 1:
             later = [e for e in mine if e.attempt == 1 and e.scheduled_at > execution.scheduled_at]
             assert not later, f"{what} under buffer_all, after the later fire {later[0]}"
 
@@ -484,11 +693,11 @@ class Reference:
     def _lineage(
         job: JobModel, fire: datetime, attempt: int, trigger: Trigger, execution_id: str, what: str
     ) -> Trigger:
-        """The lineage a retry belongs to, told by its id: the schedule's and a run now's differ."""
-        if trigger in (Trigger.SCHEDULE, Trigger.MANUAL):
+        """The lineage a retry belongs to, told by its id: the schedule's, a run now's and a backfill's differ."""
+        if trigger in (Trigger.SCHEDULE, Trigger.MANUAL, Trigger.BACKFILL):
             return trigger
         ids = {execution_id_for(job.job_id, fire, attempt, trigger, lineage): lineage
-               for lineage in (Trigger.SCHEDULE, Trigger.MANUAL)}
+               for lineage in (Trigger.SCHEDULE, Trigger.MANUAL, Trigger.BACKFILL)}
         assert execution_id in ids, f"{what}: execution_id {execution_id} is not one of that fire's and attempt's"
         return ids[execution_id]
 
@@ -497,20 +706,27 @@ class Reference:
         fire = execution.scheduled_at
         if execution.trigger is Trigger.SCHEDULE:
             assert execution.attempt == 1, f"{what}: a schedule fire is attempt 1"
-            assert any(epoch.holds(fire) for epoch in job.epochs), f"{what}, but {self._why_not(job, fire)}"
+            assert any(epoch.holds(fire, self.skew) for epoch in job.epochs), (
+                f"{what}, but {self._why_not(job, fire)}")
             return fire
         if execution.trigger is Trigger.MANUAL:
             assert execution.execution_id in job.manual, f"{what}: no acknowledged run now is due then"
-            assert job.cancelled_at is None or fire <= job.cancelled_at, (
+            assert job.cancelled_at is None or fire <= job.cancelled_at + self.skew, (
                 f"{what}: due after the job's cancel at {hms(job.cancelled_at)}")
             return fire
+        if execution.trigger is Trigger.BACKFILL:
+            asked = job.backfills.get(execution.execution_id)
+            assert asked, f"{what}: no acknowledged backfill asked for that fire"
+            assert job.cancelled_at is None or asked[0] <= job.cancelled_at + self.skew, (
+                f"{what}: asked for after the job's cancel at {hms(job.cancelled_at)}")
+            return asked[0]
         assert execution.trigger is Trigger.RETRY, f"{what}: unexpected trigger"
         failed = [e for e in self.executions.values() if e.job is job and e.scheduled_at == fire
                   and e.attempt == execution.attempt - 1 and e.lineage is execution.lineage
                   and e.could_fail(published_at)]
         assert failed, f"{what}: a retry, but attempt {execution.attempt - 1} of that fire never failed"
         due = min(e.earliest_retry() for e in failed)
-        assert job.cancelled_at is None or due <= job.cancelled_at, (
+        assert job.cancelled_at is None or due <= job.cancelled_at + self.skew, (
             f"{what}: due at {hms(due)} at the earliest, after the job's cancel at {hms(job.cancelled_at)}")
         return due
 
@@ -544,7 +760,16 @@ class Reference:
             for record in records.values():
                 if record.status is ExecutionStatus.SKIPPED and record.execution_id not in job.history:
                     self._check_skip(job, record)
+                if record.status is ExecutionStatus.SKIPPED and self.check("skipped_published"):
+                    self._check_not_run(job, record)
             job.history = records
+
+    def _check_not_run(self, job: JobModel, record: ExecutionRecord) -> None:
+        """A fire recorded SKIPPED (not run, for a reason) is never published after it was recorded."""
+        skipped_at = (record.finished_at or record.scheduled_at) + self.skew
+        later = [t for t in self.publications.get(record.execution_id, []) if t > skipped_at]
+        assert not later, (f"{job.name} {hms(record.scheduled_at)} was recorded SKIPPED at {hms(record.finished_at)} "
+                           f"({record.error}), then published at {hms(later[0])}")
 
     def _check_skip(self, job: JobModel, record: ExecutionRecord) -> None:
         """A fire is recorded SKIPPED only for a reason the job has: its calendar excluded it, its overlap
@@ -554,14 +779,21 @@ class Reference:
         at = record.finished_at or record.scheduled_at
         if reason is SkipReason.CALENDAR:
             versions = self.calendars_between(at - CALENDAR_LAG, at)
-            assert job.calendar and any(v.excludes(record.scheduled_at) for v in versions), (
+            assert any(job.between("calendar", at - CALENDAR_LAG, at)) and any(
+                v.excludes(record.scheduled_at) for v in versions), (
                 f"skipped for a calendar that did not exclude it: {label}; calendar {versions}")
         elif reason is SkipReason.OVERLAP:  # (buffer_all: only once its buffer is full)
-            assert job.overlap in (Overlap.SKIP, Overlap.BUFFER_ONE) or (
-                job.overlap is Overlap.BUFFER_ALL and "the buffer is full" in (record.error or "")), (
-                f"skipped under overlap {job.overlap}: {label}")
+            policies = job.between("overlap", at - POLICY_LAG, at)
+            assert any(p in (Overlap.SKIP, Overlap.BUFFER_ONE) for p in policies) or (
+                Overlap.BUFFER_ALL in policies and "the buffer is full" in (record.error or "")), (
+                f"skipped under overlap {'/'.join(p.value for p in policies)}: {label}")
         elif reason is SkipReason.CATCH_UP:
-            assert job.catch_up and at - record.scheduled_at > MISFIRE_GRACE, f"dropped, not missed: {label}"
+            assert any(job.between("catch_up", at - POLICY_LAG, at)) and at - record.scheduled_at > MISFIRE_GRACE, (
+                f"dropped, not missed: {label}")
+            if self.check("missed_quietly"):
+                causes = [d for d in self.disturbances if record.scheduled_at - QUIET <= d <= at]
+                assert causes, (f"dropped as missed, but nothing delayed the scans in the {QUIET} before it: "
+                                f"{label}, at {hms(at)}")
         else:
             raise AssertionError(f"SKIPPED for no known reason: {label}")
 
@@ -587,15 +819,17 @@ class Reference:
         """A job with fires held by its buffer policy has its queue moving: a fire of its schedule was published
         since ``since`` (the drain, when every execution reports), or its oldest held fire came after that."""
         for job in self.jobs:
-            if job.state is not JobState.ACTIVE or job.overlap not in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
+            buffered = job.latest("overlap") in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
+            if job.state is not JobState.ACTIVE or not buffered:
                 continue
             held = sorted(r.scheduled_at for r in store.history_page(job.job_id, 100_000)
                           if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
                           and r.trigger is Trigger.SCHEDULE and r.job_version == self._version(store, job))
             if not held or held[0] >= since:
                 continue
-            if job.timeout_s is None and any(e.job is job and e.lineage is Trigger.SCHEDULE and e.fate == "never"
-                                             for e in self.executions.values()):
+            if None in job.ever("timeout_s") and any(
+                    e.job is job and e.lineage is Trigger.SCHEDULE and e.fate == "never"
+                    for e in self.executions.values()):
                 continue  # an execution that never reports (and has no timeout) holds the queue for ever
             moved = [e for e in self.executions.values() if e.job is job and e.trigger is Trigger.SCHEDULE
                      and e.published_at >= since]
@@ -621,12 +855,17 @@ class Reference:
             if job.cancelled_at is None:
                 lost = [hms(at) for execution_id, at in job.manual.items() if execution_id not in self.executions]
                 assert not lost, f"{job.name}: the manual runs due at {lost} were never published"
+                lost = [hms(at[0]) for execution_id, at in job.backfills.items() if execution_id not in self.executions]
+                assert not lost, f"{job.name}: the backfill runs asked for at {lost} were never published"
         for execution in list(self.executions.values()):
             failed_at = execution.failed_for_sure()
             if failed_at is None or failed_at > horizon - 2 * MINUTE:
                 continue
             job = execution.job
-            if execution.attempt <= job.retry.max_retries:
+            retried = execution.retries()
+            if len(retried) > 1:
+                continue  # its job's retry policy changed about then: either is right
+            if retried == {True}:
                 if job.cancelled_at is None:
                     retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY,
                              execution.lineage)
@@ -656,13 +895,13 @@ class Reference:
 
             stored = store.get_job(USER, job.job_id)
             if stored is None or stored.state is JobState.DELETED:  # deleted: only if it asked, with no fire left
-                assert job.delete_after_last, f"{job.name} is gone, and it never asked to be deleted"
+                assert any(job.ever("delete_after_last")), f"{job.name} is gone, and it never asked to be deleted"
                 ahead = epoch.first_from(START)
                 while ahead is not None and done(ahead):
                     ahead = epoch.first_from(ahead + MS)
                 assert ahead is None, f"{job.name} was deleted with its fire {hms(ahead)} still owed"
                 continue
-            window = timedelta(seconds=stored.jitter_s or 0)
+            window = timedelta(seconds=max(jitter or 0 for jitter in [stored.jitter_s, *job.ever("jitter_s")]))
             upcoming = epoch.first_from(last_bucket + MINUTE - window)
             while upcoming is not None and done(upcoming):
                 upcoming = epoch.first_from(upcoming + MS)
@@ -675,8 +914,9 @@ class Reference:
                 f"and its next fire is {hms(upcoming)}")
             rows = [r for r in store.rows.values() if r.job_id == job.job_id and r.trigger is Trigger.SCHEDULE
                     and r.scheduled_at == next_run and r.job_version == stored.schedule_version]
-            done = {(p.segment, p.bucket) for p in heartbeats.partitions((r.segment, r.bucket) for r in rows) if p.done}
+            closed = {(p.segment, p.bucket) for p in heartbeats.partitions((r.segment, r.bucket) for r in rows)
+                      if p.done}
             seen = [(r.segment, f"{r.bucket:%H:%M}", r.lane.value, r.job_version) for r in rows]
-            assert any((r.segment, r.bucket) not in done for r in rows), (
+            assert any((r.segment, r.bucket) not in closed for r in rows), (
                 f"{job.name}: its next run {hms(next_run)} has no row of schedule version {stored.schedule_version}"
                 f" that a scan will read (rows {seen}): the job is dead")

@@ -1,22 +1,27 @@
 """The world of the model test: the whole scheduler on memory adapters and virtual time, and what drives it.
 
 The services are built by ``wiring.Container`` on ports wrapped by ``faults.Faulty``, with the clock and
-the scans of ``simulation.Simulation``. ``World`` drives them: user operations (retried until
-acknowledged, as a user does), minutes with their tick (the scans it dispatches then run as time goes
-on), worker results, and the final drain without faults; it tells ``reference.Reference`` each
-acknowledged operation and each published message. The operations are small dataclasses so that
-Hypothesis can draw them and print a failing run as readable steps.
+the scans of ``simulation.Simulation``: one container per role (the API, the results function, the
+scans on two hosts, the tick), each on a clock of its own that may be off true time by a fixed amount
+within ``domain.placement.CLOCK_SKEW`` of the others (``Skew``). ``World`` drives them: user operations
+(retried until acknowledged, as a user does; refusals, such as a tenant's limit, are answers too),
+minutes with their tick (the scans it dispatches then run as time goes on), worker results, and the
+final drain without faults; it tells ``reference.Reference`` each acknowledged operation and each
+published message. The operations are small dataclasses so that Hypothesis can draw them and print a
+failing run as readable steps.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import itertools
+import json
 import logging
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,16 +29,27 @@ from hypothesis import note
 
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
+from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
 from jobrunner.domain.calendars import calendar_from_dict
-from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
+from jobrunner.domain.errors import (
+    Conflict,
+    InvalidField,
+    InvalidFields,
+    JobNotFound,
+    LimitReached,
+    Unavailable,
+)
 from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.limits import Standing
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
+from jobrunner.domain.tags import JobFilter
 from jobrunner.domain.time import minute_bucket, rfc3339
-from jobrunner.ports import Invoker, PublishError
+from jobrunner.ports import Clock, Invoker, PublishError
 from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
@@ -48,18 +64,68 @@ from tests.unit.jobrunner.model.faults import (
     compact_repr,
     landings,
 )
-from tests.unit.jobrunner.model.reference import MINUTE, START, USER, Reference, hms
+from tests.unit.jobrunner.model.reference import (
+    MINUTE,
+    START,
+    TOPICS,
+    USER,
+    Reference,
+    hms,
+    most_in_a_minute,
+)
 from tests.unit.jobrunner.model.simulation import Simulation
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from datetime import datetime
 
+    from jobrunner.domain.jobs import Job
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage, ScanRequest
+    from jobrunner.services.jobs import JobService
     from tests.unit.jobrunner.model.reference import Execution, Fate
 
 MAX_JOBS = 6
+#: The tenant's standing limits where the example counts them (``World(quotas=True)``).
+LIMITS = {"jobs_held": 4, "executions_per_minute": 30}
+#: The tags jobs carry (``Submit.team``), which a bulk change selects them by.
+TEAM = "team"
+
+
+# -- clocks --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class Skew:
+    """How far (ms) the clock of each role is off true time: the API's, the results function's, the scans' (two
+    hosts: scans take turns) and the tick's. Within ``domain.placement.CLOCK_SKEW`` of one another."""
+
+    api: int = 0
+    results: int = 0
+    scans: int = 0
+    other_scans: int = 0
+    tick: int = 0
+
+    __repr__ = compact_repr
+
+    @property
+    def spread(self) -> timedelta:
+        offsets = [getattr(self, f.name) for f in fields(self)]
+        return timedelta(milliseconds=max(offsets) - min(offsets))
+
+
+class SkewedClock(Clock):
+    """The simulation's clock as a host ``offset`` off true time reads it (and sleeps on it)."""
+
+    def __init__(self, base: Simulation, offset_ms: int) -> None:
+        self._base = base
+        self._offset = timedelta(milliseconds=offset_ms)
+
+    def now(self) -> datetime:
+        return self._base.now() + self._offset
+
+    def sleep_until(self, instant: datetime) -> None:
+        self._base.sleep_until(instant - self._offset)
 
 
 # -- the broker and the invoker ----------------------------------------------------------------------------
@@ -125,7 +191,7 @@ class Spec:
         else:
             data = {"iso8601": f"R{self.count}/{instant(self.start or 0)}/PT{self.seconds}S"}
         if self.fires is not None and self.kind in ("every", "cron"):
-            data["count"] = self.fires
+            data = {**data, "count": self.fires}
         return schedule_from_dict(data)
 
 
@@ -154,20 +220,60 @@ class Submit(Op):
     catch_up: str | None = None
     delete_after_last: bool = False
     glitch: Glitch | None = None
+    #: Its tag ``team`` (a bulk change selects jobs by it), and its topic (None: the tenant's default).
+    team: str | None = None
+    topic: str | None = None
 
     def run(self, world: World) -> None:
         if len(world.model.jobs) >= MAX_JOBS:
             return
-        policy = RetryPolicy(max_retries=self.retries, initial_delay_s=10, multiplier=2, max_delay_s=40)
-        schedule = self.spec.build(world.clock.now())
-        new = NewJob(schedule, {"v": world.serial()}, retry=policy, timeout_s=self.timeout_s,
-                     jitter_s=self.jitter_s, calendar=CALENDAR if self.calendar and schedule.recurring else None,
-                     overlap=Overlap(self.overlap), catch_up=CATCH_UPS[self.catch_up],
-                     delete_after_last=self.delete_after_last)
+        new = self.new_job(world)
         key = f"submit-{world.serial()}"  # the retried request is the same request: same key, same body
         done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
         if done is not None:
             world.model.submitted(done[0], new)
+
+    def new_job(self, world: World) -> NewJob:
+        schedule = self.spec.build(world.clock.now())
+        return NewJob(schedule, {"v": world.serial()}, retry=retry_policy(self.retries), timeout_s=self.timeout_s,
+                      jitter_s=self.jitter_s, calendar=CALENDAR if self.calendar and schedule.recurring else None,
+                      overlap=Overlap(self.overlap), catch_up=CATCH_UPS[self.catch_up],
+                      delete_after_last=self.delete_after_last, tags={TEAM: self.team} if self.team else {},
+                      topic=self.topic)
+
+
+def retry_policy(retries: int) -> RetryPolicy:
+    return RetryPolicy(max_retries=retries, initial_delay_s=10, multiplier=2, max_delay_s=40)
+
+
+@dataclass(frozen=True, repr=False)
+class SubmitMany(Op):
+    """A batch submit (``POST /jobs/batch``) of ``items`` (their glitches unused), each with an idempotency key
+    when ``keyed``. A batch without keys that fails part-way leaves the jobs written before the failure, which
+    the user never learns of: the system holds them all the same, and so does the model."""
+
+    items: tuple[Submit, ...]
+    keyed: bool = True
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        items = self.items[:MAX_JOBS - len(world.model.jobs)]
+        if not items:
+            return
+        news = [item.new_job(world) for item in items]
+        keyed = [(new, f"batch-{world.serial()}" if self.keyed else None) for new in news]
+        done = world.call(self, lambda: world.api.submit_many(USER, keyed))
+        answered = [job for job, _ in done] if done is not None else []
+        by_payload = {json.dumps(new.payload): new for new in news}
+        landed = {job_id for target in ("store.create_job", "store.create_jobs") for plan in world.plans
+                  for landing in plan.writes if landing.target == target for job_id in landing.jobs}
+        for job_id in sorted(landed - {job.job_id for job in answered}):  # written, never answered
+            stored = world.store.get_job(USER, job_id)
+            if stored is not None and json.dumps(stored.payload) in by_payload:
+                world.say(f"    {job_id[:8]} was written by an attempt that failed")
+                answered.append(stored)
+        for job in answered:
+            world.model.submitted(job, by_payload[json.dumps(job.payload)])
 
 
 #: The tenant's calendar jobs may name; ``Exclude`` replaces its exclusion.
@@ -230,6 +336,69 @@ class Reschedule(Op):
 
 
 @dataclass(frozen=True, repr=False)
+class Patch(Op):
+    """A PATCH of any of the job's fields (None, False: left as it is): a schedule, a new payload, the overlap
+    policy, the catch-up window ("all": replay every missed fire), the calendar (False: none), the jitter and
+    the timeout (0: none), the retries, the topic, delete after last, the tag ``team``."""
+
+    job: int
+    schedule: Spec | None = None
+    payload: bool = False
+    overlap: str | None = None
+    catch_up: str | None = None
+    calendar: bool | None = None
+    jitter_s: int | None = None
+    timeout_s: int | None = None
+    retries: int | None = None
+    topic: str | None = None
+    delete_after_last: bool | None = None
+    team: str | None = None
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is None:
+            return
+        changed = self.fields(world)
+        payload = changed.get("payload")
+        values = {**changed, "catch_up": self.catch_up_policy()} if self.catch_up is not None else changed
+        setting: dict[str, Any] = {f"{name}_set": True for name in ("payload", "calendar", "jitter", "timeout")
+                   if (name if name in ("payload", "calendar") else f"{name}_s") in changed}
+        schedule = self.schedule.build(world.clock.now()) if self.schedule is not None else None
+        options = {name: value for name, value in values.items() if name != "payload"}
+        changes = JobChanges(schedule=schedule, payload=payload, **options, **setting)
+        done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
+        if done is not None:
+            world.model.patched(job, changed, schedule, done.updated_at, world.landed, world.landed_order)
+
+    def catch_up_policy(self) -> CatchUp:
+        return CATCH_UPS[None if self.catch_up == "all" else self.catch_up]
+
+    def fields(self, world: World) -> dict[str, Any]:
+        """The fields it sets, as the reference keeps them (``reference.SETTINGS``, and "payload")."""
+        changed: dict[str, Any] = {}
+        if self.payload:
+            changed["payload"] = {"v": world.serial()}
+        if self.overlap is not None:
+            changed["overlap"] = Overlap(self.overlap)
+        if self.catch_up is not None:
+            changed["catch_up"] = not self.catch_up_policy().replays_all
+        if self.calendar is not None:
+            changed["calendar"] = CALENDAR if self.calendar else None
+        for name in ("jitter_s", "timeout_s"):
+            if getattr(self, name) is not None:
+                changed[name] = getattr(self, name) or None
+        if self.retries is not None:
+            changed["retry"] = retry_policy(self.retries)
+        if self.topic is not None:
+            changed["topic"] = self.topic
+        if self.delete_after_last is not None:
+            changed["delete_after_last"] = self.delete_after_last
+        if self.team is not None:
+            changed["tags"] = {TEAM: self.team}
+        return changed
+
+
+@dataclass(frozen=True, repr=False)
 class Pause(Op):
     job: int
     glitch: Glitch | None = None
@@ -276,6 +445,59 @@ class RunNow(Op):
             row = world.call(self, lambda: world.api.run_now(USER, job.job_id))
             if row is not None:
                 world.model.ran_now(job, row)
+
+
+@dataclass(frozen=True, repr=False)
+class Bulk(Op):
+    """A bulk pause, resume or cancel (``JobService.bulk``) of the jobs tagged ``team``: each job changed as its
+    own request would change it, and told to the model from what that request answered."""
+
+    action: Literal["pause", "resume", "cancel"]
+    team: str = "a"
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        service, answers = world.recording(self.action)
+        where = JobFilter(tags=((TEAM, self.team),))
+        done = world.call(self, lambda: service.bulk(USER, self.action, where, 2 * MAX_JOBS, None))
+        if done is not None:
+            world.say(f"    changed {len(done[0].changed)}, unchanged {len(done[0].unchanged)}, "
+                      f"failed {len(done[0].failed)}")
+        for job_id, answer in answers.items():  # (an attempt that failed may have changed some too)
+            model = world.model.by_id.get(job_id)
+            if model is None:
+                continue
+            landed, order = world.landing_of(landings(world.plans, job_id))
+            if self.action == "pause":
+                world.model.paused(model, answer, landed, order)
+            elif self.action == "resume":
+                world.model.resumed(model, answer, False, landed, order)
+            else:
+                world.model.cancelled(model, answer, landed, order)
+
+
+@dataclass(frozen=True, repr=False)
+class Backfill(Op):
+    """A backfill of the job's fires from ``since`` to ``until`` seconds ago; ``twice``: asked again at once
+    (a repeated request runs no fire a second time)."""
+
+    job: int
+    since: int = 120
+    until: int = 1
+    twice: bool = False
+    glitch: Glitch | None = None
+
+    def run(self, world: World) -> None:
+        if (job := world.model.pick(self.job)) is None:
+            return
+        now = world.clock.now()
+        start, end = now - timedelta(seconds=self.since), now - timedelta(seconds=self.until)
+        for _ in range(2 if self.twice else 1):
+            fires = world.call(self, lambda: world.api.backfill(USER, job.job_id, start, end))
+            if fires is None:
+                return
+            world.say(f"    backfills {', '.join(hms(f) for f in fires) or 'nothing'}")
+            world.model.backfilled(job, fires, world.landed)
 
 
 @dataclass(frozen=True, repr=False)
@@ -332,24 +554,35 @@ class Minute:
 
 
 #: The operations of users: what they change shows before they are answered (``Reference.observe``).
-USER_OPS = (Submit, Payload, Reschedule, Pause, Resume, Cancel, RunNow, Exclude)
+USER_OPS = (Submit, SubmitMany, Payload, Patch, Reschedule, Pause, Resume, Cancel, RunNow, Exclude, Bulk, Backfill)
 
 
 class World:
     """The scheduler and its stores, the broker, virtual time, the faults and the reference model."""
 
-    def __init__(self, segments: int, say: Callable[[str], None] = note) -> None:
+    def __init__(self, segments: int, say: Callable[[str], None] = note, *, quotas: bool = False,
+                 skew: Skew | None = None, waived: frozenset[str] = frozenset()) -> None:
         self._say = say
         self._lines: list[str] = []
         self.clock = Simulation(START)
+        self.skew = skew or Skew()
+        self.clocks: dict[str, Clock] = {
+            role.name: self.clock if not getattr(self.skew, role.name) else
+            SkewedClock(self.clock, getattr(self.skew, role.name)) for role in fields(Skew)}
         self.store = MemoryJobStore()
         self.calendars = MemoryCalendarStore()
         # The calendar jobs may name, excluding nothing until an ``Exclude`` op says otherwise.
         self.calendars.put(calendar_from_dict(USER, CALENDAR, {}, START))
         self.heartbeats = MemoryHeartbeatStore()
         self.publisher = RecordingPublisher(self.clock, self._published)
-        self.model = Reference()
-        self.faults = Injector(self.clock, self.run_op, self._job_id, self.say)
+        #: The tenant's quota counters, where its standing limits are counted (``LIMITS``).
+        self.quotas = MemoryTenantQuotas() if quotas else None
+        self.changes = MemoryChangeLog()
+        self.model = Reference(self.skew.spread, waived)
+        self.faults = Injector(self.clock, self.run_op, self._job_id, self.say, self.model.disturbed)
+        #: The fault plans of the request acknowledged last (its writes, reads and the compare-and-sets it left).
+        self.plans: list[FaultPlan] = []
+        self._scans = 0
         self._serial = itertools.count(1)
         self.ticked = START - MINUTE  # the minute of the latest tick (each minute is ticked at most once)
         #: Whether a requested scan starts (a tick's dispatch, a writer's wake); False once the stack stops.
@@ -392,22 +625,44 @@ class World:
         return next(self._serial)
 
     def resegment(self, segments: int) -> None:
-        """(Re)build the services for ``segments`` segments, as wiring does, on the same stores."""
-        self.container = Container(
-            Settings.from_env({"JOBRUNNER_SEGMENTS": str(segments)}),
-            store=Faulty("store", self.store, self.faults),
-            publisher=Faulty("publisher", self.publisher, self.faults),  # type: ignore[arg-type]
-            heartbeats=Faulty("heartbeats", self.heartbeats, self.faults),  # type: ignore[arg-type]
-            calendars=Faulty("calendars", self.calendars, self.faults),  # type: ignore[arg-type]
-            invoker=ScanInvoker(self), clock=self.clock,
-        )
+        """(Re)build the services for ``segments`` segments, as wiring does, on the same stores: a container per
+        role, each on its own clock."""
+        env = {"JOBRUNNER_SEGMENTS": str(segments), "JOBRUNNER_ALLOWED_TOPICS": ",".join(TOPICS)}
+        if self.quotas is not None:
+            env["JOBRUNNER_TENANT_LIMITS"] = json.dumps({"*": LIMITS})
+        settings = Settings.from_env(env)
+        store = Faulty("store", self.store, self.faults)
+        publisher = Faulty("publisher", self.publisher, self.faults)
+        heartbeats = Faulty("heartbeats", self.heartbeats, self.faults)
+        calendars = Faulty("calendars", self.calendars, self.faults)
+        self.containers = {role: Container(
+            settings, store=store, publisher=publisher, heartbeats=heartbeats,  # type: ignore[arg-type]
+            calendars=calendars, invoker=ScanInvoker(self), clock=clock,  # type: ignore[arg-type]
+            quotas=self.quotas, changes=self.changes) for role, clock in self.clocks.items()}
+        self.container = self.containers["api"]
         self.segments = segments
         self.most_segments = max(self.most_segments, segments)
+        self.model.disturbed(self.clock.now())
         self.say(f"{segments} segment(s)")
 
     @property
-    def api(self) -> Any:
+    def api(self) -> JobService:
         return self.container.jobs
+
+    def recording(self, action: str) -> tuple[JobService, dict[str, Job]]:
+        """A copy of the API's job service whose ``action`` (pause, resume or cancel, as a bulk change calls it)
+        keeps what it answered for each job, by job id: a bulk change answers only ids."""
+        service = copy.copy(self.api)
+        answers: dict[str, Job] = {}
+        change = getattr(service, action)
+
+        def recorded(user_id: str, job_id: str, *, actor: str | None = None) -> Job:
+            answer: Job = change(user_id, job_id, actor=actor)
+            answers[job_id] = answer
+            return answer
+
+        setattr(service, action, recorded)
+        return service, answers
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -441,31 +696,43 @@ class World:
 
     def call(self, op: Op | None, action: Callable[[], Any]) -> Any:
         """Do ``action`` until it is acknowledged, as a user (or the results function) does after an error;
-        the op's glitch hits its first attempt only. Returns None when the service refuses the request."""
-        glitch = getattr(op, "glitch", None)
-        plans = [FaultPlan([glitch.fault()] if glitch is not None else [])]
+        the op's glitch hits its first attempt only (the user retries at once, or ``Glitch.retry_in`` later).
+        Returns None when the service refuses the request (a tenant's limit is a refusal too)."""
+        glitch: Glitch | None = getattr(op, "glitch", None)
+        plans = [FaultPlan(glitch.faults() if glitch is not None else [])]
+        self.plans = plans
         changing = isinstance(op, USER_OPS)  # until it is answered, the model does not know what it did
         self.model.changing += changing
         try:
-            for _ in range(3):
+            for attempt in range(3):
                 with self.faults.acting(plans[-1]):
                     try:
                         result = action()
-                        # When the request acknowledged last took effect (when answered, if it wrote nothing).
-                        self.landings = landings(plans)
-                        self.landed, self.landed_order = next(
-                            (self.landings[t] for t in ("store.update_job", "store.create_job", "store.write_scheduled")
-                             if t in self.landings), (self.clock.now(), self.faults.next_order()))
+                        # When the request acknowledged last took effect (when it read the job, if it wrote
+                        # nothing; when answered, if it read no job either).
+                        self.plans, self.landings = plans, landings(plans)
+                        self.landed, self.landed_order = self.landing_of(self.landings)
                         return result
                     except (Unavailable, PublishError) as exc:
                         self.say(f"    failed ({exc}); retried")
-                    except (Conflict, InvalidField, JobNotFound) as exc:
+                    except (Conflict, InvalidField, InvalidFields, JobNotFound, LimitReached) as exc:
                         self.say(f"    refused: {exc}")
+                        self.plans = plans
                         return None
+                if attempt == 0 and glitch is not None and glitch.retry_delay():
+                    self.clock.sleep_until(self.clock.now() + timedelta(seconds=glitch.retry_delay()))
                 plans.append(FaultPlan())
             raise AssertionError(f"{op!r} still fails with no fault injected")
         finally:
             self.model.changing -= changing
+
+    def landing_of(self, landed: dict[str, tuple[datetime, int]]) -> tuple[datetime, int]:
+        """When a request took effect, from its ``faults.landings``: its first write that landed, else its last
+        read of the job, else now."""
+        for target in ("store.update_job", "store.create_job", "store.create_jobs", "store.write_scheduled", "read"):
+            if target in landed:
+                return landed[target]
+        return self.clock.now(), self.faults.next_order()
 
     def deliver(self, execution: Execution, op: Op | None = None) -> datetime:
         """The worker's result reaches the results function (retried until applied); returns when it took
@@ -499,25 +766,30 @@ class World:
         """The tick of ``event_time``'s minute, now; ``dispatch=False`` drops the scans it asks for."""
         dispatching, self._dispatching = self._dispatching, dispatch
         with self.faults.acting(FaultPlan()):
-            report = self.container.ticks.tick(event_time, self.clock.now())
+            report = self.containers["tick"].ticks.tick(event_time, self.clocks["tick"].now())
         self._dispatching = dispatching
         requests = ", ".join(f"{r.segment}/{r.bucket:%H:%M}" for r in report.dispatched)
         self.say(f"tick of {hms(event_time)} dispatches {requests or 'nothing'}")
         return report
 
     def pass_minute(self, minute: Minute) -> None:
-        """Time runs to the next minute's tick, which dispatches its scans (they run as time goes on)."""
+        """Time runs to the next minute's tick, which dispatches its scans (they run as time goes on). The tick
+        is on the simulation's agenda: it comes at its time even in the middle of a slow request."""
         start = max(minute_bucket(self.clock.now()), self.ticked + MINUTE)
         self.ticked = start
         for offset_ms, op in minute.ops:
             self.clock.at(start + timedelta(milliseconds=offset_ms), functools.partial(self.run_op, op))
         event_time = start + timedelta(seconds=minute.second)
+        self.clock.at(event_time, functools.partial(self._minute_tick, minute, event_time))
         self.clock.sleep_until(event_time)
+
+    def _minute_tick(self, minute: Minute, event_time: datetime) -> None:
         # Only now is this minute's event the one a redelivery (``Tick``) repeats: an op that runs earlier in
         # the minute repeats the previous one (EventBridge never delivers an event before its time).
         self.event_time = event_time
         if minute.tick == "missed":
-            self.say(f"tick of {start:%H:%M} missed")
+            self.say(f"tick of {minute_bucket(event_time):%H:%M} missed")
+            self.model.disturbed(event_time)
             return
         self._faults, self._dispatched = list(minute.faults), 0
         self.tick(self.event_time)
@@ -529,7 +801,8 @@ class World:
             return
         plan = FaultPlan(f for f in self._faults if f.scan == self._dispatched)
         self._dispatched += 1
-        scans = self.container.scans
+        self._scans += 1  # the scans take turns on the two hosts (their clocks may differ)
+        scans = self.containers["scans" if self._scans % 2 else "other_scans"].scans
         self.clock.spawn(f"scan {request.segment}/{request.bucket:%H:%M}", lambda: self.scan(scans, request, plan))
 
     def scan(self, scans: Any, request: ScanRequest, plan: FaultPlan) -> None:
@@ -602,3 +875,19 @@ class World:
         self.model.check_owed(last_bucket - 2 * MINUTE, self.store)
         self.model.check_queues(self.store, last_bucket - 3 * MINUTE)
         self.model.check_next_runs(self.store, self.heartbeats, last_bucket)
+        self.check_quotas()
+
+    def check_quotas(self) -> None:
+        """Where the tenant's standing limits are counted: after the drain, its count of recurring jobs held is
+        the live recurring jobs the model knows, and the fires it reserves in every minute are theirs."""
+        if self.quotas is None or not self.model.check("quota_drift"):
+            return
+        standing = self.quotas.standing.get(USER, Standing())
+        live = self.model.live_recurring(self.store)
+        names = [job.name for job in live]
+        assert standing.jobs == len(live), (
+            f"the tenant's count of recurring jobs held is {standing.jobs}, but it holds {len(live)}: {names}")
+        reserved = sum(most_in_a_minute(job.schedule) for job in live if job.schedule is not None)
+        assert standing.per_minute == reserved, (
+            f"the tenant's fires reserved in every minute are {standing.per_minute}, but its jobs {names} "
+            f"reserve {reserved}")
