@@ -758,10 +758,10 @@ class Reference:
                 assert RANK[after.status] >= RANK[before.status], (
                     f"the history record of {label} went back from {before.status} to {after.status}")
             for record in records.values():
-                if record.status is ExecutionStatus.SKIPPED and record.execution_id not in job.history:
-                    self._check_skip(job, record)
                 if record.status is ExecutionStatus.SKIPPED and self.check("skipped_published"):
                     self._check_not_run(job, record)
+                if record.status is ExecutionStatus.SKIPPED and record.execution_id not in job.history:
+                    self._check_skip(job, record)
             job.history = records
 
     def _check_not_run(self, job: JobModel, record: ExecutionRecord) -> None:

@@ -5,9 +5,20 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.jobrunner.model.faults import Glitch
+from tests.unit.jobrunner.model.faults import Die, Fault, Glitch, Interleave, Pending, Slow
 from tests.unit.jobrunner.model.test_scheduler_model import SchedulerMachine
-from tests.unit.jobrunner.model.world import Minute, Payload, Reschedule, Spec, Submit
+from tests.unit.jobrunner.model.world import (
+    Bulk,
+    Minute,
+    Patch,
+    Pause,
+    Payload,
+    Reschedule,
+    Result,
+    Resume,
+    Spec,
+    Submit,
+)
 
 ONCE = settings(max_examples=1, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -39,5 +50,159 @@ def test_a_fire_published_by_a_scan_woken_ahead_of_the_last_minute_dispatched_is
     state.act(op=Submit(spec=Spec(kind="at", seconds=0)))
     state.time_passes(minute=Minute(second=0))
     state.time_passes(minute=Minute(second=0, ops=((100000, Submit(spec=Spec(kind="every", seconds=120, start=50))),)))
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+# -- #31: requests on one job that race each other, writes that are slow, fail after landing or commit late ----
+# Each of these fails on the code before the fixes of #31 (the finding is named), and passes after them.
+
+#: The first compare-and-set of a job's update_job, which a fault can leave pending or run another request before.
+AT_THE_UPDATE = {"nth": 0, "when": "before", "target": "store.update_job"}
+
+
+@ONCE
+@given(st.none())
+def test_a_resume_double_clicked_keeps_the_row_of_the_one_that_won(_: None) -> None:
+    # #31 finding 1 (a double click). A job every minute, paused. Two resumes read it at the same version at the
+    # same instant and plan the very same row (same version, same fire); the second runs just before the first's
+    # compare-and-set, and wins. The first's compare-and-set fails, and it deletes the row it wrote: the
+    # winner's. Its retry finds the job active and plans nothing. The job is ACTIVE with no row: it never fires.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60))])
+    state.act(op=Pause(job=0))
+    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Interleave(Resume(job=0)))))
+    state.published_only_what_is_allowed()
+    state.time_passes(minute=Minute())
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_resume_whose_compare_and_set_committed_late_keeps_its_row_when_retried(_: None) -> None:
+    # #31 finding 1 (a retry after a timeout). The resume's compare-and-set is accepted but not committed (an LWT
+    # whose outcome is unknown: the API answers 503). Its retry reads the job still paused, plans the same row,
+    # and its own compare-and-set first commits the pending one, then fails: it deletes the row, which was the
+    # first attempt's. Then it finds the job active and answers 200. The job never fires.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60))])
+    state.act(op=Pause(job=0))
+    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Pending())))
+    state.published_only_what_is_allowed()
+    state.time_passes(minute=Minute())
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_bulk_resume_beside_a_single_resume_keeps_the_row_of_the_one_that_won(_: None) -> None:
+    # #31 finding 1 (a bulk change by tag beside a single one). A job tagged team a, paused. A bulk resume of team
+    # a reads it, and a single resume of the same job lands just before the bulk's compare-and-set: the bulk's
+    # fails and deletes the row both planned. The job never fires.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60), team="a")])
+    state.act(op=Pause(job=0))
+    state.act(op=Bulk(action="resume", team="a", glitch=Glitch(**AT_THE_UPDATE, action=Interleave(Resume(job=0)))))
+    state.published_only_what_is_allowed()
+    state.time_passes(minute=Minute())
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_submit_whose_first_run_was_placed_too_late_is_planned_again_on_its_retry(_: None) -> None:
+    # #31 finding 2a. A job due at once is submitted at 10:00:20 while the scan of 10:00 runs (another job keeps
+    # it busy to the end of its minute). The create takes 3 s: its first run, in the LATE lane keyed 1.5 s after
+    # it was placed, lands behind the windows the scan has polled. Placing it again fails: 503. The retry with
+    # the same idempotency key finds the job and answers 200 without planning its first run again: it never runs.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=59))])
+    state.time_passes(minute=Minute(second=0, ops=((20_000, Submit(spec=Spec(kind="at", seconds=0), glitch=Glitch(
+        nth=1, when="before", slow=True, then=Glitch(nth=2, when="before")))),)))
+    state.wait(seconds=30)
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_retry_written_too_late_for_its_scan_is_placed_again_when_the_result_is_redelivered(_: None) -> None:
+    # #31 finding 2b. An execution with one retry left fails at 10:00:10, while the scan of 10:00 runs (busy to the
+    # end of its minute). The results function writes the FAILED record and the retry row (due 5 to 10 s later),
+    # 12 s slow: the row lands behind the scan's polls. Placing it again fails: the result is redelivered, finds
+    # the execution FAILED and is ignored (ignored_finished). The retry is never published.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=5), retries=1),
+                                   Submit(spec=Spec(kind="at", seconds=59))])
+    state.time_passes(minute=Minute(second=0))
+    state.wait(seconds=10)
+    state.act(op=Result(pick=0, fate="failure", glitch=Glitch(nth=2, when="before", action=Slow(12),
+                                                              then=Glitch(nth=3, when="before"))))
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_scan_that_dies_before_placing_a_late_next_fire_again_leaves_its_row_to_replay(_: None) -> None:
+    # #31 finding 2c. A job every 10 s submitted at 10:00:45: its first fire (10:00:55) is a LATE row of 10:00,
+    # whose next fire (10:01:05) goes to the LATE lane of 10:01 (busy to its end with another job). The
+    # completion is 12 s slow: the next fire lands behind the polls of 10:01, and the done LATE row of 10:00:55
+    # is deleted with it. The scan dies before it places the next fire again: nothing is left to replay.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=119))])
+    woken = 6  # the scan of 10:00 the submit wakes (the tick of 10:00 dispatched six)
+    state.time_passes(minute=Minute(second=0, ops=((45_000, Submit(spec=Spec(kind="every", seconds=10))),), faults=(
+        Fault(woken, "store.settle_published", 0, "before", Slow(12)),
+        Fault(woken, "store.write_scheduled", 0, "before", Die()))))
+    state.wait(seconds=50)
+    state.wait(seconds=50)
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_resume_whose_compare_and_set_commits_after_the_grace_keeps_its_row(_: None) -> None:
+    # #31 finding 3. A job every 10 s, paused. A resume at 10:00:00 plans 10:00:10; its compare-and-set is
+    # accepted but not committed (503), and the user retries 40 s later. Meanwhile the scan finds the row planned
+    # under a version the job has not reached, waits the 30 s grace, and drops it. The retry commits the pending
+    # compare-and-set (its own fails), finds the job active and answers 200: the job is ACTIVE with no row.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))])
+    state.act(op=Pause(job=0))
+    state.time_passes(minute=Minute(second=0))
+    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Pending(), retry_in=40)))
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_fire_skipped_by_buffer_one_is_not_run_after_the_policy_changes_to_allow_all(_: None) -> None:
+    # #31 finding 4. A job every 10 s under buffer_one; its first execution (10:00:10) never reports. 10:00:20 is
+    # held, 10:00:30 is recorded SKIPPED (a fire is already held). At 10:00:35 a PATCH sets overlap allow_all:
+    # the held fire goes out through the fast path, which does not see it was held, and its completion plans its
+    # next fire a second time: 10:00:30, recorded SKIPPED, is published.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), overlap="buffer_one")])
+    state.time_passes(minute=Minute(second=0, ops=((35_000, Patch(job=0, overlap="allow_all")),)))
+    state.wait(seconds=50)
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_planned_row_that_lands_after_its_scan_read_the_lane_is_written_again(_: None) -> None:
+    # #31 finding 5. At 10:00:29 a job due at 10:02:00 is submitted: its row goes to the PLANNED lane of 10:02
+    # (just over 90 s ahead), and the write takes 40 s. Meanwhile the tick of 10:01 starts the scan of 10:02
+    # (kept busy by another job's row), which reads its PLANNED lane once. The row lands behind that read;
+    # placed_in_time accepts it (a PLANNED row is only checked against the scan's close): 201, and it never runs.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=150))])
+    state.time_passes(minute=Minute(second=10, ops=((29_000, Submit(spec=Spec(kind="at", seconds=91), glitch=Glitch(
+        nth=1, when="before", action=Slow(40)))),)))
+    state.time_passes(minute=Minute(second=0))
     state.published_only_what_is_allowed()
     state.teardown()
