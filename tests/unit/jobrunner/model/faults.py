@@ -228,6 +228,8 @@ class Landing:
     result: Any
     order: int
     jobs: frozenset[str]
+    #: The scheduled rows it wrote (``write_scheduled``).
+    rows: tuple[Any, ...] = ()
 
 
 def jobs_named(target: str, call: Call) -> frozenset[str]:
@@ -343,7 +345,9 @@ class Injector:
     def _run(self, target: str, call: Call, plan: FaultPlan) -> Any:
         result = call.run()
         if target in WRITES:
-            plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call)))
+            rows = tuple(call.args[0]) if target == "store.write_scheduled" and call.args else ()
+            plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call),
+                                       rows))
         elif target == "store.get_job":
             plan.reads.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call)))
         return result

@@ -262,6 +262,8 @@ class JobModel:
     tags: dict[str, str] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     manual: dict[str, datetime] = field(default_factory=dict)  # execution_id -> due instant of each run now
+    #: The run nows of attempts that failed after their row landed: they may run, they are not owed.
+    unowed: set[str] = field(default_factory=set)
     #: execution_id -> the instants it was requested at, of each fire a backfill asked for (trigger BACKFILL)
     backfills: dict[str, list[datetime]] = field(default_factory=dict)
     history: dict[str, ExecutionRecord] = field(default_factory=dict)  # the records seen last, by execution_id
@@ -576,8 +578,10 @@ class Reference:
         """Something that may delay the scans happened at ``at`` (``QUIET``)."""
         self.disturbances.append(at)
 
-    def ran_now(self, job: JobModel, row: ScheduledExecution) -> None:
+    def ran_now(self, job: JobModel, row: ScheduledExecution, owed: bool = True) -> None:
         job.manual[row.execution_id] = row.scheduled_at
+        if not owed:
+            job.unowed.add(row.execution_id)
 
     def answered(self, execution: Execution, fate: Fate, at: datetime) -> None:
         execution.fate = fate
@@ -853,7 +857,8 @@ class Reference:
                 missing = [hms(f) for f in epoch.owed(horizon) if f not in published and not explains(f)]
                 assert not missing, f"{job.name}: fires {missing} of {epoch} were never published nor accounted for"
             if job.cancelled_at is None:
-                lost = [hms(at) for execution_id, at in job.manual.items() if execution_id not in self.executions]
+                lost = [hms(at) for execution_id, at in job.manual.items()
+                        if execution_id not in self.executions and execution_id not in job.unowed]
                 assert not lost, f"{job.name}: the manual runs due at {lost} were never published"
                 lost = [hms(at[0]) for execution_id, at in job.backfills.items() if execution_id not in self.executions]
                 assert not lost, f"{job.name}: the backfill runs asked for at {lost} were never published"

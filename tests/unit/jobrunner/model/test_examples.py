@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.jobrunner.model.faults import Die, Fault, Glitch, Interleave, Pending, Slow
+from tests.unit.jobrunner.model.faults import Action, Die, Fault, Glitch, Interleave, Pending, Slow
 from tests.unit.jobrunner.model.test_scheduler_model import SchedulerMachine
 from tests.unit.jobrunner.model.world import (
     Bulk,
+    Cancel,
     Minute,
     Patch,
     Pause,
@@ -57,8 +58,9 @@ def test_a_fire_published_by_a_scan_woken_ahead_of_the_last_minute_dispatched_is
 # -- #31: requests on one job that race each other, writes that are slow, fail after landing or commit late ----
 # Each of these fails on the code before the fixes of #31 (the finding is named), and passes after them.
 
-#: The first compare-and-set of a job's update_job, which a fault can leave pending or run another request before.
-AT_THE_UPDATE = {"nth": 0, "when": "before", "target": "store.update_job"}
+def at_the_update(action: Action, retry_in: int = 0) -> Glitch:
+    """A fault at the request's first compare-and-set of the job (``update_job``), before it is made."""
+    return Glitch(nth=0, when="before", target="store.update_job", action=action, retry_in=retry_in)
 
 
 @ONCE
@@ -71,7 +73,7 @@ def test_a_resume_double_clicked_keeps_the_row_of_the_one_that_won(_: None) -> N
     state = SchedulerMachine()
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60))])
     state.act(op=Pause(job=0))
-    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Interleave(Resume(job=0)))))
+    state.act(op=Resume(job=0, glitch=at_the_update(Interleave(Resume(job=0)))))
     state.published_only_what_is_allowed()
     state.time_passes(minute=Minute())
     state.teardown()
@@ -87,7 +89,7 @@ def test_a_resume_whose_compare_and_set_committed_late_keeps_its_row_when_retrie
     state = SchedulerMachine()
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60))])
     state.act(op=Pause(job=0))
-    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Pending())))
+    state.act(op=Resume(job=0, glitch=at_the_update(Pending())))
     state.published_only_what_is_allowed()
     state.time_passes(minute=Minute())
     state.teardown()
@@ -102,7 +104,7 @@ def test_a_bulk_resume_beside_a_single_resume_keeps_the_row_of_the_one_that_won(
     state = SchedulerMachine()
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=60), team="a")])
     state.act(op=Pause(job=0))
-    state.act(op=Bulk(action="resume", team="a", glitch=Glitch(**AT_THE_UPDATE, action=Interleave(Resume(job=0)))))
+    state.act(op=Bulk(action="resume", team="a", glitch=at_the_update(Interleave(Resume(job=0)))))
     state.published_only_what_is_allowed()
     state.time_passes(minute=Minute())
     state.teardown()
@@ -172,7 +174,7 @@ def test_a_resume_whose_compare_and_set_commits_after_the_grace_keeps_its_row(_:
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))])
     state.act(op=Pause(job=0))
     state.time_passes(minute=Minute(second=0))
-    state.act(op=Resume(job=0, glitch=Glitch(**AT_THE_UPDATE, action=Pending(), retry_in=40)))
+    state.act(op=Resume(job=0, glitch=at_the_update(Pending(), retry_in=40)))
     state.published_only_what_is_allowed()
     state.teardown()
 
@@ -205,4 +207,40 @@ def test_a_planned_row_that_lands_after_its_scan_read_the_lane_is_written_again(
         nth=1, when="before", action=Slow(40)))),)))
     state.time_passes(minute=Minute(second=0))
     state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_submit_that_landed_but_answered_an_error_is_counted_once_retried(_: None) -> None:
+    # #31, quota counts: an ambiguous submit. The tenant's recurring jobs are counted (jobs_held). A submit's
+    # create lands but answers an error: the count taken for it is given back. The retry with the same
+    # idempotency key finds the job and answers 200 without counting it: the tenant holds one job, counted 0.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), glitch=Glitch(nth=1, when="after"))],
+                quotas=True)
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_cancel_that_landed_but_answered_an_error_gives_its_count_back_once_retried(_: None) -> None:
+    # #31, quota counts: an ambiguous cancel. A cancel only gives back, once its write has landed; its write
+    # lands but answers an error, so nothing is given back, and its retry finds the job cancelled and changes
+    # nothing: the tenant holds no job, counted 1.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))], quotas=True)
+    state.act(op=Cancel(job=0, glitch=Glitch(nth=2, when="after")))
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_schedule_change_that_landed_but_answered_an_error_gives_back_what_it_frees(_: None) -> None:
+    # #31, quota counts: an ambiguous change that frees fires a minute. A job every 10 s reserves 6 fires in
+    # every minute; a PATCH to every 30 s (2) lands but answers an error: nothing is given back, and its retry
+    # changes the schedule to the one it already has. The tenant's jobs reserve 2 a minute, counted 6.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))], quotas=True)
+    state.act(op=Reschedule(job=0, spec=Spec(kind="every", seconds=30), glitch=Glitch(nth=2, when="after")))
     state.teardown()

@@ -445,6 +445,13 @@ class RunNow(Op):
             row = world.call(self, lambda: world.api.run_now(USER, job.job_id))
             if row is not None:
                 world.model.ran_now(job, row)
+            # An attempt that failed after its row landed was a run now too, which the retry does not repeat
+            # (its due instant, and so its id, is the retry's own): it may run, it is not owed.
+            for plan in world.plans:
+                for landing in plan.writes:
+                    for written in landing.rows:
+                        if row is None or written.execution_id != row.execution_id:
+                            world.model.ran_now(job, written, owed=False)
 
 
 @dataclass(frozen=True, repr=False)
