@@ -309,6 +309,21 @@ class JobModel:
     def latest(self, name: str) -> Any:
         return self.values[name][-1][1]
 
+    def serial_since(self, t: datetime) -> datetime:
+        """Since when the executions published were surely decided under an overlap policy that never lets them
+        overlap, up to ``t``: the job's creation if it always had one, else ``POLICY_LAG`` after the change to
+        one (a scan may have read the job before it)."""
+        never = datetime.max.replace(tzinfo=UTC)
+        since = self.created_at
+        for landed, policy in self.values["overlap"]:
+            if landed > t:
+                break
+            if policy not in SERIAL:
+                since = never
+            elif since == never:
+                since = landed + POLICY_LAG
+        return since
+
     def _patch(self, change: Change) -> None:
         """A PATCH: its fields from when it landed, then its schedule as a change of schedule."""
         if self.state is not JobState.CANCELLED:  # (a PATCH of a cancelled job is refused)
@@ -429,10 +444,15 @@ class Execution:
     def retries(self) -> set[bool]:
         """Whether its failure is retried, under each retry policy its job may have been read with when the
         failure was concluded (a worker's: when its result was applied; a timeout's: from its deadline on)."""
-        if self.fate == "failure" and self.reported_at is not None and self.applied_at is not None:
-            low, high = self.reported_at, self.applied_at
-        else:
-            low, high = (self.deadline or self.published_at), datetime.max.replace(tzinfo=UTC)
+        causes = []
+        if self.fate == "failure" and self.reported_at is not None:
+            causes.append(self.reported_at)
+        deadline = self.deadline
+        if deadline is not None and (self.applied_at is None or self.applied_at >= deadline):
+            causes.append(deadline)  # (its watchdog may have failed it first)
+        low = min(causes, default=self.published_at)
+        high = self.applied_at if self.fate == "failure" and deadline is None and self.applied_at is not None \
+            else datetime.max.replace(tzinfo=UTC)
         return {self.attempt <= policy.max_retries for policy in self.job.between("retry", low - self.job.skew, high)}
 
 
@@ -679,6 +699,11 @@ class Reference:
         fewest_retries = min(policy.max_retries for policy in job.ever("retry"))
         mine = [e for e in self.executions.values() if e.job is job and e.lineage is Trigger.SCHEDULE
                 and e is not execution and e.published_at <= t]
+        # Once a policy that lets executions overlap gave way to a serial one, the executions started before
+        # may still run: the policy waits for the fire before this one only.
+        since = job.serial_since(t)
+        before = max((e.scheduled_at for e in mine if e.scheduled_at < execution.scheduled_at), default=None)
+        mine = [e for e in mine if e.published_at >= since or e.scheduled_at == before]
         for other in mine:
             if any(e.scheduled_at == other.scheduled_at and e.attempt == other.attempt + 1 for e in mine):
                 continue  # its retry is the one that counts
@@ -868,8 +893,12 @@ class Reference:
                 continue
             job = execution.job
             retried = execution.retries()
-            if len(retried) > 1:
-                continue  # its job's retry policy changed about then: either is right
+            retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY, execution.lineage)
+            if len(retried) > 1:  # its job's retry policy changed about then: either is right
+                assert job.cancelled_at is not None or retry in self.copies or (
+                    execution.execution_id in self.dead_letters), (
+                    f"{execution} failed ({execution.why_failed()}), but was neither retried nor dead-lettered")
+                continue
             if retried == {True}:
                 if job.cancelled_at is None:
                     retry = (job.job_id, execution.scheduled_at, execution.attempt + 1, Trigger.RETRY,

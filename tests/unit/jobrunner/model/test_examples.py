@@ -244,3 +244,16 @@ def test_a_schedule_change_that_landed_but_answered_an_error_gives_back_what_it_
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))], quotas=True)
     state.act(op=Reschedule(job=0, spec=Spec(kind="every", seconds=30), glitch=Glitch(nth=2, when="after")))
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_submit_retried_with_its_key_after_its_last_fire_answers_the_job_it_created(_: None) -> None:
+    # Found by the widened search (#31): a submit retried with its idempotency key is validated as of the retry,
+    # before the key is looked up. A job firing at 10:00:00 and 10:00:10 (R2) is created, but the create answers
+    # an error; the user retries 25 s later and gets 422 "never fires after now", while the job it created stands
+    # and runs. The same key must answer the same job.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="iso8601", seconds=10, start=0, count=2),
+                                          glitch=Glitch(nth=1, when="after", retry_in=25))])
+    state.teardown()

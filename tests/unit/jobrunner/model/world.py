@@ -232,6 +232,16 @@ class Submit(Op):
         done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
         if done is not None:
             world.model.submitted(done[0], new)
+            return
+        # Refused: a retry with the key of an attempt that created the job must answer that job (201 or 200).
+        created = [job_id for plan in world.plans for landing in plan.writes if landing.target == "store.create_job"
+                   for job_id in landing.jobs]
+        stored = world.store.get_job(USER, created[0]) if created else None
+        if stored is not None:
+            assert not world.model.check("idempotent_retry"), (
+                f"{self!r} was refused when retried with its idempotency key, though its first attempt created "
+                f"job {stored.job_id[:8]}, which stands")
+            world.model.submitted(stored, new)
 
     def new_job(self, world: World) -> NewJob:
         schedule = self.spec.build(world.clock.now())
