@@ -5,13 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench cluster cluster-stop cluster-status chaos-cluster
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench cluster cluster-stop cluster-status chaos-cluster soak
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
 	@echo "make cluster - the same on a local cluster: 3 Cassandra nodes, 3 Kafka brokers (make cluster-stop stops it)"
 	@echo "make test    - lint, then every test (unit, contract, integration, end-to-end) on real servers"
 	@echo "make unit    - fast tests only (no servers)"
+	@echo "make soak    - the model test's long random search (2,000 examples of 60 steps; no servers)"
 	@echo "make lint    - ruff and mypy"
 	@echo "make browser - the dashboard in headless Chromium against the local stack"
 	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md"
@@ -53,6 +54,9 @@ test: lint $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
+
+soak: $(STAMP)
+	JOBRUNNER_MODEL_EXAMPLES=2000 JOBRUNNER_MODEL_STEPS=60 $(PY) -m pytest tests/unit/jobrunner/model/test_scheduler_model.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
