@@ -293,8 +293,11 @@ class Injector:
     plans, and the innermost activity's plan acts: a user operation run inside a scan has its own."""
 
     def __init__(self, clock: Simulation, run_op: Callable[[Op], None], job_id: Callable[[int], str | None],
-                 say: Callable[[str], None], disturbed: Callable[[datetime], None] = lambda _: None) -> None:
+                 say: Callable[[str], None], disturbed: Callable[[datetime], None] = lambda _: None,
+                 watch: Callable[[str, Call, Any, datetime], None] = lambda *_: None) -> None:
         self.enabled = True
+        #: Told of each call made, with what it returned and when it began (the world's clues for a reader).
+        self._watch = watch
         #: Told of each fault as it acts (and when a slow call ends): what may delay the scans.
         self._disturbed = disturbed
         #: Numbers the writes that land (and the changes that wrote nothing, when answered), in order.
@@ -326,24 +329,26 @@ class Injector:
     def around(self, target: str, call: Call) -> Any:
         """Make ``call`` to ``target``, letting the current fault plan act before and after it."""
         plan = self._stack[-1]
+        began = self._clock.now()
         if target in SETTLES:
             self.commit_pending(call)
         if not self.enabled:
-            return self._run(target, call, plan)
+            return self._run(target, call, plan, began)
         due = plan.due(target, call, self._job_of)
         if target.startswith("store.") and plan.outage_until is not None and self._clock.now() < plan.outage_until:
             raise InjectedUnavailable(target)
         for fault in due:
             if fault.when == "before":
                 self._perform(fault, call)
-        result = self._run(target, call, plan)
+        result = self._run(target, call, plan, began)
         for fault in due:
             if fault.when == "after":
                 self._perform(fault, call)
         return result
 
-    def _run(self, target: str, call: Call, plan: FaultPlan) -> Any:
+    def _run(self, target: str, call: Call, plan: FaultPlan, began: datetime) -> Any:
         result = call.run()
+        self._watch(target, call, result, began)
         if target in WRITES:
             rows = tuple(call.args[0]) if target == "store.write_scheduled" and call.args else ()
             plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call),
@@ -365,6 +370,7 @@ class Injector:
             args = (held.args[0], [], held.args[2]) if pending.target == "store.update_job" else held.args
             result = held.function(*args, **held.kwargs)
             self._say(f"    the pending compare-and-set of {pending.target} on {key[1][:8]} commits: {result}")
+            self._watch(f"{pending.target}.commit", held, result, self._clock.now())
             pending.plan.writes.append(Landing(pending.target, self._clock.now(), result, next(self._landed),
                                                frozenset({key[1]})))
 

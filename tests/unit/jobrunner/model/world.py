@@ -43,7 +43,7 @@ from jobrunner.domain.errors import (
     LimitReached,
     Unavailable,
 )
-from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.jobs import Lane, RetryPolicy
 from jobrunner.domain.limits import Standing
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
@@ -54,6 +54,7 @@ from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.unit.jobrunner.model.faults import (
+    Call,
     Crash,
     Fault,
     FaultPlan,
@@ -79,7 +80,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from datetime import datetime
 
-    from jobrunner.domain.jobs import Job
+    from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage, ScanRequest
     from jobrunner.services.jobs import JobService
@@ -126,6 +127,33 @@ class SkewedClock(Clock):
 
     def sleep_until(self, instant: datetime) -> None:
         self._base.sleep_until(instant - self._offset)
+
+
+#: The writes of the API (a PLANNED row the API writes must land before the scan of its partition starts).
+API_WRITES = ("store.create_job", "store.create_jobs", "store.update_job")
+
+
+def row_key(row: ScheduledExecution) -> tuple[Any, ...]:
+    """A scheduled row's key in ``MemoryJobStore.rows``."""
+    return (row.bucket, row.segment, row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
+
+
+def scheduled_rows(target: str, args: tuple[Any, ...]) -> list[Any]:
+    """The scheduled rows a store call writes."""
+    if not args:
+        return []
+    if target in ("store.create_job", "store.update_job"):
+        rows = args[1] if len(args) > 1 else []
+        return [rows] if not isinstance(rows, list | tuple) else list(rows)
+    if target == "store.create_jobs":
+        return [row for _, row in args[0] if row is not None]
+    if target == "store.write_scheduled":
+        return list(args[0])
+    if target == "store.settle_published":
+        return [row for c in args[0] for row in (c.following, c.watchdog) if row is not None]
+    if target == "store.write_outcomes":
+        return [o.retry for o in args[0] if o.retry is not None]
+    return []
 
 
 # -- the broker and the invoker ----------------------------------------------------------------------------
@@ -596,7 +624,7 @@ class World:
         self.quotas = MemoryTenantQuotas() if quotas else None
         self.changes = MemoryChangeLog()
         self.model = Reference(self.skew.spread, waived)
-        self.faults = Injector(self.clock, self.run_op, self._job_id, self.say, self.model.disturbed)
+        self.faults = Injector(self.clock, self.run_op, self._job_id, self.say, self.model.disturbed, self.watch)
         #: The fault plans of the request acknowledged last (its writes, reads and the compare-and-sets it left).
         self.plans: list[FaultPlan] = []
         self._scans = 0
@@ -690,6 +718,30 @@ class World:
             self.healthy = True
         finally:
             self.flush_notes()
+
+    def watch(self, target: str, call: Call, result: Any, began: datetime) -> None:
+        """Say what a reader of a failing run would want pointed out (``CLUE``): a lost compare-and-set that
+        deleted a row of the version in force, a compare-and-set committed after its row was dropped, a PLANNED
+        row landing after its scan took its partition, a LATE row landing late."""
+        args = call.args
+        if target in ("store.update_job", "store.update_job.commit") and len(args) > 1:
+            job = self.store.get_job(args[0].user_id, args[0].job_id)
+            gone = [row for row in args[1] if row_key(row) not in self.store.rows]
+            kept = {r.job_version for r in self.store.rows.values() if r.job_id == args[0].job_id}
+            if target == "store.update_job" and result is False and job is not None and any(
+                    row.job_version == job.schedule_version not in kept for row in gone):
+                self.say("    CLUE: a lost compare-and-set deleted a row of the schedule version in force")
+            if target.endswith(".commit") and gone:
+                self.say("    CLUE: a compare-and-set committed after its row was dropped")
+        written = [r for r in scheduled_rows(target, args) if hasattr(r, "lane")]
+        now = self.clock.now()
+        for row in written:
+            state = self.heartbeats.partitions([(row.segment, row.bucket)])
+            taken = bool(state) and state[0].owner is not None and target in API_WRITES
+            if row.lane is Lane.PLANNED and taken and row_key(row) in self.store.rows:
+                self.say(f"    CLUE: a PLANNED row of {row.bucket:%H:%M} landed after its scan took the partition")
+            if row.lane is Lane.LATE and now - began > timedelta(milliseconds=500):
+                self.say(f"    CLUE: a LATE row of {row.bucket:%H:%M} ({target}) landed {(now - began).seconds} s late")
 
     def _job_id(self, index: int) -> str | None:
         job = self.model.pick(index)
