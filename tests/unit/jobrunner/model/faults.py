@@ -230,6 +230,8 @@ class Landing:
     jobs: frozenset[str]
     #: The scheduled rows it wrote (``write_scheduled``).
     rows: tuple[Any, ...] = ()
+    #: The job it wrote (``update_job``, ``retire_job``).
+    job: Any = None
 
 
 def jobs_named(target: str, call: Call) -> frozenset[str]:
@@ -351,8 +353,9 @@ class Injector:
         self._watch(target, call, result, began)
         if target in WRITES:
             rows = tuple(call.args[0]) if target == "store.write_scheduled" and call.args else ()
+            job = call.args[0] if target in ("store.update_job", "store.retire_job") and call.args else None
             plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call),
-                                       rows))
+                                       rows, job))
         elif target == "store.get_job":
             plan.reads.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call)))
         return result
@@ -372,7 +375,7 @@ class Injector:
             self._say(f"    the pending compare-and-set of {pending.target} on {key[1][:8]} commits: {result}")
             self._watch(f"{pending.target}.commit", held, result, self._clock.now())
             pending.plan.writes.append(Landing(pending.target, self._clock.now(), result, next(self._landed),
-                                               frozenset({key[1]})))
+                                               frozenset({key[1]}), job=held.args[0]))
 
     def _leave_pending(self, fault: Fault, call: Call) -> None:
         """``Pending``: the rows land and the compare-and-set is accepted, not committed; raises. A condition

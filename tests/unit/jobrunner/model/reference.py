@@ -586,7 +586,7 @@ class Reference:
         assert done.state is JobState.PAUSED and done.paused_at is not None, f"{job.name}: pause answered {done}"
         job.change(Change("pause", done.paused_at, landed, order=order))
 
-    def resumed(self, job: JobModel, done: Job, catch_up: bool, landed: datetime, order: int) -> None:
+    def resumed(self, job: JobModel, done: Job, landed: datetime, order: int, *, catch_up: bool) -> None:
         assert done.state is JobState.ACTIVE, f"{job.name}: resume answered {done.state}"
         job.change(Change("resume", done.updated_at, landed, catch_up=catch_up, order=order))
 

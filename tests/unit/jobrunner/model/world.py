@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage, ScanRequest
     from jobrunner.services.jobs import JobService
-    from tests.unit.jobrunner.model.reference import Execution, Fate
+    from tests.unit.jobrunner.model.reference import Execution, Fate, JobModel
 
 MAX_JOBS = 6
 #: The tenant's standing limits where the example counts them (``World(quotas=True)``).
@@ -351,8 +351,7 @@ class Payload(Op):
         payload = {"v": world.serial()}
         changes = JobChanges(payload=payload, payload_set=True)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
-        if done is not None:
-            world.model.payload_changed(job, payload, world.landed, world.landed_order)
+        world.changes_of(job, done, lambda _, landed, order: world.model.payload_changed(job, payload, landed, order))
 
 
 @dataclass(frozen=True, repr=False)
@@ -366,11 +365,10 @@ class Reschedule(Op):
     def run(self, world: World) -> None:
         if (job := world.model.pick(self.job)) is None:
             return
-        changes = JobChanges(schedule=self.spec.build(world.clock.now()))
-        done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
-        if done is not None:
-            assert changes.schedule is not None
-            world.model.rescheduled(job, changes.schedule, done.updated_at, world.landed, world.landed_order)
+        schedule = self.spec.build(world.clock.now())
+        done = world.call(self, lambda: world.api.change(USER, job.job_id, JobChanges(schedule=schedule)))
+        world.changes_of(job, done, lambda written, landed, order: world.model.rescheduled(
+            job, schedule, written.updated_at, landed, order))
 
 
 @dataclass(frozen=True, repr=False)
@@ -405,8 +403,8 @@ class Patch(Op):
         options = {name: value for name, value in values.items() if name != "payload"}
         changes = JobChanges(schedule=schedule, payload=payload, **options, **setting)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
-        if done is not None:
-            world.model.patched(job, changed, schedule, done.updated_at, world.landed, world.landed_order)
+        world.changes_of(job, done, lambda written, landed, order: world.model.patched(
+            job, changed, schedule, written.updated_at, landed, order))
 
     def catch_up_policy(self) -> CatchUp:
         return CATCH_UPS[None if self.catch_up == "all" else self.catch_up]
@@ -444,8 +442,7 @@ class Pause(Op):
     def run(self, world: World) -> None:
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.pause(USER, job.job_id))
-            if done is not None:
-                world.model.paused(job, done, world.landed, world.landed_order)
+            world.changes_of(job, done, functools.partial(world.model.paused, job))
 
 
 @dataclass(frozen=True, repr=False)
@@ -457,8 +454,7 @@ class Resume(Op):
     def run(self, world: World) -> None:
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.resume(USER, job.job_id, catch_up=self.catch_up))
-            if done is not None:
-                world.model.resumed(job, done, self.catch_up, world.landed, world.landed_order)
+            world.changes_of(job, done, functools.partial(world.model.resumed, job, catch_up=self.catch_up))
 
 
 @dataclass(frozen=True, repr=False)
@@ -469,8 +465,7 @@ class Cancel(Op):
     def run(self, world: World) -> None:
         if (job := world.model.pick(self.job)) is not None:
             done = world.call(self, lambda: world.api.cancel(USER, job.job_id))
-            if done is not None:
-                world.model.cancelled(job, done, world.landed, world.landed_order)
+            world.changes_of(job, done, functools.partial(world.model.cancelled, job))
 
 
 @dataclass(frozen=True, repr=False)
@@ -508,17 +503,18 @@ class Bulk(Op):
         if done is not None:
             world.say(f"    changed {len(done[0].changed)}, unchanged {len(done[0].unchanged)}, "
                       f"failed {len(done[0].failed)}")
-        for job_id, answer in answers.items():  # (an attempt that failed may have changed some too)
+        written = {job_id for plan in world.plans for landing in plan.writes for job_id in landing.jobs}
+        for job_id in sorted(set(answers) | written):  # (an attempt that failed may have changed some too)
             model = world.model.by_id.get(job_id)
             if model is None:
                 continue
-            landed, order = world.landing_of(landings(world.plans, job_id))
             if self.action == "pause":
-                world.model.paused(model, answer, landed, order)
+                world.changes_of(model, answers.get(job_id), functools.partial(world.model.paused, model))
             elif self.action == "resume":
-                world.model.resumed(model, answer, False, landed, order)
+                world.changes_of(model, answers.get(job_id), functools.partial(world.model.resumed, model,
+                                                                               catch_up=False))
             else:
-                world.model.cancelled(model, answer, landed, order)
+                world.changes_of(model, answers.get(job_id), functools.partial(world.model.cancelled, model))
 
 
 @dataclass(frozen=True, repr=False)
@@ -794,6 +790,20 @@ class World:
             raise AssertionError(f"{op!r} still fails with no fault injected")
         finally:
             self.model.changing -= changing
+
+    def changes_of(self, job: JobModel, answer: Job | None, record: Callable[[Job, datetime, int], None]) -> None:
+        """Tell the model (``record(job as written, landed, order)``) each change of ``job`` that the request
+        handled last made: each of its writes of the job that landed (a request retried after its compare-and-set
+        was left pending can land twice: the pending write, committed by the retry's own, then the retry's,
+        decided again on the job as it then stood), or, if none did, its answer, as of its last read of the job
+        (a change that had nothing to do). Whether or not it was refused in the end."""
+        writes = sorted((landing for plan in self.plans for landing in plan.writes
+                         if landing.target == "store.update_job" and landing.result is True
+                         and job.job_id in landing.jobs), key=lambda landing: landing.order)
+        for landing in writes:
+            record(landing.job, landing.at, landing.order)
+        if not writes and answer is not None:
+            record(answer, *self.landing_of(landings(self.plans, job.job_id)))
 
     def landing_of(self, landed: dict[str, tuple[datetime, int]]) -> tuple[datetime, int]:
         """When a request took effect, from its ``faults.landings``: its first write that landed, else its last
