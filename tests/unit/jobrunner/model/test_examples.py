@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from tests.unit.jobrunner.model.faults import Action, Die, Fault, Glitch, Interleave, Pending, Slow
 from tests.unit.jobrunner.model.test_scheduler_model import SchedulerMachine
 from tests.unit.jobrunner.model.world import (
+    Backfill,
     Bulk,
     Cancel,
     Minute,
@@ -256,4 +257,25 @@ def test_a_submit_retried_with_its_key_after_its_last_fire_answers_the_job_it_cr
     state = SchedulerMachine()
     state.begin(segments=1, first=[Submit(spec=Spec(kind="iso8601", seconds=10, start=0, count=2),
                                           glitch=Glitch(nth=1, when="after", retry_in=25))])
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_backfill_asked_for_again_runs_no_fire_a_second_time(_: None) -> None:
+    # #31, a repeated backfill. A job every 10 s, paused at once. At 10:00:40 a backfill of the last 30 s runs its
+    # fires of 10:00:10, :20 and :30, which succeed. At 10:00:50 a backfill of the last 40 s asks for them again:
+    # their ids are the same (the fire's), but their rows are written again and published a second time.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))])
+    state.act(op=Pause(job=0))
+    state.wait(seconds=40)
+    state.act(op=Backfill(job=0, since=30))
+    state.wait(seconds=5)
+    for _ in range(3):
+        state.act(op=Result(pick=0))
+    state.wait(seconds=5)
+    state.act(op=Backfill(job=0, since=40))
+    state.wait(seconds=5)
+    state.published_only_what_is_allowed()
     state.teardown()
