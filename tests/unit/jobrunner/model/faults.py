@@ -288,6 +288,8 @@ class PendingCas:
     target: str
     call: Call
     plan: FaultPlan
+    #: Told of its landing once it commits, when that comes after its request was answered.
+    committed: Callable[[Landing], None] | None = None
 
 
 class Injector:
@@ -374,8 +376,11 @@ class Injector:
             result = held.function(*args, **held.kwargs)
             self._say(f"    the pending compare-and-set of {pending.target} on {key[1][:8]} commits: {result}")
             self._watch(f"{pending.target}.commit", held, result, self._clock.now())
-            pending.plan.writes.append(Landing(pending.target, self._clock.now(), result, next(self._landed),
-                                               frozenset({key[1]}), job=held.args[0]))
+            landing = Landing(pending.target, self._clock.now(), result, next(self._landed), frozenset({key[1]}),
+                              job=held.args[0])
+            pending.plan.writes.append(landing)
+            if pending.committed is not None and result is True:
+                pending.committed(landing)
 
     def _leave_pending(self, fault: Fault, call: Call) -> None:
         """``Pending``: the rows land and the compare-and-set is accepted, not committed; raises. A condition

@@ -276,6 +276,8 @@ class JobModel:
     paused_at: datetime | None = None
     rescheduled_at: datetime | None = None  # the latest schedule change while paused
     cancelled_at: datetime | None = None
+    #: Every schedule it has had (also those taken while paused).
+    schedules: list[Schedule] = field(default_factory=list)
     #: Per field of ``SETTINGS``: (from when, value), in the order the changes landed.
     values: dict[str, list[tuple[datetime, Any]]] = field(default_factory=dict)
     #: How far apart the clocks of the API, the results function and the scans may be (0: one clock).
@@ -287,6 +289,7 @@ class JobModel:
 
     def replay(self) -> None:
         self.state, self.schedule = JobState.ACTIVE, self.first.schedule
+        self.schedules = [self.first.schedule]
         self.epochs, self.payloads = [replace(self.first)], [(self.created_at, self.first_payload)]
         self.pauses, self.paused_at, self.rescheduled_at, self.cancelled_at = [], None, None, None
         first = {"overlap": self.overlap, "catch_up": self.catch_up, "calendar": self.calendar,
@@ -343,6 +346,7 @@ class JobModel:
         elif change.kind == "schedule" and state is not JobState.CANCELLED:
             assert change.schedule is not None
             self.schedule = change.schedule
+            self.schedules.append(change.schedule)
             if state is JobState.ACTIVE:
                 self.epochs[-1].until = landed
                 self.epochs.append(Epoch(change.schedule, since_of(change.schedule, change.at)))
@@ -565,7 +569,7 @@ class Reference:
 
     def backfilled(self, job: JobModel, fires: list[datetime], at: datetime) -> None:
         """A backfill of ``fires``, requested at ``at``: each is run as its own execution (trigger BACKFILL)."""
-        schedules = [epoch.schedule for epoch in job.epochs] + [job.schedule] if job.schedule else []
+        schedules = job.schedules
         for fire in fires:
             assert any(is_fire(schedule, fire) for schedule in schedules), (
                 f"{job.name}: a backfill ran {hms(fire)}, not a fire of its schedules {schedules}")

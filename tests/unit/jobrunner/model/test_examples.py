@@ -272,7 +272,7 @@ def test_a_backfill_asked_for_again_runs_no_fire_a_second_time(_: None) -> None:
     state.wait(seconds=40)
     state.act(op=Backfill(job=0, since=30))
     state.wait(seconds=5)
-    for _ in range(3):
+    for _execution in range(3):
         state.act(op=Result(pick=0))
     state.wait(seconds=5)
     state.act(op=Backfill(job=0, since=40))

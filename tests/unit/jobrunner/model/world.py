@@ -62,7 +62,9 @@ from tests.unit.jobrunner.model.faults import (
     Glitch,
     InjectedUnavailable,
     Injector,
+    Landing,
     compact_repr,
+    jobs_named,
     landings,
 )
 from tests.unit.jobrunner.model.reference import (
@@ -804,6 +806,13 @@ class World:
             record(landing.job, landing.at, landing.order)
         if not writes and answer is not None:
             record(answer, *self.landing_of(landings(self.plans, job.job_id)))
+        for pending in self.faults.pending.values():  # left pending: told when committed (by another request)
+            if pending.plan in self.plans and job.job_id in jobs_named(pending.target, pending.call):
+                pending.committed = functools.partial(self._committed, job, record)
+
+    def _committed(self, job: JobModel, record: Callable[[Job, datetime, int], None], landing: Landing) -> None:
+        self.say(f"    {job.name}: a change of a request answered before commits now")
+        record(landing.job, landing.at, landing.order)
 
     def landing_of(self, landed: dict[str, tuple[datetime, int]]) -> tuple[datetime, int]:
         """When a request took effect, from its ``faults.landings``: its first write that landed, else its last
