@@ -506,7 +506,10 @@ class Bulk(Op):
             world.say(f"    changed {len(done[0].changed)}, unchanged {len(done[0].unchanged)}, "
                       f"failed {len(done[0].failed)}")
         written = {job_id for plan in world.plans for landing in plan.writes for job_id in landing.jobs}
-        for job_id in sorted(set(answers) | written):  # (an attempt that failed may have changed some too)
+        left = {job_id for pending in world.faults.pending.values() if pending.plan in world.plans
+                for job_id in jobs_named(pending.target, pending.call)}
+        # (an attempt that failed may have changed some too, or left a change pending)
+        for job_id in sorted(set(answers) | written | left):
             model = world.model.by_id.get(job_id)
             if model is None:
                 continue
@@ -856,6 +859,8 @@ class World:
         with self.faults.acting(FaultPlan()):
             report = self.containers["tick"].ticks.tick(event_time, self.clocks["tick"].now())
         self._dispatching = dispatching
+        if dispatch:
+            self.model.ticked.add(minute_bucket(event_time))
         requests = ", ".join(f"{r.segment}/{r.bucket:%H:%M}" for r in report.dispatched)
         self.say(f"tick of {hms(event_time)} dispatches {requests or 'nothing'}")
         return report
