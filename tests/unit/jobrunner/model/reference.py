@@ -507,6 +507,8 @@ class Reference:
         #: Every instant each execution_id was published at.
         self.publications: dict[str, list[datetime]] = {}
         self.jobs: list[JobModel] = []
+        #: Changes of jobs not known yet (a bulk change in the middle of their submit), told once they are.
+        self.later: dict[str, list[Callable[[JobModel], None]]] = {}
         self.by_id: dict[str, JobModel] = {}
         self.executions: dict[str, Execution] = {}  # by execution_id, in order of first publication
         #: (job, fire, attempt, trigger, lineage) -> its execution_id
@@ -556,6 +558,8 @@ class Reference:
         model.replay()
         self.jobs.append(model)
         self.by_id[job.job_id] = model
+        for told in self.later.pop(job.job_id, []):
+            told(model)
 
     def payload_changed(self, job: JobModel, payload: Any, landed: datetime, order: int) -> None:
         job.change(Change("payload", landed, landed, payload=payload, order=order))
@@ -803,6 +807,10 @@ class Reference:
                      if (r.scheduled_at, r.attempt) == (before.scheduled_at, before.attempt)])
                 assert RANK[after.status] >= RANK[before.status], (
                     f"the history record of {label} went back from {before.status} to {after.status}")
+            if self.changing:  # a change under way may explain a skip: judged once it is answered
+                job.history = {k: r for k, r in records.items()
+                               if k in job.history or r.status is not ExecutionStatus.SKIPPED}
+                continue
             for record in records.values():
                 if record.status is ExecutionStatus.SKIPPED and self.check("skipped_published"):
                     self._check_not_run(job, record)

@@ -510,16 +510,18 @@ class Bulk(Op):
                 for job_id in jobs_named(pending.target, pending.call)}
         # (an attempt that failed may have changed some too, or left a change pending)
         for job_id in sorted(set(answers) | written | left):
+            told = functools.partial(self.tell, world, answers.get(job_id), list(world.plans))
             model = world.model.by_id.get(job_id)
-            if model is None:
-                continue
-            if self.action == "pause":
-                world.changes_of(model, answers.get(job_id), functools.partial(world.model.paused, model))
-            elif self.action == "resume":
-                world.changes_of(model, answers.get(job_id), functools.partial(world.model.resumed, model,
-                                                                               catch_up=False))
-            else:
-                world.changes_of(model, answers.get(job_id), functools.partial(world.model.cancelled, model))
+            if model is not None:
+                told(model)
+            else:  # a job whose submit is not answered yet (the bulk change ran in the middle of it)
+                world.model.later.setdefault(job_id, []).append(told)
+
+    def tell(self, world: World, answer: Job | None, plans: list[FaultPlan], model: JobModel) -> None:
+        record = {"pause": functools.partial(world.model.paused, model),
+                  "resume": functools.partial(world.model.resumed, model, catch_up=False),
+                  "cancel": functools.partial(world.model.cancelled, model)}[self.action]
+        world.changes_of(model, answer, record, plans)
 
 
 @dataclass(frozen=True, repr=False)
@@ -796,21 +798,23 @@ class World:
         finally:
             self.model.changing -= changing
 
-    def changes_of(self, job: JobModel, answer: Job | None, record: Callable[[Job, datetime, int], None]) -> None:
+    def changes_of(self, job: JobModel, answer: Job | None, record: Callable[[Job, datetime, int], None],
+                   plans: list[FaultPlan] | None = None) -> None:
         """Tell the model (``record(job as written, landed, order)``) each change of ``job`` that the request
         handled last made: each of its writes of the job that landed (a request retried after its compare-and-set
         was left pending can land twice: the pending write, committed by the retry's own, then the retry's,
         decided again on the job as it then stood), or, if none did, its answer, as of its last read of the job
         (a change that had nothing to do). Whether or not it was refused in the end."""
-        writes = sorted((landing for plan in self.plans for landing in plan.writes
+        plans = self.plans if plans is None else plans
+        writes = sorted((landing for plan in plans for landing in plan.writes
                          if landing.target == "store.update_job" and landing.result is True
                          and job.job_id in landing.jobs), key=lambda landing: landing.order)
         for landing in writes:
             record(landing.job, landing.at, landing.order)
         if not writes and answer is not None:
-            record(answer, *self.landing_of(landings(self.plans, job.job_id)))
+            record(answer, *self.landing_of(landings(plans, job.job_id)))
         for pending in self.faults.pending.values():  # left pending: told when committed (by another request)
-            if pending.plan in self.plans and job.job_id in jobs_named(pending.target, pending.call):
+            if pending.plan in plans and job.job_id in jobs_named(pending.target, pending.call):
                 pending.committed = functools.partial(self._committed, job, record)
 
     def _committed(self, job: JobModel, record: Callable[[Job, datetime, int], None], landing: Landing) -> None:
