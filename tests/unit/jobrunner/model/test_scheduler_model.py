@@ -223,9 +223,10 @@ class SchedulerMachine(RuleBasedStateMachine):
         self.world: World | None = None
 
     @initialize(segments=st.integers(1, 3), first=st.lists(submits, min_size=1, max_size=3), quotas=st.booleans(),
-                skew=st.none() | st.builds(Skew, *[st.sampled_from([-250, 0, 250])] * 5))
-    def begin(self, segments: int, first: list[Submit], quotas: bool = False, skew: Skew | None = None) -> None:
-        self.world = World(segments, quotas=quotas, skew=skew, waived=WAIVED)
+                skew=st.none() | st.builds(Skew, *[st.sampled_from([-250, 0, 250])] * 5), wakes=st.booleans())
+    def begin(self, segments: int, first: list[Submit], quotas: bool = False, skew: Skew | None = None,
+              wakes: bool = True) -> None:
+        self.world = World(segments, quotas=quotas, skew=skew, wakes=wakes, waived=WAIVED)
         with self.world.step():
             for op in first:
                 self.world.run_op(op)

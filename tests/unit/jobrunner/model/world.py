@@ -609,7 +609,7 @@ class World:
     """The scheduler and its stores, the broker, virtual time, the faults and the reference model."""
 
     def __init__(self, segments: int, say: Callable[[str], None] = note, *, quotas: bool = False,
-                 skew: Skew | None = None, waived: frozenset[str] = frozenset()) -> None:
+                 skew: Skew | None = None, wakes: bool = True, waived: frozenset[str] = frozenset()) -> None:
         self._say = say
         self._lines: list[str] = []
         self.clock = Simulation(START)
@@ -625,6 +625,9 @@ class World:
         self.publisher = RecordingPublisher(self.clock, self._published)
         #: The tenant's quota counters, where its standing limits are counted (``LIMITS``).
         self.quotas = MemoryTenantQuotas() if quotas else None
+        #: Whether writers of LATE rows wake their partition's scan (then a scan with nothing to do ends early);
+        #: where they do not (``JOBRUNNER_WAKE_SCANS`` unset), every scan runs to the end of its minute.
+        self.wakes = wakes
         self.changes = MemoryChangeLog()
         self.model = Reference(self.skew.spread, waived)
         self.faults = Injector(self.clock, self.run_op, self._job_id, self.say, self.model.disturbed, self.watch)
@@ -687,6 +690,9 @@ class World:
             settings, store=store, publisher=publisher, heartbeats=heartbeats,  # type: ignore[arg-type]
             calendars=calendars, invoker=ScanInvoker(self), clock=clock,  # type: ignore[arg-type]
             quotas=self.quotas, changes=self.changes) for role, clock in self.clocks.items()}
+        if not self.wakes:  # the scans are invoked (by the tick), but no writer wakes one
+            for container in self.containers.values():
+                container.__dict__["waker"] = None
         self.container = self.containers["api"]
         self.segments = segments
         self.most_segments = max(self.most_segments, segments)
