@@ -279,3 +279,18 @@ def test_a_backfill_asked_for_again_runs_no_fire_a_second_time(_: None) -> None:
     state.wait(seconds=5)
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_jitter_wider_than_the_period_drops_no_fire_as_missed_without_an_outage(_: None) -> None:
+    # #31, jitter and catch-up. A job every 10 s with a 40 s jitter window and catch-up "latest", every minute
+    # ticked on time, no fault. A fire is planned only once the one before it is published, up to 40 s after
+    # that one's fire: it is then more than the 10 s grace behind its own due instant, counted as missed, and
+    # dropped (SKIPPED, catch_up) although no outage left it behind.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), jitter_s=40, catch_up="latest")])
+    for _minute in range(9):
+        state.time_passes(minute=Minute())
+        state.published_only_what_is_allowed()
+    state.teardown()
