@@ -474,6 +474,8 @@ POLICY_LAG = CALENDAR_LAG
 #: start) a fire may still count as missed; a catch-up window dropping a fire with nothing of the kind
 #: that long before it is dropping a fire no outage left behind.
 QUIET = timedelta(minutes=5)
+#: How many fires ahead the liveness checks look for one not done.
+FIRES_LOOKED_AT = 10_000
 #: The topics jobs may name (``jobs`` is every tenant's default).
 TOPICS = (JOBS_TOPIC, "jobs-b")
 #: Overlap policies under which two executions of a job's schedule never run at once.
@@ -863,9 +865,15 @@ class Reference:
         held = {r.scheduled_at for r in records if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
                 and r.trigger is Trigger.SCHEDULE}
 
+        def stretch(low: datetime, fire: datetime) -> bool:
+            """Whether ``fire`` is of the schedule ``low`` was a fire of (a drop "to its end" of a schedule since
+            replaced explains none of the next one's fires)."""
+            epoch = next((e for e in job.epochs if e.holds(low, self.skew)), None)
+            return epoch is None or epoch.until is None or fire <= epoch.until + self.skew
+
         def explains(fire: datetime) -> bool:
             return fire in skipped or fire in held or any(
-                low < fire and (high is None or fire < high) for low, high in drops)
+                low < fire and (high is None or fire < high) and stretch(low, fire) for low, high in drops)
 
         return explains
 
@@ -956,14 +964,20 @@ class Reference:
             if stored is None or stored.state is JobState.DELETED:  # deleted: only if it asked, with no fire left
                 assert any(job.ever("delete_after_last")), f"{job.name} is gone, and it never asked to be deleted"
                 ahead = epoch.first_from(START)
-                while ahead is not None and done(ahead):
+                for _fire in range(FIRES_LOOKED_AT):
+                    if ahead is None or not done(ahead):
+                        break
                     ahead = epoch.first_from(ahead + MS)
                 assert ahead is None, f"{job.name} was deleted with its fire {hms(ahead)} still owed"
                 continue
             window = timedelta(seconds=max(jitter or 0 for jitter in [stored.jitter_s, *job.ever("jitter_s")]))
             upcoming = epoch.first_from(last_bucket + MINUTE - window)
-            while upcoming is not None and done(upcoming):
+            for _fire in range(FIRES_LOOKED_AT):
+                if upcoming is None or not done(upcoming):
+                    break
                 upcoming = epoch.first_from(upcoming + MS)
+            else:
+                upcoming = None  # every fire explained (a drop to the schedule's end)
             if upcoming is None:
                 continue
             stored = with_runs(stored, store.latest_records([job.job_id], RUN_RECORDS)[job.job_id])
