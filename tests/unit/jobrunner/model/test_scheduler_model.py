@@ -147,7 +147,13 @@ pending_glitches = st.builds(Glitch, nth=st.integers(0, 1), when=st.just("before
 racing_glitches = st.builds(
     Glitch, nth=st.integers(0, 2), when=st.sampled_from(["before", "after"]),
     target=st.sampled_from(["store.*", "store.update_job", "store.get_job"]), action=st.builds(Interleave, racing_ops))
-glitch = st.one_of(simple_glitches, simple_glitches, *([] if "pending" in LEFT_OUT else [pending_glitches]),
+# A write that lands late (a row placed for a scan that has moved on), then its placing again fails.
+late_writes = st.builds(
+    lambda nth, seconds, then: Glitch(nth=nth, when="before", action=Slow(seconds), then=Glitch(
+        nth=nth + 1, when="before", action=then)),
+    st.integers(1, 2), st.sampled_from([3, 12, 35]), st.sampled_from([Fail(), SlowFail(3)]))
+glitch = st.one_of(simple_glitches, simple_glitches, late_writes,
+                   *([] if "pending" in LEFT_OUT else [pending_glitches]),
                    *([] if "racing" in LEFT_OUT else [racing_glitches]))
 glitches = st.none() | glitch | st.builds(lambda first, then: Glitch(**{**first.__dict__, "then": then}), glitch,
                                           simple_glitches)
@@ -213,11 +219,19 @@ faults = st.one_of(
     # the delete of a job done after its last fire: its compare-and-set left pending
     faults_on(st.just("store.retire_job"), st.just(Pending())),
 )
+# A scan's completion that lands late (its next fires too late for their scans), then the scan dies before it
+# places them again.
+late_completions = st.builds(
+    lambda scan, nth, seconds: (Fault(scan, "store.settle_published", nth, "before", Slow(seconds)),
+                                Fault(scan, "store.write_scheduled", 0, "before", Die())),
+    st.integers(0, 2), st.integers(0, 2), st.sampled_from([12, 45]))
 # Mostly whole seconds, where fires are due; the scan of the next minute runs until about 125 s.
 offsets_ms = st.one_of(st.integers(0, 125).map(lambda s: s * 1000), st.integers(0, 125_000))
 minutes = st.builds(
     Minute, second=st.integers(0, 59), tick=st.sampled_from(["once", "missed", "twice"]),
-    faults=st.lists(faults, max_size=3).map(tuple), ops=st.lists(st.tuples(offsets_ms, ops), max_size=3).map(tuple),
+    faults=st.tuples(st.lists(faults, max_size=3), st.lists(late_completions, max_size=1)).map(
+        lambda drawn: (*drawn[0], *(fault for pair in drawn[1] for fault in pair))),
+    ops=st.lists(st.tuples(offsets_ms, ops), max_size=3).map(tuple),
 )
 
 
