@@ -232,6 +232,8 @@ class Landing:
     rows: tuple[Any, ...] = ()
     #: The job it wrote (``update_job``, ``retire_job``).
     job: Any = None
+    #: Whether it landed more than 0.5 s after its call began (``domain.placement.LATE_WRITE_WITHIN``).
+    late: bool = False
 
 
 def jobs_named(target: str, call: Call) -> frozenset[str]:
@@ -247,7 +249,7 @@ def jobs_named(target: str, call: Call) -> frozenset[str]:
     if isinstance(first, list | tuple):
         named = set()
         for item in first:
-            named_item: Any = item[0] if isinstance(item, tuple) else getattr(item, "record", item)
+            named_item: Any = item[0] if isinstance(item, tuple) else getattr(item, "record", getattr(item, "done", item))
             if hasattr(named_item, "job_id"):
                 named.add(named_item.job_id)
         return frozenset(named)
@@ -356,8 +358,9 @@ class Injector:
         if target in WRITES:
             rows = tuple(call.args[0]) if target == "store.write_scheduled" and call.args else ()
             job = call.args[0] if target in ("store.update_job", "store.retire_job") and call.args else None
+            late = self._clock.now() - began > timedelta(milliseconds=500)
             plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call),
-                                       rows, job))
+                                       rows, job, late))
         elif target == "store.get_job":
             plan.reads.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call)))
         return result

@@ -54,6 +54,7 @@ from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.unit.jobrunner.model.faults import (
+    WRITES,
     Call,
     Crash,
     Fault,
@@ -737,20 +738,28 @@ class World:
             job = self.store.get_job(args[0].user_id, args[0].job_id)
             gone = [row for row in args[1] if row_key(row) not in self.store.rows]
             kept = {r.job_version for r in self.store.rows.values() if r.job_id == args[0].job_id}
+            name = self.model.name(args[0].job_id)
             if target == "store.update_job" and result is False and job is not None and any(
                     row.job_version == job.schedule_version not in kept for row in gone):
-                self.say("    CLUE: a lost compare-and-set deleted a row of the schedule version in force")
+                self.say(f"    CLUE {name}: a lost compare-and-set deleted a row of the schedule version in force")
             if target.endswith(".commit") and gone:
-                self.say("    CLUE: a compare-and-set committed after its row was dropped")
+                self.say(f"    CLUE {name}: a compare-and-set committed after its row was dropped")
         written = [r for r in scheduled_rows(target, args) if hasattr(r, "lane")]
         now = self.clock.now()
         for row in written:
             state = self.heartbeats.partitions([(row.segment, row.bucket)])
             taken = bool(state) and state[0].owner is not None and target in API_WRITES
+            clue = f"    CLUE {self.model.name(row.job_id)}: a {row.lane.name} row of {row.bucket:%H:%M}"
             if row.lane is Lane.PLANNED and taken and row_key(row) in self.store.rows:
-                self.say(f"    CLUE: a PLANNED row of {row.bucket:%H:%M} landed after its scan took the partition")
+                self.say(f"{clue} landed after its scan took the partition")
             if row.lane is Lane.LATE and now - began > timedelta(milliseconds=500):
-                self.say(f"    CLUE: a LATE row of {row.bucket:%H:%M} ({target}) landed {(now - began).seconds} s late")
+                self.say(f"{clue} ({target}) landed {(now - began).seconds} s late")
+
+    def late_writes(self, plan: FaultPlan, targets: tuple[str, ...] = WRITES) -> str:
+        """The jobs of the writes of ``plan`` that landed late (a reader's clue), or ""."""
+        late = sorted({self.model.name(job_id) for landing in plan.writes if landing.late and landing.target in targets
+                       for job_id in landing.jobs})
+        return ",".join(late)
 
     def _job_id(self, index: int) -> str | None:
         job = self.model.pick(index)
@@ -793,6 +802,8 @@ class World:
                         return result
                     except (Unavailable, PublishError) as exc:
                         self.say(f"    failed ({exc}); retried")
+                        if late := self.late_writes(plans[-1]):
+                            self.say(f"    CLUE {late}: the request failed after a write of it landed late")
                     except (Conflict, InvalidField, InvalidFields, JobNotFound, LimitReached) as exc:
                         self.say(f"    refused: {exc}")
                         self.plans = plans
@@ -917,6 +928,8 @@ class World:
                 report = scans.scan(request)
             except Crash:
                 self.say(f"{name} crashed")
+                if late := self.late_writes(plan, ("store.settle_published",)):
+                    self.say(f"    CLUE {late}: the scan died after a completion landed late")
                 return
             except InjectedUnavailable as exc:
                 if exc.port == "store":  # a transient store error must be retried by the scan, not kill it
