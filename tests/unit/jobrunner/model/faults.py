@@ -213,7 +213,7 @@ class Call:
 
 
 WRITES = ("store.update_job", "store.create_job", "store.create_jobs", "store.write_scheduled",
-          "store.write_outcomes", "store.retire_job")
+          "store.write_outcomes", "store.retire_job", "store.settle_published")
 #: The calls before which a compare-and-set of their job left pending is committed (``Pending``).
 SETTLES = ("store.update_job", "store.retire_job", "store.get_job_settled")
 
@@ -249,7 +249,8 @@ def jobs_named(target: str, call: Call) -> frozenset[str]:
     if isinstance(first, list | tuple):
         named = set()
         for item in first:
-            named_item: Any = item[0] if isinstance(item, tuple) else getattr(item, "record", getattr(item, "done", item))
+            named_item: Any = item[0] if isinstance(item, tuple) else getattr(item, "record", item)
+            named_item = getattr(named_item, "done", named_item)  # (a completion names the row it settles)
             if hasattr(named_item, "job_id"):
                 named.add(named_item.job_id)
         return frozenset(named)
