@@ -950,8 +950,9 @@ class World:
         for _ in range(30):
             start = max(minute_bucket(self.clock.now()), self.ticked + MINUTE)
             self.ticked = start
-            self.event_time = start + timedelta(seconds=30)
-            self.clock.sleep_until(self.event_time)
+            event_time = start + timedelta(seconds=30)
+            self.clock.sleep_until(event_time)
+            self.event_time = event_time  # (only now: a redelivery before it repeats the minute before's)
             target: datetime = self.tick(self.event_time).target
             self.deliver_all()
             # The scans the tick dispatched run first: a partition whose scan gave its lease up with nothing
