@@ -313,3 +313,23 @@ def test_cancel_other_names_only_an_execution_that_was_published(_: None) -> Non
     state.time_passes(minute=Minute(second=0))
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_scan_that_dies_holding_a_fire_leaves_its_next_fire_to_the_replay(_: None) -> None:
+    # Found by the widened search (#31): a job every 10 s under buffer_all; its fire of 10:00:10 does not report
+    # until 10:00:40. At 10:00:20 the scan holds the next fire: it records it held (SCHEDULED), then dies before
+    # writing the row again and the completion that plans 10:00:30. The scan taking the partition over reads the
+    # held record and takes the fire's next fire as planned at its first hold ("never again"): it publishes
+    # 10:00:20 once 10:00:10 has reported, and the schedule ends there.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), overlap="buffer_all")], wakes=False)
+    the_scan_of_10_00 = 5  # the tick of 10:00 dispatches 09:51 to 09:55 first (its lookback), then 10:00
+    state.time_passes(minute=Minute(second=0, faults=(Fault(the_scan_of_10_00, "store.write_scheduled", 0, "before",
+                                                            Die()),)))
+    state.wait(seconds=40)
+    state.act(op=Result(pick=0))
+    state.time_passes(minute=Minute(second=0))
+    state.published_only_what_is_allowed()
+    state.teardown()
