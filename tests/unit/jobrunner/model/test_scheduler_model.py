@@ -39,8 +39,8 @@ bulk changes by tag, batch submits and backfills take part; a tenant's limits ma
 CI runs a small, derandomized search; ``JOBRUNNER_MODEL_EXAMPLES`` (and ``JOBRUNNER_MODEL_STEPS``) run a
 longer random one, e.g. ``JOBRUNNER_MODEL_EXAMPLES=2000 JOBRUNNER_MODEL_STEPS=60 pytest <this file>`` (``make
 soak``). ``JOBRUNNER_MODEL_WAIVE`` (comma-separated names of the checks above in brackets, and
-``cancel_unpublished``) waives checks, and ``JOBRUNNER_MODEL_WITHOUT`` (``pending``, ``racing``) leaves request faults
-out, to search past a defect already known.
+``cancel_unpublished``) waives checks, and ``JOBRUNNER_MODEL_WITHOUT`` (``pending``, ``racing``, ``late``) leaves
+request faults out, to search past a defect already known.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ from tests.unit.jobrunner.model.world import (
 
 #: Checks waived by name (see the module's doc), to search past a defect already known.
 WAIVED = frozenset(name.strip() for name in os.environ.get("JOBRUNNER_MODEL_WAIVE", "").split(",") if name.strip())
-#: Kinds of request faults left out of the search ("pending", "racing"), to search past a defect they find at once.
+#: Kinds of request faults left out of the search ("pending", "racing", "late"), to search past a defect they find
+#: at once.
 LEFT_OUT = frozenset(name.strip() for name in os.environ.get("JOBRUNNER_MODEL_WITHOUT", "").split(",") if name.strip())
 
 # -- what users and workers do ------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ late_writes = st.builds(
     lambda nth, seconds, then: Glitch(nth=nth, when="before", action=Slow(seconds), then=Glitch(
         nth=nth + 1, when="before", action=then)),
     st.integers(1, 2), st.sampled_from([3, 12, 35]), st.sampled_from([Fail(), SlowFail(3)]))
-glitch = st.one_of(simple_glitches, simple_glitches, late_writes,
+glitch = st.one_of(simple_glitches, simple_glitches, *([] if "late" in LEFT_OUT else [late_writes]),
                    *([] if "pending" in LEFT_OUT else [pending_glitches]),
                    *([] if "racing" in LEFT_OUT else [racing_glitches]))
 glitches = st.none() | glitch | st.builds(lambda first, then: Glitch(**{**first.__dict__, "then": then}), glitch,
