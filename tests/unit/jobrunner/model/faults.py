@@ -359,6 +359,8 @@ class Injector:
         if target in WRITES:
             rows = tuple(call.args[0]) if target == "store.write_scheduled" and call.args else ()
             job = call.args[0] if target in ("store.update_job", "store.retire_job") and call.args else None
+            if target == "store.write_outcomes" and call.args:  # (a fire held: its record SCHEDULED)
+                job = next((o.record for o in call.args[0] if o.record.status.value == "SCHEDULED"), None)
             late = self._clock.now() - began > timedelta(milliseconds=500)
             plan.writes.append(Landing(target, self._clock.now(), result, next(self._landed), jobs_named(target, call),
                                        rows, job, late))

@@ -755,6 +755,16 @@ class World:
             if row.lane is Lane.LATE and now - began > timedelta(milliseconds=500):
                 self.say(f"{clue} ({target}) landed {(now - began).seconds} s late")
 
+    def held_last(self, plan: FaultPlan) -> str:
+        """The job of the fire a scan recorded held (its record SCHEDULED, its next fire planned by the completion
+        to come), if nothing settled since (a reader's clue), or ""."""
+        writes = [landing for landing in plan.writes if landing.target in ("store.write_outcomes",
+                                                                             "store.settle_published")]
+        last = writes[-1] if writes else None
+        if last is None or last.target != "store.write_outcomes" or last.job is None:
+            return ""
+        return ",".join(sorted(self.model.name(job_id) for job_id in last.jobs))
+
     def late_writes(self, plan: FaultPlan, targets: tuple[str, ...] = WRITES) -> str:
         """The jobs of the writes of ``plan`` that landed late (a reader's clue), or ""."""
         late = sorted({self.model.name(job_id) for landing in plan.writes if landing.late and landing.target in targets
@@ -930,6 +940,8 @@ class World:
                 self.say(f"{name} crashed")
                 if late := self.late_writes(plan, ("store.settle_published",)):
                     self.say(f"    CLUE {late}: the scan died after a completion landed late")
+                if held := self.held_last(plan):
+                    self.say(f"    CLUE {held}: the scan died after it recorded a fire held, before its completion")
                 return
             except InjectedUnavailable as exc:
                 if exc.port == "store":  # a transient store error must be retried by the scan, not kill it
