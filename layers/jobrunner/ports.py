@@ -90,6 +90,16 @@ class JobStore(Protocol):
         the end). A cursor is only meaningful to the store that made it."""
 
     @abstractmethod
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        """The job as a linearizable read sees it: a compare-and-set on it whose outcome its writer could not
+        learn (``update_job`` or ``retire_job`` raised) has either landed by the time this returns, and shows,
+        or will never land. The way to settle an unknown outcome (by reading, never by waiting): LOCAL_SERIAL on
+        Cassandra (a Paxos read, which completes or supersedes a round left in progress); on Amazon Keyspaces,
+        whose reads take no serial level, LOCAL_QUORUM, which its documentation says reflects every write that
+        succeeded before it (its conditional writes leave no round in progress). Costs more than ``get_job``: for
+        doubts only."""
+
+    @abstractmethod
     def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         """Write ``rows`` (planned under ``job.schedule_version``), then overwrite the job's user-controlled
         fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
@@ -98,10 +108,12 @@ class JobStore(Protocol):
         next_run_at), and its next run stands until a scan completes a fire planned under it. Any other
         change writes only version, payload, topic, retry, timeout and updated_at: the job's next run
         stays as the store holds it, even if a scan's completion lands between the read and this write.
-        Returns False when it is not: the job is unchanged and the rows are removed again (best effort;
-        the winner of the race holds the same version number, so a row whose removal also failed could
-        fire once under it). If it raises, the job is either unchanged or fully updated, and rows may
-        have been written either way (stale ones are dropped by their scan)."""
+        Returns False when it is not: the job is unchanged, and the rows stay where they are. They are never
+        removed: the winner of the race took the same version number and may have planned the very same rows
+        (two resumes of one fire), so removing them could remove the winner's; a row the job does not want is
+        dropped by its scan (``services.scan``: the version, the state and the schedule decide). If it raises,
+        the compare-and-set may land later (an accepted Paxos round committed by the next one on the
+        partition): ``get_job_settled`` settles it."""
 
     @abstractmethod
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
@@ -128,12 +140,13 @@ class ScheduledRowStore(Protocol):
     - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
       (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
     - ``write_scheduled`` inserts rows (manual runs, retries placed anew, held fires); idempotent.
-    - ``settle_published``, after the publish, writes the following execution (if any) and the watchdog,
-      then removes the settled row if it is in the LATE lane (which a scan taking the partition over reads
-      from its start); a PLANNED row stays until it expires, and the scan keeps its progress past it
-      (``HeartbeatStore.renew``). Once it returns all is done; if it raises, the settled row is still there
-      whenever a following row may be missing. Replaying it is harmless. A row stays scheduled until it is
-      settled, so a retry or the next scan of the partition publishes it again (same ``execution_id``).
+    - ``settle_published``, after the publish, writes the following execution (if any) and the watchdog. It
+      removes nothing: the scan removes a settled row of the LATE lane (which a scan taking the partition over
+      reads from its start) with ``delete_scheduled`` only once the rows that follow it are known to be where
+      their scans will read them (``domain.placement.placed_in_time``, placed anew when they are not); a PLANNED
+      row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``). Replaying
+      it is harmless. A row stays scheduled until it is settled, so a retry or the next scan of the partition
+      publishes it again (same ``execution_id``).
     - ``delete_scheduled`` removes rows without publishing them (stale version, cancelled job).
     """
 

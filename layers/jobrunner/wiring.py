@@ -82,7 +82,8 @@ class Container:
 
             limits = self.settings.tenant_limits
             self._store = CassandraJobStore(connect(self.settings.cassandra),
-                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s)
+                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
+                                            serial_reads=self.settings.cassandra.mode != "keyspaces")
         return self._store
 
     @functools.cached_property

@@ -51,7 +51,7 @@ import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
@@ -695,27 +695,24 @@ class ScanService:
         retry_at: datetime,
     ) -> tuple[list[tuple[ScheduledExecution, Job]], list[ScheduledExecution]]:
         """Sort due rows (their jobs read) into those to publish, with their jobs, and the stale ones; a row
-        whose job or version has not landed yet waits, a replay whose result is in is only completed, and a
-        row whose topic is no longer allowed is dead-lettered."""
-        report, due = part.report, part.due
+        whose job or version has not landed yet waits (then is settled by reading), a replay whose result is in
+        is only completed, and a row whose topic is no longer allowed is dead-lettered."""
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
             if job is None or _ahead(row, job):
-                # Planned by a change whose compare-and-set on the job has not landed yet (a change writes its
-                # rows first), or the first run of a job whose own write has not landed yet (a create writes
-                # the first run first: ``JobStore.create_job``): wait for it, unless it is clearly never going to.
-                first_seen = part.ahead.setdefault(_identity(row), now)
-                if now - first_seen < self._rules.change_grace:
-                    due.add(row, not_before=retry_at)
+                landed = self._landed_by_now(part, row, now, retry_at)
+                if landed is None:
+                    continue  # it waits (or waits for the store again)
+                if landed is False:
+                    stale.append(row)
                     continue
-                part.ahead.pop(_identity(row), None)
-                stale.append(row)
-            elif not _publishable(row, job):
+                job = landed
+            if not _publishable(row, job):
                 stale.append(row)
             elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
-                report.replays_skipped += 1
+                part.report.replays_skipped += 1
                 part.ended.add(_identity(row))
                 part.pending.append((row, job))
             elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.topic):
@@ -723,6 +720,30 @@ class ScanService:
             else:
                 live.append((row, job))
         return live, stale
+
+    def _landed_by_now(
+        self, part: _Partition, row: ScheduledExecution, now: datetime, retry_at: datetime,
+    ) -> Job | Literal[False] | None:
+        """A row planned by a change whose compare-and-set on the job has not shown yet (a change writes its rows
+        first), or the first run of a job whose own write has not shown yet (a create writes the first run
+        first: ``JobStore.create_job``). It waits ``change_grace`` for them (None: it waits); then the doubt is
+        settled by reading (``JobStore.get_job_settled``: a compare-and-set that timed out has landed by then, or
+        never will): the job as it now stands if the row's version has landed, False if it never will (the
+        row is stale), None while it waits, and if the read failed (it waits for the store, as any row does)."""
+        identity = _identity(row)
+        first_seen = part.ahead.setdefault(identity, now)
+        if now - first_seen < self._rules.change_grace:
+            part.due.add(row, not_before=retry_at)
+            return None
+        try:
+            settled = self._store.get_job_settled(row.user_id, row.job_id)
+        except Unavailable as exc:
+            log.warning("settling read failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return None
+        part.ahead.pop(identity, None)
+        return False if settled is None or _ahead(row, settled) else settled
 
     def _drop_stale(self, part: _Partition, stale: list[ScheduledExecution]) -> None:
         """Drop rows no job wants any more. A stale PLANNED row is left to expire with the rest of its lane; a
@@ -743,8 +764,8 @@ class ScanService:
         policy holds is written again for later (``_hold``). A job with none of these costs nothing more; a
         calendar costs a read of it per scan (again after ``ScanRules.calendar_refresh``), an overlap policy
         a read of the job's records before the fire (``_previous``)."""
-        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all
-               for _, job in live):
+        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all and not row.held
+               for row, job in live):
             return live
         run: list[tuple[ScheduledExecution, Job]] = []
         for row, job in live:
@@ -780,8 +801,10 @@ class ScanService:
             part.ended.add(_identity(row))
             part.pending.append((row, job))
             return False
-        held = own is not None and own.status is ExecutionStatus.SCHEDULED
-        if held:  # held before: its next fire was planned then, never again (released, skipped or held)
+        # Held before (the row says so; older held rows only by their record): its next fire was planned then,
+        # never again, whatever releases it (its policy, or a change to allow_all), skips it or holds it again.
+        held = row.held or (own is not None and own.status is ExecutionStatus.SCHEDULED)
+        if held:
             part.next_fires[_identity(row)] = None
         if self._excluded_by_calendar(part, row, job, retry_at):
             return False
@@ -875,7 +898,7 @@ class ScanService:
         now = self._clock.now()
         again_at = utc(now + recheck_after(row.scheduled_at, now))
         again = replace(plan_execution(job, again_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE,
-                                       scheduled_at=row.scheduled_at), job_version=row.job_version)
+                                       scheduled_at=row.scheduled_at), job_version=row.job_version, held=True)
         again = _own(part, again, again_at, now)
         record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
         try:
@@ -1090,7 +1113,10 @@ class ScanService:
         return Completion(done=row, following=following, watchdog=watchdog)
 
     def _complete(self, part: _Partition) -> None:
-        """Write the pending completions, placed as of this attempt; on failure they stay pending."""
+        """Write the pending completions, placed as of this attempt; on failure they stay pending. Verify, then
+        commit: a done LATE row is removed only once the rows that follow it are known to be where their scans
+        will read them (written again, placed anew, when their write returned too late), since it is what a scan
+        taking the partition over would replay them from."""
         if not part.pending:
             return
         now = self._clock.now()
@@ -1105,7 +1131,6 @@ class ScanService:
         part.ended.clear()
         for done in completions:
             part.next_fires.pop(_identity(done.done), None)
-        part.due.settle(c.done for c in completions)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         # Rows of our own partition are published from memory, as long as the lease held while they were
         # written: a scan that may have lost it writes them again where the partition's owner polls.
@@ -1124,6 +1149,18 @@ class ScanService:
                     late.append(row)
         if late:
             self._replace_late(part, late)
+        self._remove_done(part, [c.done for c in completions])
+
+    def _remove_done(self, part: _Partition, done: list[ScheduledExecution]) -> None:
+        """Settle completed rows: a LATE one is removed (a scan taking the partition over reads that lane from its
+        start); a PLANNED one stays (it expires) and the progress moves past it. A removal that fails is
+        harmless: a scan taking over publishes the row again under its execution_id."""
+        try:
+            self._store.delete_scheduled([row for row in done if row.lane is Lane.LATE])
+        except Unavailable as exc:
+            log.warning("removing done late rows failed: %s", exc)
+            part.report.errors += 1
+        part.due.settle(done)
 
     def _replace_late(self, part: _Partition, late: list[ScheduledExecution]) -> None:
         """Rows whose write returned after their bucket's scan may have finished: place and write them

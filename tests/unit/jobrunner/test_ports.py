@@ -18,7 +18,7 @@ from jobrunner.services.scan import ScanService, ScanStores
 
 STORE_PORTS: tuple[type, ...] = (JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore)
 #: The most methods one store port may have.
-MAX_METHODS = 7
+MAX_METHODS = 8
 #: Verbs (or whole names) that a reader takes for one another: no two of a pair may stand side by side.
 NEAR_HOMONYMS = [
     ("schedule", "scheduled"), ("start", "record"), ("record", "find_record"), ("complete", "finish"),

@@ -14,9 +14,10 @@ write safe to repeat:
 - ``create_job`` writes the job's first run, then the job: a job is never without its first run, and a first
   run whose job write failed has no job, so no scan publishes it (it drops the row as stale); a retried
   create writes both again;
-- ``settle_published`` writes the following rows (next fire, watchdog), then removes the done row if it is a
-  LATE one: a crash in between leaves the done row, whose replay writes them again. A done PLANNED row
-  is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
+- ``settle_published`` writes the following rows (next fire, watchdog); the scan removes the done row, if it
+  is a LATE one, only once those are known to be in time for their scans: a crash in between leaves the done
+  row, whose replay writes them again. A done PLANNED row is not removed at all: it expires (``USING TTL``),
+  and the scan keeps its progress past it;
 - ``write_outcomes`` writes the retry row, then the record that ends the execution: a record that says FAILED
   always has its retry.
 
@@ -88,6 +89,11 @@ INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
     " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
 )
+#: A fire its overlap policy holds (``ScheduledExecution.held``): the one column other rows carry no cell for.
+INSERT_SCHEDULED_HELD = (
+    "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
+    " user_id, scheduled_at, attempt, trigger, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, true) USING TTL ?"
+)
 SELECT_SCHEDULED = (
     "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ?"
 )
@@ -153,8 +159,8 @@ CLAIM_IDEMPOTENCY_KEY = (
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, SELECT_SCHEDULED, SELECT_SCHEDULED_FROM,
-    SELECT_SCHEDULED_UNTIL,
+    INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, INSERT_SCHEDULED_HELD, SELECT_SCHEDULED,
+    SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL,
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
@@ -229,7 +235,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
-                 batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN) -> None:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN,
+                 serial_reads: bool = True) -> None:
         if not 1 <= batch_rows <= KEYSPACES_MAX_BATCH:
             raise ValueError(f"batch_rows must be 1 to {KEYSPACES_MAX_BATCH}")
         if not 1 <= in_keys <= KEYSPACES_MAX_IN:
@@ -241,6 +248,9 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         #: Statements per unlogged batch of the many-row writes.
         self._batch_rows = batch_rows
         self._in_keys = in_keys
+        #: The consistency of ``get_job_settled``: LOCAL_SERIAL (a Paxos read) on Cassandra; LOCAL_QUORUM where
+        #: reads take no serial level (Amazon Keyspaces: ``serial_reads=False``).
+        self._settling_read = ConsistencyLevel.LOCAL_SERIAL if serial_reads else ConsistencyLevel.LOCAL_QUORUM
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
         self._history_ttl_s = history_ttl_s
         self._prepared: dict[str, PreparedStatement] = {}
@@ -283,6 +293,12 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def get_job(self, user_id: str, job_id: str) -> Job | None:
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), codec.job_key(user_id, job_id)).one())
+        return codec.job_from_row(row) if row is not None else None
+
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        bound = self._stmt(SELECT_JOB).bind(codec.job_key(user_id, job_id))
+        bound.consistency_level = self._settling_read
+        row = guarded(lambda: self._session.execute(bound).one())
         return codec.job_from_row(row) if row is not None else None
 
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
@@ -337,9 +353,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         self._write_many(INSERT_RECORD_STARTED, values, partition=lambda v: v[0])  # job_id
 
     def settle_published(self, completions: Sequence[Completion]) -> None:
-        # The following rows first, then the removals (see the module doc): no logged batch.
+        # The following rows only: the scan removes a done LATE row once they are in time (see the module doc).
         self.write_scheduled([row for c in completions for row in (c.following, c.watchdog) if row is not None])
-        self.delete_scheduled([c.done for c in completions if c.done.lane is Lane.LATE])
 
     def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition
@@ -377,14 +392,14 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         else:
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
         params = (*fields, *codec.job_key(job.user_id, job.job_id), expected_version)
-        applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
-        if not applied:
-            self.delete_scheduled(rows)
-        return bool(applied)
+        # Not applied: the rows stay (the winner may have planned the same ones; ``JobStore.update_job``).
+        return bool(guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied)
 
     def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
-        # (bucket, segment) is the partition
-        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows], partition=lambda v: v[:2])
+        # (bucket, segment) is the partition; a held row (rare) by its own statement, which writes its mark
+        for cql, held in ((INSERT_SCHEDULED, False), (INSERT_SCHEDULED_HELD, True)):
+            self._write_many(cql, [codec.scheduled_values(row) for row in rows if row.held is held],
+                             partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         # The first ``limit + 1`` jobs after the cursor of each shard, together, hold the first ``limit + 1`` of

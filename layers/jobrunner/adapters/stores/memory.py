@@ -83,6 +83,9 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         with self._lock:
             return self.jobs.get((user_id, job_id))
 
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        return self.get_job(user_id, job_id)  # (every write here lands whole, at once)
+
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         with self._lock:
             return {k: self.jobs[k] for k in keys if k in self.jobs}
@@ -113,11 +116,9 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
     def settle_published(self, completions: Sequence[Completion]) -> None:
         with self._lock:
             for c in completions:
-                for row in (c.following, c.watchdog):
+                for row in (c.following, c.watchdog):  # (the done row stays: the scan removes a LATE one)
                     if row is not None:
                         self.rows[_row_key(row)] = row
-                if c.done.lane is Lane.LATE:  # a PLANNED row stays (it expires in Cassandra)
-                    self.rows.pop(_row_key(c.done), None)
 
     def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:
@@ -143,9 +144,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         with self._lock:  # a separate step, as in Cassandra: a scan may read the rows in between
             current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:
-                for row in rows:
-                    self.rows.pop(_row_key(row), None)
-                return False
+                return False  # the rows stay: the winner may have written the same ones (``JobStore.update_job``)
             # as stored: the API's fields only (run fields are derived from history); the next run stays
             # as it was written unless the schedule changes
             keeps_schedule = job.schedule_version != job.version
