@@ -259,3 +259,19 @@ def test_a_policy_changes_with_a_patch_from_the_next_fire(world: World) -> None:
     job = world.submit(overlap=Overlap.SKIP)
     assert world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
     assert fires(world.scan(10)) == ["10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
+
+
+def test_a_held_fire_released_by_a_change_to_allow_all_plans_no_fire_again(world: World) -> None:
+    # Given a buffer_one job whose 10:10:10 fire is held and 10:10:20 to 10:10:50 were skipped
+    job = world.submit(overlap=Overlap.BUFFER_ONE)
+    world.scan(10)
+    skipped = {s: world.records(job)[at(10, s)] for s in (20, 30, 40, 50)}
+    assert {r.status for r in skipped.values()} == {ExecutionStatus.SKIPPED}
+    # When its policy is changed to allow_all, and the next minute is scanned
+    world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL))
+    sent = world.scan(11)
+    # Then the held fire goes out once (at its next recheck, 10:11:11), and its completion plans nothing again:
+    # the fires recorded SKIPPED stay skipped (issue #31: the held fire went out through the path without the
+    # held check, and its completion planned 10:10:20 a second time), and the schedule goes on as planned
+    assert fires(sent) == ["11:00", "11:10", "10:10", "11:20", "11:30", "11:40", "11:50"]
+    assert {s: world.records(job)[at(10, s)] for s in (20, 30, 40, 50)} == skipped
