@@ -16,7 +16,6 @@ from jobrunner.domain.placement import (
     LATEST_EXPIRY,
     MAX_TTL_S,
     OPEN_AHEAD,
-    SCAN_OPENS,
     SETTLE,
     late_due,
     place,
@@ -119,8 +118,8 @@ def test_a_planned_write_is_in_time_only_if_it_returned_before_its_scan_may_have
     # Then its write is in time if it returned before the scan may start (a minute before its bucket, by the
     # writer's clock half a second earlier), not after: the scan reads that lane once, as it streams it
     # (issue #31: a write that took over 30 s was taken as in time, landed behind the scan's read and never ran)
-    assert placed_in_time([planned], placed_at, BUCKET - SCAN_OPENS - CLOCK_SKEW)
-    assert not placed_in_time([planned], placed_at, BUCKET - SCAN_OPENS - CLOCK_SKEW + MS)
+    assert placed_in_time([planned], placed_at, BUCKET - timedelta(minutes=1) - CLOCK_SKEW)
+    assert not placed_in_time([planned], placed_at, BUCKET - timedelta(minutes=1) - CLOCK_SKEW + MS)
     assert not placed_in_time([planned], placed_at, scan_closes_at(BUCKET))
 
 
