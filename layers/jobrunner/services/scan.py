@@ -835,8 +835,11 @@ class ScanService:
         recorded as one SKIPPED record, ``_skip``)."""
         if job.catch_up.replays_all:
             return False
-        # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
-        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
+        # Missed from the latest instant its jitter window may put it at (a row written late, e.g. by a resume, is
+        # keyed later): a fire's row is planned when the fire before it goes out, which that fire's own offset in
+        # its window may put after this one's due instant (a window wider than the period), with no outage at all.
+        latest = row.scheduled_at + timedelta(seconds=job.jitter_s or 0)
+        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, latest, now)
         if dropped is None:
             return False
         part.next_fires[_identity(row)] = dropped.resume
