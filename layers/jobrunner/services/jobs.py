@@ -126,6 +126,16 @@ class NewJob:
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill request found and did."""
+
+    #: The fires the job's schedule had in the range.
+    fires: list[datetime]
+    #: Those this request queued (none for a dry run; a fire already backfilled is not queued again).
+    queued: list[datetime]
+
+
 @dataclass
 class BulkResult:
     """What a bulk change did to each job it selected."""
@@ -577,11 +587,12 @@ class JobService:
     def backfill(
         self, user_id: str, job_id: str, start: datetime, end: datetime, dry_run: bool = False, *,
         actor: str | None = None,
-    ) -> list[datetime]:
+    ) -> Backfill:
         """The fires the job's schedule had in [``start``, ``end``] (a past range), each run now as its own
-        execution (trigger BACKFILL, its id a function of the job and the fire, so asking again for a fire
-        already run runs it no second time); with ``dry_run``, only listed. At most ``MAX_BACKFILL`` fires
-        a request. Allowed on a paused job, as a run now is."""
+        execution (trigger BACKFILL, its id a function of the job and the fire); with ``dry_run``, only listed. A
+        fire already backfilled (its execution has a record: published, or ended) is not queued again, so asking
+        again for a range runs nothing new (one read of the records per request). At most ``MAX_BACKFILL``
+        fires a request. Allowed on a paused job, as a run now is."""
         job = self.get(user_id, job_id)
         self._check_not_cancelled(job)
         now = self._clock.now()
@@ -597,15 +608,20 @@ class JobService:
             fires.append(instant)
             instant = job.schedule.next_fire_after(instant)
         if dry_run or not fires:
-            return fires
+            return Backfill(fires, [])
+        keys = [(job_id, fire, 1, execution_id_for(job_id, fire, 1, Trigger.BACKFILL)) for fire in fires]
+        run = self._store.get_records(keys)
+        queued = [fire for fire, key in zip(fires, keys, strict=True) if key not in run]
+        if not queued:
+            return Backfill(fires, [])
 
         def write(at: datetime) -> list[ScheduledExecution]:
             return self._schedule([plan_execution(job, at, at, self._rules.segment_count, trigger=Trigger.BACKFILL,
-                                                  scheduled_at=fire) for fire in fires])
+                                                  scheduled_at=fire) for fire in queued])
 
-        self._counted(user_id, self._rules.limits.run_now(now, len(fires)), lambda: self._write_in_time(write))
-        self._log(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(fires)})
-        return fires
+        self._counted(user_id, self._rules.limits.run_now(now, len(queued)), lambda: self._write_in_time(write))
+        self._log(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(queued)})
+        return Backfill(fires, queued)
 
     def change(self, user_id: str, job_id: str, changes: JobChanges, *, actor: str | None = None) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
