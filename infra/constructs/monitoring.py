@@ -191,6 +191,9 @@ class Monitoring(Construct):
                 description=f"Events in {name}: they failed every retry; inspect and replay or discard them.")
         self._alarm("DeadLetters", app_metric("DeadLetters", "Sum", FIVE_MINUTES), 1,
                     description="Executions exhausted their retries and went to job-dlq.")
+        self._alarm("LateRowsBehindWindow", app_metric("LateRowsBehindWindow", "Sum", FIVE_MINUTES), 1,
+                    description="A scan found late rows that landed behind the windows of its late lane it had "
+                                "read (a host's clock off by more than 0.5 s?): published late, not lost.")
 
     def _results_alarms(self, results: lambda_.IFunction) -> None:
         self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,

@@ -59,6 +59,8 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     metrics.add_metric(name="ExecutionsPublished", unit=MetricUnit.Count, value=report.published)
     if report.dead_lettered:  # rows that could not be published (the results function counts the same way)
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=report.dead_lettered)
+    if report.behind_window:  # late rows found behind the windows read (clock skew beyond the bound)
+        metrics.add_metric(name="LateRowsBehindWindow", unit=MetricUnit.Count, value=report.behind_window)
     metrics.add_metric(name="ScanDurationSeconds", unit=MetricUnit.Seconds, value=time.monotonic() - started)
     if report.lateness_ms:
         metrics.add_metric(name="MaxLatenessMs", unit=MetricUnit.Milliseconds, value=max(report.lateness_ms))

@@ -182,6 +182,10 @@ class ScanReport:
     held: int = 0  # fires an overlap policy held (written again for later)
     cancels: int = 0  # cancel messages sent for a previous execution (overlap policy cancel_other)
     idle: bool = False  # ended early with nothing to do, the lease given up (``ScanRules.idle_end``)
+    #: Late rows that landed behind a window of the late lane already read (a writer's clock more than
+    #: ``domain.placement.CLOCK_SKEW`` off, or a write slower than it said): published late by the last look at
+    #: the whole lane. 0 in a healthy system (the ``LateRowsBehindWindow`` alarm).
+    behind_window: int = 0
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
 
@@ -647,21 +651,35 @@ class ScanService:
 
     def _poll_late(self, part: _Partition, now: datetime, to_end: bool) -> bool:
         """Read the late lane's next window: the rows due from where the last poll stopped (the whole lane's
-        start for the first) up to ``LATE_REACH`` after ``now``, or to its end. No row lands behind a window
-        once read (``domain.placement``), so each row is read once, and no poll reads again the rows (and
-        the tombstones of the done rows) of the windows before it."""
+        start for the first) up to ``LATE_REACH`` after ``now``, or, once the minute has ended (``to_end``), the
+        whole lane to its end. No row lands behind a window once read (``domain.placement``), so each row is read
+        once, and no poll but the last reads again the rows (and the tombstones of the done rows) of the windows
+        before it. The last one does, to find a row that landed behind them all the same (a writer's clock off by
+        more than the bound): it is published late, counted (``ScanReport.behind_window``) and logged, not lost."""
         reach = now + LATE_REACH
+        since = None if to_end else part.late_from
         try:
-            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=part.late_from,
+            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=since,
                                              until=None if to_end else reach):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
                     part.due.add(row)
+                    self._behind(part, row)
         except Unavailable as exc:
             log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
             return False
         part.late_from = reach if part.late_from is None else max(part.late_from, reach)
         return True
+
+    @staticmethod
+    def _behind(part: _Partition, row: ScheduledExecution) -> None:
+        """Count and log a late row found behind the windows already read (see ``_poll_late``)."""
+        if part.late_from is not None and row.due_at < part.late_from:
+            part.report.behind_window += 1
+            log.error("a late row landed behind the late lane's windows already read (clock skew between its "
+                      "writer and this scan beyond the bound?): published late", extra={
+                          "job_id": row.job_id, "execution_id": row.execution_id, "due_at": row.due_at.isoformat(),
+                          "read_up_to": part.late_from.isoformat()})
 
     def _publish(self, part: _Partition, rows: list[ScheduledExecution], now: datetime) -> None:
         """Publish due rows; their completions are written, or left pending for the next attempt."""
