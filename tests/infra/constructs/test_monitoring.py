@@ -67,6 +67,7 @@ def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> No
     metrics = sorted(a.get("MetricName", "") for a in alarms)
     assert metrics == sorted(["WatermarkLagSeconds", "ParkedPartitions", "Invocations", "Errors",
                               "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "DeadLetters",
+                              "LateRowsBehindWindow",
                               "5XXError", "Errors", "OffsetLag", "Results_refused_token",
                               # scan throttles, event age, dropped events; API p99, 5xx and 4xx rates (math: "")
                               "Throttles", "AsyncEventAge", "AsyncEventsDropped", "Latency", "", ""])

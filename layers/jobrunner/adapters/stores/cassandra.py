@@ -169,6 +169,11 @@ STATEMENTS = (
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
 
+#: The settling read's consistency on Cassandra (``JobStore.get_job_settled``): a Paxos read, which completes or
+#: supersedes a lightweight transaction left in progress. Never on Amazon Keyspaces, which rejects the serial
+#: levels: its store is built with ``serial_reads=False`` and reads at LOCAL_QUORUM.
+SERIAL_READ = ConsistencyLevel.LOCAL_SERIAL
+
 #: Amazon Keyspaces runs at most this many values of an IN (each one a subquery).
 KEYSPACES_MAX_IN = 100
 #: Amazon Keyspaces takes at most this many statements in an unlogged batch.
@@ -248,9 +253,9 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         #: Statements per unlogged batch of the many-row writes.
         self._batch_rows = batch_rows
         self._in_keys = in_keys
-        #: The consistency of ``get_job_settled``: LOCAL_SERIAL (a Paxos read) on Cassandra; LOCAL_QUORUM where
-        #: reads take no serial level (Amazon Keyspaces: ``serial_reads=False``).
-        self._settling_read = ConsistencyLevel.LOCAL_SERIAL if serial_reads else ConsistencyLevel.LOCAL_QUORUM
+        #: The consistency of ``get_job_settled``: a Paxos read on Cassandra; LOCAL_QUORUM where reads take no serial
+        #: level (Amazon Keyspaces: ``serial_reads=False``).
+        self._settling_read = SERIAL_READ if serial_reads else ConsistencyLevel.LOCAL_QUORUM
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
         self._history_ttl_s = history_ttl_s
         self._prepared: dict[str, PreparedStatement] = {}
@@ -397,9 +402,10 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition; a held row (rare) by its own statement, which writes its mark
-        for cql, held in ((INSERT_SCHEDULED, False), (INSERT_SCHEDULED_HELD, True)):
-            self._write_many(cql, [codec.scheduled_values(row) for row in rows if row.held is held],
-                             partition=lambda v: v[:2])
+        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows if not row.held],
+                         partition=lambda v: v[:2])
+        self._write_many(INSERT_SCHEDULED_HELD, [codec.scheduled_values(row) for row in rows if row.held],
+                         partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         # The first ``limit + 1`` jobs after the cursor of each shard, together, hold the first ``limit + 1`` of
