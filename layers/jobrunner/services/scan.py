@@ -400,6 +400,9 @@ class _Partition:
     late_from: datetime | None = None
     #: How many rows the next group may take (``ScanRules.first_group``, doubling up to ``group_size``).
     group_limit: int = 0
+    #: The executions this scan has published: a second row of one of them (a copy re-asserted by a writer
+    #: under the same execution_id, keyed elsewhere in the partition) is dropped, not published again.
+    published_ids: set[str] = field(default_factory=set)
 
 
 class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
@@ -727,7 +730,7 @@ class ScanService:
                     stale.append(row)
                     continue
                 job = landed
-            if not _publishable(row, job):
+            if not _publishable(row, job) or row.execution_id in part.published_ids:
                 stale.append(row)
             elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
                 part.report.replays_skipped += 1
@@ -1063,6 +1066,7 @@ class ScanService:
             log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
                                            "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
+            part.published_ids.add(row.execution_id)
             report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
             part.pending.append((row, job))
 

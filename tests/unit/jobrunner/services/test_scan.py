@@ -1304,3 +1304,18 @@ def test_a_late_row_landing_behind_the_windows_read_is_published_by_the_last_loo
     assert [m.value["scheduled_at"] for m in world.publisher.sent] == ["2026-11-22T10:01:20.000Z"]
     assert world.publisher.times[0] > at(59)
     assert (report.behind_window, report.finished) == (1, True)
+
+
+def test_a_second_row_of_an_execution_this_scan_published_is_dropped_not_published_again(world: World) -> None:
+    # Given a fire at 10:01:40 whose row a writer re-asserted (same execution_id) into the late lane, keyed later
+    job = world.submit(Every(timedelta(minutes=5), start=at(40)))
+    [row] = world.store.rows.values()
+    copy = plan_execution(job, at(40), at(41) - LATE_LEAD, 1, trigger=Trigger.SCHEDULE)
+    assert (copy.lane, copy.execution_id) == (Lane.LATE, row.execution_id) and copy.due_at > row.due_at
+    world.store.write_scheduled([copy])
+    # When the minute is scanned
+    report = world.scan()
+    # Then the fire is published once (the copy dropped), and its next fire planned once
+    assert [m.value["scheduled_at"] for m in world.publisher.sent] == ["2026-11-22T10:01:40.000Z"]
+    assert (report.published, report.dropped) == (1, 1)
+    assert world.job(job).next_run_at == at(40, minute=6)
