@@ -410,6 +410,10 @@ class HeartbeatStore(ABC):
 
 #: The largest reconciler state a ``ReconcilerStateStore`` keeps (a DynamoDB item holds at most 400 KB).
 MAX_RECONCILER_STATE = 300_000
+#: The "segment" of the reconciler's items in the heartbeat table, which no segment has: its state, and the lease
+#: (``HeartbeatStore.acquire`` of this segment and ``RECONCILER_LEASE``) that lets one run at a time.
+RECONCILER_SEGMENT = -2
+RECONCILER_LEASE = datetime(1970, 1, 1, 0, 1, tzinfo=UTC)
 
 
 class ReconcilerStateStore(ABC):

@@ -41,7 +41,14 @@ from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Reason, Scanned,
 from jobrunner.domain.placement import placed_in_time, plan_execution
 from jobrunner.domain.policies import Overlap
 from jobrunner.domain.time import MINUTE, from_epoch_ms, minute_bucket, rfc3339, to_epoch_ms
-from jobrunner.ports import HistoryStore, JobChange, JobStore, ScheduledRowStore
+from jobrunner.ports import (
+    RECONCILER_LEASE,
+    RECONCILER_SEGMENT,
+    HistoryStore,
+    JobChange,
+    JobStore,
+    ScheduledRowStore,
+)
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
@@ -55,8 +62,10 @@ log = logging.getLogger(__name__)
 
 #: Attempts to write a repair in time for its scan (each placed anew), as the other writers do.
 MAX_PLACEMENTS = 5
-#: Who the change log names as the author of a repair.
+#: Who the change log names as the author of a repair (and the prefix of the lease's owner).
 ACTOR = "reconciler"
+#: How long the run's lease outlasts its deadline (its repairs, the save of its state).
+LEASE_MARGIN = timedelta(minutes=2)
 _MS = timedelta(milliseconds=1)
 
 
@@ -91,6 +100,8 @@ class ReconcileRules:
 @dataclass
 class ReconcileReport:
     started_at: datetime
+    #: Another run held the lease: this one did nothing.
+    skipped: bool = False
     #: The pass's window of due instants, (start, end]; None: no pass could start (a segment never scanned).
     window: tuple[datetime, datetime] | None = None
     #: The walk reached the last job in this run (the pass is over).
@@ -192,9 +203,24 @@ class ReconcileService:
 
     def run(self, deadline: datetime | None = None) -> ReconcileReport:
         """One run: go on with the pass (or start one), then the watched jobs; keep the state. ``deadline``: when to
-        stop walking (default ``budget`` from now)."""
+        stop walking (default ``budget`` from now). A run that finds another one running (its lease held: an event
+        delivered twice) does nothing."""
         now = self._clock.now()
+        deadline = deadline or now + self._rules.budget
         report = ReconcileReport(started_at=now)
+        owner = f"{ACTOR}:{uuid.uuid4()}"
+        ttl = (deadline - now + LEASE_MARGIN).total_seconds()
+        if not self._heartbeats.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, now, ttl):
+            report.skipped = True
+            log.info("another reconciler run holds the lease; this one does nothing")
+            return report
+        try:
+            self._run(now, deadline, report)
+        finally:
+            self._heartbeats.release(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, self._clock.now())
+        return report
+
+    def _run(self, now: datetime, deadline: datetime, report: ReconcileReport) -> None:
         state = _State.loads(self._state_store.load_reconciler_state())
         segments = max(self._rules.segment_count, self._heartbeats.record_segment_count(self._rules.segment_count))
         scanned = self._scanned(now, segments)
@@ -203,13 +229,12 @@ class ReconcileService:
         if state.pass_ is None:
             state.pass_ = self._new_pass(state, scanned, now)
         if state.pass_ is not None:
-            run.walk(state.pass_, deadline or now + self._rules.budget)
+            run.walk(state.pass_, deadline)
         run.read_watched()
         state.earlier = scanned
         self._forget_old(state, now)
         report.watched = len(state.watch)
         self._state_store.save_reconciler_state(state.dumps())
-        return report
 
     def _scanned(self, now: datetime, highest: int) -> Scanned:
         """How far every segment's scans have got (each segment below the highest count on record)."""

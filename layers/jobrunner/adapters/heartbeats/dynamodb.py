@@ -11,7 +11,7 @@ Table layout (key: ``segment`` N, ``minute`` N):
   (far less than the 3 days it is kept), so its item does not expire while it is parked.
 - ``segment = -1, minute = 0``: the table's own item: ``highest_segment_count``, only ever raised.
 - ``segment = -2, minute = 0``: the reconciler's item: ``reconciler_state`` (its progress, opaque text;
-  ``ports.ReconcilerStateStore``).
+  ``ports.ReconcilerStateStore``); ``segment = -2, minute = 60000``: its lease, a partition item as above.
 All lease changes are conditional writes, so two scans can never both hold one partition. Every
 botocore error (other than a refused condition, which is an answer) becomes ``Unavailable``.
 """
@@ -28,6 +28,7 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 from jobrunner.ports import (
     MAX_RECONCILER_STATE,
+    RECONCILER_SEGMENT,
     RELEASED,
     HeartbeatStore,
     PartitionState,
@@ -42,8 +43,9 @@ if TYPE_CHECKING:
 SUMMARY = 0
 #: The key (``segment``) of the table's own item, which no segment can have.
 TABLE_ITEM = -1
-#: The key (``segment``) of the reconciler's item (``ReconcilerStateStore``), which no segment can have either.
-RECONCILER_ITEM = -2
+#: The key (``segment``) of the reconciler's items (its state, ``ReconcilerStateStore``; its lease), which no segment
+#: can have either.
+RECONCILER_ITEM = RECONCILER_SEGMENT
 KEEP_PARTITION_ITEMS_S = 3 * 24 * 3600
 #: BatchGetItem calls that may leave keys unprocessed (throttling) before the read gives up.
 BATCH_GET_ATTEMPTS = 8

@@ -474,3 +474,19 @@ def test_repairs_are_logged_with_the_job_the_fire_and_the_reason(
     assert line.job_id == job.job_id  # type: ignore[attr-defined]
     assert line.fire == "2026-11-22T10:04:00.000Z"  # type: ignore[attr-defined]
     assert line.reason == "missed_fire"  # type: ignore[attr-defined]
+
+
+def test_a_run_while_another_holds_the_lease_does_nothing(system: System) -> None:
+    # Given a run in progress (an event delivered twice: two invocations at once)
+    from jobrunner.ports import RECONCILER_LEASE, RECONCILER_SEGMENT
+
+    assert system.heartbeats.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now(), 60)
+    state = system.heartbeats.reconciler_state
+
+    # When another starts, Then it reads nothing, writes nothing, and says so
+    report = system.container.reconciler.run()
+    assert report.skipped and report.jobs_walked == 0
+    assert system.heartbeats.reconciler_state == state
+    # And once the lease is given up, the next run goes on
+    system.heartbeats.release(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now())
+    assert not system.container.reconciler.run().skipped
