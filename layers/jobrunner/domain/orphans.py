@@ -7,11 +7,11 @@ that is done (``Scanned.covers``), and the execution still has no record. Three 
 
 - ``missed_fire``: an active job's next fire (``owed_fire``: the newest fire record's ``next_fire_at``, or the job
   row's ``next_run_at`` when the change of schedule or state is newer than every fire) is due, and it has no record.
-  A fire planned by a completion was written before the partition of the fire it follows was done; that partition
-  was done when the previous run read the watermarks (``Evidence.earlier``), so the row lies in a bucket no later
-  than that run's instant. A fire planned by a change or a submit was written before the job row was: the first run
-  that sees the job owing it notes the sighting, and the row lies no later than that sighting (``WRITE_SLACK`` more
-  for a write placed again).
+  A fire planned by a completion was written before the partition of the fire it follows was done; the earliest
+  earlier run that read the watermarks past that partition (``Evidence.earlier``) bounds when, so the row lies in a
+  bucket no later than that run's instant. A fire planned by a change or a submit was written before the job row
+  was: the first run that sees the job owing it notes the sighting, and the row lies no later than that sighting
+  (``WRITE_SLACK`` more for a write placed again).
 - ``missed_retry``: a failed execution with a retry planned (its record's ``retry_at``) has no record of its retry
   (same fire, next attempt, same lineage). The retry's row is written before the record that says FAILED, by the
   results function (or the scan's watchdog) within ``WRITE_SLACK`` of the record's ``finished_at``.
@@ -122,9 +122,9 @@ class Evidence:
     now: datetime
     #: An execution is not looked at before it is this long overdue.
     grace: timedelta
-    #: How far the scans had got at the start of this run, and at the start of the run before (None: no run before).
+    #: How far the scans had got at the start of this run, and at the start of earlier runs (oldest first).
     scanned: Scanned
-    earlier: Scanned | None
+    earlier: Sequence[Scanned] = ()
     #: Executions the reconciler re-planned itself, by id, with when (a planning too: their rows are that recent).
     repaired: Mapping[str, datetime] = field(default_factory=dict)
     #: When a fire a change planned was first seen owed and missing (``sighting_key``).
@@ -211,11 +211,11 @@ def _missed_fire(job: Job, records: Sequence[ExecutionRecord], evidence: Evidenc
             or any(r.execution_id == execution_id for r in records)):
         return
     if source is not None:  # written by the completion of ``source``'s fire, before its partition was done
-        earlier = evidence.earlier
-        if earlier is None or not earlier.covers(source.scheduled_at, source.due_at + SETTLE):
-            findings.recheck(evidence.now)  # not known done at the run before: ask again next run
+        done_by = next((s.at for s in evidence.earlier if s.covers(source.scheduled_at, source.due_at + SETTLE)), None)
+        if done_by is None:
+            findings.recheck(evidence.now)  # not known done at an earlier run: ask again next run
             return
-        planned, how = earlier.at, f"planned after the fire at {rfc3339(source.scheduled_at)}"
+        planned, how = done_by, f"planned after the fire at {rfc3339(source.scheduled_at)}"
     else:  # written by the change (or submit) the job row holds, before the row itself
         key = sighting_key(job, fire)
         seen = evidence.sightings.get(key)

@@ -144,8 +144,8 @@ class _State:
     pass_: _Pass | None = None
     #: Where the last pass's window ended: the next one starts there.
     examined_to: datetime | None = None
-    #: The horizon read at the start of the previous run.
-    earlier: Scanned | None = None
+    #: The horizons read at the start of earlier runs, oldest first (``HORIZONS`` of them, ``HORIZON_SPACING`` apart).
+    earlier: list[Scanned] = field(default_factory=list)
     #: Jobs to read again, "user_id|job_id" -> when.
     watch: dict[str, datetime] = field(default_factory=dict)
     sightings: dict[str, datetime] = field(default_factory=dict)
@@ -158,7 +158,7 @@ class _State:
 
         data: dict[str, Any] = {
             "v": 1, "examined_to": to_epoch_ms(self.examined_to) if self.examined_to else None,
-            "earlier": self.earlier.to_dict() if self.earlier else None,
+            "earlier": [scanned.to_dict() for scanned in self.earlier],
             "watch": ms(self.watch), "sightings": ms(self.sightings), "repaired": ms(self.repaired),
             "pass": None if self.pass_ is None else {"start": to_epoch_ms(self.pass_.start),
                                                      "end": to_epoch_ms(self.pass_.end), "cursor": self.pass_.cursor},
@@ -178,8 +178,26 @@ class _State:
         window = None if raw is None else _Pass(from_epoch_ms(raw["start"]), from_epoch_ms(raw["end"]), raw["cursor"])
         examined = data.get("examined_to")
         return cls(window, from_epoch_ms(examined) if examined is not None else None,
-                   Scanned.from_dict(data["earlier"]) if data.get("earlier") else None,
+                   [Scanned.from_dict(scanned) for scanned in data.get("earlier") or ()],
                    instants(data.get("watch")), instants(data.get("sightings")), instants(data.get("repaired")))
+
+
+#: Horizons kept from earlier runs, at least ``HORIZON_SPACING`` apart: an execution planned by a completion is decided
+#: once the earliest of them that saw its partition done is behind the scans (about 8 to 16 minutes of them).
+HORIZONS = 16
+HORIZON_SPACING = timedelta(seconds=30)
+#: A horizon with more parked partitions than this is kept without them, and unusable (its state would grow too big).
+MAX_PARKED_KEPT = 200
+
+
+def _kept_horizons(earlier: list[Scanned], scanned: Scanned) -> list[Scanned]:
+    """``earlier`` with this run's horizon after them (unless the last is less than ``HORIZON_SPACING`` older), the
+    ``HORIZONS`` newest."""
+    if len(scanned.parked) > MAX_PARKED_KEPT:
+        scanned = Scanned(scanned.at, None)
+    if earlier and scanned.at - earlier[-1].at < HORIZON_SPACING:
+        return earlier
+    return [*earlier, scanned][-HORIZONS:]
 
 
 def _watch_key(job: Job) -> str:
@@ -231,7 +249,7 @@ class ReconcileService:
         if state.pass_ is not None:
             run.walk(state.pass_, deadline)
         run.read_watched()
-        state.earlier = scanned
+        state.earlier = _kept_horizons(state.earlier, scanned)
         self._forget_old(state, now)
         report.watched = len(state.watch)
         self._state_store.save_reconciler_state(state.dumps())

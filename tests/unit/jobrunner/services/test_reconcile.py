@@ -97,7 +97,10 @@ class LossyStore(MemoryJobStore):
 class System:
     """The scheduler on memory adapters and virtual time, with a reconciler run at second 30 of each minute."""
 
-    def __init__(self, *, segments: int = 2, grace_s: int = 60, **settings: Any) -> None:
+    def __init__(self, *, segments: int = 2, grace_s: int = 60, reconcile_at: tuple[int, ...] = (30,),
+                 **settings: Any) -> None:
+        #: The seconds of each minute the reconciler runs at.
+        self.reconcile_at = reconcile_at
         self.clock = Simulation(START)
         self.store = LossyStore(self.clock)
         self.heartbeats = MemoryHeartbeatStore()
@@ -132,8 +135,10 @@ class System:
     def run_until(self, end: datetime) -> None:
         """Time runs to ``end``: each minute its tick at second 1 and the reconciler at second 30; the worker
         answers what was published meanwhile."""
+        steps = [(timedelta(seconds=1), self._tick)]
+        steps += [(timedelta(seconds=second), self._reconcile) for second in self.reconcile_at]
         while True:
-            for offset, action in ((timedelta(seconds=1), self._tick), (timedelta(seconds=30), self._reconcile)):
+            for offset, action in sorted(steps, key=lambda step: step[0]):
                 instant = self._minute + offset
                 if instant > self.clock.now() and instant <= end:
                     self.clock.sleep_until(instant)
@@ -195,9 +200,11 @@ class System:
         return self.store.get_record(job.job_id, fire, attempt, execution_id_for(job.job_id, fire, attempt, trigger))
 
 
-@pytest.fixture
-def system() -> Iterator[System]:
-    world = System()
+@pytest.fixture(params=[(30,), tuple(range(5, 60, 10))], ids=["every-minute", "every-10-s"])
+def system(request: pytest.FixtureRequest) -> Iterator[System]:
+    """The system with the reconciler running once a minute, or every 10 seconds (its runs then come faster than the
+    scans move on: what it decides must not depend on how often it runs)."""
+    world = System(reconcile_at=request.param)
     yield world
     world.close()
 
