@@ -252,6 +252,9 @@ class ReconcileService:
         state.earlier = _kept_horizons(state.earlier, scanned)
         self._forget_old(state, now)
         report.watched = len(state.watch)
+        if report.unwatched:
+            log.warning("%d jobs with something in flight not watched: %d watched already", report.unwatched,
+                        len(state.watch))
         self._state_store.save_reconciler_state(state.dumps())
 
     def _scanned(self, now: datetime, highest: int) -> Scanned:
@@ -437,10 +440,8 @@ class _Run:
             self._state.watch.pop(key, None)
         elif key in self._state.watch or len(self._state.watch) < self._service.rules.max_watched:
             self._state.watch[key] = recheck_at
-        else:
+        else:  # logged once a run (``run``)
             self._report.unwatched += 1
-            log.warning("not watching job %s: %d jobs watched already", job.job_id, len(self._state.watch),
-                        extra={"job_id": job.job_id})
 
 
 def _wants_history(job: Job, last_fire: datetime | None, index: set[tuple[str, int]]) -> bool:
