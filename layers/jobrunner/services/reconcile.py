@@ -131,6 +131,16 @@ class ReconcileReport:
 
 
 @dataclass
+class _Index:
+    """The index rows read for a pass: from bucket ``first`` to ``read_to``, in ``segments`` segments."""
+
+    first: datetime
+    segments: int
+    read_to: datetime
+    rows: set[tuple[str, int]] = field(default_factory=set)
+
+
+@dataclass
 class _Pass:
     start: datetime
     end: datetime
@@ -218,6 +228,8 @@ class ReconcileService:
         self._changes = changes
         #: Wakes the scan of a partition a repair is written to (``services.wake``).
         self._waker = waker
+        #: The rows of the index read for the pass under way (a pass may span runs).
+        self._index: _Index | None = None
 
     def run(self, deadline: datetime | None = None) -> ReconcileReport:
         """One run: go on with the pass (or start one), then the watched jobs; keep the state. ``deadline``: when to
@@ -286,11 +298,17 @@ class ReconcileService:
     def index(self, start: datetime, scanned: Scanned, segments: int, report: ReconcileReport) -> set[tuple[str, int]]:
         """(execution_id, schedule version) of every scheduled fire's row in the PLANNED lanes of the done partitions
         from the bucket of ``start`` on, in ``segments`` segments (a row a scan settled is kept there until it
-        expires)."""
-        found: set[tuple[str, int]] = set()
+        expires). A done partition's planned rows do not change, so the next run of the same pass (in the same warm
+        environment) reads only the partitions done since."""
+        first = minute_bucket(start)
+        cached = self._index
+        if cached is None or cached.first != first or cached.segments != segments:
+            cached = self._index = _Index(first, segments, first - MINUTE)
+        found = cached.rows
         if scanned.frontier is None:
             return found
-        bucket = minute_bucket(start)
+        bucket = cached.read_to + MINUTE
+        cached.read_to = max(cached.read_to, scanned.frontier)
         while bucket <= scanned.frontier:
             for segment in range(segments):
                 report.index_partitions += 1

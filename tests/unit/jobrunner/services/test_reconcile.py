@@ -497,3 +497,23 @@ def test_a_run_while_another_holds_the_lease_does_nothing(system: System) -> Non
     # And once the lease is given up, the next run goes on
     system.heartbeats.release(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now())
     assert not system.container.reconciler.run().skipped
+
+
+def test_a_warm_reconciler_reads_each_done_partition_once_a_pass() -> None:
+    # Given a pass that spans runs (pages of 3 jobs, 1 job a second) in one warm environment (one service)
+    world = System(reconcile_page_size=3, reconcile_rate=1, reconcile_interval_s=10)
+    try:
+        [world.submit(every(5, at(2))) for _ in range(20)]
+        world.reconciling = False
+        world.run_until(at(6, 30))
+        service = world.container.reconciler
+        first = service.run()
+        world.run_until(at(7, 30))
+        second = service.run()
+    finally:
+        world.close()
+
+    # Then its second run of the pass read only the partitions done since the first (2 segments, 1 minute)
+    assert first.window == second.window and not first.pass_done
+    assert first.index_partitions > 2
+    assert second.index_partitions == 2
