@@ -329,8 +329,9 @@ def render(measured: dict[str, Any]) -> str:
         "",
         "## At the documented scale (1 M jobs held, 50 M executions a day)",
         "",
-        "A pass walks every job at the walk rate; its window holds the executions due meanwhile (579 a second). "
-        "Priced at LOCAL_ONE (0.5 RRU per 4 KB per request), on-demand ($0.125 per million RRU).",
+        "A pass walks every job at the walk rate; its window holds the executions due meanwhile (579 a second), whose "
+        "partitions it reads once (a warm function; a cold start in the middle of a pass reads them again). Priced at "
+        "LOCAL_ONE (0.5 RRU per 4 KB per request), on-demand ($0.125 per million RRU).",
         "",
         "| walk rate (jobs/s) | pass | executions a pass | walk RRU | index RRU | history RRU | RRU per execution | "
         "$ per million executions |",
