@@ -32,7 +32,15 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.fire_rules import HOLD_RECHECK, PreviousState, previous_fire
-from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, execution_id_for, origin_of
+from jobrunner.domain.jobs import (
+    MAX_JITTER_S,
+    ExecutionStatus,
+    JobState,
+    Trigger,
+    due_of,
+    execution_id_for,
+    origin_of,
+)
 from jobrunner.domain.placement import CLOCK_SKEW, SETTLE
 from jobrunner.domain.policies import Overlap
 from jobrunner.domain.schedules import fires_at
@@ -226,13 +234,21 @@ def _missed_fire(job: Job, records: Sequence[ExecutionRecord], evidence: Evidenc
         findings.sightings[key] = seen
         planned, how = seen + WRITE_SLACK, f"planned by the job's version {job.schedule_version}"
     planned = _planned_by(evidence.repaired, execution_id, planned)
-    if not evidence.scanned.covers(fire, max(due, planned + SETTLE + CLOCK_SKEW)):
+    if not evidence.scanned.covers(fire, max(_latest_due(job, fire, source), planned + SETTLE + CLOCK_SKEW)):
         findings.recheck(evidence.now)
         return
     findings.orphans.append(Orphan(
         Reason.MISSED_FIRE, job.job_id, job.user_id, fire, 1, Trigger.SCHEDULE, Trigger.SCHEDULE, execution_id, due,
         job.schedule_version, f"fire due {rfc3339(due)} ({how}) has no row left and no record, and every partition "
                               f"its row could be in has been scanned"))
+
+
+def _latest_due(job: Job, fire: datetime, source: ExecutionRecord | None) -> datetime:
+    """The latest instant the fire's row can be keyed at: its due instant, unless a change of the job's settings (its
+    jitter among them) landed after the row was planned, which may have planned it within another jitter window."""
+    changed_since = job.version != job.schedule_version and (
+        source is None or job.updated_at >= (source.published_at or source.due_at))
+    return fire + timedelta(seconds=MAX_JITTER_S) if changed_since else due_of(job, fire)
 
 
 def _missed_retries(job: Job, records: Sequence[ExecutionRecord], evidence: Evidence, findings: Findings) -> None:

@@ -517,3 +517,23 @@ def test_a_warm_reconciler_reads_each_done_partition_once_a_pass() -> None:
     assert first.window == second.window and not first.pass_done
     assert first.index_partitions > 2
     assert second.index_partitions == 2
+
+
+def test_a_fire_planned_within_a_jitter_window_since_removed_is_not_repaired_before_its_due_instant(
+    system: System,
+) -> None:
+    # Given jobs every 5 minutes with a jitter window of 4 minutes, whose 10:07 fires are planned (when 10:02 fires)
+    # at their offsets within it; then their jitter is removed (a change of settings: planned rows keep their keys)
+    jobs = [system.submit(every(5, at(2), jitter_s=240)) for _ in range(8)]
+    system.run_until(at(6, 10))
+    for job in jobs:
+        system.container.jobs.change(USER, job.job_id, JobChanges(jitter_s=None, jitter_set=True))
+
+    # When time runs on past every jittered instant
+    system.run_until(at(16))
+
+    # Then each 10:07 fire was published once, at its planned instant, and nothing was taken for lost
+    assert system.repaired() == Counter()
+    for job in jobs:
+        assert system.fires_published(job)[:2] == ["2026-11-22T10:02:00.000Z", "2026-11-22T10:07:00.000Z"]
+    assert len(system.publisher.sent) == len({m.value["execution_id"] for m in system.publisher.sent})
