@@ -56,10 +56,10 @@ class _CountingStore(CassandraJobStore):
 
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]:
         self.reads[lane.name] += 1
-        for row in super().lane_rows(bucket, segment, lane, after, since=since, until=until):
+        for row in super().lane_rows(bucket, segment, lane, after, since=since, until=until, stale_ok=stale_ok):
             self.rows_read[lane.name] += 1
             yield row
         if lane is Lane.LATE:

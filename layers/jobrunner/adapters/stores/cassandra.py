@@ -40,12 +40,13 @@ and a list reads them all and merges them in job id order (``list_jobs``).
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, BoundStatement, PreparedStatement
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
@@ -153,6 +154,13 @@ INSERT_JOB_EXPIRING = INSERT_JOB + " USING TTL ?"
 #: One shard of a tenant's jobs, in job id order (a list reads every shard and merges them).
 SELECT_JOBS = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id > ? LIMIT ?"
+#: The walk of every tenant's jobs (``JobStore.walk_jobs``), a page at a time, in token order. No token value is
+#: ever written down: the walk goes on from the partition of the last job it returned, by ``token(?, ?)`` of that
+#: partition's key, so it holds under any partitioner (Murmur3, Random, Keyspaces' Default). A partition larger
+#: than a page is finished by clustering key first.
+WALK_JOBS = "SELECT * FROM job_table_v2 LIMIT ?"
+WALK_JOBS_IN_PARTITION = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id > ? LIMIT ?"
+WALK_JOBS_AFTER_PARTITION = "SELECT * FROM job_table_v2 WHERE token(user_id, shard) > token(?, ?) LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
     "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
     " VALUES (?, ?, ?, ?, ?) IF NOT EXISTS"
@@ -164,7 +172,7 @@ STATEMENTS = (
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING,
+    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -271,6 +279,15 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             self._prepared[cql] = prepared
         return prepared
 
+    def _stale(self, cql: str, params: Sequence[Any], fetch_size: int | None = None) -> BoundStatement:
+        """``cql`` bound to ``params`` at LOCAL_ONE: half a LOCAL_QUORUM read's price on Keyspaces, and it may miss
+        a write that returned just before (for the readers that say they can bear that)."""
+        bound = self._stmt(cql).bind(params)
+        bound.consistency_level = ConsistencyLevel.LOCAL_ONE
+        if fetch_size is not None:
+            bound.fetch_size = fetch_size
+        return bound
+
     def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
         if not statements:
             return []
@@ -327,7 +344,7 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]:
         if after is not None and since is not None:
             raise ValueError("give after or since, not both")
@@ -335,15 +352,19 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         lower = after.due_at if after is not None else since
         key: tuple[Any, ...] = (bucket, segment, lane.value)
         if lower is None and until is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED), key
+            cql, params = SELECT_SCHEDULED, key
         elif until is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED_FROM), (*key, lower)
+            cql, params = SELECT_SCHEDULED_FROM, (*key, lower)
         elif lower is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED_UNTIL), (*key, until)
+            cql, params = SELECT_SCHEDULED_UNTIL, (*key, until)
         else:
-            stmt, params = self._stmt(SELECT_SCHEDULED_WINDOW), (*key, lower, until)
+            cql, params = SELECT_SCHEDULED_WINDOW, (*key, lower, until)
+        stmt = self._stmt(cql)
         stmt.fetch_size = self._page_size
-        result = guarded(lambda: self._session.execute(stmt, params))
+        if stale_ok:
+            result = guarded(lambda: self._session.execute(self._stale(cql, params, self._page_size)))
+        else:
+            result = guarded(lambda: self._session.execute(stmt, params))
         rows = iter(result)
         while True:  # the driver fetches the next page lazily inside next()
             row = guarded(lambda: next(rows, None))
@@ -457,11 +478,32 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
                   for o in outcomes]
         self._write_many(INSERT_RECORD, values, partition=lambda v: v[0])  # job_id
 
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
         stmt = self._stmt(SELECT_RECORDS)
-        results = self._run_concurrently([(stmt, (job_id, limit)) for job_id in job_ids])
+        requests: list[tuple[Any, Sequence[Any] | None]] = [
+            (self._stale(SELECT_RECORDS, (job_id, limit)), None) if stale_ok else (stmt, (job_id, limit))
+            for job_id in job_ids]
+        results = self._run_concurrently(requests)
         return {job_id: [codec.record_from_row(row) for row in result]
                 for job_id, result in zip(job_ids, results, strict=True)}
+
+    def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
+        # The rest of the last partition (by job id), then the partitions after it in token order: pages
+        # (one request each, LOCAL_ONE), never a token value written down (module constants, ``WALK_JOBS``).
+        if after is None:
+            rows = self._walk(WALK_JOBS, (limit,), limit)
+        else:
+            user_id, shard, job_id = json.loads(after)
+            rows = self._walk(WALK_JOBS_IN_PARTITION, (user_id, shard, job_id, limit), limit)
+            if len(rows) < limit:
+                rows += self._walk(WALK_JOBS_AFTER_PARTITION, (user_id, shard, limit - len(rows)), limit - len(rows))
+        cursor = json.dumps([rows[-1].user_id, rows[-1].shard, rows[-1].job_id]) if len(rows) == limit else None
+        return [codec.job_from_row(row) for row in rows], cursor
+
+    def _walk(self, cql: str, params: tuple[Any, ...], limit: int) -> list[Any]:
+        return guarded(lambda: list(self._session.execute(self._stale(cql, params, fetch_size=limit))))
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         # The compare-and-set first (state DELETED: nothing writes the job after it), then the whole row again

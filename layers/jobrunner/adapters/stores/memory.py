@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import fields, replace
 from datetime import datetime
@@ -92,7 +93,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
 
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]:
         with self._lock:
             keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane)
@@ -193,8 +194,18 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
                 if outcome.retry is not None:
                     self.rows[_row_key(outcome.retry)] = outcome.retry
 
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history_page(job_id, limit) for job_id in job_ids}
+
+    def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
+        # In (user_id, job_id) order; the cursor is the last key returned.
+        start = tuple(json.loads(after)) if after is not None else None
+        with self._lock:
+            keys = sorted(k for k in self.jobs if start is None or k > start)[:limit]
+            page = [self.jobs[k] for k in keys]
+        return page, (json.dumps(list(keys[-1])) if len(keys) == limit else None)
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         with self._lock:  # (it does not expire here: memory is for tests)
