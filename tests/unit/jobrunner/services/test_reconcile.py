@@ -269,6 +269,24 @@ def test_a_lost_first_run_is_repaired(system: System) -> None:
     assert system.repaired() == Counter({"missed_fire": 1})
 
 
+def test_a_fire_dropped_while_its_job_was_not_copied_yet_is_repaired_once_the_copy_lands(system: System) -> None:
+    # Given a job every 2 minutes from 10:02 whose row in the new job table is missing while a migration copies the
+    # old table (docs/deploy.md, "job_table_v2"): a scan woken meanwhile finds no job for the 10:02 row, waits its
+    # grace, settles it by reading, and drops the row as stale (issue #31, finding 7)
+    job = system.submit(every(2, at(2)))
+    copied = system.store.jobs.pop((USER, job.job_id))
+    system.run_until(at(3, 30))
+    assert system.record(job, at(2)) is None
+    # When the copy lands, and time runs on with the reconciler
+    system.store.jobs[(USER, job.job_id)] = copied
+    system.run_until(at(12))
+    # Then the dropped fire is repaired (late, once, under its own id) and the job fires on
+    record = system.record(job, at(2))
+    assert record is not None and record.published_at is not None
+    assert system.fires_published(job) == [f"2026-11-22T10:{m:02d}:00.000Z" for m in (2, 4, 6, 8, 10, 12)]
+    assert system.repaired() == Counter({"missed_fire": 1})
+
+
 # -- (b) a missed retry --------------------------------------------------------------------------------------------
 
 
