@@ -61,7 +61,7 @@ class Suite:
         while time.monotonic() < deadline:
             for thread in faults:
                 thread.join(timeout=0)
-            if all(not t.is_alive() for t in faults) and not self._missing():
+            if all(not t.is_alive() for t in faults) and self.faults.ticks_done() and not self._missing():
                 break
             time.sleep(2)
         self.stop.set()

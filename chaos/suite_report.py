@@ -34,6 +34,9 @@ class Report:
     rejected_503: int = 0
     refused_late: int = 0
     faults: list[Fault] = field(default_factory=list)
+    #: What the plan calls for and the run could not make happen (a kill with no scan to kill, a restart
+    #: the API never refused a submission during): the run fails.
+    unmet: list[str] = field(default_factory=list)
     max_lateness_s: float = 0.0
     wall_s: float = 0.0
 
@@ -53,7 +56,9 @@ class Report:
             f"| jobs refused as submitted too late (422) | {self.refused_late} |",
             f"| latest execution, after its due instant | {self.max_lateness_s:.1f} s |",
             f"| wall time of the suite | {self.wall_s:.0f} s |",
+            f"| plan not met | {len(self.unmet)} |",
             "", *fault_table(self.faults),
+            *(["", "plan not met:", "", *(f"- {text}" for text in self.unmet)] if self.unmet else []),
         ]
         return "\n".join(lines) + "\n"
 
