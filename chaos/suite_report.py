@@ -38,6 +38,8 @@ class Report:
     #: the API never refused a submission during): the run fails.
     unmet: list[str] = field(default_factory=list)
     max_lateness_s: float = 0.0
+    #: How long submitting the plan's jobs took (before the first due minute, by ``suite.first_due_minute``).
+    submit_s: float = 0.0
     wall_s: float = 0.0
 
     def to_json(self) -> str:
@@ -55,6 +57,7 @@ class Report:
             f"| jobs acknowledged (201) / refused with 503 | {self.submitted} / {self.rejected_503} |",
             f"| jobs refused as submitted too late (422) | {self.refused_late} |",
             f"| latest execution, after its due instant | {self.max_lateness_s:.1f} s |",
+            f"| submitting the jobs took | {self.submit_s:.0f} s |",
             f"| wall time of the suite | {self.wall_s:.0f} s |",
             f"| plan not met | {len(self.unmet)} |",
             "", *fault_table(self.faults),
