@@ -36,10 +36,12 @@ def first_due_minute(plan: Plan, now: datetime) -> datetime:
     """The minute the plan's first executions are due in, for jobs submitted from ``now``.
 
     Every job is submitted before its minute's late lane opens (``OPEN_AHEAD`` before the minute), so that it
-    is a planned row. A late row wakes its partition's scan (``services.wake``), and until the scan the tick
-    dispatches holds the lease, each submission starts a scan process: hundreds on two cores. That happened
-    whenever the suite started late in its minute (about half the time with a lead of 76 s, which ignored
-    the late lane): submitting took minutes, and one small run took 13."""
+    is a planned row: all of them before the first minute's at ``SUBMISSIONS_PER_S``, and since the jobs go in
+    soonest first (``Load.submit_all``), those due first still in time at about half that rate. A late row
+    wakes its partition's scan (``services.wake``), and until the scan the tick dispatches holds the lease,
+    each submission starts a scan process: hundreds on two cores. That happened whenever the suite started
+    late in its minute (about half the time with a lead of 76 s, which ignored the late lane): submitting
+    took minutes, and one small run took 13."""
     lead = max(plan.lead_s, OPEN_AHEAD.total_seconds() + plan.executions / SUBMISSIONS_PER_S)
     return minute_bucket(now + timedelta(seconds=lead)) + MINUTE
 
