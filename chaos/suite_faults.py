@@ -228,6 +228,7 @@ class Faults:
             rejected = self.report.rejected_503
         if not servers.stop("cassandra"):
             self.unmet("the Cassandra on the suite's port was not started by this run's devstack: not restarted")
+            servers.ensure_cassandra()  # if none answers, one is started
             return
         try:
             refused = poll(lambda: self._rejected() > rejected, within_s=REFUSAL_PATIENCE_S, every_s=self.poll_s,

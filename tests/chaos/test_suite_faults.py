@@ -119,3 +119,24 @@ def test_the_run_is_not_over_before_the_ticker_has_passed_its_silent_minutes_and
     # Then the faults are done only once it has ticked the minute after the silence
     assert done == [False, False, False, False] and made.ticks_done()
     assert [f.kind for f in made.report.faults] == ["no tick", "no tick", "duplicate tick"]
+
+
+def test_a_database_the_suite_did_not_start_is_not_restarted_and_the_run_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a node on the suite's port that its devstack did not start (stop finds no process of its own)
+    calls: list[str] = []
+
+    def stop(name: str) -> bool:
+        calls.append("stop")
+        return False
+
+    def ensure_cassandra() -> None:
+        calls.append("ensure")
+
+    monkeypatch.setattr(suite_faults, "servers", SimpleNamespace(stop=stop, ensure_cassandra=ensure_cassandra))
+    # When the database restart comes
+    report = Report(plan={})
+    made = faults(load=Load({"up": True}, report), report=report, cassandra_restart_at_s=0, submit_during_restart_s=0)
+    made.restart_cassandra_while_submitting(PAST)
+    # Then it is left running (or started, if none answers), and the run fails saying why
+    assert calls == ["stop", "ensure"] and len(report.unmet) == 1 and "not restarted" in report.unmet[0]
