@@ -38,6 +38,23 @@ class Fault:
     recovery_s: float | None = None
 
 
+def poll(probe: Callable[[], T], *, within_s: float, every_s: float = 0.5,
+         clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> T:
+    """``probe()`` until it returns something true, every ``every_s``, for at most ``within_s``; its last value.
+
+    How a suite makes a fault meet what it is meant to meet instead of hoping it does (a scan to kill, a
+    request to refuse), with a bound. ``sleep`` may be ``threading.Event.wait``: a true answer (the event was
+    set) ends the wait early."""
+    deadline = clock() + within_s
+    while True:
+        value = probe()
+        left = deadline - clock()
+        if value or left <= 0:
+            return value
+        if sleep(min(every_s, left)):
+            return probe()
+
+
 def fault_table(faults: list[Fault]) -> list[str]:
     """The faults as a Markdown table."""
     return ["| fault | at | detail | time to recover |", "|---|---|---|---|",

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 JMX_PORT = int(os.environ.get("CHAOS_JMX_PORT", "17199"))
 WRITE_STAGE = "MutationStage"
+#: The write stage's size in devstack's cassandra.yaml (``concurrent_writes``).
+CONFIGURED_WRITE_THREADS = 8
 
 
 class FaultError(RuntimeError):
@@ -65,14 +67,27 @@ class CassandraWrites:
         if result.returncode != 0 or not self._jmx_open():
             raise FaultError(f"could not start JMX in Cassandra (pid {pid}): {result.stdout}{result.stderr}")
 
-    def stop(self) -> None:
+    def open(self) -> None:
+        """Make sure the node takes writes, and note the write stage's size for ``stop``: a node reused
+        from a run that ended in its outage (killed before it could resume) still has a stage of 0."""
         self.threads = self.write_threads()
+        if self.threads == 0:
+            log.warning("%s had 0 threads (a run stopped mid-outage?): resized to %d", WRITE_STAGE,
+                        CONFIGURED_WRITE_THREADS)
+            self.threads = CONFIGURED_WRITE_THREADS
+            self.resume()
+
+    def stop(self) -> None:
+        """Stop the writes: one nodetool call when ``open`` has read the stage's size already (each call starts
+        a JVM, which takes tens of seconds on a loaded machine)."""
+        if self.threads is None:
+            self.threads = self.write_threads()
         self.stopped = True
         self._nodetool("setconcurrency", WRITE_STAGE, "0")
         log.info("Cassandra writes stopped (%s resized from %d to 0)", WRITE_STAGE, self.threads)
 
     def resume(self) -> None:
-        self._nodetool("setconcurrency", WRITE_STAGE, str(self.threads or 8))
+        self._nodetool("setconcurrency", WRITE_STAGE, str(self.threads or CONFIGURED_WRITE_THREADS))
         self.stopped = False
         log.info("Cassandra writes resumed")
 

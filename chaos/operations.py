@@ -8,10 +8,14 @@ Hundreds of jobs fire every 10 s while threads change them at random instants, a
 - retries and timeouts in flight: a test worker fails the first attempt of some jobs (``max_retries``
   2) and never reports the first attempt of others (``timeout_s`` 10), so their retries are due while
   the jobs are being changed;
-- a 20-second outage of Cassandra's writes only (reads work; ``chaos.faults``);
+- a 20-second outage of Cassandra's writes only (reads work; ``chaos.faults``), held until a change sent
+  during it has been refused;
 - a topic allow-listed for the API whose broker refuses every record (``chaos.faults``).
 A client answered 409 re-reads the job and tries again; one answered 503 (or not at all) sends the
-same request again until it is acknowledged. The answers are the truth: ``chaos.ops_model`` derives
+same request again until it is acknowledged. What the small run's test checks happened is made to happen,
+not hoped for: the operations go on until the faults and races are over, the outage lasts until it has
+refused a change, and a kind of change no random operation made is made at the end (``Report.unmet`` says
+what could not be, and fails the run). The answers are the truth: ``chaos.ops_model`` derives
 from them what every job owed and judges what the ``jobs`` topic (and ``job-dlq``) received. After
 the operations stop, a quiet window checks that every live job fires on time with its latest
 payload, then the suite drains and reads every job back.
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from chaos.common import ChaosStack, Collector, Fault, fault_table, run_suite, start_stack
+from chaos.common import ChaosStack, Collector, Fault, fault_table, poll, run_suite, start_stack
 from chaos.faults import CassandraWrites, refuse_records
 from chaos.ops_model import Answer, Doubt, Findings, Handled, Message, Run, Window, judge, save
 from devstack import servers
@@ -61,6 +65,14 @@ SILENT_TIMEOUT_S = 10
 RECORD = servers.LOG_DIR / "operations-run.json"
 #: How long a client keeps sending a request that is refused with 5xx or not answered.
 GIVE_UP_AFTER_S = 120.0
+#: At most this many changes are sent, one a second, to meet the write outage (``Operations._meet_outage``).
+OUTAGE_PROBES = 30
+#: The kinds of change every run has acknowledged at least once (resume: with or without catch-up).
+EVERY_KIND = ("payload", "schedule", "pause", "resume", "cancel")
+#: Attempts at a kind of change no random operation made (a 409 may make one moot).
+COVER_TRIES = 5
+#: The states a job must be in for a kind of change (any other kind: ACTIVE or PAUSED).
+STATES_FOR = {"pause": ("ACTIVE",), "resume": ("PAUSED",)}
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,8 @@ class Plan:
     drain_s: float
     flaky_share: float = 0.15
     silent_share: float = 0.10
+    #: How long the outage may go on past ``outage_s`` until a change sent during it has been refused.
+    outage_overrun_s: float = 40.0
 
 
 FULL = Plan(jobs=200, segments=8, op_threads=4, ops_s=240, op_pause_s=2.0, races=12, cancel_share=0.12,
@@ -106,6 +120,9 @@ class Report:
     gave_up: int = 0
     moot: int = 0
     unexpected_answers: list[str] = field(default_factory=list)
+    #: What the plan calls for and the run could not make happen (a fault that met no change, a kind of
+    #: change never acknowledged): the run fails, since its other figures then prove less than they say.
+    unmet: list[str] = field(default_factory=list)
     races: int = 0
     messages: int = 0
     stale: int = 0
@@ -142,7 +159,8 @@ class Report:
                 "fired while paused": len(f["paused_fires"]), "strays": len(f["strays"]),
                 "stale payloads in the quiet window": len(f["quiet_stale_payloads"]),
                 "changes acknowledged after a cancel": len(f["changes_after_cancel"]),
-                "lost updates": len(f["lost_updates"]), "state mismatches": len(self.state_mismatches)}
+                "lost updates": len(f["lost_updates"]), "state mismatches": len(self.state_mismatches),
+                "plan not met": len(self.unmet)}
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "lost": self.lost, "zombies": self.zombies,
@@ -161,6 +179,7 @@ class Report:
             f"| 409 answers (re-read and retried) | {_counts(self.conflicts)} |",
             f"| 5xx answers or no answer (sent again) | {_counts(self.refused)} |",
             f"| requests given up / made moot by another change | {self.gave_up} / {self.moot} |",
+            f"| plan not met (a fault that met no change, a kind of change never made) | {len(self.unmet)} |",
             f"| scheduled fires owed / published | {f['expected']} / {f['published']} |",
             f"| **lost** (fires + retries + dead letters) | **{self.lost}** "
             f"({len(f['lost'])} + {len(f['retries_lost'])} + {len(f['void_lost'])}) |",
@@ -202,6 +221,7 @@ class Report:
             ("waived though overdue", f["overdue_waived"]),
             ("changes acknowledged after a cancel", f["changes_after_cancel"]), ("lost updates", f["lost_updates"]),
             ("state mismatches", self.state_mismatches), ("unexpected answers", self.unexpected_answers),
+            ("plan not met", self.unmet),
             ("unhealthy segments", self.unhealthy_segments)) if items]
         for name, items in examples:
             lines += ["", f"{name} (first {min(len(items), 10)} of {len(items)}):", "",
@@ -300,6 +320,10 @@ class TestWorker:
 
 
 class Operations:
+    #: Seconds between two sends of a change refused with a 5xx or not answered, and between two changes sent
+    #: to meet the write outage.
+    pause_s = 1.0
+
     def __init__(self, plan: Plan, seed: int = 12) -> None:
         self.plan = plan
         self.report = Report(plan=asdict(plan))
@@ -334,6 +358,7 @@ class Operations:
                                              results_topic=results)
         self.writes = CassandraWrites(self.chaos.endpoints.cassandra_host)
         self.writes.enable_jmx()
+        self.writes.open()  # servers reused from an earlier run: never start with its outage still on
         bootstrap = self.chaos.endpoints.kafka_bootstrap
         self.collector = Collector(bootstrap, message_of, topics=("jobs", self.void_topic, DLQ_TOPIC))
         self.worker = TestWorker(bootstrap, group_id=f"ops-worker-{self.tag}",
@@ -357,8 +382,9 @@ class Operations:
         ops_start = datetime.now(UTC)
         threads = [threading.Thread(target=self._operate_randomly, name=f"ops-{i}", daemon=True)
                    for i in range(plan.op_threads)]
-        threads += [threading.Thread(target=self._race, args=(ops_start,), name="races", daemon=True),
-                    threading.Thread(target=self._faults, args=(ops_start,), name="faults", daemon=True)]
+        self.scripted = [threading.Thread(target=self._race, args=(ops_start,), name="races", daemon=True),
+                         threading.Thread(target=self._faults, args=(ops_start,), name="faults", daemon=True)]
+        threads += self.scripted
         for thread in threads:
             thread.start()
         self._operations_phase()
@@ -382,8 +408,14 @@ class Operations:
         return self.report
 
     def _operations_phase(self) -> None:
-        """The operations go on this long (a suite with faults of its own may wait for them instead)."""
+        """The operations go on for the plan's time, and on until the races and the faults are over, so that
+        every fault meets them (a loaded machine once took 45 s to stop the writes, and the operations had
+        ended when it did); then any kind of change none of them made is made. A suite with faults of its
+        own may wait for them instead."""
         time.sleep(self.plan.ops_s)
+        for thread in self.scripted:
+            thread.join()
+        self._cover_kinds()
 
     def _judge(self, quiet: Window, record: Path | None = None) -> Findings:
         void = frozenset(j for j, k in self.kinds.items() if k == "void")
@@ -506,7 +538,7 @@ class Operations:
                 with self.lock:
                     self.refused[kind] += 1
                     self.doubts.append(Doubt(job_id, kind, reply.sent, reply.received, body))
-                time.sleep(1)
+                time.sleep(self.pause_s)
                 continue
             self._unexpected(f"{method} {path} {reply.status}: {str(reply.body)[:200]}")
             return
@@ -572,17 +604,87 @@ class Operations:
         outage_at = ops_start + timedelta(seconds=plan.outage_at_s)
         if self.stop.wait(max(0.0, (outage_at - datetime.now(UTC)).total_seconds())):
             return
+        self._write_outage()
+
+    def _write_outage(self) -> None:
+        """Stop the writes for the plan's time, and on (up to ``outage_overrun_s`` more) until a change sent
+        meanwhile has been refused: a change is sent, one a second, until one is (``_meet_outage``)."""
+        plan = self.plan
         began = utc(datetime.now(UTC))
+        over = threading.Event()
         self.writes.stop()
         try:
             stopped = utc(datetime.now(UTC))
+            refused = self._refusals()
+            prober = threading.Thread(target=self._meet_outage, args=(refused, over), name="outage-probe",
+                                      daemon=True)
+            prober.start()
             time.sleep(plan.outage_s)
+            met = poll(lambda: self._refusals() > refused, within_s=plan.outage_overrun_s, every_s=0.2)
         finally:
+            over.set()
             self.writes.resume()
         self.outage = Window(stopped, utc(datetime.now(UTC)))
+        seconds = (self.outage.end - stopped).total_seconds()
         self.report.faults.append(Fault("Cassandra writes fail, reads work", rfc3339(began),
                                         f"{self.writes.threads} -> 0 write threads (nodetool setconcurrency) "
-                                        f"for {(self.outage.end - stopped).total_seconds():.0f} s"))
+                                        f"for {seconds:.0f} s, from {stopped:%H:%M:%S}"))
+        if not met:
+            self._unmet(f"the write outage ({seconds:.0f} s) refused no change: every change sent during it was "
+                        "acknowledged (did the write stage really stop?)")
+        prober.join(timeout=GIVE_UP_AFTER_S + 10)  # its change in flight is acknowledged once the writes are back
+
+    def _meet_outage(self, refused: int, over: threading.Event) -> None:
+        """Send a payload change, one a second, until the run counts more than ``refused`` refusals (a 5xx or
+        no answer, to this thread or any other) or the outage is ``over``; at most ``OUTAGE_PROBES``. Each is
+        sent as a careful user does (``operate``): a refused change is sent again until acknowledged, so none
+        is left in doubt, and the first refused one returns only once the writes are back."""
+        rng = random.Random(self.rng.random())
+        for _ in range(OUTAGE_PROBES):
+            if self._refusals() > refused or over.is_set():
+                return
+            job_id = self._pick(rng)
+            if job_id is not None:
+                self.operate(job_id, "payload")
+            if over.wait(self.pause_s):
+                return
+
+    def _refusals(self) -> int:
+        with self.lock:
+            return sum(self.refused.values())
+
+    def _cover_kinds(self) -> None:
+        """Make each kind of change in ``EVERY_KIND`` that no operation had acknowledged (the random ones
+        nearly always make all; a loaded machine makes few): on a job in a state that allows it, a few
+        times at most (a 409 may make one moot)."""
+        for kind in EVERY_KIND:
+            for _ in range(COVER_TRIES):
+                if self._made(kind):
+                    break
+                job_id = self._job_in(*STATES_FOR.get(kind, ("ACTIVE", "PAUSED")))
+                if job_id is None and kind == "resume":  # none paused: pause one first
+                    job_id = self._job_in("ACTIVE")
+                    if job_id is not None:
+                        self.operate(job_id, "pause")
+                if job_id is not None:
+                    self.operate(job_id, kind)
+            if not self._made(kind):
+                self._unmet(f"no {kind} acknowledged after {COVER_TRIES} tries")
+
+    def _made(self, kind: str) -> bool:
+        with self.lock:
+            return self.acknowledged[kind] + (self.acknowledged["catch_up"] if kind == "resume" else 0) > 0
+
+    def _job_in(self, *states: str) -> str | None:
+        """A job of the run (not on the unpublishable topic) in one of ``states``, as the client last saw it."""
+        with self.lock:
+            return next((j for j, v in sorted(self.views.items())
+                         if v["state"] in states and self.kinds.get(j) not in (None, "void")), None)
+
+    def _unmet(self, text: str) -> None:
+        log.error("plan not met: %s", text)
+        with self.lock:
+            self.report.unmet.append(text)
 
     # -- reading back and counting ----------------------------------------------------------------
 

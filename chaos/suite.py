@@ -23,9 +23,27 @@ from chaos.common import Collector, run_suite, start_stack
 from chaos.suite_faults import FULL, SMALL, Faults, Plan
 from chaos.suite_load import Load
 from chaos.suite_report import Report, Seen, Tally, execution
+from jobrunner.domain.placement import OPEN_AHEAD
 from jobrunner.domain.time import MINUTE, minute_bucket
 
-__all__ = ["FULL", "SMALL", "Plan", "Report", "Suite", "run"]
+__all__ = ["FULL", "SMALL", "Plan", "Report", "Suite", "first_due_minute", "run"]
+
+#: Jobs the API takes a second, at least, when the suite submits them (tens of ms a job, 8 at a time).
+SUBMISSIONS_PER_S = 25
+
+
+def first_due_minute(plan: Plan, now: datetime) -> datetime:
+    """The minute the plan's first executions are due in, for jobs submitted from ``now``.
+
+    Every job is submitted before its minute's late lane opens (``OPEN_AHEAD`` before the minute), so that it
+    is a planned row: all of them before the first minute's at ``SUBMISSIONS_PER_S``, and since the jobs go in
+    soonest first (``Load.submit_all``), those due first still in time at about half that rate. A late row
+    wakes its partition's scan (``services.wake``), and until the scan the tick dispatches holds the lease,
+    each submission starts a scan process: hundreds on two cores. That happened whenever the suite started
+    late in its minute (about half the time with a lead of 76 s, which ignored the late lane): submitting
+    took minutes, and one small run took 13."""
+    lead = max(plan.lead_s, OPEN_AHEAD.total_seconds() + plan.executions / SUBMISSIONS_PER_S)
+    return minute_bucket(now + timedelta(seconds=lead)) + MINUTE
 
 
 class Suite:
@@ -45,12 +63,11 @@ class Suite:
     def run(self) -> Report:
         started = time.monotonic()
         plan = self.plan
-        # Submitting goes through one API "execution environment" (tens of ms a job): leave it time.
-        lead = max(plan.lead_s, 60 + plan.executions / 25)
-        first = minute_bucket(datetime.now(UTC) + timedelta(seconds=lead)) + MINUTE
+        first = first_due_minute(plan, datetime.now(UTC))
         self.faults.silence_from(first)
         threading.Thread(target=self.faults.ticker, daemon=True).start()
         self.load.submit_all(first, plan.executions, plan.spread_minutes)
+        self.report.submit_s = time.monotonic() - started
         # On a loaded machine submitting can outlast the lead: faults start once the jobs are in.
         first = max(first, datetime.now(UTC))
         faults = self.faults.threads(first)
@@ -61,7 +78,7 @@ class Suite:
         while time.monotonic() < deadline:
             for thread in faults:
                 thread.join(timeout=0)
-            if all(not t.is_alive() for t in faults) and not self._missing():
+            if all(not t.is_alive() for t in faults) and self.faults.ticks_done() and not self._missing():
                 break
             time.sleep(2)
         self.stop.set()

@@ -34,7 +34,12 @@ class Report:
     rejected_503: int = 0
     refused_late: int = 0
     faults: list[Fault] = field(default_factory=list)
+    #: What the plan calls for and the run could not make happen (a kill with no scan to kill, a restart
+    #: the API never refused a submission during): the run fails.
+    unmet: list[str] = field(default_factory=list)
     max_lateness_s: float = 0.0
+    #: How long submitting the plan's jobs took (before the first due minute, by ``suite.first_due_minute``).
+    submit_s: float = 0.0
     wall_s: float = 0.0
 
     def to_json(self) -> str:
@@ -52,8 +57,11 @@ class Report:
             f"| jobs acknowledged (201) / refused with 503 | {self.submitted} / {self.rejected_503} |",
             f"| jobs refused as submitted too late (422) | {self.refused_late} |",
             f"| latest execution, after its due instant | {self.max_lateness_s:.1f} s |",
+            f"| submitting the jobs took | {self.submit_s:.0f} s |",
             f"| wall time of the suite | {self.wall_s:.0f} s |",
+            f"| plan not met | {len(self.unmet)} |",
             "", *fault_table(self.faults),
+            *(["", "plan not met:", "", *(f"- {text}" for text in self.unmet)] if self.unmet else []),
         ]
         return "\n".join(lines) + "\n"
 

@@ -3,6 +3,7 @@
 - the api handler behind a local HTTP server (API Gateway's part),
 - a ticker aligned to the wall-clock minute sending EventBridge-shaped events to the tick handler,
 - a thread-pool invoker running the scan handler as an async Lambda invoke would,
+- a reconciler thread running the reconcile handler every ``JOBRUNNER_RECONCILE_INTERVAL_S`` (its own rule in AWS),
 - optionally, OpenTelemetry span export (``JOBRUNNER_OTEL_EXPORTER``, see ``jobrunner.telemetry``).
 The handlers are the very functions deployed to Lambda (``functions/*/handler.py``).
 """
@@ -105,6 +106,8 @@ class LocalStack:
     example_worker: bool = True
     #: Tick every minute by itself (the fault suite sends its own ticks instead).
     auto_tick: bool = True
+    #: Run the reconciler every ``reconcile_interval_s`` in a thread of its own (None: when ticking by itself).
+    reconcile: bool | None = None
     #: Where scans run; default: a thread pool in this process, like async Lambda invokes.
     invoker: Invoker | None = None
     #: Warm environment processes that run the scans and serve the API beside this process (0: none, all
@@ -145,6 +148,8 @@ class LocalStack:
         if self.auto_tick:
             self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
             loops.append(("ticker", self._ticker))
+        if self.auto_tick if self.reconcile is None else self.reconcile:
+            loops.append(("reconciler", self._reconciler))
         for name, target in loops:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -227,6 +232,26 @@ class LocalStack:
                 self.tick(next_tick)
             except Exception:
                 log.exception("tick failed; the next one catches up")
+
+    def reconcile_once(self) -> dict[str, Any]:
+        """One run of the reconcile function, as its rule would start it (it walks for up to its interval)."""
+        from functions.reconcile.handler import handler as reconcile_handler
+
+        interval = self.settings.reconcile_interval_s
+        context = LocalContext("jobrunner-reconcile", timeout_s=interval)
+        result: dict[str, Any] = reconcile_handler(scheduled_event(datetime.now(UTC)), context)
+        return result
+
+    def _reconciler(self) -> None:
+        """The reconciler's rule: a run every interval, in a thread of its own (never in a scan's way)."""
+        interval = self.settings.reconcile_interval_s
+        while not self._stop.wait(interval):
+            try:
+                self.reconcile_once()
+            except Stopping:
+                return
+            except Exception:
+                log.exception("reconcile run failed; the next one goes on from its state")
 
     def stop(self) -> None:
         self._stop.set()

@@ -62,6 +62,7 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path) -> StackAsse
         scan=FUNCTIONS / "scan",
         topic_admin=TOPIC_ADMIN,
         results=results_code,
+        reconcile=FUNCTIONS / "reconcile",
         dashboard=DASHBOARD_DIR,
     )
 

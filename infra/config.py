@@ -66,6 +66,8 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "scan_reserved_concurrency": "auto",
     # Memory of the scan function in MB (also its CPU share); scans dominate the Lambda bill.
     "scan_memory_mb": 512,
+    # Minutes between two runs of the reconciler (1 to 15; each run lasts at most that long).
+    "reconcile_interval_minutes": 1,
     # Email subscribed to the alarm topic (optional).
     "alarm_email": None,
     # A monthly AWS Budgets cost budget (USD, the account's whole cost) notifying the alarm topic at 80% of
@@ -203,6 +205,7 @@ class DeploymentConfig:
     kafka_partitions: int
     scan_reserved_concurrency: int | None
     scan_memory_mb: int
+    reconcile_interval_minutes: int
     alarm_email: str | None
     monthly_budget_usd: int | None
     runbook_url: str
@@ -270,6 +273,7 @@ class DeploymentConfig:
             kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
+            reconcile_interval_minutes=_int(raw, "reconcile_interval_minutes", 1, 15),
             alarm_email=raw["alarm_email"] or None,
             monthly_budget_usd=_int(raw, "monthly_budget_usd", 0, 10_000_000) or None
             if raw["monthly_budget_usd"] is not None else None,

@@ -68,7 +68,7 @@ PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
 CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/__init__.py"),
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
-    ("layers", "jobrunner/entrypoints.py"),  # the tick, scan and results handlers' entry points
+    ("layers", "jobrunner/entrypoints.py"),  # the tick, scan, results and reconcile handlers' entry points
     ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
     ("layers", "jobrunner/ports.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points

@@ -6,6 +6,9 @@ Constructs never reach into each other; every cross-unit permission is granted h
 - scan:    Keyspaces read/write, heartbeat leases, produce to ``jobs``, the allowed topics and ``job-dlq``
            (a timed-out execution that has no retry left is dead-lettered by the scan); read the result key
 - results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``; read the result key
+- reconcile: read ``job_table_v2``, ``task_history_v2`` and ``task_schedule_v2``, write ``task_schedule_v2`` and
+           ``job_changes`` (its repairs and their change-log entries); read the segments and update its own items of
+           the heartbeat table; wake the scans of the partitions it writes to
 The result key (which signs and checks result tokens) is read by the scan and results functions only: not
 by the api or the tick, and not by the workers' policy.
 """
@@ -29,6 +32,7 @@ from infra.constructs.layers import Layers
 from infra.constructs.monitoring import NAMESPACE, SERVICE, Monitoring
 from infra.constructs.network import InterfaceEndpoint, Network
 from infra.constructs.quotas import QuotaTable
+from infra.constructs.reconciler import Reconciler
 from infra.constructs.results import RESULTS_TOPIC, Results
 from infra.constructs.scanners import Scanners
 from infra.constructs.secrets import ResultKey
@@ -62,6 +66,7 @@ class StackAssets:
     scan: Path
     topic_admin: Path
     results: Path
+    reconcile: Path
     #: The dashboard's static files (``dashboard/``), copied to S3 and served by CloudFront.
     dashboard: Path
     #: The interpreter that precompiled the layers (the runtime's version); None: they carry no bytecode.
@@ -147,6 +152,8 @@ class JobRunnerStack(Stack):
         self.dashboard = Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
+        self.reconciler = Reconciler(self, "Reconcile", base=base, code=assets.reconcile,
+                                     interval_minutes=config.reconcile_interval_minutes)
         # Only the signer (scan) and the checker (results) know where the result key is.
         for holder in self._result_key_holders():
             for name, value in self.result_key.environment.items():
@@ -173,14 +180,14 @@ class JobRunnerStack(Stack):
             for index, (tenant, topics) in enumerate(config.tenant_topics) if tenant != EVERY_OTHER_TENANT and topics
         ]
         functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function,
-                     "results": self.results.function}
+                     "results": self.results.function, "reconcile": self.reconciler.function}
         self.monitoring = Monitoring(
             self, "Monitoring", dashboard_name=f"jobrunner-{config.stage}", tick=self.tick.function,
             scan=self.scanners.function, functions=functions,
             failure_queues={"TickDeadLetters": self.tick.dead_letter_queue,
                             "ScanFailedInvocations": self.scanners.failed_invocations,
                             "ResultsFailedBatches": self.results.failed_batches},
-            rest_api=self.api.rest_api, results=self.results.function,
+            rest_api=self.api.rest_api, results=self.results.function, reconciler=self.reconciler.function,
             alarm_email=config.alarm_email, heartbeat_table=self.heartbeats.table,
             keyspace=config.keyspace if config.uses_keyspaces else None,
             scan_reserved_concurrency=config.scan_reserved_concurrency,
@@ -244,6 +251,19 @@ class JobRunnerStack(Stack):
         self.heartbeats.grant_segment_start(role)
         for holder in self._result_key_holders():
             self.result_key.grant_read(holder.role)
+        self._grant_reconciler()
+
+    def _grant_reconciler(self) -> None:
+        """What the reconciler reads (jobs, history, the done partitions' rows, the segments) and writes (its repairs,
+        their change-log entries, its own state and lease), and the wakes of the scans it writes to."""
+        role = self.reconciler.handler.role
+        if self.keyspaces is not None:
+            self.keyspaces.grant_tables(role, read=["job_table_v2", "task_history_v2", "task_schedule_v2"],
+                                        write=["task_schedule_v2", "job_changes"])
+        self.heartbeats.grant_read(role)
+        self.heartbeats.grant_segment_start(role)
+        self.heartbeats.grant_reconciler(role)
+        self.scanners.grant_dispatch(role)
 
     def _existing_cassandra_access(self) -> None:
         existing = self.config.existing_cassandra
@@ -253,7 +273,8 @@ class JobRunnerStack(Stack):
             ec2.Peer.any_ipv4(), ec2.Port.tcp(existing.port), "The existing Cassandra cluster (CQL)",
         )
         if existing.secret_arn:
-            for role in (self.api.handler.role, self.scanners.handler.role, self.results.handler.role):
+            for role in (self.api.handler.role, self.scanners.handler.role, self.results.handler.role,
+                         self.reconciler.handler.role):
                 role.add_to_policy(iam.PolicyStatement(
                     actions=["secretsmanager:GetSecretValue"], resources=[existing.secret_arn],
                 ))
@@ -266,6 +287,7 @@ class JobRunnerStack(Stack):
             "HeartbeatTableName": (self.heartbeats.table_name, "DynamoDB heartbeat table"),
             "ScanFunctionName": (self.scanners.function.function_name, "Scan function"),
             "TickFunctionName": (self.tick.function.function_name, "Tick function"),
+            "ReconcileFunctionName": (self.reconciler.function.function_name, "Reconciler function"),
             "KafkaClusterArn": (self.streaming.cluster_arn, "MSK provisioned cluster" if self.config.kafka_provisioned
                                 else "MSK Serverless cluster"),
             "KafkaBootstrapBrokers": (self.streaming.bootstrap_brokers, "Bootstrap brokers (IAM auth, port 9098)"),

@@ -11,6 +11,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from jobrunner.ports import RECONCILER_SEGMENT
+
 #: What the heartbeat store calls: conditional UpdateItem for leases and watermarks, BatchGetItem
 #: (and GetItem) to read them.
 LEASE_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem")
@@ -64,4 +66,12 @@ class HeartbeatTable(Construct):
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": list(SEGMENT_START_ATTRIBUTES)},
                 "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
             },
+        )
+
+    def grant_reconciler(self, grantee: iam.IGrantable) -> None:
+        """The reconciler's items (``RECONCILER_SEGMENT``: its state and its lease): update those only, by their
+        partition key; reading the segments is ``grant_read``."""
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["dynamodb:UpdateItem"], resource_arns=[self.table.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [str(RECONCILER_SEGMENT)]}},
         )

@@ -20,6 +20,8 @@ Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email su
 - scan throttles, scan events waiting too long in Lambda's async queue or dropped from it;
 - Keyspaces throttling (table capacity, hot partitions) and heartbeat table (DynamoDB) throttling;
 - the API's p99 latency, its 5xx and 4xx rates; scan concurrency near its reservation;
+- any execution the reconciler had to repair (``Reconciled``, also by ``reason``): in a healthy system it is 0, so
+  each repair is a bug report;
 - and, outside CloudWatch, a monthly AWS Budgets cost budget notifying the same topic.
 Each alarm's description ends with the link to its runbook (``docs/runbooks.md``, one section per alarm).
 """
@@ -104,6 +106,7 @@ class Monitoring(Construct):
         failure_queues: Mapping[str, sqs.IQueue],
         rest_api: apigw.RestApi | None = None,
         results: lambda_.IFunction | None = None,
+        reconciler: lambda_.IFunction | None = None,
         alarm_email: str | None = None,
         heartbeat_table: dynamodb.ITable | None = None,
         keyspace: str | None = None,
@@ -122,6 +125,10 @@ class Monitoring(Construct):
                         description="The API answered 5xx.")
         if results is not None:
             self._results_alarms(results)
+        if reconciler is not None:
+            self._alarm("Reconciled", app_metric("Reconciled", "Sum", FIVE_MINUTES), 1,
+                        description="The reconciler re-planned executions it found lost (a row, a retry's row or a "
+                                    "held row gone): each one is a bug report; find the cause in its log lines.")
         self._scan_alarms(scan, scan_reserved_concurrency)
         if rest_api is not None:
             self._api_alarms(rest_api)
@@ -132,6 +139,8 @@ class Monitoring(Construct):
         if monthly_budget_usd:
             self.budget = self._budget(monthly_budget_usd, budget_name)
         self.dashboard = self._dashboard(dashboard_name, scan, functions, failure_queues, rest_api, results)
+        if reconciler is not None:
+            self.dashboard.add_widgets(self._reconciler_widget())
 
     def _alarm_topic(self, *, budgets_publish: bool, alarm_email: str | None) -> sns.Topic:
         """The SNS topic every alarm notifies (and the cost budget, with ``budgets_publish``), under a key of its
@@ -191,6 +200,9 @@ class Monitoring(Construct):
                 description=f"Events in {name}: they failed every retry; inspect and replay or discard them.")
         self._alarm("DeadLetters", app_metric("DeadLetters", "Sum", FIVE_MINUTES), 1,
                     description="Executions exhausted their retries and went to job-dlq.")
+        self._alarm("LateRowsBehindWindow", app_metric("LateRowsBehindWindow", "Sum", FIVE_MINUTES), 1,
+                    description="A scan found late rows that landed behind the windows of its late lane it had "
+                                "read (a host's clock off by more than 0.5 s?): published late, not lost.")
 
     def _results_alarms(self, results: lambda_.IFunction) -> None:
         self._alarm("ResultsErrors", results.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
@@ -293,6 +305,18 @@ class Monitoring(Construct):
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
         dashboard.add_widgets(*bottom)
         return dashboard
+
+    @staticmethod
+    def _reconciler_widget() -> cw.IWidget:
+        by_reason = cw.MathExpression(
+            expression=f"SEARCH('{{{NAMESPACE},reason,service}} MetricName=\"Reconciled\"', 'Sum', 300)",
+            label="", period=FIVE_MINUTES)
+        return cw.GraphWidget(
+            title="Reconciler: executions repaired, by reason (each a bug report), and jobs walked", width=24,
+            left=[app_metric("Reconciled", "Sum", FIVE_MINUTES, label="repaired"), by_reason],
+            right=[app_metric("ReconcileJobsWalked", "Sum", FIVE_MINUTES, label="jobs walked"),
+                   app_metric("ReconcileHistoryReads", "Sum", FIVE_MINUTES, label="history pages read")],
+            left_annotations=[cw.HorizontalAnnotation(value=1, label="alarm")])
 
     def _scan_alarms(self, scan: lambda_.IFunction, reserved: int | None) -> None:
         self._alarm("ScanThrottles", scan.metric_throttles(period=FIVE_MINUTES, statistic="Sum"), 1,

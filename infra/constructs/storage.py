@@ -99,6 +99,22 @@ class KeyspacesSchema(Construct):
             grantee=grantee, actions=["cassandra:Select", "cassandra:Modify"],
             resource_arns=[self.table_arn(name) for name in self.tables],
         )
+        self._grant_connect(grantee)
+        return tables
+
+    def grant_tables(self, grantee: iam.IGrantable, *, read: Sequence[str], write: Sequence[str]) -> None:
+        """``cassandra:Select`` on the tables ``read`` names and ``cassandra:Modify`` on those ``write`` names (a
+        function that touches only some tables, in only some ways), and what connecting takes (``grant_read_write``)."""
+        unknown = sorted((set(read) | set(write)) - set(self.tables))
+        if unknown:
+            raise ValueError(f"no such table in cql/: {unknown}")
+        iam.Grant.add_to_principal(grantee=grantee, actions=["cassandra:Select"],
+                                   resource_arns=[self.table_arn(name) for name in read])
+        iam.Grant.add_to_principal(grantee=grantee, actions=["cassandra:Modify"],
+                                   resource_arns=[self.table_arn(name) for name in write])
+        self._grant_connect(grantee)
+
+    def _grant_connect(self, grantee: iam.IGrantable) -> None:
         iam.Grant.add_to_principal(grantee=grantee, actions=["cassandra:Select"],
                                    resource_arns=[self.system_keyspaces_arn])
         iam.Grant.add_to_principal(grantee=grantee, resource_arns=["*"],
@@ -111,4 +127,3 @@ class KeyspacesSchema(Construct):
                 "AwsSolutions-IAM5[Resource::*]": "ec2:DescribeNetworkInterfaces and ec2:DescribeVpcEndpoints take "
                                                   "no resource ARN; Keyspaces calls them to fill system.peers.",
             })
-        return tables

@@ -134,6 +134,14 @@ class Settings(BaseSettings):
                             "writers of late rows wake their scans, so scans with nothing to do end early")
     change_log: bool = _var("JOBRUNNER_CHANGE_LOG", True,
                             "keep each job's change log (``GET /jobs/{id}/changes``; one write per change)")
+    reconcile_interval_s: int = _var("JOBRUNNER_RECONCILE_INTERVAL_S", 60,
+                                     "how often the reconciler runs (AWS: its rule's rate, whole minutes)", ge=10)
+    reconcile_grace_s: int = _var("JOBRUNNER_RECONCILE_GRACE_S", 120,
+                                  "how long overdue an execution must be before the reconciler looks at it", ge=0)
+    reconcile_page_size: int = _var("JOBRUNNER_RECONCILE_PAGE_SIZE", 500, "jobs per page of the reconciler's walk",
+                                    ge=1, le=5000)
+    reconcile_rate: int = _var("JOBRUNNER_RECONCILE_ROWS_PER_S", 2000,
+                               "jobs the reconciler walks per second, at most", ge=1)
     region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"),
                         alias="AWS_REGION", description="region (Lambda sets it)")
     result_key: str | None = _var("JOBRUNNER_RESULT_KEY", None,

@@ -1,4 +1,4 @@
-"""Event -> service call -> plain result, for the tick and scan functions (and the local stack).
+"""Event -> service call -> plain result, for the tick, scan, results and reconcile functions (and the local stack).
 
 Kept apart from ``functions/`` so the handlers stay a few lines and the local stack calls the very
 same code.
@@ -9,12 +9,14 @@ from __future__ import annotations
 import base64
 import time
 from collections import Counter
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import ValidationError
 
 from jobrunner import telemetry
+from jobrunner.domain.orphans import Reason
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 #: Lateness values sent per scan (an EMF metric holds at most 100 values).
 LATENESS_SAMPLES = 50
+#: Time a reconciler invocation keeps, after its walk, to save its progress and flush its metrics.
+RECONCILE_SAVE_MARGIN = timedelta(seconds=10)
 
 
 def run_tick(event: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +63,8 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
     metrics.add_metric(name="ExecutionsPublished", unit=MetricUnit.Count, value=report.published)
     if report.dead_lettered:  # rows that could not be published (the results function counts the same way)
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=report.dead_lettered)
+    if report.behind_window:  # late rows found behind the windows read (clock skew beyond the bound)
+        metrics.add_metric(name="LateRowsBehindWindow", unit=MetricUnit.Count, value=report.behind_window)
     metrics.add_metric(name="ScanDurationSeconds", unit=MetricUnit.Seconds, value=time.monotonic() - started)
     if report.lateness_ms:
         metrics.add_metric(name="MaxLatenessMs", unit=MetricUnit.Milliseconds, value=max(report.lateness_ms))
@@ -75,6 +81,34 @@ def run_scan(event: dict[str, Any]) -> dict[str, Any]:
         "replays_skipped": report.replays_skipped,
     }
     logger.info("scan", extra=result)
+    return result
+
+
+def run_reconcile(event: dict[str, Any], remaining_ms: int | None = None) -> dict[str, Any]:
+    """``event`` is the reconciler rule's scheduled event (not read: the reconciler keeps its own progress);
+    ``remaining_ms``: the invocation's time left, of which the walk leaves ``RECONCILE_SAVE_MARGIN`` to save it."""
+    services = container()
+    deadline = None
+    if remaining_ms is not None:
+        deadline = services.clock.now() + timedelta(milliseconds=remaining_ms) - RECONCILE_SAVE_MARGIN
+    report = services.reconciler.run(deadline)
+    # Each repair is a bug report: the total is alarmed on (> 0), and each reason is its own metric too.
+    metrics.add_metric(name="Reconciled", unit=MetricUnit.Count, value=report.repaired_total)
+    for reason in Reason:
+        with single_metric(name="Reconciled", unit=MetricUnit.Count, value=report.repaired[reason.value],
+                           namespace=NAMESPACE) as by_reason:
+            by_reason.add_dimension(name="reason", value=reason.value)
+    metrics.add_metric(name="ReconcileJobsWalked", unit=MetricUnit.Count, value=report.jobs_walked)
+    metrics.add_metric(name="ReconcileHistoryReads", unit=MetricUnit.Count, value=report.history_reads)
+    metrics.add_metric(name="ReconcileWatched", unit=MetricUnit.Count, value=report.watched)
+    window = report.window
+    result = {
+        "window": [window[0].isoformat(), window[1].isoformat()] if window else None, "pass_done": report.pass_done,
+        "jobs_walked": report.jobs_walked, "index_rows": report.index_rows, "history_reads": report.history_reads,
+        "watched": report.watched, "repaired": dict(report.repaired), "settled_on_reading": report.settled_on_reading,
+        "errors": report.errors,
+    }
+    logger.info("reconcile", extra=result)
     return result
 
 

@@ -90,6 +90,16 @@ class JobStore(Protocol):
         the end). A cursor is only meaningful to the store that made it."""
 
     @abstractmethod
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        """The job as a linearizable read sees it: a compare-and-set on it whose outcome its writer could not
+        learn (``update_job`` or ``retire_job`` raised) has either landed by the time this returns, and shows,
+        or will never land. The way to settle an unknown outcome (by reading, never by waiting): LOCAL_SERIAL on
+        Cassandra (a Paxos read, which completes or supersedes a round left in progress); on Amazon Keyspaces,
+        whose reads take no serial level, LOCAL_QUORUM, which its documentation says reflects every write that
+        succeeded before it (its conditional writes leave no round in progress). Costs more than ``get_job``: for
+        doubts only."""
+
+    @abstractmethod
     def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         """Write ``rows`` (planned under ``job.schedule_version``), then overwrite the job's user-controlled
         fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
@@ -98,10 +108,25 @@ class JobStore(Protocol):
         next_run_at), and its next run stands until a scan completes a fire planned under it. Any other
         change writes only version, payload, topic, retry, timeout and updated_at: the job's next run
         stays as the store holds it, even if a scan's completion lands between the read and this write.
-        Returns False when it is not: the job is unchanged and the rows are removed again (best effort;
-        the winner of the race holds the same version number, so a row whose removal also failed could
-        fire once under it). If it raises, the job is either unchanged or fully updated, and rows may
-        have been written either way (stale ones are dropped by their scan)."""
+        Returns False when it is not: the job is unchanged, and the rows stay where they are. They are never
+        removed: the winner of the race took the same version number and may have planned the very same rows
+        (two resumes of one fire), so removing them could remove the winner's; a row the job does not want is
+        dropped by its scan (``services.scan``: the version, the state and the schedule decide). If it raises,
+        the compare-and-set may land later (an accepted Paxos round committed by the next one on the
+        partition): ``get_job_settled`` settles it."""
+
+    @abstractmethod
+    def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
+        """A page of every tenant's jobs, for a reader that visits them all (the reconciler): at most ``limit``
+        jobs in the store's own order, starting after the opaque cursor ``after`` (None: from the start), and
+        the cursor of the next page (None once the walk has passed the last job).
+
+        Walking from None and following the cursors returns every job that exists for the whole walk exactly
+        once, however its pages are cut (a tenant's partition may span pages); a job created or deleted during
+        the walk may or may not be returned. Pages are read at the lowest consistency (``LOCAL_ONE`` in
+        production) and may miss a write that returned just before: the reader must read a job again
+        (``get_jobs``) before acting on it. A cursor is only meaningful to the store that made it, and stays
+        valid across processes (the walk resumes in the next invocation)."""
 
     @abstractmethod
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
@@ -124,23 +149,26 @@ class ScheduledRowStore(Protocol):
       their key (``due_at`` first), reading page by page (memory stays bounded by the page size);
       with ``after``, only the rows that sort after that position (to resume a broken read, or a
       partition a scan settled up to there); with ``since`` and/or ``until``, only the rows due at
-      or after ``since`` and before ``until`` (a window of the late lane), reading no row outside it.
+      or after ``since`` and before ``until`` (a window of the late lane), reading no row outside it. With
+      ``stale_ok`` the read is made at the lowest consistency and may miss rows written just before (for a
+      reader that only takes the rows it finds as evidence, the reconciler).
     - Every scheduled row is written to expire ``domain.placement.KEEP_ROWS`` after its scan may close
       (``domain.placement.row_ttl``): a done row of the PLANNED lane is never deleted.
     - ``write_scheduled`` inserts rows (manual runs, retries placed anew, held fires); idempotent.
-    - ``settle_published``, after the publish, writes the following execution (if any) and the watchdog,
-      then removes the settled row if it is in the LATE lane (which a scan taking the partition over reads
-      from its start); a PLANNED row stays until it expires, and the scan keeps its progress past it
-      (``HeartbeatStore.renew``). Once it returns all is done; if it raises, the settled row is still there
-      whenever a following row may be missing. Replaying it is harmless. A row stays scheduled until it is
-      settled, so a retry or the next scan of the partition publishes it again (same ``execution_id``).
+    - ``settle_published``, after the publish, writes the following execution (if any) and the watchdog. It
+      removes nothing: the scan removes a settled row of the LATE lane (which a scan taking the partition over
+      reads from its start) with ``delete_scheduled`` only once the rows that follow it are known to be where
+      their scans will read them (``domain.placement.placed_in_time``, placed anew when they are not); a PLANNED
+      row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``). Replaying
+      it is harmless. A row stays scheduled until it is settled, so a retry or the next scan of the partition
+      publishes it again (same ``execution_id``).
     - ``delete_scheduled`` removes rows without publishing them (stale version, cancelled job).
     """
 
     @abstractmethod
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]: ...
 
     @abstractmethod
@@ -189,8 +217,12 @@ class HistoryStore(Protocol):
         an older API, which named no execution)."""
 
     @abstractmethod
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
-        """The first ``limit`` records of each job's history (``history_page``'s order), by job id."""
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
+        """The first ``limit`` records of each job's history (``history_page``'s order), by job id. With
+        ``stale_ok`` they are read at the lowest consistency and may miss a record written just before (for a
+        reader that reads again before it acts, the reconciler)."""
 
     @abstractmethod
     def get_record(
@@ -389,6 +421,33 @@ class HeartbeatStore(ABC):
     def record_segment_count(self, count: int) -> int: ...
 
 
+#: The largest reconciler state a ``ReconcilerStateStore`` keeps (a DynamoDB item holds at most 400 KB).
+MAX_RECONCILER_STATE = 300_000
+#: The "segment" of the reconciler's items in the heartbeat table, which no segment has: its state, and the lease
+#: (``HeartbeatStore.acquire`` of this segment and ``RECONCILER_LEASE``) that lets one run at a time.
+RECONCILER_SEGMENT = -2
+RECONCILER_LEASE = datetime(1970, 1, 1, 0, 1, tzinfo=UTC)
+
+
+class ReconcilerStateStore(ABC):
+    """Where the reconciler keeps its progress between invocations: where its walk of the jobs is, the window
+    and horizon of its pass, what it watches (the heartbeat table in production, one item of its own).
+
+    Contract:
+    - ``load_reconciler_state`` returns the text ``save_reconciler_state`` last stored, or None before the first.
+    - ``save_reconciler_state`` replaces it whole (one reconciler runs at a time: its function's concurrency is
+      one); the text is opaque to the store, at most ``MAX_RECONCILER_STATE`` bytes (``ValueError`` beyond).
+    - Backend failures raise ``jobrunner.domain.errors.Unavailable``; a save that raised may or may not have
+      landed (the reconciler then resumes from the earlier state, which only repeats reads).
+    """
+
+    @abstractmethod
+    def load_reconciler_state(self) -> str | None: ...
+
+    @abstractmethod
+    def save_reconciler_state(self, state: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class JobChange:
     """One entry of a job's change log: who asked for what, when, and the job's version after it."""
@@ -399,7 +458,7 @@ class JobChange:
     change_id: str
     #: The principal that made the request (an IAM role, a Cognito identity, ...), else the tenant.
     actor: str
-    #: submit, patch, pause, resume, cancel, run, backfill.
+    #: submit, patch, pause, resume, cancel, run, backfill; repair (the reconciler re-planned a lost execution).
     action: str
     version: int
     details: dict[str, Any]

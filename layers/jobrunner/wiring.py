@@ -16,9 +16,11 @@ from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
+from jobrunner.ports import ReconcilerStateStore
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
+from jobrunner.services.reconcile import ReconcileRules, ReconcileService
 from jobrunner.services.results import ResultRules, ResultsService
 from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
@@ -82,7 +84,8 @@ class Container:
 
             limits = self.settings.tenant_limits
             self._store = CassandraJobStore(connect(self.settings.cassandra),
-                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s)
+                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
+                                            serial_reads=self.settings.cassandra.mode != "keyspaces")
         return self._store
 
     @functools.cached_property
@@ -233,6 +236,21 @@ class Container:
                       idle_end=IDLE_END if self.waker is not None else None),
             outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
         )
+
+    @functools.cached_property
+    def reconciler(self) -> ReconcileService:
+        """The safety net (``services.reconcile``): its progress is kept in the heartbeat table."""
+        settings = self.settings
+        if not isinstance(self.heartbeats, ReconcilerStateStore):
+            raise TypeError(f"{type(self.heartbeats).__name__} keeps no reconciler state")
+        interval = timedelta(seconds=settings.reconcile_interval_s)
+        rules = ReconcileRules(
+            segment_count=self.segment_count, interval=interval, grace=timedelta(seconds=settings.reconcile_grace_s),
+            page_size=settings.reconcile_page_size, rate=float(settings.reconcile_rate),
+            budget=max(timedelta(seconds=5), interval * 0.8),
+        )
+        return ReconcileService(self.store, self.heartbeats, self.heartbeats, self.clock, rules, changes=self.changes,
+                                waker=self.waker)
 
     @functools.cached_property
     def segments(self) -> SegmentService:

@@ -1,7 +1,8 @@
 """The fault suite, small: kills, broker and database restarts, silent and duplicate ticks; nothing lost.
 
-It runs as ``python -m chaos --small`` in a process of its own, on servers of its own (other ports,
-its own DEVSTACK_HOME), because it kills and restarts them.
+It runs as ``python -m chaos --small --keep-servers`` in a process of its own, on the fault suites' servers
+(other ports, their own DEVSTACK_HOME), because it kills and restarts them; the operations suite's small run
+reuses them after it (``conftest.fault_servers`` starts and stops them once).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
 
 
-def test_no_execution_is_lost_under_faults(tmp_path: Path) -> None:
+def test_no_execution_is_lost_under_faults(tmp_path: Path, fault_servers: dict[str, str]) -> None:
     report_path = tmp_path / "chaos.json"
     completed = subprocess.run(
-        [sys.executable, "-m", "chaos", "--small", "--json", str(report_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1500,
+        [sys.executable, "-m", "chaos", "--small", "--keep-servers", "--json", str(report_path)],
+        cwd=ROOT, env=fault_servers, capture_output=True, text=True, timeout=1500,
     )
     assert report_path.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]
     report = json.loads(report_path.read_text())

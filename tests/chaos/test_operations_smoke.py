@@ -1,11 +1,11 @@
 """The operations suite, small: changes racing the scans, a write outage, an unpublishable topic.
 
-The last test runs ``python -m chaos --operations --small`` in a process of its own, on the fault
-suites' servers (other ports, their own DEVSTACK_HOME), because it breaks them on purpose (about
-3.5 minutes). It left ``make test`` for a few hours on 2026-11-24, while a race it had met was open (a
-scan's completion writing a job's next run over a schedule change's; fixed by the schedule version,
-docs/reliability.md). The tests before it pin the judge's rules (``chaos.ops_model``) on made-up runs,
-without servers.
+The last test runs ``python -m chaos --operations --small --keep-servers`` in a process of its own, on the
+fault suites' servers (other ports, their own DEVSTACK_HOME, shared with the crash suite's small run:
+``conftest.fault_servers``), because it breaks them on purpose (about 3.5 minutes). It left ``make test``
+for a few hours on 2026-11-24, while a race it had met was open (a scan's completion writing a job's next
+run over a schedule change's; fixed by the schedule version, docs/reliability.md). The tests before it pin
+the judge's rules (``chaos.ops_model``) on made-up runs, without servers.
 """
 
 from __future__ import annotations
@@ -99,11 +99,11 @@ def test_a_submission_acknowledged_only_when_retried_owes_its_fires_from_its_cre
 
 
 @pytest.mark.e2e
-def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path) -> None:
+def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path, fault_servers: dict[str, str]) -> None:
     report_path = tmp_path / "operations.json"
     completed = subprocess.run(
-        [sys.executable, "-m", "chaos", "--operations", "--small", "--json", str(report_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "chaos", "--operations", "--small", "--keep-servers", "--json", str(report_path)],
+        cwd=ROOT, env=fault_servers, capture_output=True, text=True, timeout=600,
     )
     assert report_path.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]
     report = json.loads(report_path.read_text())

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.ports import RELEASED
+import pytest
+
+from jobrunner.ports import MAX_RECONCILER_STATE, RELEASED, ReconcilerStateStore
 
 if TYPE_CHECKING:
     from jobrunner.ports import HeartbeatStore
@@ -158,3 +160,18 @@ def test_a_partition_asked_for_twice_is_listed_once(heartbeat_store: HeartbeatSt
     assert [s.bucket for s in heartbeat_store.partitions([(13, BUCKET), (13, BUCKET)])] == [BUCKET]
     heartbeat_store.advance_watermark(13, BUCKET)
     assert [s.segment for s in heartbeat_store.segments([13, 13])] == [13]
+
+
+def test_the_reconciler_state_is_what_was_last_saved(heartbeat_store: HeartbeatStore) -> None:
+    assert isinstance(heartbeat_store, ReconcilerStateStore)
+    # Given nothing saved, Then nothing loads; When saved twice, Then the last one loads, whole
+    assert heartbeat_store.load_reconciler_state() is None
+    heartbeat_store.save_reconciler_state('{"cursor": null}')
+    heartbeat_store.save_reconciler_state('{"cursor": "x", "watch": {"a|b": 1}}')
+    assert heartbeat_store.load_reconciler_state() == '{"cursor": "x", "watch": {"a|b": 1}}'
+    # And it shares no item with the segments: the segments read back as they were
+    assert heartbeat_store.segments(range(4)) == []
+    # And a state larger than a store keeps is refused, the saved one left as it was
+    with pytest.raises(ValueError, match="at most"):
+        heartbeat_store.save_reconciler_state("x" * (MAX_RECONCILER_STATE + 1))
+    assert heartbeat_store.load_reconciler_state() == '{"cursor": "x", "watch": {"a|b": 1}}'

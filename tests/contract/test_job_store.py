@@ -241,16 +241,19 @@ def test_settle_published_plans_the_next_run_and_keeps_the_done_planned_row(job_
     )
 
 
-def test_settle_published_removes_a_done_late_row(job_store: Stores) -> None:
+def test_settle_published_removes_nothing_and_the_scan_removes_a_done_late_row(job_store: Stores) -> None:
     # Given a row of the late lane (polled whole while its scan runs), started and published
     segment = unique_segment()
     job = make_job(schedule=At(BUCKET + timedelta(seconds=20)))
     row = make_row(job, BUCKET + timedelta(seconds=20), lane=Lane.LATE, segment=segment)
     job_store.create_job(job, row)
     job_store.write_started([running_record(row, row.due_at)])
-    # When it is completed
+    # When it is completed, it is still there: only the rows that follow it are written (the scan removes it
+    # once they are known to be in time for their scans: verify, then commit)
     job_store.settle_published([Completion(done=row, following=None)])
-    # Then it is gone from the late lane
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [row]
+    # and once removed it is gone from the late lane
+    job_store.delete_scheduled([row])
     assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == []
 
 
@@ -457,7 +460,7 @@ def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Sto
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [replanned]
     late_stale, late_replanned = (replace(r, lane=Lane.LATE) for r in (stale, replanned))
     job_store.write_scheduled([late_stale, late_replanned])
-    job_store.settle_published([Completion(done=late_stale, following=None)])
+    job_store.delete_scheduled([late_stale])
     assert list(job_store.lane_rows(BUCKET, segment, Lane.LATE)) == [late_replanned]
 
 
@@ -512,13 +515,37 @@ def test_update_job_is_a_compare_and_set_on_the_version(job_store: Stores) -> No
     assert job_store.update_job(job.with_changes(version=2, payload={"won": True}), [], expected_version=1)
     # When a second change read version 1 too and writes its row and its version 2
     loser = job.with_changes(version=2, schedule_version=2, payload={"lost": True})
-    assert not job_store.update_job(loser, [make_row(loser, BUCKET, segment=segment)], expected_version=1)
-    # Then the job is the winner's, and the loser's row was removed again
+    row = make_row(loser, BUCKET, segment=segment)
+    assert not job_store.update_job(loser, [row], expected_version=1)
+    # Then the job is the winner's, and the loser's row stays: the winner took the same version and may have
+    # planned the very same row, so removing it could remove the winner's (its scan drops it if it is stale)
     stored = job_store.get_job(job.user_id, job.job_id)
     assert stored is not None and stored.payload == {"won": True}
-    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == []
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
     # and a change that read version 2 applies
     assert job_store.update_job(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
+
+
+def test_a_settled_read_sees_every_change_that_landed(job_store: Stores) -> None:
+    # Given a job, changed once; a missing job
+    job = make_job()
+    job_store.create_job(job, None)
+    assert job_store.update_job(job.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
+    # Then the settling read returns it as it stands, and None for a job that is not there
+    settled = job_store.get_job_settled(job.user_id, job.job_id)
+    assert settled is not None and (settled.version, settled.payload) == (2, {"n": 2})
+    assert job_store.get_job_settled(job.user_id, "no-such-job") is None
+
+
+def test_a_held_row_keeps_its_mark_and_other_rows_carry_none(job_store: Stores) -> None:
+    # Given a fire held by its overlap policy, written again for later, beside a plain row
+    segment = unique_segment()
+    job = make_job()
+    plain = make_row(job, BUCKET, segment=segment)
+    held = replace(make_row(job, BUCKET + timedelta(seconds=30), segment=segment), held=True)
+    job_store.write_scheduled([plain, held])
+    # Then each reads back as written
+    assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [plain, held]
 
 
 def test_update_job_of_a_missing_job_applies_nothing(job_store: Stores) -> None:

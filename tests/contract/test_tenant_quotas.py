@@ -87,6 +87,18 @@ def test_a_change_given_back_is_undone(tenant_quotas: TenantQuotas) -> None:
         None, None, None, "executions_per_minute"]
 
 
+def test_what_is_given_back_never_takes_a_count_below_zero(tenant_quotas: TenantQuotas) -> None:
+    # Given a tenant holding one recurring job, given back twice (a cancel whose outcome was in doubt, given back
+    # by its first attempt and by its retry: issue #31)
+    tight = Limits(jobs_held=1)
+    assert tenant_quotas.take("gina", RECURRING, tight, HERE) is None
+    tenant_quotas.give_back("gina", RECURRING)
+    tenant_quotas.give_back("gina", RECURRING)
+    # Then the count is 0, not -1: the tenant holds one job again, and a second is refused
+    assert tenant_quotas.take("gina", RECURRING, tight, HERE) is None
+    assert tenant_quotas.take("gina", RECURRING, tight, HERE) == "jobs_held"
+
+
 def test_racing_takes_of_one_tenant_never_pass_its_limits_together(tenant_quotas: TenantQuotas) -> None:
     # Given 8 threads racing 30 recurring jobs (2 fires a minute each) and 30 one-time fires in one minute ahead
     limits = Limits(jobs_held=50, executions_per_minute=30)

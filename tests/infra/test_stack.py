@@ -54,9 +54,11 @@ def test_every_unit_is_there(default_app: Synthesized) -> None:
         "AWS::CloudWatch::Dashboard", "AWS::Lambda::LayerVersion", "AWS::S3::Bucket",
         "AWS::CloudFront::Distribution", "Custom::CDKBucketDeployment")}
 
-    # Layers: the dependencies and the code, and the AWS CLI layer of CDK's BucketDeployment (the dashboard's)
-    assert counts == {t: {"AWS::Lambda::LayerVersion": 3, "AWS::DynamoDB::Table": 2}.get(t, 1) for t in counts}
-    assert sorted(_functions(default_app)) == ["Api", "Results", "Scan", "Tick"]
+    # Layers: the dependencies and the code, and the AWS CLI layer of CDK's BucketDeployment (the dashboard's);
+    # rules: the minute tick's and the reconciler's
+    assert counts == {t: {"AWS::Lambda::LayerVersion": 3, "AWS::DynamoDB::Table": 2, "AWS::Events::Rule": 2}.get(t, 1)
+                      for t in counts}
+    assert sorted(_functions(default_app)) == ["Api", "Reconcile", "Results", "Scan", "Tick"]
 
 
 def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
@@ -89,7 +91,7 @@ def test_the_tick_and_the_writers_of_late_rows_invoke_the_scan_by_its_name(defau
                 for s in p["Properties"]["PolicyDocument"]["Statement"]
                 if "lambda:InvokeFunction" in json.dumps(s["Action"]) and "jobrunner-dev-scan" in json.dumps(s)}
 
-    assert set(invokers) == {"Tick", "Api", "Scan", "Results"}
+    assert set(invokers) == {"Tick", "Api", "Scan", "Results", "Reconcile"}
     for resource in invokers.values():  # unqualified: no version or alias
         assert json.dumps(resource).endswith(':function:jobrunner-dev-scan"]]}')
     # and nothing else invokes it
@@ -106,6 +108,9 @@ def test_the_tick_and_the_writers_of_late_rows_invoke_the_scan_by_its_name(defau
               "kafka-cluster:WriteDataIdempotently", "lambda:InvokeFunction"}, {"kafka-cluster:ReadData"}),
     ("Results", {"cassandra:Modify", "kafka-cluster:ReadData", "kafka-cluster:AlterGroup", "kafka-cluster:WriteData",
                  "lambda:InvokeFunction"}, set()),
+    ("Reconcile", {"cassandra:Select", "cassandra:Modify", "dynamodb:BatchGetItem", "dynamodb:UpdateItem",
+                   "lambda:InvokeFunction"},
+     {"kafka-cluster:WriteData", "kafka-cluster:ReadData", "kafka-cluster:Connect", "secretsmanager:GetSecretValue"}),
 ])
 def test_each_function_holds_what_it_needs_and_no_more(
     default_app: Synthesized, unit: str, allowed: set[str], denied: set[str],
@@ -127,6 +132,35 @@ def test_api_and_results_update_only_watermarks_and_the_segment_count(default_ap
                == ["segment", "minute", "watermark", "highest_segment_count"] for s in updates)
 
 
+def test_the_reconciler_reads_jobs_and_history_and_writes_only_rows_change_log_and_its_own_items(
+    default_app: Synthesized,
+) -> None:
+    def tables(action: str) -> set[str]:
+        return {json.dumps(r).split("/table/")[-1].split('"')[0] for s in _statements(default_app, "Reconcile")
+                if action in json.dumps(s["Action"]) for r in (s["Resource"] if isinstance(s["Resource"], list)
+                                                               else [s["Resource"]]) if "/table/" in json.dumps(r)}
+
+    assert tables("cassandra:Select") == {"job_table_v2", "task_history_v2", "task_schedule_v2"}
+    assert tables("cassandra:Modify") == {"task_schedule_v2", "job_changes"}
+    updates = [s for s in _statements(default_app, "Reconcile") if "dynamodb:UpdateItem" in json.dumps(s["Action"])]
+    # its own items (state, lease) by their key, and otherwise only what every writer may: watermarks, the count
+    conditions = [s["Condition"]["ForAllValues:StringEquals"] for s in updates]
+    assert {"dynamodb:LeadingKeys": ["-2"]} in conditions
+    assert all(c in ({"dynamodb:LeadingKeys": ["-2"]},
+                     {"dynamodb:Attributes": ["segment", "minute", "watermark", "highest_segment_count"]})
+               for c in conditions)
+
+
+def test_the_reconciler_runs_on_its_own_rule_without_retries(default_app: Synthesized) -> None:
+    (rule,) = [r["Properties"] for lid, r in default_app.resources("AWS::Events::Rule").items()
+               if lid.startswith("Reconcile")]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["Targets"][0]["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    reconcile = _functions(default_app)["Reconcile"]
+    assert reconcile["Timeout"] == 60 and "VpcConfig" in reconcile
+    assert reconcile["Environment"]["Variables"]["JOBRUNNER_RECONCILE_INTERVAL_S"] == "60"
+
+
 def test_scan_writes_only_to_its_topics(default_app: Synthesized) -> None:
     writes = [s for s in _statements(default_app, "Scan") if "kafka-cluster:WriteData" in s["Action"]]
 
@@ -137,7 +171,7 @@ def test_scan_writes_only_to_its_topics(default_app: Synthesized) -> None:
 
 def test_nothing_runs_before_the_topics_exist(default_app: Synthesized) -> None:
     (topics,) = default_app.resources("Custom::KafkaTopics")
-    (rule,) = default_app.resources("AWS::Events::Rule").values()
+    (rule,) = [r for lid, r in default_app.resources("AWS::Events::Rule").items() if lid.startswith("Tick")]
     (mapping,) = default_app.resources("AWS::Lambda::EventSourceMapping").values()
 
     assert topics in rule["DependsOn"]

@@ -188,10 +188,10 @@ def changes_table(items: list[dict[str, Any]]) -> Table:
 
 #: How each outcome of the firing ledger is shown: a fire that ran, one not run for a stated reason, one to come,
 #: and one nothing explains.
-OUTCOME_STYLES = {"published": "green", "caught_up": "yellow", "backfilled": "yellow", "skipped": "magenta",
-                  "held": "magenta", "dropped": "magenta", "excluded": "magenta", "paused": "magenta",
-                  "cancelled": "dim", "replaced": "dim", "due": "cyan", "upcoming": "cyan", "expired": "dim",
-                  "missing": "bold red"}
+OUTCOME_STYLES = {"published": "green", "caught_up": "yellow", "backfilled": "yellow", "repaired": "yellow",
+                  "skipped": "magenta", "held": "magenta", "dropped": "magenta", "excluded": "magenta",
+                  "paused": "magenta", "cancelled": "dim", "replaced": "dim", "due": "cyan", "upcoming": "cyan",
+                  "expired": "dim", "missing": "bold red"}
 
 
 def fires_table(items: list[dict[str, Any]]) -> Table:

@@ -229,8 +229,8 @@ def run_job(job_id: JobId) -> Response[Any]:
 @app.post("/jobs/<job_id>/backfill", responses={429: {"description": _OVER_A_LIMIT}})
 def backfill_job(job_id: JobId, body: Annotated[BackfillIn, Body()]) -> Response[Any]:
     start, end = parse_instant(body.start, "from"), parse_instant(body.end, "to")
-    fires = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run, actor=_actor())
-    out = BackfillOut(fires=[rfc3339(f) for f in fires], dry_run=body.dry_run, queued=0 if body.dry_run else len(fires))
+    done = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run, actor=_actor())
+    out = BackfillOut(fires=[rfc3339(f) for f in done.fires], dry_run=body.dry_run, queued=len(done.queued))
     return _json(HTTPStatus.OK if body.dry_run else HTTPStatus.ACCEPTED, out)
 
 

@@ -252,7 +252,8 @@ class BackfillIn(Strict):
 class BackfillOut(BaseModel):
     fires: list[str]
     dry_run: bool
-    queued: int = Field(description="executions queued now (0 for a dry run)")
+    queued: int = Field(description="executions queued now (0 for a dry run; a fire already backfilled is not "
+                                    "queued again)")
 
 
 class ChangeOut(BaseModel):

@@ -197,7 +197,8 @@ class Dropped:
 def catch_up(policy: CatchUp, schedule: Schedule, fire: datetime, due: datetime, now: datetime) -> Dropped | None:
     """None when the fire runs; else ``Dropped``, naming the fire the schedule resumes from (its earliest fire that
     the policy keeps, or its first fire after ``now`` when it keeps none): the fires from ``fire`` up to it are
-    dropped. A fire is missed when ``now`` is more than ``MISFIRE_GRACE`` past its due instant; of the missed
+    dropped. A fire is missed when ``now`` is more than ``MISFIRE_GRACE`` past ``due``, the latest it was due
+    (the end of its jitter window, ``services.scan``); of the missed
     fires, those scheduled within ``window_s`` before ``now`` are kept, and of those only the latest ``most``
     (counting the fires up to ``now``). The default (replay every missed fire) never drops one, at no cost."""
     if policy.replays_all or now - due <= MISFIRE_GRACE:

@@ -224,6 +224,10 @@ class ScheduledExecution:
     #: The job's ``schedule_version`` when the row was planned.
     job_version: int
     trigger: Trigger
+    #: A fire its overlap policy holds (written again by the scan for later, ``services.scan``): its next fire
+    #: was planned when it was first held, so whatever releases it (its policy, or a change of policy to
+    #: ``allow_all``) plans none; the row says so itself, so that no policy needs a read to know it.
+    held: bool = False
 
 
 @dataclass(frozen=True, order=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, origin_of
 from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
-from jobrunner.domain.schedules import Cron, schedule_from_dict
+from jobrunner.domain.schedules import Cron, parse_instant, schedule_from_dict
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import rfc3339
 
@@ -64,6 +64,9 @@ class Outcome(StrEnum):
     REPLACED = "replaced"
     #: Not run by the schedule, but run since by a backfill.
     BACKFILLED = "backfilled"
+    #: Lost (its row, or a retry's, or its held row, was gone), found by the reconciler and re-planned under its own
+    #: execution id: published since, or due again. A bug report (the ``Reconciled`` alarm).
+    REPAIRED = "repaired"
     #: Due, and not published yet (within ``MISFIRE_GRACE`` of its due instant).
     DUE = "due"
     #: Still to come.
@@ -97,6 +100,16 @@ class Pause:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """An execution of a fire the reconciler found lost and re-planned (a ``repair`` entry of the change log)."""
+
+    fire: datetime
+    at: datetime
+    reason: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
 class Timeline:
     """What the change log (and the job as it stands) says about a job over its life."""
 
@@ -104,6 +117,7 @@ class Timeline:
     pauses: tuple[Pause, ...] = ()
     cancelled_at: datetime | None = None
     notes: tuple[str, ...] = ()
+    repairs: tuple[Repair, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,7 +172,22 @@ def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -
                      + " only: earlier changes are not taken into account")
     epochs = _epochs(job, entries, notes)
     pauses, cancelled_at = _pauses_and_cancel(job, entries)
-    return Timeline(tuple(epochs), tuple(pauses), cancelled_at, tuple(notes))
+    return Timeline(tuple(epochs), tuple(pauses), cancelled_at, tuple(notes), tuple(_repairs(entries)))
+
+
+def _repairs(entries: Sequence[JobChange]) -> list[Repair]:
+    """The reconciler's repairs in the log (an entry whose fire this code cannot read is left out)."""
+    repairs = []
+    for change in entries:
+        if change.action != "repair":
+            continue
+        try:
+            fire = parse_instant(change.details.get("fire"), "fire")
+        except InvalidField:
+            continue
+        repairs.append(Repair(fire, change.changed_at, str(change.details.get("reason", "")),
+                              int(change.details.get("attempt", 1))))
+    return repairs
 
 
 def _epochs(job: Job, entries: Sequence[JobChange], notes: list[str]) -> list[Epoch]:
@@ -281,7 +310,7 @@ def _fire(
     dst = epoch.schedule.clock_change_note(at) if isinstance(epoch.schedule, Cron) else None
     fire = _from_records(job, at, due, records)
     if fire is not None:
-        outcome, detail, lateness = fire
+        outcome, detail, lateness = _repaired(timeline, at, *fire)
         return Fire(at, due, outcome, detail, lateness, dst, executions)
     drop = next((d for d in reversed(drops) if d.scheduled_at < at
                  and (d.next_fire_at is None or at < d.next_fire_at)), None)
@@ -291,7 +320,29 @@ def _fire(
     outcome, detail = _unrecorded(timeline, epoch, at, due, now, kept_since, excluded_by)
     if any(r.trigger is Trigger.BACKFILL for r in records) and outcome is Outcome.MISSING:
         outcome, detail = Outcome.BACKFILLED, "not published by the schedule; run since by a backfill"
+    outcome, detail, _ = _repaired(timeline, at, outcome, detail, None)
     return Fire(at, due, outcome, detail, None, dst, executions)
+
+
+#: The outcomes a repair of the fire stands in for: those of a fire the schedule meant to run (the others say why it
+#: did not run, which stays the news).
+_REPAIRABLE = (Outcome.PUBLISHED, Outcome.CAUGHT_UP, Outcome.HELD, Outcome.DUE, Outcome.MISSING)
+
+
+def _repaired(
+    timeline: Timeline, at: datetime, outcome: Outcome, detail: str | None, lateness: float | None
+) -> tuple[Outcome, str | None, float | None]:
+    """A fire the reconciler repaired is shown as such, with what became of it since."""
+    repairs = [r for r in timeline.repairs if r.fire == at]
+    if not repairs or outcome not in _REPAIRABLE:
+        return outcome, detail, lateness
+    what = "; ".join(f"{'attempt ' + str(r.attempt) if r.attempt > 1 else 'its execution'} found lost "
+                     f"({r.reason}) and re-planned at {rfc3339(r.at)}" for r in repairs)
+    since = {Outcome.PUBLISHED: "published", Outcome.CAUGHT_UP: "published", Outcome.HELD: "held",
+             Outcome.DUE: "due", Outcome.MISSING: "not published yet"}[outcome]
+    if lateness is not None:
+        since += f" {_seconds(lateness)} after its due instant"
+    return Outcome.REPAIRED, f"{what}; {since}", lateness
 
 
 def _from_records(

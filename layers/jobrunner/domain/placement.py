@@ -17,11 +17,13 @@ keyed at least ``LATE_LEAD - LATE_WRITE_WITHIN - CLOCK_SKEW`` = ``LATE_REACH`` a
 window not read yet, as long as the writer's clock is within ``CLOCK_SKEW`` of the scan's.
 The other requirement on the writer is that its write lands before the scan of its bucket can
 finish: a scan polls its late lane once more, to its end, after ``bucket + 1 min + SETTLE`` before it
-is done, so a write that has returned by then is seen. ``placed_in_time`` tells a writer whether both
-held; when they did not (a slow or retried write), the writer places the row again from the new
-``now`` and writes it again: the same execution, so at worst a second copy with the same
-``execution_id``, never a loss. Placement is always computed at the moment of each write attempt,
-never once for all attempts.
+is done, so a write that has returned by then is seen. A PLANNED row is read once, as the scan streams
+its lane from the start, and a scan may start ``SCAN_OPENS`` before its bucket (the tick running
+during the minute before dispatches it): its write must return before then (by the writer's clock,
+``CLOCK_SKEW`` earlier still). ``placed_in_time`` tells a writer whether these held; when they did not (a
+slow or retried write), the writer places the row again from the new ``now`` and writes it again: the
+same execution, so at worst a second copy with the same ``execution_id``, never a loss. Placement is
+always computed at the moment of each write attempt, never once for all attempts.
 
 A PLANNED row is not deleted once its execution is done (a delete per execution would be a second write,
 and a tombstone for the next read to skip); every row expires ``KEEP_ROWS`` after its scan may close
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job
 
 OPEN_AHEAD = timedelta(seconds=90)
+#: How long before its bucket a scan may start reading its PLANNED lane (the tick of the minute before).
+SCAN_OPENS = timedelta(seconds=60)
 SETTLE = timedelta(seconds=5)
 #: How far past its poll a scan's read of its late lane reaches (the rows due up to then).
 LATE_REACH = timedelta(seconds=1)
@@ -88,12 +92,14 @@ def scan_closes_at(bucket: datetime) -> datetime:
 
 def placed_in_time(rows: Iterable[ScheduledExecution], placed_at: datetime, returned_at: datetime) -> bool:
     """True when a write of ``rows``, placed at ``placed_at``, that returned at ``returned_at`` is sure to be
-    seen by their scans: before each scan may close, and for a LATE row within ``LATE_WRITE_WITHIN``."""
+    seen by their scans: a LATE row within ``LATE_WRITE_WITHIN`` and before its scan may close; a PLANNED row
+    before its scan may have started to read its lane (``SCAN_OPENS``, less ``CLOCK_SKEW``)."""
     returned_at = utc(returned_at)
-    closing = returned_at - (MINUTE + SETTLE)  # compared to the bucket: its close may lie past year 9999
+    # compared to the bucket, not the bucket to instants: a bucket's close may lie past year 9999
+    closing, opening = returned_at - (MINUTE + SETTLE), returned_at + SCAN_OPENS + CLOCK_SKEW
     return all(
-        closing <= row.bucket
-        and (row.lane is Lane.PLANNED or returned_at <= utc(placed_at) + LATE_WRITE_WITHIN)
+        opening <= row.bucket if row.lane is Lane.PLANNED
+        else closing <= row.bucket and returned_at <= utc(placed_at) + LATE_WRITE_WITHIN
         for row in rows
     )
 

@@ -31,6 +31,7 @@ from jobrunner.domain.jobs import (
     RetryPolicy,
     ScheduledExecution,
     Trigger,
+    execution_id_for,
     with_runs,
 )
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
@@ -39,7 +40,7 @@ from jobrunner.domain.placement import placed_in_time, plan_execution
 from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
 from jobrunner.domain.tags import JobFilter, parse_tags
-from jobrunner.domain.time import rfc3339
+from jobrunner.domain.time import rfc3339, to_epoch_ms
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, JobChange
 from jobrunner.services.calendars import check_calendar
@@ -123,6 +124,16 @@ class NewJob:
         if not self.catch_up.replays_all:
             body["catch_up"] = self.catch_up.to_dict()
         return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill request found and did."""
+
+    #: The fires the job's schedule had in the range.
+    fires: list[datetime]
+    #: Those this request queued (none for a dry run; a fire already backfilled is not queued again).
+    queued: list[datetime]
 
 
 @dataclass
@@ -269,8 +280,10 @@ class JobService:
                 if winner.fingerprint != fingerprint:
                     raise Conflict("idempotency_key was already used for a different request")
                 existing = self._store.get_job(user_id, winner.job_id)
-                if existing is not None:
-                    return self._with_runs([existing])[0], False
+                if existing is not None:  # a repeat: its first run re-asserted (the first answer may have been a 503)
+                    job = self._with_runs([existing])[0]
+                    self._reassert(job)
+                    return job, False
                 # The first request died before its job was written: finish it, as of its own instant.
                 job_id, now = winner.job_id, winner.claimed_at
         job = self._build(user_id, job_id, new, topic, now)
@@ -282,7 +295,8 @@ class JobService:
             self._store.create_job(job, row)
             return [row]
 
-        self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write))
+        self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write),
+                      landed=lambda: self._store.get_job(user_id, job.job_id) is not None)
         self._log(job, "submit", actor, {"schedule": job.schedule.to_dict()})
         return job, True
 
@@ -573,11 +587,12 @@ class JobService:
     def backfill(
         self, user_id: str, job_id: str, start: datetime, end: datetime, dry_run: bool = False, *,
         actor: str | None = None,
-    ) -> list[datetime]:
+    ) -> Backfill:
         """The fires the job's schedule had in [``start``, ``end``] (a past range), each run now as its own
-        execution (trigger BACKFILL, its id a function of the job and the fire, so asking again for a fire
-        already run runs it no second time); with ``dry_run``, only listed. At most ``MAX_BACKFILL`` fires
-        a request. Allowed on a paused job, as a run now is."""
+        execution (trigger BACKFILL, its id a function of the job and the fire); with ``dry_run``, only listed. A
+        fire already backfilled (its execution has a record: published, or ended) is not queued again, so asking
+        again for a range runs nothing new (one read of the records per request). At most ``MAX_BACKFILL``
+        fires a request. Allowed on a paused job, as a run now is."""
         job = self.get(user_id, job_id)
         self._check_not_cancelled(job)
         now = self._clock.now()
@@ -593,15 +608,20 @@ class JobService:
             fires.append(instant)
             instant = job.schedule.next_fire_after(instant)
         if dry_run or not fires:
-            return fires
+            return Backfill(fires, [])
+        keys = [(job_id, fire, 1, execution_id_for(job_id, fire, 1, Trigger.BACKFILL)) for fire in fires]
+        run = self._store.get_records(keys)
+        queued = [fire for fire, key in zip(fires, keys, strict=True) if key not in run]
+        if not queued:
+            return Backfill(fires, [])
 
         def write(at: datetime) -> list[ScheduledExecution]:
             return self._schedule([plan_execution(job, at, at, self._rules.segment_count, trigger=Trigger.BACKFILL,
-                                                  scheduled_at=fire) for fire in fires])
+                                                  scheduled_at=fire) for fire in queued])
 
-        self._counted(user_id, self._rules.limits.run_now(now, len(fires)), lambda: self._write_in_time(write))
-        self._log(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(fires)})
-        return fires
+        self._counted(user_id, self._rules.limits.run_now(now, len(queued)), lambda: self._write_in_time(write))
+        self._log(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(queued)})
+        return Backfill(fires, queued)
 
     def change(self, user_id: str, job_id: str, changes: JobChanges, *, actor: str | None = None) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
@@ -669,7 +689,9 @@ class JobService:
             job = self.get(user_id, job_id)
             now = self._clock.now()
             changes = decide(job, now)
-            if changes is None:
+            if changes is None:  # nothing to change; a resume of an active job re-asserts its next run's row
+                if action == "resume":
+                    self._reassert(job)
                 return job
             version = job.version + 1
             replans = "schedule" in changes or "state" in changes
@@ -687,20 +709,45 @@ class JobService:
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")
 
     def _write_update(self, updated: Job, expected_version: int) -> bool:
-        """Compare-and-set ``updated`` with its next run's row placed as of the moment of writing; a row
-        that landed too late for its scan is placed and written again under the same version. A change that
-        keeps the schedule writes no row."""
+        """Compare-and-set ``updated`` with its next run's row placed as of the moment of writing; a row that
+        landed too late for its scan is placed and written again under the same version (and only then is the
+        change answered: verify, then commit). A change that keeps the schedule writes no row."""
         due = updated.next_run_at if updated.state is JobState.ACTIVE else None
-        if due is None or updated.schedule_version != updated.version:
-            return self._store.update_job(updated, [], expected_version)
         now = self._clock.now()
-        row = self._plan(updated, due, now, Trigger.SCHEDULE)
-        if not self._store.update_job(updated, [row], expected_version):
+        rows = [] if due is None or updated.schedule_version != updated.version else [
+            self._plan(updated, due, now, Trigger.SCHEDULE)]
+        if not self._compare_and_set(updated, rows, expected_version):
             return False
-        wake(self._waker, [row])
-        if not placed_in_time([row], now, self._clock.now()):
-            self._write_in_time(lambda at: self._schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
+        if due is not None and rows:
+            wake(self._waker, rows)
+            if not placed_in_time(rows, now, self._clock.now()):
+                self._write_in_time(lambda at: self._schedule([self._plan(updated, due, at, Trigger.SCHEDULE)]))
         return True
+
+    def _compare_and_set(self, updated: Job, rows: list[ScheduledExecution], expected_version: int) -> bool:
+        """``JobStore.update_job``; an outcome it could not learn (it raised: a timed-out compare-and-set may
+        still land) is settled by reading (``JobStore.get_job_settled``), never by waiting: True when this very
+        change is the job now (its version and instant), False when it did not land and never will. If even
+        that read fails, ``Unavailable`` (503): the caller may send the request again."""
+        try:
+            return self._store.update_job(updated, rows, expected_version)
+        except Unavailable as exc:
+            log.warning("job %s: the outcome of a change is unknown (%s); settling it by reading", updated.job_id, exc)
+            settled = self._store.get_job_settled(updated.user_id, updated.job_id)
+            return settled is not None and settled.version == updated.version and (
+                to_epoch_ms(settled.updated_at) == to_epoch_ms(updated.updated_at))
+
+    def _reassert(self, job: Job) -> None:
+        """Every idempotent path re-asserts its row (a repeated submit, a resume of an active job): the next run
+        of an active job whose fire has no record yet (not published, skipped or held) is written again where its
+        scan will read it, under the same execution_id: harmless where the row exists (the same row, or a copy
+        with the same id), a repair where it does not (an earlier answer that was an error, a row lost)."""
+        due = job.next_run_at
+        if job.state is not JobState.ACTIVE or due is None:
+            return
+        if self._store.get_record(job.job_id, due, 1, execution_id_for(job.job_id, due, 1, Trigger.SCHEDULE)):
+            return
+        self._write_in_time(lambda at: self._schedule([self._plan(job, due, at, Trigger.SCHEDULE)]))
 
     def _schedule(self, rows: list[ScheduledExecution]) -> list[ScheduledExecution]:
         self._store.write_scheduled(rows)
@@ -747,11 +794,14 @@ class JobService:
         if refusal is not None:
             raise InvalidField("payload", refusal)
 
-    def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool]) -> bool:
+    def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool],
+                 landed: Callable[[], bool] | None = None) -> bool:
         """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:
         what grows is taken before the write (a refusal writes nothing: 429) and given back if the write
-        does not land; what only gives back is given back once the write has landed. If the counter cannot
-        be reached, the write goes ahead uncounted and is logged, as for the rate."""
+        does not land; what only gives back is given back once the write has landed. A write that raised may
+        have landed all the same: ``landed`` settles that by reading (a repeat of the request finds it done, so
+        its count must stand); without it, or if that read fails too, it counts as not landed. If the counter
+        cannot be reached, the write goes ahead uncounted and is logged, as for the rate."""
         if self._quotas is None or change.empty:
             return write()
         grows = change.grows
@@ -760,7 +810,7 @@ class JobService:
         try:
             written = write()
         except BaseException:
-            if grows:
+            if grows and not self._landed_anyway(landed):
                 self._give_back(user_id, change)
             raise
         if grows and not written:
@@ -768,6 +818,17 @@ class JobService:
         elif written and not grows:
             self._take(user_id, change)
         return written
+
+    @staticmethod
+    def _landed_anyway(landed: Callable[[], bool] | None) -> bool:
+        """Whether a write that raised landed after all, as ``landed`` reads it (False when unknown)."""
+        if landed is None:
+            return False
+        try:
+            return landed()
+        except Unavailable as exc:
+            log.warning("could not tell whether a failed write landed; its count is given back: %s", exc)
+            return False
 
     def _take(self, user_id: str, change: QuotaChange) -> None:
         assert self._quotas is not None

@@ -105,19 +105,26 @@ class Outcomes:
 
     def conclude(self, results: Sequence[Ending]) -> list[str]:
         """End each (record, success, error, cancelled): the jobs of those still running read together, then
-        dead letters sent, then every outcome written (retries first), then the retries kept in time. A
-        cancelled execution (replaced by a newer fire, ``Overlap.CANCEL_OTHER``) ends FAILED with no retry and
-        no dead letter. Returns what happened to each, in order (not counted: the caller names it)."""
+        dead letters sent, then the retries' rows written where their scans will read them, and only then every
+        record (verify, then commit: a record that says FAILED is final, so its retry must be in place first).
+        A cancelled execution (replaced by a newer fire, ``Overlap.CANCEL_OTHER``) ends FAILED with no retry and
+        no dead letter. A result for an execution that already failed with a retry planned re-asserts that
+        retry's row if the retry has not started (a redelivery after a write that failed half-way). Returns what
+        happened to each, in order (not counted: the caller names it)."""
         outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, *_ in results]
+        ended_before = [record for record, *_ in results if record is not None and record.retry_at is not None
+                        and record.status is ExecutionStatus.FAILED]
         running = [n for n, (record, *_) in enumerate(results)
                    if record is not None and record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
-        if not running:
+        keys = {(r.user_id, r.job_id) for r in ended_before} | {
+            (r.user_id, r.job_id) for n in running if (r := results[n][0]) is not None}
+        if not keys:
             return outcomes
-        jobs = self._store.get_jobs(sorted({(r.user_id, r.job_id) for n in running if (r := results[n][0])}))
+        jobs = self._store.get_jobs(sorted(keys))
         now = self._clock.now()
-        written: list[Outcome] = []
+        self._reassert_retries(ended_before, jobs, now)
+        ending: list[tuple[ExecutionRecord, ScheduledExecution | None]] = []
         dead: list[OutboundMessage] = []
-        retries: list[ScheduledExecution] = []
         ended: list[Job] = []
         for n in running:
             record, success, error, cancelled = results[n]
@@ -129,48 +136,71 @@ class Outcomes:
             status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
             finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
             if success or cancelled:
-                written.append(Outcome(finished, None))
+                ending.append((finished, None))
                 ended.append(job)
                 outcomes[n] = "succeeded" if success else "cancelled"
             elif should_retry(job.retry, record.attempt):
-                due = now + retry_delay(job.retry, record.attempt, self._jitter())
-                retry = plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
-                                       attempt=record.attempt + 1, scheduled_at=record.scheduled_at,
-                                       origin=origin_of(record))
-                written.append(Outcome(replace(finished, retry_at=retry.due_at), retry))
-                retries.append(retry)
+                ending.append((finished, self._retry_of(job, record, now + retry_delay(job.retry, record.attempt,
+                                                                                       self._jitter()), now)))
                 outcomes[n] = "retrying"
             else:
                 dead.append(dead_letter(job, finished, self._rules.dead_letter_topic))
-                written.append(Outcome(finished, None))
+                ending.append((finished, None))
                 ended.append(job)
                 outcomes[n] = "dead_lettered"
         # Dead letters first: if the writes after them fail, the results are retried and a dead letter may be
         # sent twice (same execution_id), but never lost.
         if dead:
             self._publisher.publish(dead)
+        placed = self._write_in_time([row for _, row in ending if row is not None], now)
+        written = [Outcome(record if row is None else replace(record, retry_at=placed[row.execution_id].due_at), None)
+                   for record, row in ending]
         if written:
             self._store.write_outcomes(written)
-        for retry in retries:
-            self._keep_in_time(retry, now)
         for job in ended:
             self._ended(job)
         return outcomes
+
+    def _retry_of(self, job: Job, record: ExecutionRecord, due: datetime, now: datetime) -> ScheduledExecution:
+        """The row of the retry of the execution ``record`` names, due at ``due``, placed as seen at ``now``."""
+        return plan_execution(job, due, now, self._rules.segment_count, trigger=Trigger.RETRY,
+                              attempt=record.attempt + 1, scheduled_at=record.scheduled_at, origin=origin_of(record))
+
+    def _reassert_retries(self, failed: Sequence[ExecutionRecord], jobs: dict[tuple[str, str], Job],
+                          now: datetime) -> None:
+        """Every idempotent path re-asserts its row: a result delivered again for an execution that failed with a
+        retry planned writes that retry's row again, placed as of now, unless the retry has started (its record
+        exists) or its job is cancelled. A repair where the first delivery's row never landed in time."""
+        rows = []
+        for record in failed:
+            job = jobs.get((record.user_id, record.job_id))
+            if job is None or job.state is JobState.CANCELLED or record.retry_at is None:
+                continue
+            retry = self._retry_of(job, record, max(record.retry_at, now), now)
+            if self._store.get_record(retry.job_id, retry.scheduled_at, retry.attempt, retry.execution_id) is None:
+                log.info("retry re-asserted", extra={"job_id": job.job_id, "execution_id": retry.execution_id})
+                rows.append(retry)
+        self._write_in_time(rows, now)
+
+    def _write_in_time(self, rows: list[ScheduledExecution], placed_at: datetime) -> dict[str, ScheduledExecution]:
+        """Write ``rows`` (placed at ``placed_at``); those whose write returned too late for their scans to be sure
+        to see them (``domain.placement``) are placed and written again from now, until every one is in time. The
+        rows as finally placed, by execution id (a copy left behind is never read, or is a same-id duplicate)."""
+        final = {row.execution_id: row for row in rows}
+        while rows:
+            self._store.write_scheduled(rows)
+            wake(self._waker, rows)
+            returned_at = self._clock.now()
+            late = [row for row in rows if not placed_in_time([row], placed_at, returned_at)]
+            placed_at = self._clock.now()
+            rows = [placed_anew(row, placed_at) for row in late]
+            final.update((row.execution_id, row) for row in rows)
+        return final
 
     def _ended(self, job: Job) -> None:
         """An execution of ``job`` ended for good: a job that asked to be deleted after its last fire may be done."""
         if self._retirer is not None:
             self._retirer.consider(job)
-
-    def _keep_in_time(self, row: ScheduledExecution, placed_at: datetime) -> None:
-        """A retry row whose write returned too late for its scan to be sure to see it (``domain.placement``)
-        is placed and written again from now; the copy left behind is never read, or is a same-id duplicate."""
-        wake(self._waker, [row])
-        while not placed_in_time([row], placed_at, self._clock.now()):
-            placed_at = self._clock.now()
-            row = placed_anew(row, placed_at)
-            self._store.write_scheduled([row])
-            wake(self._waker, [row])
 
 
 def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:

@@ -51,7 +51,7 @@ import uuid
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
@@ -182,6 +182,10 @@ class ScanReport:
     held: int = 0  # fires an overlap policy held (written again for later)
     cancels: int = 0  # cancel messages sent for a previous execution (overlap policy cancel_other)
     idle: bool = False  # ended early with nothing to do, the lease given up (``ScanRules.idle_end``)
+    #: Late rows that landed behind a window of the late lane already read (a writer's clock more than
+    #: ``domain.placement.CLOCK_SKEW`` off, or a write slower than it said): published late by the last look at
+    #: the whole lane. 0 in a healthy system (the ``LateRowsBehindWindow`` alarm).
+    behind_window: int = 0
     reported: int = 0  # published executions already added to the segment's heartbeat counters
     lateness_ms: list[float] = field(default_factory=list)
 
@@ -396,6 +400,9 @@ class _Partition:
     late_from: datetime | None = None
     #: How many rows the next group may take (``ScanRules.first_group``, doubling up to ``group_size``).
     group_limit: int = 0
+    #: The executions this scan has published: a second row of one of them (a copy re-asserted by a writer
+    #: under the same execution_id, keyed elsewhere in the partition) is dropped, not published again.
+    published_ids: set[str] = field(default_factory=set)
 
 
 class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
@@ -647,21 +654,35 @@ class ScanService:
 
     def _poll_late(self, part: _Partition, now: datetime, to_end: bool) -> bool:
         """Read the late lane's next window: the rows due from where the last poll stopped (the whole lane's
-        start for the first) up to ``LATE_REACH`` after ``now``, or to its end. No row lands behind a window
-        once read (``domain.placement``), so each row is read once, and no poll reads again the rows (and
-        the tombstones of the done rows) of the windows before it."""
+        start for the first) up to ``LATE_REACH`` after ``now``, or, once the minute has ended (``to_end``), the
+        whole lane to its end. No row lands behind a window once read (``domain.placement``), so each row is read
+        once, and no poll but the last reads again the rows (and the tombstones of the done rows) of the windows
+        before it. The last one does, to find a row that landed behind them all the same (a writer's clock off by
+        more than the bound): it is published late, counted (``ScanReport.behind_window``) and logged, not lost."""
         reach = now + LATE_REACH
+        since = None if to_end else part.late_from
         try:
-            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=part.late_from,
+            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=since,
                                              until=None if to_end else reach):
                 if _identity(row) not in part.due.seen:
                     part.due.seen.add(_identity(row))
                     part.due.add(row)
+                    self._behind(part, row)
         except Unavailable as exc:
             log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
             return False
         part.late_from = reach if part.late_from is None else max(part.late_from, reach)
         return True
+
+    @staticmethod
+    def _behind(part: _Partition, row: ScheduledExecution) -> None:
+        """Count and log a late row found behind the windows already read (see ``_poll_late``)."""
+        if part.late_from is not None and row.due_at < part.late_from:
+            part.report.behind_window += 1
+            log.error("a late row landed behind the late lane's windows already read (clock skew between its "
+                      "writer and this scan beyond the bound?): published late", extra={
+                          "job_id": row.job_id, "execution_id": row.execution_id, "due_at": row.due_at.isoformat(),
+                          "read_up_to": part.late_from.isoformat()})
 
     def _publish(self, part: _Partition, rows: list[ScheduledExecution], now: datetime) -> None:
         """Publish due rows; their completions are written, or left pending for the next attempt."""
@@ -695,27 +716,24 @@ class ScanService:
         retry_at: datetime,
     ) -> tuple[list[tuple[ScheduledExecution, Job]], list[ScheduledExecution]]:
         """Sort due rows (their jobs read) into those to publish, with their jobs, and the stale ones; a row
-        whose job or version has not landed yet waits, a replay whose result is in is only completed, and a
-        row whose topic is no longer allowed is dead-lettered."""
-        report, due = part.report, part.due
+        whose job or version has not landed yet waits (then is settled by reading), a replay whose result is in
+        is only completed, and a row whose topic is no longer allowed is dead-lettered."""
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
             if job is None or _ahead(row, job):
-                # Planned by a change whose compare-and-set on the job has not landed yet (a change writes its
-                # rows first), or the first run of a job whose own write has not landed yet (a create writes
-                # the first run first: ``JobStore.create_job``): wait for it, unless it is clearly never going to.
-                first_seen = part.ahead.setdefault(_identity(row), now)
-                if now - first_seen < self._rules.change_grace:
-                    due.add(row, not_before=retry_at)
+                landed = self._landed_by_now(part, row, now, retry_at)
+                if landed is None:
+                    continue  # it waits (or waits for the store again)
+                if landed is False:
+                    stale.append(row)
                     continue
-                part.ahead.pop(_identity(row), None)
-                stale.append(row)
-            elif not _publishable(row, job):
+                job = landed
+            if not _publishable(row, job) or row.execution_id in part.published_ids:
                 stale.append(row)
             elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
-                report.replays_skipped += 1
+                part.report.replays_skipped += 1
                 part.ended.add(_identity(row))
                 part.pending.append((row, job))
             elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.topic):
@@ -723,6 +741,30 @@ class ScanService:
             else:
                 live.append((row, job))
         return live, stale
+
+    def _landed_by_now(
+        self, part: _Partition, row: ScheduledExecution, now: datetime, retry_at: datetime,
+    ) -> Job | Literal[False] | None:
+        """A row planned by a change whose compare-and-set on the job has not shown yet (a change writes its rows
+        first), or the first run of a job whose own write has not shown yet (a create writes the first run
+        first: ``JobStore.create_job``). It waits ``change_grace`` for them (None: it waits); then the doubt is
+        settled by reading (``JobStore.get_job_settled``: a compare-and-set that timed out has landed by then, or
+        never will): the job as it now stands if the row's version has landed, False if it never will (the
+        row is stale), None while it waits, and if the read failed (it waits for the store, as any row does)."""
+        identity = _identity(row)
+        first_seen = part.ahead.setdefault(identity, now)
+        if now - first_seen < self._rules.change_grace:
+            part.due.add(row, not_before=retry_at)
+            return None
+        try:
+            settled = self._store.get_job_settled(row.user_id, row.job_id)
+        except Unavailable as exc:
+            log.warning("settling read failed, retrying: %s", exc, extra={"job_id": row.job_id})
+            part.report.errors += 1
+            part.due.add(row, not_before=retry_at)
+            return None
+        part.ahead.pop(identity, None)
+        return False if settled is None or _ahead(row, settled) else settled
 
     def _drop_stale(self, part: _Partition, stale: list[ScheduledExecution]) -> None:
         """Drop rows no job wants any more. A stale PLANNED row is left to expire with the rest of its lane; a
@@ -743,8 +785,8 @@ class ScanService:
         policy holds is written again for later (``_hold``). A job with none of these costs nothing more; a
         calendar costs a read of it per scan (again after ``ScanRules.calendar_refresh``), an overlap policy
         a read of the job's records before the fire (``_previous``)."""
-        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all
-               for _, job in live):
+        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all and not row.held
+               for row, job in live):
             return live
         run: list[tuple[ScheduledExecution, Job]] = []
         for row, job in live:
@@ -780,8 +822,10 @@ class ScanService:
             part.ended.add(_identity(row))
             part.pending.append((row, job))
             return False
-        held = own is not None and own.status is ExecutionStatus.SCHEDULED
-        if held:  # held before: its next fire was planned then, never again (released, skipped or held)
+        # Held before (the row says so; older held rows only by their record): its next fire was planned then,
+        # never again, whatever releases it (its policy, or a change to allow_all), skips it or holds it again.
+        held = row.held or (own is not None and own.status is ExecutionStatus.SCHEDULED)
+        if held:
             part.next_fires[_identity(row)] = None
         if self._excluded_by_calendar(part, row, job, retry_at):
             return False
@@ -812,8 +856,11 @@ class ScanService:
         recorded as one SKIPPED record, ``_skip``)."""
         if job.catch_up.replays_all:
             return False
-        # (missed from the fire's own due instant: a row written late, e.g. by a resume, is keyed later)
-        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, due_of(job, row.scheduled_at), now)
+        # Missed from the latest instant its jitter window may put it at (a row written late, e.g. by a resume, is
+        # keyed later): a fire's row is planned when the fire before it goes out, which that fire's own offset in
+        # its window may put after this one's due instant (a window wider than the period), with no outage at all.
+        latest = row.scheduled_at + timedelta(seconds=job.jitter_s or 0)
+        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, latest, now)
         if dropped is None:
             return False
         part.next_fires[_identity(row)] = dropped.resume
@@ -875,7 +922,7 @@ class ScanService:
         now = self._clock.now()
         again_at = utc(now + recheck_after(row.scheduled_at, now))
         again = replace(plan_execution(job, again_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE,
-                                       scheduled_at=row.scheduled_at), job_version=row.job_version)
+                                       scheduled_at=row.scheduled_at), job_version=row.job_version, held=True)
         again = _own(part, again, again_at, now)
         record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
         try:
@@ -1019,6 +1066,7 @@ class ScanService:
             log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
                                            "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
+            part.published_ids.add(row.execution_id)
             report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
             part.pending.append((row, job))
 
@@ -1090,7 +1138,10 @@ class ScanService:
         return Completion(done=row, following=following, watchdog=watchdog)
 
     def _complete(self, part: _Partition) -> None:
-        """Write the pending completions, placed as of this attempt; on failure they stay pending."""
+        """Write the pending completions, placed as of this attempt; on failure they stay pending. Verify, then
+        commit: a done LATE row is removed only once the rows that follow it are known to be where their scans
+        will read them (written again, placed anew, when their write returned too late), since it is what a scan
+        taking the partition over would replay them from."""
         if not part.pending:
             return
         now = self._clock.now()
@@ -1105,7 +1156,6 @@ class ScanService:
         part.ended.clear()
         for done in completions:
             part.next_fires.pop(_identity(done.done), None)
-        part.due.settle(c.done for c in completions)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         # Rows of our own partition are published from memory, as long as the lease held while they were
         # written: a scan that may have lost it writes them again where the partition's owner polls.
@@ -1124,6 +1174,18 @@ class ScanService:
                     late.append(row)
         if late:
             self._replace_late(part, late)
+        self._remove_done(part, [c.done for c in completions])
+
+    def _remove_done(self, part: _Partition, done: list[ScheduledExecution]) -> None:
+        """Settle completed rows: a LATE one is removed (a scan taking the partition over reads that lane from its
+        start); a PLANNED one stays (it expires) and the progress moves past it. A removal that fails is
+        harmless: a scan taking over publishes the row again under its execution_id."""
+        try:
+            self._store.delete_scheduled([row for row in done if row.lane is Lane.LATE])
+        except Unavailable as exc:
+            log.warning("removing done late rows failed: %s", exc)
+            part.report.errors += 1
+        part.due.settle(done)
 
     def _replace_late(self, part: _Partition, late: list[ScheduledExecution]) -> None:
         """Rows whose write returned after their bucket's scan may have finished: place and write them

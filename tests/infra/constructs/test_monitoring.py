@@ -67,6 +67,7 @@ def test_every_failure_path_has_an_alarm_that_notifies(template: Template) -> No
     metrics = sorted(a.get("MetricName", "") for a in alarms)
     assert metrics == sorted(["WatermarkLagSeconds", "ParkedPartitions", "Invocations", "Errors",
                               "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesVisible", "DeadLetters",
+                              "LateRowsBehindWindow",
                               "5XXError", "Errors", "OffsetLag", "Results_refused_token",
                               # scan throttles, event age, dropped events; API p99, 5xx and 4xx rates (math: "")
                               "Throttles", "AsyncEventAge", "AsyncEventsDropped", "Latency", "", ""])
@@ -136,6 +137,7 @@ def full(stack: cdk.Stack) -> Template:
         name="segment", type=dynamodb.AttributeType.NUMBER))
     Monitoring(stack, "Mon", dashboard_name="d", tick=functions["tick"], scan=functions["scan"], functions=functions,
                failure_queues={"ScanFailedInvocations": sqs.Queue(stack, "Q")}, rest_api=api,
+               reconciler=_function(stack, "reconcile"),
                heartbeat_table=table, keyspace="jobrunner_prod", scan_reserved_concurrency=36,
                monthly_budget_usd=1500, budget_name="jobrunner-prod",
                runbooks="https://example.com/jobrunner/docs/runbooks.md")
@@ -213,3 +215,16 @@ def test_a_monthly_budget_notifies_the_alarm_topic_which_lets_budgets_publish(fu
         Match.object_like({"Sid": "BudgetsPublish", "Principal": {"Service": "budgets.amazonaws.com"}})])}})
     full.has_resource_properties("AWS::KMS::Key", {"KeyPolicy": {"Statement": Match.array_with([
         Match.object_like({"Principal": {"Service": "budgets.amazonaws.com"}})])}})
+
+
+def test_any_repair_by_the_reconciler_raises_an_alarm_linked_to_its_runbook(full: Template) -> None:
+    # In a healthy system the reconciler repairs nothing: one repair is a bug report
+    reconciled = _by_runbook(full)["reconciled"]
+
+    assert (reconciled["MetricName"], reconciled["Namespace"]) == ("Reconciled", "JobRunner")
+    assert reconciled["Dimensions"] == [{"Name": "service", "Value": "jobrunner"}]
+    assert (reconciled["Statistic"], reconciled["Period"], reconciled["EvaluationPeriods"]) == ("Sum", 300, 1)
+    assert (reconciled["Threshold"], reconciled["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert reconciled["TreatMissingData"] == "notBreaching"
+    body = json.dumps(full.find_resources("AWS::CloudWatch::Dashboard"))
+    assert "Reconciled" in body and "reason" in body

@@ -104,7 +104,8 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         replication_factor=3, speculative_delay_ms=250, cassandra_secret_arn="arn:secret", cassandra_tls=True,
         kafka_bootstrap="b-1:9098,b-2:9098", kafka_security="msk-iam", topic_replication=3, heartbeat_table="hb",
         quota_table="quotas", dynamodb_endpoint="http://127.0.0.1:5000", scan_function="scan", wake_scans=True,
-        change_log=False, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
+        change_log=False, reconcile_interval_s=300, reconcile_grace_s=60, reconcile_page_size=100,
+        reconcile_rate=500, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
         accept_unsigned_results=True, otel_exporter="file", otel_file="/tmp/traces.jsonl",
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]

@@ -315,3 +315,54 @@ def test_run_results_refuses_and_counts_a_result_without_its_token(container: Co
     assert isinstance(store, MemoryJobStore)
     [record] = [r for r in store.records.values() if r.execution_id == message["execution_id"]]
     assert record.status is ExecutionStatus.RUNNING
+
+
+# -- run_reconcile -----------------------------------------------------------------------------------------------
+
+
+def _reconcile_handler() -> Any:
+    """functions/reconcile/handler.py's ``handler``, as Lambda imports it."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "functions" / "reconcile" / "handler.py"
+    spec = importlib.util.spec_from_file_location("reconcile_handler", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def test_the_reconcile_function_counts_repairs_in_total_and_by_reason(
+    container: Container, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from collections import Counter
+
+    from devstack.lambda_context import LocalContext
+    from jobrunner.services.reconcile import ReconcileReport
+
+    # Given a run that repaired two lost fires and a lost retry, with 40 s left in the invocation
+    deadlines: list[datetime | None] = []
+
+    def run(deadline: datetime | None = None) -> ReconcileReport:
+        deadlines.append(deadline)
+        return ReconcileReport(started_at=NOW, jobs_walked=7, history_reads=2,
+                               repaired=Counter({"missed_fire": 2, "missed_retry": 1}))
+
+    monkeypatch.setattr(container.reconciler, "run", run)
+    # When the function runs
+    result = _reconcile_handler()({"time": "2026-11-22T10:00:00Z"}, LocalContext("jobrunner-reconcile", timeout_s=40))
+    # Then it walked until 10 s before its end, and its metrics say 3 repairs, and how many of each reason
+    assert result["repaired"] == {"missed_fire": 2, "missed_retry": 1}
+    assert deadlines[0] is not None and NOW + timedelta(seconds=29) <= deadlines[0] <= NOW + timedelta(seconds=30)
+    blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+
+    def value(blob: dict[str, Any], name: str) -> float:
+        raw = blob[name]
+        return float(raw[0] if isinstance(raw, list) else raw)
+
+    total = [b for b in blobs if "Reconciled" in b and "reason" not in b]
+    assert [value(b, "Reconciled") for b in total] == [3.0]
+    assert value(total[0], "ReconcileJobsWalked") == 7.0
+    by_reason = {b["reason"]: value(b, "Reconciled") for b in blobs if "reason" in b}
+    assert by_reason == {"missed_fire": 2.0, "missed_retry": 1.0, "stuck_hold": 0.0}

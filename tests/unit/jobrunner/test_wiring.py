@@ -106,7 +106,7 @@ def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:
 
 @pytest.mark.parametrize(("function", "drivers"), [
     ("api", {"cassandra.cluster"}), ("scan", {"cassandra.cluster", "kafka"}),
-    ("results", {"cassandra.cluster", "kafka"}), ("tick", set()),
+    ("results", {"cassandra.cluster", "kafka"}), ("tick", set()), ("reconcile", {"cassandra.cluster"}),
 ])
 def test_a_function_loads_the_drivers_it_uses_at_init_and_no_other(function: str, drivers: set[str]) -> None:
     import os

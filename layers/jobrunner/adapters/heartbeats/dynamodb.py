@@ -10,6 +10,8 @@ Table layout (key: ``segment`` N, ``minute`` N):
   table's TTL attribute) for clean-up. A parked partition is leased again at least every backoff cap
   (far less than the 3 days it is kept), so its item does not expire while it is parked.
 - ``segment = -1, minute = 0``: the table's own item: ``highest_segment_count``, only ever raised.
+- ``segment = -2, minute = 0``: the reconciler's item: ``reconciler_state`` (its progress, opaque text;
+  ``ports.ReconcilerStateStore``); ``segment = -2, minute = 60000``: its lease, a partition item as above.
 All lease changes are conditional writes, so two scans can never both hold one partition. Every
 botocore error (other than a refused condition, which is an answer) becomes ``Unavailable``.
 """
@@ -24,7 +26,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from jobrunner.adapters.dynamodb_tables import create_if_missing
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
-from jobrunner.ports import RELEASED, HeartbeatStore, PartitionState, SegmentState
+from jobrunner.ports import (
+    MAX_RECONCILER_STATE,
+    RECONCILER_SEGMENT,
+    RELEASED,
+    HeartbeatStore,
+    PartitionState,
+    ReconcilerStateStore,
+    SegmentState,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -33,6 +43,9 @@ if TYPE_CHECKING:
 SUMMARY = 0
 #: The key (``segment``) of the table's own item, which no segment can have.
 TABLE_ITEM = -1
+#: The key (``segment``) of the reconciler's items (its state, ``ReconcilerStateStore``; its lease), which no segment
+#: can have either.
+RECONCILER_ITEM = RECONCILER_SEGMENT
 KEEP_PARTITION_ITEMS_S = 3 * 24 * 3600
 #: BatchGetItem calls that may leave keys unprocessed (throttling) before the read gives up.
 BATCH_GET_ATTEMPTS = 8
@@ -49,7 +62,7 @@ def _conditional_failed(exc: ClientError) -> bool:
     return code == "ConditionalCheckFailedException"
 
 
-class DynamoDBHeartbeatStore(HeartbeatStore):
+class DynamoDBHeartbeatStore(HeartbeatStore, ReconcilerStateStore):
     def __init__(
         self, table_name: str, dynamodb_client: Any, sleep: Callable[[float], None] = time.sleep
     ) -> None:
@@ -236,6 +249,18 @@ class DynamoDBHeartbeatStore(HeartbeatStore):
             ):
                 return count
         raise Unavailable("heartbeat table: the segment count on record kept changing")
+
+
+    def load_reconciler_state(self) -> str | None:
+        item = self._call("get_item", Key=self._key(RECONCILER_ITEM, SUMMARY), ConsistentRead=True).get("Item") or {}
+        state: str | None = item.get("reconciler_state", {}).get("S")
+        return state
+
+    def save_reconciler_state(self, state: str) -> None:
+        if len(state.encode()) > MAX_RECONCILER_STATE:
+            raise ValueError(f"reconciler state of {len(state.encode())} bytes; at most {MAX_RECONCILER_STATE}")
+        self._call("update_item", Key=self._key(RECONCILER_ITEM, SUMMARY), UpdateExpression="SET reconciler_state = :s",
+                   ExpressionAttributeValues={":s": {"S": state}})
 
 
 def ensure_table(dynamodb_client: Any, table_name: str) -> None:

@@ -7,18 +7,26 @@ import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.ports import RELEASED, HeartbeatStore, PartitionState, SegmentState
+from jobrunner.ports import (
+    MAX_RECONCILER_STATE,
+    RELEASED,
+    HeartbeatStore,
+    PartitionState,
+    ReconcilerStateStore,
+    SegmentState,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-class MemoryHeartbeatStore(HeartbeatStore):
+class MemoryHeartbeatStore(HeartbeatStore, ReconcilerStateStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._segments: dict[int, SegmentState] = {}
         self._partitions: dict[tuple[int, datetime], PartitionState] = {}
         self._highest_segment_count = 0
+        self.reconciler_state: str | None = None
 
     def acquire(self, segment: int, bucket: datetime, owner: str, now: datetime, ttl_s: float) -> bool:
         with self._lock:
@@ -103,3 +111,13 @@ class MemoryHeartbeatStore(HeartbeatStore):
         with self._lock:
             self._highest_segment_count = max(self._highest_segment_count, count)
             return self._highest_segment_count
+
+    def load_reconciler_state(self) -> str | None:
+        with self._lock:
+            return self.reconciler_state
+
+    def save_reconciler_state(self, state: str) -> None:
+        if len(state.encode()) > MAX_RECONCILER_STATE:
+            raise ValueError(f"reconciler state of {len(state.encode())} bytes; at most {MAX_RECONCILER_STATE}")
+        with self._lock:
+            self.reconciler_state = state

@@ -124,11 +124,7 @@ class DynamoDBTenantQuotas(TenantQuotas):
         undo = change.inverse()
         try:
             if undo.jobs or undo.per_minute:
-                self._client.update_item(
-                    TableName=self._table, Key=self._key(tenant, _STANDING),
-                    UpdateExpression="ADD jobs :jobs, per_minute :per_minute, rev :one",
-                    ExpressionAttributeValues={":jobs": _n(undo.jobs), ":per_minute": _n(undo.per_minute),
-                                               ":one": _n(1)})
+                self._give_back_standing(tenant, undo)
             if undo.add_minute is not None:  # the minute a move left: its one fire back
                 self._client.update_item(
                     TableName=self._table, Key=self._key(tenant, -undo.add_minute), UpdateExpression="ADD fires :one",
@@ -136,6 +132,29 @@ class DynamoDBTenantQuotas(TenantQuotas):
             self._drop(tenant, undo.drop_minute, change.fires)
         except (ClientError, BotoCoreError) as exc:
             raise Unavailable(f"quota table: {exc}") from exc
+
+    def _give_back_standing(self, tenant: str, undo: QuotaChange) -> None:
+        """Add ``undo``'s jobs and per-minute fires to the standing counts, never below zero (a change given back
+        twice, by a request and its retry, must not leave room the tenant never had): read, then a conditional
+        write on the revision, as a take does."""
+        for attempt in range(MAX_TAKE_ATTEMPTS):
+            item = self._get(tenant, _STANDING, "jobs, per_minute, rev")
+            jobs, per_minute = (int(item.get(name, {"N": "0"})["N"]) for name in ("jobs", "per_minute"))
+            rev = item.get("rev", {"N": "0"})["N"]
+            try:
+                self._client.update_item(
+                    TableName=self._table, Key=self._key(tenant, _STANDING),
+                    UpdateExpression="SET jobs = :jobs, per_minute = :per_minute, rev = :next",
+                    ConditionExpression="attribute_not_exists(rev) OR rev = :rev",
+                    ExpressionAttributeValues={":jobs": _n(max(0, jobs + undo.jobs)),
+                                               ":per_minute": _n(max(0, per_minute + undo.per_minute)),
+                                               ":rev": {"N": rev}, ":next": _n(int(rev) + 1)})
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # a racing write of this tenant's counts won
+        raise Unavailable(f"quota table: the counts of tenant {tenant!r} kept changing ({MAX_TAKE_ATTEMPTS} tries)")
 
     def _drop_quietly(self, tenant: str, minute: int | None) -> None:
         """Give a minute's fire back, best effort: left counted, the minute can only refuse more."""

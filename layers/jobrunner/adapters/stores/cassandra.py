@@ -14,9 +14,10 @@ write safe to repeat:
 - ``create_job`` writes the job's first run, then the job: a job is never without its first run, and a first
   run whose job write failed has no job, so no scan publishes it (it drops the row as stale); a retried
   create writes both again;
-- ``settle_published`` writes the following rows (next fire, watchdog), then removes the done row if it is a
-  LATE one: a crash in between leaves the done row, whose replay writes them again. A done PLANNED row
-  is not removed at all: it expires (``USING TTL``), and the scan keeps its progress past it;
+- ``settle_published`` writes the following rows (next fire, watchdog); the scan removes the done row, if it
+  is a LATE one, only once those are known to be in time for their scans: a crash in between leaves the done
+  row, whose replay writes them again. A done PLANNED row is not removed at all: it expires (``USING TTL``),
+  and the scan keeps its progress past it;
 - ``write_outcomes`` writes the retry row, then the record that ends the execution: a record that says FAILED
   always has its retry.
 
@@ -39,12 +40,13 @@ and a list reads them all and merges them in job id order (``list_jobs``).
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, BoundStatement, PreparedStatement
 
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
@@ -87,6 +89,11 @@ SELECT_JOBS_BY_ID = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? 
 INSERT_SCHEDULED = (
     "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
     " user_id, scheduled_at, attempt, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
+)
+#: A fire its overlap policy holds (``ScheduledExecution.held``): the one column other rows carry no cell for.
+INSERT_SCHEDULED_HELD = (
+    "INSERT INTO task_schedule_v2 (next_execution_time, segment, lane, due_at, job_id, execution_id, job_version,"
+    " user_id, scheduled_at, attempt, trigger, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, true) USING TTL ?"
 )
 SELECT_SCHEDULED = (
     "SELECT * FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ?"
@@ -147,21 +154,33 @@ INSERT_JOB_EXPIRING = INSERT_JOB + " USING TTL ?"
 #: One shard of a tenant's jobs, in job id order (a list reads every shard and merges them).
 SELECT_JOBS = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? LIMIT ?"
 SELECT_JOBS_AFTER = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id > ? LIMIT ?"
+#: The walk of every tenant's jobs (``JobStore.walk_jobs``), a page at a time, in token order. No token value is
+#: ever written down: the walk goes on from the partition of the last job it returned, by ``token(?, ?)`` of that
+#: partition's key, so it holds under any partitioner (Murmur3, Random, Keyspaces' Default). A partition larger
+#: than a page is finished by clustering key first.
+WALK_JOBS = "SELECT * FROM job_table_v2 LIMIT ?"
+WALK_JOBS_IN_PARTITION = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id > ? LIMIT ?"
+WALK_JOBS_AFTER_PARTITION = "SELECT * FROM job_table_v2 WHERE token(user_id, shard) > token(?, ?) LIMIT ?"
 CLAIM_IDEMPOTENCY_KEY = (
     "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
     " VALUES (?, ?, ?, ?, ?) IF NOT EXISTS"
 )
 
 STATEMENTS = (
-    INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, SELECT_SCHEDULED, SELECT_SCHEDULED_FROM,
-    SELECT_SCHEDULED_UNTIL,
+    INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, INSERT_SCHEDULED_HELD, SELECT_SCHEDULED,
+    SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL,
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING,
+    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
+
+#: The settling read's consistency on Cassandra (``JobStore.get_job_settled``): a Paxos read, which completes or
+#: supersedes a lightweight transaction left in progress. Never on Amazon Keyspaces, which rejects the serial
+#: levels: its store is built with ``serial_reads=False`` and reads at LOCAL_QUORUM.
+SERIAL_READ = ConsistencyLevel.LOCAL_SERIAL
 
 #: Amazon Keyspaces runs at most this many values of an IN (each one a subquery).
 KEYSPACES_MAX_IN = 100
@@ -229,7 +248,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
-                 batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN) -> None:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN,
+                 serial_reads: bool = True) -> None:
         if not 1 <= batch_rows <= KEYSPACES_MAX_BATCH:
             raise ValueError(f"batch_rows must be 1 to {KEYSPACES_MAX_BATCH}")
         if not 1 <= in_keys <= KEYSPACES_MAX_IN:
@@ -241,6 +261,9 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         #: Statements per unlogged batch of the many-row writes.
         self._batch_rows = batch_rows
         self._in_keys = in_keys
+        #: The consistency of ``get_job_settled``: a Paxos read on Cassandra; LOCAL_QUORUM where reads take no serial
+        #: level (Amazon Keyspaces: ``serial_reads=False``).
+        self._settling_read = SERIAL_READ if serial_reads else ConsistencyLevel.LOCAL_QUORUM
         #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
         self._history_ttl_s = history_ttl_s
         self._prepared: dict[str, PreparedStatement] = {}
@@ -255,6 +278,15 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
                 prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
             self._prepared[cql] = prepared
         return prepared
+
+    def _stale(self, cql: str, params: Sequence[Any], fetch_size: int | None = None) -> BoundStatement:
+        """``cql`` bound to ``params`` at LOCAL_ONE: half a LOCAL_QUORUM read's price on Keyspaces, and it may miss
+        a write that returned just before (for the readers that say they can bear that)."""
+        bound = self._stmt(cql).bind(params)
+        bound.consistency_level = ConsistencyLevel.LOCAL_ONE
+        if fetch_size is not None:
+            bound.fetch_size = fetch_size
+        return bound
 
     def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
         if not statements:
@@ -285,6 +317,12 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), codec.job_key(user_id, job_id)).one())
         return codec.job_from_row(row) if row is not None else None
 
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        bound = self._stmt(SELECT_JOB).bind(codec.job_key(user_id, job_id))
+        bound.consistency_level = self._settling_read
+        row = guarded(lambda: self._session.execute(bound).one())
+        return codec.job_from_row(row) if row is not None else None
+
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         by_partition: dict[tuple[str, int], list[str]] = {}
         for user_id, job_id in keys:
@@ -306,7 +344,7 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
 
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]:
         if after is not None and since is not None:
             raise ValueError("give after or since, not both")
@@ -314,15 +352,19 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         lower = after.due_at if after is not None else since
         key: tuple[Any, ...] = (bucket, segment, lane.value)
         if lower is None and until is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED), key
+            cql, params = SELECT_SCHEDULED, key
         elif until is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED_FROM), (*key, lower)
+            cql, params = SELECT_SCHEDULED_FROM, (*key, lower)
         elif lower is None:
-            stmt, params = self._stmt(SELECT_SCHEDULED_UNTIL), (*key, until)
+            cql, params = SELECT_SCHEDULED_UNTIL, (*key, until)
         else:
-            stmt, params = self._stmt(SELECT_SCHEDULED_WINDOW), (*key, lower, until)
+            cql, params = SELECT_SCHEDULED_WINDOW, (*key, lower, until)
+        stmt = self._stmt(cql)
         stmt.fetch_size = self._page_size
-        result = guarded(lambda: self._session.execute(stmt, params))
+        if stale_ok:
+            result = guarded(lambda: self._session.execute(self._stale(cql, params, self._page_size)))
+        else:
+            result = guarded(lambda: self._session.execute(stmt, params))
         rows = iter(result)
         while True:  # the driver fetches the next page lazily inside next()
             row = guarded(lambda: next(rows, None))
@@ -337,9 +379,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         self._write_many(INSERT_RECORD_STARTED, values, partition=lambda v: v[0])  # job_id
 
     def settle_published(self, completions: Sequence[Completion]) -> None:
-        # The following rows first, then the removals (see the module doc): no logged batch.
+        # The following rows only: the scan removes a done LATE row once they are in time (see the module doc).
         self.write_scheduled([row for c in completions for row in (c.following, c.watchdog) if row is not None])
-        self.delete_scheduled([c.done for c in completions if c.done.lane is Lane.LATE])
 
     def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition
@@ -377,14 +418,15 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         else:
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
         params = (*fields, *codec.job_key(job.user_id, job.job_id), expected_version)
-        applied = guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied
-        if not applied:
-            self.delete_scheduled(rows)
-        return bool(applied)
+        # Not applied: the rows stay (the winner may have planned the same ones; ``JobStore.update_job``).
+        return bool(guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied)
 
     def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
-        # (bucket, segment) is the partition
-        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows], partition=lambda v: v[:2])
+        # (bucket, segment) is the partition; a held row (rare) by its own statement, which writes its mark
+        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows if not row.held],
+                         partition=lambda v: v[:2])
+        self._write_many(INSERT_SCHEDULED_HELD, [codec.scheduled_values(row) for row in rows if row.held],
+                         partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         # The first ``limit + 1`` jobs after the cursor of each shard, together, hold the first ``limit + 1`` of
@@ -436,11 +478,32 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
                   for o in outcomes]
         self._write_many(INSERT_RECORD, values, partition=lambda v: v[0])  # job_id
 
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
         stmt = self._stmt(SELECT_RECORDS)
-        results = self._run_concurrently([(stmt, (job_id, limit)) for job_id in job_ids])
+        requests: list[tuple[Any, Sequence[Any] | None]] = [
+            (self._stale(SELECT_RECORDS, (job_id, limit)), None) if stale_ok else (stmt, (job_id, limit))
+            for job_id in job_ids]
+        results = self._run_concurrently(requests)
         return {job_id: [codec.record_from_row(row) for row in result]
                 for job_id, result in zip(job_ids, results, strict=True)}
+
+    def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
+        # The rest of the last partition (by job id), then the partitions after it in token order: pages
+        # (one request each, LOCAL_ONE), never a token value written down (module constants, ``WALK_JOBS``).
+        if after is None:
+            rows = self._walk(WALK_JOBS, (limit,), limit)
+        else:
+            user_id, shard, job_id = json.loads(after)
+            rows = self._walk(WALK_JOBS_IN_PARTITION, (user_id, shard, job_id, limit), limit)
+            if len(rows) < limit:
+                rows += self._walk(WALK_JOBS_AFTER_PARTITION, (user_id, shard, limit - len(rows)), limit - len(rows))
+        cursor = json.dumps([rows[-1].user_id, rows[-1].shard, rows[-1].job_id]) if len(rows) == limit else None
+        return [codec.job_from_row(row) for row in rows], cursor
+
+    def _walk(self, cql: str, params: tuple[Any, ...], limit: int) -> list[Any]:
+        return guarded(lambda: list(self._session.execute(self._stale(cql, params, fetch_size=limit))))
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         # The compare-and-set first (state DELETED: nothing writes the job after it), then the whole row again

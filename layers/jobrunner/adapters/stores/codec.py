@@ -153,12 +153,13 @@ def scheduled_from_row(row: Any) -> ScheduledExecution:
         attempt=row.attempt,
         job_version=row.job_version,
         trigger=Trigger(row.trigger),
+        held=bool(getattr(row, "held", None)),
     )
 
 
 def scheduled_values(row: ScheduledExecution, now: datetime | None = None) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_SCHEDULED``, its time to live (``row_ttl``) as written at
-    ``now`` (the wall clock when None) last."""
+    ``now`` (the wall clock when None) last. (A held row's ``held`` is written by the statement itself.)"""
     ttl = row_ttl(row.bucket, now if now is not None else datetime.now(UTC))
     return (*scheduled_key(row), row.user_id, row.scheduled_at, row.attempt, row.trigger.value, ttl)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import fields, replace
 from datetime import datetime
@@ -83,13 +84,16 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         with self._lock:
             return self.jobs.get((user_id, job_id))
 
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        return self.get_job(user_id, job_id)  # (every write here lands whole, at once)
+
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         with self._lock:
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
     def lane_rows(
         self, bucket: datetime, segment: int, lane: Lane, after: LanePosition | None = None, *,
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None, until: datetime | None = None, stale_ok: bool = False,
     ) -> Iterator[ScheduledExecution]:
         with self._lock:
             keys = sorted(k for k in self.rows if k[:3] == (bucket, segment, lane)
@@ -113,11 +117,9 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
     def settle_published(self, completions: Sequence[Completion]) -> None:
         with self._lock:
             for c in completions:
-                for row in (c.following, c.watchdog):
+                for row in (c.following, c.watchdog):  # (the done row stays: the scan removes a LATE one)
                     if row is not None:
                         self.rows[_row_key(row)] = row
-                if c.done.lane is Lane.LATE:  # a PLANNED row stays (it expires in Cassandra)
-                    self.rows.pop(_row_key(c.done), None)
 
     def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         with self._lock:
@@ -143,9 +145,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         with self._lock:  # a separate step, as in Cassandra: a scan may read the rows in between
             current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:
-                for row in rows:
-                    self.rows.pop(_row_key(row), None)
-                return False
+                return False  # the rows stay: the winner may have written the same ones (``JobStore.update_job``)
             # as stored: the API's fields only (run fields are derived from history); the next run stays
             # as it was written unless the schedule changes
             keeps_schedule = job.schedule_version != job.version
@@ -194,8 +194,18 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
                 if outcome.retry is not None:
                     self.rows[_row_key(outcome.retry)] = outcome.retry
 
-    def latest_records(self, job_ids: Sequence[str], limit: int) -> dict[str, list[ExecutionRecord]]:
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
         return {job_id: self.history_page(job_id, limit) for job_id in job_ids}
+
+    def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
+        # In (user_id, job_id) order; the cursor is the last key returned.
+        start = tuple(json.loads(after)) if after is not None else None
+        with self._lock:
+            keys = sorted(k for k in self.jobs if start is None or k > start)[:limit]
+            page = [self.jobs[k] for k in keys]
+        return page, (json.dumps(list(keys[-1])) if len(keys) == limit else None)
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         with self._lock:  # (it does not expire here: memory is for tests)

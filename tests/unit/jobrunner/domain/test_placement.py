@@ -102,13 +102,25 @@ def test_a_late_row_is_keyed_no_earlier_than_the_lead_after_its_placement() -> N
 
 def test_a_late_write_is_in_time_only_if_it_returned_within_its_allowance() -> None:
     placed_at = BUCKET + timedelta(seconds=20)
-    late, planned = row(Lane.LATE, placed_at + LATE_LEAD), row(Lane.PLANNED, placed_at + LATE_LEAD)
+    late = row(Lane.LATE, placed_at + LATE_LEAD)
     assert placed_in_time([late], placed_at, placed_at + LATE_WRITE_WITHIN)
     assert not placed_in_time([late], placed_at, placed_at + LATE_WRITE_WITHIN + MS)
-    # a planned row's scan reads its lane from the start: only the scan's close matters
-    assert placed_in_time([planned], placed_at, placed_at + timedelta(seconds=40))
-    assert placed_in_time([planned], placed_at, scan_closes_at(BUCKET))
-    assert not placed_in_time([planned], placed_at, scan_closes_at(BUCKET) + MS)
+    # and never after its scan may have closed
+    early = BUCKET - timedelta(minutes=5)
+    assert not placed_in_time([late], early, scan_closes_at(BUCKET) + MS)
+
+
+def test_a_planned_write_is_in_time_only_if_it_returned_before_its_scan_may_have_read_the_lane() -> None:
+    # Given a row placed in the planned lane just over OPEN_AHEAD before its bucket (the latest it can be)
+    placed_at = BUCKET - OPEN_AHEAD - MS
+    planned = row(Lane.PLANNED, BUCKET + timedelta(seconds=20))
+    assert place(planned.due_at, placed_at) == (BUCKET, Lane.PLANNED)
+    # Then its write is in time if it returned before the scan may start (a minute before its bucket, by the
+    # writer's clock half a second earlier), not after: the scan reads that lane once, as it streams it
+    # (issue #31: a write that took over 30 s was taken as in time, landed behind the scan's read and never ran)
+    assert placed_in_time([planned], placed_at, BUCKET - timedelta(minutes=1) - CLOCK_SKEW)
+    assert not placed_in_time([planned], placed_at, BUCKET - timedelta(minutes=1) - CLOCK_SKEW + MS)
+    assert not placed_in_time([planned], placed_at, scan_closes_at(BUCKET))
 
 
 def test_a_write_to_the_last_minute_a_datetime_holds_is_judged_without_overflowing() -> None:
@@ -116,6 +128,8 @@ def test_a_write_to_the_last_minute_a_datetime_holds_is_judged_without_overflowi
     last = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
     planned = row(Lane.PLANNED, last + timedelta(seconds=59), bucket=last)
     assert placed_in_time([planned], BUCKET, BUCKET + timedelta(seconds=40))
+    late = row(Lane.LATE, last + timedelta(seconds=59), bucket=last)
+    assert placed_in_time([late], BUCKET, BUCKET + LATE_WRITE_WITHIN)
 
 
 def test_a_row_placed_anew_late_is_keyed_from_the_new_placement() -> None:

@@ -1178,10 +1178,10 @@ def test_a_backfill_runs_the_past_fires_of_a_range_once_each_and_a_dry_run_lists
                                          {}))[0]
     start, end = NOW - timedelta(minutes=45), NOW - timedelta(minutes=5)
     # When the fires of 09:15-09:55 are listed, then backfilled
-    fires = service.backfill("alice", job.job_id, start, end, dry_run=True)
+    fires = service.backfill("alice", job.job_id, start, end, dry_run=True).fires
     assert fires == [NOW - timedelta(minutes=m, seconds=10) for m in (40, 30, 20, 10)]
     assert not [r for r in rows_of(store, job) if r.trigger is Trigger.BACKFILL]
-    assert service.backfill("alice", job.job_id, start, end) == fires
+    assert service.backfill("alice", job.job_id, start, end).queued == fires
     # Then each is queued now, as its own execution of that fire, and published by the scan of now
     backfilled = [r for r in rows_of(store, job) if r.trigger is Trigger.BACKFILL]
     assert sorted(r.scheduled_at for r in backfilled) == fires
@@ -1194,6 +1194,14 @@ def test_a_backfill_runs_the_past_fires_of_a_range_once_each_and_a_dry_run_lists
     _, sent = scan(store, clock, job, minute_bucket(NOW))
     assert sorted(m.value["scheduled_at"] for m in sent if m.value["trigger"] == "BACKFILL") == [
         f"2026-11-22T09:{m}:00.000Z" for m in ("20", "30", "40", "50")]
+    # and once they have run, asking again for the range (and a wider one) queues only the fires not run yet
+    # (issue #31: a repeated backfill, placed anew, published its fires a second time)
+    clock.advance(timedelta(minutes=5))
+    again = service.backfill("alice", job.job_id, start - timedelta(minutes=10), end)
+    assert (again.fires[1:], again.queued) == (fires, [fires[0] - timedelta(minutes=10)])
+    _, sent = scan(store, clock, job, minute_bucket(clock.now()))
+    assert [m.value["scheduled_at"] for m in sent if m.value["trigger"] == "BACKFILL"] == [
+        "2026-11-22T09:10:00.000Z"]
 
 
 def test_a_backfill_is_of_the_past_bounded_and_refused_for_a_cancelled_job(
@@ -1206,9 +1214,9 @@ def test_a_backfill_is_of_the_past_bounded_and_refused_for_a_cancelled_job(
         service.backfill("alice", job.job_id, NOW - timedelta(hours=3), NOW)
     with pytest.raises(InvalidField, match="after to"):
         service.backfill("alice", job.job_id, NOW, NOW - timedelta(hours=1))
-    assert len(service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW, dry_run=True)) == 61  # both ends
+    assert len(service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW, dry_run=True).fires) == 61
     service.pause("alice", job.job_id)  # a paused job may be backfilled, as it may be run now
-    assert service.backfill("alice", job.job_id, NOW - timedelta(seconds=30), NOW)
+    assert service.backfill("alice", job.job_id, NOW - timedelta(seconds=30), NOW).queued
     service.cancel("alice", job.job_id)
     with pytest.raises(Conflict):
         service.backfill("alice", job.job_id, NOW - timedelta(minutes=10), NOW)

@@ -259,3 +259,33 @@ def test_a_policy_changes_with_a_patch_from_the_next_fire(world: World) -> None:
     job = world.submit(overlap=Overlap.SKIP)
     assert world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
     assert fires(world.scan(10)) == ["10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
+
+
+def test_a_held_fire_released_by_a_change_to_allow_all_plans_no_fire_again(world: World) -> None:
+    # Given a buffer_one job whose 10:10:10 fire is held and 10:10:20 to 10:10:50 were skipped
+    job = world.submit(overlap=Overlap.BUFFER_ONE)
+    world.scan(10)
+    skipped = {s: world.records(job)[at(10, s)] for s in (20, 30, 40, 50)}
+    assert {r.status for r in skipped.values()} == {ExecutionStatus.SKIPPED}
+    # When its policy is changed to allow_all, and the next minute is scanned
+    world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL))
+    sent = world.scan(11)
+    # Then the held fire goes out once (at its next recheck, 10:11:11), and its completion plans nothing again:
+    # the fires recorded SKIPPED stay skipped (issue #31: the held fire went out through the path without the
+    # held check, and its completion planned 10:10:20 a second time), and the schedule goes on as planned
+    assert fires(sent) == ["11:00", "11:10", "10:10", "11:20", "11:30", "11:40", "11:50"]
+    assert {s: world.records(job)[at(10, s)] for s in (20, 30, 40, 50)} == skipped
+
+
+def test_a_jitter_wider_than_the_period_with_a_catch_up_window_skips_no_fire(world: World) -> None:
+    # Given a job every 10 s whose executions are due anywhere within 45 s after each fire (a jitter window wider
+    # than its period), keeping only the latest missed fire after an outage
+    job = world.submit(jitter_s=45, catch_up=CatchUp(most=1))
+    # When two minutes are scanned with no outage at all
+    sent = world.scan(10) + world.scan(11)
+    # Then no fire was taken for missed (issue #31: a fire whose row the chain could only plan after its due
+    # instant, behind an earlier fire's later offset, was dropped as missed): each fire is published
+    records = world.records(job)
+    assert [r for r in records.values() if r.status is ExecutionStatus.SKIPPED] == []
+    assert len(fires(sent)) == len({m.value["scheduled_at"] for m in sent})
+    assert {m.value["scheduled_at"][14:19] for m in sent} >= {f"10:{s:02d}" for s in range(0, 60, 10)}

@@ -18,6 +18,7 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
     ExecutionRecord,
@@ -368,9 +369,11 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
     # When their 40 reports (half failed) are applied as one batch
     outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",
                                                        r.scheduled_at, r.attempt)) for n, r in enumerate(records)])
-    # Then one read of the records, one of the jobs and one write of the outcomes did it all
+    # Then one read of the records, one of the jobs, one write of the retries' rows and then one of the records
+    # did it all (the rows first, checked in time, then the records: the store's writes are the same as when one
+    # call wrote both)
     assert outcomes.count("succeeded") == 20 and outcomes.count("retrying") == 20
-    assert sorted(calls) == ["get_jobs", "get_records", "write_outcomes"]
+    assert calls == ["get_records", "get_jobs", "write_scheduled", "write_outcomes"]
 
 
 # -- timeouts (the watchdog) ----------------------------------------------------------------------------
@@ -640,3 +643,80 @@ def test_while_unsigned_results_are_accepted_a_wrong_token_is_still_refused() ->
     # A result from before tokens (during the upgrade) is applied; one with a token that does not fit is not
     assert world.results.apply(replace(report, result_token="x" * 43)) == "refused_token"
     assert world.results.apply(report) == "succeeded"
+
+
+class LateRetryStore(MemoryJobStore):
+    """A store whose first write of rows returns ``took`` late (the rows it wrote landed behind what their scan
+    has read: they are recorded in ``behind``), and whose second write raises (the re-placement fails)."""
+
+    def __init__(self, clock: ManualClock, took: timedelta) -> None:
+        super().__init__()
+        self.clock, self.took = clock, took
+        self.writes = 0
+        self.behind: list[ScheduledExecution] = []
+
+    def _rows_written(self, rows: list[ScheduledExecution]) -> None:
+        self.writes += 1
+        if self.writes == 2:
+            raise Unavailable("write timeout: re-placing the late row")
+        super().write_scheduled(rows)
+        if self.writes == 1:
+            self.behind += rows
+            self.clock.advance(self.took)
+
+    def write_scheduled(self, rows: Any) -> None:
+        if any(r.trigger is Trigger.RETRY for r in rows):
+            self._rows_written(list(rows))
+        else:
+            super().write_scheduled(rows)
+
+    def write_outcomes(self, outcomes: Any) -> None:
+        retries = [o.retry for o in outcomes if o.retry is not None]
+        if retries:
+            self._rows_written(retries)
+        super().write_outcomes([replace(o, retry=None) for o in outcomes])
+
+
+def test_a_failure_whose_retry_row_lands_late_keeps_its_retry_through_a_redelivery() -> None:
+    # Given a published execution whose failure's retry row is written 2 s late (behind its scan's late-lane
+    # window) and whose re-placement then fails: the results function's batch fails and Kafka delivers again
+    world = World()
+    world.store = LateRetryStore(world.clock, timedelta(seconds=2))
+    world.__post_init__()
+    job = world.submit(Every(timedelta(minutes=5), start=FIRE), retry=RetryPolicy(max_retries=1, initial_delay_s=1))
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    world.clock.set(FIRE + timedelta(seconds=1))
+    with pytest.raises(Unavailable):
+        world.report(record, success=False, error="boom")
+    outcome = world.report(record, success=False, error="boom")
+    # When the rows that landed behind their scan's reads are as good as lost, and the retry's minute is scanned
+    store = world.store
+    assert isinstance(store, LateRetryStore)
+    store.delete_scheduled(store.behind)
+    [retry] = [r for r in store.rows.values() if r.trigger is Trigger.RETRY]
+    world.clock.set(retry.bucket - timedelta(seconds=30))
+    world.scans.scan(ScanRequest(segment=0, bucket=retry.bucket))
+    # Then the retry was published (issue #31: the FAILED record was written before its retry row was in time,
+    # so the redelivery answered "ignored_finished" and the retry never ran)
+    assert outcome == "retrying"
+    assert [(m.value["attempt"], m.value["execution_id"]) for m in world.publisher.sent] == [
+        (2, execution_id_for(job.job_id, FIRE, 2, Trigger.RETRY))]
+
+
+def test_a_result_delivered_again_re_asserts_a_retry_whose_row_is_missing() -> None:
+    # Given an execution that failed with a retry planned, whose retry row is then lost
+    world = World()
+    job = world.submit(Every(timedelta(minutes=5), start=FIRE), retry=RetryPolicy(max_retries=1, initial_delay_s=1))
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    assert world.report(record, success=False, error="boom") == "retrying"
+    world.store.delete_scheduled([r for r in world.store.rows.values() if r.trigger is Trigger.RETRY])
+    # When the result is delivered again
+    assert world.report(record, success=False, error="boom") == "ignored_finished"
+    # Then the retry's row is there again, under the retry's execution id, and it is published
+    [retry] = [r for r in world.store.rows.values() if r.trigger is Trigger.RETRY]
+    assert retry.execution_id == execution_id_for(job.job_id, FIRE, 2, Trigger.RETRY)
+    world.clock.set(retry.bucket - timedelta(seconds=30))
+    world.scans.scan(ScanRequest(segment=0, bucket=retry.bucket))
+    assert [m.value["attempt"] for m in world.publisher.sent] == [2]

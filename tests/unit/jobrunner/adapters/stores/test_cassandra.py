@@ -114,3 +114,45 @@ def test_the_jobs_a_segments_scan_reads_are_in_one_shard_per_tenant(segments: in
         shards_of_segment.setdefault(segment_of(job_id, segments), set()).add(job_shard(job_id))
     assert len(shards_of_segment) == segments
     assert all(len(shards) == 1 for shards in shards_of_segment.values())
+
+
+class SettlingSession(RecordingSession):
+    """Records the consistency level each bound statement is executed at."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.levels: list[Any] = []
+
+    def prepare(self, cql: str) -> Any:
+        return SimpleNamespace(query_string=cql, bind=lambda values: SimpleNamespace(
+            query_string=cql, values=values, consistency_level=None))
+
+    def execute(self, statement: Any, parameters: Any = None) -> Any:
+        self.levels.append(getattr(statement, "consistency_level", None))
+        return super().execute(statement, parameters)
+
+
+@pytest.mark.parametrize(("serial_reads", "level"), [(True, ConsistencyLevel.LOCAL_SERIAL),
+                                                     (False, ConsistencyLevel.LOCAL_QUORUM)])
+def test_the_settling_read_is_a_paxos_read_on_cassandra_and_a_quorum_read_on_keyspaces(
+    serial_reads: bool, level: int
+) -> None:
+    # Cassandra: LOCAL_SERIAL completes or supersedes a compare-and-set left in progress. Amazon Keyspaces rejects
+    # the serial levels; its LOCAL_QUORUM read reflects every write that succeeded before it (its documentation).
+    session = SettlingSession()
+    assert CassandraJobStore(session, serial_reads=serial_reads).get_job_settled("t", "j") is None  # type: ignore[arg-type]
+    assert session.levels == [level]
+
+
+def test_the_wiring_builds_the_keyspaces_store_without_serial_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jobrunner import wiring
+    from jobrunner.adapters.stores import session as sessions
+    from jobrunner.config import Settings
+
+    built: dict[str, Any] = {}
+    monkeypatch.setattr(sessions, "connect", lambda settings: RecordingSession())
+    monkeypatch.setattr("jobrunner.adapters.stores.cassandra.CassandraJobStore.__init__",
+                        lambda self, session, **options: built.update(options))
+    for mode, serial in (("keyspaces", False), ("cassandra", True)):
+        wiring.Container(Settings.of(cassandra_mode=mode)).store  # noqa: B018 - built on first use
+        assert built["serial_reads"] is serial

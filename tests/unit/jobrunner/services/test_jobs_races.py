@@ -1,0 +1,250 @@
+"""JobService under requests that race each other and writes whose outcome is unknown (issue #31).
+
+The rules these stories hold the service to (docs/reliability.md): never delete what another writer may own;
+settle an unknown outcome by reading, not by waiting; verify, then commit; every idempotent path re-asserts
+its row. Each story ends with the scan of the partition concerned (memory adapters, manual clock): what a
+change means is what the scan then publishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.domain.errors import LimitReached, Unavailable
+from jobrunner.domain.jobs import Job, JobState, Trigger, execution_id_for
+from jobrunner.domain.limits import TenantLimits
+from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.segments import segment_of
+from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.scan import ScanRules, ScanService
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from jobrunner.domain.jobs import ScheduledExecution
+    from jobrunner.ports import OutboundMessage
+
+NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
+SEGMENTS = 16
+RULES = JobRules(segment_count=SEGMENTS)
+#: A bucket far enough ahead of NOW that a row written now goes to its planned lane.
+BUCKET = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
+
+
+class DoubtfulStore(MemoryJobStore):
+    """A store whose job updates can be raced and left in doubt, as a Cassandra cluster's can:
+
+    - ``before_update``: callables run at the next ``update_job`` calls, after its rows are written and before
+      its compare-and-set (another request's whole update lands in between: a double click);
+    - ``limbo``: the next ``update_job`` writes its rows, leaves its compare-and-set accepted but not committed,
+      and raises (a timed-out lightweight transaction); the next ``update_job`` or ``retire_job`` of the job, or
+      a ``get_job_settled`` of it, commits it first (as the next Paxos round on the partition does);
+    - ``fail_after``: the next write of these names lands, then raises (the answer was lost).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_update: list[Callable[[], object]] = []
+        self.limbo = False
+        self.pending: list[tuple[Job, int]] = []
+        self.fail_after: set[str] = set()
+        self.settling_reads = 0
+
+    def _commit_pending(self, job_id: str) -> None:
+        for job, expected in [p for p in self.pending if p[0].job_id == job_id]:
+            self.pending.remove((job, expected))
+            super().update_job(job, [], expected)
+
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+        self._commit_pending(job.job_id)
+        if self.limbo:
+            self.limbo = False
+            self.write_scheduled(rows)
+            self.pending.append((job, expected_version))
+            raise Unavailable("write timeout: the compare-and-set's outcome is unknown")
+        if self.before_update:
+            self.write_scheduled(rows)  # as the store does: the rows first, then the compare-and-set
+            self.before_update.pop(0)()
+        landed = super().update_job(job, rows, expected_version)
+        self._fail_after("update_job")
+        return landed
+
+    def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
+        self._commit_pending(job.job_id)
+        return super().retire_job(job, expected_version, ttl_s)
+
+    def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
+        self.settling_reads += 1
+        self._commit_pending(job_id)
+        return super().get_job_settled(user_id, job_id)
+
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
+        super().create_job(job, first)
+        self._fail_after("create_job")
+
+    def _fail_after(self, name: str) -> None:
+        if name in self.fail_after:
+            self.fail_after.discard(name)
+            raise Unavailable(f"{name}: the write landed, its answer was lost")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(NOW)
+
+
+@pytest.fixture
+def store() -> DoubtfulStore:
+    return DoubtfulStore()
+
+
+def scan(store: MemoryJobStore, clock: ManualClock, job: Job, bucket: datetime) -> list[OutboundMessage]:
+    """The scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, run to its end."""
+    clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
+    publisher = MemoryPublisher()
+    scans = ScanService(store, publisher, MemoryHeartbeatStore(), clock, ScanRules(segment_count=SEGMENTS))
+    scans.scan(ScanRequest(segment=segment_of(job.job_id, SEGMENTS), bucket=bucket))
+    return publisher.sent
+
+
+def fires(sent: Sequence[OutboundMessage], job: Job) -> list[str]:
+    return [m.value["scheduled_at"] for m in sent if m.value["job_id"] == job.job_id]
+
+
+def paused_every_minute(service: JobService) -> Job:
+    """A job every minute from BUCKET, paused at once (version 2)."""
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
+    return service.pause("alice", job.job_id)
+
+
+def test_two_resumes_of_one_version_leave_the_winners_row(store: DoubtfulStore, clock: ManualClock) -> None:
+    # Given a paused job, and two resumes that both read its version (a double click): the second lands while
+    # the first is between writing its row and its compare-and-set, and plans the very same row
+    service = JobService(store, clock, RULES)
+    job = paused_every_minute(service)
+    store.before_update.append(lambda: service.resume("alice", job.job_id))
+    # When the first one's compare-and-set then loses, and it reads the job again (now active)
+    resumed = service.resume("alice", job.job_id)
+    # Then the job is active, and its first fire after the resume is published: the loser removed nothing
+    assert resumed.state is JobState.ACTIVE and resumed.next_run_at == BUCKET
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+def test_a_resume_whose_compare_and_set_times_out_is_settled_by_reading(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given a paused job whose resume's compare-and-set times out, accepted but not committed yet
+    service = JobService(store, clock, RULES)
+    job = paused_every_minute(service)
+    store.limbo = True
+    # When the resume is sent (and, if it answered an error, sent again as the README advises)
+    with contextlib.suppress(Unavailable):
+        service.resume("alice", job.job_id)
+    resumed = service.resume("alice", job.job_id)
+    # Then the job is active at one version more, and its fire is published
+    assert (resumed.state, resumed.version) == (JobState.ACTIVE, 3)
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+def test_an_unknown_outcome_is_settled_by_one_linearizable_read_and_answered(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given a paused job whose resume's compare-and-set times out
+    service = JobService(store, clock, RULES)
+    job = paused_every_minute(service)
+    store.limbo = True
+    # When the resume is sent once
+    resumed = service.resume("alice", job.job_id)
+    # Then it is answered (no 503): a settling read found the change landed, and its row is there
+    assert store.settling_reads == 1 and resumed.state is JobState.ACTIVE
+    assert store.jobs[("alice", job.job_id)].version == resumed.version == 3
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+def test_a_resume_of_an_active_job_re_asserts_its_next_run(store: DoubtfulStore, clock: ManualClock) -> None:
+    # Given an active job whose planned row was lost (deleted behind the service's back)
+    service = JobService(store, clock, RULES)
+    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
+    store.delete_scheduled(list(store.rows.values()))
+    # When it is resumed (nothing to change)
+    assert service.resume("alice", job.job_id).version == 1
+    # Then its next run's row is written again, under the same execution id, and it fires
+    [row] = store.rows.values()
+    assert row.execution_id == execution_id_for(job.job_id, BUCKET, 1, Trigger.SCHEDULE)
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+def test_a_resume_of_an_active_job_whose_fire_is_recorded_writes_nothing(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given an active job whose first fire has been published (its record exists, the next fire is planned)
+    service = JobService(store, clock, RULES)
+    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+    rows = dict(store.rows)
+    # When it is resumed: nothing to re-assert (a one-time job that has fired has no next run)
+    service.resume("alice", job.job_id)
+    assert store.rows == rows
+
+
+def test_a_repeated_submit_re_asserts_the_first_run(store: DoubtfulStore, clock: ManualClock) -> None:
+    # Given a submission with a key whose write landed but answered an error (503)
+    service = JobService(store, clock, RULES)
+    new = NewJob(At(BUCKET), {"n": 1})
+    store.fail_after.add("create_job")
+    with pytest.raises(Unavailable):
+        service.submit("alice", new, "key-1")
+    store.delete_scheduled(list(store.rows.values()))  # (its row landed too late for its scan: as good as lost)
+    # When the client sends it again with the same key
+    job, created = service.submit("alice", new, "key-1")
+    # Then the same job is answered, and its first run is written again: it fires
+    assert not created
+    assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+STANDING = TenantLimits.parse({"*": {"jobs_held": 2}}, 1000)
+
+
+def test_a_submit_that_landed_but_answered_an_error_stays_counted(store: DoubtfulStore, clock: ManualClock) -> None:
+    # Given a tenant holding at most 2 recurring jobs, and a submission whose write lands but answers an error
+    quotas = MemoryTenantQuotas()
+    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    new = NewJob(Every(timedelta(hours=1)), {})
+    store.fail_after.add("create_job")
+    with pytest.raises(Unavailable):
+        service.submit("alice", new, "key-1")
+    # When it is sent again with its key (answered 200), and the tenant submits two more
+    assert not service.submit("alice", new, "key-1")[1]
+    assert service.submit("alice", new)[1]
+    # Then the job that exists is counted: the third is refused, and the count is the jobs held
+    with pytest.raises(LimitReached) as refused:
+        service.submit("alice", new)
+    assert refused.value.limit == "jobs_held"
+    assert quotas.standing["alice"].jobs == 2 == len(store.jobs)
+
+
+def test_a_cancel_that_landed_but_answered_an_error_gives_its_place_back(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given a tenant holding 2 recurring jobs (its limit), and a cancel whose write lands but answers an error
+    quotas = MemoryTenantQuotas()
+    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    held = [service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))[0] for _ in range(2)]
+    store.fail_after.add("update_job")
+    # When the cancel is sent (and sent again if it answered an error)
+    with contextlib.suppress(Unavailable):
+        service.cancel("alice", held[0].job_id)
+    service.cancel("alice", held[0].job_id)
+    # Then the cancelled job's place is given back
+    assert store.jobs[("alice", held[0].job_id)].state is JobState.CANCELLED
+    assert quotas.standing["alice"].jobs == 1
