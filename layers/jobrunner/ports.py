@@ -250,6 +250,11 @@ class IdempotencyStore(Protocol):
         the earlier one with its own job id, fingerprint and instant). Linearizable: of concurrent claims
         exactly one wins (a lightweight transaction at LOCAL_SERIAL in production)."""
 
+    @abstractmethod
+    def idempotency_key(self, user_id: str, key: str) -> IdempotencyClaim | None:
+        """The binding of (tenant, key), or None if no claim of it has won. Settled, like ``get_job_settled``: a
+        claim whose outcome was in doubt is decided by the read (nothing written)."""
+
 
 class Stores(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore, Protocol):
     """All four store ports, as one backend adapter implements them (the wiring's type; a service names

@@ -771,6 +771,17 @@ def test_first_claim_of_an_idempotency_key_wins(job_store: Stores) -> None:
     assert job_store.claim_idempotency_key(IdempotencyClaim(user, key, "job-1", "fp-1", later)) == first
 
 
+def test_an_idempotency_keys_binding_is_read_as_claimed(job_store: Stores) -> None:
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    key = f"key-{uuid.uuid4().hex}"
+    assert job_store.idempotency_key(user, key) is None
+    first = IdempotencyClaim(user, key, "job-1", "fp-1", NOW)
+    job_store.claim_idempotency_key(first)
+    job_store.claim_idempotency_key(IdempotencyClaim(user, key, "job-2", "fp-2", NOW + timedelta(seconds=7)))
+    assert job_store.idempotency_key(user, key) == first
+    assert job_store.idempotency_key(f"other-{user}", key) is None
+
+
 def test_idempotency_keys_are_per_tenant(job_store: Stores) -> None:
     key = f"key-{uuid.uuid4().hex}"
     alice, bob = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("alice", "bob"))

@@ -195,7 +195,7 @@ class JobService:
         ambiguous 503) builds the very same job: same id, taken as of the first request's instant, so the
         same first fire and the same ``execution_id``s."""
         now = self._clock.now()
-        topic = self._validate(user_id, new, now)
+        topic = self._validate_keyed(user_id, new, idempotency_key, now)
         self._admit(user_id, now)  # a request refused above costs the tenant nothing
         return self._submit_admitted(user_id, new, topic, idempotency_key, now, actor)
 
@@ -214,7 +214,7 @@ class JobService:
         if not 1 <= len(items) <= MAX_BATCH:
             raise InvalidField("jobs", f"must hold 1 to {MAX_BATCH} jobs")
         now = self._clock.now()
-        topics, wrong = self._check_many(user_id, [new for new, _ in items], now)
+        topics, wrong = self._check_many(user_id, items, now)
         if wrong:
             raise InvalidFields(wrong)
         self._admit(user_id, now, count=len(items))
@@ -241,15 +241,17 @@ class JobService:
             done.update((index, (job, True)) for index, job in together)
         return [done[index] for index in range(len(items))]
 
-    def _check_many(self, user_id: str, news: Sequence[NewJob], now: datetime) -> tuple[list[str], list[InvalidField]]:
+    def _check_many(
+        self, user_id: str, items: Sequence[tuple[NewJob, str | None]], now: datetime,
+    ) -> tuple[list[str], list[InvalidField]]:
         """What is wrong with each of a batch's jobs, each error named by its item (``jobs.3.payload``), so that
         a batch refused for one wrong job names every other wrong field too. A topic not granted raises
         ``Forbidden`` (403), naming its item."""
         topics: list[str] = []
         wrong: list[InvalidField] = []
-        for index, new in enumerate(news):
+        for index, (new, key) in enumerate(items):
             try:
-                topics.append(self._validate(user_id, new, now))
+                topics.append(self._validate_keyed(user_id, new, key, now))
             except InvalidField as exc:
                 wrong.append(InvalidField(f"jobs.{index}.{exc.field}", exc.reason))
             except Forbidden as exc:
@@ -266,6 +268,21 @@ class JobService:
         check_calendar(self._calendars, user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, str(uuid.uuid4()), new, topic, now)
         return topic
+
+    def _validate_keyed(self, user_id: str, new: NewJob, idempotency_key: str | None, now: datetime) -> str:
+        """``_validate``, but a repeat of a request whose key is bound is judged as of the first request's instant:
+        the same key answers the same job even once its schedule has no fire after now (#31: a submit answered
+        503 after its job landed, retried after the job's last fire, was refused 422 while its job ran). A request
+        refused as of now whose key is unbound, or bound to another request, is refused (nothing is claimed)."""
+        try:
+            return self._validate(user_id, new, now)
+        except InvalidField:
+            if idempotency_key is None:
+                raise
+            bound = self._store.idempotency_key(user_id, idempotency_key)
+            if bound is None or bound.fingerprint != new.fingerprint():
+                raise
+            return self._validate(user_id, new, bound.claimed_at)
 
     def _submit_admitted(
         self, user_id: str, new: NewJob, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,

@@ -165,6 +165,7 @@ CLAIM_IDEMPOTENCY_KEY = (
     "INSERT INTO job_idempotency (user_id, idempotency_key, job_id, fingerprint, created_at)"
     " VALUES (?, ?, ?, ?, ?) IF NOT EXISTS"
 )
+SELECT_IDEMPOTENCY_KEY = "SELECT * FROM job_idempotency WHERE user_id = ? AND idempotency_key = ?"
 
 STATEMENTS = (
     INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, INSERT_SCHEDULED_HELD, SELECT_SCHEDULED,
@@ -172,7 +173,8 @@ STATEMENTS = (
     SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
     SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
+    CLAIM_IDEMPOTENCY_KEY, SELECT_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION,
+    WALK_JOBS_AFTER_PARTITION,
 )
 
 _DRIVER_ERRORS = (DriverException, NoHostAvailable)
@@ -450,6 +452,12 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         if row.applied:
             return claim
         return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
+
+    def idempotency_key(self, user_id: str, key: str) -> IdempotencyClaim | None:
+        bound = self._stmt(SELECT_IDEMPOTENCY_KEY).bind((user_id, key))
+        bound.consistency_level = self._settling_read
+        row = guarded(lambda: self._session.execute(bound).one())
+        return IdempotencyClaim(user_id, key, row.job_id, row.fingerprint, utc(row.created_at)) if row else None
 
     def get_record(
         self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str

@@ -173,6 +173,10 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         with self._lock:
             return self.idempotency.setdefault((claim.user_id, claim.key), claim)
 
+    def idempotency_key(self, user_id: str, key: str) -> IdempotencyClaim | None:
+        with self._lock:
+            return self.idempotency.get((user_id, key))
+
     def get_record(
         self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
     ) -> ExecutionRecord | None:

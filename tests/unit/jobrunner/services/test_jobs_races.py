@@ -19,10 +19,10 @@ from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import LimitReached, Unavailable
+from jobrunner.domain.errors import InvalidField, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, Trigger, execution_id_for
 from jobrunner.domain.limits import TenantLimits
-from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
@@ -210,6 +210,43 @@ def test_a_repeated_submit_re_asserts_the_first_run(store: DoubtfulStore, clock:
     # Then the same job is answered, and its first run is written again: it fires
     assert not created
     assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
+
+
+def test_a_submit_retried_with_its_key_after_the_jobs_last_fire_answers_the_job(
+    store: DoubtfulStore, clock: ManualClock,
+) -> None:
+    # Given a job firing twice, 10 s apart, from 10:00:30, whose write landed but answered an error (503)
+    service = JobService(store, clock, RULES)
+    new = NewJob(RepeatingInterval(2, start=NOW + timedelta(seconds=20), duration=timedelta(seconds=10)), {"n": 1})
+    store.fail_after.add("create_job")
+    with pytest.raises(Unavailable):
+        service.submit("alice", new, "key-1")
+    [first] = store.jobs.values()
+    # When the client retries with the same key after the job's last fire (found by the model's search)
+    clock.set(NOW + timedelta(minutes=1))
+    job, created = service.submit("alice", new, "key-1")
+    # Then the key answers the job its first request made, not 422 "never fires after now"
+    assert (job.job_id, created) == (first.job_id, False)
+    # and a request that is not a repeat is still judged as of now (nothing claimed)
+    with pytest.raises(InvalidField, match="never fires after now"):
+        service.submit("alice", new, "key-2")
+    with pytest.raises(InvalidField, match="never fires after now"):
+        service.submit("alice", NewJob(new.schedule, {"n": 2}), "key-1")
+    assert ("alice", "key-2") not in store.idempotency
+
+
+def test_a_batch_retried_with_its_keys_after_a_jobs_last_fire_answers_the_job(
+    store: DoubtfulStore, clock: ManualClock,
+) -> None:
+    # Given a batch of two keyed jobs, one firing once at 10:00:30, that landed
+    service = JobService(store, clock, RULES)
+    soon, later = NewJob(At(NOW + timedelta(seconds=20)), {}), NewJob(At(BUCKET), {})
+    made = service.submit_many("alice", [(soon, "key-1"), (later, "key-2")])
+    # When the batch is sent again 10 minutes later
+    clock.set(NOW + timedelta(minutes=10))
+    again = service.submit_many("alice", [(soon, "key-1"), (later, "key-2")])
+    # Then each key answers its job (the first one's "at" is long past: 422 as a new request)
+    assert [(job.job_id, created) for job, created in again] == [(job.job_id, False) for job, _ in made]
 
 
 STANDING = TenantLimits.parse({"*": {"jobs_held": 2}}, 1000)
