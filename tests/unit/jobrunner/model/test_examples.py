@@ -298,11 +298,14 @@ def test_a_jitter_wider_than_the_period_drops_no_fire_as_missed_without_an_outag
 
 @ONCE
 @given(st.none())
-def test_cancel_other_names_only_an_execution_that_was_published(_: None) -> None:
+def test_cancel_other_names_an_execution_of_its_own_job(_: None) -> None:
     # #31, cancel_other. A job every 10 s under cancel_other (writers do not wake scans). The scan records the fire
     # of 10:00:10 RUNNING, then dies before publishing it. The schedule is changed at 10:00:15: the old row is
     # stale and never published; the new schedule's first fire finds 10:00:10 RUNNING on record and sends a cancel
-    # message for it, an execution no worker ever received.
+    # message for it, an execution no worker ever received. Accepted (docs/reliability.md): a scan cannot tell
+    # a write-ahead record whose message went out from one whose did not without a write more per execution; the
+    # cancel names the job's own execution, and no worker acts on it. The model checks that much, and that every
+    # fire is accounted for.
     state = SchedulerMachine()
     state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), overlap="cancel_other")], wakes=False)
     the_scan_of_10_00 = 5  # the tick of 10:00 dispatches 09:51 to 09:55 first (its lookback), then 10:00

@@ -542,11 +542,12 @@ class Backfill(Op):
         now = world.clock.now()
         start, end = now - timedelta(seconds=self.since), now - timedelta(seconds=self.until)
         for _ in range(2 if self.twice else 1):
-            fires = world.call(self, lambda: world.api.backfill(USER, job.job_id, start, end))
-            if fires is None:
+            done = world.call(self, lambda: world.api.backfill(USER, job.job_id, start, end))
+            if done is None:
                 return
-            world.say(f"    backfills {', '.join(hms(f) for f in fires) or 'nothing'}")
-            world.model.backfilled(job, fires, world.landed)
+            queued = ', '.join(hms(f) for f in done.queued) or 'nothing'
+            world.say(f"    backfills {', '.join(hms(f) for f in done.fires) or 'nothing'} (queued {queued})")
+            world.model.backfilled(job, done.fires, world.landed)
 
 
 @dataclass(frozen=True, repr=False)
