@@ -80,6 +80,7 @@ from jobrunner.domain.jobs import (
     ScheduledExecution,
     Trigger,
     due_of,
+    execution_id_for,
     origin_of,
 )
 from jobrunner.domain.messages import cancel_message, execution_message
@@ -825,7 +826,7 @@ class ScanService:
         # Held before (the row says so; older held rows only by their record): its next fire was planned then,
         # never again, whatever releases it (its policy, or a change to allow_all), skips it or holds it again.
         held = row.held or (own is not None and own.status is ExecutionStatus.SCHEDULED)
-        if held:
+        if held and (row.held or self._next_fire_dealt_with(row, job)):
             part.next_fires[_identity(row)] = None
         if self._excluded_by_calendar(part, row, job, retry_at):
             return False
@@ -834,6 +835,18 @@ class ScanService:
         if previous is None:
             return True
         return self._overlap_allows(part, row, job, previous, holding, held=held, retry_at=retry_at)
+
+    def _next_fire_dealt_with(self, row: ScheduledExecution, job: Job) -> bool:
+        """Whether the fire after ``row``'s has a record: asked of a row not held whose own record says held, which a
+        scan wrote first when it held the fire, then its held copy, then the completion that plans the next fire.
+        A scan that died in between left the row to replay and the next fire maybe unplanned (#31, found by the
+        model's search): it is planned again unless it has been dealt with (a copy already written is the same
+        execution). One read, on this path only (a replay, or a held row written before the ``held`` column)."""
+        following = _next_fire(row, job)
+        if following is None:
+            return True
+        execution_id = execution_id_for(row.job_id, following, 1, Trigger.SCHEDULE)
+        return self._store.get_record(row.job_id, following, 1, execution_id) is not None
 
     def _excluded_by_calendar(self, part: _Partition, row: ScheduledExecution, job: Job, retry_at: datetime) -> bool:
         """Whether the job's calendar excludes the fire (then recorded SKIPPED, ``_skip``)."""

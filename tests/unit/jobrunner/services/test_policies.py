@@ -51,8 +51,8 @@ class CountingStore(MemoryJobStore):
 
 
 class World:
-    def __init__(self) -> None:
-        self.store, self.clock = CountingStore(), ManualClock(NOW)
+    def __init__(self, store: CountingStore | None = None) -> None:
+        self.store, self.clock = store or CountingStore(), ManualClock(NOW)
         self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1), changes=MemoryChangeLog())
         self.publisher = MemoryPublisher()
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
@@ -289,3 +289,43 @@ def test_a_jitter_wider_than_the_period_with_a_catch_up_window_skips_no_fire(wor
     assert [r for r in records.values() if r.status is ExecutionStatus.SKIPPED] == []
     assert len(fires(sent)) == len({m.value["scheduled_at"] for m in sent})
     assert {m.value["scheduled_at"][14:19] for m in sent} >= {f"10:{s:02d}" for s in range(0, 60, 10)}
+
+
+class DiesHolding(CountingStore):
+    """A store whose scan dies (a crash, not an error it handles) at the first write after it recorded a fire
+    held: the held copy and the completion that plans the next fire are never written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.died = False
+
+    def write_outcomes(self, outcomes: Sequence[Any]) -> None:
+        super().write_outcomes(outcomes)
+        held = any(o.record.status is ExecutionStatus.SCHEDULED for o in outcomes)
+        self.armed = self.armed or (held and not self.died)
+
+    def write_scheduled(self, rows: Sequence[Any]) -> None:
+        if self.armed:
+            self.armed, self.died = False, True
+            raise RuntimeError("the scan died")
+        super().write_scheduled(rows)
+
+
+def test_a_scan_that_dies_holding_a_fire_leaves_its_next_fire_to_the_replay() -> None:
+    # Given a buffer_all job every 20 s whose scan records 10:10:20 held, then dies before writing the held copy
+    # and the completion that plans 10:10:40 (found by the model's widened search, #31)
+    world = World(DiesHolding())
+    clock = world.clock
+    job = world.submit(every_s=20, overlap=Overlap.BUFFER_ALL)
+    with pytest.raises(RuntimeError, match="died"):
+        world.scan(10)
+    assert world.records(job)[at(10, 20)].status is ExecutionStatus.SCHEDULED
+    # When the partition is taken over once the lease has run out, and each execution reports once published
+    clock.set(clock.now() + timedelta(seconds=40))
+    for minute in (10, 11, 12, 13):
+        world.answer(world.publisher.sent[-1])
+        world.scan(minute)
+    # Then the held fire goes out and the schedule goes on after it: 10:10:40 was planned by the replay
+    order = list(dict.fromkeys(fires(world.publisher.sent)))
+    assert order[:5] == ["10:00", "10:20", "10:40", "11:00", "11:20"], order
