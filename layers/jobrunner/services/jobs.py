@@ -715,7 +715,8 @@ class JobService:
             updated = job.with_changes(version=version, schedule_version=version if replans else job.schedule_version,
                                        updated_at=now, **changes)
             if self._counted(user_id, self._rules.limits.change(job, updated),
-                             lambda: self._write_update(updated, job.version)):  # noqa: B023 - called at once
+                             lambda: self._write_update(updated, job.version),  # noqa: B023 - called at once
+                             landed=lambda: self._stands(updated)):  # noqa: B023 - called at once
                 fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
                 logged = {**(details or {}), **({"fields": fields} if fields else {})}
                 if fields and "schedule" in fields:  # the ledger reads the schedules a job had from its log
@@ -750,9 +751,15 @@ class JobService:
             return self._store.update_job(updated, rows, expected_version)
         except Unavailable as exc:
             log.warning("job %s: the outcome of a change is unknown (%s); settling it by reading", updated.job_id, exc)
-            settled = self._store.get_job_settled(updated.user_id, updated.job_id)
-            return settled is not None and settled.version == updated.version and (
-                to_epoch_ms(settled.updated_at) == to_epoch_ms(updated.updated_at))
+            return self._stands(updated)
+
+    def _stands(self, updated: Job) -> bool:
+        """Whether this very change is the job now (its version and instant), read settled
+        (``JobStore.get_job_settled``): a change whose compare-and-set timed out, or whose row could not be placed
+        again after it landed, is judged by it (#31)."""
+        settled = self._store.get_job_settled(updated.user_id, updated.job_id)
+        return settled is not None and settled.version == updated.version and (
+            to_epoch_ms(settled.updated_at) == to_epoch_ms(updated.updated_at))
 
     def _reassert(self, job: Job) -> None:
         """Every idempotent path re-asserts its row (a repeated submit, a resume of an active job): the next run

@@ -25,7 +25,7 @@ from jobrunner.domain.limits import TenantLimits
 from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 
 if TYPE_CHECKING:
@@ -49,7 +49,9 @@ class DoubtfulStore(MemoryJobStore):
     - ``limbo``: the next ``update_job`` writes its rows, leaves its compare-and-set accepted but not committed,
       and raises (a timed-out lightweight transaction); the next ``update_job`` or ``retire_job`` of the job, or
       a ``get_job_settled`` of it, commits it first (as the next Paxos round on the partition does);
-    - ``fail_after``: the next write of these names lands, then raises (the answer was lost).
+    - ``fail_after``: the next write of these names lands, then raises (the answer was lost);
+    - ``slow_update``: the next ``update_job`` lands, and returns this late (on this clock);
+    - ``fail_before``: the next write of these names raises, writing nothing.
     """
 
     def __init__(self) -> None:
@@ -58,6 +60,8 @@ class DoubtfulStore(MemoryJobStore):
         self.limbo = False
         self.pending: list[tuple[Job, int]] = []
         self.fail_after: set[str] = set()
+        self.slow_update: tuple[ManualClock, timedelta] | None = None
+        self.fail_before: set[str] = set()
         self.settling_reads = 0
 
     def _commit_pending(self, job_id: str) -> None:
@@ -76,8 +80,17 @@ class DoubtfulStore(MemoryJobStore):
             self.write_scheduled(rows)  # as the store does: the rows first, then the compare-and-set
             self.before_update.pop(0)()
         landed = super().update_job(job, rows, expected_version)
+        if self.slow_update is not None:
+            (clock, late), self.slow_update = self.slow_update, None
+            clock.advance(late)
         self._fail_after("update_job")
         return landed
+
+    def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
+        if "write_scheduled" in self.fail_before:
+            self.fail_before.discard("write_scheduled")
+            raise Unavailable("write_scheduled: unavailable")
+        super().write_scheduled(rows)
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         self._commit_pending(job.job_id)
@@ -285,3 +298,40 @@ def test_a_cancel_that_landed_but_answered_an_error_gives_its_place_back(
     # Then the cancelled job's place is given back
     assert store.jobs[("alice", held[0].job_id)].state is JobState.CANCELLED
     assert quotas.standing["alice"].jobs == 1
+
+
+def test_a_change_that_landed_but_whose_row_could_not_be_placed_again_stays_counted(
+    store: DoubtfulStore, clock: ManualClock,
+) -> None:
+    # Given a tenant counted for the recurring jobs it holds, and a one-time job about to fire
+    quotas = MemoryTenantQuotas()
+    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))[0]
+    assert "alice" not in quotas.standing
+    # When it is changed to fire every 10 s: the change lands, but its write returns 3 s late (its row behind the
+    # scan's read) and placing the row again fails: 503 (found by the model's widened search, #31)
+    store.slow_update = (clock, timedelta(seconds=3))
+    store.fail_before.add("write_scheduled")
+    with pytest.raises(Unavailable):
+        service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10))))
+    # Then the job it now is stays counted (its count was given back, though the change stands)
+    assert store.jobs[("alice", job.job_id)].schedule.recurring
+    assert quotas.standing["alice"].jobs == 1
+
+
+def test_a_change_sent_again_after_it_landed_re_asserts_the_next_run(store: DoubtfulStore, clock: ManualClock) -> None:
+    # Given a change to fire every 10 s from 10:00:30 that landed but answered 503: its write returned 3 s late
+    # (its row behind the scan's read of the lane: as good as lost) and placing the row again failed
+    service = JobService(store, clock, RULES)
+    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    every = Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20))
+    store.slow_update = (clock, timedelta(seconds=3))
+    store.fail_before.add("write_scheduled")
+    with pytest.raises(Unavailable):
+        service.change("alice", job.job_id, JobChanges(schedule=every))
+    store.delete_scheduled(list(store.rows.values()))
+    # When the client sends it again: nothing is left to change
+    changed = service.change("alice", job.job_id, JobChanges(schedule=every))
+    # Then its next run is written again, and the job fires (every idempotent path re-asserts its row)
+    assert changed.next_run_at == NOW + timedelta(seconds=20)
+    assert fires(scan(store, clock, changed, NOW.replace(second=0)), changed)[:1] == ["2026-11-22T10:00:30.000Z"]
