@@ -38,8 +38,9 @@ bulk changes by tag, batch submits and backfills take part; a tenant's limits ma
 
 CI runs a small, derandomized search; ``JOBRUNNER_MODEL_EXAMPLES`` (and ``JOBRUNNER_MODEL_STEPS``) run a
 longer random one, e.g. ``JOBRUNNER_MODEL_EXAMPLES=2000 JOBRUNNER_MODEL_STEPS=60 pytest <this file>`` (``make
-soak``). ``JOBRUNNER_MODEL_WAIVE`` (comma-separated names of the checks above in brackets) waives checks, and ``JOBRUNNER_MODEL_WITHOUT`` (``pending``, ``racing``, ``late``) leaves
-request faults out, to search past a defect already known.
+soak``). ``JOBRUNNER_MODEL_WAIVE`` (comma-separated names of the checks above in brackets) waives checks, and
+``JOBRUNNER_MODEL_WITHOUT`` (``pending``, ``racing``, ``late``) leaves request faults out, to search past a defect
+already known.
 """
 
 from __future__ import annotations
