@@ -14,7 +14,7 @@ of a scan), then drains it with no faults and checks it against the reference mo
    SKIPPED only for a reason its job has (a calendar version that excluded it, its overlap policy, a miss
    under a catch-up window); under skip and the buffer policies no execution of the schedule starts while
    another has not ended, and under buffer_all fires start in the order of their fires; a cancel message
-   names a published execution of its job (cancel_other);
+   names an execution of its job (cancel_other: published, or recorded started by a scan that then died);
 2. nothing is published after its job's cancel, and no schedule fire from inside a pause window (unless
    resumed with catch-up); a message carries the payload the job had between its due instant and then;
 3. every copy of one fire and attempt (of the schedule's lineage or a run now's) carries one execution_id,
