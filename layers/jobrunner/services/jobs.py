@@ -823,8 +823,9 @@ class JobService:
         """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:
         what grows is taken before the write (a refusal writes nothing: 429) and given back if the write
         does not land; what only gives back is given back once the write has landed. A write that raised may
-        have landed all the same: ``landed`` settles that by reading (a repeat of the request finds it done, so
-        its count must stand); without it, or if that read fails too, it counts as not landed. If the counter
+        have landed all the same: ``landed`` settles that by reading (a repeat of the request finds it done and
+        changes nothing, so what it took stands and what it frees is given back now); without it, or if that
+        read fails too, it counts as not landed. If the counter
         cannot be reached, the write goes ahead uncounted and is logged, as for the rate."""
         if self._quotas is None or change.empty:
             return write()
@@ -834,8 +835,11 @@ class JobService:
         try:
             written = write()
         except BaseException:
-            if grows and not self._landed_anyway(landed):
+            stands = self._landed_anyway(landed)
+            if grows and not stands:
                 self._give_back(user_id, change)
+            elif stands and not grows:  # a change that frees, landed though it answered an error (#31)
+                self._take(user_id, change)
             raise
         if grows and not written:
             self._give_back(user_id, change)

@@ -335,3 +335,24 @@ def test_a_change_sent_again_after_it_landed_re_asserts_the_next_run(store: Doub
     # Then its next run is written again, and the job fires (every idempotent path re-asserts its row)
     assert changed.next_run_at == NOW + timedelta(seconds=20)
     assert fires(scan(store, clock, changed, NOW.replace(second=0)), changed)[:1] == ["2026-11-22T10:00:30.000Z"]
+
+
+def test_a_change_that_frees_fires_and_landed_but_answered_an_error_gives_them_back(
+    store: DoubtfulStore, clock: ManualClock,
+) -> None:
+    # Given a tenant whose fires a minute are counted, holding a job every 10 s (6 a minute)
+    quotas = MemoryTenantQuotas()
+    limits = TenantLimits.parse({"*": {"executions_per_minute": 30}}, 1000)
+    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=limits), quotas=quotas)
+    job = service.submit("alice", NewJob(Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20)), {}))[0]
+    assert quotas.standing["alice"].per_minute == 6
+    # When it is changed to every 20 s: the change lands, its write returns 3 s late and placing its row again
+    # fails (503); the client sends it again (found by the model's long search, #31)
+    every_20 = JobChanges(schedule=Every(timedelta(seconds=20), start=NOW + timedelta(seconds=20)))
+    store.slow_update = (clock, timedelta(seconds=3))
+    store.fail_before.add("write_scheduled")
+    with pytest.raises(Unavailable):
+        service.change("alice", job.job_id, every_20)
+    service.change("alice", job.job_id, every_20)
+    # Then what the change freed is given back: the job reserves 3 a minute
+    assert quotas.standing["alice"].per_minute == 3
