@@ -64,7 +64,7 @@ FULL = Plan(executions=5000, spread_minutes=7, segments=8, lead_s=90, kills=5, k
             cassandra_restart_at_s=100, submit_during_restart_s=40, no_tick_from_s=240, no_tick_minutes=3,
             drain_timeout_s=480, kill_span_s=150)
 SMALL = Plan(executions=400, spread_minutes=2, segments=4, lead_s=60, kills=2, kafka_restart_at_s=30,
-             cassandra_restart_at_s=60, submit_during_restart_s=25, no_tick_from_s=60, no_tick_minutes=2,
+             cassandra_restart_at_s=60, submit_during_restart_s=25, no_tick_from_s=60, no_tick_minutes=1,
              drain_timeout_s=360)
 
 
