@@ -825,8 +825,8 @@ class JobService:
         does not land; what only gives back is given back once the write has landed. A write that raised may
         have landed all the same: ``landed`` settles that by reading (a repeat of the request finds it done and
         changes nothing, so what it took stands and what it frees is given back now); without it, or if that
-        read fails too, it counts as not landed. If the counter
-        cannot be reached, the write goes ahead uncounted and is logged, as for the rate."""
+        read fails too, it counts as not landed. If the counter cannot be reached, the write goes ahead uncounted
+        and is logged, as for the rate."""
         if self._quotas is None or change.empty:
             return write()
         grows = change.grows
