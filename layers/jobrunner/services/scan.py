@@ -733,7 +733,9 @@ class ScanService:
                 job = landed
             if not _publishable(row, job) or row.execution_id in part.published_ids:
                 stale.append(row)
-            elif part.replaying and self._already_ended(row):  # a replay: the result is in, only the completion is left
+            elif (part.replaying or row.trigger is Trigger.BACKFILL) and self._already_ended(row):
+                # a replay, or a backfill's row written again by a repeated request that read no record yet and
+                # landed late (#31): the result is in, only the completion is left
                 part.report.replays_skipped += 1
                 part.ended.add(_identity(row))
                 part.pending.append((row, job))
@@ -1123,8 +1125,8 @@ class ScanService:
                 part.due.add(row, not_before=retry_at)
 
     def _already_ended(self, row: ScheduledExecution) -> bool:
-        """A replay whose result is already in, as the execution's own history record says; a record that
-        cannot be read counts as not ended (publish again)."""
+        """A replay (or a backfill's row: one point read, backfills are rare) whose result is already in, as the
+        execution's own history record says; a record that cannot be read counts as not ended (publish again)."""
         try:
             record = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
