@@ -87,29 +87,34 @@ def previous_fire(
     ``fire``, in history order: newest fire first). Fires that ran nothing are passed over: those recorded
     SKIPPED, and a fire held under another schedule version (a pause or a change of schedule since dropped it:
     ``version`` is the job's schedule version). A fire skipped by the overlap policy names the fire it waited
-    on, and the walk goes on from that one; when its records are not in ``records``, its instant is returned,
-    for the caller to read them and walk on from there; so is the oldest fire read when ``more`` records may lie
-    before ``records`` (a full page) and the walk has passed over every one of them. Records of other lineages
-    (a run now, a backfill) are not the schedule's and do not count."""
+    on, and the walk passes over the fires of the skip's own schedule version down to that one: a fire of
+    another version in between is looked at (a change of schedule whose write landed late has fires among the
+    old version's skips: #31). When the fire a skip names is not in ``records`` and nothing on them decides,
+    its instant is returned, for the caller to read its records and walk on from there; so is the oldest fire
+    read when ``more`` records may lie before ``records`` (a full page) and the walk has passed over every one
+    of them. Records of other lineages (a run now, a backfill) are not the schedule's and do not count."""
     by_fire: dict[datetime, list[ExecutionRecord]] = {}
     for record in records:
         if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE:
             by_fire.setdefault(record.scheduled_at, []).append(record)
-    below: datetime | None = None  # a skip named this fire: the fires after it are passed over
+    below: dict[int, datetime] = {}  # by schedule version: a skip of it named this fire, the fires after it pass
     for at in sorted(by_fire, reverse=True):
-        if below is not None and at > below:
-            continue
         mine = sorted(by_fire[at], key=lambda r: r.attempt, reverse=True)
         first = next((r for r in mine if r.attempt == 1), None)
+        fire_version = (first or mine[-1]).job_version
+        if fire_version in below and at > below[fire_version]:
+            continue
         if first is not None and first.status is ExecutionStatus.SKIPPED:
             blocker = blocker_of(first)
-            if blocker is not None and blocker not in by_fire:
-                return blocker
-            below = blocker if blocker is not None else below
+            if blocker is not None:
+                below[fire_version] = min(blocker, below.get(fire_version, blocker))
             continue
         if first is not None and _held(first) and first.job_version != version:
             continue
         return previous_of(mine, at, version)
+    unread = [at for at in below.values() if at not in by_fire]
+    if unread:  # a skip named a fire not on this page: read on from it
+        return max(unread)
     if more and records:  # every record read was passed over: walk on before the oldest
         return min(r.scheduled_at for r in records)
     return Previous(PreviousState.NONE)

@@ -117,6 +117,24 @@ def test_the_previous_fire_is_found_past_skips_and_other_lineages() -> None:
     assert previous_fire([], t(2), 1) == Previous(PreviousState.NONE)
 
 
+def test_a_skip_passes_over_only_the_fires_of_its_own_schedule_version() -> None:
+    # Found by the model's long search (#31): a buffer_one job holds 10:01 behind a long run, and its fires up to
+    # 10:06 are skipped naming the held one. A change of schedule that returned late (version 2) has its first fire
+    # at 10:03:30, published late and running. The fire of 10:06:30 (version 2) used to walk from the skip of
+    # 10:05 to the held 10:01 (stale under version 2) and on, past the running 10:03:30: it ran beside it.
+    waits = overlap_note(Overlap.BUFFER_ONE, Previous(PreviousState.HELD, t(1)))
+    records = [rec(t(m), S.SKIPPED, error=waits) for m in (6, 5, 4, 3, 2)]
+    records.insert(3, rec(t(3.5), S.RUNNING, version=2))  # (newest fire first: 10:03:30 between 10:04 and 10:03)
+    records += [rec(t(1), S.SCHEDULED), rec(t(0), S.RUNNING)]
+    found = previous_fire(records[1:], t(6.5), version=2)
+    assert isinstance(found, Previous) and (found.state, found.at) == (PreviousState.RUNNING, t(3.5))
+    # The same when the fire the skips name is not on the page read: the fires of other versions on it count
+    found = previous_fire(records[1:6], t(6.5), version=2)
+    assert isinstance(found, Previous) and (found.state, found.at) == (PreviousState.RUNNING, t(3.5))
+    # and a page of the skip's own version still says where to read on: at the fire it names
+    assert previous_fire([records[0], records[1]], t(6.5), version=1) == t(1)
+
+
 def test_a_held_fire_holds_only_under_the_schedule_version_it_was_held_under() -> None:
     held = rec(t(1), S.SCHEDULED, version=3)
     assert previous_fire([held], t(2), version=3).state is PreviousState.HELD  # type: ignore[union-attr]
