@@ -97,7 +97,7 @@ def previous_fire(
     for record in records:
         if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE:
             by_fire.setdefault(record.scheduled_at, []).append(record)
-    below: dict[int, datetime] = {}  # by schedule version: a skip of it named this fire, the fires after it pass
+    below: dict[int | None, datetime] = {}  # by schedule version: a skip of it named this fire, the fires after it pass
     for at in sorted(by_fire, reverse=True):
         mine = sorted(by_fire[at], key=lambda r: r.attempt, reverse=True)
         first = next((r for r in mine if r.attempt == 1), None)
@@ -130,6 +130,29 @@ def running_after(records: Sequence[ExecutionRecord], fire: datetime, version: i
         if previous.state is PreviousState.RUNNING:
             return previous
     return None
+
+
+def started_since(
+    records: Sequence[ExecutionRecord], fire: datetime, previous: Previous, version: int
+) -> Previous | None:
+    """An execution of the schedule still running, of a fire before ``fire`` other than ``previous`` (the fire before
+    it), that was published after ``previous`` was (or at all, when ``previous`` was never published), among
+    ``records``: it is the previous execution too, the latest published if several; None when there is none.
+    Fires are published in the order of their instants, but not across a change of schedule whose write landed
+    late: the new schedule's first fires go out late, after old ones that come later (#31, found by the model)."""
+    firsts: dict[datetime, datetime] = {}  # a fire's first publication
+    for record in records:
+        if record.scheduled_at < fire and origin_of(record) is Trigger.SCHEDULE and record.published_at is not None:
+            firsts[record.scheduled_at] = min(record.published_at, firsts.get(record.scheduled_at, record.published_at))
+    since = firsts.get(previous.at) if previous.at is not None else None
+    found: tuple[datetime, Previous] | None = None
+    for at, published in firsts.items():
+        if at == previous.at or (since is not None and published <= since):
+            continue
+        state = previous_of(records, at, version)
+        if state.state is PreviousState.RUNNING and (found is None or published > found[0]):
+            found = (published, state)
+    return found[1] if found is not None else None
 
 
 def _held(record: ExecutionRecord) -> bool:

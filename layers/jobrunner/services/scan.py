@@ -69,6 +69,7 @@ from jobrunner.domain.fire_rules import (
     previous_fire,
     recheck_after,
     running_after,
+    started_since,
 )
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -401,9 +402,11 @@ class _Partition:
     late_from: datetime | None = None
     #: How many rows the next group may take (``ScanRules.first_group``, doubling up to ``group_size``).
     group_limit: int = 0
-    #: The executions this scan has published: a second row of one of them (a copy re-asserted by a writer
-    #: under the same execution_id, keyed elsewhere in the partition) is dropped, not published again.
-    published_ids: set[str] = field(default_factory=set)
+    #: The executions this scan has published, with the job version of the row published: a second row of one
+    #: of them (a copy re-asserted by a writer under the same execution_id, keyed elsewhere in the partition) is
+    #: dropped, not published again; one of another version (a change that landed late planned the same fire
+    #: again) is only completed, so that its next fire is planned under that version.
+    published_ids: dict[str, int] = field(default_factory=dict)
 
 
 class ScanStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
@@ -731,8 +734,15 @@ class ScanService:
                     stale.append(row)
                     continue
                 job = landed
-            if not _publishable(row, job) or row.execution_id in part.published_ids:
+            published_as = part.published_ids.get(row.execution_id)
+            if not _publishable(row, job) or published_as == row.job_version:
                 stale.append(row)
+            elif published_as is not None:
+                # Published by this scan under another version: a change that landed late planned the same fire
+                # again (#31, found by the model). The execution went out; its completion plans the fires after
+                # it under the row's version (dropping it as a copy left the job with no next fire).
+                part.ended.add(_identity(row))
+                part.pending.append((row, job))
             elif (part.replaying or row.trigger is Trigger.BACKFILL) and self._already_ended(row):
                 # a replay, or a backfill's row written again by a repeated request that read no record yet and
                 # landed late (#31): the result is in, only the completion is left
@@ -903,8 +913,9 @@ class ScanService:
     def _previous(self, job: Job, row: ScheduledExecution) -> tuple[Previous, ExecutionRecord | None, int]:
         """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), the
         record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. An
-        execution of a later fire still running counts too (a schedule changed to fire earlier). One read of the
-        job's newest records (which usually reach down to the fire); another from the fire when some are newer
+        execution of a later fire still running counts too (a schedule changed to fire earlier), and so does one
+        published after the fire before was (a change of schedule that landed late: ``started_since``). One read
+        of the job's newest records (which usually reach down to the fire); another from the fire when some are newer
         (a run now); another when a skip in between names a fire further back, or the page runs out (at most
         ``OVERLAP_HOPS`` more); under buffer_all, one more while fires are held."""
         fire = row.scheduled_at
@@ -922,6 +933,8 @@ class ScanService:
             page = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))
             found = previous_fire(page, back, job.schedule_version, more=len(page) == OVERLAP_LOOKBACK)
         previous = later or (found if isinstance(found, Previous) else Previous(PreviousState.NONE))
+        if previous.state not in (PreviousState.RUNNING, PreviousState.HELD):  # one published out of turn still runs?
+            previous = started_since(records, fire, previous, job.schedule_version) or previous
         holding = 0
         if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
             # how long the queue is: the fires held up to the newest (one more read, while fires are held)
@@ -1081,7 +1094,7 @@ class ScanService:
             log.debug("published", extra={"job_id": row.job_id, "execution_id": row.execution_id,
                                            "attempt": row.attempt, "due_at": row.due_at.isoformat()})
             report.published += 1
-            part.published_ids.add(row.execution_id)
+            part.published_ids[row.execution_id] = row.job_version
             report.lateness_ms.append((acked_at - row.due_at).total_seconds() * 1000)
             part.pending.append((row, job))
 

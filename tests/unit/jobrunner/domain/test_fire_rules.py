@@ -3,6 +3,7 @@ the overlap policy, as pure functions of the schedule, the fire, the clock and t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from jobrunner.domain.fire_rules import (
     previous_fire,
     recheck_after,
     running_after,
+    started_since,
 )
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
 from jobrunner.domain.policies import CatchUp, Overlap
@@ -133,6 +135,27 @@ def test_a_skip_passes_over_only_the_fires_of_its_own_schedule_version() -> None
     assert isinstance(found, Previous) and (found.state, found.at) == (PreviousState.RUNNING, t(3.5))
     # and a page of the skip's own version still says where to read on: at the fire it names
     assert previous_fire([records[0], records[1]], t(6.5), version=1) == t(1)
+
+
+def test_an_execution_started_after_the_fire_before_and_still_running_counts_as_the_previous() -> None:
+    # Found by the model's long search (#31): a job every 10 s under buffer_one; its schedule is changed and the
+    # change's write returns 35 s late. The new schedule's first fire (10:00:12.75) is published at 10:00:40, after
+    # the old schedule's fire of 10:00:19.75 had ended; its next fire (10:00:22.75) used to look only at the fire
+    # before it by instant, 10:00:19.75, done, and ran beside 10:00:12.75.
+    def published(at: datetime, status: ExecutionStatus, on: datetime, version: int) -> ExecutionRecord:
+        return replace(rec(at, status, version=version), published_at=on)
+
+    first = published(t(0.2), S.RUNNING, t(0.67), version=2)
+    records = [published(t(0.33), S.FAILED, t(0.41), version=1), first,
+               published(t(0.16), S.FAILED, t(0.16), version=1)]
+    before = previous_fire(records, t(0.38), version=2)
+    assert isinstance(before, Previous) and (before.state, before.at) == (PreviousState.DONE, t(0.33))
+    found = started_since(records, t(0.38), before, version=2)
+    assert found is not None and (found.state, found.at, found.execution_id) == (
+        PreviousState.RUNNING, t(0.2), first.execution_id)
+    # Not an execution published before the fire before was: the policy waited for that one only
+    assert started_since([records[0], replace(first, published_at=t(0.3))], t(0.38), before, version=2) is None
+    assert started_since([records[0], replace(first, status=S.SUCCESS)], t(0.38), before, version=2) is None
 
 
 def test_a_held_fire_holds_only_under_the_schedule_version_it_was_held_under() -> None:

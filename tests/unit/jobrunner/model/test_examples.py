@@ -397,3 +397,38 @@ def test_a_change_that_lands_late_among_skips_of_the_old_schedule_keeps_buffer_o
     state.wait(seconds=50)
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_change_landing_late_that_plans_again_a_fire_already_published_keeps_the_job_firing(_: None) -> None:
+    # Found by the long search on the final code of #31 (there under buffer_one): a job every 10 s from 10:00:10;
+    # at 10:00:00 its schedule is changed to the same (every 10 s from 10:00:10), and the change's write returns
+    # 35 s late. Its row of 10:00:10 (version 2) carries the execution_id the scan had published at 10:00:10;
+    # the scan dropped it as a second copy of that execution, so nothing planned the fires after it under
+    # version 2: the job, ACTIVE, never fired again.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10))])
+    state.act(op=Reschedule(job=0, spec=Spec(kind="every", seconds=10),
+                            glitch=Glitch(nth=2, when="before", action=Slow(seconds=35))))
+    state.wait(seconds=5)
+    state.published_only_what_is_allowed()
+    state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_fire_of_a_change_published_late_holds_the_next_under_buffer_one(_: None) -> None:
+    # Found by the long search on the final code of #31: a job every 10 s under buffer_one, whose executions never
+    # report (timeout 15 s). At 10:00:03 its schedule is changed (every 10 s from 10:00:13) and the change's write
+    # returns 35 s late: its first fire, 10:00:13, goes out at 10:00:40, after the old schedule's 10:00:20 (ended
+    # by its timeout). The next fire, 10:00:23, used to look only at the fire before it by instant (10:00:20,
+    # done) and ran beside 10:00:13.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), overlap="buffer_one", timeout_s=15)])
+    state.wait(seconds=3)
+    state.act(op=Reschedule(job=0, spec=Spec(kind="every", seconds=10),
+                            glitch=Glitch(nth=2, when="before", action=Slow(seconds=35))))
+    state.wait(seconds=5)
+    state.published_only_what_is_allowed()
+    state.teardown()

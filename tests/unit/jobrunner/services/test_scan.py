@@ -1319,3 +1319,26 @@ def test_a_second_row_of_an_execution_this_scan_published_is_dropped_not_publish
     assert [m.value["scheduled_at"] for m in world.publisher.sent] == ["2026-11-22T10:01:40.000Z"]
     assert (report.published, report.dropped) == (1, 1)
     assert world.job(job).next_run_at == at(40, minute=6)
+
+
+def test_a_change_landing_late_that_plans_again_a_fire_this_scan_published_keeps_the_job_firing(world: World) -> None:
+    # Given a job every 10 s from 10:01:10, and a change of its schedule asked for at 10:01:05 (every 10 s from
+    # 10:01:10 again: the same fires) whose write lands only at 10:01:15, after this scan published 10:01:10: the
+    # change's row of 10:01:10 (version 2) has the execution_id of the one published
+    job = world.submit(Every(timedelta(seconds=10), start=at(10)))
+
+    def change_lands() -> None:
+        current = world.store.jobs[("alice", job.job_id)]
+        changed = current.with_changes(version=current.version + 1, schedule_version=current.schedule_version + 1,
+                                       next_run_at=at(10), updated_at=at(5))
+        row = plan_execution(changed, at(10), world.clock.now(), 1, trigger=Trigger.SCHEDULE)
+        assert world.store.update_job(changed, [row], expected_version=current.version)
+
+    world.clock.script = [(at(15), change_lands)]
+    # When the minute and the next are scanned
+    world.scan()
+    scan_bucket(world, BUCKET + MINUTE)
+    # Then the job keeps firing under the change (issue #31, found by the model's long search: the change's row
+    # was dropped as a second copy of an execution this scan had published, so nothing planned the fires after it)
+    assert sorted(set(fires(world, job))) == EVERY_10_S_FROM_10_01_10
+    assert world.job(job).next_run_at == at(0, minute=3)
