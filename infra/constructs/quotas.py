@@ -20,7 +20,7 @@ from infra.constructs.nag import acknowledge
 #: reads of them, nothing else.
 ADMIT_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 ADMIT_ATTRIBUTES = ("tenant", "window", "admitted", "expires_at", "jobs", "per_minute", "peak", "until", "rev",
-                    "fires")
+                    "fires", "counted")
 
 
 class QuotaTable(Construct):

@@ -535,16 +535,22 @@ class TenantQuotas(ABC):
       change that only gives back is never refused; its ``drop_minute`` is given back on a best-effort
       basis (a failure there leaves the minute counted too high, which can only refuse more).
     - ``give_back(tenant, change)`` undoes a ``change`` taken before (its write failed): unchecked.
+    - With a ``key`` (a job's create, under its job id), ``take`` and ``give_back`` are idempotent: a take under
+      a key already counted changes nothing and returns None; a give-back under a key not counted (never taken,
+      or given back already) changes nothing, and one that gives back forgets the key, which a later take counts
+      again. So a request that could not tell whether its write landed gives back, and a repeat of it that finds
+      its job counts it again, once (#31). A key is remembered for a day, as an idempotency key.
     """
 
     @abstractmethod
     def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool: ...
 
     @abstractmethod
-    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None: ...
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int,
+             key: str | None = None) -> str | None: ...
 
     @abstractmethod
-    def give_back(self, tenant: str, change: QuotaChange) -> None: ...
+    def give_back(self, tenant: str, change: QuotaChange, key: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -125,3 +125,29 @@ def test_a_backfill_takes_its_fires_in_one_minute_together_or_not_at_all(tenant_
     tenant_quotas.give_back("fay", QuotaChange(add_minute=HERE, fires=6))
     assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE, fires=6), limits, HERE) is None
     assert tenant_quotas.take("fay", QuotaChange(add_minute=HERE), limits, HERE) == "executions_per_minute"
+
+
+def test_a_create_counted_under_its_job_id_counts_once_however_often_it_is_taken_or_given_back(
+    tenant_quotas: TenantQuotas,
+) -> None:
+    # Given a tenant holding at most 2 jobs, one of them created under the key "job-1": taken again by a repeat of
+    # its request (its first answer a 503), it still counts once
+    tight = Limits(jobs_held=2)
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE, key="job-1") is None
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE, key="job-1") is None
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) is None  # (another job: the tenant is full)
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) == "jobs_held"
+    # When it is given back twice (the first request could not tell whether its write landed: issue #31), it frees
+    # one place, once
+    tenant_quotas.give_back("hana", RECURRING, key="job-1")
+    tenant_quotas.give_back("hana", RECURRING, key="job-1")
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) is None
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) == "jobs_held"
+    # and a key given back counts again when taken again (the repeat found the job did land)
+    tenant_quotas.give_back("hana", RECURRING)
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE, key="job-1") is None
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE, key="job-1") is None
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) == "jobs_held"
+    # A key given back that was never taken frees nothing
+    tenant_quotas.give_back("hana", RECURRING, key="job-2")
+    assert tenant_quotas.take("hana", RECURRING, tight, HERE) == "jobs_held"

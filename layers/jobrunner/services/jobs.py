@@ -35,7 +35,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits, minute_of, refusal_reason
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, Limits, TenantLimits, minute_of, refusal_reason
 from jobrunner.domain.placement import placed_in_time, plan_execution
 from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
@@ -300,6 +300,7 @@ class JobService:
                 if existing is not None:  # a repeat: its first run re-asserted (the first answer may have been a 503)
                     job = self._with_runs([existing])[0]
                     self._reassert(job)
+                    self._reassert_count(job, self._build(user_id, job.job_id, new, topic, winner.claimed_at))
                     return job, False
                 # The first request died before its job was written: finish it, as of its own instant.
                 job_id, now = winner.job_id, winner.claimed_at
@@ -313,7 +314,8 @@ class JobService:
             return [row]
 
         self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write),
-                      landed=lambda: self._store.get_job(user_id, job.job_id) is not None)
+                      landed=lambda: self._store.get_job(user_id, job.job_id) is not None,
+                      key=job.job_id if idempotency_key is not None else None)
         self._log(job, "submit", actor, {"schedule": job.schedule.to_dict()})
         return job, True
 
@@ -819,30 +821,32 @@ class JobService:
             raise InvalidField("payload", refusal)
 
     def _counted(self, user_id: str, change: QuotaChange, write: Callable[[], bool],
-                 landed: Callable[[], bool] | None = None) -> bool:
+                 landed: Callable[[], bool] | None = None, key: str | None = None) -> bool:
         """Run ``write`` (True: it landed) with ``change`` counted against the tenant's standing limits:
         what grows is taken before the write (a refusal writes nothing: 429) and given back if the write
         does not land; what only gives back is given back once the write has landed. A write that raised may
         have landed all the same: ``landed`` settles that by reading (a repeat of the request finds it done and
         changes nothing, so what it took stands and what it frees is given back now); without it, or if that
-        read fails too, it counts as not landed. If the counter cannot be reached, the write goes ahead uncounted
-        and is logged, as for the rate."""
+        read fails too, it counts as not landed. Under ``key`` (a create with an idempotency key, by its job id)
+        the count is idempotent: a repeat of the request that finds the job counts it again, once, should this
+        one have given it back (``_reassert_count``). If the counter cannot be reached, the write goes ahead
+        uncounted and is logged, as for the rate."""
         if self._quotas is None or change.empty:
             return write()
         grows = change.grows
         if grows:
-            self._take(user_id, change)
+            self._take(user_id, change, key)
         try:
             written = write()
         except BaseException:
             stands = self._landed_anyway(landed)
             if grows and not stands:
-                self._give_back(user_id, change)
+                self._give_back(user_id, change, key)
             elif stands and not grows:  # a change that frees, landed though it answered an error (#31)
                 self._take(user_id, change)
             raise
         if grows and not written:
-            self._give_back(user_id, change)
+            self._give_back(user_id, change, key)
         elif written and not grows:
             self._take(user_id, change)
         return written
@@ -858,12 +862,28 @@ class JobService:
             log.warning("could not tell whether a failed write landed; its count is given back: %s", exc)
             return False
 
-    def _take(self, user_id: str, change: QuotaChange) -> None:
+    def _reassert_count(self, job: Job, created: Job) -> None:
+        """Every idempotent path re-asserts its row, and a repeated create its count: the count the job took when
+        ``created`` (as its first request built it) is taken again under its job id, which counts it once
+        (``TenantQuotas.take``): a repair where the first request gave it back, unable to tell whether its write
+        had landed (#31, found by the model: its settling read failed too). Never refused (the job stands);
+        nothing for a job cancelled or deleted since, whose count was given back with it."""
+        if self._quotas is None or job.state in (JobState.CANCELLED, JobState.DELETED):
+            return
+        change = self._rules.limits.change(None, created)
+        if change.empty:
+            return
+        try:
+            self._quotas.take(job.user_id, change, Limits(), minute_of(self._clock.now()), key=job.job_id)
+        except Unavailable as exc:
+            log.warning("quota counter unavailable, a repeated create not counted again (%s): %s", change, exc)
+
+    def _take(self, user_id: str, change: QuotaChange, key: str | None = None) -> None:
         assert self._quotas is not None
         limits = self._rules.limits.of(user_id)
         now = self._clock.now()
         try:
-            refused = self._quotas.take(user_id, change, limits, minute_of(now))
+            refused = self._quotas.take(user_id, change, limits, minute_of(now), key=key)
         except Unavailable as exc:
             log.warning("quota counter unavailable, change admitted uncounted (%s): %s", change, exc)
             return
@@ -872,10 +892,10 @@ class JobService:
             raise LimitReached(refused, refusal_reason(refused, limits, change),
                                retry_after_s=60 - now.second if current else 60)
 
-    def _give_back(self, user_id: str, change: QuotaChange) -> None:
+    def _give_back(self, user_id: str, change: QuotaChange, key: str | None = None) -> None:
         assert self._quotas is not None
         try:
-            self._quotas.give_back(user_id, change)
+            self._quotas.give_back(user_id, change, key=key)
         except Unavailable as exc:
             log.warning("quota counter unavailable, a change that did not land stays counted (%s): %s", change, exc)
 

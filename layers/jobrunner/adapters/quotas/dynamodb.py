@@ -8,7 +8,12 @@ Table layout (key: ``tenant`` S, ``window`` N), three kinds of item per tenant:
 - the standing counts (``window`` 0): ``jobs``, ``per_minute``, ``peak``, ``until`` (``domain.limits.
   Standing``) and ``rev``, a revision every write of the item raises;
 - a minute of one-time fires (``window`` = minus the minute's epoch second): ``fires`` and
-  ``expires_at`` (an hour after the minute).
+  ``expires_at`` (an hour after the minute);
+- a create counted under its key (``take(key=...)``, the job's id): partition ``<tenant>/created/<key>``,
+  ``window`` 0, ``counted`` (1 while counted, 0 once given back) and ``expires_at`` (a day after the take,
+  the lifetime of an idempotency key). It is written in the take's transaction and the give-back's, on
+  condition of its own value, so a key counts once however often it is taken or given back. Only updates
+  (no put or delete): what the API's role may do with the table.
 
 A take reads the standing item and the minute's item, works the counts out (``domain.limits.apply``)
 and writes both in one transaction (the standing item alone: one conditional ``UpdateItem``), on
@@ -40,6 +45,8 @@ log = logging.getLogger(__name__)
 KEEP_WINDOW_S = 3600
 #: Reads and conditional writes one take tries before it reports the counter unavailable.
 MAX_TAKE_ATTEMPTS = 20
+#: How long a create's key is remembered (``take(key=...)``): as long as an idempotency key lives.
+KEEP_KEY_S = 86_400
 _STANDING = 0
 
 
@@ -67,10 +74,13 @@ class DynamoDBTenantQuotas(TenantQuotas):
             raise Unavailable(f"quota table: {exc}") from exc
         return True
 
-    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None:
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int,
+             key: str | None = None) -> str | None:
         try:
             for attempt in range(MAX_TAKE_ATTEMPTS):
-                written, refused = self._take_once(tenant, change, limits, now_minute)
+                if key is not None and self._counted(tenant, key):
+                    return None
+                written, refused = self._take_once(tenant, change, limits, now_minute, key)
                 if written or refused is not None:
                     if written:
                         self._drop_quietly(tenant, change.drop_minute)
@@ -80,7 +90,8 @@ class DynamoDBTenantQuotas(TenantQuotas):
             raise Unavailable(f"quota table: {exc}") from exc
         raise Unavailable(f"quota table: the counts of tenant {tenant!r} kept changing ({MAX_TAKE_ATTEMPTS} tries)")
 
-    def _take_once(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> tuple[bool, str | None]:
+    def _take_once(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int,
+                   key: str | None) -> tuple[bool, str | None]:
         """One read and conditional write: (written, the limit refused); neither when a race was lost."""
         item = self._get(tenant, _STANDING, "jobs, per_minute, peak, #until, rev")
         before = Standing(*(int(item.get(name, {"N": "0"})["N"]) for name in ("jobs", "per_minute", "peak", "until")))
@@ -108,6 +119,8 @@ class DynamoDBTenantQuotas(TenantQuotas):
                 "ExpressionAttributeValues": {":fires": _n(count), ":before": _n(count - change.fires),
                                               ":expires": _n(minute + KEEP_WINDOW_S)},
             }})
+        if key is not None:
+            writes.append(self._mark(tenant, key, counted=True))
         try:
             if len(writes) == 1:  # the counts alone: one conditional write (a transaction bills twice)
                 self._client.update_item(**writes[0]["Update"])
@@ -120,11 +133,12 @@ class DynamoDBTenantQuotas(TenantQuotas):
             raise
         return True, None
 
-    def give_back(self, tenant: str, change: QuotaChange) -> None:
+    def give_back(self, tenant: str, change: QuotaChange, key: str | None = None) -> None:
         undo = change.inverse()
         try:
-            if undo.jobs or undo.per_minute:
-                self._give_back_standing(tenant, undo)
+            standing = key is not None or undo.jobs or undo.per_minute
+            if standing and not self._give_back_standing(tenant, undo, key):
+                return  # a key not counted: nothing to give back
             if undo.add_minute is not None:  # the minute a move left: its one fire back
                 self._client.update_item(
                     TableName=self._table, Key=self._key(tenant, -undo.add_minute), UpdateExpression="ADD fires :one",
@@ -133,28 +147,55 @@ class DynamoDBTenantQuotas(TenantQuotas):
         except (ClientError, BotoCoreError) as exc:
             raise Unavailable(f"quota table: {exc}") from exc
 
-    def _give_back_standing(self, tenant: str, undo: QuotaChange) -> None:
+    def _give_back_standing(self, tenant: str, undo: QuotaChange, key: str | None) -> bool:
         """Add ``undo``'s jobs and per-minute fires to the standing counts, never below zero (a change given back
         twice, by a request and its retry, must not leave room the tenant never had): read, then a conditional
-        write on the revision, as a take does."""
+        write on the revision, as a take does; under ``key``, only while the key is counted, and with the key
+        marked given back in the same transaction. False when the key was not counted (nothing changed)."""
         for attempt in range(MAX_TAKE_ATTEMPTS):
+            if key is not None and not self._counted(tenant, key):
+                return False
             item = self._get(tenant, _STANDING, "jobs, per_minute, rev")
             jobs, per_minute = (int(item.get(name, {"N": "0"})["N"]) for name in ("jobs", "per_minute"))
             rev = item.get("rev", {"N": "0"})["N"]
+            counts = {
+                "TableName": self._table, "Key": self._key(tenant, _STANDING),
+                "UpdateExpression": "SET jobs = :jobs, per_minute = :per_minute, rev = :next",
+                "ConditionExpression": "attribute_not_exists(rev) OR rev = :rev",
+                "ExpressionAttributeValues": {":jobs": _n(max(0, jobs + undo.jobs)),
+                                              ":per_minute": _n(max(0, per_minute + undo.per_minute)),
+                                              ":rev": {"N": rev}, ":next": _n(int(rev) + 1)}}
             try:
-                self._client.update_item(
-                    TableName=self._table, Key=self._key(tenant, _STANDING),
-                    UpdateExpression="SET jobs = :jobs, per_minute = :per_minute, rev = :next",
-                    ConditionExpression="attribute_not_exists(rev) OR rev = :rev",
-                    ExpressionAttributeValues={":jobs": _n(max(0, jobs + undo.jobs)),
-                                               ":per_minute": _n(max(0, per_minute + undo.per_minute)),
-                                               ":rev": {"N": rev}, ":next": _n(int(rev) + 1)})
-                return
+                if key is None:
+                    self._client.update_item(**counts)
+                else:
+                    self._client.transact_write_items(TransactItems=[
+                        {"Update": counts}, self._mark(tenant, key, counted=False)])
+                return True
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                if exc.response.get("Error", {}).get("Code") not in ("TransactionCanceledException",
+                                                                     "ConditionalCheckFailedException"):
                     raise
             time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # a racing write of this tenant's counts won
         raise Unavailable(f"quota table: the counts of tenant {tenant!r} kept changing ({MAX_TAKE_ATTEMPTS} tries)")
+
+    def _counted(self, tenant: str, key: str) -> bool:
+        """Whether the create under ``key`` is counted (its item says so)."""
+        item = self._get(f"{tenant}/created/{key}", _STANDING, "counted")
+        return int(item.get("counted", {"N": "0"})["N"]) == 1
+
+    def _mark(self, tenant: str, key: str, *, counted: bool) -> dict[str, Any]:
+        """The transaction item that marks the create under ``key`` counted (on condition it is not) or given
+        back (on condition it is)."""
+        return {"Update": {
+            "TableName": self._table, "Key": self._key(f"{tenant}/created/{key}", _STANDING),
+            "UpdateExpression": "SET #counted = :now, expires_at = :expires",
+            "ConditionExpression": ("attribute_not_exists(#counted) OR #counted = :was" if counted
+                                    else "#counted = :was"),
+            "ExpressionAttributeNames": {"#counted": "counted"},
+            "ExpressionAttributeValues": {":now": _n(int(counted)), ":was": _n(int(not counted)),
+                                          ":expires": _n(int(time.time()) + KEEP_KEY_S)},
+        }}
 
     def _drop_quietly(self, tenant: str, minute: int | None) -> None:
         """Give a minute's fire back, best effort: left counted, the minute can only refuse more."""

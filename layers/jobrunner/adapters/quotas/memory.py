@@ -20,6 +20,8 @@ class MemoryTenantQuotas(TenantQuotas):
         self.standing: dict[str, Standing] = {}
         #: One-time fires counted per (tenant, minute).
         self.minutes: Counter[tuple[str, int]] = Counter()
+        #: The keys counted, per tenant (``take(key=...)``; here they are never forgotten by time).
+        self.keys: set[tuple[str, str]] = set()
 
     def admit(self, tenant: str, window: int, limit: int, count: int = 1) -> bool:
         with self._lock:
@@ -28,8 +30,11 @@ class MemoryTenantQuotas(TenantQuotas):
             self.admitted[(tenant, window)] += count
             return True
 
-    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int) -> str | None:
+    def take(self, tenant: str, change: QuotaChange, limits: Limits, now_minute: int,
+             key: str | None = None) -> str | None:
         with self._lock:
+            if key is not None and (tenant, key) in self.keys:
+                return None
             before = self.standing.get(tenant, Standing())
             count = self.minutes[(tenant, change.add_minute)] if change.add_minute is not None else 0
             refused, after, count = apply(before, count, change, limits, now_minute)
@@ -39,11 +44,17 @@ class MemoryTenantQuotas(TenantQuotas):
             if change.add_minute is not None:
                 self.minutes[(tenant, change.add_minute)] = count
             self._drop(tenant, change.drop_minute)
+            if key is not None:
+                self.keys.add((tenant, key))
             return None
 
-    def give_back(self, tenant: str, change: QuotaChange) -> None:
+    def give_back(self, tenant: str, change: QuotaChange, key: str | None = None) -> None:
         undo = change.inverse()
         with self._lock:
+            if key is not None:
+                if (tenant, key) not in self.keys:
+                    return
+                self.keys.discard((tenant, key))
             before = self.standing.get(tenant, Standing())
             self.standing[tenant] = Standing(max(0, before.jobs + undo.jobs),
                                              max(0, before.per_minute + undo.per_minute), before.peak, before.until)

@@ -51,7 +51,7 @@ class DoubtfulStore(MemoryJobStore):
       a ``get_job_settled`` of it, commits it first (as the next Paxos round on the partition does);
     - ``fail_after``: the next write of these names lands, then raises (the answer was lost);
     - ``slow_update``: the next ``update_job`` lands, and returns this late (on this clock);
-    - ``fail_before``: the next write of these names raises, writing nothing.
+    - ``fail_before``: the next write (or ``get_job``) of these names raises, writing nothing.
     """
 
     def __init__(self) -> None:
@@ -91,6 +91,12 @@ class DoubtfulStore(MemoryJobStore):
             self.fail_before.discard("write_scheduled")
             raise Unavailable("write_scheduled: unavailable")
         super().write_scheduled(rows)
+
+    def get_job(self, user_id: str, job_id: str) -> Job | None:
+        if "get_job" in self.fail_before:
+            self.fail_before.discard("get_job")
+            raise Unavailable("get_job: unavailable")
+        return super().get_job(user_id, job_id)
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         self._commit_pending(job.job_id)
@@ -280,6 +286,30 @@ def test_a_submit_that_landed_but_answered_an_error_stays_counted(store: Doubtfu
     with pytest.raises(LimitReached) as refused:
         service.submit("alice", new)
     assert refused.value.limit == "jobs_held"
+    assert quotas.standing["alice"].jobs == 2 == len(store.jobs)
+
+
+def test_a_submit_whose_write_and_settling_read_both_failed_is_counted_again_by_its_repeat(
+    store: DoubtfulStore, clock: ManualClock,
+) -> None:
+    # Given a tenant holding at most 2 recurring jobs, and a keyed submission whose write lands but answers an
+    # error, and whose settling read fails too: it cannot tell, and gives its count back (found by the model's
+    # long search on the final code of #31: the tenant then held a job it was never counted for)
+    quotas = MemoryTenantQuotas()
+    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    new = NewJob(Every(timedelta(hours=1)), {})
+    store.fail_after.add("create_job")
+    store.fail_before.add("get_job")
+    with pytest.raises(Unavailable):
+        service.submit("alice", new, "key-1")
+    assert quotas.standing["alice"].jobs == 0 and len(store.jobs) == 1
+    # When it is sent again with its key (answered 200: the job it made), twice, and the tenant submits one more
+    assert not service.submit("alice", new, "key-1")[1]
+    assert not service.submit("alice", new, "key-1")[1]
+    assert service.submit("alice", new)[1]
+    # Then the repeat counted the job it found, once: a third job is refused, and the count is the jobs held
+    with pytest.raises(LimitReached):
+        service.submit("alice", new)
     assert quotas.standing["alice"].jobs == 2 == len(store.jobs)
 
 
