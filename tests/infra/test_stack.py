@@ -504,6 +504,6 @@ def test_the_api_counts_tenants_submissions_in_a_quota_table_only_it_may_write(d
     grants = [s for s in _statements(default_app, "Api") if table_id in json.dumps(s["Resource"])]
     assert [(s["Action"], s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]) for s in grants] == [
         (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["tenant", "window", "admitted", "expires_at", "jobs",
-                                                       "per_minute", "peak", "until", "rev", "fires"])]
+                                                       "per_minute", "peak", "until", "rev", "fires", "counted"])]
     for unit in ("Tick", "Scan", "Results"):
         assert table_id not in json.dumps(_statements(default_app, unit)), unit
