@@ -874,7 +874,9 @@ class Reference:
         def stretch(low: datetime, fire: datetime) -> bool:
             """Whether ``fire`` is of the schedule ``low`` was a fire of (a drop "to its end" of a schedule since
             replaced explains none of the next one's fires)."""
-            epoch = next((e for e in job.epochs if e.holds(low, self.skew)), None)
+            # (the latest schedule whose fire ``low`` is: at the instant one ends and the next begins, as at a
+            # pause's resume with catch-up, the drop was decided under the one that begins)
+            epoch = next((e for e in reversed(job.epochs) if e.holds(low, self.skew)), None)
             return epoch is None or epoch.until is None or fire <= epoch.until + self.skew
 
         def explains(fire: datetime) -> bool:

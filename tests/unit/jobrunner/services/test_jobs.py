@@ -741,6 +741,27 @@ def test_resume_with_catch_up_replays_the_fires_missed_while_paused(
     assert [m.value["scheduled_at"] for m in sent] == [f"2026-11-22T10:{m}:00.000Z" for m in range(10, 16)]
 
 
+def test_resume_with_catch_up_does_not_replay_a_fire_that_went_out_at_the_pause_instant(
+    store: MemoryJobStore, service: JobService, clock: ManualClock
+) -> None:
+    # Given a job every minute from 10:10 whose fire of 10:10 went out (a scan on a clock a little ahead published
+    # it) and which is paused at 10:10:00.000 on the API's clock (found by the model's long search, #31: the
+    # resume with catch-up planned 10:10 again, and the scan's catch-up window then recorded the fire that had run
+    # SKIPPED over its RUNNING record; with every missed fire replayed, it went out a second time)
+    job = every_minute(service)
+    _, sent = scan(store, clock, job, BUCKET)
+    assert [m.value["scheduled_at"] for m in sent] == ["2026-11-22T10:10:00.000Z"]
+    clock.set(BUCKET)
+    service.pause("alice", job.job_id)
+    # When it is resumed with catch-up at 10:15:30
+    clock.set(at(15, 30))
+    resumed = service.resume("alice", job.job_id, catch_up=True)
+    # Then the fires missed while paused start after the one that went out
+    assert resumed.next_run_at == at(11)
+    _, sent = scan(store, clock, job, at(15))
+    assert [m.value["scheduled_at"] for m in sent] == [f"2026-11-22T10:{m}:00.000Z" for m in range(11, 16)]
+
+
 def test_resume_with_catch_up_counts_from_the_pause_even_after_an_edit(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
