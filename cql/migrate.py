@@ -200,9 +200,8 @@ def copy_legacy_history(session: Session, keyspace: str, page_size: int = 500, c
         return 0
     exists = session.prepare(SELECT_HISTORY_KEY)
     exists.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-    copy = session.prepare(COPY_HISTORY)
+    copy = session.prepare(COPY_HISTORY)  # its serial consistency is the session profile's (none on Keyspaces)
     copy.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-    copy.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
     read = SimpleStatement(SELECT_LEGACY_HISTORY, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
     copied = 0
     page: list[tuple[object, ...]] = []
@@ -239,8 +238,7 @@ def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> i
     def stmt(cql: str) -> PreparedStatement:  # prepared when first used: an older table may lack `state`
         if cql not in prepared:
             prepared[cql] = session.prepare(cql)
-            prepared[cql].consistency_level = ConsistencyLevel.LOCAL_QUORUM
-            prepared[cql].serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+            prepared[cql].consistency_level = ConsistencyLevel.LOCAL_QUORUM  # serial: the session profile's
         return prepared[cql]
 
     read = SimpleStatement(SELECT_LEGACY_JOBS, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)

@@ -5,6 +5,11 @@ robin. The CA bundle (Amazon Root CAs and Starfield Class 2) ships in the layer 
 ``CASSANDRA_CA_BUNDLE``. Every connection checks the certificate's chain and its host name: the peers are
 reached by the addresses ``system.peers`` lists, so the name checked is the endpoint's (:func:`endpoint_name`),
 passed to the driver as ``ssl_options["server_hostname"]``, which it gives every connection's handshake.
+
+Lightweight transactions carry no serial consistency here: Keyspaces lists SERIAL and LOCAL_SERIAL among the
+levels it rejects with an exception, and runs every write, a conditional one too, at LOCAL_QUORUM (its developer
+guide: "Supported Apache Cassandra consistency levels", and "lightweight transactions"). The protocol's serial
+consistency is optional, so this profile sets none, and no statement sets its own (``stores/cassandra.py``).
 """
 
 from __future__ import annotations
@@ -46,9 +51,10 @@ def tls_context(ca_bundle: str | None) -> ssl.SSLContext:
 
 
 def execution_profile(settings: CassandraSettings) -> ExecutionProfile:
-    """LOCAL_QUORUM, round robin."""
+    """LOCAL_QUORUM, round robin, no serial consistency (see the module's docstring)."""
     return ExecutionProfile(
         consistency_level=ConsistencyLevel.LOCAL_QUORUM,
+        serial_consistency_level=None,
         load_balancing_policy=RoundRobinPolicy(),
         request_timeout=settings.request_timeout_s,
         row_factory=CachedRowFactory(),

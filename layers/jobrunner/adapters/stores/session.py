@@ -19,8 +19,9 @@ failure" is here, in :func:`execution_profile`:
 
 * **Consistency.** Every read and write at LOCAL_QUORUM (two of three replicas), lightweight transactions'
   Paxos at LOCAL_SERIAL: a write acknowledged by two replicas is seen by every later read, which also asks
-  two, and both go on while one node of three is down. The statements set the same levels themselves
-  (``stores/cassandra.py``), so that a profile can never weaken them.
+  two, and both go on while one node of three is down. The statements set their consistency themselves
+  (``stores/cassandra.py``), so that a profile can never weaken it; the serial consistency is the profile's
+  alone, since Amazon Keyspaces' profile must send none (``stores/keyspaces.py``).
 * **Contact points and routing.** Every node is a contact point (``CASSANDRA_CONTACT_POINTS``), so the
   driver connects whichever node is down at start. With ``CASSANDRA_LOCAL_DC`` named, requests go
   token-aware to a replica of their partition in the local datacenter (one hop fewer), falling back to

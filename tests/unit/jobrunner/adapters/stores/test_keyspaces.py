@@ -13,17 +13,24 @@ from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
 import pytest
+from cassandra import ConsistencyLevel
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, Session
 from cassandra.connection import Connection, DefaultEndPoint
+from cassandra.encoder import Encoder
+from cassandra.query import SimpleStatement
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from jobrunner.adapters.stores.cassandra import STATEMENTS, CassandraJobStore
 from jobrunner.adapters.stores.keyspaces import endpoint_name, keyspaces_cluster
-from jobrunner.adapters.stores.session import CassandraSettings
+from jobrunner.adapters.stores.session import CassandraSettings, execution_profile
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from cassandra.protocol import _MessageType
 
 REGION = "eu-west-1"
 ENDPOINT = f"cassandra.{REGION}.amazonaws.com"
@@ -166,3 +173,50 @@ def test_the_name_checked_is_the_endpoint_the_contact_points_name(
     tmp_path: Path, contact_points: tuple[str, ...], expected: str
 ) -> None:
     assert endpoint_name(settings(tmp_path / "unused.pem", contact_points)) == expected
+
+
+class UnconnectedSession(Session):
+    """A driver ``Session`` on ``cluster`` that opens no connection: it prepares a statement as a plain statement of
+    its CQL, and builds the request the driver would send for it (``Session._create_response_future``), unsent."""
+
+    def __init__(self, cluster: Cluster) -> None:  # not Session.__init__, which connects
+        self.cluster = cluster
+        self._profile_manager = cluster.profile_manager
+        self._protocol_version = 4
+        self._request_init_callbacks = []
+        self._metrics = None
+        self.encoder = Encoder()
+        self.keyspace = None
+
+    def prepare(self, query: str, custom_payload: object = None, keyspace: str | None = None) -> SimpleStatement:
+        return SimpleStatement(query)
+
+    def request(self, statement: SimpleStatement) -> _MessageType:
+        return self._create_response_future(statement, None, False, None, None).message  # timeout None: no timer
+
+
+COMPARE_AND_SETS = [cql for cql in STATEMENTS if " IF " in cql]
+
+
+def cluster_of(mode: str, bundle: Path) -> Cluster:
+    if mode == "keyspaces":
+        return keyspaces_cluster(settings(bundle))
+    return Cluster(["10.0.42.1"], protocol_version=4,
+                   execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(CassandraSettings())})
+
+
+@pytest.mark.parametrize(("mode", "serial"), [("keyspaces", None), ("cassandra", ConsistencyLevel.LOCAL_SERIAL)])
+def test_compare_and_sets_carry_a_serial_consistency_only_where_it_is_taken(
+    tmp_path: Path, mode: str, serial: int | None
+) -> None:
+    # Keyspaces lists SERIAL and LOCAL_SERIAL among the levels it rejects with an exception, and runs every write,
+    # a conditional one too, at LOCAL_QUORUM; the protocol's serial consistency is optional, so none is sent there.
+    # A cluster keeps its Paxos rounds in the local datacenter (LOCAL_SERIAL).
+    session = UnconnectedSession(cluster_of(mode, Certificates(tmp_path).bundle))
+    store = CassandraJobStore(session, serial_reads=mode != "keyspaces")
+
+    assert COMPARE_AND_SETS
+    for cql in COMPARE_AND_SETS:
+        request = session.request(store._stmt(cql))
+        assert (request.consistency_level, request.serial_consistency_level) == (
+            ConsistencyLevel.LOCAL_QUORUM, serial), cql
