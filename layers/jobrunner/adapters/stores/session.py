@@ -31,7 +31,9 @@ failure" is here, in :func:`execution_profile`:
   once more; an ``Unavailable`` (the coordinator saw too few replicas) once on the next node; a write that
   timed out is not retried (its outcome is unknown: the caller decides, and the API answers 503). Sending a
   broken request again is safe for every statement here: a plain write carries its client timestamp and
-  values, so it lands the same; a retried conditional update whose first attempt did land comes back "not
+  values, so it lands the same (on Amazon Keyspaces too, whose tables have client-side timestamps turned on
+  by ``python -m cql.migrate``: without them it stamps a write on arrival, and a retried one would overwrite
+  a later write); a retried conditional update whose first attempt did land comes back "not
   applied", and the service reads the job again and finds its change already made
   (``services/jobs.py``, ``_save``).
 * **Speculative execution** (``CASSANDRA_SPECULATIVE_DELAY_MS``, off by default): a read not answered
