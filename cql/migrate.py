@@ -2,7 +2,9 @@
 
 Creates the keyspace (replication depends on the environment), then runs every statement of every
 ``cql/*.cql`` file in name order. Each statement is ``IF NOT EXISTS``, so running it again is a no-op.
-On Keyspaces DDL is asynchronous, so after each CREATE TABLE it waits for the table to be ACTIVE.
+On Keyspaces DDL is asynchronous, so after each CREATE TABLE it waits for the table to be ACTIVE; there it also
+turns client-side timestamps on for every table of ``cql/`` that has them off (``ALTER TABLE``, in place), since
+the stores rely on a write keeping the driver's timestamp when it is sent again.
 
 Then it moves the rows of ``task_schedule`` (an older keyspace's table, whose key lacked the job
 version) into ``task_schedule_v2``, each placed anew as of now so that one whose bucket was already
@@ -88,9 +90,19 @@ RECOPY_JOB = (
     " WHERE user_id = ? AND shard = ? AND job_id = ? IF updated_at = ?"
 )
 
+#: Amazon Keyspaces: a table's own properties, client-side timestamps among them.
+SELECT_TABLE_PROPERTIES = (
+    "SELECT custom_properties FROM system_schema_mcs.tables WHERE keyspace_name = %s AND table_name = %s"
+)
+#: Amazon Keyspaces: turns client-side timestamps on, in place (``{table}``: the table's name).
+ENABLE_CLIENT_SIDE_TIMESTAMPS = (
+    "ALTER TABLE {table} WITH custom_properties = {{'client_side_timestamps': {{'status': 'enabled'}}}}"
+)
+
 #: Every statement the migration sends besides ``cql/`` (checked by ``tests/infra/test_keyspaces_compat.py``).
 STATEMENTS = (DELETE_LEGACY_SCHEDULED, SELECT_LEGACY_SCHEDULED, SELECT_LEGACY_HISTORY, SELECT_HISTORY_KEY,
-              COPY_HISTORY, SELECT_LEGACY_JOBS, SELECT_LEGACY_JOB_TTL, SELECT_JOB_COPY, COPY_JOB, RECOPY_JOB)
+              COPY_HISTORY, SELECT_LEGACY_JOBS, SELECT_LEGACY_JOB_TTL, SELECT_JOB_COPY, COPY_JOB, RECOPY_JOB,
+              SELECT_TABLE_PROPERTIES, ENABLE_CLIENT_SIDE_TIMESTAMPS)
 
 
 def replication_for(mode: str, replication_factor: int = 1, datacenter: str | None = None) -> str:
@@ -156,6 +168,27 @@ def _sync_default_ttl(session: Session, settings: CassandraSettings, table: Tabl
     return [statement]
 
 
+def _enable_client_side_timestamps(session: Session, settings: CassandraSettings, table: TableSpec) -> list[str]:
+    """On Keyspaces, turn client-side timestamps on for ``table`` where they are off (a table the stack created
+    before they were asked for, or one this migration created).
+
+    Without them Keyspaces stamps each write with its own time on arrival, so a write the driver sends again
+    (``adapters/stores/session.py``, "Retries") lands as a newer write than one made after its first attempt
+    landed; with them, it keeps the driver's timestamp. ``ALTER TABLE`` changes the table in place, rows kept
+    (DDL is asynchronous there, hence the wait); it cannot be undone. Cassandra uses the driver's timestamps
+    anyway, and has no such property."""
+    if settings.mode != "keyspaces":
+        return []
+    row = session.execute(SELECT_TABLE_PROPERTIES, (settings.keyspace, table.name)).one()
+    properties = (row.custom_properties if row is not None else None) or {}
+    if str((properties.get("client_side_timestamps") or {}).get("status", "")).lower() == "enabled":
+        return []
+    statement = ENABLE_CLIENT_SIDE_TIMESTAMPS.format(table=table.name)
+    session.execute(statement, timeout=60)
+    _wait_active(session, settings.keyspace, table.name)
+    return [statement]
+
+
 def _tables(session: Session, keyspace: str) -> set[str]:
     return {row.table_name for row in session.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
@@ -200,9 +233,8 @@ def copy_legacy_history(session: Session, keyspace: str, page_size: int = 500, c
         return 0
     exists = session.prepare(SELECT_HISTORY_KEY)
     exists.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-    copy = session.prepare(COPY_HISTORY)
+    copy = session.prepare(COPY_HISTORY)  # its serial consistency is the session profile's (none on Keyspaces)
     copy.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-    copy.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
     read = SimpleStatement(SELECT_LEGACY_HISTORY, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
     copied = 0
     page: list[tuple[object, ...]] = []
@@ -239,8 +271,7 @@ def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> i
     def stmt(cql: str) -> PreparedStatement:  # prepared when first used: an older table may lack `state`
         if cql not in prepared:
             prepared[cql] = session.prepare(cql)
-            prepared[cql].consistency_level = ConsistencyLevel.LOCAL_QUORUM
-            prepared[cql].serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+            prepared[cql].consistency_level = ConsistencyLevel.LOCAL_QUORUM  # serial: the session profile's
         return prepared[cql]
 
     read = SimpleStatement(SELECT_LEGACY_JOBS, fetch_size=page_size, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
@@ -264,7 +295,8 @@ def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> i
 
 
 def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
-    """Apply the schema (tables created, missing columns added, default TTLs set); returns the statements run."""
+    """Apply the schema (tables created, missing columns added, default TTLs set, client-side timestamps on where
+    Keyspaces has them off); returns the statements run."""
     session = connect(settings, keyspace=False)
     try:
         session.execute(
@@ -284,6 +316,7 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
             table = parse_table(statement)
             applied += _add_missing_columns(session, settings, table)
             applied += _sync_default_ttl(session, settings, table)
+            applied += _enable_client_side_timestamps(session, settings, table)
         moved = move_legacy_rows(session, settings.keyspace)
         if moved:
             applied.append(f"-- moved {moved} row(s) from {LEGACY_SCHEDULE} to task_schedule_v2")

@@ -242,7 +242,8 @@ _UNSUPPORTED: tuple[tuple[str, str], ...] = (
     (r"\b(CREATE|DROP)\s+TRIGGER\b", "triggers"),
     (r"\bALTER\s+TYPE\b", "ALTER TYPE"),
     (r"\b(LOCAL_)?SERIAL\b", "SERIAL consistency"),
-    (r"\bUSING\s+TIMESTAMP\b|\bWRITETIME\s*\(", "client-side timestamps (not enabled on the tables)"),
+    (r"\bUSING\s+TIMESTAMP\b|\bWRITETIME\s*\(",
+     "explicit client-side timestamps (writes carry the driver's; Keyspaces refuses one over 2 days old)"),
 )
 _BATCHABLE = re.compile(r"^(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 

@@ -74,6 +74,9 @@ class KeyspacesSchema(Construct):
                 billing_mode=cassandra.CfnTable.BillingModeProperty(mode="ON_DEMAND"),
                 point_in_time_recovery_enabled=True,
                 default_time_to_live=keyspaces_default_ttl(spec),
+                # Client-side timestamps are left to `python -m cql.migrate` (ALTER TABLE, in place): the property
+                # is create-only here, and a deployed table would be replaced, an update CloudFormation refuses for
+                # a named table.
             )
             table.node.add_dependency(self.keyspace)
             table.apply_removal_policy(removal_policy)

@@ -177,12 +177,28 @@ def test_store_uses_only_supported_consistency_levels() -> None:
 
 
 def test_serial_consistency_of_conditional_writes_is_local() -> None:
-    # Keyspaces lists SERIAL and LOCAL_SERIAL among the consistency levels it rejects; whether that
-    # covers the serial consistency of a conditional write (the only values that field takes) is not
-    # documented. If the store sets one, it must at least be the single-region LOCAL_SERIAL.
+    # Where one is set (a cluster's profile, the settling read on Cassandra), it is the single-datacenter LOCAL_SERIAL.
     _regular, serial = _consistency_levels()
 
     assert serial <= {"LOCAL_SERIAL"}
+
+
+MIGRATION = Path(__file__).resolve().parents[2] / "cql" / "migrate.py"
+
+
+def test_only_the_session_profiles_choose_a_serial_consistency() -> None:
+    # Keyspaces lists SERIAL and LOCAL_SERIAL among the levels it rejects with an exception, and runs every write, a
+    # conditional one too, at LOCAL_QUORUM: its profile sets no serial level (adapters/stores/keyspaces.py), the
+    # Cassandra profile sets LOCAL_SERIAL (adapters/stores/session.py). A statement that set its own would send it
+    # to Keyspaces too, so none does: not the store's, not the migration's (which runs on both).
+    setters = []
+    for path in [*sorted(STORES.glob("*.py")), MIGRATION]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            setters += [f"{path.name}:{node.lineno}" for target in targets
+                        if isinstance(target, ast.Attribute) and target.attr == "serial_consistency_level"]
+
+    assert setters == []
 
 
 @pytest.mark.parametrize(("statement", "problem"), [

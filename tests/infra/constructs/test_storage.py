@@ -69,3 +69,15 @@ def test_the_history_and_the_idempotency_keys_expire_on_keyspaces_as_the_schema_
                                                                "DefaultTimeToLive": 24 * 3600})
     template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "job_table_v2",
                                                                "DefaultTimeToLive": Match.absent()})
+
+
+def test_tables_leave_client_side_timestamps_to_the_migration(stack: cdk.Stack) -> None:
+    # ClientSideTimestampsEnabled is a create-only property of AWS::Cassandra::Table (its CloudFormation schema):
+    # setting it on a deployed table means replacing that named table, an update CloudFormation refuses (and a new
+    # table would be empty). `python -m cql.migrate` turns them on in place (ALTER TABLE; tests/cql/test_migrate.py).
+    KeyspacesSchema(stack, "Ks", keyspace_name="jr_test", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN)
+
+    tables = Template.from_stack(stack).find_resources("AWS::Cassandra::Table")
+
+    assert tables
+    assert all("ClientSideTimestampsEnabled" not in table["Properties"] for table in tables.values())

@@ -276,8 +276,9 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             prepared = guarded(lambda: self._session.prepare(cql))
             prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
             prepared.is_idempotent = is_read(cql)  # only reads may be sent twice (speculative execution)
-            if " IF " in cql:  # a lightweight transaction: its Paxos round stays in the local datacenter
-                prepared.serial_consistency_level = ConsistencyLevel.LOCAL_SERIAL
+            # A lightweight transaction's serial consistency is the session profile's: LOCAL_SERIAL on Cassandra
+            # (its Paxos round stays in the local datacenter), none on Amazon Keyspaces, which rejects the serial
+            # levels (``adapters/stores/keyspaces.py``).
             self._prepared[cql] = prepared
         return prepared
 

@@ -19,8 +19,9 @@ failure" is here, in :func:`execution_profile`:
 
 * **Consistency.** Every read and write at LOCAL_QUORUM (two of three replicas), lightweight transactions'
   Paxos at LOCAL_SERIAL: a write acknowledged by two replicas is seen by every later read, which also asks
-  two, and both go on while one node of three is down. The statements set the same levels themselves
-  (``stores/cassandra.py``), so that a profile can never weaken them.
+  two, and both go on while one node of three is down. The statements set their consistency themselves
+  (``stores/cassandra.py``), so that a profile can never weaken it; the serial consistency is the profile's
+  alone, since Amazon Keyspaces' profile must send none (``stores/keyspaces.py``).
 * **Contact points and routing.** Every node is a contact point (``CASSANDRA_CONTACT_POINTS``), so the
   driver connects whichever node is down at start. With ``CASSANDRA_LOCAL_DC`` named, requests go
   token-aware to a replica of their partition in the local datacenter (one hop fewer), falling back to
@@ -30,7 +31,9 @@ failure" is here, in :func:`execution_profile`:
   once more; an ``Unavailable`` (the coordinator saw too few replicas) once on the next node; a write that
   timed out is not retried (its outcome is unknown: the caller decides, and the API answers 503). Sending a
   broken request again is safe for every statement here: a plain write carries its client timestamp and
-  values, so it lands the same; a retried conditional update whose first attempt did land comes back "not
+  values, so it lands the same (on Amazon Keyspaces too, whose tables have client-side timestamps turned on
+  by ``python -m cql.migrate``: without them it stamps a write on arrival, and a retried one would overwrite
+  a later write); a retried conditional update whose first attempt did land comes back "not
   applied", and the service reads the job again and finds its change already made
   (``services/jobs.py``, ``_save``).
 * **Speculative execution** (``CASSANDRA_SPECULATIVE_DELAY_MS``, off by default): a read not answered

@@ -1,5 +1,6 @@
 """The lightweight transactions of the Cassandra store keep their Paxos round in the local datacenter
-(LOCAL_SERIAL, which Amazon Keyspaces accepts), on a real Cassandra."""
+(LOCAL_SERIAL, from the session's profile), on a real Cassandra. Amazon Keyspaces' profile sends none
+(tests/unit/jobrunner/adapters/stores/test_keyspaces.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 
 class RecordingSession:
-    """The real session, noting the serial consistency of every statement it is asked to run."""
+    """The real session, noting the serial consistency each statement it runs is sent with (the statement's, or
+    the profile's where the statement sets none)."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
@@ -30,8 +32,9 @@ class RecordingSession:
     def execute(self, query: Any, parameters: Any = None, **kwargs: Any) -> Any:
         text = getattr(query, "query_string", None) or getattr(getattr(query, "prepared_statement", None),
                                                                "query_string", str(query))
-        self.serial.append((text, query.serial_consistency_level))
-        return self.session.execute(query, parameters, **kwargs)
+        future = self.session.execute_async(query, parameters, **kwargs)
+        self.serial.append((text, future.message.serial_consistency_level))
+        return future.result()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
