@@ -1,12 +1,12 @@
 """The VPC: isolated subnets only (no NAT, no internet), VPC endpoints, flow logs, security groups.
 
 Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) always, and the
-interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda + STS for
-the MSK event source mapping, whose pollers run in the cluster's subnets with the cluster's security
-group and must call both, and SQS for its on-failure destination; X-Ray, so that the functions'
-trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the result
-key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
-- ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
+interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda, for the functions'
+wakes of scans and for the MSK event source mapping, whose pollers run in the cluster's subnets with the
+cluster's security group and call Lambda and STS, and SQS for its on-failure destination; X-Ray, so that
+the functions' trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the
+result key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
+- ``functions``: HTTPS to the endpoints (Lambda's too: #32), 9098 to Kafka (and 9142 to Keyspaces' endpoint);
 - ``kafka``: the MSK cluster (serverless or provisioned brokers); 9098 in from the functions, the workers
   and itself (the pollers);
 - ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
