@@ -1,16 +1,17 @@
 """The VPC: isolated subnets only (no NAT, no internet), VPC endpoints, flow logs, security groups.
 
 Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) always, and the
-interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda + STS for
-the MSK event source mapping, whose pollers run in the cluster's subnets with the cluster's security
-group and must call both, and SQS for its on-failure destination; X-Ray, so that the functions'
-trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the result
-key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
-- ``functions``: HTTPS to the endpoints, 9098 to Kafka (and 9142 to Keyspaces' endpoint);
+interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda, for the functions'
+wakes of scans and for the MSK event source mapping, whose pollers run in the cluster's subnets with the
+cluster's security group and call Lambda and STS, and SQS for its on-failure destination; X-Ray, so that
+the functions' trace subsegments leave the VPC; Secrets Manager, for the functions that read a secret (the
+result key; an existing Cassandra cluster's credentials). Three security groups, none with "allow all outbound":
+- ``functions``: HTTPS to the endpoints (Lambda's too: #32), 9098 to Kafka (and 9142 to Keyspaces' endpoint);
 - ``kafka``: the MSK cluster (serverless or provisioned brokers); 9098 in from the functions, the workers
   and itself (the pollers);
 - ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
-Each interface endpoint has its own group, open on its port to the groups above that use it. An
+Each interface endpoint has its own group, open on its port to the groups above that use it: those whose
+callers (``FUNCTION_CALLS``, ``POLLER_CALLS``) name its service. An
 interface endpoint sits in every zone, or (``endpoint_zones``) in the first N only: private DNS gives
 the endpoint's addresses to every subnet, so the other zones reach it across zones (and lose it with
 its zone); that halves its hourly price in two zones. The DynamoDB gateway endpoint has no zones.
@@ -23,6 +24,7 @@ region the mapping lacks), or the zones given (IDs or names).
 from __future__ import annotations
 
 import enum
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import jsii
@@ -45,9 +47,29 @@ from constructs import Construct
 from infra.config import ZONE_IDS, ConfigError, is_zone_id
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
 KAFKA_IAM_PORT = 9098
+
+#: What each function's code calls over the network, declared once, by the service's name (boto3's and the
+#: endpoint's): ``dynamodb``, an ``InterfaceEndpoint`` value, or ``kafka``; ``cassandra`` is Keyspaces' endpoint
+#: or an existing cluster; ``xray`` is active tracing's subsegments. The endpoints' groups admit the functions'
+#: group to every service named here, and tests/infra/test_network_paths.py checks that this covers the AWS
+#: clients each function's wiring creates and finds a path from each function to each service in the template:
+#: a caller left out is one whose packets an endpoint drops (#32: the wakes of scans, through Lambda's).
+FUNCTION_CALLS: Mapping[str, frozenset[str]] = MappingProxyType({
+    # The writers of rows read the segment count and wake scans; each reads an existing cluster's credentials.
+    "api": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "xray"}),
+    "tick": frozenset({"dynamodb", "lambda", "xray"}),  # outside the VPC: it needs no endpoint
+    # ... and the scan and results functions read the result key and publish.
+    "scan": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "kafka", "xray"}),
+    "results": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "kafka", "xray"}),
+    "reconcile": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "xray"}),
+    "topic_admin": frozenset({"kafka", "xray"}),  # infra/handlers/kafka_topics
+})
+#: What the MSK event source mapping's pollers call, with the cluster's group: Lambda (the results function),
+#: STS (its role), SQS (its on-failure destination).
+POLLER_CALLS = frozenset({"lambda", "sts", "sqs"})
 
 
 class InterfaceEndpoint(enum.Enum):
@@ -138,15 +160,11 @@ class Network(Construct):
         self.kafka_security_group.add_ingress_rule(self.kafka_security_group, kafka, "Kafka (IAM) from the pollers")
         self.kafka_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM) to the brokers")
 
-        # Each interface endpoint has its own security group, open only to the groups that use it.
-        clients = {
-            InterfaceEndpoint.KEYSPACES: [self.function_security_group],
-            InterfaceEndpoint.SECRETS_MANAGER: [self.function_security_group],
-            InterfaceEndpoint.LAMBDA: [self.kafka_security_group],
-            InterfaceEndpoint.STS: [self.kafka_security_group],
-            InterfaceEndpoint.SQS: [self.kafka_security_group],
-            InterfaceEndpoint.XRAY: [self.function_security_group],
-        }
+        # Each interface endpoint has its own security group, open only to the groups whose callers use it.
+        function_calls = frozenset().union(*FUNCTION_CALLS.values())
+        callers = ((self.function_security_group, function_calls), (self.kafka_security_group, POLLER_CALLS))
+        clients = {endpoint: [group for group, calls in callers if endpoint.value in calls]
+                   for endpoint in InterfaceEndpoint}
         self.endpoint_subnets = self._endpoint_subnets(endpoint_zones)
         self.endpoints: dict[InterfaceEndpoint, ec2.InterfaceVpcEndpoint] = {}
         for endpoint in sorted(interface_endpoints, key=lambda e: e.value):

@@ -1,13 +1,14 @@
 """Builds the services from settings: the one place adapters are chosen and clients created.
 
 Nothing connects at import time; each client is created on first use and then reused (a Lambda
-execution environment keeps it across invocations).
+execution environment keeps it across invocations). Every AWS client gets its service's ``CLIENT_BUDGETS``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,10 @@ from jobrunner.services.tick import TickRules, TickService
 from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from botocore.config import Config
+
     from jobrunner.ports import (
         CalendarStore,
         ChangeLog,
@@ -42,6 +47,39 @@ if TYPE_CHECKING:
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
 IDLE_END = timedelta(seconds=3)
+
+
+@dataclass(frozen=True)
+class ClientBudget:
+    """How long one call of an AWS client may wait, so that a service out of reach fails the call (and the caller
+    falls back: a wake to the next tick, a lease to its renewal) well inside the function's own timeout.
+
+    botocore's defaults wait 60 s to connect and 60 s to read, per attempt: an endpoint that drops packets
+    held a wake for minutes (#32). tests/infra/test_client_budgets.py bounds the worst case of each budget
+    (every attempt timing out on every address of the endpoint, the longest backoffs) by each function's timeout.
+    """
+
+    connect_timeout_s: float
+    read_timeout_s: float
+    #: Attempts in all, the first included (botocore's ``total_max_attempts``), in botocore's standard mode.
+    attempts: int
+
+    def config(self) -> Config:
+        from botocore.config import Config
+
+        return Config(connect_timeout=self.connect_timeout_s, read_timeout=self.read_timeout_s,
+                      retries={"mode": "standard", "total_max_attempts": self.attempts}, max_pool_connections=64)
+
+
+#: The budget of each AWS service a function calls, declared once (a client of another service is refused).
+#: Endpoints answer in milliseconds; a second's connect covers the slowest handshake in the region. DynamoDB
+#: holds the leases and the quota counters: three attempts. A wake is only early (the tick's next dispatch
+#: finds the row) and a secret is read once per cold start: two.
+CLIENT_BUDGETS: Mapping[str, ClientBudget] = {
+    "dynamodb": ClientBudget(connect_timeout_s=1.0, read_timeout_s=3.0, attempts=3),
+    "lambda": ClientBudget(connect_timeout_s=1.0, read_timeout_s=2.0, attempts=2),
+    "secretsmanager": ClientBudget(connect_timeout_s=1.0, read_timeout_s=2.0, attempts=2),
+}
 
 
 def load_adapters(*, store: bool = False, publisher: bool = False) -> None:
@@ -83,7 +121,9 @@ class Container:
             from jobrunner.adapters.stores.session import connect
 
             limits = self.settings.tenant_limits
-            self._store = CassandraJobStore(connect(self.settings.cassandra),
+            cassandra = self.settings.cassandra
+            secrets_client = self.boto3_client("secretsmanager") if cassandra.secret_arn else None
+            self._store = CassandraJobStore(connect(cassandra, secrets_client=secrets_client),
                                             history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
                                             serial_reads=self.settings.cassandra.mode != "keyspaces")
         return self._store
@@ -131,11 +171,11 @@ class Container:
         return self._publisher
 
     def boto3_client(self, service: str) -> Any:
+        """A client of ``service`` with its ``CLIENT_BUDGETS`` entry (KeyError: a service without one)."""
         import boto3
-        from botocore.config import Config
 
+        config = CLIENT_BUDGETS[service].config()
         endpoint = self.settings.dynamodb_endpoint if service == "dynamodb" else None
-        config = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
         return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
     @functools.cached_property
@@ -209,7 +249,8 @@ class Container:
 
     @functools.cached_property
     def result_key(self) -> bytes:
-        return secrets.result_key(self.settings)
+        secrets_client = self.boto3_client("secretsmanager") if self.settings.result_key_secret_arn else None
+        return secrets.result_key(self.settings, secrets_client)
 
     @functools.cached_property
     def outcomes(self) -> Outcomes:

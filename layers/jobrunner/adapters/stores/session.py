@@ -50,7 +50,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cassandra import ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
@@ -135,8 +135,11 @@ def is_read(cql: str) -> bool:
     return cql.lstrip().upper().startswith("SELECT")
 
 
-def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
-    """A session with LOCAL_QUORUM as the default consistency; ``keyspace=False`` for migrations."""
+def connect(settings: CassandraSettings, *, keyspace: bool = True, secrets_client: Any = None) -> Session:
+    """A session with LOCAL_QUORUM as the default consistency; ``keyspace=False`` for migrations.
+
+    ``secrets_client`` reads ``settings.secret_arn`` (the functions pass one with their time budget); None: a
+    default client (the operator's tools)."""
     if settings.mode == "keyspaces":
         from jobrunner.adapters.stores.keyspaces import keyspaces_cluster
 
@@ -145,7 +148,8 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True) -> Session:
         cluster = Cluster(
             list(settings.contact_points), port=settings.port, protocol_version=4,
             execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(settings)},
-            auth_provider=_credentials(settings.secret_arn, settings.region) if settings.secret_arn else None,
+            auth_provider=(_credentials(settings.secret_arn, settings.region, secrets_client)
+                           if settings.secret_arn else None),
             ssl_context=_tls_context(settings.ca_bundle) if settings.tls else None,
             # A restarted node is found again within seconds (the default backs off to 10 minutes).
             reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
@@ -199,10 +203,12 @@ class RenewAfterIdle:
                  len(renewals), idle, self._clock() - started)
 
 
-def _credentials(secret_arn: str, region: str) -> PlainTextAuthProvider:
-    import boto3
+def _credentials(secret_arn: str, region: str, secrets_client: Any = None) -> PlainTextAuthProvider:
+    if secrets_client is None:
+        import boto3
 
-    secret = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_arn)
+        secrets_client = boto3.client("secretsmanager", region_name=region)
+    secret = secrets_client.get_secret_value(SecretId=secret_arn)
     values = json.loads(secret["SecretString"])
     return PlainTextAuthProvider(username=values["username"], password=values["password"])
 

@@ -150,7 +150,7 @@ def test_the_wiring_builds_the_keyspaces_store_without_serial_reads(monkeypatch:
     from jobrunner.config import Settings
 
     built: dict[str, Any] = {}
-    monkeypatch.setattr(sessions, "connect", lambda settings: RecordingSession())
+    monkeypatch.setattr(sessions, "connect", lambda settings, **options: RecordingSession())
     monkeypatch.setattr("jobrunner.adapters.stores.cassandra.CassandraJobStore.__init__",
                         lambda self, session, **options: built.update(options))
     for mode, serial in (("keyspaces", False), ("cassandra", True)):
