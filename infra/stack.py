@@ -4,8 +4,10 @@ Constructs never reach into each other; every cross-unit permission is granted h
 - api:     Keyspaces read/write, heartbeat table read
 - tick:    heartbeat leases, ``lambda:InvokeFunction`` on the scan function (the only invoker)
 - scan:    Keyspaces read/write, heartbeat leases, produce to ``jobs``, the allowed topics and ``job-dlq``
-           (a timed-out execution that has no retry left is dead-lettered by the scan); read the result key
-- results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``; read the result key
+           (a timed-out execution that has no retry left is dead-lettered by the scan); read the result key;
+           give quota counts back (a job deleted after its last fire)
+- results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``; read the result key; give
+           quota counts back
 - reconcile: read ``job_table_v2``, ``task_history_v2`` and ``task_schedule_v2``, write ``task_schedule_v2`` and
            ``job_changes`` (its repairs and their change-log entries); read the segments and update its own items of
            the heartbeat table; wake the scans of the partitions it writes to
@@ -239,6 +241,8 @@ class JobRunnerStack(Stack):
                 self.keyspaces.grant_read_write(grantee)
         self.heartbeats.grant_read(api)
         self.quotas.grant_admit(api)
+        for retirer in (scan, self.results.handler.role):  # a job deleted after its last fire gives its count back
+            self.quotas.grant_give_back(retirer)
         self.heartbeats.grant_segment_start(api)
         self.heartbeats.grant_leases(tick)
         self.heartbeats.grant_leases(scan)

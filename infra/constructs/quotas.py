@@ -21,6 +21,11 @@ from infra.constructs.nag import acknowledge
 ADMIT_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 ADMIT_ATTRIBUTES = ("tenant", "window", "admitted", "expires_at", "jobs", "per_minute", "peak", "until", "rev",
                     "fires", "counted")
+#: What giving back is (``jobrunner.services.retire``: a job deleted after its last fire gives back what it held):
+#: a take that only gives back, so a consistent read and a conditional update of the standing counts, and a
+#: minute's one-time fire given back; never a rate window (``admitted``) or a create's marker (``counted``).
+GIVE_BACK_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+GIVE_BACK_ATTRIBUTES = ("tenant", "window", "jobs", "per_minute", "peak", "until", "rev", "fires")
 
 
 class QuotaTable(Construct):
@@ -48,4 +53,13 @@ class QuotaTable(Construct):
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(ADMIT_ACTIONS), resource_arns=[self.table.table_arn],
             conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(ADMIT_ATTRIBUTES)}},
+        )
+
+    def grant_give_back(self, grantee: iam.IGrantable) -> None:
+        """Give counts back (the scan and results functions, which delete a job after its last fire): the standing
+        counts and a minute's fires only, and no update that returns the item."""
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(GIVE_BACK_ACTIONS), resource_arns=[self.table.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:Attributes": list(GIVE_BACK_ATTRIBUTES)},
+                        "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}},
         )

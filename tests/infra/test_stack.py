@@ -489,7 +489,9 @@ def test_interface_endpoints_sit_in_both_zones_unless_a_stage_asks_for_one(
     assert _interface_endpoint_subnets(synth("dev-provisioned")) == [1] * 6
 
 
-def test_the_api_counts_tenants_submissions_in_a_quota_table_only_it_may_write(default_app: Synthesized) -> None:
+def test_the_api_counts_tenants_submissions_in_a_quota_table_the_retirers_may_only_give_back_to(
+    default_app: Synthesized,
+) -> None:
     # Given the default stage: every tenant limited to 25 submissions a second and 100,000 recurring jobs
     functions = _functions(default_app)
     variables = functions["Api"]["Environment"]["Variables"]
@@ -505,5 +507,13 @@ def test_the_api_counts_tenants_submissions_in_a_quota_table_only_it_may_write(d
     assert [(s["Action"], s["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]) for s in grants] == [
         (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["tenant", "window", "admitted", "expires_at", "jobs",
                                                        "per_minute", "peak", "until", "rev", "fires", "counted"])]
-    for unit in ("Tick", "Scan", "Results"):
+    # and the scan and results functions, which delete jobs after their last fire, may only give counts back
+    # (not touch a rate window or a create's marker); nothing else touches the table
+    for unit in ("Scan", "Results"):
+        grants = [s for s in _statements(default_app, unit) if table_id in json.dumps(s["Resource"])]
+        assert [(s["Action"], s["Condition"]) for s in grants] == [(["dynamodb:GetItem", "dynamodb:UpdateItem"], {
+            "ForAllValues:StringEquals": {"dynamodb:Attributes": ["tenant", "window", "jobs", "per_minute", "peak",
+                                                                  "until", "rev", "fires"]},
+            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}})], unit
+    for unit in ("Tick", "Reconcile"):
         assert table_id not in json.dumps(_statements(default_app, unit)), unit
