@@ -232,10 +232,17 @@ class JobService:
         if together:
             jobs = [job for _, job in together]
 
+            written = False
+
             def write(at: datetime) -> list[ScheduledExecution]:
+                nonlocal written
                 pairs = [(job, self._plan(job, job.next_run_at, at, Trigger.SCHEDULE)) for job in jobs
                          if job.next_run_at is not None]
-                self._store.create_jobs(pairs)
+                if written:  # placed again: the rows only (see ``_submit_admitted``)
+                    self._store.write_scheduled([row for _, row in pairs])
+                else:
+                    self._store.create_jobs(pairs)
+                    written = True
                 return [row for _, row in pairs]
 
             self._write_in_time(write)
@@ -310,9 +317,19 @@ class JobService:
         assert job.next_run_at is not None
         first = job.next_run_at
 
+        written = False
+
         def write(at: datetime) -> list[ScheduledExecution]:
+            # Placed again (the create returned too late for its row to be sure to be read): the row only. The
+            # job row stands, and a request that saw it may have changed it since: written again, it would
+            # undo a cancel or a pause that landed in between (#31, found by the model's long search).
+            nonlocal written
             row = self._plan(job, first, at, Trigger.SCHEDULE)
-            self._store.create_job(job, row)
+            if written:
+                self._store.write_scheduled([row])
+            else:
+                self._store.create_job(job, row)
+                written = True
             return [row]
 
         self._counted(user_id, self._rules.limits.change(None, job), lambda: self._write_in_time(write),

@@ -485,3 +485,21 @@ def test_a_catch_up_drop_from_the_pause_instant_explains_the_fires_it_dropped(_:
     state.wait(seconds=30)
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_cancel_landing_while_a_submit_places_its_first_run_again_stands(_: None) -> None:
+    # Found by the long search on #31's final code: a job every 10 s (tagged team a) is submitted at 10:00:27; its
+    # create lands, a bulk cancel of team a cancels it there (answered), and the create returns 3 s late, too late
+    # for its first run's row to be sure to be read: the submit placed the row again by writing the whole job
+    # again, ACTIVE, over the cancel, and the job fired after its cancel was acknowledged.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=0))])
+    state.wait(seconds=27)
+    state.act(op=Submit(spec=Spec(kind="every", seconds=10), team="a", glitch=Glitch(
+        nth=1, when="after", action=Interleave(op=Bulk(action="cancel")),
+        then=Glitch(nth=1, when="after", slow=True))))
+    state.wait(seconds=30)
+    state.published_only_what_is_allowed()
+    state.teardown()

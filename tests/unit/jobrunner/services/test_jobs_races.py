@@ -386,3 +386,44 @@ def test_a_change_that_frees_fires_and_landed_but_answered_an_error_gives_them_b
     service.change("alice", job.job_id, every_20)
     # Then what the change freed is given back: the job reserves 3 a minute
     assert quotas.standing["alice"].per_minute == 3
+
+
+class SlowCreateStore(DoubtfulStore):
+    """A store whose next ``create_job``/``create_jobs`` lands, lets ``meanwhile`` run (another request on the
+    job just made), and returns ``late`` later (on ``clock``): too late for the first run's row to be sure to be
+    read, so the submit places it again."""
+
+    def __init__(self, clock: ManualClock, late: timedelta) -> None:
+        super().__init__()
+        self.clock, self.late = clock, late
+        self.meanwhile: list[Callable[[Job], object]] = []
+
+    def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
+        MemoryJobStore.create_job(self, job, first)
+        self._slow(job)
+
+    def create_jobs(self, pairs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
+        super().create_jobs(pairs)
+        for job, _ in pairs:
+            self._slow(job)
+
+    def _slow(self, job: Job) -> None:
+        if self.meanwhile:
+            self.meanwhile.pop(0)(job)
+            self.clock.advance(self.late)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_cancel_landing_while_a_submit_places_its_first_run_again_stands(clock: ManualClock, batch: bool) -> None:
+    # Given a job every 10 s whose create lands, is cancelled by a request that sees it at once (a bulk cancel by
+    # tag), and returns 3 s late: the submit places its first run again (found by the model's long search on the
+    # final code of #31: it wrote the whole job again, ACTIVE, over the cancel, and the job fired after it)
+    store = SlowCreateStore(clock, timedelta(seconds=3))
+    service = JobService(store, clock, RULES)
+    store.meanwhile.append(lambda job: service.cancel("alice", job.job_id))
+    new = NewJob(Every(timedelta(seconds=10)), {})
+    [(job, created)] = service.submit_many("alice", [(new, None)]) if batch else [service.submit("alice", new)]
+    # Then the cancel stands, and nothing of the job is published
+    assert created and store.jobs[("alice", job.job_id)].state is JobState.CANCELLED
+    assert scan(store, clock, job, NOW.replace(second=0)) == []
+    assert scan(store, clock, job, NOW.replace(second=0) + timedelta(minutes=1)) == []
