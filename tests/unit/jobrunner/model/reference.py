@@ -484,10 +484,12 @@ SERIAL = (Overlap.SKIP, Overlap.BUFFER_ONE, Overlap.BUFFER_ALL)
 
 @dataclass(frozen=True)
 class CalendarVersion:
-    """The calendar as an ``Exclude`` op left it, from ``landed`` on: it excludes [start, end) (None: nothing)."""
+    """The calendar as an ``Exclude`` op left it, from ``landed`` on (when the op was answered; its write may have
+    landed from ``asked`` on): it excludes [start, end) (None: nothing)."""
 
     landed: datetime
     window: tuple[datetime, datetime] | None
+    asked: datetime | None = None
 
     def excludes(self, fire: datetime) -> bool:
         return self.window is not None and self.window[0] <= fire < self.window[1]
@@ -523,17 +525,22 @@ class Reference:
         #: The calendar jobs may name, as each ``Exclude`` left it (it starts excluding nothing).
         self.calendar: list[CalendarVersion] = [CalendarVersion(START - timedelta(days=1), None)]
 
-    def calendar_changed(self, calendar: Calendar, landed: datetime) -> None:
+    def calendar_changed(self, calendar: Calendar, landed: datetime, asked: datetime | None = None) -> None:
         window = None
         if calendar.exclusions:
             only = calendar.exclusions[0]
             window = (only.start.replace(tzinfo=UTC), only.end.replace(tzinfo=UTC))  # UTC wall times
-        self.calendar.append(CalendarVersion(landed, window))
+        self.calendar.append(CalendarVersion(landed, window, asked))
 
     def calendars_between(self, low: datetime, high: datetime) -> list[CalendarVersion]:
-        """The calendar's versions in effect at some instant of [low, high]."""
+        """The calendar's versions in effect at some instant of [low, high] (read on a scan's clock, up to ``skew``
+        off the one the versions were told on: found by the long search on #31's final code, a calendar changed
+        0.2 s before a scan 0.25 s behind skipped a fire by it), the one answered last before it, those answered
+        in it, and those asked before its end and answered after it (their write may land before the answer)."""
+        high = high + self.skew
         before = [v for v in self.calendar if v.landed <= low]
-        return before[-1:] + [v for v in self.calendar if low < v.landed <= high]
+        in_flight = [v for v in self.calendar if v.asked is not None and v.asked <= high < v.landed]
+        return before[-1:] + [v for v in self.calendar if low < v.landed <= high] + in_flight
 
     def pick(self, index: int) -> JobModel | None:
         return self.jobs[index % len(self.jobs)] if self.jobs else None

@@ -338,7 +338,7 @@ class Exclude(Op):
                                               "to": f"{window[1]:%Y-%m-%dT%H:%M:%S}"}]
         done = world.call(self, lambda: world.container.calendar_admin.put(USER, CALENDAR, {"exclude": exclude}))
         if done is not None:
-            world.model.calendar_changed(done[0], world.clock.now())
+            world.model.calendar_changed(done[0], world.clock.now(), asked=now)
 
 
 @dataclass(frozen=True, repr=False)
