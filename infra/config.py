@@ -28,7 +28,8 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # <any other key>: <its value for that stage>}. The account and region pin the stack's environment; a
     # protected stage (prod always is) must pin both and gets termination and deletion protection. A stage
     # not listed deploys where the credentials point, unprotected, with the keys above.
-    "stages": {"prod": {"account": None, "region": None, "protected": True}},
+    # prod's account, region and alarm_email are left to fill in before its first deploy.
+    "stages": {"prod": {"account": None, "region": None, "protected": True, "alarm_email": None}},
     # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
     "segments": 16,
     # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
@@ -68,7 +69,7 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "scan_memory_mb": 512,
     # Minutes between two runs of the reconciler (1 to 15; each run lasts at most that long).
     "reconcile_interval_minutes": 1,
-    # Email subscribed to the alarm topic (optional).
+    # Email subscribed to the alarm topic: required for every stage but dev (whose alarms may go unread).
     "alarm_email": None,
     # A monthly AWS Budgets cost budget (USD, the account's whole cost) notifying the alarm topic at 80% of
     # actual and 100% of forecast spend; null or 0: none.
@@ -274,7 +275,7 @@ class DeploymentConfig:
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
             reconcile_interval_minutes=_int(raw, "reconcile_interval_minutes", 1, 15),
-            alarm_email=raw["alarm_email"] or None,
+            alarm_email=_alarm_email(raw["alarm_email"], stage),
             monthly_budget_usd=_int(raw, "monthly_budget_usd", 0, 10_000_000) or None
             if raw["monthly_budget_usd"] is not None else None,
             runbook_url=_text(raw, "runbook_url"),
@@ -488,6 +489,23 @@ def _reserved(value: Any, segments: int, stage: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000:
         raise ConfigError(f"scan_reserved_concurrency: expected \"auto\" or an integer >= 0, got {value!r}")
     return value or None
+
+
+#: Stages whose alarms may notify nobody: a developer's own stage, watched on its dashboard if at all.
+UNWATCHED_STAGES = frozenset({"dev"})
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _alarm_email(value: Any, stage: str) -> str | None:
+    """The alarm topic's subscriber; a stage other than dev without one would raise alarms nobody receives."""
+    if value is None or value == "":
+        if stage in UNWATCHED_STAGES:
+            return None
+        raise ConfigError(f"alarm_email: stage {stage} would send its alarms to a topic nobody reads; set "
+                          f"stages.{stage}.alarm_email in cdk.json (or -c alarm_email=oncall@example.com)")
+    if not isinstance(value, str) or not _EMAIL.match(value):
+        raise ConfigError(f"alarm_email: expected an email address, got {value!r}")
+    return value
 
 
 def _log_retention(raw: dict[str, Any]) -> int:

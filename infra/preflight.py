@@ -87,6 +87,14 @@ def environment_problems(config: DeploymentConfig, account_id: str | None, regio
     return found
 
 
+def subscriber_problems(config: DeploymentConfig) -> list[Finding]:
+    """Alarms without a subscriber reach nobody. Other stages cannot get here without one (the config refuses)."""
+    if config.alarm_email:
+        return []
+    return [Finding(False, f"stage {config.stage} has no alarm_email: its alarms notify a topic nobody reads. "
+                           f"Deploy with -c alarm_email=<you@example.com> (and confirm the email AWS sends).")]
+
+
 def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str],
                   keyspaces_zones: Sequence[str]) -> list[Finding]:
     """``zone_ids``: the account's zone name -> zone ID; ``keyspaces_zones``: names where the endpoint is offered."""
@@ -152,7 +160,7 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         sts_client = sts_client or boto3.client("sts", region_name=config.region)
     region = lambda_client.meta.region_name
     account_id = sts_client.get_caller_identity()["Account"] if sts_client is not None else None
-    found = environment_problems(config, account_id, region)
+    found = environment_problems(config, account_id, region) + subscriber_problems(config)
     account = read_account(lambda_client)
     found += problems(config, account, region)
     if ec2_client is not None:

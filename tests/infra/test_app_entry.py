@@ -39,7 +39,8 @@ def test_make_synth_reads_cdk_json_and_the_command_lines_context(
     apps = []
     build_app = app_module.build_app
     monkeypatch.setattr(app_module, "build_app", lambda app: apps.append(app) or build_app(app))
-    argv = ["-c", "stage=staging", "-c", f"dependency_layer_dir={offline_context['dependency_layer_dir']}",
+    argv = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com",
+            "-c", f"dependency_layer_dir={offline_context['dependency_layer_dir']}",
             "-c", f"build_cache_dir={offline_context['build_cache_dir']}"]
 
     app_module.main(argv, outdir=tmp_path)

@@ -16,6 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def config(**context: Any) -> DeploymentConfig:
+    """Stages other than dev need an alarm subscriber: one is given unless the test says otherwise."""
+    stage = context.get("stage", "dev")
+    stages = context.get("stages", CONTEXT_DEFAULTS["stages"])
+    own = stages.get(stage, {}) if isinstance(stages, dict) and isinstance(stages.get(stage), dict) else {}
+    if stage != "dev" and "alarm_email" not in own:
+        context.setdefault("alarm_email", "oncall@example.com")
     return DeploymentConfig.from_context(context.get)
 
 
@@ -304,3 +310,34 @@ def test_each_function_of_the_config_reads_in_one_sitting() -> None:
     result = subprocess.run([str(ruff), "check", "--no-cache", "--select", "C901", "--config",
                              "lint.mccabe.max-complexity=12", str(config)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize("stage", ["staging", "prod", "alice"])
+def test_a_stage_other_than_dev_without_an_alarm_subscriber_is_refused(stage: str) -> None:
+    # Given a stage whose alarms would notify a topic nobody reads
+    stages = {stage: {**PINNED}} if stage == "prod" else {}
+
+    with pytest.raises(ConfigError, match=rf"alarm_email: stage {stage} .* nobody.*stages\.{stage}\.alarm_email"):
+        DeploymentConfig.from_context({"stage": stage, "stages": stages}.get)
+    # And a subscriber given for the stage, or on the command line, is enough
+    given = {stage: {**PINNED, "alarm_email": "ops@example.com"}}
+    assert DeploymentConfig.from_context({"stage": stage, "stages": given}.get).alarm_email == "ops@example.com"
+    if stage != "prod":
+        assert config(stage=stage, alarm_email="ops@example.com").alarm_email == "ops@example.com"
+    # But dev, a developer's own stage, may go without
+    assert config().alarm_email is None
+
+
+@pytest.mark.parametrize("value", ["oncall", "oncall@", "@example.com", "a b@example.com", ["ops@example.com"]])
+def test_a_malformed_alarm_email_is_refused(value: Any) -> None:
+    with pytest.raises(ConfigError, match="alarm_email"):
+        config(alarm_email=value)
+
+
+def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
+    prod = json.loads((ROOT / "cdk.json").read_text())["context"]["stages"]["prod"]
+
+    assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None}
+    # Once its account and region are filled in, prod still refuses to synth without a subscriber
+    with pytest.raises(ConfigError, match=r"stages\.prod\.alarm_email"):
+        DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {**prod, **PINNED}}}.get)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 
 def config(**context: Any) -> DeploymentConfig:
+    if context.get("stage", "dev") != "dev":
+        context.setdefault("alarm_email", "oncall@example.com")
     return DeploymentConfig.from_context(context.get)
 
 
@@ -54,10 +56,13 @@ def test_a_raised_quota_passes_and_a_redeploy_counts_its_own_reservation() -> No
     assert found.blocking and "would leave 56" in found.text
 
 
+STAGING = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com"]
+
+
 @pytest.mark.parametrize(("argv", "limit", "status"), [
     ([], 10, 0),                      # dev: no reservation; deploys, with a warning
-    (["-c", "stage=staging"], 10, 1),    # the reservation would fail the deploy
-    (["-c", "stage=staging"], 1000, 0),
+    ([*STAGING], 10, 1),    # the reservation would fail the deploy
+    ([*STAGING], 1000, 0),
 ])
 def test_main_reads_the_account_and_the_context(argv: list[str], limit: int, status: int,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,7 +122,8 @@ def test_main_checks_the_zones_with_the_ec2_client(capsys: pytest.CaptureFixture
     assert "Keyspaces VPC endpoint is not offered in zone euw1-az1" in capsys.readouterr().err
 
 
-PROD = ["-c", "stage=prod", "-c", 'stages={"prod": {"account": "123456789012", "region": "eu-west-1"}}']
+PROD = ["-c", "stage=prod", "-c",
+        'stages={"prod": {"account": "123456789012", "region": "eu-west-1", "alarm_email": "oncall@example.com"}}']
 
 
 def _lambda_client(region: str, limit: int = 1000) -> tuple[Any, Stubber]:
@@ -151,3 +157,20 @@ def test_a_pinned_stage_is_checked_in_its_own_account_and_region(
 def test_prod_without_its_account_and_region_is_refused_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["-c", "stage=prod"]) == 1
     assert "stages.prod.account and stages.prod.region" in capsys.readouterr().err
+
+
+def test_a_stage_without_an_alarm_subscriber_is_refused_before_any_call(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given staging without alarm_email: its alarms would reach nobody (no client given: none may be called)
+    assert main(["-c", "stage=staging"]) == 1
+
+    assert "alarm_email: stage staging" in capsys.readouterr().err
+
+
+def test_dev_without_a_subscriber_deploys_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    lambda_client, lambdas = _lambda_client("eu-west-1")
+    with lambdas:
+        assert main([], lambda_client=lambda_client) == 0
+
+    err = capsys.readouterr().err
+    assert "preflight: warning: stage dev has no alarm_email" in err
+    assert "-c alarm_email=" in err
