@@ -39,6 +39,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # API stage throttling (requests per second, burst).
     "api_rate_limit": 50,
     "api_burst_limit": 100,
+    # The web dashboard: its files in S3 behind a CloudFront distribution (the DashboardUrl output). false: no
+    # bucket, no distribution (an account CloudFront has not verified yet refuses to create one; docs/deploy.md).
+    "web_dashboard": True,
     # Keyspace name; null means jobrunner_<stage>.
     "keyspace": None,
     # null: Amazon Keyspaces (created here, tables derived from cql/). Or an existing Cassandra cluster:
@@ -194,6 +197,7 @@ class DeploymentConfig:
     api_auth: str
     api_rate_limit: int
     api_burst_limit: int
+    web_dashboard: bool
     keyspace: str
     existing_cassandra: ExistingCassandra | None
     allowed_topics: tuple[str, ...]
@@ -264,6 +268,7 @@ class DeploymentConfig:
             api_auth=_choice(raw, "api_auth", API_AUTH),
             api_rate_limit=_int(raw, "api_rate_limit", 1, 10_000),
             api_burst_limit=_int(raw, "api_burst_limit", 1, 5_000),
+            web_dashboard=_bool(raw, "web_dashboard"),
             keyspace=keyspace,
             existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
             allowed_topics=_topics(raw["allowed_topics"], *(t for _, ts in tenant_topics for t in ts)),

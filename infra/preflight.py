@@ -95,6 +95,28 @@ def subscriber_problems(config: DeploymentConfig) -> list[Finding]:
                            f"Deploy with -c alarm_email=<you@example.com> (and confirm the email AWS sends).")]
 
 
+def cloudfront_problems(config: DeploymentConfig, *, has_distributions: bool) -> list[Finding]:
+    """CloudFront refuses a new account's first distribution until AWS verifies the account ("Your account must be
+    verified before you can add new CloudFront resources"), and no API tells whether it has been. An account that
+    holds a distribution has been; one that holds none may not be: warn, since the distribution is created after
+    the MSK cluster, and its refusal rolls back the longest step of the deploy."""
+    if not config.web_dashboard or has_distributions:
+        return []
+    return [Finding(False,
+        "this account holds no CloudFront distribution: if it is new, CloudFront may refuse the web dashboard's "
+        "('Your account must be verified before you can add new CloudFront resources'), after the MSK cluster is "
+        "created, and the deploy rolls back. Either deploy without it (-c web_dashboard=false, or "
+        f"stages.{config.stage}.web_dashboard in cdk.json) and ask AWS Support to verify the account, then turn it "
+        "on again; or go on if the account is known to be verified."
+    )]
+
+
+def read_has_distributions(cloudfront_client: Any) -> bool:
+    """Whether the account holds any CloudFront distribution (one read, at most one item)."""
+    listing = cloudfront_client.list_distributions(MaxItems="1")["DistributionList"]
+    return bool(listing.get("Quantity", 0))
+
+
 def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str],
                   keyspaces_zones: Sequence[str]) -> list[Finding]:
     """``zone_ids``: the account's zone name -> zone ID; ``keyspaces_zones``: names where the endpoint is offered."""
@@ -144,9 +166,9 @@ def context_from(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None,
-         sts_client: Any = None) -> int:
+         sts_client: Any = None, cloudfront_client: Any = None) -> int:
     """Every client is created when no Lambda one is given, in the stage's pinned region if it has one; a
-    test may give only the Lambda one (no zone checks, no account check)."""
+    test may give only the Lambda one (then the checks whose client it does not give are skipped)."""
     try:
         config = DeploymentConfig.from_context(context_from(sys.argv[1:] if argv is None else argv).get)
     except ConfigError as exc:
@@ -158,6 +180,7 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         lambda_client = boto3.client("lambda", region_name=config.region)
         ec2_client = ec2_client or boto3.client("ec2", region_name=config.region)
         sts_client = sts_client or boto3.client("sts", region_name=config.region)
+        cloudfront_client = cloudfront_client or boto3.client("cloudfront", region_name=config.region)
     region = lambda_client.meta.region_name
     account_id = sts_client.get_caller_identity()["Account"] if sts_client is not None else None
     found = environment_problems(config, account_id, region) + subscriber_problems(config)
@@ -165,6 +188,8 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
     found += problems(config, account, region)
     if ec2_client is not None:
         found += zone_problems(config, region, *read_zones(ec2_client, region))
+    if cloudfront_client is not None and config.web_dashboard:
+        found += cloudfront_problems(config, has_distributions=read_has_distributions(cloudfront_client))
     for finding in found:
         print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
     if not found:

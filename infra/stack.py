@@ -151,7 +151,8 @@ class JobRunnerStack(Stack):
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected)
         # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
-        self.dashboard = Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
+        self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
+                          if config.web_dashboard else None)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
         self.reconciler = Reconciler(self, "Reconcile", base=base, code=assets.reconcile,
@@ -286,8 +287,6 @@ class JobRunnerStack(Stack):
     def _outputs(self) -> None:
         outputs = {
             "ApiUrl": (self.api.url, "Base URL of the HTTP API"),
-            "DashboardUrl": (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its origin's "
-                                                 "root, for bearer tokens (api_auth=cognito)"),
             "HeartbeatTableName": (self.heartbeats.table_name, "DynamoDB heartbeat table"),
             "ScanFunctionName": (self.scanners.function.function_name, "Scan function"),
             "TickFunctionName": (self.tick.function.function_name, "Tick function"),
@@ -310,6 +309,9 @@ class JobRunnerStack(Stack):
             "ResultKeySecretArn": (self.result_key.secret_arn,
                                    "Secret holding the result tokens' key (scan and results only; rotate per docs)"),
         }
+        if self.dashboard is not None:
+            outputs["DashboardUrl"] = (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its "
+                                                           "origin's root, for bearer tokens (api_auth=cognito)")
         if self.keyspaces is not None:
             outputs["KeyspaceName"] = (self.keyspaces.keyspace_name, "Amazon Keyspaces keyspace")
         if self.api.user_pool is not None and self.api.user_pool_client is not None:

@@ -341,3 +341,11 @@ def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
     # Once its account and region are filled in, prod still refuses to synth without a subscriber
     with pytest.raises(ConfigError, match=r"stages\.prod\.alarm_email"):
         DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {**prod, **PINNED}}}.get)
+
+
+def test_the_web_dashboard_is_on_unless_a_stage_turns_it_off() -> None:
+    assert config().web_dashboard is True
+    assert config(web_dashboard="false").web_dashboard is False
+    assert config(stages={"dev": {"web_dashboard": False}}).web_dashboard is False
+    with pytest.raises(ConfigError, match="web_dashboard"):
+        config(web_dashboard="no")

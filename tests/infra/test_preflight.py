@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from infra.config import DeploymentConfig
-from infra.preflight import QUOTA_CODE, AccountConcurrency, main, problems, zone_problems
+from infra.preflight import QUOTA_CODE, AccountConcurrency, cloudfront_problems, main, problems, zone_problems
 
 if TYPE_CHECKING:
     from typing import Any
@@ -174,3 +174,45 @@ def test_dev_without_a_subscriber_deploys_with_a_warning(capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "preflight: warning: stage dev has no alarm_email" in err
     assert "-c alarm_email=" in err
+
+
+def _cloudfront_client(distributions: int | None) -> tuple[Any, Stubber]:
+    """A CloudFront client whose account holds ``distributions`` (None: no call expected)."""
+    client = boto3.client("cloudfront", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    if distributions is not None:
+        stub.add_response("list_distributions", {"DistributionList": {
+            "Marker": "", "MaxItems": 1, "IsTruncated": distributions > 1, "Quantity": min(distributions, 1)}},
+            {"MaxItems": "1"})
+    return client, stub
+
+
+def test_an_account_without_any_distribution_is_warned_before_cloudfront_refuses_it() -> None:
+    # Given an account that never created a distribution: a new one, which CloudFront may not have verified
+    (found,) = cloudfront_problems(config(), has_distributions=False)
+
+    # Then the user learns it before the stack waits for MSK, and how to deploy without the distribution
+    assert not found.blocking
+    assert "must be verified" in found.text and "AWS Support" in found.text
+    assert "-c web_dashboard=false" in found.text
+    # And an account that holds one, or a stage without the web dashboard, has nothing to fear
+    assert cloudfront_problems(config(), has_distributions=True) == []
+    assert cloudfront_problems(config(web_dashboard=False), has_distributions=False) == []
+
+
+@pytest.mark.parametrize(("argv", "distributions", "warned"), [
+    ([], 0, True),
+    ([], 3, False),
+    (["-c", "web_dashboard=false"], None, False),     # no distribution to create: CloudFront is not asked
+])
+def test_main_asks_cloudfront_whether_the_account_holds_a_distribution(
+    argv: list[str], distributions: int | None, warned: bool, capsys: pytest.CaptureFixture[str],
+) -> None:
+    lambda_client, lambdas = _lambda_client("eu-west-1")
+    cloudfront, distributions_stub = _cloudfront_client(distributions)
+    with lambdas, distributions_stub:
+        assert main([*argv, "-c", "alarm_email=dev@example.com"], lambda_client=lambda_client,
+                    cloudfront_client=cloudfront) == 0
+        distributions_stub.assert_no_pending_responses()
+
+    assert ("web_dashboard=false" in capsys.readouterr().err) == warned

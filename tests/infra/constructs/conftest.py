@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     import aws_cdk as cdk
@@ -53,3 +55,28 @@ def base(stack: cdk.Stack, vpc: ec2.Vpc) -> FunctionBase:
                               security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc))
     return FunctionBase(layers=[layer], architecture=lambda_.Architecture.ARM_64,
                         log_retention=logs.RetentionDays.ONE_WEEK, environment={"SHARED": "1"}, network=network)
+
+
+@pytest.fixture(scope="session")
+def stack_template(
+    offline_context: dict[str, Any], results_code: Path, tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., dict[str, Any]]:
+    """``stack_template(key=value, ...)``: the whole app's template with those context keys, offline and without
+    cdk-nag (the nag tests run on the variants of ``tests/infra/conftest.py``); each context synthesized once."""
+    cache: dict[str, dict[str, Any]] = {}
+
+    def get(**context: Any) -> dict[str, Any]:
+        key = json.dumps(context, sort_keys=True)
+        if key not in cache:
+            import aws_cdk as cdk
+
+            from infra.app import build_app
+
+            outdir = tmp_path_factory.mktemp("cdk-out-options")
+            app = cdk.App(outdir=str(outdir), context={**offline_context, **context})
+            build_app(app, results_code=results_code, nag=False)
+            app.synth()
+            cache[key] = json.loads(next(outdir.glob("*.template.json")).read_text())
+        return cache[key]
+
+    return get

@@ -13,6 +13,8 @@ from devstack.dashboard import DASHBOARD_DIR, SECURITY_HEADERS, routes
 from infra.constructs.dashboard import Dashboard, paths_function
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import aws_cdk as cdk
 
 
@@ -159,3 +161,18 @@ def test_the_url_is_the_distributions_ui(stack: cdk.Stack) -> None:
     parts = stack.resolve(dashboard.url)["Fn::Join"][1]
     (distribution,) = Template.from_stack(stack).find_resources("AWS::CloudFront::Distribution")
     assert parts == ["https://", {"Fn::GetAtt": [distribution, "DomainName"]}, "/ui"]
+
+
+def test_a_stage_without_the_web_dashboard_creates_no_distribution(
+    stack_template: Callable[..., dict[str, Any]],
+) -> None:
+    # Given a new account that CloudFront refuses until AWS verifies it: the stage turns the web dashboard off
+    template = stack_template(web_dashboard=False)
+
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert not {t for t in types if t.startswith("AWS::CloudFront::")}
+    assert "Custom::CDKBucketDeployment" not in types and "AWS::S3::Bucket" not in types
+    assert "DashboardUrl" not in template["Outputs"]
+    # And the rest of the stack is there, the API and the CloudWatch dashboard included
+    assert {"AWS::ApiGateway::RestApi", "AWS::CloudWatch::Dashboard"} <= types
+    assert "ApiUrl" in template["Outputs"]
