@@ -77,8 +77,10 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # A monthly AWS Budgets cost budget (USD, the account's whole cost) notifying the alarm topic at 80% of
     # actual and 100% of forecast spend; null or 0: none.
     "monthly_budget_usd": 1500,
-    # Where each alarm's description points for its runbook (docs/runbooks.md, or its URL in your repository).
-    "runbook_url": "docs/runbooks.md",
+    # The https URL of docs/runbooks.md as a browser shows it (your repository's, or docs site's, page); each alarm's
+    # description links <runbook_url>#<alarm name in lowercase>. null: the copy the web dashboard serves at
+    # /ui/runbooks (so a stage with web_dashboard false must name one).
+    "runbook_url": None,
     # Retention of every log group, in days (a value CloudWatch Logs accepts).
     "log_retention_days": 30,
     # Keep the Keyspaces tables, the heartbeat table and the result key secret when the stack is deleted.
@@ -213,7 +215,8 @@ class DeploymentConfig:
     reconcile_interval_minutes: int
     alarm_email: str | None
     monthly_budget_usd: int | None
-    runbook_url: str
+    #: The runbooks page's https URL; None: the web dashboard's copy.
+    runbook_url: str | None
     log_retention_days: int
     retain_data: bool
     vpc_cidr: str
@@ -283,7 +286,7 @@ class DeploymentConfig:
             alarm_email=_alarm_email(raw["alarm_email"], stage),
             monthly_budget_usd=_int(raw, "monthly_budget_usd", 0, 10_000_000) or None
             if raw["monthly_budget_usd"] is not None else None,
-            runbook_url=_text(raw, "runbook_url"),
+            runbook_url=_runbook_url(raw["runbook_url"], web_dashboard=raw["web_dashboard"]),
             log_retention_days=_log_retention(raw),
             retain_data=_bool(raw, "retain_data"),
             vpc_cidr=_text(raw, "vpc_cidr"),
@@ -510,6 +513,23 @@ def _alarm_email(value: Any, stage: str) -> str | None:
                           f"stages.{stage}.alarm_email in cdk.json (or -c alarm_email=oncall@example.com)")
     if not isinstance(value, str) or not _EMAIL.match(value):
         raise ConfigError(f"alarm_email: expected an email address, got {value!r}")
+    return value
+
+
+_URL = re.compile(r"^https://[^\s/#?]+\.[^\s/#?]+(/[^\s#]*)?$")
+
+
+def _runbook_url(value: Any, *, web_dashboard: Any) -> str | None:
+    """Where the alarms' e-mails link the runbooks: an address a person opens, not a path in the checkout."""
+    if value is None or value == "":
+        if web_dashboard is False:
+            raise ConfigError("runbook_url: with web_dashboard false the stack serves no copy of the runbooks; set "
+                              "runbook_url to the https URL of docs/runbooks.md in your repository (e.g. "
+                              "https://github.com/<owner>/<repo>/blob/main/docs/runbooks.md)")
+        return None
+    if not isinstance(value, str) or not _URL.match(value):
+        raise ConfigError(f"runbook_url: expected the https URL of docs/runbooks.md as a browser shows it, without "
+                          f"a #fragment (each alarm adds its own), got {value!r}")
     return value
 
 

@@ -105,9 +105,9 @@ def cloudfront_problems(config: DeploymentConfig, *, has_distributions: bool) ->
     return [Finding(False,
         "this account holds no CloudFront distribution: if it is new, CloudFront may refuse the web dashboard's "
         "('Your account must be verified before you can add new CloudFront resources'), after the MSK cluster is "
-        "created, and the deploy rolls back. Either deploy without it (-c web_dashboard=false, or "
-        f"stages.{config.stage}.web_dashboard in cdk.json) and ask AWS Support to verify the account, then turn it "
-        "on again; or go on if the account is known to be verified."
+        "created, and the deploy rolls back. Either deploy without it (-c web_dashboard=false -c runbook_url=<the "
+        f"https URL of docs/runbooks.md>, or both in stages.{config.stage} in cdk.json) and ask AWS Support to verify "
+        "the account, then turn it on again; or go on if the account is known to be verified."
     )]
 
 

@@ -195,7 +195,7 @@ class JobRunnerStack(Stack):
             keyspace=config.keyspace if config.uses_keyspaces else None,
             scan_reserved_concurrency=config.scan_reserved_concurrency,
             monthly_budget_usd=config.monthly_budget_usd, budget_name=f"jobrunner-{config.stage}",
-            runbooks=config.runbook_url,
+            runbooks=config.runbook_url or (self.dashboard.runbooks_url if self.dashboard else ""),
         )
         self._outputs()
 

@@ -13,6 +13,9 @@ origin only (``connect-src 'self'``), so page and API must share an origin, as t
   ``Host`` (the bearer token included), query string and cookie: ``https://<distribution>/jobs`` is
   ``<ApiUrl>jobs``. The default is the API rather than the files so that every API route, present or future,
   reaches the gateway, which keeps answering unknown ones itself.
+- ``/ui/runbooks`` is ``docs/runbooks.md`` as a page (``infra.runbooks``), one more file of the table: each
+  alarm's description links its section there (``runbooks_url``), unless the stage names another copy
+  (``runbook_url``). Like the dashboard's files, it is public: it holds procedures, no secrets.
 
 A bearer token (``api_auth=cognito``) passes through CloudFront unchanged. A SigV4 signature does not: it signs
 the ``Host`` the client called, and the gateway sees its own. With ``api_auth=iam`` the CLI and the SDK keep
@@ -37,6 +40,7 @@ from aws_cdk.region_info import RegionInfo
 from constructs import Construct
 
 from devstack.dashboard import PREFIX, SECURITY_HEADERS, routes
+from infra import runbooks
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
@@ -48,12 +52,16 @@ if TYPE_CHECKING:
 KEY_PREFIX = PREFIX.lstrip("/") + "/"
 #: A year, as browsers remember HSTS; CloudFront answers only over HTTPS (HTTP is redirected).
 HSTS_MAX_AGE = Duration.days(365)
+#: The runbooks page: its path, and its file among the dashboard's (not in ``dashboard/``: built at synth).
+RUNBOOKS_PATH = f"{PREFIX}/runbooks"
+RUNBOOKS_FILE = "runbooks.html"
 
 
 class Dashboard(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, files: Path, rest_api: apigw.RestApi) -> None:
         super().__init__(scope, construct_id)
         table = routes(files)
+        served = {**table, RUNBOOKS_PATH: RUNBOOKS_FILE}
         self.bucket = s3.Bucket(
             self, "Files",
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -89,7 +97,7 @@ class Dashboard(Construct):
                     function=cloudfront.Function(
                         self, "Paths", comment="The dashboard's paths to its files in S3; anything else 404",
                         runtime=cloudfront.FunctionRuntime.JS_2_0,
-                        code=cloudfront.FunctionCode.from_inline(paths_function(table)),
+                        code=cloudfront.FunctionCode.from_inline(paths_function(served)),
                     ),
                 )],
             )},
@@ -109,7 +117,8 @@ class Dashboard(Construct):
         })
         self.deployment = s3deploy.BucketDeployment(
             self, "Deploy",
-            sources=[s3deploy.Source.asset(str(files), exclude=_not_served(files, table))],
+            sources=[s3deploy.Source.asset(str(files), exclude=_not_served(files, table)),
+                     s3deploy.Source.data(RUNBOOKS_FILE, runbooks.page(runbooks.RUNBOOKS_MD.read_text()))],
             destination_bucket=self.bucket,
             destination_key_prefix=KEY_PREFIX,
             cache_control=[s3deploy.CacheControl.no_cache()],
@@ -168,6 +177,11 @@ class Dashboard(Construct):
     def url(self) -> str:
         """The dashboard's address; the API is at the same origin's root."""
         return f"https://{self.distribution.distribution_domain_name}{PREFIX}"
+
+    @property
+    def runbooks_url(self) -> str:
+        """The runbooks page's address; a section's is this with ``#<anchor>``."""
+        return f"https://{self.distribution.distribution_domain_name}{RUNBOOKS_PATH}"
 
 
 def paths_function(table: dict[str, str]) -> str:

@@ -23,14 +23,16 @@ Alarms notify an SNS topic (encrypted with a key CloudWatch may use; an email su
 - any execution the reconciler had to repair (``Reconciled``, also by ``reason``): in a healthy system it is 0, so
   each repair is a bug report;
 - and, outside CloudWatch, a monthly AWS Budgets cost budget notifying the same topic.
-Each alarm's description ends with the link to its runbook (``docs/runbooks.md``, one section per alarm).
+Each alarm's description ends with the link to its runbook: ``Runbook: <runbooks>#<alarm name, lowercased>``, an
+absolute https URL of the rendered ``docs/runbooks.md`` (one section per alarm), so that the alarm's e-mail
+carries a link a person can open.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -56,8 +58,6 @@ FIVE_MINUTES = Duration.minutes(5)
 WATERMARK_LAG_ALARM_SECONDS = 120
 #: Records the results trigger may trail ``job-results`` by before it is trouble (a few batches).
 RESULTS_LAG_ALARM_RECORDS = 1000
-#: Where the runbooks are; each alarm links ``<RUNBOOKS>#<alarm name, lowercased>``.
-RUNBOOKS = "docs/runbooks.md"
 #: A scan event older than this has lost its minute's head start (the tick dispatches up to a minute ahead).
 SCAN_EVENT_AGE_ALARM_MS = 60_000
 #: API p99 latency worth a look (ms), over 15 minutes; the api function answers in ~150 ms when warm.
@@ -104,6 +104,7 @@ class Monitoring(Construct):
         scan: lambda_.IFunction,
         functions: Mapping[str, lambda_.IFunction],
         failure_queues: Mapping[str, sqs.IQueue],
+        runbooks: str,
         rest_api: apigw.RestApi | None = None,
         results: lambda_.IFunction | None = None,
         reconciler: lambda_.IFunction | None = None,
@@ -113,9 +114,12 @@ class Monitoring(Construct):
         scan_reserved_concurrency: int | None = None,
         monthly_budget_usd: int | None = None,
         budget_name: str | None = None,
-        runbooks: str = RUNBOOKS,
     ) -> None:
+        """``runbooks``: the https URL of the rendered ``docs/runbooks.md`` (a token, such as the web dashboard's
+        ``runbooks_url``, is taken as one); each alarm links ``<runbooks>#<alarm name, lowercased>``."""
         super().__init__(scope, construct_id)
+        if not Token.is_unresolved(runbooks) and not runbooks.startswith("https://"):
+            raise ValueError(f"runbooks: expected the https URL of the runbooks page, got {runbooks!r}")
         self.runbooks = runbooks
         self.topic = self._alarm_topic(budgets_publish=bool(monthly_budget_usd), alarm_email=alarm_email)
         self.alarms: dict[str, cw.Alarm] = {}

@@ -345,7 +345,29 @@ def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
 
 def test_the_web_dashboard_is_on_unless_a_stage_turns_it_off() -> None:
     assert config().web_dashboard is True
-    assert config(web_dashboard="false").web_dashboard is False
-    assert config(stages={"dev": {"web_dashboard": False}}).web_dashboard is False
+    url = "https://github.com/acme/jobrunner/blob/main/docs/runbooks.md"
+    assert config(web_dashboard="false", runbook_url=url).web_dashboard is False
+    assert config(stages={"dev": {"web_dashboard": False, "runbook_url": url}}).web_dashboard is False
     with pytest.raises(ConfigError, match="web_dashboard"):
         config(web_dashboard="no")
+
+
+def test_runbooks_are_linked_by_an_https_url_the_web_dashboards_copy_by_default() -> None:
+    url = "https://github.com/acme/jobrunner/blob/main/docs/runbooks.md"
+
+    assert config().runbook_url is None  # the web dashboard serves them
+    assert config(runbook_url=url).runbook_url == url
+    assert config(stage="staging", stages={"staging": {"runbook_url": url}}).runbook_url == url
+    assert config(web_dashboard="false", runbook_url=url).runbook_url == url
+
+
+@pytest.mark.parametrize(("context", "message"), [
+    ({"runbook_url": "docs/runbooks.md"}, "https URL"),                     # a path in the checkout
+    ({"runbook_url": "http://wiki.example.com/runbooks"}, "https URL"),
+    ({"runbook_url": "https://example.com/runbooks.md#watermarklag"}, "#fragment"),
+    ({"runbook_url": "https://"}, "https URL"),
+    ({"web_dashboard": False}, "with web_dashboard false .* set runbook_url"),
+])
+def test_runbook_links_a_person_cannot_open_are_refused(context: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=f"runbook_url: .*{message}"):
+        config(**context)

@@ -197,13 +197,15 @@ def test_an_account_without_any_distribution_is_warned_before_cloudfront_refuses
     assert "-c web_dashboard=false" in found.text
     # And an account that holds one, or a stage without the web dashboard, has nothing to fear
     assert cloudfront_problems(config(), has_distributions=True) == []
-    assert cloudfront_problems(config(web_dashboard=False), has_distributions=False) == []
+    assert cloudfront_problems(config(web_dashboard=False, runbook_url="https://example.com/runbooks.md"),
+                               has_distributions=False) == []
 
 
 @pytest.mark.parametrize(("argv", "distributions", "warned"), [
     ([], 0, True),
     ([], 3, False),
-    (["-c", "web_dashboard=false"], None, False),     # no distribution to create: CloudFront is not asked
+    # no distribution to create: CloudFront is not asked
+    (["-c", "web_dashboard=false", "-c", "runbook_url=https://example.com/runbooks.md"], None, False),
 ])
 def test_main_asks_cloudfront_whether_the_account_holds_a_distribution(
     argv: list[str], distributions: int | None, warned: bool, capsys: pytest.CaptureFixture[str],

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match, Template
 
 from devstack.dashboard import DASHBOARD_DIR, SECURITY_HEADERS, routes
 from infra.constructs.dashboard import Dashboard, paths_function
+from infra.runbooks import RUNBOOKS_MD, anchors
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,7 +120,8 @@ def test_the_files_are_deployed_from_the_dashboard_directory_under_ui(template: 
         "Prune": True,
         "RetainOnDelete": False,
         "SystemMetadata": {"cache-control": "no-cache"},
-        "SourceObjectKeys": [Match.string_like_regexp(r"^[0-9a-f]{64}\.zip$")],
+        # dashboard/'s files, then the runbooks page
+        "SourceObjectKeys": [Match.string_like_regexp(r"^[0-9a-f]{64}\.zip$")] * 2,
     })
 
 
@@ -166,8 +168,10 @@ def test_the_url_is_the_distributions_ui(stack: cdk.Stack) -> None:
 def test_a_stage_without_the_web_dashboard_creates_no_distribution(
     stack_template: Callable[..., dict[str, Any]],
 ) -> None:
-    # Given a new account that CloudFront refuses until AWS verifies it: the stage turns the web dashboard off
-    template = stack_template(web_dashboard=False)
+    # Given a new account that CloudFront refuses until AWS verifies it: the stage turns the web dashboard off (and
+    # links the runbooks elsewhere, the dashboard's copy being gone)
+    template = stack_template(web_dashboard=False,
+                              runbook_url="https://github.com/acme/jobrunner/blob/main/docs/runbooks.md")
 
     types = {r["Type"] for r in template["Resources"].values()}
     assert not {t for t in types if t.startswith("AWS::CloudFront::")}
@@ -176,3 +180,23 @@ def test_a_stage_without_the_web_dashboard_creates_no_distribution(
     # And the rest of the stack is there, the API and the CloudWatch dashboard included
     assert {"AWS::ApiGateway::RestApi", "AWS::CloudWatch::Dashboard"} <= types
     assert "ApiUrl" in template["Outputs"]
+
+
+def test_the_runbooks_page_is_one_more_file_of_the_dashboard(stack: cdk.Stack) -> None:
+    # Given the dashboard on a stack, synthesized
+    dashboard = _dashboard(stack)
+    assembly = stack.node.root.synth()  # type: ignore[attr-defined]
+    template = Template.from_stack(stack)
+
+    # Then the deployment's second source is docs/runbooks.md as a page, each section at its anchor
+    (deployment,) = template.find_resources("Custom::CDKBucketDeployment").values()
+    _files, runbooks = deployment["Properties"]["SourceObjectKeys"]
+    (page,) = (Path(assembly.directory) / f"asset.{runbooks.removesuffix('.zip')}").iterdir()
+    assert page.name == "runbooks.html"  # served as text/html (the deployment types a file by its extension)
+    assert all(f'id="{anchor}"' in page.read_text() for anchor in anchors(RUNBOOKS_MD.read_text()))
+    # And its address is /ui/runbooks, which the paths function maps to it
+    parts = stack.resolve(dashboard.runbooks_url)["Fn::Join"][1]
+    (distribution,) = template.find_resources("AWS::CloudFront::Distribution")
+    assert parts == ["https://", {"Fn::GetAtt": [distribution, "DomainName"]}, "/ui/runbooks"]
+    (function,) = template.find_resources("AWS::CloudFront::Function").values()
+    assert '"/ui/runbooks": "/ui/runbooks.html"' in function["Properties"]["FunctionCode"]

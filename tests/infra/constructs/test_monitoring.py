@@ -11,10 +11,14 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 
 from infra.constructs.monitoring import Monitoring
+from infra.runbooks import RUNBOOKS_MD, anchors
 
 ROOT = Path(__file__).resolve().parents[3]
+RUNBOOKS = "https://example.com/jobrunner/docs/runbooks.md"
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import aws_cdk as cdk
 
 
@@ -31,7 +35,7 @@ def template(stack: cdk.Stack) -> Template:
         stack, "Mon", dashboard_name="jobrunner-test", tick=functions["tick"], scan=functions["scan"],
         functions=functions, failure_queues={"TickDeadLetters": sqs.Queue(stack, "Q1"),
                                              "ScanFailedInvocations": sqs.Queue(stack, "Q2")},
-        rest_api=api, results=functions["results"], alarm_email="ops@example.com",
+        rest_api=api, results=functions["results"], alarm_email="ops@example.com", runbooks=RUNBOOKS,
     )
     return Template.from_stack(stack)
 
@@ -140,7 +144,7 @@ def full(stack: cdk.Stack) -> Template:
                reconciler=_function(stack, "reconcile"),
                heartbeat_table=table, keyspace="jobrunner_prod", scan_reserved_concurrency=36,
                monthly_budget_usd=1500, budget_name="jobrunner-prod",
-               runbooks="https://example.com/jobrunner/docs/runbooks.md")
+               runbooks=RUNBOOKS)
     return Template.from_stack(stack)
 
 
@@ -228,3 +232,53 @@ def test_any_repair_by_the_reconciler_raises_an_alarm_linked_to_its_runbook(full
     assert reconciled["TreatMissingData"] == "notBreaching"
     body = json.dumps(full.find_resources("AWS::CloudWatch::Dashboard"))
     assert "Reconciled" in body and "reason" in body
+
+
+def test_a_runbook_link_that_is_not_an_https_url_is_refused(stack: cdk.Stack) -> None:
+    # Given the old default: a path in the checkout, which no mail reader opens
+    with pytest.raises(ValueError, match="https URL"):
+        Monitoring(stack, "Mon", dashboard_name="d", tick=_function(stack, "tick"), scan=_function(stack, "scan"),
+                   functions={}, failure_queues={}, runbooks="docs/runbooks.md")
+
+
+def _descriptions(template: dict[str, Any]) -> dict[str, str]:
+    """Each alarm's description, its tokens written as ``<logical id.attribute>``."""
+    def text(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if "Fn::Join" in value:
+            return "".join(text(part) for part in value["Fn::Join"][1])
+        (resource, attribute) = value["Fn::GetAtt"]
+        return f"<{resource}.{attribute}>"
+
+    return {name: text(r["Properties"]["AlarmDescription"]) for name, r in template["Resources"].items()
+            if r["Type"] == "AWS::CloudWatch::Alarm"}
+
+
+def test_every_alarm_of_the_default_stage_links_its_runbook_served_by_the_stack(
+    stack_template: Callable[..., dict[str, Any]],
+) -> None:
+    # Given the stage cdk.json deploys by default, no runbook_url set
+    template = stack_template()
+    (distribution,) = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::CloudFront::Distribution"]
+
+    descriptions = _descriptions(template)
+
+    # Then each alarm's e-mail carries an https link to its section of the page the web dashboard serves
+    known = anchors(RUNBOOKS_MD.read_text())
+    links = {name: d.split("Runbook: ", 1)[1] for name, d in descriptions.items()}
+    assert len(links) >= 20
+    prefix = f"https://<{distribution}.DomainName>/ui/runbooks#"
+    assert {name: link for name, link in links.items() if not link.startswith(prefix)} == {}
+    assert {link.removeprefix(prefix) for link in links.values()} <= known
+
+
+def test_a_stage_may_link_its_own_copy_of_the_runbooks(stack_template: Callable[..., dict[str, Any]]) -> None:
+    # Given a stage without the web dashboard, linking the runbooks in its repository
+    url = "https://github.com/acme/jobrunner/blob/main/docs/runbooks.md"
+    template = stack_template(web_dashboard=False, runbook_url=url)
+
+    links = [d.split("Runbook: ", 1)[1] for d in _descriptions(template).values()]
+
+    assert links and all(link.startswith(f"{url}#") for link in links)
+    assert {link.split("#", 1)[1] for link in links} <= anchors(RUNBOOKS_MD.read_text())
