@@ -44,6 +44,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "web_dashboard": True,
     # Keyspace name; null means jobrunner_<stage>.
     "keyspace": None,
+    # true: the keyspace exists already (kept by retain_data when an earlier stack was destroyed): the stack creates
+    # neither it nor its tables, and uses them by name; `python -m cql.migrate` keeps them in step with cql/.
+    "adopt_keyspace": False,
     # null: Amazon Keyspaces (created here, tables derived from cql/). Or an existing Cassandra cluster:
     # {"contact_points": ["10.0.0.10", ...], "port": 9042, "secret_arn": "arn:aws:secretsmanager:..."}.
     "existing_cassandra": None,
@@ -201,6 +204,8 @@ class DeploymentConfig:
     api_burst_limit: int
     web_dashboard: bool
     keyspace: str
+    #: The keyspace and its tables exist already: used, not created (nor deleted with the stack).
+    adopt_keyspace: bool
     existing_cassandra: ExistingCassandra | None
     allowed_topics: tuple[str, ...]
     #: (tenant, its topics) in the context's order; empty: no per-tenant grants.
@@ -273,6 +278,7 @@ class DeploymentConfig:
             api_burst_limit=_int(raw, "api_burst_limit", 1, 5_000),
             web_dashboard=_bool(raw, "web_dashboard"),
             keyspace=keyspace,
+            adopt_keyspace=_adopt_keyspace(raw),
             existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
             allowed_topics=_topics(raw["allowed_topics"], *(t for _, ts in tenant_topics for t in ts)),
             tenant_topics=tenant_topics,
@@ -539,6 +545,14 @@ def _log_retention(raw: dict[str, Any]) -> int:
         raise ConfigError(f"log_retention_days: {value} is not a CloudWatch Logs retention; use one of "
                           f"{sorted(LOG_RETENTION_DAYS)}")
     return value
+
+
+def _adopt_keyspace(raw: dict[str, Any]) -> bool:
+    adopt = _bool(raw, "adopt_keyspace")
+    if adopt and raw["existing_cassandra"] is not None:
+        raise ConfigError("adopt_keyspace: a keyspace to adopt is an Amazon Keyspaces one; with existing_cassandra "
+                          "the stack creates no keyspace anyway")
+    return adopt
 
 
 def _existing_cassandra(value: Any) -> ExistingCassandra | None:

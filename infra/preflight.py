@@ -6,9 +6,17 @@ account, and Lambda refuses a reservation that would leave fewer than 100 unrese
 reservation then fails the deploy, and its scans (about two per segment at once) would be throttled anyway.
 The zones the VPC will use (``ZONE_IDS`` for the region, or ``availability_zones``) must exist in the
 account and offer the Keyspaces VPC endpoint (``com.amazonaws.<region>.cassandra``); else CloudFormation
-fails half-way, after the VPC and the cluster. Each finding says how to fix it. Exit status 1 when the
-deploy would fail (a reservation the account cannot hold, a zone it cannot use); a quota too low for the
-segments only warns (scans would be throttled and run late).
+fails half-way, after the VPC and the cluster. The stage's keyspace must not exist unless it is the stack's or
+adopted (``adopt_keyspace``): ``retain_data`` keeps it, under its fixed name, when a stack is destroyed. An
+account without any CloudFront distribution may not be verified for CloudFront yet, which then refuses the web
+dashboard's (after the cluster). A stage's alarms need a subscriber (``alarm_email``; the config refuses a stage
+other than dev without one). Each finding says how to fix it. Exit status 1 when the deploy would fail (a
+reservation the account cannot hold, a zone it cannot use, a keyspace in the way); a quota too low for the
+segments, an account that may not be verified for CloudFront, or dev's alarms reaching nobody only warn.
+
+Every call reads: ``lambda:GetAccountSettings`` and ``GetFunctionConcurrency``, ``ec2:DescribeAvailabilityZones``
+and ``DescribeVpcEndpointServices``, ``cloudfront:ListDistributions``, the Keyspaces API's ``GetKeyspace`` and
+``ListTables``, ``cloudformation:ListStackResources``, ``sts:GetCallerIdentity``. Tests inject the clients.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cql.schema import load_tables
 from infra.config import ZONE_IDS, ConfigError, DeploymentConfig, cli_context, is_zone_id, scan_concurrency
 from infra.layer_build import ROOT
 
@@ -117,6 +126,81 @@ def read_has_distributions(cloudfront_client: Any) -> bool:
     return bool(listing.get("Quantity", 0))
 
 
+def keyspace_problems(config: DeploymentConfig, *, exists: bool, owned: bool, tables: set[str] | None,
+                      wanted: Sequence[str], region: str = "<region>") -> list[Finding]:
+    """The stage's keyspace against what the stack would do with it. ``exists``: the keyspace is in the account;
+    ``owned``: it is one of the stack's resources; ``tables``: the keyspace's tables (read when it is adopted);
+    ``wanted``: the tables of ``cql/``.
+
+    A keyspace's name is fixed, and ``retain_data`` keeps it (and its tables) when the stack is destroyed: a new
+    stack of the stage would fail on it with "already exists", after the MSK cluster."""
+    name, stage = config.keyspace, config.stage
+    if not config.uses_keyspaces:
+        return []
+    if not config.adopt_keyspace:
+        if not exists or owned:
+            return []
+        return [Finding(True,
+            f"keyspace {name} already exists (kept by retain_data when an earlier JobRunner-{stage} was destroyed, "
+            f"or made by hand) and is not this stack's: CloudFormation would fail to create it ('already exists'). "
+            f"Either use it as it is, with its data: -c adopt_keyspace=true (stages.{stage}.adopt_keyspace in "
+            f"cdk.json), the stack then creates neither it nor its tables; or, if its data may go, delete it: "
+            f"aws keyspaces delete-keyspace --keyspace-name {name} (then wait until aws keyspaces get-keyspace "
+            f"--keyspace-name {name} answers ResourceNotFoundException).")]
+    if not exists:
+        return [Finding(True, f"adopt_keyspace is set, but there is no keyspace {name} to adopt in this account and "
+                              f"region: drop adopt_keyspace, so that the stack creates it.")]
+    if owned:
+        return [Finding(True, f"adopt_keyspace is set, but keyspace {name} is already the stack's: dropping it from "
+                              f"the stack would delete it with retain_data=false. Drop adopt_keyspace.")]
+    missing = sorted(set(wanted) - (tables or set()))
+    if missing:
+        return [Finding(True,
+            f"the adopted keyspace {name} lacks tables of cql/: {', '.join(missing)}. Create them (and any missing "
+            f"columns) with the stack's settings: CASSANDRA_MODE=keyspaces CASSANDRA_CONTACT_POINTS=cassandra."
+            f"{region}.amazonaws.com CASSANDRA_PORT=9142 CASSANDRA_KEYSPACE={name} python -m cql.migrate "
+            f"(docs/deploy.md, 'Redeploying after cdk destroy').")]
+    return []
+
+
+def read_keyspace(keyspaces_client: Any, cloudformation_client: Any, config: DeploymentConfig,
+                  ) -> tuple[bool, bool, set[str] | None]:
+    """Whether the stage's keyspace exists, whether the stack holds it, and (when it is adopted) its tables."""
+    try:
+        keyspaces_client.get_keyspace(keyspaceName=config.keyspace)
+    except keyspaces_client.exceptions.ResourceNotFoundException:
+        return False, False, None
+    owned = config.keyspace in _stack_resources(cloudformation_client, config.stack_name, "AWS::Cassandra::Keyspace")
+    if not config.adopt_keyspace:
+        return True, owned, None
+    tables: set[str] = set()
+    token: dict[str, str] = {}
+    while True:
+        page = keyspaces_client.list_tables(keyspaceName=config.keyspace, **token)
+        tables |= {t["tableName"] for t in page.get("tables", [])}
+        if not page.get("nextToken"):
+            return True, owned, tables
+        token = {"nextToken": page["nextToken"]}
+
+
+def _stack_resources(cloudformation_client: Any, stack_name: str, resource_type: str) -> set[str]:
+    """The physical ids of the stack's resources of that type; none when the stack does not exist."""
+    found: set[str] = set()
+    token: dict[str, str] = {}
+    while True:
+        try:
+            page = cloudformation_client.list_stack_resources(StackName=stack_name, **token)
+        except cloudformation_client.exceptions.ClientError as exc:
+            if exc.response["Error"]["Code"] == "ValidationError":  # "Stack with id ... does not exist"
+                return found
+            raise
+        found |= {r.get("PhysicalResourceId", "") for r in page["StackResourceSummaries"]
+                  if r["ResourceType"] == resource_type}
+        if not page.get("NextToken"):
+            return found
+        token = {"NextToken": page["NextToken"]}
+
+
 def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str],
                   keyspaces_zones: Sequence[str]) -> list[Finding]:
     """``zone_ids``: the account's zone name -> zone ID; ``keyspaces_zones``: names where the endpoint is offered."""
@@ -166,7 +250,8 @@ def context_from(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None,
-         sts_client: Any = None, cloudfront_client: Any = None) -> int:
+         sts_client: Any = None, cloudfront_client: Any = None, keyspaces_client: Any = None,
+         cloudformation_client: Any = None) -> int:
     """Every client is created when no Lambda one is given, in the stage's pinned region if it has one; a
     test may give only the Lambda one (then the checks whose client it does not give are skipped)."""
     try:
@@ -181,6 +266,8 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         ec2_client = ec2_client or boto3.client("ec2", region_name=config.region)
         sts_client = sts_client or boto3.client("sts", region_name=config.region)
         cloudfront_client = cloudfront_client or boto3.client("cloudfront", region_name=config.region)
+        keyspaces_client = keyspaces_client or boto3.client("keyspaces", region_name=config.region)
+        cloudformation_client = cloudformation_client or boto3.client("cloudformation", region_name=config.region)
     region = lambda_client.meta.region_name
     account_id = sts_client.get_caller_identity()["Account"] if sts_client is not None else None
     found = environment_problems(config, account_id, region) + subscriber_problems(config)
@@ -190,6 +277,10 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         found += zone_problems(config, region, *read_zones(ec2_client, region))
     if cloudfront_client is not None and config.web_dashboard:
         found += cloudfront_problems(config, has_distributions=read_has_distributions(cloudfront_client))
+    if keyspaces_client is not None and cloudformation_client is not None and config.uses_keyspaces:
+        exists, owned, tables = read_keyspace(keyspaces_client, cloudformation_client, config)
+        found += keyspace_problems(config, exists=exists, owned=owned, tables=tables,
+                                   wanted=[t.name for t in load_tables()], region=region)
     for finding in found:
         print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
     if not found:

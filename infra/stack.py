@@ -123,7 +123,8 @@ class JobRunnerStack(Stack):
         # The key of the result tokens, removed (or kept) like the data: with retain_data, kept on update and delete.
         self.result_key = ResultKey(self, "ResultKey", removal_policy=removal)
         self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
-                                          removal_policy=removal) if config.uses_keyspaces else None)
+                                          removal_policy=removal, adopt=config.adopt_keyspace)
+                          if config.uses_keyspaces else None)
         self.layers = Layers(self, "Layers", dependencies_dir=assets.dependency_layer, code_dir=assets.code_layer,
                              architecture=architecture)
         # The topic admin function needs no application settings; the job runner's functions get them

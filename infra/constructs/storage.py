@@ -3,6 +3,10 @@
 
 Tables are on-demand, with point-in-time recovery, encrypted with an AWS-owned key (Keyspaces'
 default). Column names, types, key order and clustering order come from the parsed schema only.
+
+An adopted keyspace (``adopt``: one an earlier stack left behind, its name being fixed) is neither created nor
+are its tables: the stack only grants access to them by name, and ``python -m cql.migrate`` keeps them in step
+with ``cql/`` (``make preflight`` checks that every table is there).
 """
 
 from __future__ import annotations
@@ -49,17 +53,26 @@ class KeyspacesSchema(Construct):
         keyspace_name: str,
         tables: Sequence[TableSpec],
         removal_policy: RemovalPolicy,
+        adopt: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.keyspace_name = keyspace_name
-        self.keyspace = cassandra.CfnKeyspace(
+        #: The tables the grants name: the schema's, created here or adopted.
+        self.table_names = tuple(spec.name for spec in tables)
+        self.keyspace: cassandra.CfnKeyspace | None = None  # None: adopted
+        self.tables: dict[str, cassandra.CfnTable] = {}
+        if not adopt:
+            self._create(tables, removal_policy)
+
+    def _create(self, tables: Sequence[TableSpec], removal_policy: RemovalPolicy) -> None:
+        keyspace_name = self.keyspace_name
+        keyspace = self.keyspace = cassandra.CfnKeyspace(
             self, "Keyspace", keyspace_name=keyspace_name,
             replication_specification=cassandra.CfnKeyspace.ReplicationSpecificationProperty(
                 replication_strategy="SINGLE_REGION",
             ),
         )
-        self.keyspace.apply_removal_policy(removal_policy)
-        self.tables: dict[str, cassandra.CfnTable] = {}
+        keyspace.apply_removal_policy(removal_policy)
         for spec in tables:
             table = cassandra.CfnTable(
                 self, f"Table-{spec.name}",
@@ -78,7 +91,7 @@ class KeyspacesSchema(Construct):
                 # is create-only here, and a deployed table would be replaced, an update CloudFormation refuses for
                 # a named table.
             )
-            table.node.add_dependency(self.keyspace)
+            table.node.add_dependency(keyspace)
             table.apply_removal_policy(removal_policy)
             self.tables[spec.name] = table
 
@@ -100,7 +113,7 @@ class KeyspacesSchema(Construct):
         sees a single peer and opens fewer connections)."""
         tables = iam.Grant.add_to_principal(
             grantee=grantee, actions=["cassandra:Select", "cassandra:Modify"],
-            resource_arns=[self.table_arn(name) for name in self.tables],
+            resource_arns=[self.table_arn(name) for name in self.table_names],
         )
         self._grant_connect(grantee)
         return tables
@@ -108,7 +121,7 @@ class KeyspacesSchema(Construct):
     def grant_tables(self, grantee: iam.IGrantable, *, read: Sequence[str], write: Sequence[str]) -> None:
         """``cassandra:Select`` on the tables ``read`` names and ``cassandra:Modify`` on those ``write`` names (a
         function that touches only some tables, in only some ways), and what connecting takes (``grant_read_write``)."""
-        unknown = sorted((set(read) | set(write)) - set(self.tables))
+        unknown = sorted((set(read) | set(write)) - set(self.table_names))
         if unknown:
             raise ValueError(f"no such table in cql/: {unknown}")
         iam.Grant.add_to_principal(grantee=grantee, actions=["cassandra:Select"],

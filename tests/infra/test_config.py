@@ -371,3 +371,12 @@ def test_runbooks_are_linked_by_an_https_url_the_web_dashboards_copy_by_default(
 def test_runbook_links_a_person_cannot_open_are_refused(context: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=f"runbook_url: .*{message}"):
         config(**context)
+
+
+def test_a_retained_keyspace_may_be_adopted_on_keyspaces_only() -> None:
+    assert config().adopt_keyspace is False
+    assert config(adopt_keyspace="true").adopt_keyspace is True
+    with pytest.raises(ConfigError, match=r"adopt_keyspace: .*Amazon Keyspaces"):
+        config(adopt_keyspace=True, existing_cassandra={"contact_points": ["10.0.0.1"]})
+    with pytest.raises(ConfigError, match="adopt_keyspace"):
+        config(adopt_keyspace="yes")

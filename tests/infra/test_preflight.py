@@ -13,7 +13,15 @@ import pytest
 from botocore.stub import Stubber
 
 from infra.config import DeploymentConfig
-from infra.preflight import QUOTA_CODE, AccountConcurrency, cloudfront_problems, main, problems, zone_problems
+from infra.preflight import (
+    QUOTA_CODE,
+    AccountConcurrency,
+    cloudfront_problems,
+    keyspace_problems,
+    main,
+    problems,
+    zone_problems,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -218,3 +226,99 @@ def test_main_asks_cloudfront_whether_the_account_holds_a_distribution(
         distributions_stub.assert_no_pending_responses()
 
     assert ("web_dashboard=false" in capsys.readouterr().err) == warned
+
+
+CQL_TABLES = ("job_table_v2", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes", "calendars")
+
+
+@pytest.mark.parametrize(("adopt", "exists", "owned", "tables", "blocking", "says"), [
+    (False, False, False, None, None, None),               # a first deploy: the stack creates it
+    (False, True, True, None, None, None),                 # a redeploy: the stack's own
+    # a keyspace left by retain_data after cdk destroy: CloudFormation would fail with "already exists"
+    (False, True, False, None, True, "-c adopt_keyspace=true"),
+    (True, True, False, CQL_TABLES, None, None),           # adopted, every table of cql/ there
+    (True, True, False, CQL_TABLES[:-1], True, "calendars"),
+    (True, False, False, None, True, "no keyspace jobrunner_dev to adopt"),
+    (True, True, True, None, True, "already the stack's"),
+])
+def test_a_keyspace_left_behind_is_found_before_cloudformation_fails_on_it(
+    adopt: bool, exists: bool, owned: bool, tables: tuple[str, ...] | None, blocking: bool | None, says: str | None,
+) -> None:
+    found = keyspace_problems(config(adopt_keyspace=adopt), exists=exists, owned=owned,
+                              tables=set(tables) if tables is not None else None, wanted=CQL_TABLES)
+
+    assert [f.blocking for f in found] == ([] if blocking is None else [blocking])
+    assert all(says in f.text for f in found)
+
+
+def test_a_retained_keyspace_names_both_ways_out(capsys: pytest.CaptureFixture[str]) -> None:
+    (found,) = keyspace_problems(config(stage="staging"), exists=True, owned=False, tables=None, wanted=CQL_TABLES)
+
+    assert "jobrunner_staging already exists" in found.text and "retain_data" in found.text
+    assert "stages.staging.adopt_keyspace" in found.text
+    assert "aws keyspaces delete-keyspace --keyspace-name jobrunner_staging" in found.text
+
+
+def _keyspaces_client(keyspace: str | None, tables: tuple[str, ...] = ()) -> tuple[Any, Stubber]:
+    client = boto3.client("keyspaces", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    if keyspace is None:
+        stub.add_client_error("get_keyspace", "ResourceNotFoundException", "not found",
+                              expected_params={"keyspaceName": "jobrunner_dev"})
+    else:
+        stub.add_response("get_keyspace", {
+            "keyspaceName": keyspace, "replicationStrategy": "SINGLE_REGION",
+            "resourceArn": f"arn:aws:cassandra:eu-west-1:123456789012:/keyspace/{keyspace}/"},
+            {"keyspaceName": keyspace})
+    if tables:  # two pages
+        arn = "arn:aws:cassandra:eu-west-1:123456789012:/keyspace/jobrunner_dev/table/"
+        pages = [tables[:2], tables[2:]]
+        for index, page in enumerate(pages):
+            response: dict[str, Any] = {"tables": [
+                {"keyspaceName": "jobrunner_dev", "tableName": t, "resourceArn": arn + t} for t in page]}
+            params: dict[str, Any] = {"keyspaceName": "jobrunner_dev"}
+            if index < len(pages) - 1:
+                response["nextToken"] = f"page{index + 1}"
+            if index:
+                params["nextToken"] = f"page{index}"
+            stub.add_response("list_tables", response, params)
+    return client, stub
+
+
+def _cloudformation_client(keyspace: str | None) -> tuple[Any, Stubber]:
+    """The stack's resources: none (it does not exist) when ``keyspace`` is None, else with that keyspace."""
+    client = boto3.client("cloudformation", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    if keyspace is None:
+        stub.add_client_error("list_stack_resources", "ValidationError", "Stack with id JobRunner-dev does not exist",
+                              expected_params={"StackName": "JobRunner-dev"})
+    else:
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": [
+            {"LogicalResourceId": "KeyspacesKeyspace0A1B2C3D", "PhysicalResourceId": keyspace,
+             "ResourceType": "AWS::Cassandra::Keyspace", "LastUpdatedTimestamp": "2026-11-22T08:00:00Z",
+             "ResourceStatus": "CREATE_COMPLETE"}]}, {"StackName": "JobRunner-dev"})
+    return client, stub
+
+
+@pytest.mark.parametrize(("argv", "keyspace", "stack_holds", "tables", "status", "says"), [
+    # After cdk destroy with retain_data: the keyspace is there, the stack is not
+    ([], "jobrunner_dev", None, (), 1, "aws keyspaces delete-keyspace --keyspace-name jobrunner_dev"),
+    (["-c", "adopt_keyspace=true"], "jobrunner_dev", None, CQL_TABLES, 0, None),
+    (["-c", "adopt_keyspace=true"], "jobrunner_dev", None, CQL_TABLES[1:], 1, "job_table_v2"),
+    ([], "jobrunner_dev", "jobrunner_dev", (), 0, None),                # a redeploy
+    ([], None, None, (), 0, None),                                      # a first deploy
+])
+def test_main_reads_the_keyspace_and_the_stack(
+    argv: list[str], keyspace: str | None, stack_holds: str | None, tables: tuple[str, ...], status: int,
+    says: str | None, capsys: pytest.CaptureFixture[str],
+) -> None:
+    lambda_client, lambdas = _lambda_client("eu-west-1")
+    keyspaces, keyspaces_stub = _keyspaces_client(keyspace, tables)
+    cloudformation, stacks = _cloudformation_client(stack_holds)
+    with lambdas, keyspaces_stub, stacks:
+        assert main([*argv, "-c", "alarm_email=dev@example.com"], lambda_client=lambda_client,
+                    keyspaces_client=keyspaces, cloudformation_client=cloudformation) == status
+        keyspaces_stub.assert_no_pending_responses()
+
+    err = capsys.readouterr().err
+    assert (says in err) if says else "error" not in err

@@ -10,6 +10,9 @@ from cql.schema import load_tables, parse_table
 from infra.constructs.storage import KeyspacesSchema
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     import aws_cdk as cdk
 
 SCHEMA = [
@@ -81,3 +84,33 @@ def test_tables_leave_client_side_timestamps_to_the_migration(stack: cdk.Stack) 
 
     assert tables
     assert all("ClientSideTimestampsEnabled" not in table["Properties"] for table in tables.values())
+
+
+def test_an_adopted_keyspace_is_neither_created_nor_its_tables_but_still_granted(stack: cdk.Stack) -> None:
+    # Given a keyspace left by an earlier stack (retain_data), adopted rather than created again
+    schema = KeyspacesSchema(stack, "Ks", keyspace_name="jr_test", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN,
+                             adopt=True)
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+
+    schema.grant_read_write(role)
+    template = Template.from_stack(stack)
+
+    assert not template.find_resources("AWS::Cassandra::Keyspace")
+    assert not template.find_resources("AWS::Cassandra::Table")
+    statements = next(iter(template.find_resources("AWS::IAM::Policy").values()))[
+        "Properties"]["PolicyDocument"]["Statement"]
+    assert [stack.resolve(r)["Fn::Join"][1][-1] for r in statements[0]["Resource"]] == [
+        ":/keyspace/jr_test/table/a", ":/keyspace/jr_test/table/b",
+    ]
+
+
+def test_a_stage_adopting_its_keyspace_deploys_everything_else(stack_template: Callable[..., dict[str, Any]]) -> None:
+    template = stack_template(adopt_keyspace=True)
+
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert not {t for t in types if t.startswith("AWS::Cassandra::")}
+    # And the functions still use it, by its name
+    (scan,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+               and r["Properties"].get("FunctionName") == "jobrunner-dev-scan"]
+    assert scan["Properties"]["Environment"]["Variables"]["CASSANDRA_KEYSPACE"] == "jobrunner_dev"
+    assert template["Outputs"]["KeyspaceName"]["Value"] == "jobrunner_dev"
