@@ -842,7 +842,7 @@ class ScanService:
             part.next_fires[_identity(row)] = None
         if self._excluded_by_calendar(part, row, job, retry_at):
             return False
-        if not held and self._dropped_by_catch_up(part, row, job, now, retry_at):  # (a held fire is not missed)
+        if not held and self._dropped_by_catch_up(part, row, job, now, retry_at, own):  # (a held one is not missed)
             return False
         if previous is None:
             return True
@@ -876,9 +876,13 @@ class ScanService:
 
     def _dropped_by_catch_up(
         self, part: _Partition, row: ScheduledExecution, job: Job, now: datetime, retry_at: datetime,
+        own: ExecutionRecord | None,
     ) -> bool:
         """Whether the job's catch-up window drops the fire (then it and the fires after it up to the resume are
-        recorded as one SKIPPED record, ``_skip``)."""
+        recorded as one SKIPPED record, ``_skip``). A fire with a record of its own is not dropped: its
+        execution was recorded going out (a write-ahead whose answer was lost, then retried late), and may have
+        gone out; a SKIPPED record written over it would keep its publication (#31, found by the model's long
+        search). It goes out again, under its id. One point read, on the drop's path only."""
         if job.catch_up.replays_all:
             return False
         # Missed from the latest instant its jitter window may put it at (a row written late, e.g. by a resume, is
@@ -887,6 +891,10 @@ class ScanService:
         latest = row.scheduled_at + timedelta(seconds=job.jitter_s or 0)
         dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, latest, now)
         if dropped is None:
+            return False
+        if own is None:
+            own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
+        if own is not None and own.status is not ExecutionStatus.SKIPPED:
             return False
         part.next_fires[_identity(row)] = dropped.resume
         self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
