@@ -519,3 +519,19 @@ def test_a_calendar_changed_just_before_a_scan_behind_skips_by_it(_: None) -> No
     state.time_passes(minute=Minute(second=0, ops=((20100, Exclude(start=-10, length=60)),)))
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_resume_of_an_active_job_takes_effect_when_it_read_the_job(_: None) -> None:
+    # A fault of the harness the long search on #31's final code found: a resume of a job already active changes
+    # nothing but re-asserts its next run's row; a bulk pause lands between its read and that write. The reference
+    # took the resume as of its row's write, after the pause, and expected the paused job's fires.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="every", seconds=10), team="a")])
+    state.wait(seconds=5)
+    state.act(op=Resume(job=0, catch_up=True, glitch=Glitch(nth=1, when="after",
+                                                            action=Interleave(op=Bulk(action="pause")))))
+    state.wait(seconds=30)
+    state.published_only_what_is_allowed()
+    state.teardown()

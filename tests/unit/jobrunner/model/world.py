@@ -840,7 +840,10 @@ class World:
         for landing in writes:
             record(landing.job, landing.at, landing.order)
         if not writes and answer is not None:
-            record(answer, *self.landing_of(landings(plans, job.job_id)))
+            # As of its last read of the job: a row it re-asserted is no change of the job (found by the long
+            # search on #31's final code: a resume of an active job whose row landed after a pause took effect).
+            landed = landings(plans, job.job_id)
+            record(answer, *landed.get("read", self.landing_of(landed)))
         for pending in self.faults.pending.values():  # left pending: told when committed (by another request)
             if pending.plan in plans and job.job_id in jobs_named(pending.target, pending.call):
                 pending.committed = functools.partial(self._committed, job, record)
