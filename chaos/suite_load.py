@@ -37,6 +37,21 @@ class Load:
                 time.sleep(1)
         return None
 
+    @staticmethod
+    def _first_fire(body: dict[str, Any], job: dict[str, Any], status: int) -> datetime:
+        """The job's first fire: its next run when just created (201); for a submission sent again (200, after
+        an answer lost on a slow machine) the job may have fired already (``next_run_at`` null or moved on), so
+        from its schedule: the ``at``, or the first 30-s step from ``start`` at or after its creation."""
+        schedule = body["schedule"]
+        if status == 201 and job.get("next_run_at") is not None:
+            return parse_instant(job["next_run_at"], "next_run_at")
+        if "at" in schedule:
+            return parse_instant(schedule["at"], "at")
+        first, created = parse_instant(schedule["start"], "start"), parse_instant(job["created_at"], "created_at")
+        while first < created:
+            first += timedelta(seconds=30)
+        return first
+
     def accept(self, body: dict[str, Any], response: requests.Response | None) -> None:
         if response is None:
             return
@@ -53,7 +68,7 @@ class Load:
         if response.status_code not in (200, 201):  # 200: a retried submission, the same job
             raise AssertionError(f"unexpected answer {response.status_code}: {response.text}")
         job = response.json()
-        fires = [parse_instant(job["next_run_at"], "next_run_at")]
+        fires = [self._first_fire(body, job, response.status_code)]
         if "every" in body["schedule"]:  # every 30 s from the first fire after submission, through end
             end = parse_instant(body["schedule"]["end"], "end")
             while fires[-1] + timedelta(seconds=30) <= end:
