@@ -40,6 +40,8 @@ BUSY_MINUTE_DRAIN_S = 15
 #: Interface endpoints the stack creates (infra/stack.py): X-Ray, Secrets Manager, Lambda, STS, SQS, and
 #: Keyspaces unless the stage uses an existing Cassandra cluster.
 ENDPOINTS_WITHOUT_KEYSPACES = 5
+#: Placeholders for the settings that gate a deploy but not the bill (``StageConfig.from_cdk_json``).
+_DEPLOY_ONLY = {"account": "000000000000", "region": "us-east-1", "alarm_email": "cost-model@example.com"}
 
 
 class StageConfig(BaseModel):
@@ -72,6 +74,19 @@ class StageConfig(BaseModel):
         from infra.config import DeploymentConfig, cli_context
 
         context = cli_context(cdk_json, ["-c", f"stage={stage}"] if stage else [])
+        # The settings that only gate a deploy (where to, who reads the alarms) cost nothing: a stage not yet
+        # filled in (prod, as shipped) is priced with placeholders for them.
+        name = str(context.get("stage") or "dev")
+        stages = dict(context.get("stages") or {})
+        entry = dict(stages.get(name) or {})
+        for key in ("account", "region"):
+            if key in entry and entry[key] is None:
+                entry[key] = _DEPLOY_ONLY[key]
+        if entry.get("alarm_email") is None and not context.get("alarm_email") and (entry or name != "dev"):
+            entry["alarm_email"] = _DEPLOY_ONLY["alarm_email"]
+        if entry:
+            stages[name] = entry
+        context = {**context, "stages": stages}
         config = DeploymentConfig.from_context(context.get)
         zones = len(config.availability_zones) or 2
         brokers = None
