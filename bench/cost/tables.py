@@ -130,8 +130,13 @@ def capacity_table(config: StageConfig, inputs: MeasuredInputs) -> Table:
                  "out within 15 s)", header=["load", "limit", "capacity", "a busy minute needs", "to size"], rows=rows)
 
 
+def _unit_price(usd: float) -> str:
+    """A price per request as dollars per million (how AWS quotes them), the others as they are."""
+    return f"${usd * 1e6:.4g} per million" if usd < 1e-4 else f"${usd:.10g}"
+
+
 def prices_table(prices: PriceTable) -> Table:
-    rows = [[name, f"${price.value:.10g}", price.unit, price.region, price.source, price.checked]
+    rows = [[name, _unit_price(price.value), price.unit, price.region, price.source, price.checked]
             for name, price in prices]
     return Table(name="prices", title="Unit prices (bench/cost/prices.py)",
                  header=["price", "USD", "per", "region", "source", "checked"], rows=rows)
