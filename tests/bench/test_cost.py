@@ -220,3 +220,26 @@ def test_a_run_without_the_sections_records_nothing(tmp_path: Path) -> None:
 
 def test_per_million_counts_a_30_day_month() -> None:
     assert per_million(30.0, 1e6 / DAYS) == pytest.approx(30.0)
+
+
+def test_the_cli_prints_the_tables_and_writes_the_docs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from bench.cost.__main__ import app
+
+    runner = CliRunner()
+    printed = runner.invoke(app, ["--stage", "dev", "--measured", str(INPUTS_PATH), "--detail", "50000000"])
+    assert printed.exit_code == 0, printed.output
+    assert "Dollars per million executions" in printed.output and "nothing to do" in printed.output
+    assert "derived, not measured" in printed.output
+    # Given a page whose marked table is stale
+    page = tmp_path / "scaling.md"
+    page.write_text("before\n<!-- cost:begin at-rest -->\nstale\n<!-- cost:end -->\nafter\n")
+    # When the CLI writes the docs, then only the marked block changes
+    written = runner.invoke(app, ["--write-docs", "--docs", str(page)])
+    assert written.exit_code == 0, written.output
+    text = page.read_text()
+    assert "stale" not in text and "| **total a month (30 days)** |" in text
+    assert text.startswith("before\n") and text.endswith("<!-- cost:end -->\nafter\n")
+    again = runner.invoke(app, ["--write-docs", "--docs", str(page)])
+    assert "already up to date" in again.output
