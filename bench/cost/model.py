@@ -163,163 +163,223 @@ def busy_share(config: StageConfig, executions_per_day: float) -> float:
     return 1 - math.exp(-per_partition)
 
 
+class Usage(BaseModel):
+    """What a load makes the stage do in a month: the quantities the lines price."""
+
+    model_config = ConfigDict(frozen=True)
+
+    executions: float
+    one_time: float
+    per_second: float
+    #: (minute, segment) partitions, the share holding work, and how long a busy one's scan lives.
+    partitions: float
+    busy: float
+    busy_scan_s: float
+    scan_invocations: float
+    api_requests: float
+    results_batch: float
+    results_invocations: float
+    ticks: float
+    reconciler_runs: float
+
+
+def usage(config: StageConfig, inputs: MeasuredInputs, load: Load) -> Usage:
+    """The month's quantities for ``load``: scans are one per (minute, segment), a busy one living from its
+    dispatch to its last row (longer when its CPU cannot keep up with its minute)."""
+    executions = load.executions_per_day * DAYS
+    per_second = load.executions_per_day / 86_400
+    busy = busy_share(config, load.executions_per_day)
+    rows = load.executions_per_day / (MINUTES_A_DAY * config.segments) / busy if busy else 0.0
+    partitions = config.segments * MINUTES_A_DAY * DAYS
+    one_time = executions * inputs.one_time_share.value
+    batch = min(max(per_second / config.kafka_partitions * RESULTS_BATCHING_WINDOW_S, 1.0), RESULTS_BATCH_SIZE)
+    ticks = MINUTES_A_DAY * DAYS
+    return Usage(
+        executions=executions, one_time=one_time, per_second=per_second, partitions=partitions, busy=busy,
+        busy_scan_s=inputs.busy_scan_seconds.value + max(0.0, rows / scan_rate(config, inputs) - 60),
+        scan_invocations=partitions * (busy + (1 - busy) * inputs.idle_scan_invocations_per_partition.value),
+        api_requests=one_time / (inputs.api_batch_size.value if load.submit == "batch" else 1),
+        results_batch=batch, results_invocations=executions / batch,
+        ticks=ticks, reconciler_runs=ticks / config.reconcile_interval_minutes,
+    )
+
+
 def monthly_lines(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, load: Load) -> list[Line]:
     """The month's bill for ``load`` on ``config``, one line per item."""
-    i, p, c = inputs, prices, config
-    executions = load.executions_per_day * DAYS
-    one_time = executions * i.one_time_share.value
-    per_second = load.executions_per_day / 86_400
+    u = usage(config, inputs, load)
+    return [
+        *_scans(u, config, inputs, prices),
+        *_keyspaces(u, config, inputs, prices, load.capacity),
+        *_dynamodb(u, config, inputs, prices),
+        *_functions(u, config, inputs, prices, load.submit),
+        *_kafka(u, config, inputs, prices),
+        *_observability(u, config, inputs, prices),
+        *_network(u, config, inputs, prices),
+    ]
+
+
+def _scans(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    idle_s = i.idle_scan_seconds_per_partition.value
+    gb_s = u.partitions * (u.busy * u.busy_scan_s + (1 - u.busy) * idle_s) * c.scan_memory_mb / 1024
+    return [
+        Line(service="Lambda", item="scans: GB-seconds", usd=gb_s * p.lambda_gb_second.value, at_rest=True,
+             how=f"{c.segments} segments x 1,440 minutes x {DAYS} days; {u.busy:.0%} of partitions busy "
+                 f"{u.busy_scan_s:.0f} s, the rest {idle_s:.1f} s; {c.scan_memory_mb} MB"),
+        Line(service="Lambda", item="scans: requests", usd=u.scan_invocations * p.lambda_request.value, at_rest=True,
+             how=f"1 a busy partition, {i.idle_scan_invocations_per_partition.value:.1f} an idle one"),
+    ]
+
+
+def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capacity: Capacity) -> list[Line]:
+    """Rows written, read and expired; what stays stored."""
     lines: list[Line] = []
 
-    def add(service: str, item: str, usd: float, how: str, *, at_rest: bool = False) -> None:
-        lines.append(Line(service=service, item=item, usd=usd, at_rest=at_rest, how=how))
+    def add(item: str, usd: float, how: str, *, at_rest: bool = False) -> None:
+        lines.append(Line(service="Keyspaces", item=item, usd=usd, at_rest=at_rest, how=how))
 
-    # Scans: every (minute, segment) partition gets one; a busy one lives from its dispatch to its last row.
-    partitions = c.segments * MINUTES_A_DAY * DAYS
-    busy = busy_share(c, load.executions_per_day)
-    rows = load.executions_per_day / (MINUTES_A_DAY * c.segments) / max(busy, 1e-12) if busy else 0.0
-    busy_s = i.busy_scan_seconds.value + max(0.0, rows / scan_rate(c, i) - 60)
-    scan_gb_s = partitions * (busy * busy_s + (1 - busy) * i.idle_scan_seconds_per_partition.value) * (
-        c.scan_memory_mb / 1024)
-    scan_requests = partitions * (busy + (1 - busy) * i.idle_scan_invocations_per_partition.value)
-    add("Lambda", "scans: GB-seconds", scan_gb_s * p.lambda_gb_second.value,
-        f"{c.segments} segments x 1,440 minutes x {DAYS} days; {busy:.0%} of partitions busy "
-        f"{busy_s:.0f} s, the rest {i.idle_scan_seconds_per_partition.value:.1f} s; {c.scan_memory_mb} MB",
-        at_rest=True)
-    add("Lambda", "scans: requests", scan_requests * p.lambda_request.value,
-        f"1 a busy partition, {i.idle_scan_invocations_per_partition.value:.1f} an idle one", at_rest=True)
-
-    # Keyspaces: rows written, read and expired; what stays stored.
-    wru = executions * (i.history_rows_written.value + i.schedule_rows_written.value) + (
-        one_time * i.rows_per_one_time_submit.value)
-    scan_reads = partitions * (busy * i.reads_per_busy_scan.value + (1 - busy) * i.reads_per_idle_partition.value)
-    rru = executions * (i.job_reads_by_scan.value + i.schedule_page_reads.value + i.reads_by_results.value)
-    reconcile_rru = executions * i.reconciler_reads.value
-    ttl = executions * i.ttl_deletes.value
-    if load.capacity == "on-demand":
-        add("Keyspaces", "writes", wru * p.keyspaces_write_request.value,
-            f"on-demand: {_per(wru, executions)} WRU per execution: history, next runs, a one-time job's job row, "
-            "first run and change-log entry")
-        add("Keyspaces", "reads", (rru + scan_reads) * p.keyspaces_read_request.value,
-            f"on-demand: {_per(rru, executions)} RRU per execution (job reads of the scan and the results "
-            "function, the "
-            "history row, the partition's pages) + each scan's late-lane polls", at_rest=True)
+    wru = u.executions * (i.history_rows_written.value + i.schedule_rows_written.value) + (
+        u.one_time * i.rows_per_one_time_submit.value)
+    scan_reads = u.partitions * (u.busy * i.reads_per_busy_scan.value
+                                 + (1 - u.busy) * i.reads_per_idle_partition.value)
+    rru = u.executions * (i.job_reads_by_scan.value + i.schedule_page_reads.value + i.reads_by_results.value)
+    if capacity == "on-demand":
+        add("writes", wru * p.keyspaces_write_request.value,
+            f"on-demand: {_per(wru, u.executions)} WRU per execution: history, next runs, a one-time job's job "
+            "row, first run and change-log entry")
+        add("reads", (rru + scan_reads) * p.keyspaces_read_request.value,
+            f"on-demand: {_per(rru, u.executions)} RRU per execution (job reads of the scan and the results "
+            "function, the history row, the partition's pages) + each scan's late-lane polls", at_rest=True)
     else:
         wcu = wru / (DAYS * 86_400) / TARGET_UTILISATION
         rcu = (rru + scan_reads) / (DAYS * 86_400) / TARGET_UTILISATION
-        add("Keyspaces", "writes", wcu * HOURS * p.keyspaces_wcu_hour.value,
+        add("writes", wcu * HOURS * p.keyspaces_wcu_hour.value,
             f"provisioned: {wcu:,.0f} WCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation (a flat load)")
-        add("Keyspaces", "reads", rcu * HOURS * p.keyspaces_rcu_hour.value,
+        add("reads", rcu * HOURS * p.keyspaces_rcu_hour.value,
             f"provisioned: {rcu:,.0f} RCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation", at_rest=True)
-    add("Keyspaces", "the reconciler's reads", reconcile_rru * p.keyspaces_read_request.value,
+    add("the reconciler's reads", u.executions * i.reconciler_reads.value * p.keyspaces_read_request.value,
         f"{i.reconciler_reads.value} RRU per execution (LOCAL_ONE)")
-    add("Keyspaces", "TTL deletes", ttl * p.keyspaces_ttl_delete.value,
+    add("TTL deletes", u.executions * i.ttl_deletes.value * p.keyspaces_ttl_delete.value,
         f"{i.ttl_deletes.value} rows expiring per execution")
-    stored_gb = load.executions_per_day * (
+    stored_gb = u.executions / DAYS * (
         i.history_ttl_days.value * i.history_bytes_stored.value
         + i.one_time_share.value * i.change_log_ttl_days.value * i.change_log_bytes_per_one_time_job.value) / GB
-    add("Keyspaces", "storage of the rows that expire", stored_gb * p.keyspaces_storage.value,
+    add("storage of the rows that expire", stored_gb * p.keyspaces_storage.value,
         f"{stored_gb:,.1f} GB held: history ({i.history_ttl_days.value:.0f} days) and change log "
         f"({i.change_log_ttl_days.value:.0f} days)")
     if c.pitr:
-        add("Keyspaces", "point-in-time recovery of the rows that expire", stored_gb * p.keyspaces_pitr.value,
+        add("point-in-time recovery of the rows that expire", stored_gb * p.keyspaces_pitr.value,
             "the same GB (PITR is on for every table)")
     if not c.one_time_rows_expire:
-        kept_gb = one_time * i.job_row_bytes.value / GB
+        kept_gb = u.one_time * i.job_row_bytes.value / GB
         price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if c.pitr else 0.0)
-        add("Keyspaces", "one-time job rows kept (this month's; +1 month's each month)", kept_gb * price,
+        add("one-time job rows kept (this month's; +1 month's each month)", kept_gb * price,
             f"{kept_gb:,.0f} GB a month that never expire (delete_after_last off, no TTL on the job table)")
-
-    # DynamoDB: the scans' leases and progress, the submit's rate limit.
-    lease_wru = partitions * (busy * i.lease_calls_per_busy_scan.value * i.items_per_lease_renewal.value
-                              + (1 - busy) * i.lease_writes_per_idle_partition.value)
-    lease_rru = partitions * busy * i.lease_reads_per_busy_scan.value
-    add("DynamoDB", "leases and heartbeats",
-        lease_wru * p.dynamodb_write_request.value + lease_rru * p.dynamodb_read_request.value,
-        f"{i.lease_calls_per_busy_scan.value:.1f} renewals x {i.items_per_lease_renewal.value:.0f} items a busy "
-        f"scan, {i.lease_writes_per_idle_partition.value:.0f} writes an idle partition", at_rest=True)
-    api_requests = one_time / (i.api_batch_size.value if load.submit == "batch" else 1)
-    if c.rate_limited:
-        add("DynamoDB", "the submit's rate limit",
-            api_requests * i.rate_limit_writes_per_submit_request.value * p.dynamodb_write_request.value,
-            "one counter write per submit request")
-
-    # The results function and its trigger.
-    per_partition = per_second / c.kafka_partitions
-    batch = min(max(per_partition * RESULTS_BATCHING_WINDOW_S, 1.0), RESULTS_BATCH_SIZE)
-    results_invocations = executions / batch if executions else 0.0
-    results_gb_s = results_invocations * i.results_gb_seconds_per_invocation.value + executions * (
-        i.results_gb_seconds.value)
-    add("Lambda", "results function", results_gb_s * p.lambda_gb_second.value
-        + results_invocations * p.lambda_request.value,
-        f"batches of {batch:,.0f} results ({c.kafka_partitions} partitions, 1-s window)")
-    pollers = 1 if not executions else min(c.kafka_partitions, max(1, math.ceil(
-        per_second / i.results_per_partition_per_second.value)))
-    epus = math.ceil(pollers / POLLERS_PER_EPU)
-    add("Lambda", "results trigger: provisioned pollers", epus * HOURS * p.lambda_kafka_epu_hour.value,
-        f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)", at_rest=True)
-
-    # The API, for the one-time jobs submitted once per execution.
-    per_request = (i.api_gb_seconds_per_batch_request if load.submit == "batch" else i.api_gb_seconds_per_request).value
-    add("API Gateway", f"REST requests ({'POST /jobs/batch' if load.submit == 'batch' else 'POST /jobs'})",
-        api_requests * p.api_gateway_rest_request.value,
-        f"{_per(api_requests, executions, 4)} requests per execution")
-    add("Lambda", "API function", api_requests * (per_request * p.lambda_gb_second.value + p.lambda_request.value),
-        f"{per_request:.2f} GB-s a request")
-
-    # Ticks and the reconciler run every minute whatever the load.
-    ticks = MINUTES_A_DAY * DAYS
-    runs = ticks / c.reconcile_interval_minutes
-    add("Lambda", "ticks and the reconciler",
-        (ticks * i.tick_gb_seconds_per_run.value + runs * i.reconciler_idle_gb_seconds_per_run.value
-         + executions * i.reconciler_gb_seconds.value) * p.lambda_gb_second.value
-        + (ticks + runs) * p.lambda_request.value,
-        f"{ticks:,} ticks and {runs:,.0f} reconciler runs a month, + the walk per execution", at_rest=True)
-
-    # Kafka.
-    kafka_bytes = executions * (i.message_bytes.value + i.result_message_bytes.value)
-    if c.kafka_brokers is None:
-        add("MSK Serverless", "cluster-hours", HOURS * p.msk_serverless_cluster_hour.value,
-            f"{HOURS} hours", at_rest=True)
-        add("MSK Serverless", "partition-hours",
-            c.topics * c.kafka_partitions * HOURS * p.msk_serverless_partition_hour.value,
-            f"{c.topics} topics x {c.kafka_partitions} partitions", at_rest=True)
-        add("MSK Serverless", "data in and out",
-            kafka_bytes / GB * (p.msk_serverless_gb_in.value + p.msk_serverless_gb_out.value),
-            f"{i.message_bytes.value:.0f} B a job message + {i.result_message_bytes.value:.0f} B a result, "
-            "each written once and read once")
-    else:
-        add("MSK provisioned", "brokers and storage",
-            c.kafka_brokers * (HOURS * p.msk_broker_hour_t3_small.value
-                               + c.kafka_broker_storage_gib * p.msk_broker_storage.value),
-            f"{c.kafka_brokers} kafka.t3.small brokers, {c.kafka_broker_storage_gib} GiB each", at_rest=True)
-
-    # Logs, traces, metrics.
-    invocations = scan_requests + results_invocations + api_requests + ticks + runs
-    log_bytes = (executions * i.results_log_bytes.value + invocations * i.platform_log_bytes_per_invocation.value
-                 + api_requests * i.access_log_bytes_per_request.value)
-    add("CloudWatch Logs", "ingestion and storage",
-        log_bytes / GB * (p.logs_ingested_gb.value
-                          + p.logs_stored_gb_month.value * c.log_retention_days / DAYS),
-        f"{i.results_log_bytes.value:.0f} B (the results function's INFO line) per execution, "
-        f"{i.platform_log_bytes_per_invocation.value:.0f} B per invocation, "
-        f"{i.access_log_bytes_per_request.value:.0f} B per API access-log line; kept {c.log_retention_days} days",
-        at_rest=True)
-    traces = sum(_sampled(n, i) for n in (scan_requests, results_invocations, api_requests, ticks, runs))
-    add("X-Ray", "traces (active tracing on every function)", traces * p.xray_trace_recorded.value,
-        f"{traces:,.0f} traces: {i.xray_reservoir_per_second.value:.0f} a second per function, then "
-        f"{i.xray_sampled_share.value:.0%}", at_rest=True)
-    add("CloudWatch", "custom metrics, alarms, dashboard, secret",
-        i.custom_metrics.value * p.cloudwatch_custom_metric.value + i.alarms.value * p.cloudwatch_alarm.value
-        + p.cloudwatch_dashboard.value + p.secrets_manager_secret.value,
-        f"{i.custom_metrics.value:.0f} metrics, {i.alarms.value:.0f} alarms, 1 dashboard, 1 secret", at_rest=True)
-
-    # The VPC's interface endpoints.
-    add("VPC endpoints", "endpoint-hours", c.endpoints * c.endpoint_zones * HOURS * p.vpc_endpoint_zone_hour.value,
-        f"{c.endpoints} endpoints x {c.endpoint_zones} zones", at_rest=True)
-    add("VPC endpoints", "data processed", executions * i.endpoint_bytes.value / GB * p.vpc_endpoint_gb.value,
-        f"{i.endpoint_bytes.value:,.0f} B per execution")
     return lines
+
+
+def _dynamodb(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """The scans' leases and progress; the submit's rate limit."""
+    lease_wru = u.partitions * (u.busy * i.lease_calls_per_busy_scan.value * i.items_per_lease_renewal.value
+                                + (1 - u.busy) * i.lease_writes_per_idle_partition.value)
+    lease_rru = u.partitions * u.busy * i.lease_reads_per_busy_scan.value
+    lines = [Line(service="DynamoDB", item="leases and heartbeats", at_rest=True,
+                  usd=lease_wru * p.dynamodb_write_request.value + lease_rru * p.dynamodb_read_request.value,
+                  how=f"{i.lease_calls_per_busy_scan.value:.1f} renewals x {i.items_per_lease_renewal.value:.0f} "
+                      f"items a busy scan, {i.lease_writes_per_idle_partition.value:.0f} writes an idle partition")]
+    if c.rate_limited:
+        lines.append(Line(service="DynamoDB", item="the submit's rate limit", at_rest=False,
+                          usd=u.api_requests * i.rate_limit_writes_per_submit_request.value
+                          * p.dynamodb_write_request.value, how="one counter write per submit request"))
+    return lines
+
+
+def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submit: Submit) -> list[Line]:
+    """The results function and its trigger, the API (one-time jobs, submitted once per execution), the ticks
+    and the reconciler (every minute whatever the load)."""
+    results_gb_s = (u.results_invocations * i.results_gb_seconds_per_invocation.value
+                    + u.executions * i.results_gb_seconds.value)
+    pollers = 1 if not u.executions else min(c.kafka_partitions, max(1, math.ceil(
+        u.per_second / i.results_per_partition_per_second.value)))
+    epus = math.ceil(pollers / POLLERS_PER_EPU)
+    per_request = (i.api_gb_seconds_per_batch_request if submit == "batch" else i.api_gb_seconds_per_request).value
+    return [
+        Line(service="Lambda", item="results function", at_rest=False,
+             usd=results_gb_s * p.lambda_gb_second.value + u.results_invocations * p.lambda_request.value,
+             how=f"batches of {u.results_batch:,.0f} results ({c.kafka_partitions} partitions, 1-s window)"),
+        Line(service="Lambda", item="results trigger: provisioned pollers", at_rest=True,
+             usd=epus * HOURS * p.lambda_kafka_epu_hour.value,
+             how=f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)"),
+        Line(service="API Gateway", item=f"REST requests ({'POST /jobs/batch' if submit == 'batch' else 'POST /jobs'})",
+             at_rest=False, usd=u.api_requests * p.api_gateway_rest_request.value,
+             how=f"{_per(u.api_requests, u.executions, 4)} requests per execution"),
+        Line(service="Lambda", item="API function", at_rest=False,
+             usd=u.api_requests * (per_request * p.lambda_gb_second.value + p.lambda_request.value),
+             how=f"{per_request:.2f} GB-s a request"),
+        Line(service="Lambda", item="ticks and the reconciler", at_rest=True,
+             usd=(u.ticks * i.tick_gb_seconds_per_run.value
+                  + u.reconciler_runs * i.reconciler_idle_gb_seconds_per_run.value
+                  + u.executions * i.reconciler_gb_seconds.value) * p.lambda_gb_second.value
+             + (u.ticks + u.reconciler_runs) * p.lambda_request.value,
+             how=f"{u.ticks:,.0f} ticks and {u.reconciler_runs:,.0f} reconciler runs a month, + the walk per "
+                 "execution"),
+    ]
+
+
+def _kafka(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    if c.kafka_brokers is not None:
+        return [Line(service="MSK provisioned", item="brokers and storage", at_rest=True,
+                     usd=c.kafka_brokers * (HOURS * p.msk_broker_hour_t3_small.value
+                                            + c.kafka_broker_storage_gib * p.msk_broker_storage.value),
+                     how=f"{c.kafka_brokers} kafka.t3.small brokers, {c.kafka_broker_storage_gib} GiB each")]
+    kafka_bytes = u.executions * (i.message_bytes.value + i.result_message_bytes.value)
+    return [
+        Line(service="MSK Serverless", item="cluster-hours", at_rest=True,
+             usd=HOURS * p.msk_serverless_cluster_hour.value, how=f"{HOURS} hours"),
+        Line(service="MSK Serverless", item="partition-hours", at_rest=True,
+             usd=c.topics * c.kafka_partitions * HOURS * p.msk_serverless_partition_hour.value,
+             how=f"{c.topics} topics x {c.kafka_partitions} partitions"),
+        Line(service="MSK Serverless", item="data in and out", at_rest=False,
+             usd=kafka_bytes / GB * (p.msk_serverless_gb_in.value + p.msk_serverless_gb_out.value),
+             how=f"{i.message_bytes.value:.0f} B a job message + {i.result_message_bytes.value:.0f} B a result, "
+                 "each written once and read once"),
+    ]
+
+
+def _observability(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """Logs, traces, metrics, alarms."""
+    functions = (u.scan_invocations, u.results_invocations, u.api_requests, u.ticks, u.reconciler_runs)
+    log_bytes = (u.executions * i.results_log_bytes.value + sum(functions) * i.platform_log_bytes_per_invocation.value
+                 + u.api_requests * i.access_log_bytes_per_request.value)
+    traces = sum(_sampled(n, i) for n in functions)
+    return [
+        Line(service="CloudWatch Logs", item="ingestion and storage", at_rest=True,
+             usd=log_bytes / GB * (p.logs_ingested_gb.value
+                                   + p.logs_stored_gb_month.value * c.log_retention_days / DAYS),
+             how=f"{i.results_log_bytes.value:.0f} B (the results function's INFO line) per execution, "
+                 f"{i.platform_log_bytes_per_invocation.value:.0f} B per invocation, "
+                 f"{i.access_log_bytes_per_request.value:.0f} B per API access-log line; "
+                 f"kept {c.log_retention_days} days"),
+        Line(service="X-Ray", item="traces (active tracing on every function)", at_rest=True,
+             usd=traces * p.xray_trace_recorded.value,
+             how=f"{traces:,.0f} traces: {i.xray_reservoir_per_second.value:.0f} a second per function, then "
+                 f"{i.xray_sampled_share.value:.0%}"),
+        Line(service="CloudWatch", item="custom metrics, alarms, dashboard, secret", at_rest=True,
+             usd=i.custom_metrics.value * p.cloudwatch_custom_metric.value + i.alarms.value * p.cloudwatch_alarm.value
+             + p.cloudwatch_dashboard.value + p.secrets_manager_secret.value,
+             how=f"{i.custom_metrics.value:.0f} metrics, {i.alarms.value:.0f} alarms, 1 dashboard, 1 secret"),
+    ]
+
+
+def _network(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """The VPC's interface endpoints."""
+    return [
+        Line(service="VPC endpoints", item="endpoint-hours", at_rest=True,
+             usd=c.endpoints * c.endpoint_zones * HOURS * p.vpc_endpoint_zone_hour.value,
+             how=f"{c.endpoints} endpoints x {c.endpoint_zones} zones"),
+        Line(service="VPC endpoints", item="data processed", at_rest=False,
+             usd=u.executions * i.endpoint_bytes.value / GB * p.vpc_endpoint_gb.value,
+             how=f"{i.endpoint_bytes.value:,.0f} B per execution"),
+    ]
 
 
 def _per(count: float, executions: float, digits: int = 2) -> str:
