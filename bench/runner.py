@@ -30,6 +30,7 @@ from devstack.stack import use_local_aws_credentials
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 
@@ -104,14 +105,14 @@ def run(options: Options, command: str = "python -m bench", write: bool = True) 
     return bench
 
 
-def _record_cost_inputs(results: dict[str, Any], options: Options) -> None:
+def _record_cost_inputs(results: dict[str, Any], options: Options, path: Path | None = None) -> None:
     """The figures the cost model takes from a run (``bench/cost_inputs.json``), written when the run writes the
     published report (not a smoke run, a run to another file, or a broken one)."""
     if results.get("failed") or options.out_md != Options().out_md:
         return
-    from bench.cost.inputs import record
+    from bench.cost.inputs import INPUTS_PATH, record
 
-    names = record(results)
+    names = record(results, path or INPUTS_PATH)
     if names:
         print(f"wrote the cost model's measured inputs ({', '.join(names)}) to bench/cost_inputs.json; "
               "`python -m bench.cost --write-docs` updates docs/scaling.md's tables", flush=True)

@@ -243,3 +243,20 @@ def test_the_cli_prints_the_tables_and_writes_the_docs(tmp_path: Path) -> None:
     assert text.startswith("before\n") and text.endswith("<!-- cost:end -->\nafter\n")
     again = runner.invoke(app, ["--write-docs", "--docs", str(page)])
     assert "already up to date" in again.output
+
+
+def test_make_bench_records_the_inputs_only_for_the_published_report(tmp_path: Path) -> None:
+    from bench.context import Options
+    from bench.runner import _record_cost_inputs
+
+    path = tmp_path / "cost_inputs.json"
+    path.write_text(INPUTS_PATH.read_text())
+    results = {"started": "2026-12-01 10:00 UTC",
+               "idle": [{"scan_seconds_per_partition": 9.0, "invocations_per_partition": 2.5}]}
+    # a run written elsewhere (the smoke test's) or a broken one leaves the inputs alone
+    _record_cost_inputs(results, Options(out_md=tmp_path / "b.md"), path)
+    _record_cost_inputs(results | {"failed": {"idle": "x"}}, Options(), path)
+    assert path.read_text() == INPUTS_PATH.read_text()
+    # the published report's run writes what it measured
+    _record_cost_inputs(results, Options(), path)
+    assert load(path).idle_scan_seconds_per_partition.value == 9.0
