@@ -30,6 +30,7 @@ from devstack.stack import use_local_aws_credentials
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 
@@ -100,7 +101,21 @@ def run(options: Options, command: str = "python -m bench", write: bool = True) 
         write_markdown(bench, took, command)
         write_chart(bench)
         print(f"wrote {options.out_md} and {options.out_png} in {took / 60:.1f} min", flush=True)
+        _record_cost_inputs(bench.results, options)
     return bench
+
+
+def _record_cost_inputs(results: dict[str, Any], options: Options, path: Path | None = None) -> None:
+    """The figures the cost model takes from a run (``bench/cost_inputs.json``), written when the run writes the
+    published report (not a smoke run, a run to another file, or a broken one)."""
+    if results.get("failed") or options.out_md != Options().out_md:
+        return
+    from bench.cost.inputs import INPUTS_PATH, record
+
+    names = record(results, path or INPUTS_PATH)
+    if names:
+        print(f"wrote the cost model's measured inputs ({', '.join(names)}) to bench/cost_inputs.json; "
+              "`python -m bench.cost --write-docs` updates docs/scaling.md's tables", flush=True)
 
 
 def _servers_up() -> bool:
@@ -192,6 +207,7 @@ def render(paths: list[str], options: Options) -> None:
     write_markdown(bench, took, results.get("command", "python -m bench"))  # type: ignore[arg-type]
     write_chart(bench)  # type: ignore[arg-type]
     print(f"wrote {options.out_md} and {options.out_png} from {', '.join(paths)}")
+    _record_cost_inputs(results, options)
 
 
 def drop(run_id: str) -> None:

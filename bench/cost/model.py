@@ -1,0 +1,426 @@
+"""The cost model: pure functions from a stage's configuration, the measured inputs and the prices to
+a month's bill, line by line (issue #33).
+
+A month is 30 days. ``monthly_lines`` prices one load (executions a day, Keyspaces capacity mode, how
+one-time jobs are submitted); a line's ``usd`` is what it adds to that month's bill, and ``at_rest``
+says whether it is paid with nothing to do. Per million executions is the whole month (fixed costs
+included) over the month's executions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bench.cost.inputs import MeasuredInputs
+    from bench.cost.prices import PriceTable
+
+DAYS = 30
+HOURS = DAYS * 24
+SECONDS = HOURS * 3600
+MINUTES_A_DAY = 1440
+GB = 1e9
+#: Lambda gives a whole vCPU at 1,769 MB, a share of it below.
+FULL_VCPU_MB = 1769
+#: Keyspaces provisioned capacity is sized for the mean rate at this utilisation (auto scaling's target).
+TARGET_UTILISATION = 0.7
+#: Kafka event pollers per event poller unit (EPU); an event source mapping pays whole EPUs.
+POLLERS_PER_EPU = 10
+#: The results function's trigger (infra/constructs/results.py): batch size and batching window.
+RESULTS_BATCH_SIZE = 100
+RESULTS_BATCHING_WINDOW_S = 1.0
+#: A busy minute (an assumption): all of a minute's executions due at its first second, published and
+#: answered within this many seconds (the drain benchmark publishes 100,000 due at one instant in 35 s).
+BUSY_MINUTE_DRAIN_S = 15
+#: Interface endpoints the stack creates (infra/stack.py): X-Ray, Secrets Manager, Lambda, STS, SQS, and
+#: Keyspaces unless the stage uses an existing Cassandra cluster.
+ENDPOINTS_WITHOUT_KEYSPACES = 5
+#: Placeholders for the settings that gate a deploy but not the bill (``StageConfig.from_cdk_json``).
+_DEPLOY_ONLY = {"account": "000000000000", "region": "us-east-1", "alarm_email": "cost-model@example.com"}
+
+
+class StageConfig(BaseModel):
+    """What the bill depends on in a stage's configuration (``cdk.json`` and its ``stages`` entry)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str = "dev"
+    segments: int = 16
+    scan_memory_mb: int = 512
+    function_memory_mb: int = 512
+    kafka_partitions: int = 3
+    topics: int = 3
+    #: None: MSK Serverless; else the provisioned cluster's brokers and each one's storage.
+    kafka_brokers: int | None = None
+    kafka_broker_storage_gib: int = 10
+    endpoints: int = 6
+    endpoint_zones: int = 2
+    log_retention_days: int = 30
+    rate_limited: bool = True
+    reconcile_interval_minutes: int = 1
+    #: Point-in-time recovery on every Keyspaces table (infra/constructs/storage.py).
+    pitr: bool = True
+    #: One-time jobs' rows deleted after their last fire (the job table has no TTL; off by default).
+    one_time_rows_expire: bool = False
+
+    @classmethod
+    def from_cdk_json(cls, cdk_json: Path, stage: str | None = None) -> StageConfig:
+        """Read the stage's settings as the CDK app does (``infra.config``)."""
+        from infra.config import DeploymentConfig, cli_context
+
+        context = cli_context(cdk_json, ["-c", f"stage={stage}"] if stage else [])
+        # The settings that only gate a deploy (where to, who reads the alarms) cost nothing: a stage not yet
+        # filled in (prod, as shipped) is priced with placeholders for them.
+        name = str(context.get("stage") or "dev")
+        stages = dict(context.get("stages") or {})
+        entry = dict(stages.get(name) or {})
+        for key in ("account", "region"):
+            if key in entry and entry[key] is None:
+                entry[key] = _DEPLOY_ONLY[key]
+        if entry.get("alarm_email") is None and not context.get("alarm_email") and (entry or name != "dev"):
+            entry["alarm_email"] = _DEPLOY_ONLY["alarm_email"]
+        if entry:
+            stages[name] = entry
+        context = {**context, "stages": stages}
+        config = DeploymentConfig.from_context(context.get)
+        zones = len(config.availability_zones) or 2
+        brokers = None
+        storage = 10
+        if config.kafka_provisioned is not None:
+            brokers = config.kafka_provisioned.brokers_per_zone * zones
+            storage = config.kafka_provisioned.storage_gib
+        limits = config.tenant_limits.values()
+        return cls(
+            stage=config.stage, segments=config.segments, scan_memory_mb=config.scan_memory_mb,
+            kafka_partitions=config.kafka_partitions,
+            topics=len(config.allowed_topics) + 2,  # + job-results and the dead letters
+            kafka_brokers=brokers, kafka_broker_storage_gib=storage,
+            endpoints=ENDPOINTS_WITHOUT_KEYSPACES + (1 if config.uses_keyspaces else 0),
+            endpoint_zones=config.endpoint_zones or zones, log_retention_days=config.log_retention_days,
+            rate_limited=any(isinstance(v, dict) and v.get("submissions_per_second") for v in limits),
+            reconcile_interval_minutes=config.reconcile_interval_minutes,
+        )
+
+
+Capacity = Literal["on-demand", "provisioned"]
+Submit = Literal["batch", "single"]
+
+
+class Load(BaseModel):
+    """What the stage is asked to do."""
+
+    model_config = ConfigDict(frozen=True)
+
+    executions_per_day: float
+    capacity: Capacity = "on-demand"
+    #: How one-time jobs arrive: 100 to a ``POST /jobs/batch`` request, or one ``POST /jobs`` each.
+    submit: Submit = "batch"
+
+
+class Line(BaseModel):
+    """One line of the month's bill."""
+
+    model_config = ConfigDict(frozen=True)
+
+    service: str
+    item: str
+    usd: float
+    at_rest: bool
+    how: str
+
+
+class CapacityCheck(BaseModel):
+    """A limit the load runs into before the bill does (not a cost)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: str
+    capacity_per_second: float
+    needed_per_second: float
+    advice: str
+
+
+def _sampled(invocations: float, inputs: MeasuredInputs) -> float:
+    """X-Ray's default rule: the first requests each second (the reservoir), then a share of the rest."""
+    reservoir = inputs.xray_reservoir_per_second.value * SECONDS
+    return min(invocations, reservoir) + inputs.xray_sampled_share.value * max(0.0, invocations - reservoir)
+
+
+def scan_rate(config: StageConfig, inputs: MeasuredInputs) -> float:
+    """Executions a second one scan publishes, bound by its CPU share (docs/scaling.md, section 2)."""
+    vcpu = min(config.scan_memory_mb / FULL_VCPU_MB, 1.0)
+    return vcpu / (inputs.scan_cpu_ms.value / 1000)
+
+
+def busy_share(config: StageConfig, executions_per_day: float) -> float:
+    """The share of (minute, segment) partitions holding at least one execution (executions spread evenly)."""
+    per_partition = executions_per_day / (MINUTES_A_DAY * config.segments)
+    return 1 - math.exp(-per_partition)
+
+
+class Usage(BaseModel):
+    """What a load makes the stage do in a month: the quantities the lines price."""
+
+    model_config = ConfigDict(frozen=True)
+
+    executions: float
+    one_time: float
+    per_second: float
+    #: (minute, segment) partitions, the share holding work, and how long a busy one's scan lives.
+    partitions: float
+    busy: float
+    busy_scan_s: float
+    scan_invocations: float
+    api_requests: float
+    results_batch: float
+    results_invocations: float
+    ticks: float
+    reconciler_runs: float
+
+
+def usage(config: StageConfig, inputs: MeasuredInputs, load: Load) -> Usage:
+    """The month's quantities for ``load``: scans are one per (minute, segment), a busy one living from its
+    dispatch to its last row (longer when its CPU cannot keep up with its minute)."""
+    executions = load.executions_per_day * DAYS
+    per_second = load.executions_per_day / 86_400
+    busy = busy_share(config, load.executions_per_day)
+    rows = load.executions_per_day / (MINUTES_A_DAY * config.segments) / busy if busy else 0.0
+    partitions = config.segments * MINUTES_A_DAY * DAYS
+    one_time = executions * inputs.one_time_share.value
+    batch = min(max(per_second / config.kafka_partitions * RESULTS_BATCHING_WINDOW_S, 1.0), RESULTS_BATCH_SIZE)
+    ticks = MINUTES_A_DAY * DAYS
+    return Usage(
+        executions=executions, one_time=one_time, per_second=per_second, partitions=partitions, busy=busy,
+        busy_scan_s=inputs.busy_scan_seconds.value + max(0.0, rows / scan_rate(config, inputs) - 60),
+        scan_invocations=partitions * (busy + (1 - busy) * inputs.idle_scan_invocations_per_partition.value),
+        api_requests=one_time / (inputs.api_batch_size.value if load.submit == "batch" else 1),
+        results_batch=batch, results_invocations=executions / batch,
+        ticks=ticks, reconciler_runs=ticks / config.reconcile_interval_minutes,
+    )
+
+
+def monthly_lines(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, load: Load) -> list[Line]:
+    """The month's bill for ``load`` on ``config``, one line per item."""
+    u = usage(config, inputs, load)
+    return [
+        *_scans(u, config, inputs, prices),
+        *_keyspaces(u, config, inputs, prices, load.capacity),
+        *_dynamodb(u, config, inputs, prices),
+        *_functions(u, config, inputs, prices, load.submit),
+        *_kafka(u, config, inputs, prices),
+        *_observability(u, config, inputs, prices),
+        *_network(u, config, inputs, prices),
+    ]
+
+
+def _scans(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    idle_s = i.idle_scan_seconds_per_partition.value
+    gb_s = u.partitions * (u.busy * u.busy_scan_s + (1 - u.busy) * idle_s) * c.scan_memory_mb / 1024
+    return [
+        Line(service="Lambda", item="scans: GB-seconds", usd=gb_s * p.lambda_gb_second.value, at_rest=True,
+             how=f"{c.segments} segments x 1,440 minutes x {DAYS} days; {u.busy:.0%} of partitions busy "
+                 f"{u.busy_scan_s:.0f} s, the rest {idle_s:.1f} s; {c.scan_memory_mb} MB"),
+        Line(service="Lambda", item="scans: requests", usd=u.scan_invocations * p.lambda_request.value, at_rest=True,
+             how=f"1 a busy partition, {i.idle_scan_invocations_per_partition.value:.1f} an idle one"),
+    ]
+
+
+def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capacity: Capacity) -> list[Line]:
+    """Rows written, read and expired; what stays stored."""
+    lines: list[Line] = []
+
+    def add(item: str, usd: float, how: str, *, at_rest: bool = False) -> None:
+        lines.append(Line(service="Keyspaces", item=item, usd=usd, at_rest=at_rest, how=how))
+
+    wru = u.executions * (i.history_rows_written.value + i.schedule_rows_written.value) + (
+        u.one_time * i.rows_per_one_time_submit.value)
+    scan_reads = u.partitions * (u.busy * i.reads_per_busy_scan.value
+                                 + (1 - u.busy) * i.reads_per_idle_partition.value)
+    rru = u.executions * (i.job_reads_by_scan.value + i.schedule_page_reads.value + i.reads_by_results.value)
+    if capacity == "on-demand":
+        add("writes", wru * p.keyspaces_write_request.value,
+            f"on-demand: {_per(wru, u.executions)} WRU per execution: history, next runs, a one-time job's job "
+            "row, first run and change-log entry")
+        add("reads", (rru + scan_reads) * p.keyspaces_read_request.value,
+            f"on-demand: {_per(rru, u.executions)} RRU per execution (job reads of the scan and the results "
+            "function, the history row, the partition's pages) + each scan's late-lane polls", at_rest=True)
+    else:
+        wcu = wru / (DAYS * 86_400) / TARGET_UTILISATION
+        rcu = (rru + scan_reads) / (DAYS * 86_400) / TARGET_UTILISATION
+        add("writes", wcu * HOURS * p.keyspaces_wcu_hour.value,
+            f"provisioned: {wcu:,.0f} WCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation (a flat load)")
+        add("reads", rcu * HOURS * p.keyspaces_rcu_hour.value,
+            f"provisioned: {rcu:,.0f} RCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation", at_rest=True)
+    add("the reconciler's reads", u.executions * i.reconciler_reads.value * p.keyspaces_read_request.value,
+        f"{i.reconciler_reads.value} RRU per execution (LOCAL_ONE)")
+    add("TTL deletes", u.executions * i.ttl_deletes.value * p.keyspaces_ttl_delete.value,
+        f"{i.ttl_deletes.value} rows expiring per execution")
+    stored_gb = u.executions / DAYS * (
+        i.history_ttl_days.value * i.history_bytes_stored.value
+        + i.one_time_share.value * i.change_log_ttl_days.value * i.change_log_bytes_per_one_time_job.value) / GB
+    add("storage of the rows that expire", stored_gb * p.keyspaces_storage.value,
+        f"{stored_gb:,.1f} GB held: history ({i.history_ttl_days.value:.0f} days) and change log "
+        f"({i.change_log_ttl_days.value:.0f} days)")
+    if c.pitr:
+        add("point-in-time recovery of the rows that expire", stored_gb * p.keyspaces_pitr.value,
+            "the same GB (PITR is on for every table)")
+    if not c.one_time_rows_expire:
+        kept_gb = u.one_time * i.job_row_bytes.value / GB
+        price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if c.pitr else 0.0)
+        add("one-time job rows kept (this month's; +1 month's each month)", kept_gb * price,
+            f"{kept_gb:,.0f} GB a month that never expire (delete_after_last off, no TTL on the job table)")
+    return lines
+
+
+def _dynamodb(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """The scans' leases and progress; the submit's rate limit."""
+    lease_wru = u.partitions * (u.busy * i.lease_calls_per_busy_scan.value * i.items_per_lease_renewal.value
+                                + (1 - u.busy) * i.lease_writes_per_idle_partition.value)
+    lease_rru = u.partitions * u.busy * i.lease_reads_per_busy_scan.value
+    lines = [Line(service="DynamoDB", item="leases and heartbeats", at_rest=True,
+                  usd=lease_wru * p.dynamodb_write_request.value + lease_rru * p.dynamodb_read_request.value,
+                  how=f"{i.lease_calls_per_busy_scan.value:.1f} renewals x {i.items_per_lease_renewal.value:.0f} "
+                      f"items a busy scan, {i.lease_writes_per_idle_partition.value:.0f} writes an idle partition")]
+    if c.rate_limited:
+        lines.append(Line(service="DynamoDB", item="the submit's rate limit", at_rest=False,
+                          usd=u.api_requests * i.rate_limit_writes_per_submit_request.value
+                          * p.dynamodb_write_request.value, how="one counter write per submit request"))
+    return lines
+
+
+def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submit: Submit) -> list[Line]:
+    """The results function and its trigger, the API (one-time jobs, submitted once per execution), the ticks
+    and the reconciler (every minute whatever the load)."""
+    results_gb_s = (u.results_invocations * i.results_gb_seconds_per_invocation.value
+                    + u.executions * i.results_gb_seconds.value)
+    pollers = 1 if not u.executions else min(c.kafka_partitions, max(1, math.ceil(
+        u.per_second / i.results_per_partition_per_second.value)))
+    epus = math.ceil(pollers / POLLERS_PER_EPU)
+    per_request = (i.api_gb_seconds_per_batch_request if submit == "batch" else i.api_gb_seconds_per_request).value
+    return [
+        Line(service="Lambda", item="results function", at_rest=False,
+             usd=results_gb_s * p.lambda_gb_second.value + u.results_invocations * p.lambda_request.value,
+             how=f"batches of {u.results_batch:,.0f} results ({c.kafka_partitions} partitions, 1-s window)"),
+        Line(service="Lambda", item="results trigger: provisioned pollers", at_rest=True,
+             usd=epus * HOURS * p.lambda_kafka_epu_hour.value,
+             how=f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)"),
+        Line(service="API Gateway", item=f"REST requests ({'POST /jobs/batch' if submit == 'batch' else 'POST /jobs'})",
+             at_rest=False, usd=u.api_requests * p.api_gateway_rest_request.value,
+             how=f"{_per(u.api_requests, u.executions, 4)} requests per execution"),
+        Line(service="Lambda", item="API function", at_rest=False,
+             usd=u.api_requests * (per_request * p.lambda_gb_second.value + p.lambda_request.value),
+             how=f"{per_request:.2f} GB-s a request"),
+        Line(service="Lambda", item="ticks and the reconciler", at_rest=True,
+             usd=(u.ticks * i.tick_gb_seconds_per_run.value
+                  + u.reconciler_runs * i.reconciler_idle_gb_seconds_per_run.value
+                  + u.executions * i.reconciler_gb_seconds.value) * p.lambda_gb_second.value
+             + (u.ticks + u.reconciler_runs) * p.lambda_request.value,
+             how=f"{u.ticks:,.0f} ticks and {u.reconciler_runs:,.0f} reconciler runs a month, + the walk per "
+                 "execution"),
+    ]
+
+
+def _kafka(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    if c.kafka_brokers is not None:
+        return [Line(service="MSK provisioned", item="brokers and storage", at_rest=True,
+                     usd=c.kafka_brokers * (HOURS * p.msk_broker_hour_t3_small.value
+                                            + c.kafka_broker_storage_gib * p.msk_broker_storage.value),
+                     how=f"{c.kafka_brokers} kafka.t3.small brokers, {c.kafka_broker_storage_gib} GiB each")]
+    kafka_bytes = u.executions * (i.message_bytes.value + i.result_message_bytes.value)
+    return [
+        Line(service="MSK Serverless", item="cluster-hours", at_rest=True,
+             usd=HOURS * p.msk_serverless_cluster_hour.value, how=f"{HOURS} hours"),
+        Line(service="MSK Serverless", item="partition-hours", at_rest=True,
+             usd=c.topics * c.kafka_partitions * HOURS * p.msk_serverless_partition_hour.value,
+             how=f"{c.topics} topics x {c.kafka_partitions} partitions"),
+        Line(service="MSK Serverless", item="data in and out", at_rest=False,
+             usd=kafka_bytes / GB * (p.msk_serverless_gb_in.value + p.msk_serverless_gb_out.value),
+             how=f"{i.message_bytes.value:.0f} B a job message + {i.result_message_bytes.value:.0f} B a result, "
+                 "each written once and read once"),
+    ]
+
+
+def _observability(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """Logs, traces, metrics, alarms."""
+    functions = (u.scan_invocations, u.results_invocations, u.api_requests, u.ticks, u.reconciler_runs)
+    log_bytes = (u.executions * i.results_log_bytes.value + sum(functions) * i.platform_log_bytes_per_invocation.value
+                 + u.api_requests * i.access_log_bytes_per_request.value)
+    traces = sum(_sampled(n, i) for n in functions)
+    return [
+        Line(service="CloudWatch Logs", item="ingestion and storage", at_rest=True,
+             usd=log_bytes / GB * (p.logs_ingested_gb.value
+                                   + p.logs_stored_gb_month.value * c.log_retention_days / DAYS),
+             how=f"{i.results_log_bytes.value:.0f} B (the results function's INFO line) per execution, "
+                 f"{i.platform_log_bytes_per_invocation.value:.0f} B per invocation, "
+                 f"{i.access_log_bytes_per_request.value:.0f} B per API access-log line; "
+                 f"kept {c.log_retention_days} days"),
+        Line(service="X-Ray", item="traces (active tracing on every function)", at_rest=True,
+             usd=traces * p.xray_trace_recorded.value,
+             how=f"{traces:,.0f} traces: {i.xray_reservoir_per_second.value:.0f} a second per function, then "
+                 f"{i.xray_sampled_share.value:.0%}"),
+        Line(service="CloudWatch", item="custom metrics, alarms, dashboard, secret", at_rest=True,
+             usd=i.custom_metrics.value * p.cloudwatch_custom_metric.value + i.alarms.value * p.cloudwatch_alarm.value
+             + p.cloudwatch_dashboard.value + p.secrets_manager_secret.value,
+             how=f"{i.custom_metrics.value:.0f} metrics, {i.alarms.value:.0f} alarms, 1 dashboard, 1 secret"),
+    ]
+
+
+def _network(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """The VPC's interface endpoints."""
+    return [
+        Line(service="VPC endpoints", item="endpoint-hours", at_rest=True,
+             usd=c.endpoints * c.endpoint_zones * HOURS * p.vpc_endpoint_zone_hour.value,
+             how=f"{c.endpoints} endpoints x {c.endpoint_zones} zones"),
+        Line(service="VPC endpoints", item="data processed", at_rest=False,
+             usd=u.executions * i.endpoint_bytes.value / GB * p.vpc_endpoint_gb.value,
+             how=f"{i.endpoint_bytes.value:,.0f} B per execution"),
+    ]
+
+
+def _per(count: float, executions: float, digits: int = 2) -> str:
+    return f"{count / executions:.{digits}f}" if executions else "0"
+
+
+def total(lines: list[Line]) -> float:
+    return sum(line.usd for line in lines)
+
+
+def per_million(usd_a_month: float, executions_per_day: float) -> float:
+    """A month's cost over the month's executions, per million."""
+    return usd_a_month / (executions_per_day * DAYS / 1e6)
+
+
+def eventbridge_per_million(prices: PriceTable) -> float:
+    """EventBridge Scheduler's price per million invocations (nothing at rest)."""
+    return prices.eventbridge_scheduler_invocation.value * 1e6
+
+
+def at_rest(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
+            capacity: Capacity = "on-demand") -> list[Line]:
+    """The month's bill with nothing to do."""
+    return [line for line in monthly_lines(config, inputs, prices, Load(executions_per_day=0, capacity=capacity))
+            if line.usd]
+
+
+def capacity_checks(config: StageConfig, inputs: MeasuredInputs, executions_per_day: float) -> list[CapacityCheck]:
+    """Limits the load meets: the results function (one invocation per Kafka partition) and the scans' CPU."""
+    mean = executions_per_day / 86_400
+    minute = executions_per_day / MINUTES_A_DAY
+    burst = minute / BUSY_MINUTE_DRAIN_S
+    results = config.kafka_partitions * inputs.results_per_partition_per_second.value
+    needed = math.ceil(burst / inputs.results_per_partition_per_second.value)
+    scans = config.segments * scan_rate(config, inputs)
+    return [
+        CapacityCheck(limit=f"results function ({config.kafka_partitions} Kafka partitions)",
+                  capacity_per_second=results, needed_per_second=burst,
+                  advice=f"kafka_partitions ≥ {needed} for a busy minute ({mean:,.0f}/s on average)"),
+        CapacityCheck(limit=f"scans ({config.segments} segments x {config.scan_memory_mb} MB, CPU-bound)",
+                  capacity_per_second=scans, needed_per_second=burst,
+                  advice=f"≥ {math.ceil(burst / scan_rate(config, inputs))} segments at {config.scan_memory_mb} MB "
+                         "for a busy minute"),
+    ]

@@ -1,0 +1,179 @@
+"""The model's tables, as plain rows: printed by the CLI (rich) and written into docs/scaling.md (markdown).
+
+docs/scaling.md holds each table between ``<!-- cost:begin NAME -->`` and ``<!-- cost:end -->``;
+``render_docs`` replaces what is between them, and a test fails when the file differs from it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from bench.cost.model import (
+    DAYS,
+    Load,
+    StageConfig,
+    at_rest,
+    capacity_checks,
+    eventbridge_per_million,
+    monthly_lines,
+    per_million,
+    total,
+)
+
+if TYPE_CHECKING:
+    from bench.cost.inputs import MeasuredInputs
+    from bench.cost.model import Capacity, Line
+    from bench.cost.prices import PriceTable
+
+#: The loads of the per-million table: executions a day, with their column label.
+LOADS: tuple[tuple[float, str], ...] = ((1e6, "1 M/day"), (50e6, "50 M/day"), (1e9, "1 B/day"))
+CAPACITIES: tuple[Capacity, ...] = ("on-demand", "provisioned")
+
+
+class Table(BaseModel):
+    """A table of text cells; the first row is the header."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    bold_from: int | None = None  # rows from this index on are totals
+
+    def markdown(self) -> str:
+        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        for index, row in enumerate(self.rows):
+            if self.bold_from is not None and index >= self.bold_from:
+                row = [f"**{cell}**" if cell else "" for cell in row]
+            lines.append("| " + " | ".join(row) + " |")
+        return "\n".join(lines)
+
+
+def _money(usd: float) -> str:
+    if usd == 0:
+        return "0"
+    if abs(usd) >= 100:
+        return f"${usd:,.0f}"
+    if abs(usd) >= 1:
+        return f"${usd:,.2f}"
+    if abs(usd) >= 0.01:
+        return f"${usd:.2f}"
+    return "< $0.01"
+
+
+def _key(line: Line) -> str:
+    return f"{line.service}: {line.item}"
+
+
+def per_million_table(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """Dollars per million executions, line by line, at each load and Keyspaces capacity mode (fixed costs
+    included), one-time jobs submitted in ``POST /jobs/batch``; then the totals with ``POST /jobs``."""
+    columns: list[tuple[float, Capacity, dict[str, float], float, float]] = []
+    order: list[str] = []
+    for executions, _ in LOADS:
+        for capacity in CAPACITIES:
+            lines = monthly_lines(config, inputs, prices, Load(executions_per_day=executions, capacity=capacity))
+            single = monthly_lines(config, inputs, prices,
+                                   Load(executions_per_day=executions, capacity=capacity, submit="single"))
+            by_key: dict[str, float] = {}
+            for line in lines:
+                by_key[_key(line)] = by_key.get(_key(line), 0.0) + line.usd
+                if _key(line) not in order:
+                    order.append(_key(line))
+            columns.append((executions, capacity, by_key, total(lines), total(single)))
+    header = ["line", *(f"{label} {capacity}" for _, label in LOADS for capacity in CAPACITIES)]
+    rows = [[key, *(_money(per_million(col[2].get(key, 0.0), col[0])) for col in columns)] for key in order]
+    eventbridge = eventbridge_per_million(prices)
+    totals = [
+        ["total, one-time jobs in POST /jobs/batch", *(_money(per_million(col[3], col[0])) for col in columns)],
+        ["total, one-time jobs one POST /jobs each", *(_money(per_million(col[4], col[0])) for col in columns)],
+        ["EventBridge Scheduler (nothing at rest)", *(_money(eventbridge) for _ in columns)],
+        ["x EventBridge Scheduler (batch)", *(f"{per_million(col[3], col[0]) / eventbridge:.1f}x" for col in columns)],
+    ]
+    return Table(name="per-million", title=f"Dollars per million executions ({config.stage}: {config.segments} "
+                 f"segments x {config.scan_memory_mb} MB, {config.kafka_partitions} Kafka partitions)",
+                 header=header, rows=rows + totals, bold_from=len(rows))
+
+
+#: The at-rest table's stages: the configuration read, and variants of it (a smaller dev stage, a cheaper one).
+def at_rest_stages(config: StageConfig) -> list[tuple[str, StageConfig]]:
+    small = config.model_copy(update={"segments": 4})
+    cheap = small.model_copy(update={"kafka_brokers": 2, "endpoint_zones": 1})
+    return [(f"{config.segments} segments", config), ("4 segments", small),
+            ("4 segments, kafka_provisioned, endpoint_zones 1", cheap)]
+
+
+def at_rest_table(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """Dollars a month with nothing to do, line by line, for the stage and two cheaper variants of it."""
+    stages = at_rest_stages(config)
+    bills = [{_key(line): line.usd for line in at_rest(stage, inputs, prices)} for _, stage in stages]
+    order: list[str] = []
+    for bill in bills:
+        order += [key for key in bill if key not in order]
+    rows = [[key, *(_money(bill.get(key, 0.0)) for bill in bills)] for key in order]
+    rows.append([f"total a month ({DAYS} days)", *(_money(sum(bill.values())) for bill in bills)])
+    return Table(name="at-rest", title="Dollars a month with nothing to do", header=["line", *(n for n, _ in stages)],
+                 rows=rows, bold_from=len(rows) - 1)
+
+
+def capacity_table(config: StageConfig, inputs: MeasuredInputs) -> Table:
+    rows = []
+    for executions, label in LOADS:
+        for check in capacity_checks(config, inputs, executions):
+            rows.append([label, check.limit, f"{check.capacity_per_second:,.0f}/s",
+                         f"{check.needed_per_second:,.0f}/s", check.advice])
+    return Table(name="capacity", title="Limits a busy minute meets (all of a minute due at its first second, "
+                 "out within 15 s)", header=["load", "limit", "capacity", "a busy minute needs", "to size"], rows=rows)
+
+
+def _unit_price(usd: float) -> str:
+    """A price per request as dollars per million (how AWS quotes them), the others as they are."""
+    return f"${usd * 1e6:.4g} per million" if usd < 1e-4 else f"${usd:.10g}"
+
+
+def prices_table(prices: PriceTable) -> Table:
+    rows = [[name, _unit_price(price.value), price.unit, price.region, price.source, price.checked]
+            for name, price in prices]
+    return Table(name="prices", title="Unit prices (bench/cost/prices.py)",
+                 header=["price", "USD", "per", "region", "source", "checked"], rows=rows)
+
+
+def lines_table(lines: list[Line], executions_per_day: float) -> Table:
+    """One load's bill with how each line is counted (the CLI's detail view)."""
+    rows = [[line.service, line.item, _money(line.usd),
+             _money(per_million(line.usd, executions_per_day)) if executions_per_day else "",
+             "yes" if line.at_rest else "", line.how] for line in lines]
+    rows.append(["total", "", _money(total(lines)),
+                 _money(per_million(total(lines), executions_per_day)) if executions_per_day else "", "", ""])
+    return Table(name="lines", title=f"{executions_per_day:,.0f} executions a day",
+                 header=["service", "line", "a month", "per million", "at rest", "how"], rows=rows,
+                 bold_from=len(rows) - 1)
+
+
+def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> list[Table]:
+    return [prices_table(prices), per_million_table(config, inputs, prices), capacity_table(config, inputs),
+            at_rest_table(config, inputs, prices)]
+
+
+_BLOCK = re.compile(r"(<!-- cost:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- cost:end -->)", re.DOTALL)
+
+
+def render_docs(text: str, tables: list[Table]) -> str:
+    """``text`` with each marked block replaced by its table; a block naming no table is an error."""
+    by_name = {table.name: table for table in tables}
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in by_name:
+            raise KeyError(f"docs: no cost table named {name!r}")
+        return f"{match.group(1)}{by_name[name].markdown()}\n{match.group(4)}"
+
+    return _BLOCK.sub(replace, text)
+
+
+def blocks_in(text: str) -> list[str]:
+    return [match.group("name") for match in _BLOCK.finditer(text)]

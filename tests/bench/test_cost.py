@@ -1,0 +1,262 @@
+"""The cost model (bench/cost), without servers: its lines, its inputs, and the tables of docs/scaling.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cost.inputs import INPUTS_PATH, Figure, MeasuredInputs, load, measured_from, record
+from bench.cost.model import (
+    DAYS,
+    Line,
+    Load,
+    StageConfig,
+    at_rest,
+    busy_share,
+    capacity_checks,
+    monthly_lines,
+    per_million,
+    total,
+)
+from bench.cost.prices import PRICES
+from bench.cost.tables import blocks_in, doc_tables, render_docs
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "scaling.md"
+CDK_JSON = ROOT / "cdk.json"
+
+
+@pytest.fixture
+def inputs() -> MeasuredInputs:
+    return load()
+
+
+@pytest.fixture
+def config() -> StageConfig:
+    return StageConfig.from_cdk_json(CDK_JSON)
+
+
+def _by_item(lines: list[Line]) -> dict[str, Line]:
+    return {f"{line.service}: {line.item}": line for line in lines}
+
+
+def _with(inputs: MeasuredInputs, **values: float) -> MeasuredInputs:
+    return inputs.model_copy(update={name: Figure(value=value, kind="derived", source="test")
+                                     for name, value in values.items()})
+
+
+def test_the_docs_tables_are_the_models() -> None:
+    # Given docs/scaling.md as committed
+    text = DOCS.read_text()
+    # When its cost tables are generated again from cdk.json, the inputs and the prices
+    regenerated = render_docs(text, doc_tables(StageConfig.from_cdk_json(CDK_JSON), load(), PRICES))
+    # Then nothing changes (else: `python -m bench.cost --write-docs`)
+    assert regenerated == text, "docs/scaling.md's cost tables differ from the model: python -m bench.cost --write-docs"
+    assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest"}
+
+
+def test_a_marker_naming_no_table_is_an_error() -> None:
+    with pytest.raises(KeyError, match="nothing"):
+        render_docs("<!-- cost:begin nothing -->\nold\n<!-- cost:end -->\n", [])
+
+
+def test_doubling_executions_doubles_the_variable_lines_and_leaves_the_fixed_ones(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    # Given two loads at which every partition has work and the results' batches are full
+    once = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6)))
+    twice = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=100e6)))
+    # Then what is paid per execution doubles
+    for key, line in once.items():
+        if not line.at_rest:
+            assert twice[key].usd == pytest.approx(2 * line.usd, rel=1e-9), key
+    # And what is paid by the hour or the month stays
+    for key in ("MSK Serverless: cluster-hours", "MSK Serverless: partition-hours", "VPC endpoints: endpoint-hours",
+                "CloudWatch: custom metrics, alarms, dashboard, secret",
+                "Lambda: results trigger: provisioned pollers"):
+        assert twice[key].usd == once[key].usd, key
+    # And the scans, billed by the wall clock while their partitions have work, stay too
+    assert twice["Lambda: scans: GB-seconds"].usd == pytest.approx(once["Lambda: scans: GB-seconds"].usd, rel=1e-3)
+
+
+def test_nothing_to_do_leaves_only_the_lines_paid_at_rest(config: StageConfig, inputs: MeasuredInputs) -> None:
+    lines = at_rest(config, inputs, PRICES)
+    assert lines and all(line.at_rest for line in lines)
+    items = _by_item(lines)
+    # the results trigger's minimum poller is billed as a whole event poller unit all month
+    assert items["Lambda: results trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    assert items["MSK Serverless: cluster-hours"].usd == pytest.approx(720 * 0.75)
+    assert "Keyspaces: writes" not in items
+
+
+def test_point_in_time_recovery_adds_its_line(config: StageConfig, inputs: MeasuredInputs) -> None:
+    load_ = Load(executions_per_day=50e6)
+    on = _by_item(monthly_lines(config, inputs, PRICES, load_))
+    off = _by_item(monthly_lines(config.model_copy(update={"pitr": False}), inputs, PRICES, load_))
+    line = "Keyspaces: point-in-time recovery of the rows that expire"
+    assert line in on and line not in off
+    assert total(list(on.values())) - total(list(off.values())) == pytest.approx(
+        on[line].usd + on["Keyspaces: one-time job rows kept (this month's; +1 month's each month)"].usd
+        * PRICES.keyspaces_pitr.value / (PRICES.keyspaces_storage.value + PRICES.keyspaces_pitr.value))
+    assert on["Keyspaces: storage of the rows that expire"].usd == off["Keyspaces: storage of the rows that expire"].usd
+
+
+def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    # Given half the executions one-time, 600 B a job row (the issue's figures)
+    inputs = _with(inputs, one_time_share=0.5, job_row_bytes=600)
+    line = "Keyspaces: one-time job rows kept (this month's; +1 month's each month)"
+    kept = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=1e9)))[line]
+    # Then a month's rows are 9 TB at 1 B a day, ≈ $0.135 per million executions a month (storage + PITR)
+    assert kept.usd / (PRICES.keyspaces_storage.value + PRICES.keyspaces_pitr.value) == pytest.approx(9_000)
+    assert per_million(kept.usd, 1e9) == pytest.approx(0.135)
+    # And with the rows deleted after their last fire the line goes
+    expiring = config.model_copy(update={"one_time_rows_expire": True})
+    assert line not in _by_item(monthly_lines(expiring, inputs, PRICES, Load(executions_per_day=1e9)))
+
+
+def test_busy_scans_alone_cost_about_18_dollars_per_million_at_1_m_a_day(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    assert busy_share(config, 1e6) == pytest.approx(1.0)
+    scans = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=1e6)))["Lambda: scans: GB-seconds"]
+    assert per_million(scans.usd, 1e6) == pytest.approx(18.4, abs=0.1)
+
+
+def test_provisioned_capacity_costs_less_than_on_demand_for_a_flat_load(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    on_demand = total(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6)))
+    provisioned = total(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6, capacity="provisioned")))
+    assert provisioned < on_demand
+
+
+def test_the_issue_s_today_figures_at_50_m_a_day(config: StageConfig, inputs: MeasuredInputs) -> None:
+    # issue #33: ≈ $5.6 per million on-demand, ≈ $4 provisioned (one-time jobs submitted in batches)
+    on_demand = per_million(total(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6))), 50e6)
+    provisioned = per_million(total(monthly_lines(
+        config, inputs, PRICES, Load(executions_per_day=50e6, capacity="provisioned"))), 50e6)
+    assert 5.0 < on_demand < 6.2
+    assert 3.5 < provisioned < 4.5
+
+
+def test_one_submit_per_request_adds_api_gateway_and_the_rate_limit(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    batch = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6)))
+    single = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6, submit="single")))
+    assert per_million(single["API Gateway: REST requests (POST /jobs)"].usd, 50e6) == pytest.approx(
+        inputs.one_time_share.value * 3.50)
+    rate_limit = single["DynamoDB: the submit's rate limit"].usd
+    assert per_million(rate_limit, 50e6) == pytest.approx(inputs.one_time_share.value * 0.625)
+    assert rate_limit == pytest.approx(100 * batch["DynamoDB: the submit's rate limit"].usd)
+
+
+def test_three_kafka_partitions_cap_the_results_below_a_busy_minute_at_50_m_a_day(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    results = capacity_checks(config, inputs, 50e6)[0]
+    assert results.capacity_per_second == pytest.approx(2_000, rel=0.01)
+    assert results.needed_per_second > results.capacity_per_second
+
+
+def test_the_stage_configuration_is_read_as_the_cdk_app_reads_it(tmp_path: Path) -> None:
+    cdk = json.loads(CDK_JSON.read_text())
+    cdk["context"]["stages"]["cheap"] = {"segments": 4, "kafka_provisioned": {}, "endpoint_zones": 1,
+                                         "kafka_partitions": 6, "alarm_email": "ops@example.com"}
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(cdk))
+    dev, cheap = StageConfig.from_cdk_json(path), StageConfig.from_cdk_json(path, "cheap")
+    assert (dev.segments, dev.kafka_brokers, dev.endpoint_zones, dev.endpoints) == (16, None, 2, 6)
+    assert (cheap.stage, cheap.segments, cheap.kafka_brokers, cheap.endpoint_zones, cheap.kafka_partitions) == (
+        "cheap", 4, 2, 1, 6)
+    bill = _by_item(at_rest(cheap, load(), PRICES))
+    assert "MSK Serverless: cluster-hours" not in bill
+    assert bill["MSK provisioned: brokers and storage"].usd == pytest.approx(2 * (720 * 0.0456 + 10 * 0.10))
+
+
+def test_every_price_and_input_says_where_it_came_from(inputs: MeasuredInputs) -> None:
+    for name, price in PRICES:
+        assert price.source and price.checked and price.region == "us-east-1", name
+    for name, figure in inputs:
+        assert figure.source, name
+    # the issue's corrections: Keyspaces provisioned 15 % and TTL deletes 29 % below what the docs assumed
+    assert 0.00075 / PRICES.keyspaces_wcu_hour.value == pytest.approx(1.15, abs=0.01)
+    assert 0.355e-6 / PRICES.keyspaces_ttl_delete.value == pytest.approx(1.29, abs=0.01)
+
+
+def test_a_bench_run_records_what_it_measured_and_keeps_the_derived_figures(tmp_path: Path) -> None:
+    # Given the inputs file and a run's results (the sections the cost model reads)
+    path = tmp_path / "cost_inputs.json"
+    path.write_text(INPUTS_PATH.read_text())
+    results = {
+        "started": "2026-12-01 10:00 UTC",
+        "drain": [{"seeded": 1000, "recurring": 400, "published": 1000, "process_cpu_s": 0.5,
+                   "writes": {"per_execution": {"INSERT task_schedule_v2": 0.4}, "late_polls_per_scan": 50.0,
+                              "dynamodb_per_scan": {"update_item": 30.0, "get_item": 1.0, "batch_get_item": 2.0}}}],
+        "writes": [{"executions": 100, "driver": {"task_history_v2": 210}}],
+        "idle": [{"scan_seconds_per_partition": 9.0, "invocations_per_partition": 2.5}],
+        "message_bytes": 480,
+    }
+    # When the run records them
+    names = record(results, path)
+    # Then the measured figures take the run's values, with the run named
+    after = load(path)
+    assert set(names) == set(measured_from(results, "x"))
+    assert after.one_time_share.value == pytest.approx(0.6)
+    assert after.scan_cpu_ms.value == pytest.approx(0.5)
+    assert after.history_rows_written.value == pytest.approx(2.1)
+    assert after.lease_reads_per_busy_scan.value == pytest.approx(3.0)
+    assert after.message_bytes.value == 480
+    assert "2026-12-01 10:00 UTC" in after.idle_scan_seconds_per_partition.source
+    # And the derived ones stay as they were
+    assert after.busy_scan_seconds == load().busy_scan_seconds
+    assert all(getattr(after, name).kind == "measured" for name in names)
+
+
+def test_a_run_without_the_sections_records_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "cost_inputs.json"
+    path.write_text(INPUTS_PATH.read_text())
+    assert record({"fairness": {}}, path) == []
+    assert path.read_text() == INPUTS_PATH.read_text()
+
+
+def test_per_million_counts_a_30_day_month() -> None:
+    assert per_million(30.0, 1e6 / DAYS) == pytest.approx(30.0)
+
+
+def test_the_cli_prints_the_tables_and_writes_the_docs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from bench.cost.__main__ import app
+
+    runner = CliRunner()
+    printed = runner.invoke(app, ["--stage", "dev", "--measured", str(INPUTS_PATH), "--detail", "50000000"])
+    assert printed.exit_code == 0, printed.output
+    assert "Dollars per million executions" in printed.output and "nothing to do" in printed.output
+    assert "derived, not measured" in printed.output
+    # Given a page whose marked table is stale
+    page = tmp_path / "scaling.md"
+    page.write_text("before\n<!-- cost:begin at-rest -->\nstale\n<!-- cost:end -->\nafter\n")
+    # When the CLI writes the docs, then only the marked block changes
+    written = runner.invoke(app, ["--write-docs", "--docs", str(page)])
+    assert written.exit_code == 0, written.output
+    text = page.read_text()
+    assert "stale" not in text and "| **total a month (30 days)** |" in text
+    assert text.startswith("before\n") and text.endswith("<!-- cost:end -->\nafter\n")
+    again = runner.invoke(app, ["--write-docs", "--docs", str(page)])
+    assert "already up to date" in again.output
+
+
+def test_make_bench_records_the_inputs_only_for_the_published_report(tmp_path: Path) -> None:
+    from bench.context import Options
+    from bench.runner import _record_cost_inputs
+
+    path = tmp_path / "cost_inputs.json"
+    path.write_text(INPUTS_PATH.read_text())
+    results = {"started": "2026-12-01 10:00 UTC",
+               "idle": [{"scan_seconds_per_partition": 9.0, "invocations_per_partition": 2.5}]}
+    # a run written elsewhere (the smoke test's) or a broken one leaves the inputs alone
+    _record_cost_inputs(results, Options(out_md=tmp_path / "b.md"), path)
+    _record_cost_inputs(results | {"failed": {"idle": "x"}}, Options(), path)
+    assert path.read_text() == INPUTS_PATH.read_text()
+    # the published report's run writes what it measured
+    _record_cost_inputs(results, Options(), path)
+    assert load(path).idle_scan_seconds_per_partition.value == 9.0
