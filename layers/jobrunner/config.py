@@ -150,6 +150,9 @@ class Settings(BaseSettings):
                                              "AWS: a Secrets Manager secret holding that key")
     accept_unsigned_results: bool = _var("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", False,
                                          "also apply results without a token (during the upgrade that adds them)")
+    accept_v1_result_tokens: bool = _var("JOBRUNNER_ACCEPT_V1_RESULT_TOKENS", True,
+                                         "also accept result tokens of the first scheme, which older scans signed "
+                                         "(during the upgrade to the second; ``domain/receipts.py``)")
     otel_exporter: Annotated[str, BeforeValidator(_lowered)] = _var(
         "JOBRUNNER_OTEL_EXPORTER", "none", "local stack: export spans to none, console, file or otlp "
         "(``telemetry.py``); AWS uses X-Ray instead")

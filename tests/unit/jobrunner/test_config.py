@@ -106,7 +106,8 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         quota_table="quotas", dynamodb_endpoint="http://127.0.0.1:5000", scan_function="scan", wake_scans=True,
         change_log=False, reconcile_interval_s=300, reconcile_grace_s=60, reconcile_page_size=100,
         reconcile_rate=500, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
-        accept_unsigned_results=True, otel_exporter="file", otel_file="/tmp/traces.jsonl",
+        accept_unsigned_results=True, accept_v1_result_tokens=False, otel_exporter="file",
+        otel_file="/tmp/traces.jsonl",
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back
