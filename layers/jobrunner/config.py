@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     cassandra_secret_arn: str | None = _var("CASSANDRA_SECRET_ARN", None,
                                             "existing cluster: Secrets Manager secret with username and password")
     cassandra_tls: bool = _var("CASSANDRA_TLS", False, "existing cluster: connect over TLS")
+    cassandra_tls_server_name: str | None = _var(
+        "CASSANDRA_TLS_SERVER_NAME", None, "existing cluster over TLS: the name every node's certificate carries, "
+        "when it is not the address the node is reached at (``session.py``)")
 
     kafka_bootstrap: str = _var("KAFKA_BOOTSTRAP", "127.0.0.1:9092", "bootstrap servers", min_length=1)
     kafka_security: Literal["plaintext", "msk-iam"] = _var("KAFKA_SECURITY", "plaintext",
@@ -278,7 +281,8 @@ class Settings(BaseSettings):
         return CassandraSettings(
             contact_points=self.contact_points, port=self.cassandra_port, keyspace=self.keyspace,
             mode=self.cassandra_mode, region=self.region, ca_bundle=self.ca_bundle,
-            secret_arn=self.cassandra_secret_arn, tls=self.cassandra_tls, local_dc=self.local_dc,
+            secret_arn=self.cassandra_secret_arn, tls=self.cassandra_tls,
+            tls_server_name=self.cassandra_tls_server_name, local_dc=self.local_dc,
             replication_factor=self.replication_factor, speculative_delay_ms=self.speculative_delay_ms)
 
     @cached_property
