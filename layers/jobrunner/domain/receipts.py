@@ -9,11 +9,15 @@ an execution id (a uuid5 of public fields), is not enough to forge one.
 
 Upgrade: the first scheme (v1) signed the ``execution_id`` alone. A v1 token never fits as a v2 one (each
 scheme signs its own context string), and the scans sign only v2 now. Messages published by older scans
-may still be out when a stack is upgraded; their v1 tokens are accepted only while ``accept_v1`` is set
-(``JOBRUNNER_ACCEPT_V1_RESULT_TOKENS``, on by default so that an upgrade refuses no result of an execution
-already out), and still only for the execution they name. Set it to false once every execution published
-before the upgrade has ended (its job's ``timeout_s`` after the deploy at the latest), or from the start on
-a stack that never ran the first scheme; a later release drops v1.
+may still be out when a stack is upgraded: the results function accepts their v1 tokens, for the execution
+each names only, while ``ResultRules.accept_v1_tokens`` is set (``JOBRUNNER_ACCEPT_V1_RESULT_TOKENS``, true
+by default, so that an upgrade refuses no result of an execution already out), and logs each one it
+accepts. Turn it off once every execution published before the upgrade has ended (with a ``timeout_s``, that
+long after the deploy at the latest), or from the start on a stack that never ran the first scheme; a later
+release drops v1. While the scan and results functions are being updated, a results function still on the
+older release refuses the v2 tokens of a scan already on the new one; those executions end by their
+watchdog (retried or dead-lettered) or stay RUNNING without a ``timeout_s``: deploy in a quiet window (the
+tick's rule disabled, as for a key rotation) where that matters.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ class ResultRules:
     #: Also apply results without a token (only while messages published before tokens are in flight,
     #: during an upgrade); a token that is there must still fit.
     accept_unsigned: bool = False
-    #: Also accept the first scheme's tokens (the execution id's alone), which older scans signed: only while
-    #: their messages may be out, during an upgrade (``domain.receipts``).
+    #: Also accept the first scheme's tokens (the execution id's alone), which older scans signed, while their
+    #: messages may be out after an upgrade (``domain.receipts``; the settings turn it on unless told not to).
     accept_v1_tokens: bool = False
 
 
