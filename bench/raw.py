@@ -84,7 +84,8 @@ class Example:
         )
         self.job = job
         # a token of the same size as the scan's (the raw ceiling sends the same bytes)
-        token = result_token(b"bench", self.row.execution_id)
+        token = result_token(b"bench", tenant=self.row.user_id, execution_id=self.row.execution_id,
+                             attempt=self.row.attempt)
         message_key, value, headers = execution_message(job, self.row, token)
         self.message = (message_key.encode(), encode(value), [(k, v.encode()) for k, v in headers.items()])
 

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     cassandra_secret_arn: str | None = _var("CASSANDRA_SECRET_ARN", None,
                                             "existing cluster: Secrets Manager secret with username and password")
     cassandra_tls: bool = _var("CASSANDRA_TLS", False, "existing cluster: connect over TLS")
+    cassandra_tls_server_name: str | None = _var(
+        "CASSANDRA_TLS_SERVER_NAME", None, "existing cluster over TLS: the name every node's certificate carries, "
+        "when it is not the address the node is reached at (``session.py``)")
 
     kafka_bootstrap: str = _var("KAFKA_BOOTSTRAP", "127.0.0.1:9092", "bootstrap servers", min_length=1)
     kafka_security: Literal["plaintext", "msk-iam"] = _var("KAFKA_SECURITY", "plaintext",
@@ -150,6 +153,9 @@ class Settings(BaseSettings):
                                              "AWS: a Secrets Manager secret holding that key")
     accept_unsigned_results: bool = _var("JOBRUNNER_ACCEPT_UNSIGNED_RESULTS", False,
                                          "also apply results without a token (during the upgrade that adds them)")
+    accept_v1_result_tokens: bool = _var("JOBRUNNER_ACCEPT_V1_RESULT_TOKENS", True,
+                                         "also accept result tokens of the first scheme, which older scans signed "
+                                         "(during the upgrade to the second; ``domain/receipts.py``)")
     otel_exporter: Annotated[str, BeforeValidator(_lowered)] = _var(
         "JOBRUNNER_OTEL_EXPORTER", "none", "local stack: export spans to none, console, file or otlp "
         "(``telemetry.py``); AWS uses X-Ray instead")
@@ -275,7 +281,8 @@ class Settings(BaseSettings):
         return CassandraSettings(
             contact_points=self.contact_points, port=self.cassandra_port, keyspace=self.keyspace,
             mode=self.cassandra_mode, region=self.region, ca_bundle=self.ca_bundle,
-            secret_arn=self.cassandra_secret_arn, tls=self.cassandra_tls, local_dc=self.local_dc,
+            secret_arn=self.cassandra_secret_arn, tls=self.cassandra_tls,
+            tls_server_name=self.cassandra_tls_server_name, local_dc=self.local_dc,
             replication_factor=self.replication_factor, speculative_delay_ms=self.speculative_delay_ms)
 
     @cached_property

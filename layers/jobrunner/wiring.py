@@ -260,7 +260,8 @@ class Container:
 
     @functools.cached_property
     def results(self) -> ResultsService:
-        rules = ResultRules(result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results)
+        rules = ResultRules(result_key=self.result_key, accept_unsigned=self.settings.accept_unsigned_results,
+                            accept_v1_tokens=self.settings.accept_v1_result_tokens)
         return ResultsService(self.store, self.outcomes, rules)
 
     @functools.cached_property

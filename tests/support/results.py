@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from jobrunner.services.results import WorkerReport
 
 
-def signed(report: WorkerReport, key: bytes = b"") -> WorkerReport:
-    """``report`` with its execution's result token under ``key`` (the services' default key in unit tests)."""
-    return replace(report, result_token=result_token(key, report.execution_id))
+def signed(report: WorkerReport, tenant: str, attempt: int | None = None, *, key: bytes = b"") -> WorkerReport:
+    """``report`` with the result token of its execution of ``tenant`` under ``key`` (the services' default key in
+    unit tests), for ``attempt`` (None: the report's own, else 1)."""
+    attempt = attempt if attempt is not None else report.attempt if report.attempt is not None else 1
+    return replace(report, result_token=result_token(key, tenant=tenant, execution_id=report.execution_id,
+                                                     attempt=attempt))

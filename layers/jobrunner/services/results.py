@@ -1,7 +1,8 @@
 """Results: apply each worker's report to its execution (``services.outcomes`` ends it).
 
-A result arrives from a worker on ``job-results``. Its result token is checked, its execution's record read
-(by its whole key when the report names its fire and attempt), and the execution ended as
+A result arrives from a worker on ``job-results``. Its execution's record is read (by its whole key when the
+report names its fire and attempt), its result token checked against that record (the tenant, execution and
+attempt the store holds, never the report's claims: ``domain.receipts``), and the execution ended as
 ``Outcomes.conclude`` rules (success, retry with backoff, dead letter). Results for unknown, cancelled or
 already finished executions are ignored and counted, never raised, so a bad message can never block the
 stream. (A timeout ends its execution the same way, from the scan: ``Outcomes.expire``.)
@@ -13,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobrunner.domain.receipts import token_fits
+from jobrunner.domain.receipts import token_fits, v1_token_fits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -52,6 +53,9 @@ class ResultRules:
     #: Also apply results without a token (only while messages published before tokens are in flight,
     #: during an upgrade); a token that is there must still fit.
     accept_unsigned: bool = False
+    #: Also accept the first scheme's tokens (the execution id's alone), which older scans signed, while their
+    #: messages may be out after an upgrade (``domain.receipts``; the settings turn it on unless told not to).
+    accept_v1_tokens: bool = False
 
 
 class ResultsService:
@@ -76,17 +80,16 @@ class ResultsService:
         outcomes written together, the retries first); returns what happened to each, in order (also counted
         in ``counters``). Reports of one execution are applied one after the other, as if they had come in
         batches of their own: the first ends the execution, the next finds it ended. A report whose result
-        token is missing or does not fit its execution changes nothing: ``refused_token``."""
+        token is missing, or does not fit the record the store holds for its execution, changes nothing:
+        ``refused_token``. A report whose execution is unknown changes nothing either (``ignored_unknown``): its
+        token, if any, cannot be checked and is never needed."""
         outcomes: list[str] = [""] * len(reports)
         pending: list[int] = []
         for index, report in enumerate(reports):
-            unsigned = report.result_token is None and self._rules.accept_unsigned
-            if unsigned or token_fits(self._rules.result_key, report.execution_id, report.result_token):
+            if report.result_token is None and not self._rules.accept_unsigned:
+                outcomes[index] = self._refuse(report)
+            else:
                 pending.append(index)
-                continue
-            log.warning("result refused: its result token is %s", "missing" if report.result_token is None else
-                        "wrong", extra={"job_id": report.job_id, "execution_id": report.execution_id})
-            outcomes[index] = self._outcomes.count("refused_token")
         while pending:  # waves of reports of distinct executions
             wave: list[int] = []
             later: list[int] = []
@@ -96,13 +99,41 @@ class ResultsService:
                 (later if key in seen else wave).append(index)
                 seen.add(key)
             records = self._records([reports[index] for index in wave])
+            # verify, then commit: only a report whose token fits its stored record goes on to end it
+            fitting: list[tuple[int, ExecutionRecord | None]] = []
+            for index, record in zip(wave, records, strict=True):
+                if record is None or self._fits(reports[index], record):
+                    fitting.append((index, record))
+                else:
+                    outcomes[index] = self._refuse(reports[index])
             concluded = self._outcomes.conclude([
                 (record, reports[index].success, reports[index].error, reports[index].cancelled)
-                for index, record in zip(wave, records, strict=True)])
-            for index, record, outcome in zip(wave, records, concluded, strict=True):
+                for index, record in fitting])
+            for (index, record), outcome in zip(fitting, concluded, strict=True):
                 outcomes[index] = self._outcomes.count(outcome, record)
             pending = later
         return outcomes
+
+    def _fits(self, report: WorkerReport, record: ExecutionRecord) -> bool:
+        """Whether ``report`` carries the token of the execution ``record`` is: the tenant, execution and attempt
+        the store holds (an unsigned report, while those are accepted, fits any)."""
+        token, key = report.result_token, self._rules.result_key
+        if token is None:
+            return self._rules.accept_unsigned
+        if token_fits(key, token, tenant=record.user_id, execution_id=record.execution_id, attempt=record.attempt):
+            return True
+        if self._rules.accept_v1_tokens and v1_token_fits(key, token, execution_id=record.execution_id):
+            # an execution published before the upgrade: once these stop, v1 tokens may be refused
+            log.info("result token of the first scheme accepted", extra={"job_id": record.job_id,
+                                                                        "execution_id": record.execution_id})
+            return True
+        return False
+
+    def _refuse(self, report: WorkerReport) -> str:
+        """Count (and log) a report refused for its token."""
+        log.warning("result refused: its result token is %s", "missing" if report.result_token is None else
+                    "wrong", extra={"job_id": report.job_id, "execution_id": report.execution_id})
+        return self._outcomes.count("refused_token")
 
     def _records(self, reports: Sequence[WorkerReport]) -> list[ExecutionRecord | None]:
         """Each report's execution record: by its whole key when the report names its fire and attempt (one

@@ -148,7 +148,9 @@ def test_the_scan_leases_publishes_and_signs_with_the_result_key_under_its_role(
     assert stage.denied() == []
     # signed with the key it read from the secret (the secret's value is the rehearsal's)
     key = stage.secret_value("ResultKeySecret").encode()
-    assert message.value["result_token"] == result_token(key, message.value["execution_id"])
+    assert message.value["result_token"] == result_token(key, tenant=message.value["user_id"],
+                                                         execution_id=message.value["execution_id"],
+                                                         attempt=message.value["attempt"])
     partition = stage.item("Heartbeats", {"segment": {"N": str(segment_of(job.job_id, world.segments))},
                                           "minute": {"N": str(int(at(2).timestamp() * 1000))}})
     assert partition["owner"]["S"].startswith("scan:") and "lease_expires" in partition  # its lease, taken

@@ -70,6 +70,14 @@ def test_a_single_node_is_the_default_and_a_cluster_is_named_by_its_settings() -
             cluster.kafka.topic_replication) == ("datacenter1", 3, 250, 3)
 
 
+def test_tls_to_an_existing_cluster_is_carried_to_the_session_with_the_name_its_certificates_carry() -> None:
+    settings = Settings.from_env({"CASSANDRA_TLS": "true", "CASSANDRA_CA_BUNDLE": "/opt/ca.pem",
+                                  "CASSANDRA_TLS_SERVER_NAME": "cassandra.internal"})
+    assert (settings.cassandra.tls, settings.cassandra.ca_bundle, settings.cassandra.tls_server_name) == (
+        True, "/opt/ca.pem", "cassandra.internal")
+    assert Settings.from_env({"CASSANDRA_TLS": "true"}).cassandra.tls_server_name is None
+
+
 @pytest.mark.parametrize(("name", "value"), [
     ("CASSANDRA_REPLICATION_FACTOR", "0"), ("CASSANDRA_REPLICATION_FACTOR", "three"),
     ("KAFKA_TOPIC_REPLICATION", "-1"), ("CASSANDRA_SPECULATIVE_DELAY_MS", "-5"),
@@ -106,7 +114,8 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         quota_table="quotas", dynamodb_endpoint="http://127.0.0.1:5000", scan_function="scan", wake_scans=True,
         change_log=False, reconcile_interval_s=300, reconcile_grace_s=60, reconcile_page_size=100,
         reconcile_rate=500, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
-        accept_unsigned_results=True, otel_exporter="file", otel_file="/tmp/traces.jsonl",
+        accept_unsigned_results=True, accept_v1_result_tokens=False, cassandra_tls_server_name="cassandra.internal",
+        otel_exporter="file", otel_file="/tmp/traces.jsonl",
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back

@@ -184,7 +184,8 @@ def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str,
     )
     services.store.write_started([record])
     services.store.settle_published([Completion(done=row, following=None)])
-    return job, execution_message(job, row, result_token(services.result_key, row.execution_id))[1]
+    token = result_token(services.result_key, tenant="alice", execution_id=row.execution_id, attempt=1)
+    return job, execution_message(job, row, token)[1]
 
 
 def msk_event(*partitions: list[bytes | None]) -> dict[str, Any]:
@@ -213,7 +214,8 @@ def test_run_results_applies_a_batch_and_counts_outcomes(container: Container, c
         [worker_result(to_succeed, False), worker_result(to_retry, True), b"garbage", None],
         [worker_result(to_dead_letter, True), worker_result(to_succeed, False),
          json.dumps({"execution_id": "nope", "job_id": succeeding.job_id, "status": "SUCCESS",
-                     "result_token": result_token(container.result_key, "nope")}).encode()],
+                     "result_token": result_token(container.result_key, tenant="alice", execution_id="nope",
+                                                  attempt=1)}).encode()],
     )
     outcomes = run_results(event)
     # Then every record is accounted for
@@ -255,7 +257,8 @@ def test_run_results_raises_when_the_store_fails_so_the_batch_is_retried(monkeyp
         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
     )
     wiring.install(broken)
-    message = {**SCAN_MESSAGE, "result_token": result_token(broken.result_key, SCAN_MESSAGE["execution_id"])}
+    message = {**SCAN_MESSAGE, "result_token": result_token(broken.result_key, tenant="alice",
+                                                            execution_id=SCAN_MESSAGE["execution_id"], attempt=2)}
     event = msk_event([worker_result(message, False)])
     with pytest.raises(Unavailable):
         run_results(event)

@@ -15,7 +15,7 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
-from jobrunner.domain.receipts import result_token
+from jobrunner.domain.receipts import result_token, v1_result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
@@ -92,10 +92,33 @@ def test_the_scans_sign_and_the_results_check_with_the_configured_key() -> None:
     [message] = publisher.sent
     # Then the message's token is the configured key's, and the results function takes a result with it only
     execution_id = message.value["execution_id"]
-    assert message.value["result_token"] == result_token(b"the-configured-key", execution_id)
+    assert message.value["result_token"] == result_token(b"the-configured-key", tenant="alice",
+                                                         execution_id=execution_id, attempt=1)
     report = WorkerReport(execution_id, job.job_id, True)
-    assert services.results.apply(replace(report, result_token=result_token(b"", execution_id))) == "refused_token"
+    default_keys = result_token(b"", tenant="alice", execution_id=execution_id, attempt=1)
+    assert services.results.apply(replace(report, result_token=default_keys)) == "refused_token"
     assert services.results.apply(replace(report, result_token=message.value["result_token"])) == "succeeded"
+
+
+@pytest.mark.parametrize(("variable", "accepted"), [(None, True), ("false", False)], ids=["default", "turned-off"])
+def test_first_scheme_tokens_are_accepted_during_an_upgrade_unless_the_settings_turn_them_off(
+    variable: str | None, accepted: bool,
+) -> None:
+    # Given a container, and an execution whose message an older scan signed with the first scheme (its id alone)
+    environment = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_RESULT_KEY": "the-configured-key"}
+    if variable is not None:
+        environment["JOBRUNNER_ACCEPT_V1_RESULT_TOKENS"] = variable
+    services = Container(Settings.from_env(environment), store=MemoryJobStore(), publisher=MemoryPublisher(),
+                         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
+    job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
+    services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
+    assert isinstance(services.publisher, MemoryPublisher)
+    [message] = services.publisher.sent
+    execution_id = message.value["execution_id"]
+    first_scheme = v1_result_token(b"the-configured-key", execution_id)
+    old = WorkerReport(execution_id, job.job_id, True, result_token=first_scheme)
+    # Then its result is applied, unless the settings no longer accept the first scheme
+    assert services.results.apply(old) == ("succeeded" if accepted else "refused_token")
 
 
 def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:

@@ -1,6 +1,7 @@
 """Connecting the driver: plain Cassandra locally; Amazon Keyspaces (TLS + SigV4) in AWS.
 
-``connect`` is the only place that builds a ``Cluster``; adapters take the ``Session`` it returns.
+``connect`` is the only place that connects a ``Cluster`` (built by :func:`cassandra_cluster` or
+``keyspaces.keyspaces_cluster``); adapters take the ``Session`` it returns.
 
 Connections that died while the Lambda environment was frozen (the server, an NLB or the VPC path
 dropped them while idle) are not found by the driver's heartbeat, whose thread is frozen too. Measured
@@ -13,6 +14,11 @@ and failed (the flow was silently dropped), and so did the next one. So:
   ``idle_refresh_s`` without any (less than the 350 s after which AWS's NLBs and NAT gateways forget
   an idle flow). A reconnection is a few milliseconds locally, a TLS and SigV4 handshake per node on
   Keyspaces, paid once after a long idle instead of a request timeout.
+
+Over TLS to a self-managed cluster (``CASSANDRA_TLS``), every connection checks its node's certificate: the
+chain (against ``CASSANDRA_CA_BUNDLE``, else the system's roots) and the host name, which is the address the
+connection reaches (a contact point as given, or the IP ``system.peers`` lists, so a node's certificate must
+carry its IP address), or ``CASSANDRA_TLS_SERVER_NAME`` when the nodes' certificates carry one name instead.
 
 On a cluster (self-managed Cassandra; ``make cluster`` locally), the client side of "no single point of
 failure" is here, in :func:`execution_profile`:
@@ -94,6 +100,9 @@ class CassandraSettings:
     secret_arn: str | None = None
     #: TLS to an existing cluster (verified against ``ca_bundle`` when given, else the system store).
     tls: bool = False
+    #: The name every node's certificate must carry, when it is not the address the node is reached at (None:
+    #: each connection checks its own node's address, a contact point's name or a peer's IP).
+    tls_server_name: str | None = None
     #: A request made after this long without one first replaces the session's connections.
     idle_refresh_s: float = 300.0
     #: Replicas of the keyspace the migration creates (``cql.migrate.replication_for``).
@@ -145,22 +154,30 @@ def connect(settings: CassandraSettings, *, keyspace: bool = True, secrets_clien
 
         cluster = keyspaces_cluster(settings)
     else:
-        cluster = Cluster(
-            list(settings.contact_points), port=settings.port, protocol_version=4,
-            execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(settings)},
-            auth_provider=(_credentials(settings.secret_arn, settings.region, secrets_client)
-                           if settings.secret_arn else None),
-            ssl_context=_tls_context(settings.ca_bundle) if settings.tls else None,
-            # A restarted node is found again within seconds (the default backs off to 10 minutes).
-            reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
-            connect_timeout=settings.connect_timeout_s,
-        )
+        cluster = cassandra_cluster(settings, secrets_client)
     cluster.sockopts = liveness_options()
     session = cluster.connect()
     if keyspace:
         session.set_keyspace(settings.keyspace)
     session.add_request_init_listener(RenewAfterIdle(session, settings.idle_refresh_s))
     return session
+
+
+def cassandra_cluster(settings: CassandraSettings, secrets_client: Any = None) -> Cluster:
+    """The (unconnected) cluster of a plain or self-managed Cassandra: its profile, credentials and TLS."""
+    return Cluster(
+        list(settings.contact_points), port=settings.port, protocol_version=4,
+        execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(settings)},
+        auth_provider=(_credentials(settings.secret_arn, settings.region, secrets_client)
+                       if settings.secret_arn else None),
+        ssl_context=tls_context(settings.ca_bundle) if settings.tls else None,
+        # the driver checks the address each connection reaches unless a name is given for them all
+        ssl_options={"server_hostname": settings.tls_server_name} if settings.tls and settings.tls_server_name
+        else None,
+        # A restarted node is found again within seconds (the default backs off to 10 minutes).
+        reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
+        connect_timeout=settings.connect_timeout_s,
+    )
 
 
 class RenewAfterIdle:
@@ -213,7 +230,10 @@ def _credentials(secret_arn: str, region: str, secrets_client: Any = None) -> Pl
     return PlainTextAuthProvider(username=values["username"], password=values["password"])
 
 
-def _tls_context(ca_bundle: str | None) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=ca_bundle)
-    context.check_hostname = False  # nodes are addressed by IP; the chain is still verified
+def tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """Verifies a node's chain against ``ca_bundle`` (None: the system's roots) and its host name: the driver
+    gives each connection the address it reaches (a contact point's name, or the IP ``system.peers`` lists), or
+    ``tls_server_name`` when the settings name one."""
+    context = ssl.create_default_context(cafile=ca_bundle)  # CERT_REQUIRED and check_hostname
+    context.check_hostname = True
     return context

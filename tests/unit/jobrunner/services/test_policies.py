@@ -25,7 +25,6 @@ from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanRules, ScanService
-from tests.support.results import signed
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -74,10 +73,10 @@ class World:
 
     def answer(self, message: OutboundMessage, success: bool = True) -> str:
         value = message.value
-        return self.results.apply(signed(WorkerReport(
+        return self.results.apply(WorkerReport(
             execution_id=value["execution_id"], job_id=value["job_id"], success=success,
             scheduled_at=datetime.fromisoformat(value["scheduled_at"].replace("Z", "+00:00")),
-            attempt=value["attempt"])))
+            attempt=value["attempt"], result_token=value["result_token"]))
 
     def records(self, job: Job) -> dict[datetime, ExecutionRecord]:
         return {r.scheduled_at: r for r in self.store.history_page(job.job_id, 1000) if r.attempt == 1}

@@ -32,6 +32,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.placement import place, plan_execution
+from jobrunner.domain.receipts import v1_result_token
 from jobrunner.domain.schedules import At, Every, parse_instant
 from jobrunner.ports import Completion, ScanRequest
 from jobrunner.services.jobs import JobRules, JobService, NewJob
@@ -94,7 +95,7 @@ class World:
         return self.results.apply(signed(WorkerReport(
             execution_id=record.execution_id, job_id=record.job_id, success=success, error=error,
             scheduled_at=record.scheduled_at if hint else None, attempt=record.attempt if hint else None,
-        )))
+        ), record.user_id, record.attempt))
 
     def waiting(self) -> list[ScheduledExecution]:
         """The rows a scan will still read (a done partition keeps its PLANNED rows until they expire)."""
@@ -175,7 +176,8 @@ def test_a_cancelled_execution_fails_with_no_retry_and_no_dead_letter(
     job, record = running
     outcome = world.results.apply(signed(WorkerReport(
         execution_id=record.execution_id, job_id=job.job_id, success=False, scheduled_at=record.scheduled_at,
-        attempt=1, error="cancelled: overlap policy cancel_other: the fire at 10:11 replaces it", cancelled=True)))
+        attempt=1, error="cancelled: overlap policy cancel_other: the fire at 10:11 replaces it", cancelled=True),
+        "alice"))
     # Then it is FAILED with the reason, never retried nor dead-lettered: a newer fire replaced it
     assert outcome == "cancelled"
     assert world.record(job, 1).status is ExecutionStatus.FAILED and "cancelled" in (world.record(job, 1).error or "")
@@ -227,7 +229,7 @@ def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: Wo
     job = world.submit()
     world.clock.set(FIRE + timedelta(minutes=2))
     third = world.publish(job, attempt=3, trigger=Trigger.RETRY)
-    outcome = results.apply(signed(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3)))
+    outcome = results.apply(signed(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3), "alice"))
     assert outcome == "dead_lettered"
     [letter] = world.publisher.sent
     assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("payroll-dlq", 3, "failed")
@@ -253,8 +255,8 @@ def test_result_of_an_older_run_leaves_the_jobs_status_alone(world: World) -> No
 def test_result_for_an_unknown_execution_is_ignored(world: World, running: tuple[Job, ExecutionRecord]) -> None:
     job, _ = running
     before = world.snapshot()
-    outcome = world.results.apply(signed(WorkerReport("no-such-execution", job.job_id, False, "x")))
-    assert outcome == world.results.apply(signed(WorkerReport("x", "no-such-job", True, None, FIRE, 1))) \
+    outcome = world.results.apply(signed(WorkerReport("no-such-execution", job.job_id, False, "x"), "alice"))
+    assert outcome == world.results.apply(signed(WorkerReport("x", "no-such-job", True, None, FIRE, 1), "alice")) \
         == "ignored_unknown"
     assert world.snapshot() == before
     assert world.results.counters.outcomes == {"ignored_unknown": 2}
@@ -295,7 +297,8 @@ def test_result_with_a_wrong_hint_is_found_by_execution_id(
     world: World, running: tuple[Job, ExecutionRecord]
 ) -> None:
     job, record = running
-    wrong = signed(WorkerReport(record.execution_id, job.job_id, True, None, FIRE + timedelta(seconds=1), 7))
+    wrong = signed(WorkerReport(record.execution_id, job.job_id, True, None, FIRE + timedelta(seconds=1), 7), "alice",
+                   attempt=1)  # the token of the execution the worker holds, whatever its report says
     assert world.results.apply(wrong) == "succeeded"
     assert world.record(job, 1).status is ExecutionStatus.SUCCESS
 
@@ -304,7 +307,7 @@ def test_outcomes_are_counted(world: World, running: tuple[Job, ExecutionRecord]
     job, record = running
     world.report(record, False)
     world.report(record, False)
-    world.results.apply(signed(WorkerReport("nope", job.job_id, True)))
+    world.results.apply(signed(WorkerReport("nope", job.job_id, True), "alice"))
     assert world.results.counters.outcomes == {"retrying": 1, "ignored_finished": 1, "ignored_unknown": 1}
 
 
@@ -322,11 +325,12 @@ def _mixed_batch(world: World) -> list[WorkerReport]:
 
     def report(record: ExecutionRecord, success: bool, hint: bool = True) -> WorkerReport:
         return signed(WorkerReport(record.execution_id, record.job_id, success, None if success else "boom",
-                                   record.scheduled_at if hint else None, record.attempt if hint else None))
+                                   record.scheduled_at if hint else None, record.attempt if hint else None),
+                      record.user_id, record.attempt)
 
     unsigned = replace(report(records[4], True), result_token=None)
     return [report(records[0], True), report(records[1], False), report(records[2], False),
-            signed(WorkerReport("nope", jobs[0].job_id, True)), unsigned, report(records[3], True),
+            signed(WorkerReport("nope", jobs[0].job_id, True), "alice"), unsigned, report(records[3], True),
             report(records[3], False, hint=False), report(records[0], True)]
 
 
@@ -368,7 +372,8 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
     results = ResultsService(counting, ending, ResultRules())
     # When their 40 reports (half failed) are applied as one batch
     outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",
-                                                       r.scheduled_at, r.attempt)) for n, r in enumerate(records)])
+                                                       r.scheduled_at, r.attempt), r.user_id)
+                                   for n, r in enumerate(records)])
     # Then one read of the records, one of the jobs, one write of the retries' rows and then one of the records
     # did it all (the rows first, checked in time, then the records: the store's writes are the same as when one
     # call wrote both)
@@ -618,8 +623,8 @@ def test_a_result_without_its_executions_token_is_refused_and_changes_nothing(
     forged = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
     other = world.publish(world.submit(), FIRE, 1)
     tokens = {"missing": None, "wrong": "x" * 43,
-              "another execution's": signed(WorkerReport(other.execution_id, job.job_id, True)).result_token,
-              "another key's": signed(forged, b"a guessed key").result_token}
+              "another execution's": signed(WorkerReport(other.execution_id, job.job_id, True), "alice").result_token,
+              "another key's": signed(forged, "alice", key=b"a guessed key").result_token}
     before = (dict(world.store.records), dict(world.store.rows), dict(world.store.jobs))
     # When it reaches the results function, as SUCCESS and as FAILED
     outcomes = [world.results.apply(replace(forged, result_token=tokens[token], success=success))
@@ -643,6 +648,111 @@ def test_while_unsigned_results_are_accepted_a_wrong_token_is_still_refused() ->
     # A result from before tokens (during the upgrade) is applied; one with a token that does not fit is not
     assert world.results.apply(replace(report, result_token="x" * 43)) == "refused_token"
     assert world.results.apply(report) == "succeeded"
+
+
+def test_a_token_made_for_another_attempt_is_refused_even_when_the_report_claims_that_attempt(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    # Given attempt 1 in flight, and a report with a token made for attempt 2 of its execution id, whose own
+    # fields say attempt 2
+    job, record = running
+    claimed = WorkerReport(record.execution_id, job.job_id, False, "boom", FIRE, 2)
+    before = world.snapshot()
+    # When it arrives, then it is refused: the token is checked against the attempt the store holds
+    assert world.results.apply(signed(claimed, "alice", 2)) == "refused_token"
+    assert world.snapshot() == before
+    # and the token of the attempt the store holds is taken, whatever the report claims
+    assert world.results.apply(signed(claimed, "alice", 1)) == "retrying"
+
+
+def test_a_token_made_for_another_tenant_is_refused(world: World, running: tuple[Job, ExecutionRecord]) -> None:
+    # Given alice's execution in flight, and a token of the same execution id (and attempt) made for bob
+    job, record = running
+    report = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
+    before = world.snapshot()
+    # Then bob's token is refused, and alice's is taken
+    assert world.results.apply(signed(report, "bob")) == "refused_token"
+    assert world.snapshot() == before
+    assert world.results.apply(signed(report, "alice")) == "succeeded"
+
+
+def _published_with_token(world: World) -> tuple[ExecutionRecord, WorkerReport]:
+    """An execution the scan published, its record, and the report its worker sends back (its message's token)."""
+    world.submit()
+    world.scan(FIRE)
+    [message] = world.publisher.sent
+    report = report_of(message, True)
+    [record] = [r for r in world.store.records.values() if r.execution_id == report.execution_id]
+    return record, report
+
+
+def test_a_messages_token_is_checked_against_the_tenant_the_store_holds_for_its_execution(world: World) -> None:
+    # Given a published execution, whose record in the store names another tenant than its message was signed for
+    record, report = _published_with_token(world)
+    world.store.records[(record.job_id, record.scheduled_at, record.attempt, record.execution_id)] = replace(
+        record, user_id="bob")
+    before = world.snapshot()
+    # When its worker's report comes back with the message's token, then it does not fit: nothing changes
+    assert world.results.apply(report) == "refused_token"
+    assert world.snapshot() == before
+
+
+def test_a_messages_token_is_checked_against_the_attempt_the_store_holds_for_its_execution(world: World) -> None:
+    # Given a published execution whose record in the store (found by its execution id) says attempt 2, while its
+    # message (and the report, with the message's token) says attempt 1
+    record, report = _published_with_token(world)
+    del world.store.records[(record.job_id, record.scheduled_at, record.attempt, record.execution_id)]
+    world.store.write_started([replace(record, attempt=2)])
+    before = world.snapshot()
+    # Then the token does not fit the stored attempt: refused, nothing changes
+    assert world.results.apply(report) == "refused_token"
+    assert world.snapshot() == before
+
+
+def test_the_message_token_of_a_published_execution_is_taken(world: World) -> None:
+    _, report = _published_with_token(world)
+    assert world.results.apply(report) == "succeeded"
+
+
+@pytest.mark.parametrize("token", ["none", "wrong", "a real one"])
+def test_a_report_of_an_unknown_execution_changes_nothing_whatever_its_token(world: World, token: str) -> None:
+    # Given a report for an execution the store does not hold (its token cannot be checked: the store holds no
+    # tenant or attempt for it)
+    job = world.submit()
+    report = WorkerReport("no-such-execution", job.job_id, True, None, FIRE, 1)
+    report = {"none": report, "wrong": replace(report, result_token="x" * 43),
+              "a real one": signed(report, "alice")}[token]
+    before = world.snapshot()
+    # Then it changes nothing: refused without a token, as before; else ignored as unknown
+    assert world.results.apply(report) == ("refused_token" if token == "none" else "ignored_unknown")
+    assert world.snapshot() == before
+
+
+@pytest.mark.parametrize("accept_v1", [True, False], ids=["accepted", "refused"])
+def test_a_first_scheme_token_fits_only_its_own_execution_and_only_while_accepted(accept_v1: bool) -> None:
+    # Given an execution published by an older scan, which signed its execution id alone (the first scheme)
+    world = World()
+    world.results = ResultsService(world.store, world.outcomes, ResultRules(accept_v1_tokens=accept_v1))
+    job = world.submit()
+    world.clock.set(FIRE)
+    record = world.publish(job)
+    other = world.publish(world.submit())
+    report = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
+    # Then another execution's first scheme token never fits
+    assert world.results.apply(replace(report, result_token=v1_result_token(b"", other.execution_id))) \
+        == "refused_token"
+    # and its own fits while the upgrade accepts them, else it is refused like any token that does not fit
+    own = replace(report, result_token=v1_result_token(b"", record.execution_id))
+    assert world.results.apply(own) == ("succeeded" if accept_v1 else "refused_token")
+
+
+@pytest.mark.parametrize("token", ["é" * 43, "\ud800" * 43], ids=["non-ascii", "surrogate"])
+def test_a_token_that_cannot_be_one_is_refused_without_failing_the_batch(
+    world: World, running: tuple[Job, ExecutionRecord], token: str
+) -> None:
+    job, record = running
+    forged = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1, result_token=token)
+    assert world.results.apply_many([forged, signed(forged, "alice")]) == ["refused_token", "succeeded"]
 
 
 class LateRetryStore(MemoryJobStore):

@@ -26,7 +26,6 @@ from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
-from tests.support.results import signed
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
@@ -66,10 +65,10 @@ class World:
 
     def answer(self, message: OutboundMessage, success: bool) -> str:
         value = message.value
-        return self.results.apply(signed(WorkerReport(
+        return self.results.apply(WorkerReport(
             execution_id=value["execution_id"], job_id=value["job_id"], success=success,
             scheduled_at=datetime.fromisoformat(value["scheduled_at"].replace("Z", "+00:00")),
-            attempt=value["attempt"])))
+            attempt=value["attempt"], result_token=value["result_token"]))
 
     def exists(self, job: Job) -> bool:
         """Whether the job is still there (not deleted: a deleted one is kept as DELETED until it expires)."""

@@ -159,7 +159,8 @@ def test_message_follows_the_kafka_contract(world: World) -> None:
         "execution_id": execution_id, "scheduled_at": "2026-11-22T10:01:17.000Z", "attempt": "1"
     }
     # and the token its worker sends back with the result, which the results function checks
-    assert token_fits(ScanRules(segment_count=1).result_key, execution_id, value["result_token"])
+    assert token_fits(ScanRules(segment_count=1).result_key, value["result_token"], tenant="alice",
+                      execution_id=execution_id, attempt=1)
 
 
 def test_a_message_carries_the_jobs_trace_as_parent_of_its_own(world: World) -> None:

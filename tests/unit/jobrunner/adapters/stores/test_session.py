@@ -1,12 +1,16 @@
-"""connect(): its connections fail fast when dead, and are replaced after a long idle (a Lambda freeze)."""
+"""connect(): its connections fail fast when dead, are replaced after a long idle (a Lambda freeze), and check
+who answers over TLS (cassandra_cluster)."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 from concurrent.futures import Future
+from ipaddress import ip_address
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from cassandra import ConsistencyLevel
 from cassandra.connection import DefaultEndPoint
 from cassandra.policies import (
@@ -17,13 +21,15 @@ from cassandra.policies import (
     SimpleConvictionPolicy,
 )
 from cassandra.pool import Host
+from cryptography import x509
 
 from jobrunner.adapters import sockets
 from jobrunner.adapters.stores import session as session_module
-from jobrunner.adapters.stores.session import CassandraSettings, RenewAfterIdle, connect
+from jobrunner.adapters.stores.session import CassandraSettings, RenewAfterIdle, cassandra_cluster, connect
+from tests.support.tls import Certificates, handshake, server_name_checked
 
 if TYPE_CHECKING:
-    import pytest
+    from pathlib import Path
 
 
 class ManualClock:
@@ -95,6 +101,7 @@ class RecordingCluster:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         RecordingCluster.built.append(self)
+        self.kwargs = kwargs
         self.sockopts: Any = None
         self.connect_timeout = kwargs.get("connect_timeout", 5)
         self.session = SimpleNamespace(
@@ -177,3 +184,61 @@ def test_only_reads_may_be_sent_twice() -> None:
     reads = {cql.split()[0] for cql in statements if session_module.is_read(cql)}
     others = {cql.split()[0] for cql in statements if not session_module.is_read(cql)}
     assert (reads, others) == ({"SELECT"}, {"INSERT", "UPDATE", "DELETE"})
+
+
+# -- TLS to a self-managed cluster --------------------------------------------------------------------------
+
+#: A node of a self-managed cluster as the driver reaches it: a contact point, or an address ``system.peers`` lists.
+NODE = "10.1.0.11"
+
+
+def test_tls_to_a_cluster_verifies_the_chain_and_the_host_name(tmp_path: Path) -> None:
+    context = cassandra_cluster(CassandraSettings(tls=True, ca_bundle=str(Certificates(tmp_path).bundle))).ssl_context
+
+    assert context is not None
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname is True
+
+
+def test_each_connection_checks_the_address_of_the_node_it_reaches(tmp_path: Path) -> None:
+    # Given TLS to a cluster whose nodes' certificates carry their own addresses
+    certificates = Certificates(tmp_path)
+    cluster = cassandra_cluster(CassandraSettings(contact_points=("10.1.0.10",), tls=True,
+                                                  ca_bundle=str(certificates.bundle)))
+    name = server_name_checked(cluster, NODE, 9042)
+    assert name == NODE
+    assert cluster.ssl_context is not None
+    # Then the node's certificate passes, and one for another node's address or another name does not
+    handshake(cluster.ssl_context, certificates.server(x509.IPAddress(ip_address(NODE))), name)
+    for other in (x509.IPAddress(ip_address("10.1.0.99")), x509.DNSName("cassandra.attacker.example")):
+        with pytest.raises(ssl.SSLCertVerificationError, match="match"):
+            handshake(cluster.ssl_context, certificates.server(other), name)
+
+
+def test_a_named_server_name_is_checked_on_every_connection(tmp_path: Path) -> None:
+    # Given nodes whose certificates carry one name (CASSANDRA_TLS_SERVER_NAME), not their addresses
+    certificates = Certificates(tmp_path)
+    cluster = cassandra_cluster(CassandraSettings(tls=True, ca_bundle=str(certificates.bundle),
+                                                  tls_server_name="cassandra.internal"))
+    name = server_name_checked(cluster, NODE, 9042)
+    # Then every connection, whatever address it reaches, checks that name
+    assert name == "cassandra.internal"
+    assert cluster.ssl_context is not None
+    handshake(cluster.ssl_context, certificates.server(x509.DNSName("cassandra.internal")), name)
+    with pytest.raises(ssl.SSLCertVerificationError, match="match"):
+        handshake(cluster.ssl_context, certificates.server(x509.DNSName("cassandra.attacker.example")), name)
+
+
+def test_a_session_connected_over_tls_checks_the_host_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(session_module, "Cluster", RecordingCluster)
+    connect(CassandraSettings(tls=True, ca_bundle=str(Certificates(tmp_path).bundle)))
+    context = RecordingCluster.built[-1].kwargs["ssl_context"]
+    assert isinstance(context, ssl.SSLContext)
+    assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, True)
+
+
+def test_without_tls_no_context_and_no_server_name() -> None:
+    cluster = cassandra_cluster(CassandraSettings(tls_server_name="cassandra.internal"))
+    assert cluster.ssl_context is None and cluster.ssl_options is None
