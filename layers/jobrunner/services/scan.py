@@ -75,7 +75,6 @@ from jobrunner.domain.jobs import (
     ExecutionRecord,
     ExecutionStatus,
     Job,
-    JobState,
     Lane,
     LanePosition,
     ScheduledExecution,
@@ -87,8 +86,15 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.messages import cancel_message, execution_message
 from jobrunner.domain.placement import LATE_REACH, SETTLE, placed_anew, placed_in_time, plan_execution
 from jobrunner.domain.policies import Overlap, SkipReason, skip_note
+from jobrunner.domain.publication import (
+    ENDED,
+    next_fire,
+    planned_ahead,
+    publishable,
+    row_identity,
+    started_record,
+)
 from jobrunner.domain.receipts import result_token
-from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.time import MINUTE, utc
 from jobrunner.ports import (
     Completion,
@@ -114,8 +120,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: A record in one of these states has ended: a replay of its row is completed, never published again.
-_ENDED = (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
 _MS = timedelta(milliseconds=1)
 
 
@@ -192,11 +196,6 @@ class ScanReport:
     lateness_ms: list[float] = field(default_factory=list)
 
 
-def _identity(row: ScheduledExecution) -> tuple[object, ...]:
-    """A row's identity: its whole key (the clustering key includes the version it was planned under)."""
-    return (row.lane, row.due_at, row.job_id, row.execution_id, row.job_version)
-
-
 class _Due:
     """Rows waiting to be published (the planned stream merged with late polls and the rows the scan
     writes into its own partition), handed out fairly between tenants.
@@ -262,7 +261,7 @@ class _Due:
             if self._head is None:
                 return
             self._last_read = LanePosition.of(self._head)
-            if _identity(self._head) not in self._own:  # a row of our own is in the heap already
+            if row_identity(self._head) not in self._own:  # a row of our own is in the heap already
                 return
 
     def add(self, row: ScheduledExecution, not_before: datetime | None = None) -> None:
@@ -270,7 +269,7 @@ class _Due:
 
     def add_own(self, row: ScheduledExecution) -> None:
         """A row this scan wrote into its own PLANNED lane: published from memory, tracked until settled."""
-        identity = _identity(row)
+        identity = row_identity(row)
         if identity in self._own:
             return
         self._own.add(identity)
@@ -278,7 +277,7 @@ class _Due:
         self.add(row)
 
     def _track(self, row: ScheduledExecution) -> None:
-        identity, position = _identity(row), LanePosition.of(row)
+        identity, position = row_identity(row), LanePosition.of(row)
         if identity not in self._unsettled:
             self._unsettled[identity] = position
             heapq.heappush(self._unsettled_heap, (position, identity))
@@ -331,7 +330,7 @@ class _Due:
     def settle(self, rows: Iterable[ScheduledExecution]) -> None:
         """Rows dealt with for good (completed, or dropped as stale)."""
         for row in rows:
-            position = self._unsettled.pop(_identity(row), None) if row.lane is Lane.PLANNED else None
+            position = self._unsettled.pop(row_identity(row), None) if row.lane is Lane.PLANNED else None
             if position is not None:
                 heapq.heappush(self._settled, position)
 
@@ -668,8 +667,8 @@ class ScanService:
         try:
             for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=since,
                                              until=None if to_end else reach):
-                if _identity(row) not in part.due.seen:
-                    part.due.seen.add(_identity(row))
+                if row_identity(row) not in part.due.seen:
+                    part.due.seen.add(row_identity(row))
                     part.due.add(row)
                     self._behind(part, row)
         except Unavailable as exc:
@@ -726,7 +725,7 @@ class ScanService:
         stale: list[ScheduledExecution] = []
         for row in rows:
             job = jobs.get((row.user_id, row.job_id))
-            if job is None or _ahead(row, job):
+            if job is None or planned_ahead(row, job):
                 landed = self._landed_by_now(part, row, now, retry_at)
                 if landed is None:
                     continue  # it waits (or waits for the store again)
@@ -735,19 +734,19 @@ class ScanService:
                     continue
                 job = landed
             published_as = part.published_ids.get(row.execution_id)
-            if not _publishable(row, job) or published_as == row.job_version:
+            if not publishable(row, job) or published_as == row.job_version:
                 stale.append(row)
             elif published_as is not None:
                 # Published by this scan under another version: a change that landed late planned the same fire
                 # again (#31, found by the model). The execution went out; its completion plans the fires after
                 # it under the row's version (dropping it as a copy left the job with no next fire).
-                part.ended.add(_identity(row))
+                part.ended.add(row_identity(row))
                 part.pending.append((row, job))
             elif (part.replaying or row.trigger is Trigger.BACKFILL) and self._already_ended(row):
                 # a replay, or a backfill's row written again by a repeated request that read no record yet and
                 # landed late (#31): the result is in, only the completion is left
                 part.report.replays_skipped += 1
-                part.ended.add(_identity(row))
+                part.ended.add(row_identity(row))
                 part.pending.append((row, job))
             elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.topic):
                 self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed for its tenant", retry_at)
@@ -764,7 +763,7 @@ class ScanService:
         settled by reading (``JobStore.get_job_settled``: a compare-and-set that timed out has landed by then, or
         never will): the job as it now stands if the row's version has landed, False if it never will (the
         row is stale), None while it waits, and if the read failed (it waits for the store, as any row does)."""
-        identity = _identity(row)
+        identity = row_identity(row)
         first_seen = part.ahead.setdefault(identity, now)
         if now - first_seen < self._rules.change_grace:
             part.due.add(row, not_before=retry_at)
@@ -777,7 +776,7 @@ class ScanService:
             part.due.add(row, not_before=retry_at)
             return None
         part.ahead.pop(identity, None)
-        return False if settled is None or _ahead(row, settled) else settled
+        return False if settled is None or planned_ahead(row, settled) else settled
 
     def _drop_stale(self, part: _Partition, stale: list[ScheduledExecution]) -> None:
         """Drop rows no job wants any more. A stale PLANNED row is left to expire with the rest of its lane; a
@@ -832,14 +831,14 @@ class ScanService:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
         if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
             part.report.replays_skipped += 1
-            part.ended.add(_identity(row))
+            part.ended.add(row_identity(row))
             part.pending.append((row, job))
             return False
         # Held before (the row says so; older held rows only by their record): its next fire was planned then,
         # never again, whatever releases it (its policy, or a change to allow_all), skips it or holds it again.
         held = row.held or (own is not None and own.status is ExecutionStatus.SCHEDULED)
         if held and (row.held or self._next_fire_dealt_with(row, job)):
-            part.next_fires[_identity(row)] = None
+            part.next_fires[row_identity(row)] = None
         if self._excluded_by_calendar(part, row, job, retry_at):
             return False
         if not held and self._dropped_by_catch_up(part, row, job, now, retry_at, own):  # (a held one is not missed)
@@ -854,7 +853,7 @@ class ScanService:
         A scan that died in between left the row to replay and the next fire maybe unplanned (#31, found by the
         model's search): it is planned again unless it has been dealt with (a copy already written is the same
         execution). One read, on this path only (a replay, or a held row written before the ``held`` column)."""
-        following = _next_fire(row, job)
+        following = next_fire(row, job)
         if following is None:
             return True
         execution_id = execution_id_for(row.job_id, following, 1, Trigger.SCHEDULE)
@@ -896,7 +895,7 @@ class ScanService:
             own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         if own is not None and own.status is not ExecutionStatus.SKIPPED:
             return False
-        part.next_fires[_identity(row)] = dropped.resume
+        part.next_fires[row_identity(row)] = dropped.resume
         self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume), retry_at,
                    next_fire=dropped.resume)
         return True
@@ -960,7 +959,7 @@ class ScanService:
         again = replace(plan_execution(job, again_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE,
                                        scheduled_at=row.scheduled_at), job_version=row.job_version, held=True)
         again = _own(part, again, again_at, now)
-        record = replace(_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
+        record = replace(started_record(row, job, now), status=ExecutionStatus.SCHEDULED, published_at=None)
         try:
             if first:
                 self._store.write_outcomes([Outcome(record, None)])
@@ -971,7 +970,7 @@ class ScanService:
             part.due.add(row, not_before=retry_at)
             return
         part.report.held += 1
-        part.ended.add(_identity(row))
+        part.ended.add(row_identity(row))
         part.pending.append((row, job))
         returned_at = self._clock.now()
         lease_held = returned_at < part.lease_until - self._rules.lease_margin
@@ -1020,8 +1019,8 @@ class ScanService:
         one is (its next fire planned, or ``next_fire``; no watchdog). If the record cannot be written, the row
         is retried."""
         now = self._clock.now()
-        record = replace(_record(row, job, now), status=ExecutionStatus.SKIPPED, published_at=None, finished_at=now,
-                         error=note)
+        record = replace(started_record(row, job, now), status=ExecutionStatus.SKIPPED, published_at=None,
+                         finished_at=now, error=note)
         if not isinstance(next_fire, _Unset):
             record = replace(record, next_fire_at=next_fire)
         try:
@@ -1032,7 +1031,7 @@ class ScanService:
             part.due.add(row, not_before=retry_at)
             return
         part.report.skipped += 1
-        part.ended.add(_identity(row))
+        part.ended.add(row_identity(row))
         part.pending.append((row, job))
         if self._retirer is not None and record.next_fire_at is None:  # its last fire: the job may be done
             self._retirer.consider(job)
@@ -1043,15 +1042,15 @@ class ScanService:
         report, due = part.report, part.due
         published_at = self._clock.now()
         try:
-            self._store.write_started([_record(row, job, published_at) for row, job in live])
+            self._store.write_started([started_record(row, job, published_at) for row, job in live])
         except Unavailable as exc:
             log.warning("history writes failed, retrying: %s", exc)
             report.errors += 1
             for row, _ in live:
                 due.add(row, not_before=retry_at)
             return
-        together = [item for item in live if _identity(item[0]) not in part.suspects]
-        alone = [[item] for item in live if _identity(item[0]) in part.suspects]
+        together = [item for item in live if row_identity(item[0]) not in part.suspects]
+        alone = [[item] for item in live if row_identity(item[0]) in part.suspects]
         for group in ([together] if together else []) + alone:
             self._send(part, group, retry_at)
 
@@ -1077,7 +1076,7 @@ class ScanService:
             refused = set(exc.rejected)
         acked_at = self._clock.now()
         for index, (row, job) in enumerate(group):
-            identity = _identity(row)
+            identity = row_identity(row)
             if index in failed:
                 # Only a refusal of the row published alone counts towards its dead letter: a timeout or
                 # an unsent message says nothing against it, and a refusal in a shared publish may be
@@ -1112,7 +1111,7 @@ class ScanService:
         the reason, and complete it (a recurring job's next fire is planned as usual). If the dead-letter
         topic cannot be written either (the broker itself is away), the row is retried like any other."""
         now = self._clock.now()
-        record = replace(_record(row, job, now), status=ExecutionStatus.FAILED, finished_at=now, error=reason)
+        record = replace(started_record(row, job, now), status=ExecutionStatus.FAILED, finished_at=now, error=reason)
         try:
             self._publisher.publish([dead_letter(job, record, self._rules.dead_letter_topic)],
                                     timeout_s=self._rules.publish_timeout.total_seconds())
@@ -1124,8 +1123,8 @@ class ScanService:
             return
         log.error("execution dead-lettered: %s", reason,
                   extra={"job_id": row.job_id, "execution_id": row.execution_id, "attempt": row.attempt})
-        part.failures.pop(_identity(row), None)
-        part.suspects.discard(_identity(row))
+        part.failures.pop(row_identity(row), None)
+        part.suspects.discard(row_identity(row))
         part.report.dead_lettered += 1
         part.pending.append((row, job))
 
@@ -1152,19 +1151,19 @@ class ScanService:
             record = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         except Unavailable:
             return False
-        return record is not None and record.status in _ENDED
+        return record is not None and record.status in ENDED
 
     def _completion(
         self, part: _Partition, row: ScheduledExecution, job: Job, now: datetime, ended: set[tuple[object, ...]]
     ) -> Completion:
         """What follows ``row``, with every new row placed as seen at ``now`` (the moment of the write)."""
         following = None
-        next_run_at = part.next_fires.get(_identity(row), _next_fire(row, job))
+        next_run_at = part.next_fires.get(row_identity(row), next_fire(row, job))
         if next_run_at is not None:
             following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
             following = _own(part, following, due_of(job, next_run_at), now)
         watchdog = None
-        if job.timeout_s is not None and _identity(row) not in ended:
+        if job.timeout_s is not None and row_identity(row) not in ended:
             expires_at = now + timedelta(seconds=job.timeout_s)
             watchdog = plan_execution(
                 job, expires_at, now, self._rules.segment_count,
@@ -1191,7 +1190,7 @@ class ScanService:
         part.pending = []
         part.ended.clear()
         for done in completions:
-            part.next_fires.pop(_identity(done.done), None)
+            part.next_fires.pop(row_identity(done.done), None)
         written = [r for c in completions for r in (c.following, c.watchdog) if r is not None]
         # Rows of our own partition are published from memory, as long as the lease held while they were
         # written: a scan that may have lost it writes them again where the partition's owner polls.
@@ -1268,43 +1267,3 @@ def _progress(report: ScanReport) -> int:
     return (report.published + report.dropped + report.dead_lettered + report.expired + report.replays_skipped
             + report.skipped + report.held)
 
-
-def _next_fire(row: ScheduledExecution, job: Job) -> datetime | None:
-    """The fire that follows a scheduled fire: from the fire just published, not from now, so a scan running
-    late (after missed ticks or a crash) replays every missed fire, one after another, instead of skipping
-    them. None for the last fire, and for manual runs and retries (which leave the schedule as it is)."""
-    if row.trigger is not Trigger.SCHEDULE or not job.schedule.recurring:
-        return None
-    return job.schedule.next_fire_after(row.scheduled_at)
-
-
-def _record(row: ScheduledExecution, job: Job, now: datetime) -> ExecutionRecord:
-    """The history record of publishing ``row`` at ``now``, with what the job's run fields derive from."""
-    return ExecutionRecord(
-        job_id=row.job_id, scheduled_at=row.scheduled_at, attempt=row.attempt,
-        execution_id=row.execution_id, user_id=row.user_id, status=ExecutionStatus.RUNNING,
-        trigger=row.trigger, due_at=row.due_at, published_at=now, job_version=row.job_version,
-        next_fire_at=_next_fire(row, job),
-    )
-
-
-def _ahead(row: ScheduledExecution, job: Job) -> bool:
-    """A scheduled fire planned under a version the job has not reached (yet)."""
-    return row.trigger is Trigger.SCHEDULE and row.job_version > job.version
-
-
-def _publishable(row: ScheduledExecution, job: Job) -> bool:
-    """Whether ``row`` is still wanted by ``job`` as it now stands. Cancel stops everything. A pause stops
-    the schedule only: retries (and manual runs and backfills) of work already requested go on. A scheduled fire is
-    wanted only under the job's current schedule version: a change of schedule or state re-plans the
-    fires it keeps, and a change of anything else keeps the rows planned."""
-    if job.state is JobState.CANCELLED:
-        return False
-    if row.trigger in (Trigger.MANUAL, Trigger.BACKFILL, Trigger.RETRY):
-        return True  # (of a job deleted after its last fire too: requested before it was)
-    if job.state in (JobState.PAUSED, JobState.DELETED):
-        return False
-    # A row of the current schedule version is the job's only if its fire is one of the job's schedule: a
-    # change attempt that failed (its compare-and-set never landed) can leave rows under the very version
-    # number the next, successful attempt takes, at fire times of a schedule the job never had.
-    return row.job_version == job.schedule_version and fires_at(job.schedule, row.scheduled_at)
