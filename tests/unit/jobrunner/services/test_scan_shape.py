@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCAN = Path(__file__).resolve().parents[4] / "layers" / "jobrunner" / "services" / "scan.py"
+SCAN = Path(__file__).resolve().parents[4] / "layers" / "jobrunner" / "services" / "scan"
 MAX_COMPLEXITY = 12
 
 
