@@ -44,6 +44,7 @@ The package, layered bottom-up (each module imports only those above it in this 
 - ``rules``: what a scan is told, what it reports, the store ports it uses;
 - ``due``: the rows due, handed out fairly between tenants, and the progress through the planned lane;
 - ``lease``: the lease, renewed to outlast each publish, keeping the progress;
+- ``late``: the polls of the late lane, each reading the next window of due time;
 - ``history``: the reads of a job's history that its fires' policies need;
 - ``state``: one scan's state in named parts (pending completions, publish failures, ``retry_later``);
 - ``completions``: the completion writes, and where the rows a scan writes are placed;

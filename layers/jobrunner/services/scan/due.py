@@ -59,10 +59,6 @@ class DueRows:
         self._own: set[tuple[object, ...]] = set()
         self._heap: list[tuple[datetime, int, ScheduledExecution]] = []
         self._order = itertools.count()
-        #: Late-lane rows already taken, by identity (each poll returns the rows it returned before).
-        #: Planned rows are streamed once, in order: a scan's memory does not grow with its partition
-        #: (docs/benchmarks.md, "Memory"), only with its late lane and the rows it writes into its own.
-        self.seen: set[tuple[object, ...]] = set()
         self._head: ScheduledExecution | None = None
         #: When the broken planned stream is to be reopened (None: not broken).
         self.retry_at: datetime | None = None

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, LanePosition
-from jobrunner.domain.placement import LATE_REACH
-from jobrunner.domain.publication import row_identity
 from jobrunner.domain.time import MINUTE
 from jobrunner.services.scan.completions import Completer
 from jobrunner.services.scan.due import DueRows
 from jobrunner.services.scan.fire_gate import FireGate
+from jobrunner.services.scan.late import LateLane
 from jobrunner.services.scan.lease import Lease, LeaseLost
 from jobrunner.services.scan.publishing import Publishing
 from jobrunner.services.scan.rules import ScanReport
@@ -25,7 +24,6 @@ from jobrunner.services.scan.state import Partition
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, Publisher, ScanRequest
     from jobrunner.services.outcomes import Outcomes
     from jobrunner.services.retire import Retirer
@@ -93,7 +91,7 @@ class ScanService:
                       window=self._rules.fair_window)
         lease = Lease(self._heartbeats, self._clock, self._rules, report, owner, due.progress,
                       until=now + self._rules.lease_ttl, kept=start)
-        part = Partition(report, due, lease, replaying=replaying)
+        part = Partition(report, due, lease, LateLane(self._store, report, due), replaying=replaying)
         try:
             self._run(part)
         except LeaseLost:
@@ -144,7 +142,7 @@ class ScanService:
         if now >= loop.next_poll:
             polled_at_end = now >= end
             part.wrote_here = False
-            if self._poll_late(part, now, to_end=polled_at_end):
+            if part.late.poll(now, to_end=polled_at_end):
                 loop.final_poll_done = loop.final_poll_done or polled_at_end
             loop.next_poll = now + rules.poll_every
         if part.completions.rows:
@@ -197,7 +195,7 @@ class ScanService:
             return False
         if not released:
             raise LeaseLost
-        if self._poll_late(part, self._clock.now(), to_end=True) and part.due.empty():
+        if part.late.poll(self._clock.now(), to_end=True) and part.due.empty():
             part.report.idle = True
             log.info("partition %s/%s idle: lease given up", part.segment, part.bucket)
             return True
@@ -207,35 +205,3 @@ class ScanService:
             part.report.idle = True
             return True
         return False
-
-    def _poll_late(self, part: Partition, now: datetime, to_end: bool) -> bool:
-        """Read the late lane's next window: the rows due from where the last poll stopped (the whole lane's
-        start for the first) up to ``LATE_REACH`` after ``now``, or, once the minute has ended (``to_end``), the
-        whole lane to its end. No row lands behind a window once read (``domain.placement``), so each row is read
-        once, and no poll but the last reads again the rows (and the tombstones of the done rows) of the windows
-        before it. The last one does, to find a row that landed behind them all the same (a writer's clock off by
-        more than the bound): it is published late, counted (``ScanReport.behind_window``) and logged, not lost."""
-        reach = now + LATE_REACH
-        since = None if to_end else part.late_from
-        try:
-            for row in self._store.lane_rows(part.bucket, part.segment, Lane.LATE, since=since,
-                                             until=None if to_end else reach):
-                if row_identity(row) not in part.due.seen:
-                    part.due.seen.add(row_identity(row))
-                    part.due.add(row)
-                    self._behind(part, row)
-        except Unavailable as exc:
-            log.warning("late lane poll of %s/%s failed: %s", part.segment, part.bucket, exc)
-            return False
-        part.late_from = reach if part.late_from is None else max(part.late_from, reach)
-        return True
-
-    @staticmethod
-    def _behind(part: Partition, row: ScheduledExecution) -> None:
-        """Count and log a late row found behind the windows already read (see ``_poll_late``)."""
-        if part.late_from is not None and row.due_at < part.late_from:
-            part.report.behind_window += 1
-            log.error("a late row landed behind the late lane's windows already read (clock skew between its "
-                      "writer and this scan beyond the bound?): published late", extra={
-                          "job_id": row.job_id, "execution_id": row.execution_id, "due_at": row.due_at.isoformat(),
-                          "read_up_to": part.late_from.isoformat()})

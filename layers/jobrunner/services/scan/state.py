@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.services.scan.due import DueRows
+    from jobrunner.services.scan.late import LateLane
     from jobrunner.services.scan.lease import Lease
     from jobrunner.services.scan.rules import ScanReport
 
@@ -104,11 +105,12 @@ class PublishFailures:
 
 @dataclass
 class Partition:
-    """One scan's working state: its partition, lease and due rows, and the named parts each step keeps."""
+    """One scan's working state: its partition, lease, due rows and late lane, and the named parts each step keeps."""
 
     report: ScanReport
     due: DueRows
     lease: Lease
+    late: LateLane
     #: The partition was leased before (a crash, a lost lease, a budget run out): its rows may be replays.
     replaying: bool = False
     completions: PendingCompletions = field(default_factory=PendingCompletions)
@@ -124,8 +126,6 @@ class Partition:
     calendars: dict[tuple[str, str], tuple[Calendar | None, datetime]] = field(default_factory=dict)
     #: Set when this scan wrote a row into its own partition: another late poll is needed before done.
     wrote_here: bool = False
-    #: Where the next poll of the late lane starts (the due instant up to which it has been read).
-    late_from: datetime | None = None
     #: When the rows of the group being published that must wait are due again (``retry_later``).
     retry_at: datetime | None = None
 
