@@ -95,7 +95,7 @@ class FireGate:
         holding = 0
         if job.overlap is not Overlap.ALLOW_ALL:
             previous, own, holding = self._history.previous_of(job, row)
-        elif part.replaying:  # a replay: was this fire dealt with already? (as ``Publishing`` asks of any replay)
+        elif part.replaying:  # a replay: was this fire dealt with already? (as ``Publishing._already_ended`` asks)
             own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         if own is not None and own.published_at is not None:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
