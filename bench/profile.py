@@ -27,7 +27,7 @@ _FRAME = re.compile(r"^(?P<func>.+?) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 #: Functions whose inclusive time the report always lists (matched on "Class.method (file)").
 KEY_FUNCTIONS = (
-    "ScanService._publish", "ScanService._complete", "ScanService._completion", "_Due.take", "_Due._advance_head",
+    "Publishing.publish", "Completer.complete", "Completer._completion", "DueRows.take", "DueRows._advance_head",
     "CassandraJobStore.get_many", "CassandraJobStore.start", "CassandraJobStore.complete",
     "CassandraJobStore.scheduled", "KafkaPublisher.publish", "job_from_row", "scheduled_from_row",
     "execution_message", "plan_execution", "record_values", "scheduled_values", "execute_concurrent",

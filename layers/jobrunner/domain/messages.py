@@ -20,7 +20,7 @@ from jobrunner_client.protocol import (
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from jobrunner.domain.jobs import Job, ScheduledExecution
+    from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
 
 
 def execution_message(
@@ -48,7 +48,7 @@ def execution_message(
     return job.job_id, dict(value), headers
 
 
-__all__ = ["CANCEL_HEADER", "cancel_message", "execution_message"]
+__all__ = ["CANCEL_HEADER", "cancel_message", "dead_letter_message", "execution_message"]
 
 
 def cancel_message(
@@ -67,3 +67,16 @@ def cancel_message(
         "reason": f"overlap policy cancel_other: the fire at {rfc3339(superseded_by)} replaces it",
     }
     return job.job_id, dict(value), {CANCEL_HEADER: execution_id, EXECUTION_ID_HEADER: execution_id}
+
+
+def dead_letter_message(job: Job, record: ExecutionRecord) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """(key, value, headers) of the dead letter of an execution that ended FAILED (``record``, its ``error`` the
+    reason): sent to the deployment's dead-letter topic with the job's payload, keyed by the job."""
+    value: dict[str, Any] = {
+        "execution_id": record.execution_id, "job_id": job.job_id, "user_id": job.user_id,
+        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.payload,
+        "error": record.error,
+    }
+    headers = {"execution_id": record.execution_id, "scheduled_at": value["scheduled_at"],
+               "attempt": str(record.attempt)}
+    return job.job_id, value, headers

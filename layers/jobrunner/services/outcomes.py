@@ -14,7 +14,7 @@ import logging
 import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -26,9 +26,9 @@ from jobrunner.domain.jobs import (
     origin_of,
     watched_execution_ids,
 )
+from jobrunner.domain.messages import dead_letter_message
 from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
 from jobrunner.domain.retry import retry_delay, should_retry
-from jobrunner.domain.time import rfc3339
 from jobrunner.ports import HistoryStore, JobStore, OutboundMessage, Outcome, ScheduledRowStore
 from jobrunner.services.wake import wake
 
@@ -204,11 +204,6 @@ class Outcomes:
 
 
 def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:
-    value: dict[str, Any] = {
-        "execution_id": record.execution_id, "job_id": job.job_id, "user_id": job.user_id,
-        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.payload,
-        "error": record.error,
-    }
-    headers = {"execution_id": record.execution_id, "scheduled_at": value["scheduled_at"],
-               "attempt": str(record.attempt)}
-    return OutboundMessage(topic=topic, key=job.job_id, value=value, headers=headers)
+    """The dead letter of ``record``'s execution (``domain.messages.dead_letter_message``) for ``topic``."""
+    key, value, headers = dead_letter_message(job, record)
+    return OutboundMessage(topic=topic, key=key, value=value, headers=headers)

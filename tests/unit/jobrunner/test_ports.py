@@ -46,9 +46,10 @@ def ports_of(declared: type) -> tuple[type, ...]:
 
 
 def store_calls(module: str, attribute: str) -> set[str]:
-    """Every method a service module calls on ``self.<attribute>``."""
-    tree = ast.parse((SERVICES / module).read_text())
-    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+    """Every method a service module (or each module of a service package) calls on ``self.<attribute>``."""
+    path = SERVICES / module
+    trees = [ast.parse(p.read_text()) for p in (sorted(path.glob("*.py")) if path.is_dir() else [path])]
+    return {node.attr for tree in trees for node in ast.walk(tree) if isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Attribute) and node.value.attr == attribute
             and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"}
 
@@ -78,7 +79,7 @@ def test_stores_is_the_four_ports_and_both_adapters_implement_them() -> None:
 
 
 @pytest.mark.parametrize(("module", "attribute", "declared"), [
-    ("scan.py", "_store", ScanStores),
+    ("scan", "_store", ScanStores),
     ("outcomes.py", "_store", OutcomeStores),
     ("results.py", "_store", HistoryStore),
     ("retire.py", "_store", RetireStores),

@@ -36,7 +36,7 @@ def test_a_record_the_broker_refuses_does_not_stop_the_next_publishes(endpoints:
         publisher.publish([message("jobs", 2)])
         publisher.publish([message("job-dlq", 3)])
         # and the call failed as refused for good (the idempotent producer fails every record of the call
-        # after one refusal, so the scan tries each alone before it blames one: services/scan.py)
+        # after one refusal, so the scan tries each alone before it blames one: services/scan/publishing.py)
         assert 0 in raised.value.rejected
     finally:
         publisher.close()

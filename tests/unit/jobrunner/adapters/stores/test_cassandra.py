@@ -64,7 +64,7 @@ def test_a_job_is_created_by_its_first_run_then_itself_without_a_logged_batch() 
 
 
 def test_a_create_whose_job_write_fails_leaves_no_job_only_a_run_no_scan_publishes() -> None:
-    # (a scan drops a row whose job does not exist once the change grace has passed: services/scan.py)
+    # (a scan drops a row whose job does not exist once the change grace has passed: services/scan/publishing.py)
     session = RecordingSession(fail_on="INSERT INTO job_table_v2")
     job, first = job_and_first_run()
 
