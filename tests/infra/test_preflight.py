@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 def config(**context: Any) -> DeploymentConfig:
     if context.get("stage", "dev") != "dev":
         context.setdefault("alarm_email", "oncall@example.com")
+        context.setdefault("api_principals", ["arn:aws:iam::123456789012:role/ci"])
     return DeploymentConfig.from_context(context.get)
 
 
@@ -64,7 +65,8 @@ def test_a_raised_quota_passes_and_a_redeploy_counts_its_own_reservation() -> No
     assert found.blocking and "would leave 56" in found.text
 
 
-STAGING = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com"]
+STAGING = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com",
+           "-c", "api_principals=arn:aws:iam::123456789012:role/ci"]
 
 
 @pytest.mark.parametrize(("argv", "limit", "status"), [
@@ -131,7 +133,8 @@ def test_main_checks_the_zones_with_the_ec2_client(capsys: pytest.CaptureFixture
 
 
 PROD = ["-c", "stage=prod", "-c",
-        'stages={"prod": {"account": "123456789012", "region": "eu-west-1", "alarm_email": "oncall@example.com"}}']
+        'stages={"prod": {"account": "123456789012", "region": "eu-west-1", "alarm_email": "oncall@example.com", '
+        '"api_principals": ["arn:aws:iam::123456789012:role/ci"]}}']
 
 
 def _lambda_client(region: str, limit: int = 1000) -> tuple[Any, Stubber]:
