@@ -417,7 +417,7 @@ def test_api_principals_take_accounts_and_roles_or_users() -> None:
     "arn:aws:iam::123456789012:group/devs", "arn:aws:iam::123456789012:root/x",
 ])
 def test_an_api_principal_that_is_no_account_role_or_user_is_refused(entry: str) -> None:
-    with pytest.raises(ConfigError, match="api_principals: .* neither an account ID"):
+    with pytest.raises(ConfigError, match=r"api_principals: .* neither an account ID"):
         config(stage="staging", api_principals=[entry])
 
 
@@ -490,9 +490,9 @@ def test_custom_domains_take_a_certificate_of_the_region_that_serves_them() -> N
     assert parsed.api_domain == CustomDomain("api.jobs.example.com", eu_west_1)
     assert config().dashboard_domain is None and config().api_domain is None
     # CloudFront takes certificates from us-east-1 only; the regional API from its own region
-    with pytest.raises(ConfigError, match="dashboard_domain.certificate_arn: .* eu-west-1"):
+    with pytest.raises(ConfigError, match=r"dashboard_domain.certificate_arn: .* eu-west-1"):
         config(dashboard_domain={**dashboard, "certificate_arn": eu_west_1})
-    with pytest.raises(ConfigError, match="api_domain.certificate_arn: .* us-east-1; .* eu-west-1"):
+    with pytest.raises(ConfigError, match=r"api_domain.certificate_arn: .* us-east-1; .* eu-west-1"):
         config(**pinned, api_domain={**api, "certificate_arn": us_east_1})
     with pytest.raises(ConfigError, match="dashboard_domain: with web_dashboard false"):
         config(dashboard_domain=dashboard, web_dashboard=False,
