@@ -156,7 +156,8 @@ class JobRunnerStack(Stack):
                        domain=config.api_domain)
         self.web_acl = self._web_acl()
         # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
-        self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
+        self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api,
+                                    domain=config.dashboard_domain)
                           if config.web_dashboard else None)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
@@ -330,12 +331,16 @@ class JobRunnerStack(Stack):
         if self.dashboard is not None:
             outputs["DashboardUrl"] = (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its "
                                                            "origin's root, for bearer tokens (api_auth=cognito)")
-        if self.api.domain is not None:
-            outputs["ApiDomainUrl"] = (f"https://{self.api.domain.domain_name}/", "The API on its own domain (TLS 1.2)")
+        if self.api.domain is not None and self.config.api_domain is not None:
+            outputs["ApiDomainUrl"] = (f"https://{self.config.api_domain.domain_name}/",
+                                       "The API on its own domain (TLS 1.2)")
             outputs["ApiDomainTarget"] = (self.api.domain.domain_name_alias_domain_name,
                                           "Where the API domain's CNAME (or alias) record points")
         if self.web_acl is not None:
             outputs["WebAclArn"] = (self.web_acl.arn, "WAF web ACL of the API stage (rate per source IP)")
+        if self.dashboard is not None and self.dashboard.domain is not None:
+            outputs["DashboardDomainTarget"] = (self.dashboard.distribution.distribution_domain_name,
+                                                "Where the dashboard domain's CNAME (or alias) record points")
         if self.keyspaces is not None:
             outputs["KeyspaceName"] = (self.keyspaces.keyspace_name, "Amazon Keyspaces keyspace")
         if self.api.user_pool is not None and self.api.user_pool_client is not None:

@@ -517,3 +517,15 @@ def test_the_api_counts_tenants_submissions_in_a_quota_table_the_retirers_may_on
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}})], unit
     for unit in ("Tick", "Reconcile"):
         assert table_id not in json.dumps(_statements(default_app, unit)), unit
+
+
+def test_a_stage_on_its_own_domains_says_where_their_records_point(synth: Callable[[str], Synthesized]) -> None:
+    outputs = synth("cognito-x86").template["Outputs"]
+
+    # Given api_domain and dashboard_domain: the DNS records are the user's to make, the targets are outputs
+    assert "RegionalDomainName" in json.dumps(outputs["ApiDomainTarget"]["Value"])
+    assert outputs["ApiDomainUrl"]["Value"] == "https://api.jobs.example.com/"
+    assert "DomainName" in json.dumps(outputs["DashboardDomainTarget"]["Value"])
+    # And the dashboard's address (and the runbooks the alarms link) is the domain's
+    assert outputs["DashboardUrl"]["Value"] == "https://jobs.example.com/ui"
+    assert "ApiDomainTarget" not in synth("default").template["Outputs"]
