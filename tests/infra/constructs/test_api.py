@@ -264,3 +264,10 @@ def test_a_custom_domain_is_regional_and_takes_tls_1_2_only(stack: cdk.Stack, ba
         "RestApiId": {"Ref": Match.string_like_regexp("^ApiRestApi")},
         "Stage": {"Ref": Match.string_like_regexp("^ApiRestApiDeploymentStagetest")},
     })
+
+
+def test_the_gateway_sends_the_same_hsts_as_the_function() -> None:
+    from infra.constructs.api import HSTS
+    from jobrunner.api.app import TRANSPORT_HEADERS
+
+    assert TRANSPORT_HEADERS["Strict-Transport-Security"] == HSTS
