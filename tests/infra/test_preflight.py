@@ -6,6 +6,7 @@ with its answers stubbed.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import boto3
@@ -16,6 +17,8 @@ from infra.config import DeploymentConfig
 from infra.preflight import (
     QUOTA_CODE,
     AccountConcurrency,
+    admission_problems,
+    certificate_problems,
     cloudfront_problems,
     keyspace_problems,
     main,
@@ -325,3 +328,57 @@ def test_main_reads_the_keyspace_and_the_stack(
 
     err = capsys.readouterr().err
     assert (says in err) if says else "error" not in err
+
+
+def test_dev_admitting_its_whole_account_is_warned_about() -> None:
+    # Given dev's default: no allow-list, so the deploying account's principals are all tenants
+    (found,) = admission_problems(config(), "123456789012")
+
+    assert not found.blocking
+    assert "every principal of account 123456789012" in found.text and "api_principals" in found.text
+    # And a list, or Cognito, says nothing
+    assert admission_problems(config(api_principals=["arn:aws:iam::123456789012:role/ci"]), "123456789012") == []
+    assert admission_problems(config(api_auth="cognito", tenant_topics={"*": ["jobs"]}), "123456789012") == []
+
+
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"
+ON_A_DOMAIN = {"dashboard_domain": {"domain_name": "jobs.example.com", "certificate_arn": CERTIFICATE}}
+
+
+@pytest.mark.parametrize(("certificate", "message"), [
+    ({"Status": "ISSUED", "DomainName": "jobs.example.com"}, None),
+    ({"Status": "ISSUED", "DomainName": "example.com", "SubjectAlternativeNames": ["*.example.com"]}, None),
+    ({"Status": "PENDING_VALIDATION", "DomainName": "jobs.example.com"}, "is PENDING_VALIDATION, not ISSUED"),
+    ({"Status": "ISSUED", "DomainName": "*.jobs.example.com"}, "not jobs.example.com"),
+    (None, "no such certificate in us-east-1"),
+])
+def test_a_domains_certificate_must_be_issued_for_that_name(certificate: dict[str, Any] | None,
+                                                            message: str | None) -> None:
+    found = certificate_problems(config(**ON_A_DOMAIN), {CERTIFICATE: certificate})
+
+    if message is None:
+        assert found == []
+    else:
+        (problem,) = found
+        assert problem.blocking and message in problem.text
+
+
+def test_main_reads_each_certificate_in_its_own_region(capsys: pytest.CaptureFixture[str]) -> None:
+    lambda_client, lambdas = _lambda_client("eu-west-1")
+    acm = boto3.client("acm", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    regions = []
+
+    def acm_client_for(region: str) -> Any:
+        regions.append(region)
+        return acm
+
+    dashboard = json.dumps(ON_A_DOMAIN["dashboard_domain"])
+    with lambdas, Stubber(acm) as certificates:
+        certificates.add_response("describe_certificate", {"Certificate": {
+            "CertificateArn": CERTIFICATE, "Status": "PENDING_VALIDATION", "DomainName": "jobs.example.com"}},
+            {"CertificateArn": CERTIFICATE})
+        assert main(["-c", f"dashboard_domain={dashboard}"], lambda_client=lambda_client,
+                    acm_client_for=acm_client_for) == 1
+
+    assert regions == ["us-east-1"]
+    assert "dashboard_domain.certificate_arn" in capsys.readouterr().err
