@@ -129,10 +129,16 @@ def domains(config: DeploymentConfig) -> dict[str, CustomDomain]:
 
 
 def certificate_problems(config: DeploymentConfig, certificates: Mapping[str, Mapping[str, Any] | None],
-                         ) -> list[Finding]:
-    """``certificates``: ACM's ``DescribeCertificate`` of each domain's certificate (None: not found). A certificate
-    not issued, or not covering its domain, fails the deploy on the domain (after the cluster)."""
+                         region: str | None = None) -> list[Finding]:
+    """``certificates``: ACM's ``DescribeCertificate`` of each domain's certificate (None: not found); ``region``:
+    where the stack deploys. A certificate not issued, not covering its domain, or (the API's) in another region
+    than the stack fails the deploy on the domain (after the cluster)."""
     found = []
+    api = config.api_domain
+    if api is not None and region is not None and api.certificate_region != region:
+        found.append(Finding(True, f"api_domain.certificate_arn is in {api.certificate_region}, but the stack deploys "
+                                   f"to {region}: a regional API takes a certificate of its own region; request one "
+                                   f"there."))
     for key, domain in domains(config).items():
         certificate = certificates.get(domain.certificate_arn)
         where = f"{key}.certificate_arn ({domain.certificate_arn})"
@@ -355,7 +361,7 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         found += keyspace_problems(config, exists=exists, owned=owned, tables=tables,
                                    wanted=[t.name for t in load_tables()], region=region)
     if acm_client_for is not None:
-        found += certificate_problems(config, read_certificates(config, acm_client_for))
+        found += certificate_problems(config, read_certificates(config, acm_client_for), region)
     for finding in found:
         print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
     if not found:

@@ -382,3 +382,15 @@ def test_main_reads_each_certificate_in_its_own_region(capsys: pytest.CaptureFix
 
     assert regions == ["us-east-1"]
     assert "dashboard_domain.certificate_arn" in capsys.readouterr().err
+
+
+def test_the_apis_certificate_must_be_in_the_stacks_region() -> None:
+    certificate = CERTIFICATE.replace("us-east-1", "eu-west-1")
+    api = {"api_domain": {"domain_name": "api.example.com", "certificate_arn": certificate}}
+    issued = {certificate: {"Status": "ISSUED", "DomainName": "api.example.com"}}
+
+    # Given an unpinned stage (the config cannot check the region), deployed to us-east-1
+    (found,) = certificate_problems(config(**api), issued, "us-east-1")
+
+    assert found.blocking and "in eu-west-1, but the stack deploys to us-east-1" in found.text
+    assert certificate_problems(config(**api), issued, "eu-west-1") == []
