@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.topics import EVERY_OTHER_TENANT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -292,6 +293,14 @@ class DeploymentConfig:
     @property
     def uses_keyspaces(self) -> bool:
         return self.existing_cassandra is None
+
+    @property
+    def shared_topics(self) -> tuple[str, ...]:
+        """The allowed topics no named tenant has to itself (granted to ``*``, or to no tenant): what the stack's
+        ``WorkerPolicy`` reads. A topic granted to named tenants only is read by their own worker policies."""
+        named = {t for tenant, topics in self.tenant_topics if tenant != EVERY_OTHER_TENANT for t in topics}
+        everyone = {t for tenant, topics in self.tenant_topics if tenant == EVERY_OTHER_TENANT for t in topics}
+        return tuple(t for t in self.allowed_topics if t not in named - everyone)
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:

@@ -173,11 +173,12 @@ class JobRunnerStack(Stack):
         self.results.event_source.node.add_dependency(self.streaming.topics_resource)
         self._grant()
         self._existing_cassandra_access()
-        # What a worker's role needs (attach it to the role of your EC2 instance, task or function).
+        # What a worker's role needs (attach it to the role of your EC2 instance, task or function): the topics no
+        # tenant has to itself, so that a tenant's own topics are read by its own workers only.
         self.worker_policy = iam.ManagedPolicy(
             self, "WorkerPolicy", description=f"Job runner {config.stage}: workers consume executions, report results",
             statements=self.streaming.worker_statements(
-                consume=config.allowed_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
+                consume=config.shared_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
         )
         # One per tenant with topics of its own: its workers read only those.
         self.tenant_worker_policies = [
@@ -322,7 +323,8 @@ class JobRunnerStack(Stack):
             "KafkaSecurityGroupId": (self.network.kafka_security_group.security_group_id,
                                      "The cluster's security group (allows 9098 from the worker group)"),
             "WorkerPolicyArn": (self.worker_policy.managed_policy_arn,
-                                "Managed policy for a worker's role: read the job topics, write job-results"),
+                                "Managed policy for a worker's role: read the job topics no tenant has to "
+                                "itself, write job-results"),
             "WorkerGroups": (",".join(self.config.worker_groups), "Consumer groups the worker policy allows"),
             "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard (metrics and alarms)"),
             "ResultKeySecretArn": (self.result_key.secret_arn,

@@ -502,3 +502,15 @@ def test_custom_domains_take_a_certificate_of_the_region_that_serves_them() -> N
                 {"domain_name": "jobs.example.com"}, "jobs.example.com"):
         with pytest.raises(ConfigError, match="dashboard_domain"):
             config(dashboard_domain=bad)
+
+
+def test_the_shared_worker_policy_reads_the_topics_no_tenant_has_to_itself() -> None:
+    # Given payments with a topic of its own, and jobs shared with every other tenant
+    parsed = config(allowed_topics=["jobs", "reports"], tenant_topics={"payments": ["payments", "jobs"],
+                                                                        "*": ["jobs"]})
+
+    assert parsed.allowed_topics == ("jobs", "reports", "payments")
+    assert parsed.shared_topics == ("jobs", "reports")
+    # Without grants every allowed topic is shared; a topic only named tenants hold is nobody else's
+    assert config(allowed_topics=["jobs", "reports"]).shared_topics == ("jobs", "reports")
+    assert config(tenant_topics={"a": ["jobs"], "b": ["b"]}).shared_topics == ()

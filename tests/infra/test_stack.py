@@ -231,6 +231,11 @@ def test_tenants_settings_reach_every_function_and_a_tenant_gets_a_worker_policy
     reads = [s for s in tenant_policy["PolicyDocument"]["Statement"] if "kafka-cluster:ReadData" in s["Action"]]
     topics = json.dumps(reads)
     assert "/payments" in topics and "/jobs" in topics and "/reports" not in topics
+    # and the stack's WorkerPolicy no longer reads payments' own topic (jobs and reports are shared)
+    shared = policies[next(lid for lid in policies if lid.startswith("WorkerPolicy"))]
+    shared_reads = json.dumps([s for s in shared["PolicyDocument"]["Statement"]
+                               if "kafka-cluster:ReadData" in s["Action"]])
+    assert "/jobs" in shared_reads and "/reports" in shared_reads and "/payments" not in shared_reads
     # its output is named as the policy is (the second entry: "*" comes first in the context)
     assert policy_id.startswith("TenantWorkerPolicy1")
     output = app.template["Outputs"]["TenantWorkerPolicy1Arn"]
