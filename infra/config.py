@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.topics import EVERY_OTHER_TENANT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -28,20 +29,37 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # <any other key>: <its value for that stage>}. The account and region pin the stack's environment; a
     # protected stage (prod always is) must pin both and gets termination and deletion protection. A stage
     # not listed deploys where the credentials point, unprotected, with the keys above.
-    # prod's account, region and alarm_email are left to fill in before its first deploy.
-    "stages": {"prod": {"account": None, "region": None, "protected": True, "alarm_email": None}},
+    # prod's account, region, alarm_email and api_principals are left to fill in before its first deploy.
+    "stages": {"prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
+                        "api_principals": []}},
     # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
     "segments": 16,
     # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
     "lambda_architecture": "arm64",
     # API authorization: "iam" (SigV4) or "cognito" (a user pool is created; tenant = the user's sub).
     "api_auth": "iam",
+    # Who may call the API with api_auth iam (its resource policy allows them and denies everyone else): account
+    # IDs ("123456789012": any principal of that account its own IAM policies allow) and IAM role or user ARNs
+    # ("arn:aws:iam::123456789012:role/payments-ci": that one, its sessions included). Empty: for stage dev, the
+    # deploying account; every other stage must list them (docs/deploy.md, "Admitting tenants").
+    "api_principals": [],
     # API stage throttling (requests per second, burst).
     "api_rate_limit": 50,
     "api_burst_limit": 100,
+    # A WAF web ACL on the API stage with one rate-based rule: at most this many requests per source IP in any
+    # 5 minutes. "auto": on for a protected stage (prod), at half the stage's api_rate_limit over 5 minutes,
+    # off elsewhere; a number; or 0 (none). About $6 a month and $0.60 per million requests (docs/deploy.md).
+    "waf_rate_limit": "auto",
+    # The API on a domain of yours, TLS 1.2 only: {"domain_name": "api.example.com", "certificate_arn":
+    # "arn:aws:acm:<the stack's region>:...:certificate/..."}; point a CNAME at the ApiDomainTarget output. null: none.
+    "api_domain": None,
     # The web dashboard: its files in S3 behind a CloudFront distribution (the DashboardUrl output). false: no
     # bucket, no distribution (an account CloudFront has not verified yet refuses to create one; docs/deploy.md).
     "web_dashboard": True,
+    # The dashboard's distribution on a domain of yours, TLS 1.2 only (TLSv1.2_2021; CloudFront's default certificate
+    # also accepts TLS 1.0): {"domain_name": "jobs.example.com", "certificate_arn": "arn:aws:acm:us-east-1:..."}
+    # (CloudFront takes certificates from us-east-1 only); point a CNAME at the DashboardDomainTarget output.
+    "dashboard_domain": None,
     # Keyspace name; null means jobrunner_<stage>.
     "keyspace": None,
     # true: the keyspace exists already (kept by retain_data when an earlier stack was destroyed): the stack creates
@@ -56,6 +74,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # tenant not named; a granted topic is allowed and created). Each tenant named gets a worker policy of its
     # own (outputs TenantWorkerPolicy<N>Arn). {}: every tenant may name every allowed topic.
     "tenant_topics": {},
+    # true: a stage admitting more than one tenant may deploy with tenant_topics {} (every tenant's payloads and
+    # result tokens on the shared topics, readable by any holder of WorkerPolicy). false: it refuses to synth.
+    "shared_worker_topics": False,
     # principal -> tenant (JOBRUNNER_TENANT_MAP), e.g. {"arn:aws:iam::123456789012:role/payments-ci": "payments"}:
     # roles acting as one tenant, or a federated user (refused unless mapped).
     "tenant_map": {},
@@ -193,6 +214,18 @@ class ProvisionedKafka:
 
 
 @dataclass(frozen=True)
+class CustomDomain:
+    """A domain name of the user's and the ACM certificate that covers it (the DNS record is the user's to make)."""
+
+    domain_name: str
+    certificate_arn: str
+
+    @property
+    def certificate_region(self) -> str:
+        return self.certificate_arn.split(":")[3]
+
+
+@dataclass(frozen=True)
 class DeploymentConfig:
     """The parsed context; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``)."""
 
@@ -200,9 +233,16 @@ class DeploymentConfig:
     segments: int
     lambda_architecture: str
     api_auth: str
+    #: Account IDs and IAM role or user ARNs the API's resource policy admits; empty: the deploying account
+    #: (stage dev only) or api_auth cognito (the user pool admits).
+    api_principals: tuple[str, ...]
     api_rate_limit: int
     api_burst_limit: int
+    #: Requests per source IP in any 5 minutes, above which the web ACL blocks; None: no web ACL.
+    waf_rate_limit: int | None
+    api_domain: CustomDomain | None
     web_dashboard: bool
+    dashboard_domain: CustomDomain | None
     keyspace: str
     #: The keyspace and its tables exist already: used, not created (nor deleted with the stack).
     adopt_keyspace: bool
@@ -210,6 +250,8 @@ class DeploymentConfig:
     allowed_topics: tuple[str, ...]
     #: (tenant, its topics) in the context's order; empty: no per-tenant grants.
     tenant_topics: tuple[tuple[str, tuple[str, ...]], ...]
+    #: A stage admitting more than one tenant may leave tenant_topics empty (its tenants then share ``jobs``).
+    shared_worker_topics: bool
     tenant_map: tuple[tuple[str, str], ...]
     operators: tuple[str, ...]
     #: As the context gives it (validated by ``jobrunner.domain.limits``); passed to the functions as JSON.
@@ -252,6 +294,14 @@ class DeploymentConfig:
     def uses_keyspaces(self) -> bool:
         return self.existing_cassandra is None
 
+    @property
+    def shared_topics(self) -> tuple[str, ...]:
+        """The allowed topics no named tenant has to itself (granted to ``*``, or to no tenant): what the stack's
+        ``WorkerPolicy`` reads. A topic granted to named tenants only is read by their own worker policies."""
+        named = {t for tenant, topics in self.tenant_topics if tenant != EVERY_OTHER_TENANT for t in topics}
+        everyone = {t for tenant, topics in self.tenant_topics if tenant == EVERY_OTHER_TENANT for t in topics}
+        return tuple(t for t in self.allowed_topics if t not in named - everyone)
+
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:
         """``get`` is ``node.try_get_context``; keys it doesn't know take their defaults."""
@@ -269,27 +319,38 @@ class DeploymentConfig:
         client_vpcs = _client_vpcs(raw["kafka_client_vpcs"])
         kafka_provisioned = _provisioned(raw["kafka_provisioned"], zones, client_vpcs)
         tenant_topics = _tenant_topics(raw["tenant_topics"])
-        return cls(
+        alarm_email = _alarm_email(raw["alarm_email"], stage)
+        api_auth = _choice(raw, "api_auth", API_AUTH)
+        tenant_map = _tenant_map(raw["tenant_map"])
+        api_principals = _api_principals(raw["api_principals"], stage, api_auth=api_auth, tenant_map=tenant_map)
+        api_rate_limit = _int(raw, "api_rate_limit", 1, 10_000)
+        web_dashboard = _bool(raw, "web_dashboard")
+        config = cls(
             stage=stage,
             segments=segments,
             lambda_architecture=_choice(raw, "lambda_architecture", ARCHITECTURES),
-            api_auth=_choice(raw, "api_auth", API_AUTH),
-            api_rate_limit=_int(raw, "api_rate_limit", 1, 10_000),
+            api_auth=api_auth,
+            api_principals=api_principals,
+            api_rate_limit=api_rate_limit,
             api_burst_limit=_int(raw, "api_burst_limit", 1, 5_000),
-            web_dashboard=_bool(raw, "web_dashboard"),
+            waf_rate_limit=_waf_rate_limit(raw["waf_rate_limit"], api_rate_limit, protected=settings["protected"]),
+            api_domain=_domain(raw["api_domain"], "api_domain", region=settings["region"]),
+            web_dashboard=web_dashboard,
+            dashboard_domain=_dashboard_domain(raw["dashboard_domain"], web_dashboard=web_dashboard),
             keyspace=keyspace,
             adopt_keyspace=_adopt_keyspace(raw),
             existing_cassandra=_existing_cassandra(raw["existing_cassandra"]),
             allowed_topics=_topics(raw["allowed_topics"], *(t for _, ts in tenant_topics for t in ts)),
             tenant_topics=tenant_topics,
-            tenant_map=_tenant_map(raw["tenant_map"]),
+            shared_worker_topics=_bool(raw, "shared_worker_topics"),
+            tenant_map=tenant_map,
             operators=_names(raw["operators"], "operators"),
             tenant_limits=_tenant_limits(raw["tenant_limits"]),
             kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
             reconcile_interval_minutes=_int(raw, "reconcile_interval_minutes", 1, 15),
-            alarm_email=_alarm_email(raw["alarm_email"], stage),
+            alarm_email=alarm_email,
             monthly_budget_usd=_int(raw, "monthly_budget_usd", 0, 10_000_000) or None
             if raw["monthly_budget_usd"] is not None else None,
             runbook_url=_runbook_url(raw["runbook_url"], web_dashboard=raw["web_dashboard"]),
@@ -306,6 +367,8 @@ class DeploymentConfig:
             build_cache_dir=_text(raw, "build_cache_dir"),
             **settings,
         )
+        _refuse_shared_topics(config)
+        return config
 
 
 def _stage_settings(raw: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -472,6 +535,158 @@ def _tenant_map(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(t, str) and t and p for p, t in value.items()):
         raise ConfigError(f"tenant_map: expected an object of principal -> tenant name, got {value!r}")
     return tuple(value.items())
+
+
+_IAM_ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):iam::(?P<account>[0-9]{12}):"
+                      r"(?P<kind>root|role|user)(?P<path>/(?:[^/]+/)*)?(?P<name>[^/]*)$")
+#: Stages whose API admits the deploying account when ``api_principals`` is empty: a developer's own stage.
+OPEN_ACCOUNT_STAGES = frozenset({"dev"})
+
+
+def is_account(principal: str) -> bool:
+    """An ``api_principals`` entry naming a whole account (12 digits), not one role or user."""
+    return bool(_ACCOUNT.match(principal))
+
+
+def _api_principals(value: Any, stage: str, *, api_auth: str,
+                    tenant_map: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """Account IDs and role or user ARNs, in the context's order (an account's ``:root`` ARN becomes its ID)."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"api_principals: expected a list of account IDs and IAM role or user ARNs, got {value!r}")
+    principals = []
+    for entry in value:
+        match = _IAM_ARN.match(entry)
+        if is_account(entry) or (match and match["kind"] == "root" and not match["path"]):
+            principals.append(match["account"] if match else entry)
+        elif match and match["kind"] != "root" and match["name"]:
+            principals.append(entry)
+        else:
+            raise ConfigError(f"api_principals: {entry!r} is neither an account ID (12 digits) nor an IAM role or user "
+                              f"ARN (arn:aws:iam::123456789012:role/<name>; a role, not a session of it)")
+    principals = list(dict.fromkeys(principals))
+    if api_auth != "iam":
+        if principals:
+            raise ConfigError("api_principals: with api_auth cognito the user pool admits the tenants (an "
+                              "administrator creates each user); drop api_principals or use api_auth iam")
+        return ()
+    if not principals and stage not in OPEN_ACCOUNT_STAGES:
+        raise ConfigError(f"api_principals: stage {stage} would admit every principal of its account as a tenant; "
+                          f"list the accounts or roles that may call its API in stages.{stage}.api_principals in "
+                          f"cdk.json (e.g. [\"arn:aws:iam::123456789012:role/payments-ci\"], or the account ID to "
+                          f"admit all of its principals); docs/deploy.md, 'Admitting tenants'")
+    if principals:
+        for mapped, _tenant in tenant_map:
+            if not _admits(principals, mapped):
+                raise ConfigError(f"api_principals: tenant_map maps {mapped!r}, which api_principals does not admit "
+                                  f"(the API would refuse it); add it, or its account, to api_principals")
+    return tuple(principals)
+
+
+def _admits(principals: Sequence[str], principal: str) -> bool:
+    """Whether the allow-list admits a ``tenant_map`` key: its account, or the same role or user (a role's ARN in
+    ``tenant_map`` has no path, as ``jobrunner.api.tenancy`` names it); a key that is no IAM ARN is not checked."""
+    account = re.match(r"^arn:[a-z-]+:(?:iam|sts)::([0-9]{12}):", principal)
+    if account is None:
+        return True
+    if account[1] in principals:
+        return True
+    match = _IAM_ARN.match(principal)
+    if match is None:
+        return False
+    wanted = (match["account"], match["kind"], match["name"])
+    return any((m := _IAM_ARN.match(p)) is not None and (m["account"], m["kind"], m["name"]) == wanted
+               for p in principals)
+
+
+def _tenant_of_principal(principal: str, tenant_map: dict[str, str]) -> str:
+    """The tenant an ``api_principals`` ARN acts as: a role by its ARN without path (as ``jobrunner.api.tenancy``
+    names it), then mapped."""
+    match = _IAM_ARN.match(principal)
+    if match and match["kind"] == "role":
+        principal = f"arn:{match['partition']}:iam::{match['account']}:role/{match['name']}"
+    return tenant_map.get(principal, principal)
+
+
+def tenant_spread(config: DeploymentConfig) -> str | None:
+    """Why the stage admits more than one tenant, or None when it admits one (or only dev's own account)."""
+    if config.api_auth == "cognito":
+        return "api_auth cognito: every user of the pool is a tenant"
+    accounts = [p for p in config.api_principals if is_account(p)]
+    if accounts:
+        return f"api_principals admits account {accounts[0]}, each of whose roles and users is a tenant"
+    tenant_map = dict(config.tenant_map)
+    named = {_tenant_of_principal(p, tenant_map) for p in config.api_principals}
+    named |= set(tenant_map.values()) | (set(config.tenant_limits) - {"*"}) | set(config.operators)
+    if len(named) > 1:
+        return f"api_principals, tenant_map, tenant_limits and operators name {len(named)} tenants"
+    return None
+
+
+def _refuse_shared_topics(config: DeploymentConfig) -> None:
+    """A stage of several tenants deploys with per-tenant topics, or says it accepts shared ones."""
+    spread = tenant_spread(config)
+    if spread is None or config.tenant_topics or config.shared_worker_topics:
+        return
+    raise ConfigError(f"tenant_topics: stage {config.stage} admits more than one tenant ({spread}), and with "
+                      f"tenant_topics empty every tenant's executions (payloads and result tokens) go to the shared "
+                      f"jobs topic, which any holder of WorkerPolicy reads. Give the tenants topics of their own in "
+                      f"stages.{config.stage}.tenant_topics in cdk.json (each named tenant gets its own worker "
+                      f"policy), or set stages.{config.stage}.shared_worker_topics to true to accept shared topics "
+                      f"(docs/deploy.md, 'Admitting tenants')")
+
+
+#: Requests per source IP per 5 minutes that "auto" allows: half the stage's throttle over the window, as
+#: ``tenant_limits`` keeps one tenant to half of it.
+WAF_WINDOW_SECONDS = 300
+#: WAF's bounds of a rate-based rule's limit.
+WAF_LIMITS = (10, 2_000_000_000)
+
+
+def _waf_rate_limit(value: Any, api_rate_limit: int, *, protected: bool) -> int | None:
+    if value == "auto":
+        return api_rate_limit * WAF_WINDOW_SECONDS // 2 if protected else None
+    if value is None or value == 0:
+        return None
+    low, high = WAF_LIMITS
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"waf_rate_limit: expected \"auto\", 0 (no web ACL) or requests per source IP per 5 "
+                          f"minutes in [{low}, {high}], got {value!r}")
+    return value
+
+
+_DOMAIN = re.compile(r"^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+_CERTIFICATE = re.compile(r"^arn:aws[a-z-]*:acm:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:certificate/[0-9a-f-]{36}$")
+
+
+def _domain(value: Any, key: str, *, region: str | None) -> CustomDomain | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"domain_name", "certificate_arn"}:
+        raise ConfigError(f"{key}: expected null or {{\"domain_name\": \"jobs.example.com\", \"certificate_arn\": "
+                          f"\"arn:aws:acm:...\"}}, got {value!r}")
+    name, certificate = value["domain_name"], value["certificate_arn"]
+    if not isinstance(name, str) or not _DOMAIN.match(name):
+        raise ConfigError(f"{key}.domain_name: expected a lowercase domain name such as jobs.example.com, got {name!r}")
+    if not isinstance(certificate, str) or not _CERTIFICATE.match(certificate):
+        raise ConfigError(f"{key}.certificate_arn: expected an ACM certificate ARN, got {certificate!r}")
+    domain = CustomDomain(domain_name=name, certificate_arn=certificate)
+    if region is not None and domain.certificate_region != region:
+        raise ConfigError(f"{key}.certificate_arn: the certificate is in {domain.certificate_region}; the API is "
+                          f"regional and takes a certificate of its own region, {region}")
+    return domain
+
+
+#: CloudFront takes certificates from this region only.
+CLOUDFRONT_CERTIFICATE_REGION = "us-east-1"
+
+
+def _dashboard_domain(value: Any, *, web_dashboard: bool) -> CustomDomain | None:
+    domain = _domain(value, "dashboard_domain", region=CLOUDFRONT_CERTIFICATE_REGION)
+    if domain is not None and not web_dashboard:
+        raise ConfigError("dashboard_domain: with web_dashboard false there is no distribution to put on it")
+    return domain
 
 
 def _tenant_limits(value: Any) -> dict[str, Any]:

@@ -10,13 +10,17 @@ fails half-way, after the VPC and the cluster. The stage's keyspace must not exi
 adopted (``adopt_keyspace``): ``retain_data`` keeps it, under its fixed name, when a stack is destroyed. An
 account without any CloudFront distribution may not be verified for CloudFront yet, which then refuses the web
 dashboard's (after the cluster). A stage's alarms need a subscriber (``alarm_email``; the config refuses a stage
-other than dev without one). Each finding says how to fix it. Exit status 1 when the deploy would fail (a
+other than dev without one). dev's API admits every principal of the deploying account (``api_principals``
+empty; the config requires a list of every other stage): a warning says so. A custom domain's certificate
+(``api_domain``, ``dashboard_domain``) must be issued and cover the name, else CloudFormation fails on it after the
+cluster. Each finding says how to fix it. Exit status 1 when the deploy would fail (a
 reservation the account cannot hold, a zone it cannot use, a keyspace in the way); a quota too low for the
 segments, an account that may not be verified for CloudFront, or dev's alarms reaching nobody only warn.
 
 Every call reads: ``lambda:GetAccountSettings`` and ``GetFunctionConcurrency``, ``ec2:DescribeAvailabilityZones``
 and ``DescribeVpcEndpointServices``, ``cloudfront:ListDistributions``, the Keyspaces API's ``GetKeyspace`` and
-``ListTables``, ``cloudformation:ListStackResources``, ``sts:GetCallerIdentity``. Tests inject the clients.
+``ListTables``, ``cloudformation:ListStackResources``, ``sts:GetCallerIdentity``, ``acm:DescribeCertificate`` (a
+custom domain's). Tests inject the clients.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from infra.config import ZONE_IDS, ConfigError, DeploymentConfig, cli_context, i
 from infra.layer_build import ROOT
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
+
+    from infra.config import CustomDomain
 
 QUOTA_CODE = "L-B99A9384"
 QUOTA_NAME = "Concurrent executions"
@@ -102,6 +108,77 @@ def subscriber_problems(config: DeploymentConfig) -> list[Finding]:
         return []
     return [Finding(False, f"stage {config.stage} has no alarm_email: its alarms notify a topic nobody reads. "
                            f"Deploy with -c alarm_email=<you@example.com> (and confirm the email AWS sends).")]
+
+
+def admission_problems(config: DeploymentConfig, account_id: str | None) -> list[Finding]:
+    """dev without ``api_principals`` admits the deploying account: every principal there that its IAM policies let
+    invoke the API is a tenant of its own. Other stages cannot get here without a list (the config refuses)."""
+    if config.api_auth != "iam" or config.api_principals:
+        return []
+    return [Finding(False,
+        f"stage {config.stage} admits every principal of account {account_id or '<the deploying account>'} whose IAM "
+        f"policies allow execute-api:Invoke, each a tenant of its own; to admit fewer, list them: -c "
+        f"'api_principals=[\"arn:aws:iam::<account>:role/<name>\"]' (or stages.{config.stage}.api_principals in "
+        f"cdk.json; docs/deploy.md, 'Admitting tenants').")]
+
+
+def domains(config: DeploymentConfig) -> dict[str, CustomDomain]:
+    """The stage's custom domains by the key that sets them."""
+    named = {"api_domain": config.api_domain, "dashboard_domain": config.dashboard_domain}
+    return {key: domain for key, domain in named.items() if domain is not None}
+
+
+def certificate_problems(config: DeploymentConfig, certificates: Mapping[str, Mapping[str, Any] | None],
+                         region: str | None = None) -> list[Finding]:
+    """``certificates``: ACM's ``DescribeCertificate`` of each domain's certificate (None: not found); ``region``:
+    where the stack deploys. A certificate not issued, not covering its domain, or (the API's) in another region
+    than the stack fails the deploy on the domain (after the cluster)."""
+    found = []
+    api = config.api_domain
+    if api is not None and region is not None and api.certificate_region != region:
+        found.append(Finding(True, f"api_domain.certificate_arn is in {api.certificate_region}, but the stack deploys "
+                                   f"to {region}: a regional API takes a certificate of its own region; request one "
+                                   f"there."))
+    for key, domain in domains(config).items():
+        certificate = certificates.get(domain.certificate_arn)
+        where = f"{key}.certificate_arn ({domain.certificate_arn})"
+        if certificate is None:
+            found.append(Finding(True, f"{where}: no such certificate in {domain.certificate_region}; request one "
+                                       f"for {domain.domain_name} there (aws acm request-certificate --region "
+                                       f"{domain.certificate_region} --domain-name {domain.domain_name} "
+                                       f"--validation-method DNS) and validate it."))
+            continue
+        if certificate.get("Status") != "ISSUED":
+            found.append(Finding(True, f"{where} is {certificate.get('Status')}, not ISSUED: finish its validation "
+                                       f"(aws acm describe-certificate --region {domain.certificate_region} "
+                                       f"--certificate-arn {domain.certificate_arn} shows the DNS record it "
+                                       f"waits for)."))
+        names = [certificate.get("DomainName", ""), *certificate.get("SubjectAlternativeNames", [])]
+        if not any(_covers(name, domain.domain_name) for name in names):
+            found.append(Finding(True, f"{where} covers {', '.join(n for n in names if n)}, not "
+                                       f"{domain.domain_name}: use a certificate for that name."))
+    return found
+
+
+def _covers(name: str, domain: str) -> bool:
+    """Whether a certificate's name covers ``domain``: the same name, or a wildcard one level above it."""
+    if name.startswith("*."):
+        return domain.partition(".")[2] == name[2:]
+    return name == domain
+
+
+def read_certificates(config: DeploymentConfig, acm_client_for: Callable[[str], Any],
+                      ) -> dict[str, Mapping[str, Any] | None]:
+    """Each custom domain's certificate, from ACM in its region (None when there is no such certificate)."""
+    found: dict[str, Mapping[str, Any] | None] = {}
+    for domain in domains(config).values():
+        client = acm_client_for(domain.certificate_region)
+        try:
+            found[domain.certificate_arn] = client.describe_certificate(
+                CertificateArn=domain.certificate_arn)["Certificate"]
+        except client.exceptions.ResourceNotFoundException:
+            found[domain.certificate_arn] = None
+    return found
 
 
 def cloudfront_problems(config: DeploymentConfig, *, has_distributions: bool) -> list[Finding]:
@@ -251,7 +328,7 @@ def context_from(argv: Sequence[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_client: Any = None,
          sts_client: Any = None, cloudfront_client: Any = None, keyspaces_client: Any = None,
-         cloudformation_client: Any = None) -> int:
+         cloudformation_client: Any = None, acm_client_for: Callable[[str], Any] | None = None) -> int:
     """Every client is created when no Lambda one is given, in the stage's pinned region if it has one; a
     test may give only the Lambda one (then the checks whose client it does not give are skipped)."""
     try:
@@ -268,9 +345,11 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         cloudfront_client = cloudfront_client or boto3.client("cloudfront", region_name=config.region)
         keyspaces_client = keyspaces_client or boto3.client("keyspaces", region_name=config.region)
         cloudformation_client = cloudformation_client or boto3.client("cloudformation", region_name=config.region)
+        acm_client_for = acm_client_for or (lambda region: boto3.client("acm", region_name=region))
     region = lambda_client.meta.region_name
     account_id = sts_client.get_caller_identity()["Account"] if sts_client is not None else None
-    found = environment_problems(config, account_id, region) + subscriber_problems(config)
+    found = (environment_problems(config, account_id, region) + subscriber_problems(config)
+             + admission_problems(config, account_id))
     account = read_account(lambda_client)
     found += problems(config, account, region)
     if ec2_client is not None:
@@ -281,6 +360,8 @@ def main(argv: Sequence[str] | None = None, lambda_client: Any = None, ec2_clien
         exists, owned, tables = read_keyspace(keyspaces_client, cloudformation_client, config)
         found += keyspace_problems(config, exists=exists, owned=owned, tables=tables,
                                    wanted=[t.name for t in load_tables()], region=region)
+    if acm_client_for is not None:
+        found += certificate_problems(config, read_certificates(config, acm_client_for), region)
     for finding in found:
         print(f"preflight: {'error' if finding.blocking else 'warning'}: {finding.text}", file=sys.stderr)
     if not found:

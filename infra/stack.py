@@ -28,10 +28,12 @@ from aws_cdk import aws_logs as logs
 
 from infra.constructs.api import Api
 from infra.constructs.dashboard import Dashboard
+from infra.constructs.edge import WebAcl
 from infra.constructs.function import FunctionBase, FunctionNetwork, JobRunnerFunction
 from infra.constructs.heartbeats import HeartbeatTable
 from infra.constructs.layers import Layers
 from infra.constructs.monitoring import NAMESPACE, SERVICE, Monitoring
+from infra.constructs.nag import acknowledge
 from infra.constructs.network import InterfaceEndpoint, Network
 from infra.constructs.quotas import QuotaTable
 from infra.constructs.reconciler import Reconciler
@@ -150,9 +152,12 @@ class JobRunnerStack(Stack):
         self.tick = Tick(self, "Tick", base=base, code=assets.tick)
         self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
-                       deletion_protection=config.protected)
+                       deletion_protection=config.protected, principals=config.api_principals,
+                       domain=config.api_domain)
+        self.web_acl = self._web_acl()
         # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
-        self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api)
+        self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api,
+                                    domain=config.dashboard_domain)
                           if config.web_dashboard else None)
         self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
@@ -168,11 +173,12 @@ class JobRunnerStack(Stack):
         self.results.event_source.node.add_dependency(self.streaming.topics_resource)
         self._grant()
         self._existing_cassandra_access()
-        # What a worker's role needs (attach it to the role of your EC2 instance, task or function).
+        # What a worker's role needs (attach it to the role of your EC2 instance, task or function): the topics no
+        # tenant has to itself, so that a tenant's own topics are read by its own workers only.
         self.worker_policy = iam.ManagedPolicy(
             self, "WorkerPolicy", description=f"Job runner {config.stage}: workers consume executions, report results",
             statements=self.streaming.worker_statements(
-                consume=config.allowed_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
+                consume=config.shared_topics, produce=[RESULTS_TOPIC], groups=config.worker_groups),
         )
         # One per tenant with topics of its own: its workers read only those.
         self.tenant_worker_policies = [
@@ -199,6 +205,19 @@ class JobRunnerStack(Stack):
             runbooks=config.runbook_url or (self.dashboard.runbooks_url if self.dashboard else ""),
         )
         self._outputs()
+
+    def _web_acl(self) -> WebAcl | None:
+        """The API stage's web ACL (``waf_rate_limit``), or the reason the stage goes without one."""
+        limit = self.config.waf_rate_limit
+        if limit is None:
+            acknowledge(self.api.rest_api, {
+                "AwsSolutions-APIG3": "No WAF web ACL on this stage (waf_rate_limit 0, or auto on an unprotected "
+                                      "stage): every route but GET on the public paths is authenticated, the resource "
+                                      "policy admits the listed principals only, and the stage is throttled.",
+            })
+            return None
+        return WebAcl(self, "Edge", name=f"jobrunner-{self.config.stage}-api", rate_limit=limit,
+                      resource_arn=self.api.rest_api.deployment_stage.stage_arn)
 
     def _environment(self) -> dict[str, str]:
         """The variables ``jobrunner.config.Settings`` reads, common to every function: only those set here."""
@@ -304,7 +323,8 @@ class JobRunnerStack(Stack):
             "KafkaSecurityGroupId": (self.network.kafka_security_group.security_group_id,
                                      "The cluster's security group (allows 9098 from the worker group)"),
             "WorkerPolicyArn": (self.worker_policy.managed_policy_arn,
-                                "Managed policy for a worker's role: read the job topics, write job-results"),
+                                "Managed policy for a worker's role: read the job topics no tenant has to "
+                                "itself, write job-results"),
             "WorkerGroups": (",".join(self.config.worker_groups), "Consumer groups the worker policy allows"),
             "DashboardName": (f"jobrunner-{self.config.stage}", "CloudWatch dashboard (metrics and alarms)"),
             "ResultKeySecretArn": (self.result_key.secret_arn,
@@ -313,6 +333,16 @@ class JobRunnerStack(Stack):
         if self.dashboard is not None:
             outputs["DashboardUrl"] = (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its "
                                                            "origin's root, for bearer tokens (api_auth=cognito)")
+        if self.api.domain is not None and self.config.api_domain is not None:
+            outputs["ApiDomainUrl"] = (f"https://{self.config.api_domain.domain_name}/",
+                                       "The API on its own domain (TLS 1.2)")
+            outputs["ApiDomainTarget"] = (self.api.domain.domain_name_alias_domain_name,
+                                          "Where the API domain's CNAME (or alias) record points")
+        if self.web_acl is not None:
+            outputs["WebAclArn"] = (self.web_acl.arn, "WAF web ACL of the API stage (rate per source IP)")
+        if self.dashboard is not None and self.dashboard.domain is not None:
+            outputs["DashboardDomainTarget"] = (self.dashboard.distribution.distribution_domain_name,
+                                                "Where the dashboard domain's CNAME (or alias) record points")
         if self.keyspaces is not None:
             outputs["KeyspaceName"] = (self.keyspaces.keyspace_name, "Amazon Keyspaces keyspace")
         if self.api.user_pool is not None and self.api.user_pool_client is not None:

@@ -15,15 +15,26 @@ public methods get small buckets of their own (``PUBLIC_THROTTLE``), so that the
 a bounded share of the api function's concurrency, which the tenants' calls need. ``GET /health`` does
 not reach the function at all: API Gateway answers it itself (a mock integration), so a probe hammering it
 costs no invocation and no VPC cold start, and proves the gateway and the stage are up.
+
+Who may call it (``auth="iam"``): the API's resource policy allows the listed accounts and IAM principals
+(``principals``; none given: the deploying account) and denies every other caller, on every path but the public
+``GET``s, which it allows to anyone. A caller of another account needs both this policy and its own IAM policy;
+one of a listed account needs its own IAM policy only. With Cognito the user pool admits the tenants.
+
+Every response carries ``Strict-Transport-Security``: the function's (``jobrunner.api.app``), the gateway's own
+errors (its default 4XX and 5XX responses) and ``GET /health``'s. Optionally the API has a domain of the user's
+(``domain``), regional, with the TLS 1.2 security policy.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -31,7 +42,10 @@ from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
+
+    from infra.config import CustomDomain
 
 #: path -> why it may be read without authentication (the reason given to cdk-nag for that method).
 PUBLIC_GETS: dict[str, str] = {
@@ -47,6 +61,9 @@ PUBLIC_THROTTLE: dict[str, tuple[int, int]] = {"/health": (10, 20), **{path: (5,
                                                                         if path != "/health"}}
 #: What GET /health answers (the same as the api function's own /health, which the local stack serves).
 HEALTH_BODY = '{"status": "ok"}'
+#: Strict-Transport-Security of the gateway's own responses: a year, as the api function sends it.
+HSTS = "max-age=31536000"
+INVOKE = "execute-api:Invoke"
 
 
 class Api(Construct):
@@ -63,7 +80,10 @@ class Api(Construct):
         burst_limit: int,
         memory_size: int = 512,
         deletion_protection: bool = False,
+        principals: Sequence[str] = (),
+        domain: CustomDomain | None = None,
     ) -> None:
+        """``principals``: account IDs and IAM ARNs admitted with ``auth="iam"`` (empty: the deploying account)."""
         super().__init__(scope, construct_id)
         if auth not in ("iam", "cognito"):
             raise ValueError(f"auth must be iam or cognito, not {auth!r}")
@@ -77,6 +97,7 @@ class Api(Construct):
             self, "RestApi",
             description="Distributed Job Runner",
             endpoint_types=[apigw.EndpointType.REGIONAL],
+            policy=admission_policy(principals) if auth == "iam" else None,
             # Execution logs need API Gateway's account-wide logging role; it is kept on deletion because
             # other APIs of the account and region use the same setting.
             cloud_watch_role=True,
@@ -114,7 +135,8 @@ class Api(Construct):
             method = self.rest_api.root.resource_for_path(path).add_method(
                 "GET", _health_integration() if is_health else integration,
                 authorization_type=apigw.AuthorizationType.NONE, request_validator=validator,
-                method_responses=[apigw.MethodResponse(status_code="200")] if is_health else None,
+                method_responses=[apigw.MethodResponse(
+                    status_code="200", response_parameters={_HSTS_PARAMETER: True})] if is_health else None,
             )
             # On the method, not its resource: a method added under these paths later is not covered.
             acknowledge(method, {"AwsSolutions-APIG4": reason, "AwsSolutions-COG4": reason})
@@ -123,10 +145,11 @@ class Api(Construct):
         proxy.add_method("ANY", integration, request_validator=validator,
                          request_parameters={"method.request.path.proxy": True},
                          authorization_type=authorization_type, authorizer=authorizer)
+        for response_type in (apigw.ResponseType.DEFAULT_4_XX, apigw.ResponseType.DEFAULT_5_XX):
+            self.rest_api.add_gateway_response(f"Gateway{response_type.response_type}", type=response_type,
+                                               response_headers={"Strict-Transport-Security": f"'{HSTS}'"})
+        self.domain = self._domain(domain) if domain is not None else None
         acknowledge(self.rest_api, {
-            "AwsSolutions-APIG3": "No WAF web ACL: every route but GET on the public paths (health and the API "
-                                  "description) is authenticated and the stage is throttled; "
-                                  "add a web ACL when the API is exposed to untrusted networks at scale.",
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AmazonAPIGatewayPushToCloudWatchLogs]": "API Gateway's account-level logging role needs exactly this "
                                                     "AWS managed policy.",
@@ -173,9 +196,44 @@ class Api(Construct):
         authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
         return apigw.AuthorizationType.COGNITO, authorizer
 
+    def _domain(self, domain: CustomDomain) -> apigw.DomainName:
+        """The stage on the user's domain, TLS 1.2 only; the DNS record (a CNAME to its target) is the user's."""
+        name = apigw.DomainName(
+            self, "Domain", domain_name=domain.domain_name,
+            certificate=acm.Certificate.from_certificate_arn(self, "Certificate", domain.certificate_arn),
+            endpoint_type=apigw.EndpointType.REGIONAL, security_policy=apigw.SecurityPolicy.TLS_1_2,
+        )
+        name.add_base_path_mapping(self.rest_api, stage=self.rest_api.deployment_stage)
+        return name
+
     @property
     def url(self) -> str:
         return self.rest_api.url
+
+
+def admission_policy(principals: Sequence[str]) -> iam.PolicyDocument:
+    """The resource policy of an IAM-authorized API: the principals (account IDs or IAM ARNs; none: the deploying
+    account) may invoke it, anyone may ``GET`` the public paths, and every other caller is denied everything else
+    (an explicit deny, which no IAM policy of the caller's can lift)."""
+    accounts = [p for p in principals if p.isdigit()] or ([] if principals else [Aws.ACCOUNT_ID])
+    arns = [p for p in principals if not p.isdigit()]
+    public = [f"execute-api:/*/GET{path}" for path in PUBLIC_GETS]
+    unlisted: dict[str, dict[str, list[str]]] = {}
+    if accounts:
+        unlisted["StringNotEquals"] = {"aws:PrincipalAccount": accounts}
+    if arns:
+        unlisted["ArnNotEquals"] = {"aws:PrincipalArn": arns}
+    return iam.PolicyDocument(statements=[
+        iam.PolicyStatement(sid="AdmittedCallers", actions=[INVOKE], resources=["execute-api:/*"],
+                            principals=[*(iam.AccountPrincipal(a) for a in accounts),
+                                        *(iam.ArnPrincipal(a) for a in arns)]),
+        iam.PolicyStatement(sid="PublicPaths", actions=[INVOKE], resources=public, principals=[iam.AnyPrincipal()]),
+        iam.PolicyStatement(sid="EveryoneElse", effect=iam.Effect.DENY, actions=[INVOKE], not_resources=public,
+                            principals=[iam.AnyPrincipal()], conditions=unlisted),
+    ])
+
+
+_HSTS_PARAMETER = "method.response.header.Strict-Transport-Security"
 
 
 def _health_integration() -> apigw.MockIntegration:
@@ -185,5 +243,6 @@ def _health_integration() -> apigw.MockIntegration:
         passthrough_behavior=apigw.PassthroughBehavior.WHEN_NO_TEMPLATES,
         integration_responses=[apigw.IntegrationResponse(
             status_code="200", response_templates={"application/json": HEALTH_BODY},
+            response_parameters={_HSTS_PARAMETER: f"'{HSTS}'"},
         )],
     )

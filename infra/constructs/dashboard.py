@@ -17,6 +17,11 @@ origin only (``connect-src 'self'``), so page and API must share an origin, as t
   alarm's description links its section there (``runbooks_url``), unless the stage names another copy
   (``runbook_url``). Like the dashboard's files, it is public: it holds procedures, no secrets.
 
+Every behaviour sends HSTS: the files with the local gateway's headers, the API paths with a policy of their own
+(HSTS, ``nosniff``, ``DENY`` framing, no referrer). CloudFront's default certificate (``*.cloudfront.net``) accepts
+TLS 1.0 and its viewer policy cannot be changed; with ``domain`` (a name of the user's and its ACM certificate, in
+us-east-1) the distribution answers on that name with TLS 1.2 at least (``TLSv1.2_2021``).
+
 A bearer token (``api_auth=cognito``) passes through CloudFront unchanged. A SigV4 signature does not: it signs
 the ``Host`` the client called, and the gateway sees its own. With ``api_auth=iam`` the CLI and the SDK keep
 calling ``ApiUrl``; the dashboard, which cannot sign, needs a Cognito stage to read data (docs/deploy.md).
@@ -29,9 +34,10 @@ those files: unversioned, and emptied and deleted with the stack.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_cdk import DefaultStackSynthesizer, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_s3 as s3
@@ -48,6 +54,8 @@ if TYPE_CHECKING:
 
     from aws_cdk import aws_apigateway as apigw
 
+    from infra.config import CustomDomain
+
 #: The bucket's keys: the files under this prefix, so that a path maps to a key by adding at most a name.
 KEY_PREFIX = PREFIX.lstrip("/") + "/"
 #: A year, as browsers remember HSTS; CloudFront answers only over HTTPS (HTTP is redirected).
@@ -58,8 +66,10 @@ RUNBOOKS_FILE = "runbooks.html"
 
 
 class Dashboard(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, files: Path, rest_api: apigw.RestApi) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, files: Path, rest_api: apigw.RestApi,
+                 domain: CustomDomain | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.domain = domain
         table = routes(files)
         served = {**table, RUNBOOKS_PATH: RUNBOOKS_FILE}
         self.bucket = s3.Bucket(
@@ -85,6 +95,7 @@ class Dashboard(Construct):
                 allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
                 cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
                 origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+                response_headers_policy=self._api_headers_policy(),
             ),
             additional_behaviors={f"{PREFIX}*": cloudfront.BehaviorOptions(
                 origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
@@ -103,18 +114,24 @@ class Dashboard(Construct):
             )},
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
             price_class=cloudfront.PriceClass.PRICE_CLASS_100,
+            **self._viewer_certificate(domain),
         )
         acknowledge(self.distribution, {
             "AwsSolutions-CFR1": "No geo restriction: the dashboard and the API serve their tenants wherever they "
                                  "are; every data call is authenticated.",
-            "AwsSolutions-CFR2": "No WAF web ACL, as on the API itself (AwsSolutions-APIG3): every route but the "
-                                 "static shell, /health and /openapi.json is authenticated and the stage throttles.",
+            "AwsSolutions-CFR2": "No CloudFront-scoped web ACL (it must be created in us-east-1, outside this "
+                                 "stack): the API paths reach the API stage, which has its regional web ACL where "
+                                 "waf_rate_limit is on; every route but the static files, /health and /openapi.json "
+                                 "is authenticated and the stage throttles.",
             "AwsSolutions-CFR3": "No CloudFront access logs: every API request is logged by the API Gateway stage's "
                                  "access log; the rest are the dashboard's public static files.",
-            "AwsSolutions-CFR4": "The distribution uses CloudFront's default certificate (no custom domain), with "
-                                 "which the viewer TLS policy cannot be set; add a domain and certificate to pin "
-                                 "TLSv1.2_2021.",
         })
+        if domain is None:
+            acknowledge(self.distribution, {
+                "AwsSolutions-CFR4": "The distribution uses CloudFront's default certificate (dashboard_domain null), "
+                                     "with which the viewer TLS policy cannot be set; dashboard_domain pins "
+                                     "TLSv1.2_2021 (docs/deploy.md).",
+            })
         self.deployment = s3deploy.BucketDeployment(
             self, "Deploy",
             sources=[s3deploy.Source.asset(str(files), exclude=_not_served(files, table)),
@@ -148,6 +165,32 @@ class Dashboard(Construct):
             }.items()},
         })
 
+    def _viewer_certificate(self, domain: CustomDomain | None) -> dict[str, Any]:
+        """The distribution's names and certificate: the user's domain with TLS 1.2 at least, or CloudFront's own."""
+        if domain is None:
+            return {}
+        return {
+            "domain_names": [domain.domain_name],
+            "certificate": acm.Certificate.from_certificate_arn(self, "Certificate", domain.certificate_arn),
+            "minimum_protocol_version": cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            "ssl_support_method": cloudfront.SSLMethod.SNI,
+        }
+
+    def _api_headers_policy(self) -> cloudfront.ResponseHeadersPolicy:
+        """The API paths' security headers: HSTS as on the files, and what suits any response of the API."""
+        return cloudfront.ResponseHeadersPolicy(
+            self, "ApiHeaders", comment="The API paths' security headers",
+            security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
+                strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
+                    access_control_max_age=HSTS_MAX_AGE, include_subdomains=False, override=True),
+                content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
+                frame_options=cloudfront.ResponseHeadersFrameOptions(
+                    frame_option=cloudfront.HeadersFrameOption.DENY, override=True),
+                referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(
+                    referrer_policy=cloudfront.HeadersReferrerPolicy.NO_REFERRER, override=True),
+            ),
+        )
+
     def _headers_policy(self) -> cloudfront.ResponseHeadersPolicy:
         """The local gateway's security headers (``devstack.dashboard.SECURITY_HEADERS``), and HSTS."""
         headers = dict(SECURITY_HEADERS)
@@ -174,14 +217,19 @@ class Dashboard(Construct):
         return policy
 
     @property
+    def host(self) -> str:
+        """The name viewers use: the user's domain when there is one, else the distribution's own."""
+        return self.domain.domain_name if self.domain else self.distribution.distribution_domain_name
+
+    @property
     def url(self) -> str:
         """The dashboard's address; the API is at the same origin's root."""
-        return f"https://{self.distribution.distribution_domain_name}{PREFIX}"
+        return f"https://{self.host}{PREFIX}"
 
     @property
     def runbooks_url(self) -> str:
         """The runbooks page's address; a section's is this with ``#<anchor>``."""
-        return f"https://{self.distribution.distribution_domain_name}{RUNBOOKS_PATH}"
+        return f"https://{self.host}{RUNBOOKS_PATH}"
 
 
 def paths_function(table: dict[str, str]) -> str:

@@ -217,17 +217,19 @@ class Streaming(Construct):
 
     def worker_statements(self, *, consume: Iterable[str], produce: Iterable[str],
                           groups: Iterable[str]) -> list[iam.PolicyStatement]:
-        """What a worker needs: read ``consume`` as one of ``groups``, write ``produce`` (idempotently)."""
-        return [
-            iam.PolicyStatement(actions=["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"],
-                                resources=[self.cluster_arn]),
-            iam.PolicyStatement(actions=["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"],
-                                resources=[self.topic_arn(t) for t in sorted(set(consume))]),
-            iam.PolicyStatement(actions=["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"],
-                                resources=[self.topic_arn(t) for t in sorted(set(produce))]),
-            iam.PolicyStatement(actions=["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"],
-                                resources=[self.group_arn(g) for g in sorted(set(groups))]),
+        """What a worker needs: read ``consume`` as one of ``groups``, write ``produce`` (idempotently). A statement
+        with nothing to name (no topic to read: every topic is some tenant's own) is left out."""
+        reads = [self.topic_arn(t) for t in sorted(set(consume))]
+        writes = [self.topic_arn(t) for t in sorted(set(produce))]
+        group_arns = [self.group_arn(g) for g in sorted(set(groups))]
+        statements = [
+            (["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"], [self.cluster_arn]),
+            (["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"], reads),
+            (["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"], writes),
+            (["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"], group_arns),
         ]
+        return [iam.PolicyStatement(actions=actions, resources=resources) for actions, resources in statements
+                if resources]
 
     def grant_create_topics(self, grantee: iam.IGrantable, topics: Iterable[str]) -> None:
         self._grant(grantee, ["kafka-cluster:Connect"], [self.cluster_arn])

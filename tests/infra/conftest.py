@@ -35,7 +35,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
                     "tenant_topics": {"*": ["jobs"], "payments": ["payments", "jobs"]},
                     "tenant_map": {"arn:aws:iam::123456789012:role/payments-ci": "payments"}, "operators": ["ops"],
                     "kafka_client_vpcs": [{"subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-                                           "security_group_ids": ["sg-0123456789abcdef0"]}]},
+                                           "security_group_ids": ["sg-0123456789abcdef0"]}],
+                    # On domains of its own (TLS 1.2), with the web ACL prod gets by default
+                    "api_domain": {"domain_name": "api.jobs.example.com", "certificate_arn":
+                                   "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"},
+                    "dashboard_domain": {"domain_name": "jobs.example.com", "certificate_arn":
+                                         "arn:aws:acm:us-east-1:123456789012:certificate/"
+                                         "0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"}},
     # A cheaper dev stage, set as docs/deploy.md shows: a provisioned MSK cluster, endpoints in one zone.
     "dev-provisioned": {"stages": {"dev": {"segments": 4, "endpoint_zones": 1, "kafka_provisioned": {
         "instance_type": "kafka.t3.small", "brokers_per_zone": 1, "storage_gib": 10}}}},

@@ -40,6 +40,7 @@ def test_make_synth_reads_cdk_json_and_the_command_lines_context(
     build_app = app_module.build_app
     monkeypatch.setattr(app_module, "build_app", lambda app: apps.append(app) or build_app(app))
     argv = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com",
+            "-c", "api_principals=arn:aws:iam::123456789012:role/ci",
             "-c", f"dependency_layer_dir={offline_context['dependency_layer_dir']}",
             "-c", f"build_cache_dir={offline_context['build_cache_dir']}"]
 

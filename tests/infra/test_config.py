@@ -13,6 +13,8 @@ import pytest
 from infra.config import CONTEXT_DEFAULTS, ConfigError, DeploymentConfig, ExistingCassandra, scan_concurrency
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The one caller a stage other than dev admits, unless a test says otherwise.
+CI_ROLE = "arn:aws:iam::123456789012:role/ci"
 
 
 def config(**context: Any) -> DeploymentConfig:
@@ -22,6 +24,8 @@ def config(**context: Any) -> DeploymentConfig:
     own = stages.get(stage, {}) if isinstance(stages, dict) and isinstance(stages.get(stage), dict) else {}
     if stage != "dev" and "alarm_email" not in own:
         context.setdefault("alarm_email", "oncall@example.com")
+    if stage != "dev" and "api_principals" not in own and context.get("api_auth", "iam") == "iam":
+        context.setdefault("api_principals", [CI_ROLE])
     return DeploymentConfig.from_context(context.get)
 
 
@@ -320,7 +324,7 @@ def test_a_stage_other_than_dev_without_an_alarm_subscriber_is_refused(stage: st
     with pytest.raises(ConfigError, match=rf"alarm_email: stage {stage} .* nobody.*stages\.{stage}\.alarm_email"):
         DeploymentConfig.from_context({"stage": stage, "stages": stages}.get)
     # And a subscriber given for the stage, or on the command line, is enough
-    given = {stage: {**PINNED, "alarm_email": "ops@example.com"}}
+    given = {stage: {**PINNED, "alarm_email": "ops@example.com", "api_principals": [CI_ROLE]}}
     assert DeploymentConfig.from_context({"stage": stage, "stages": given}.get).alarm_email == "ops@example.com"
     if stage != "prod":
         assert config(stage=stage, alarm_email="ops@example.com").alarm_email == "ops@example.com"
@@ -337,10 +341,14 @@ def test_a_malformed_alarm_email_is_refused(value: Any) -> None:
 def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
     prod = json.loads((ROOT / "cdk.json").read_text())["context"]["stages"]["prod"]
 
-    assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None}
+    assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None, "api_principals": []}
     # Once its account and region are filled in, prod still refuses to synth without a subscriber
     with pytest.raises(ConfigError, match=r"stages\.prod\.alarm_email"):
         DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {**prod, **PINNED}}}.get)
+    # Nor without the principals that may call its API
+    with pytest.raises(ConfigError, match=r"stages\.prod\.api_principals"):
+        DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {
+            **prod, **PINNED, "alarm_email": "oncall@example.com"}}}.get)
 
 
 def test_the_web_dashboard_is_on_unless_a_stage_turns_it_off() -> None:
@@ -380,3 +388,129 @@ def test_a_retained_keyspace_may_be_adopted_on_keyspaces_only() -> None:
         config(adopt_keyspace=True, existing_cassandra={"contact_points": ["10.0.0.1"]})
     with pytest.raises(ConfigError, match="adopt_keyspace"):
         config(adopt_keyspace="yes")
+
+
+def test_a_stage_other_than_dev_must_list_who_may_call_its_api() -> None:
+    # Given staging with IAM auth and no allow-list: every principal of its account would be a tenant
+    with pytest.raises(ConfigError, match=r"api_principals: stage staging .*stages\.staging\.api_principals"):
+        config(stage="staging", api_principals=[])
+    # And dev, a developer's own stage, admits the deploying account by default (the resource policy names it)
+    assert config().api_principals == ()
+    # But with Cognito the user pool admits the tenants: an allow-list of IAM principals means nothing there
+    assert config(stage="staging", api_auth="cognito", tenant_topics={"*": ["jobs"]}).api_principals == ()
+    with pytest.raises(ConfigError, match="api_principals: with api_auth cognito"):
+        config(api_auth="cognito", api_principals=[CI_ROLE], tenant_topics={"*": ["jobs"]})
+
+
+def test_api_principals_take_accounts_and_roles_or_users() -> None:
+    parsed = config(api_principals='123456789012,arn:aws:iam::210987654321:root,'
+                                   'arn:aws:iam::123456789012:role/team/payments-ci,arn:aws:iam::123456789012:user/bob',
+                    shared_worker_topics=True)
+
+    # An account's root ARN is the account: any principal of it that its own IAM policies allow
+    assert parsed.api_principals == ("123456789012", "210987654321", "arn:aws:iam::123456789012:role/team/payments-ci",
+                                     "arn:aws:iam::123456789012:user/bob")
+
+
+@pytest.mark.parametrize("entry", [
+    "*", "12345", "arn:aws:sts::123456789012:assumed-role/ci/session-1", "arn:aws:iam::123456789012:role/",
+    "arn:aws:iam::123456789012:group/devs", "arn:aws:iam::123456789012:root/x",
+])
+def test_an_api_principal_that_is_no_account_role_or_user_is_refused(entry: str) -> None:
+    with pytest.raises(ConfigError, match=r"api_principals: .* neither an account ID"):
+        config(stage="staging", api_principals=[entry])
+
+
+def test_a_mapped_principal_must_be_admitted() -> None:
+    mapped = {"arn:aws:iam::123456789012:role/payments-ci": "payments"}
+
+    # Given a principal mapped to a tenant that the allow-list does not admit: the API would refuse it
+    with pytest.raises(ConfigError, match="tenant_map maps 'arn:aws:iam::123456789012:role/payments-ci'"):
+        config(stage="staging", tenant_map=mapped, api_principals=[CI_ROLE])
+    # Its role (with its path: the allow-list is matched against the role's full ARN), or its account, admits it
+    assert config(stage="staging", tenant_map=mapped, shared_worker_topics=True,
+                  api_principals=[CI_ROLE, "arn:aws:iam::123456789012:role/team/payments-ci"]).tenant_map
+    assert config(stage="staging", tenant_map=mapped, api_principals=["123456789012"], shared_worker_topics=True)
+
+
+@pytest.mark.parametrize(("context", "why"), [
+    ({"api_auth": "cognito"}, "every user of the pool"),
+    ({"api_principals": ["123456789012"]}, "admits account 123456789012"),
+    ({"api_principals": [CI_ROLE, "arn:aws:iam::123456789012:role/payments-ci"]}, "name 2 tenants"),
+    ({"tenant_map": {CI_ROLE: "ci"}, "tenant_limits": {"*": {}, "payments": {"jobs_held": 10}}}, "name 2 tenants"),
+])
+def test_a_stage_of_several_tenants_refuses_the_shared_jobs_topic(context: dict[str, Any], why: str) -> None:
+    # Given a stage admitting several tenants and no tenant_topics: every tenant's executions on one topic
+    with pytest.raises(ConfigError, match=rf"tenant_topics: stage staging admits more than one tenant \(.*{why}.*"
+                                          r"stages\.staging\.tenant_topics.*shared_worker_topics"):
+        config(stage="staging", **context)
+
+    # Then topics per tenant, or the explicit opt-out, let it deploy
+    assert config(stage="staging", tenant_topics={"payments": ["payments"]}, **context).tenant_topics
+    assert config(stage="staging", shared_worker_topics="true", **context).shared_worker_topics is True
+
+
+def test_one_tenant_or_devs_own_account_may_share_the_jobs_topic() -> None:
+    # One role, mapped or not, is one tenant
+    assert config(stage="staging").tenant_topics == ()
+    assert config(stage="staging", tenant_map={CI_ROLE: "ci"}, operators=["ci"]).tenant_topics == ()
+    # dev's default admits the developer's own account
+    assert config().shared_worker_topics is False
+
+
+def test_the_web_acl_is_on_for_protected_stages_unless_set() -> None:
+    prod = {"stage": "prod", "stages": {"prod": {**PINNED, "protected": True}}}
+
+    # "auto": a protected stage gets one, each source IP kept to half the stage's throttle over 5 minutes
+    assert config(**prod).waf_rate_limit == 50 * 300 // 2
+    assert config(**prod, api_rate_limit=100).waf_rate_limit == 15_000
+    assert config().waf_rate_limit is None
+    assert config(stage="staging").waf_rate_limit is None
+    # A number turns it on anywhere; 0 turns it off
+    assert config(waf_rate_limit="2000").waf_rate_limit == 2000
+    assert config(**prod, waf_rate_limit=0).waf_rate_limit is None
+    for bad in (5, -1, "on", True):
+        with pytest.raises(ConfigError, match="waf_rate_limit"):
+            config(waf_rate_limit=bad)
+
+
+CERTIFICATE = "arn:aws:acm:{region}:123456789012:certificate/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"
+
+
+def test_custom_domains_take_a_certificate_of_the_region_that_serves_them() -> None:
+    from infra.config import CustomDomain
+
+    us_east_1, eu_west_1 = CERTIFICATE.format(region="us-east-1"), CERTIFICATE.format(region="eu-west-1")
+    dashboard = {"domain_name": "jobs.example.com", "certificate_arn": us_east_1}
+    api = {"domain_name": "api.jobs.example.com", "certificate_arn": eu_west_1}
+    pinned = {"stage": "staging", "stages": {"staging": {**PINNED}}}
+
+    parsed = config(**pinned, dashboard_domain=dashboard, api_domain=json.dumps(api))
+    assert parsed.dashboard_domain == CustomDomain("jobs.example.com", us_east_1)
+    assert parsed.api_domain == CustomDomain("api.jobs.example.com", eu_west_1)
+    assert config().dashboard_domain is None and config().api_domain is None
+    # CloudFront takes certificates from us-east-1 only; the regional API from its own region
+    with pytest.raises(ConfigError, match=r"dashboard_domain.certificate_arn: .* eu-west-1"):
+        config(dashboard_domain={**dashboard, "certificate_arn": eu_west_1})
+    with pytest.raises(ConfigError, match=r"api_domain.certificate_arn: .* us-east-1; .* eu-west-1"):
+        config(**pinned, api_domain={**api, "certificate_arn": us_east_1})
+    with pytest.raises(ConfigError, match="dashboard_domain: with web_dashboard false"):
+        config(dashboard_domain=dashboard, web_dashboard=False,
+               runbook_url="https://github.com/acme/jobrunner/blob/main/docs/runbooks.md")
+    for bad in ({"domain_name": "Jobs.Example.com", "certificate_arn": us_east_1},
+                {"domain_name": "jobs.example.com", "certificate_arn": "arn:aws:iam::123456789012:role/x"},
+                {"domain_name": "jobs.example.com"}, "jobs.example.com"):
+        with pytest.raises(ConfigError, match="dashboard_domain"):
+            config(dashboard_domain=bad)
+
+
+def test_the_shared_worker_policy_reads_the_topics_no_tenant_has_to_itself() -> None:
+    # Given payments with a topic of its own, and jobs shared with every other tenant
+    parsed = config(allowed_topics=["jobs", "reports"], tenant_topics={"payments": ["payments", "jobs"],
+                                                                        "*": ["jobs"]})
+
+    assert parsed.allowed_topics == ("jobs", "reports", "payments")
+    assert parsed.shared_topics == ("jobs", "reports")
+    # Without grants every allowed topic is shared; a topic only named tenants hold is nobody else's
+    assert config(allowed_topics=["jobs", "reports"]).shared_topics == ("jobs", "reports")
+    assert config(tenant_topics={"a": ["jobs"], "b": ["b"]}).shared_topics == ()

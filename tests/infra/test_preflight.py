@@ -6,6 +6,7 @@ with its answers stubbed.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import boto3
@@ -16,6 +17,8 @@ from infra.config import DeploymentConfig
 from infra.preflight import (
     QUOTA_CODE,
     AccountConcurrency,
+    admission_problems,
+    certificate_problems,
     cloudfront_problems,
     keyspace_problems,
     main,
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 def config(**context: Any) -> DeploymentConfig:
     if context.get("stage", "dev") != "dev":
         context.setdefault("alarm_email", "oncall@example.com")
+        context.setdefault("api_principals", ["arn:aws:iam::123456789012:role/ci"])
     return DeploymentConfig.from_context(context.get)
 
 
@@ -64,7 +68,8 @@ def test_a_raised_quota_passes_and_a_redeploy_counts_its_own_reservation() -> No
     assert found.blocking and "would leave 56" in found.text
 
 
-STAGING = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com"]
+STAGING = ["-c", "stage=staging", "-c", "alarm_email=oncall@example.com",
+           "-c", "api_principals=arn:aws:iam::123456789012:role/ci"]
 
 
 @pytest.mark.parametrize(("argv", "limit", "status"), [
@@ -131,7 +136,8 @@ def test_main_checks_the_zones_with_the_ec2_client(capsys: pytest.CaptureFixture
 
 
 PROD = ["-c", "stage=prod", "-c",
-        'stages={"prod": {"account": "123456789012", "region": "eu-west-1", "alarm_email": "oncall@example.com"}}']
+        'stages={"prod": {"account": "123456789012", "region": "eu-west-1", "alarm_email": "oncall@example.com", '
+        '"api_principals": ["arn:aws:iam::123456789012:role/ci"]}}']
 
 
 def _lambda_client(region: str, limit: int = 1000) -> tuple[Any, Stubber]:
@@ -322,3 +328,69 @@ def test_main_reads_the_keyspace_and_the_stack(
 
     err = capsys.readouterr().err
     assert (says in err) if says else "error" not in err
+
+
+def test_dev_admitting_its_whole_account_is_warned_about() -> None:
+    # Given dev's default: no allow-list, so the deploying account's principals are all tenants
+    (found,) = admission_problems(config(), "123456789012")
+
+    assert not found.blocking
+    assert "every principal of account 123456789012" in found.text and "api_principals" in found.text
+    # And a list, or Cognito, says nothing
+    assert admission_problems(config(api_principals=["arn:aws:iam::123456789012:role/ci"]), "123456789012") == []
+    assert admission_problems(config(api_auth="cognito", tenant_topics={"*": ["jobs"]}), "123456789012") == []
+
+
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"
+ON_A_DOMAIN = {"dashboard_domain": {"domain_name": "jobs.example.com", "certificate_arn": CERTIFICATE}}
+
+
+@pytest.mark.parametrize(("certificate", "message"), [
+    ({"Status": "ISSUED", "DomainName": "jobs.example.com"}, None),
+    ({"Status": "ISSUED", "DomainName": "example.com", "SubjectAlternativeNames": ["*.example.com"]}, None),
+    ({"Status": "PENDING_VALIDATION", "DomainName": "jobs.example.com"}, "is PENDING_VALIDATION, not ISSUED"),
+    ({"Status": "ISSUED", "DomainName": "*.jobs.example.com"}, "not jobs.example.com"),
+    (None, "no such certificate in us-east-1"),
+])
+def test_a_domains_certificate_must_be_issued_for_that_name(certificate: dict[str, Any] | None,
+                                                            message: str | None) -> None:
+    found = certificate_problems(config(**ON_A_DOMAIN), {CERTIFICATE: certificate})
+
+    if message is None:
+        assert found == []
+    else:
+        (problem,) = found
+        assert problem.blocking and message in problem.text
+
+
+def test_main_reads_each_certificate_in_its_own_region(capsys: pytest.CaptureFixture[str]) -> None:
+    lambda_client, lambdas = _lambda_client("eu-west-1")
+    acm = boto3.client("acm", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    regions = []
+
+    def acm_client_for(region: str) -> Any:
+        regions.append(region)
+        return acm
+
+    dashboard = json.dumps(ON_A_DOMAIN["dashboard_domain"])
+    with lambdas, Stubber(acm) as certificates:
+        certificates.add_response("describe_certificate", {"Certificate": {
+            "CertificateArn": CERTIFICATE, "Status": "PENDING_VALIDATION", "DomainName": "jobs.example.com"}},
+            {"CertificateArn": CERTIFICATE})
+        assert main(["-c", f"dashboard_domain={dashboard}"], lambda_client=lambda_client,
+                    acm_client_for=acm_client_for) == 1
+
+    assert regions == ["us-east-1"]
+    assert "dashboard_domain.certificate_arn" in capsys.readouterr().err
+
+
+def test_the_apis_certificate_must_be_in_the_stacks_region() -> None:
+    certificate = CERTIFICATE.replace("us-east-1", "eu-west-1")
+    api = {"api_domain": {"domain_name": "api.example.com", "certificate_arn": certificate}}
+    issued = {certificate: {"Status": "ISSUED", "DomainName": "api.example.com"}}
+
+    # Given an unpinned stage (the config cannot check the region), deployed to us-east-1
+    (found,) = certificate_problems(config(**api), issued, "us-east-1")
+
+    assert found.blocking and "in eu-west-1, but the stack deploys to us-east-1" in found.text
+    assert certificate_problems(config(**api), issued, "eu-west-1") == []

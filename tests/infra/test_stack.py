@@ -231,6 +231,11 @@ def test_tenants_settings_reach_every_function_and_a_tenant_gets_a_worker_policy
     reads = [s for s in tenant_policy["PolicyDocument"]["Statement"] if "kafka-cluster:ReadData" in s["Action"]]
     topics = json.dumps(reads)
     assert "/payments" in topics and "/jobs" in topics and "/reports" not in topics
+    # and the stack's WorkerPolicy no longer reads payments' own topic (jobs and reports are shared)
+    shared = policies[next(lid for lid in policies if lid.startswith("WorkerPolicy"))]
+    shared_reads = json.dumps([s for s in shared["PolicyDocument"]["Statement"]
+                               if "kafka-cluster:ReadData" in s["Action"]])
+    assert "/jobs" in shared_reads and "/reports" in shared_reads and "/payments" not in shared_reads
     # its output is named as the policy is (the second entry: "*" comes first in the context)
     assert policy_id.startswith("TenantWorkerPolicy1")
     output = app.template["Outputs"]["TenantWorkerPolicy1Arn"]
@@ -517,3 +522,15 @@ def test_the_api_counts_tenants_submissions_in_a_quota_table_the_retirers_may_on
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]}})], unit
     for unit in ("Tick", "Reconcile"):
         assert table_id not in json.dumps(_statements(default_app, unit)), unit
+
+
+def test_a_stage_on_its_own_domains_says_where_their_records_point(synth: Callable[[str], Synthesized]) -> None:
+    outputs = synth("cognito-x86").template["Outputs"]
+
+    # Given api_domain and dashboard_domain: the DNS records are the user's to make, the targets are outputs
+    assert "RegionalDomainName" in json.dumps(outputs["ApiDomainTarget"]["Value"])
+    assert outputs["ApiDomainUrl"]["Value"] == "https://api.jobs.example.com/"
+    assert "DomainName" in json.dumps(outputs["DashboardDomainTarget"]["Value"])
+    # And the dashboard's address (and the runbooks the alarms link) is the domain's
+    assert outputs["DashboardUrl"]["Value"] == "https://jobs.example.com/ui"
+    assert "ApiDomainTarget" not in synth("default").template["Outputs"]

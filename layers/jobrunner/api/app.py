@@ -337,16 +337,23 @@ def list_segments() -> Response[Any]:
     return _json(HTTPStatus.OK, SegmentsOut(items=items))
 
 
+#: Sent with every response: browsers then reach the API over HTTPS only, for a year (the gateway's own answers and
+#: the CloudFront paths send the same, ``infra/constructs/api.py`` and ``dashboard.py``).
+TRANSPORT_HEADERS = {"Strict-Transport-Security": "max-age=31536000"}
+
+
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Entry point shared by the Lambda function and the local HTTP server.
 
     Each request is one SERVER span when tracing is on (``telemetry.py``), a child of the caller's
-    ``traceparent``; a job submitted in it keeps that span as the parent of its executions.
+    ``traceparent``; a job submitted in it keeps that span as the parent of its executions. Every response,
+    refusals included, carries ``TRANSPORT_HEADERS``.
     """
     name, attributes = _request_span(event) if telemetry.enabled() else ("", {})
     with telemetry.span(name, parent=_header(event.get("headers"), "traceparent"), kind="server",
                         attributes=attributes) as span:
         response = _respond(event, context)
+        response["headers"] = {**(response.get("headers") or {}), **TRANSPORT_HEADERS}
         status = int(response.get("statusCode") or 500)
         span.set_attribute("http.response.status_code", status)
         if status >= 500:

@@ -94,7 +94,8 @@ def test_ui_is_the_dashboard_and_every_other_path_the_api_stage(template: Templa
 
 
 def test_the_dashboard_has_the_local_gateways_security_headers(template: Template) -> None:
-    (policy,) = template.find_resources("AWS::CloudFront::ResponseHeadersPolicy").values()
+    (files,) = _distribution(template)["CacheBehaviors"]
+    policy = template.find_resources("AWS::CloudFront::ResponseHeadersPolicy")[files["ResponseHeadersPolicyId"]["Ref"]]
     config = policy["Properties"]["ResponseHeadersPolicyConfig"]
     security, custom = config["SecurityHeadersConfig"], config["CustomHeadersConfig"]["Items"]
 
@@ -108,9 +109,6 @@ def test_the_dashboard_has_the_local_gateways_security_headers(template: Templat
     assert "connect-src 'self'" in served["Content-Security-Policy"]
     assert all(header["Override"] for header in (*custom, *(v for v in security.values() if isinstance(v, dict))))
     assert security["StrictTransportSecurity"]["AccessControlMaxAgeSec"] == 365 * 24 * 3600
-    (files,) = _distribution(template)["CacheBehaviors"]
-    assert files["ResponseHeadersPolicyId"] == {"Ref": next(iter(template.find_resources(
-        "AWS::CloudFront::ResponseHeadersPolicy")))}
 
 
 def test_the_files_are_deployed_from_the_dashboard_directory_under_ui(template: Template) -> None:
@@ -200,3 +198,49 @@ def test_the_runbooks_page_is_one_more_file_of_the_dashboard(stack: cdk.Stack) -
     assert parts == ["https://", {"Fn::GetAtt": [distribution, "DomainName"]}, "/ui/runbooks"]
     (function,) = template.find_resources("AWS::CloudFront::Function").values()
     assert '"/ui/runbooks": "/ui/runbooks.html"' in function["Properties"]["FunctionCode"]
+
+
+def test_every_behaviour_sends_hsts(template: Template) -> None:
+    policies = template.find_resources("AWS::CloudFront::ResponseHeadersPolicy")
+    config = _distribution(template)
+
+    # Given the files' behaviour and the default one (the API paths)
+    for behaviour in (*config["CacheBehaviors"], config["DefaultCacheBehavior"]):
+        # Then each has a response headers policy, with HSTS for a year, overriding whatever the origin sends
+        policy = policies[behaviour["ResponseHeadersPolicyId"]["Ref"]]["Properties"]["ResponseHeadersPolicyConfig"]
+        hsts = policy["SecurityHeadersConfig"]["StrictTransportSecurity"]
+        assert hsts["AccessControlMaxAgeSec"] == 365 * 24 * 3600 and hsts["Override"] is True
+    api = policies[config["DefaultCacheBehavior"]["ResponseHeadersPolicyId"]["Ref"]]["Properties"]
+    security = api["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
+    assert security["FrameOptions"]["FrameOption"] == "DENY"
+    assert security["ContentTypeOptions"]["Override"] is True
+    assert security["ReferrerPolicy"]["ReferrerPolicy"] == "no-referrer"
+
+
+def test_without_a_domain_the_distribution_has_cloudfronts_certificate(template: Template) -> None:
+    config = _distribution(template)
+
+    assert "Aliases" not in config
+    assert config.get("ViewerCertificate", {"CloudFrontDefaultCertificate": True}) == {
+        "CloudFrontDefaultCertificate": True}
+
+
+def test_a_custom_domain_takes_tls_1_2_at_least(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_apigateway as apigw
+
+    from infra.config import CustomDomain
+
+    # Given the dashboard on a domain of the user's, with its certificate (us-east-1, as CloudFront requires)
+    certificate = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f"
+    api = apigw.RestApi(stack, "Api", deploy_options=apigw.StageOptions(stage_name="test"))
+    api.root.add_method("GET", apigw.MockIntegration())
+    dashboard = Dashboard(stack, "Dashboard", files=DASHBOARD_DIR, rest_api=api,
+                          domain=CustomDomain("jobs.example.com", certificate))
+    config = _distribution(Template.from_stack(stack))
+
+    # Then the distribution answers on it with TLS 1.2 or later only (SNI: no dedicated IP addresses)
+    assert config["Aliases"] == ["jobs.example.com"]
+    assert config["ViewerCertificate"] == {"AcmCertificateArn": certificate, "MinimumProtocolVersion": "TLSv1.2_2021",
+                                           "SslSupportMethod": "sni-only"}
+    assert dashboard.url == "https://jobs.example.com/ui"
+    assert dashboard.runbooks_url == "https://jobs.example.com/ui/runbooks"

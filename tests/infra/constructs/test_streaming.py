@@ -196,3 +196,14 @@ def test_the_serverless_cluster_has_no_brokers_of_its_own(stack: cdk.Stack, stre
 
     template.resource_count_is("AWS::MSK::ServerlessCluster", 1)
     template.resource_count_is("AWS::MSK::Cluster", 0)
+
+
+def test_a_worker_with_no_shared_topic_to_read_gets_no_read_statement(streaming: Streaming) -> None:
+    # Given every topic some tenant's own: the shared worker policy has nothing to read
+    statements = streaming.worker_statements(consume=[], produce=["job-results"], groups=["jobrunner-workers"])
+
+    assert [s.to_statement_json()["Action"] for s in statements] == [
+        ["kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently"],
+        ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"],
+        ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"],
+    ]

@@ -176,3 +176,18 @@ def test_a_span_is_named_by_its_route_and_carries_the_status(
     assert found.attributes["http.response.status_code"] == 404
     assert missing.attributes is not None and "http.route" not in missing.attributes
     assert {s.status.status_code for s in (found, missing)} == {StatusCode.UNSET}
+
+
+@pytest.mark.parametrize(("method", "path", "body", "tenant", "status"), [
+    ("POST", "/jobs", {"schedule": {"every": "PT5M"}, "payload": {}}, "alice", 201),  # a route's answer
+    ("GET", "/jobs/nope", None, "alice", 404),                                     # the resolver's refusal
+    ("POST", "/jobs", "{not json", "alice", 400),                                   # the body limits' refusal
+    ("GET", "/jobs", None, None, 401),                                              # no tenant
+    ("GET", "/health", None, None, 200),                                            # a public path
+])
+def test_every_response_sends_hsts(store: MemoryJobStore, method: str, path: str, body: Any, tenant: str | None,
+                                   status: int) -> None:
+    response = handle(event(method, path, body, tenant), None)
+
+    assert response["statusCode"] == status
+    assert response["headers"]["Strict-Transport-Security"] == "max-age=31536000"
