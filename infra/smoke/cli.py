@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 
@@ -95,14 +94,10 @@ def find_target(deps: Deps, *, stage: str | None, url: str | None, token: str | 
 
 
 def main(argv: Sequence[str] | None = None, deps: Deps | None = None) -> int:
-    """Run the command with ``argv`` (default: the process's) and return its exit code."""
-    command = typer.main.get_command(app)
+    """Run the command with ``argv`` (default: the process's) and return its exit code (usage errors print their
+    message and give 2, as the command does)."""
     try:
-        code = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="python -m infra.smoke",
-                            standalone_mode=False, obj=deps)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        return EXIT_FAILED
-    return code if isinstance(code, int) else 0
+        app(args=list(sys.argv[1:] if argv is None else argv), prog_name="python -m infra.smoke", obj=deps)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_FAILED)
+    return 0

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from infra.config import CONTEXT_DEFAULTS, ConfigError, DeploymentConfig, ExistingCassandra, scan_concurrency
+from infra.config import (
+    CONTEXT_DEFAULTS,
+    ConfigError,
+    DeploymentConfig,
+    ExistingCassandra,
+    scan_concurrency,
+    stack_name_of,
+    stage_region,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -380,3 +388,10 @@ def test_a_retained_keyspace_may_be_adopted_on_keyspaces_only() -> None:
         config(adopt_keyspace=True, existing_cassandra={"contact_points": ["10.0.0.1"]})
     with pytest.raises(ConfigError, match="adopt_keyspace"):
         config(adopt_keyspace="yes")
+
+
+def test_a_stage_names_its_stack_and_the_region_stages_pins_it_to() -> None:
+    context = {"stages": {"prod": {"region": "eu-west-1"}, "qa": {"segments": 4}}}
+    config = DeploymentConfig.from_context({"stage": "qa", "alarm_email": "qa@example.com"}.get)
+    assert config.stack_name == stack_name_of("qa") == "JobRunner-qa"
+    assert [stage_region(context, s) for s in ("prod", "qa", "dev")] == ["eu-west-1", None, None]
