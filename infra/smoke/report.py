@@ -31,11 +31,18 @@ class Report:
         self.console.print(Text.assemble(("smoke test of ", "bold"), where, ("  jobs tagged ", "dim"), tag))
 
     def step(self, result: StepResult) -> None:
-        """One line per step, as it ends (steps of a phase end in any order, from their own threads)."""
-        line = Text.assemble(f"{result.at_s:6.1f} s  ", mark(result), "  ", (f"{result.name:<34}", "bold"),
-                             f" {result.detail}", (f"  ({result.took_s:.1f} s)", "dim"))
+        """One row per step, as it ends (steps of a phase end in any order, from their own threads): when it
+        ended, what it saw (wrapped in its own column), how long it took."""
+        row = Table.grid(padding=(0, 2), expand=True)
+        row.add_column(justify="right", min_width=7, no_wrap=True)
+        row.add_column(no_wrap=True)
+        row.add_column(min_width=32, no_wrap=True)
+        row.add_column(ratio=1)
+        row.add_column(justify="right", no_wrap=True, style="dim")
+        row.add_row(f"{result.at_s:.1f} s", mark(result), Text(result.name, style="bold"), Text(result.detail),
+                    f"took {result.took_s:.1f} s")
         with self._lock:
-            self.console.print(line)
+            self.console.print(row)
 
     def summary(self, results: Sequence[StepResult], total_s: float) -> None:
         table = Table(show_edge=False, pad_edge=False, box=None)

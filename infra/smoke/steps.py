@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 NO_WORKER = ("no worker consumed topic '{topic}' (or its results were not applied): start one as docs/deploy.md "
              "says, 'Running a worker against the stack' (locally the stack runs examples/worker.py itself)")
-NOT_PUBLISHED = ("nothing published {patience:g} s after its due time {due}: no scan ran it (docs/deploy.md, "
-                 "'From a new account to a first job', step 9: a job that does not run)")
+NOT_PUBLISHED = ("nothing published {patience:g} s after its due time {due}: no scan ran it (the tick and scan "
+                 "functions: docs/deploy.md, 'The smoke test')")
 #: The retry policy of the jobs that fail: 1 s between attempts (0.5 to 1 s with jitter), so they end fast.
 FAST_BACKOFF = {"initial_delay_s": 1, "multiplier": 1, "max_delay_s": 1}
 ENDED = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
@@ -138,7 +138,8 @@ class Smoke:
         wanted = [due, due + timedelta(minutes=1)]
         if [instant(t) for t in preview] != wanted:
             raise StepFailed(f"the job every minute would fire at {preview}, not {[t.isoformat() for t in wanted]}")
-        return f"{len(plan)} jobs, tagged {self.tag}; due at {clock_time(due)} (in {self.options.lead_s:g} s or so)"
+        ahead = (due - self.clock.now()).total_seconds()
+        return f"{len(plan)} jobs, tagged {self.tag}; due at {clock_time(due)}, {ahead:.0f} s from now"
 
     def one_time(self) -> str:
         due = self._due()
