@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from infra.smoke.runner import Phase, Step, StepFailed
+from jobrunner.domain.policies import MISFIRE_GRACE
 from jobrunner_client.cli.client import ApiError, CannotConnect
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class Options:
     #: How long a job may show no progress before its step fails.
     patience_s: float = 30.0
     #: Most a fire may be published after its due instant (the ledger's grace: later is "caught up").
-    late_s: float = 10.0
+    late_s: float = MISFIRE_GRACE.total_seconds()
     poll_s: float = 0.5
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
@@ -144,7 +145,10 @@ class Smoke:
     def one_time(self) -> str:
         due = self._due()
         job = self.jobs["at"]
-        [record] = self._follow(job, since=due, done=lambda rs: any(r["status"] in ENDED for r in rs))
+        records = self._follow(job, since=due, done=lambda rs: any(r["status"] in ENDED for r in rs))
+        if len(records) != 1:
+            raise StepFailed(f"{len(records)} executions (attempts {attempts(records)}), not one")
+        record = records[0]
         lateness = self._on_time(record, due)
         self._succeeded(record, job)
         self.ended.add(job["job_id"])

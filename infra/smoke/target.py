@@ -90,5 +90,8 @@ def url_target(url: str | None, *, token: str | None, sigv4: bool, region: str |
     if not connection.token:
         raise TargetError(f"no token for {base}: pass --token, set JOBRUNNER_TOKEN, or run `make run` (it writes "
                           f".local/env); for a deployment signed with SigV4, pass --sigv4 or --stage")
-    source = f"from {connection.env_file}" if connection.env_file and not token else "given"
+    source = "given"
+    if connection.env_file and not token:
+        found = connection.env_file
+        source = f"from {found.relative_to(cwd) if found.is_relative_to(cwd) else found}"
     return Target(base, BearerAuth(connection.token), f"{base} (bearer token {source})")

@@ -76,7 +76,7 @@ def test_a_url_takes_the_token_the_local_stack_wrote(tmp_path: Path) -> None:
     target = url_target(None, token=None, sigv4=False, region=None, environ={}, cwd=tmp_path)
     assert target.url == "http://127.0.0.1:8080" and isinstance(target.auth, BearerAuth)
     assert target.auth.sign(HttpRequest("GET", target.url)).headers["Authorization"] == "Bearer abc"
-    assert target.where == f"http://127.0.0.1:8080 (bearer token from {tmp_path / '.local' / 'env'})"
+    assert target.where == "http://127.0.0.1:8080 (bearer token from .local/env)"
 
 
 def test_a_url_without_a_token_says_where_one_comes_from(tmp_path: Path) -> None:
