@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The stage `make smoke` tests (its stack JobRunner-$(STAGE)); URL=... tests that API instead (make run's).
+STAGE ?= dev
 
-.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy infra-test browser bench cluster cluster-stop cluster-status chaos-cluster soak
+.PHONY: help install run test unit lint format stop status clean chaos chaos-ops synth diff cdk-cli preflight runtime-check deploy smoke infra-test browser bench cluster cluster-stop cluster-status chaos-cluster soak
 
 help:
 	@echo "make run     - start Cassandra, Kafka, moto and the whole system locally (Ctrl-C to stop it)"
@@ -24,6 +26,7 @@ help:
 	@echo "make preflight - check the account's Lambda concurrency quota against the stack (AWS credentials)"
 	@echo "make runtime-check - import every handler on the Lambda runtime's Python (3.13) from the layers as shipped"
 	@echo "make deploy  - preflight, runtime-check, then cdk deploy (context via CDK_ARGS=\"-c stage=prod\"); see docs/deploy.md"
+	@echo "make smoke   - after a deploy: jobs through the stage's API, each step timed (STAGE=dev; URL=... for make run's)"
 	@echo "make stop    - stop the local servers"
 	@echo "make status  - which local servers are up"
 
@@ -110,6 +113,10 @@ runtime-check: $(STAMP)
 
 deploy: $(STAMP) cdk-cli preflight runtime-check
 	infra/node_modules/.bin/cdk deploy $(CDK_ARGS)
+
+# The last step of a deploy (docs/deploy.md, "The smoke test"): needs the example worker running against the stack.
+smoke: $(STAMP)
+	$(PY) -m infra.smoke $(if $(URL),--url $(URL),--stage $(STAGE))
 
 infra-test: $(STAMP)
 	$(PY) -m pytest tests/infra

@@ -283,7 +283,7 @@ class DeploymentConfig:
 
     @property
     def stack_name(self) -> str:
-        return f"JobRunner-{self.stage}"
+        return stack_name_of(self.stage)
 
     @property
     def log_retention_name(self) -> str:
@@ -434,6 +434,18 @@ def cli_context(cdk_json: Path, argv: Sequence[str]) -> dict[str, Any]:
             key, _, value = args.pop(0).partition("=")
             context[key] = value
     return context
+
+
+def stack_name_of(stage: str) -> str:
+    """The CloudFormation stack of ``stage`` (what ``cdk deploy`` creates, and the smoke test looks up)."""
+    return f"JobRunner-{stage}"
+
+
+def stage_region(context: dict[str, Any], stage: str) -> str | None:
+    """The region ``stages`` pins ``stage`` to in ``context`` (``cdk.json``'s), or None: where the credentials point."""
+    entry = (context.get("stages") or {}).get(stage) or {}
+    region = entry.get("region") if isinstance(entry, dict) else None
+    return str(region) if region else None
 
 
 def scan_concurrency(segments: int) -> int:

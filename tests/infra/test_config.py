@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from infra.config import CONTEXT_DEFAULTS, ConfigError, DeploymentConfig, ExistingCassandra, scan_concurrency
+from infra.config import (
+    CONTEXT_DEFAULTS,
+    ConfigError,
+    DeploymentConfig,
+    ExistingCassandra,
+    scan_concurrency,
+    stack_name_of,
+    stage_region,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The one caller a stage other than dev admits, unless a test says otherwise.
@@ -514,3 +522,11 @@ def test_the_shared_worker_policy_reads_the_topics_no_tenant_has_to_itself() -> 
     # Without grants every allowed topic is shared; a topic only named tenants hold is nobody else's
     assert config(allowed_topics=["jobs", "reports"]).shared_topics == ("jobs", "reports")
     assert config(tenant_topics={"a": ["jobs"], "b": ["b"]}).shared_topics == ()
+
+
+def test_a_stage_names_its_stack_and_the_region_stages_pins_it_to() -> None:
+    context = {"stages": {"prod": {"region": "eu-west-1"}, "qa": {"segments": 4}}}
+    config = DeploymentConfig.from_context(
+        {"stage": "qa", "alarm_email": "qa@example.com", "api_principals": [CI_ROLE]}.get)
+    assert config.stack_name == stack_name_of("qa") == "JobRunner-qa"
+    assert [stage_region(context, s) for s in ("prod", "qa", "dev")] == ["eu-west-1", None, None]

@@ -179,6 +179,11 @@ class ApiClient:
         data: dict[str, Any] = self.call("GET", f"/jobs/{_id(job_id)}", query={"preview": preview or None}).data
         return data
 
+    def change(self, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``PATCH /jobs/{id}``: the fields given replaced; the job as it now stands."""
+        data: dict[str, Any] = self.call("PATCH", f"/jobs/{_id(job_id)}", body).data
+        return data
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         data: dict[str, Any] = self.call("DELETE", f"/jobs/{_id(job_id)}").data
         return data

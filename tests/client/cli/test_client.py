@@ -92,3 +92,10 @@ def _raw(status: int, body: bytes) -> Any:
     from jobrunner_client.cli.client import HttpResponse
 
     return HttpResponse(status, body)
+
+
+def test_change_patches_the_job_with_the_fields_given() -> None:
+    transport = FakeTransport().on("PATCH", "/jobs/a%2Fb", reply(200, {"job_id": "a/b", "version": 2}))
+    changed = ApiClient("http://api.test/", BearerAuth("t"), transport).change("a/b", {"payload": {"n": 2}})
+    assert changed == {"job_id": "a/b", "version": 2}
+    assert [(s.method, s.path, s.body) for s in transport.sent] == [("PATCH", "/jobs/a%2Fb", {"payload": {"n": 2}})]
