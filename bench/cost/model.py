@@ -41,7 +41,8 @@ BUSY_MINUTE_DRAIN_S = 15
 #: Keyspaces unless the stage uses an existing Cassandra cluster.
 ENDPOINTS_WITHOUT_KEYSPACES = 5
 #: Placeholders for the settings that gate a deploy but not the bill (``StageConfig.from_cdk_json``).
-_DEPLOY_ONLY = {"account": "000000000000", "region": "us-east-1", "alarm_email": "cost-model@example.com"}
+_DEPLOY_ONLY = {"account": "000000000000", "region": "us-east-1", "alarm_email": "cost-model@example.com",
+                "api_principals": ["arn:aws:iam::000000000000:role/cost-model"]}
 
 
 class StageConfig(BaseModel):
@@ -84,6 +85,9 @@ class StageConfig(BaseModel):
                 entry[key] = _DEPLOY_ONLY[key]
         if entry.get("alarm_email") is None and not context.get("alarm_email") and (entry or name != "dev"):
             entry["alarm_email"] = _DEPLOY_ONLY["alarm_email"]
+        admits_nobody = not entry.get("api_principals") and not context.get("api_principals")
+        if admits_nobody and name != "dev" and context.get("api_auth", "iam") == "iam":
+            entry["api_principals"] = _DEPLOY_ONLY["api_principals"]
         if entry:
             stages[name] = entry
         context = {**context, "stages": stages}
