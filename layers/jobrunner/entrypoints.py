@@ -6,13 +6,13 @@ same code.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections import Counter
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities.data_classes import KafkaEvent
 from pydantic import ValidationError
 
 from jobrunner import telemetry
@@ -25,6 +25,7 @@ from jobrunner.wiring import container
 from jobrunner_client.protocol import ResultMessage
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from datetime import datetime
 
     from jobrunner.services.results import ResultsService
@@ -144,13 +145,12 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     results = container().results
     outcomes: Counter[str] = Counter()
     reports: list[WorkerReport] = []
-    for records in (event.get("records") or {}).values():
-        for record in records:
-            report = parse_report(base64.b64decode(record.get("value") or b""))
-            if report is None:
-                outcomes["ignored_malformed"] += 1
-            else:
-                reports.append(report)
+    for value in _values(event):
+        report = parse_report(value)
+        if report is None:
+            outcomes["ignored_malformed"] += 1
+        else:
+            reports.append(report)
     if telemetry.enabled():  # a span per result, each continuing its worker's trace
         outcomes.update(_apply(results, report) for report in reports)
     else:  # the whole batch in a few round trips
@@ -163,6 +163,15 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=outcomes["dead_lettered"])
     logger.info("results", extra=dict(outcomes))
     return dict(outcomes)
+
+
+def _values(event: dict[str, Any]) -> Iterator[bytes]:
+    """The value of each record of an MSK batch, decoded by Powertools' ``KafkaEvent``; a record without one
+    (a tombstone) as empty bytes, which no result parses from."""
+    if not event.get("records"):
+        return
+    for record in KafkaEvent(event).records:
+        yield record.decoded_value if record.get("value") else b""
 
 
 def _apply(results: ResultsService, report: WorkerReport) -> str:

@@ -107,7 +107,7 @@ def unavailable(exc: Unavailable) -> Response[Any]:
 
 def no_route(app: Resolver) -> Callable[[NotFoundError], Response[Any]]:
     """Powertools' not-found hook: no route for the path is 404; a route, but not for this method, 405 with
-    ``Allow`` (the resolver's table of routes tells which)."""
+    ``Allow`` (the resolver's own routes tell which: ``Resolver.routes``)."""
     def answer(_: NotFoundError) -> Response[Any]:
         method, path = app.current_event.http_method.upper(), app.current_event.path
         allowed = app.routes.allowed(path)

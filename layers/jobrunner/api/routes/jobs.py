@@ -1,0 +1,161 @@
+"""/jobs: submit, list, change in bulk; one job: read, change, cancel, pause, resume, run now, backfill."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from jobrunner import telemetry
+from jobrunner.api.routes.common import _OVER_A_LIMIT, JobId, _actor, _header, _json, _one, _tenant
+from jobrunner.api.schemas import (
+    BackfillIn,
+    BackfillOut,
+    BatchItemOut,
+    BulkFailure,
+    BulkIn,
+    BulkOut,
+    JobIn,
+    JobOut,
+    JobPatchIn,
+    JobsBatchIn,
+    JobsBatchOut,
+    JobsOut,
+    ResumeIn,
+    RunOut,
+)
+from jobrunner.domain.jobs import JobStatus
+from jobrunner.domain.policies import CatchUp, Overlap
+from jobrunner.domain.schedules import parse_instant
+from jobrunner.domain.tags import JobFilter
+from jobrunner.domain.time import rfc3339
+from jobrunner.domain.tracing import new_traceparent, parse_traceparent
+from jobrunner.services.jobs import JobChanges, NewJob
+from jobrunner.wiring import container
+
+router = Router()
+
+
+@router.post("/jobs", responses={201: {"description": "created"}, 200: {"description": "idempotent repeat"},
+                                 403: {"description": "the topic is not granted to this tenant"},
+                                 429: {"description": _OVER_A_LIMIT}})
+def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
+    tenant = _tenant()
+    job, created = container().jobs.submit(tenant, _new_job(body), body.idempotency_key, actor=_actor())
+    telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
+    return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, _one(job))
+
+
+@router.post("/jobs/batch", responses={
+    201: {"description": "created (every job, or some; the others were idempotent repeats)"},
+    200: {"description": "every job an idempotent repeat"},
+    403: {"description": "a job's topic is not granted to this tenant (nothing created)"},
+    422: {"description": "jobs wrong: each wrong field named by its item, nothing created"},
+    429: {"description": _OVER_A_LIMIT + "; the rate counts every job of the batch"}})
+def submit_jobs(body: Annotated[JobsBatchIn, Body()]) -> Response[Any]:
+    """Up to 100 jobs in one request: what loading many one-time jobs should use (one request, and writes
+    made together). A 503 may leave the jobs before the failure created: give each an idempotency_key to
+    retry safely."""
+    items = [(_new_job(job), job.idempotency_key) for job in body.jobs]
+    results = container().jobs.submit_many(_tenant(), items, actor=_actor())
+    out = JobsBatchOut(items=[BatchItemOut(created=created, job=_one(job)) for job, created in results])
+    return _json(HTTPStatus.CREATED if any(created for _, created in results) else HTTPStatus.OK, out)
+
+
+def _new_job(body: JobIn) -> NewJob:
+    """The job ``body`` asks for, from what its model validated (nothing is parsed again)."""
+    schedule = body.schedule.schedule()
+    # The job's trace: this request's span when tracing is on, else the caller's traceparent, else a new one.
+    trace = (telemetry.current_traceparent() or parse_traceparent(_header(router.current_event.headers, "traceparent"))
+             or new_traceparent())
+    return NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
+                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
+                  calendar=body.calendar, delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap),
+                  catch_up=body.catch_up.policy() if body.catch_up else CatchUp())
+
+
+@router.get("/jobs")
+def list_jobs(
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+    kind: Annotated[Literal["at", "every", "cron", "iso8601"] | None, Query()] = None,
+    tag: Annotated[str | None, Query(max_length=400, description="key:value, or key for any value")] = None,
+) -> Response[Any]:
+    where = JobFilter.of(status, kind, tag)
+    jobs, next_cursor = container().jobs.list_jobs(_tenant(), limit, cursor or None, where=where)
+    return _json(HTTPStatus.OK, JobsOut(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+
+
+@router.post("/jobs/bulk", responses={200: {"description": "what was done to each job selected"}})
+def bulk_change(body: Annotated[BulkIn, Body()]) -> Response[Any]:
+    where = JobFilter.of(body.status, body.kind, body.tag)
+    result, cursor = container().jobs.bulk(_tenant(), body.action, where, body.limit, body.cursor, actor=_actor())
+    failed = [BulkFailure(job_id=job_id, reason=reason) for job_id, reason in result.failed]
+    return _json(HTTPStatus.OK, BulkOut(changed=result.changed, unchanged=result.unchanged, failed=failed,
+                                        next_cursor=cursor))
+
+
+@router.get("/jobs/<job_id>")
+def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> Response[Any]:
+    services = container()
+    job = services.jobs.get(_tenant(), job_id)
+    remaining = services.jobs.fires_left(job)
+    if not preview:
+        return _json(HTTPStatus.OK, JobOut.of(job, remaining=remaining))  # (as _one)
+    fires = services.jobs.preview(job, preview)
+    return _json(HTTPStatus.OK, JobOut.of(job, fires, services.jobs.excluded(job, fires), remaining))
+
+
+@router.patch("/jobs/<job_id>", responses={403: {"description": "the topic is not granted to this tenant"},
+                                          429: {"description": _OVER_A_LIMIT}})
+def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
+    services = container()
+    tenant = _tenant()
+    current = services.jobs.get(tenant, job_id)
+    changes = JobChanges(
+        schedule=body.schedule.schedule() if body.schedule else None,
+        payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
+        retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
+        timeout_set="timeout_s" in body.model_fields_set,
+        jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
+        calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
+        delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap) if body.overlap else None,
+        catch_up=body.catch_up.policy() if body.catch_up is not None else None,
+    )
+    return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, changes, actor=_actor())))
+
+
+@router.delete("/jobs/<job_id>")
+def cancel_job(job_id: JobId) -> Response[Any]:
+    return _json(HTTPStatus.OK, _one(container().jobs.cancel(_tenant(), job_id, actor=_actor())))
+
+
+@router.post("/jobs/<job_id>/pause")
+def pause_job(job_id: JobId) -> Response[Any]:
+    return _json(HTTPStatus.OK, _one(container().jobs.pause(_tenant(), job_id, actor=_actor())))
+
+
+@router.post("/jobs/<job_id>/resume")
+def resume_job(job_id: JobId, body: Annotated[ResumeIn | None, Body()] = None) -> Response[Any]:
+    catch_up = body.catch_up if body is not None else False
+    return _json(HTTPStatus.OK, _one(container().jobs.resume(_tenant(), job_id, catch_up, actor=_actor())))
+
+
+@router.post("/jobs/<job_id>/run", responses={429: {"description": _OVER_A_LIMIT}})
+def run_job(job_id: JobId) -> Response[Any]:
+    row = container().jobs.run_now(_tenant(), job_id, actor=_actor())
+    out = RunOut(execution_id=row.execution_id, job_id=row.job_id, due_at=rfc3339(row.due_at),
+                 trigger=row.trigger.value)
+    return _json(HTTPStatus.ACCEPTED, out)
+
+
+@router.post("/jobs/<job_id>/backfill", responses={429: {"description": _OVER_A_LIMIT}})
+def backfill_job(job_id: JobId, body: Annotated[BackfillIn, Body()]) -> Response[Any]:
+    start, end = parse_instant(body.start, "from"), parse_instant(body.end, "to")
+    done = container().jobs.backfill(_tenant(), job_id, start, end, body.dry_run, actor=_actor())
+    out = BackfillOut(fires=[rfc3339(f) for f in done.fires], dry_run=body.dry_run, queued=len(done.queued))
+    return _json(HTTPStatus.OK if body.dry_run else HTTPStatus.ACCEPTED, out)

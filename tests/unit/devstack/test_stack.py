@@ -1,0 +1,24 @@
+"""The local stack's events, in the shapes Powertools reads them in (``devstack.stack``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from aws_lambda_powertools.utilities.data_classes import KafkaEvent
+from kafka.structs import TopicPartition
+
+from devstack.stack import msk_event
+
+
+def test_the_local_msk_event_reads_as_powertools_kafka_event() -> None:
+    # Given two records a local consumer polled from one partition, one without a key
+    partition = TopicPartition("job-results", 2)
+    polled = [SimpleNamespace(topic="job-results", partition=2, offset=offset, timestamp=1795000000000, key=key,
+                              value=value)
+              for offset, (key, value) in enumerate([(b"j-1", b'{"a": 1}'), (None, b"\xff")])]
+    # When they are put in the shape of an MSK event
+    event = KafkaEvent(msk_event({partition: polled}))
+    # Then Powertools reads each record's topic, offset and raw value back
+    assert event.event_source == "aws:kafka"
+    assert [(r.topic, r.partition, r.offset, r.decoded_key, r.decoded_value) for r in event.records] == [
+        ("job-results", 2, 0, b"j-1", b'{"a": 1}'), ("job-results", 2, 1, b"", b"\xff")]

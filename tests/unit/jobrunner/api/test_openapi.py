@@ -1,0 +1,68 @@
+"""The OpenAPI document the api serves, held to a snapshot: moving routes between modules must not change it.
+
+A change to the api that is meant to change the document rewrites the snapshot:
+``JOBRUNNER_WRITE_OPENAPI_SNAPSHOT=1 pytest tests/unit/jobrunner/api/test_openapi.py``, then review its diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobrunner import wiring
+from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.api.app import handle
+from jobrunner.config import Settings
+from jobrunner.wiring import Container
+
+SNAPSHOT = Path(__file__).with_name("openapi.snapshot.json")
+
+
+@pytest.fixture(autouse=True)
+def _container(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wiring, "_container", None)  # restored after the test
+    wiring.install(Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(),
+        clock=ManualClock(datetime(2026, 11, 22, 10, 0, tzinfo=UTC)),
+    ))
+
+
+def served() -> str:
+    """The body of ``GET /openapi.json``, asked for without a token as a browser would."""
+    event: dict[str, Any] = {
+        "resource": "/openapi.json", "path": "/openapi.json", "httpMethod": "GET", "headers": {},
+        "multiValueHeaders": {}, "queryStringParameters": None, "multiValueQueryStringParameters": None,
+        "pathParameters": None, "stageVariables": None, "body": None, "isBase64Encoded": False,
+        "requestContext": {"requestId": "r-1", "stage": "test", "httpMethod": "GET", "path": "/openapi.json"},
+    }
+    response = handle(event, None)
+    assert response["statusCode"] == 200, response
+    return str(response["body"])
+
+
+def test_the_served_openapi_document_is_the_snapshot() -> None:
+    document = json.dumps(json.loads(served()), indent=1, ensure_ascii=False) + "\n"
+    if os.environ.get("JOBRUNNER_WRITE_OPENAPI_SNAPSHOT"):
+        SNAPSHOT.write_text(document, encoding="utf-8")
+    # The text, not only the parsed value: the order of paths, operations and schemas is the reader's too.
+    assert document == SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_the_snapshot_holds_every_operation_with_its_parameters_and_schemas() -> None:
+    snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    operations = [(method.upper(), path) for path, item in snapshot["paths"].items() for method in item]
+    # 21 routes: every one but GET /openapi.json itself is in the document
+    assert len(operations) == 20 and len(set(operations)) == 20 and ("GET", "/openapi.json") not in operations
+    assert ("GET", "/jobs/{job_id}/fires") in operations and ("PUT", "/calendars/{name}") in operations
+    assert {p["name"] for p in snapshot["paths"]["/jobs"]["get"]["parameters"]} >= {"limit", "cursor", "tag"}
+    assert {"JobIn", "JobPatchIn", "CalendarIn"} <= set(snapshot["components"]["schemas"])

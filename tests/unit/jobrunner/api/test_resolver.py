@@ -1,0 +1,57 @@
+"""The resolver's table of routes (``jobrunner.api.resolver``) agrees with the resolver on every path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from jobrunner.api.resolver import Resolver
+
+
+def resolver() -> Resolver:
+    """A resolver with a static and a dynamic route on one path, one of them included from a router."""
+    app = Resolver()
+    items = Router()  # type: ignore[no-untyped-call]
+
+    @app.get("/items")
+    def list_items() -> dict[str, Any]:
+        return {"route": "list"}
+
+    @items.post("/items/batch")
+    def batch() -> dict[str, Any]:
+        return {"route": "batch"}
+
+    @items.post("/items/<item_id>")
+    def change(item_id: str) -> dict[str, Any]:
+        return {"route": "change", "item_id": item_id}
+
+    app.include_router(items)
+    return app
+
+
+def status(app: Resolver, method: str, path: str) -> int:
+    event = {"httpMethod": method, "path": path, "headers": {}, "multiValueHeaders": {}, "body": None,
+             "queryStringParameters": None, "requestContext": {"requestId": "r-1", "stage": "test"}}
+    return int(app.resolve(event, None)["statusCode"])  # type: ignore[arg-type]
+
+
+def test_routes_included_from_a_router_are_in_the_table_static_before_dynamic() -> None:
+    app = resolver()
+    assert [(entry.method, entry.template) for entry in app.routes] == [
+        ("GET", "/items"), ("POST", "/items/batch"), ("POST", "/items/<item_id>")]
+    assert app.routes.find("POST", "/items/batch") == ("/items/batch", {})
+    assert app.routes.find("POST", "/items/i-1") == ("/items/<item_id>", {"item_id": "i-1"})
+    assert app.routes.allowed("/items") == ["GET"] and app.routes.allowed("/items/") == ["GET"]
+
+
+@pytest.mark.parametrize("path", ["/items", "/items/batch", "/items/i-1", "/items/a%22b", "/items/a b", '/items/a"b',
+                                  "/items/€", "/items/a#b", "/items/a/b", "/nope"])
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT"])
+def test_the_table_finds_a_route_exactly_when_the_resolver_serves_it(method: str, path: str) -> None:
+    # Given the resolver's own pattern in the table, even for characters its pattern refuses (", €, #)
+    app = resolver()
+    served = status(app, method, path) != 404
+    # Then the table and the resolver agree on whether a route serves the request
+    assert (app.routes.find(method, path) is not None) == served
