@@ -559,7 +559,7 @@ def ordered_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Job ids in submission order, so that the partition (by due instant, then job id) holds a tenant
     submitted later after every row of one submitted before at the same instant: the worst case."""
     counter = itertools.count(1)
-    monkeypatch.setattr("jobrunner.services.jobs.uuid.uuid4", lambda: uuid.UUID(int=next(counter)))
+    monkeypatch.setattr("uuid.uuid4", lambda: uuid.UUID(int=next(counter)))
 
 
 def burst(world: World, tenant: str, count: int, second: int) -> list[Job]:
