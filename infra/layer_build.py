@@ -75,6 +75,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
     ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
     ("layers", "jobrunner/services/*.py"),  # the use cases
+    ("layers", "jobrunner/services/jobs/*.py"),  # the job use cases, one module per use case
     ("layers", "jobrunner/services/scan/*.py"),  # the segment scan, one module per step
     ("layers", "jobrunner/api/*.py"),  # the api function's HTTP API: its modules, not the dashboard's assets
     ("layers", "jobrunner/api/routes/*.py"),  # its routes, one module per resource

@@ -84,7 +84,7 @@ def test_stores_is_the_four_ports_and_both_adapters_implement_them() -> None:
     ("results.py", "_store", HistoryStore),
     ("retire.py", "_store", RetireStores),
     ("calendars.py", "_jobs", JobStore),
-    ("jobs.py", "_store", Stores),
+    ("jobs", "_store", Stores),
     ("reconcile.py", "_store", ReconcileStores),
 ])
 def test_each_service_declares_exactly_the_store_ports_it_calls(module: str, attribute: str, declared: type) -> None:

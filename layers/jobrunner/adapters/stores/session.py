@@ -41,7 +41,7 @@ failure" is here, in :func:`execution_profile`:
   by ``python -m cql.migrate``: without them it stamps a write on arrival, and a retried one would overwrite
   a later write); a retried conditional update whose first attempt did land comes back "not
   applied", and the service reads the job again and finds its change already made
-  (``services/jobs.py``, ``_save``).
+  (``services/jobs/commands.py``, ``Commands._save``).
 * **Speculative execution** (``CASSANDRA_SPECULATIVE_DELAY_MS``, off by default): a read not answered
   within the delay is also sent to the next node, and the first answer wins, so a slow node (a long GC
   pause, a slow network path) does not make the API or a scan slow. Reads only: the stores mark their

@@ -116,14 +116,14 @@ jobs.MAX_TIMEOUT_S = 600
 from pydantic import ValidationError
 from jobrunner.api.schemas import JobIn
 from jobrunner.domain.errors import InvalidField
-from jobrunner.services.jobs import JobService
+from jobrunner.services.jobs import JobChecks
 JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 600})
 try:
     JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 601})
 except ValidationError as wrong:
     model = wrong.errors()[0]["msg"]
 try:
-    JobService._check_timeout(601)
+    JobChecks.timeout(601)
 except InvalidField as wrong:
     service = wrong.reason
 print(json.dumps([model, service, JobIn.model_json_schema()["properties"]["timeout_s"]["anyOf"][0]["maximum"]]))

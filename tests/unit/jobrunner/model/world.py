@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage, ScanRequest
-    from jobrunner.services.jobs import JobService
+    from jobrunner.services.jobs import Commands, JobService
     from tests.unit.jobrunner.model.reference import Execution, Fate, JobModel
 
 MAX_JOBS = 6
@@ -705,10 +705,10 @@ class World:
     def api(self) -> JobService:
         return self.container.jobs
 
-    def recording(self, action: str) -> tuple[JobService, dict[str, Job]]:
-        """A copy of the API's job service whose ``action`` (pause, resume or cancel, as a bulk change calls it)
+    def recording(self, action: str) -> tuple[Commands, dict[str, Job]]:
+        """A copy of the API's job commands whose ``action`` (pause, resume or cancel, as a bulk change calls it)
         keeps what it answered for each job, by job id: a bulk change answers only ids."""
-        service = copy.copy(self.api)
+        service = copy.copy(self.api.commands)
         answers: dict[str, Job] = {}
         change = getattr(service, action)
 

@@ -24,8 +24,9 @@ from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, JobRules, NewJob
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
@@ -42,7 +43,8 @@ class World:
     def __init__(self, rules: JobRules = RULES) -> None:
         self.rules = rules
         self.store, self.calendars, self.clock = MemoryJobStore(), MemoryCalendarStore(), ManualClock(NOW)
-        self.jobs = JobService(self.store, self.clock, rules, changes=MemoryChangeLog(), calendars=self.calendars)
+        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": str(rules.segment_count)}, clock=self.clock,
+                                     store=self.store, changes=MemoryChangeLog(), calendars=self.calendars).jobs
         self.admin = CalendarService(self.calendars, self.store, self.clock)
         self.heartbeats = MemoryHeartbeatStore()
 

@@ -6,6 +6,7 @@ what a change means is what the scan then publishes or drops.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from jobrunner.domain.errors import (
     Unavailable,
 )
 from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, due_of, execution_id_for
-from jobrunner.domain.limits import TenantLimits, minute_of
+from jobrunner.domain.limits import minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
@@ -39,7 +40,7 @@ from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, Jo
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
-from jobrunner.services.wake import ScanWaker
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 RULES = JobRules(segment_count=16, topics=TopicGrants("jobs", frozenset({"jobs", "reports"})), max_payload_bytes=100)
+#: ``RULES`` as a deployment sets them, for the wiring to build the service from.
+SETTINGS = {"JOBRUNNER_SEGMENTS": "16", "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports",
+            "JOBRUNNER_MAX_PAYLOAD_BYTES": "100"}
 
 
 @pytest.fixture
@@ -63,7 +67,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def service(store: MemoryJobStore, clock: ManualClock) -> JobService:
-    return JobService(store, clock, RULES)
+    return memory_container(SETTINGS, clock=clock, store=store).jobs
 
 
 def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service: JobService) -> None:
@@ -137,13 +141,13 @@ def test_rejected_submission_names_the_field_and_writes_nothing(
     assert store.jobs == {} and store.rows == {}
 
 
-GRANTS = TopicGrants("jobs", frozenset({"jobs", "payments", "reports"}),
-                     {"payments-team": ("payments", "jobs"), "reporting": ("reports",)})
+GRANTS = {"JOBRUNNER_ALLOWED_TOPICS": "jobs,payments,reports",
+          "JOBRUNNER_TENANT_TOPICS": json.dumps({"payments-team": ["payments", "jobs"], "reporting": ["reports"]})}
 
 
 @pytest.fixture
 def granted(store: MemoryJobStore, clock: ManualClock) -> JobService:
-    return JobService(store, clock, JobRules(segment_count=16, topics=GRANTS))
+    return memory_container(GRANTS, clock=clock, store=store).jobs
 
 
 def test_a_topic_not_granted_to_the_tenant_is_forbidden_and_nothing_is_written(
@@ -179,13 +183,12 @@ def test_a_change_to_a_topic_not_granted_is_forbidden_and_changes_nothing(
     assert store.jobs[("reporting", job.job_id)] == job
 
 
-LIMITS = TenantLimits.parse({"*": {"submissions_per_second": 2},
-                             "small": {"payload_bytes": 20}, "ops": {"submissions_per_second": None}}, 100)
+LIMITS = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "100", "JOBRUNNER_TENANT_LIMITS": json.dumps(
+    {"*": {"submissions_per_second": 2}, "small": {"payload_bytes": 20}, "ops": {"submissions_per_second": None}})}
 
 
 def limited(store: MemoryJobStore, clock: ManualClock, quotas: MemoryTenantQuotas | None = None) -> JobService:
-    return JobService(store, clock, JobRules(segment_count=16, max_payload_bytes=100, limits=LIMITS),
-                      quotas=quotas or MemoryTenantQuotas())
+    return memory_container(LIMITS, clock=clock, store=store, quotas=quotas or MemoryTenantQuotas()).jobs
 
 
 def test_submissions_over_a_tenants_rate_are_refused_for_the_second_and_write_nothing(
@@ -230,11 +233,12 @@ def test_a_quota_counter_that_cannot_be_reached_admits_the_submission(
     assert all(service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1] for _ in range(3))
 
 
-STANDING = TenantLimits.parse({"*": {"jobs_held": 2, "executions_per_minute": 8}, "ops": {"jobs_held": None}}, 100)
+STANDING = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "100", "JOBRUNNER_TENANT_LIMITS": json.dumps(
+    {"*": {"jobs_held": 2, "executions_per_minute": 8}, "ops": {"jobs_held": None}})}
 
 
 def standing(store: MemoryJobStore, clock: ManualClock, quotas: MemoryTenantQuotas) -> JobService:
-    return JobService(store, clock, JobRules(segment_count=16, max_payload_bytes=100, limits=STANDING), quotas=quotas)
+    return memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
 
 
 def test_recurring_jobs_held_are_limited_and_a_cancel_makes_room(store: MemoryJobStore, clock: ManualClock) -> None:
@@ -519,7 +523,7 @@ def test_list_by_status_finds_every_matching_job_across_pages(service: JobServic
 def test_list_by_status_reads_a_bounded_number_of_pages_and_answers_with_a_cursor(clock: ManualClock) -> None:
     # Given many jobs, of which only the last in job_id order is paused
     store = CountingStore()
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     jobs = submit_many(service, MAX_PAGES_PER_LIST + 5)
     paused = service.pause("alice", jobs[-1].job_id)
     # When the paused jobs are listed one per page
@@ -533,7 +537,7 @@ def test_list_by_status_reads_a_bounded_number_of_pages_and_answers_with_a_curso
 
 def test_list_by_status_asks_the_store_only_for_what_is_missing(clock: ManualClock) -> None:
     store = CountingStore()
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     jobs = submit_many(service, 6)
     for job in jobs[:4]:
         service.pause("alice", job.job_id)
@@ -679,7 +683,7 @@ def test_a_late_lane_write_that_returns_too_slowly_is_written_again_keyed_from_i
     slow = SlowSchedulingStore(clock, timedelta(milliseconds=1200))
     slow.jobs = store.jobs
     clock.set(at(3, 20))
-    row = JobService(slow, clock, RULES).run_now("alice", job.job_id)
+    row = memory_container(SETTINGS, clock=clock, store=slow).jobs.run_now("alice", job.job_id)
     # Then it is written again, keyed LATE_LEAD after the second write's placement: the same execution
     first, second = slow.written
     assert first.due_at == at(3, 20) + LATE_LEAD
@@ -688,7 +692,7 @@ def test_a_late_lane_write_that_returns_too_slowly_is_written_again_keyed_from_i
     # while a write that returns within LATE_WRITE_WITHIN is written once
     quick = SlowSchedulingStore(clock, LATE_WRITE_WITHIN)
     quick.jobs = store.jobs
-    JobService(quick, clock, RULES).run_now("alice", job.job_id)
+    memory_container(SETTINGS, clock=clock, store=quick).jobs.run_now("alice", job.job_id)
     assert len(quick.written) == 1
 
 
@@ -713,9 +717,8 @@ def test_a_slow_wake_does_not_make_a_write_that_returned_in_time_be_written_agai
     recording = SlowSchedulingStore(clock, timedelta(0))
     recording.jobs = store.jobs
     invoker = SlowInvoker(clock, timedelta(seconds=2))
-    waker = ScanWaker(invoker, MemoryHeartbeatStore(), clock)
     clock.set(at(3, 20))
-    row = JobService(recording, clock, RULES, waker=waker).run_now("alice", job.job_id)
+    row = memory_container(SETTINGS, clock=clock, store=recording, invoker=invoker).jobs.run_now("alice", job.job_id)
     # Then it was written once: what the scans must see in time is the write, not the request for a scan
     assert recording.written == [row]
     assert invoker.requests == [ScanRequest(segment=row.segment, bucket=row.bucket)]
@@ -1042,7 +1045,7 @@ def racing(clock: ManualClock) -> RacingStore:
 
 def test_a_cancel_landing_between_a_patchs_read_and_write_wins(racing: RacingStore, clock: ManualClock) -> None:
     # Given a job, and a PATCH whose read is followed at once by a DELETE of the same job
-    service = JobService(racing, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     job = every_minute(service)
     racing.after_get.append(lambda: service.cancel("alice", job.job_id))
     # When the PATCH writes
@@ -1056,7 +1059,7 @@ def test_a_cancel_landing_between_a_patchs_read_and_write_wins(racing: RacingSto
 
 def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: RacingStore, clock: ManualClock) -> None:
     # Given a job, and two PATCHes of its schedule that both read version 1
-    service = JobService(racing, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     job = every_minute(service)
     racing.after_get.append(lambda: service.change("alice", job.job_id, JobChanges(schedule=At(at(10, 40)))))
     # When the second one writes after the first
@@ -1069,7 +1072,7 @@ def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: Raci
 
 def test_a_retry_after_an_ambiguous_failure_builds_the_same_job(racing: RacingStore, clock: ManualClock) -> None:
     # Given a submission with a key whose write timed out but lands later (after the client's retry)
-    service = JobService(racing, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     new = NewJob(Every(timedelta(minutes=5)), {"n": 1})
     racing.defer_next_create = True
     with pytest.raises(Unavailable):
@@ -1089,7 +1092,7 @@ def test_a_slow_idempotency_claim_does_not_strand_a_job_due_within_seconds(
     racing: RacingStore, clock: ManualClock
 ) -> None:
     # Given a job due 3 s from now, whose idempotency claim takes 70 s (a slow lightweight transaction)
-    service = JobService(racing, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     racing.claim_takes = timedelta(seconds=70)
     job, _ = service.submit("alice", NewJob(At(NOW + timedelta(seconds=3)), {}), "key-1")
     # Then its row is in a bucket whose scan cannot have finished when the write returned
@@ -1123,8 +1126,8 @@ def test_a_next_run_older_than_the_history_retention_is_the_schedules_next_fire(
     store: MemoryJobStore, clock: ManualClock
 ) -> None:
     # Given a yearly job whose fire's record has expired (a retention of 10 days), 40 days after that fire
-    rules = JobRules(segment_count=16, limits=TenantLimits.parse({"*": {"history_days": 10}}, 65536))
-    service = JobService(store, clock, rules)
+    service = memory_container({"JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"history_days": 10}})}, clock=clock,
+                               store=store).jobs
     job = service.submit("alice", NewJob(Cron("0 9 25 12 *", "Europe/Paris"), {}))[0]
     assert job.next_run_at == datetime(2026, 12, 25, 8, 0, tzinfo=UTC)
     clock.advance(timedelta(days=73))
@@ -1252,7 +1255,7 @@ def test_every_change_that_lands_is_logged_with_who_asked_and_one_that_changes_n
     store: MemoryJobStore, clock: ManualClock
 ) -> None:
     changes = MemoryChangeLog()
-    service = JobService(store, clock, RULES, changes=changes)
+    service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     ops = "arn:aws:iam::123456789012:role/Ops"
     job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {"n": 1}), actor=ops)[0]
     clock.advance(timedelta(seconds=1))
@@ -1287,7 +1290,7 @@ def test_a_change_log_that_cannot_be_written_loses_the_entry_not_the_change(
         def record(self, change: JobChange) -> None:
             raise Unavailable("timeout")
 
-    service = JobService(store, clock, RULES, changes=Down())
+    service = memory_container(SETTINGS, clock=clock, store=store, changes=Down()).jobs
     job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
     assert service.pause("alice", job.job_id).state is JobState.PAUSED
 
@@ -1311,7 +1314,7 @@ def test_a_batch_is_written_together_each_job_with_its_first_run_and_its_change_
             super().create_jobs(jobs)
 
     store, changes = Counting(), MemoryChangeLog()
-    service = JobService(store, clock, RULES, changes=changes)
+    service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     ops = "arn:aws:iam::123456789012:role/Ops"
     news = [NewJob(At(NOW + timedelta(minutes=n + 10)), {"n": n}) for n in range(30)] + [
         NewJob(Every(timedelta(minutes=5)), {"n": 30})]
@@ -1372,7 +1375,7 @@ def test_the_ledger_of_a_job_says_what_became_of_each_fire_after_scans_a_pause_a
     store: MemoryJobStore, clock: ManualClock
 ) -> None:
     # Given a job every minute from 10:10, whose scans run for 10:10 and 10:11, and not for 10:12 (an outage)
-    service = JobService(store, clock, RULES, changes=MemoryChangeLog())
+    service = memory_container(SETTINGS, clock=clock, store=store, changes=MemoryChangeLog()).jobs
     job = every_minute(service)
     for minute in (10, 11):
         scan(store, clock, job, at(minute))
@@ -1410,7 +1413,7 @@ def test_the_change_log_records_the_schedule_a_patch_sets_so_the_ledger_follows_
     store: MemoryJobStore, clock: ManualClock
 ) -> None:
     changes = MemoryChangeLog()
-    service = JobService(store, clock, RULES, changes=changes)
+    service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     job = every_minute(service)
     clock.advance(timedelta(seconds=1))
     service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(minutes=2), start=at(20))))

@@ -9,6 +9,7 @@ change means is what the scan then publishes.
 from __future__ import annotations
 
 import contextlib
+import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,12 @@ from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import InvalidField, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, Trigger, execution_id_for
-from jobrunner.domain.limits import TenantLimits
 from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, JobService, NewJob
 from jobrunner.services.scan import ScanRules, ScanService
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 SEGMENTS = 16
-RULES = JobRules(segment_count=SEGMENTS)
+SETTINGS = {"JOBRUNNER_SEGMENTS": str(SEGMENTS)}
 #: A bucket far enough ahead of NOW that a row written now goes to its planned lane.
 BUCKET = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)
 
@@ -149,7 +150,7 @@ def paused_every_minute(service: JobService) -> Job:
 def test_two_resumes_of_one_version_leave_the_winners_row(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given a paused job, and two resumes that both read its version (a double click): the second lands while
     # the first is between writing its row and its compare-and-set, and plans the very same row
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = paused_every_minute(service)
     store.before_update.append(lambda: service.resume("alice", job.job_id))
     # When the first one's compare-and-set then loses, and it reads the job again (now active)
@@ -163,7 +164,7 @@ def test_a_resume_whose_compare_and_set_times_out_is_settled_by_reading(
     store: DoubtfulStore, clock: ManualClock
 ) -> None:
     # Given a paused job whose resume's compare-and-set times out, accepted but not committed yet
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = paused_every_minute(service)
     store.limbo = True
     # When the resume is sent (and, if it answered an error, sent again as the README advises)
@@ -179,7 +180,7 @@ def test_an_unknown_outcome_is_settled_by_one_linearizable_read_and_answered(
     store: DoubtfulStore, clock: ManualClock
 ) -> None:
     # Given a paused job whose resume's compare-and-set times out
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = paused_every_minute(service)
     store.limbo = True
     # When the resume is sent once
@@ -192,7 +193,7 @@ def test_an_unknown_outcome_is_settled_by_one_linearizable_read_and_answered(
 
 def test_a_resume_of_an_active_job_re_asserts_its_next_run(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given an active job whose planned row was lost (deleted behind the service's back)
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
     store.delete_scheduled(list(store.rows.values()))
     # When it is resumed (nothing to change)
@@ -207,7 +208,7 @@ def test_a_resume_of_an_active_job_whose_fire_is_recorded_writes_nothing(
     store: DoubtfulStore, clock: ManualClock
 ) -> None:
     # Given an active job whose first fire has been published (its record exists, the next fire is planned)
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
     assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
     rows = dict(store.rows)
@@ -218,7 +219,7 @@ def test_a_resume_of_an_active_job_whose_fire_is_recorded_writes_nothing(
 
 def test_a_repeated_submit_re_asserts_the_first_run(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given a submission with a key whose write landed but answered an error (503)
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     new = NewJob(At(BUCKET), {"n": 1})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
@@ -235,7 +236,7 @@ def test_a_submit_retried_with_its_key_after_the_jobs_last_fire_answers_the_job(
     store: DoubtfulStore, clock: ManualClock,
 ) -> None:
     # Given a job firing twice, 10 s apart, from 10:00:30, whose write landed but answered an error (503)
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     new = NewJob(RepeatingInterval(2, start=NOW + timedelta(seconds=20), duration=timedelta(seconds=10)), {"n": 1})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
@@ -258,7 +259,7 @@ def test_a_batch_retried_with_its_keys_after_a_jobs_last_fire_answers_the_job(
     store: DoubtfulStore, clock: ManualClock,
 ) -> None:
     # Given a batch of two keyed jobs, one firing once at 10:00:30, that landed
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     soon, later = NewJob(At(NOW + timedelta(seconds=20)), {}), NewJob(At(BUCKET), {})
     made = service.submit_many("alice", [(soon, "key-1"), (later, "key-2")])
     # When the batch is sent again 10 minutes later
@@ -268,13 +269,13 @@ def test_a_batch_retried_with_its_keys_after_a_jobs_last_fire_answers_the_job(
     assert [(job.job_id, created) for job, created in again] == [(job.job_id, False) for job, _ in made]
 
 
-STANDING = TenantLimits.parse({"*": {"jobs_held": 2}}, 1000)
+STANDING = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "1000", "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"jobs_held": 2}})}
 
 
 def test_a_submit_that_landed_but_answered_an_error_stays_counted(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given a tenant holding at most 2 recurring jobs, and a submission whose write lands but answers an error
     quotas = MemoryTenantQuotas()
-    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
     new = NewJob(Every(timedelta(hours=1)), {})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
@@ -296,7 +297,7 @@ def test_a_submit_whose_write_and_settling_read_both_failed_is_counted_again_by_
     # error, and whose settling read fails too: it cannot tell, and gives its count back (found by the model's
     # long search on the final code of #31: the tenant then held a job it was never counted for)
     quotas = MemoryTenantQuotas()
-    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
     new = NewJob(Every(timedelta(hours=1)), {})
     store.fail_after.add("create_job")
     store.fail_before.add("get_job")
@@ -318,7 +319,7 @@ def test_a_cancel_that_landed_but_answered_an_error_gives_its_place_back(
 ) -> None:
     # Given a tenant holding 2 recurring jobs (its limit), and a cancel whose write lands but answers an error
     quotas = MemoryTenantQuotas()
-    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
     held = [service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))[0] for _ in range(2)]
     store.fail_after.add("update_job")
     # When the cancel is sent (and sent again if it answered an error)
@@ -335,7 +336,7 @@ def test_a_change_that_landed_but_whose_row_could_not_be_placed_again_stays_coun
 ) -> None:
     # Given a tenant counted for the recurring jobs it holds, and a one-time job about to fire
     quotas = MemoryTenantQuotas()
-    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=STANDING), quotas=quotas)
+    service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
     job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))[0]
     assert "alice" not in quotas.standing
     # When it is changed to fire every 10 s: the change lands, but its write returns 3 s late (its row behind the
@@ -352,7 +353,7 @@ def test_a_change_that_landed_but_whose_row_could_not_be_placed_again_stays_coun
 def test_a_change_sent_again_after_it_landed_re_asserts_the_next_run(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given a change to fire every 10 s from 10:00:30 that landed but answered 503: its write returned 3 s late
     # (its row behind the scan's read of the lane: as good as lost) and placing the row again failed
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
     every = Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20))
     store.slow_update = (clock, timedelta(seconds=3))
@@ -372,8 +373,9 @@ def test_a_change_that_frees_fires_and_landed_but_answered_an_error_gives_them_b
 ) -> None:
     # Given a tenant whose fires a minute are counted, holding a job every 10 s (6 a minute)
     quotas = MemoryTenantQuotas()
-    limits = TenantLimits.parse({"*": {"executions_per_minute": 30}}, 1000)
-    service = JobService(store, clock, JobRules(segment_count=SEGMENTS, limits=limits), quotas=quotas)
+    limits = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "1000",
+              "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"executions_per_minute": 30}})}
+    service = memory_container(limits, clock=clock, store=store, quotas=quotas).jobs
     job = service.submit("alice", NewJob(Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20)), {}))[0]
     assert quotas.standing["alice"].per_minute == 6
     # When it is changed to every 20 s: the change lands, its write returns 3 s late and placing its row again
@@ -419,7 +421,7 @@ def test_a_cancel_landing_while_a_submit_places_its_first_run_again_stands(clock
     # tag), and returns 3 s late: the submit places its first run again (found by the model's long search on the
     # final code of #31: it wrote the whole job again, ACTIVE, over the cancel, and the job fired after it)
     store = SlowCreateStore(clock, timedelta(seconds=3))
-    service = JobService(store, clock, RULES)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
     store.meanwhile.append(lambda job: service.cancel("alice", job.job_id))
     new = NewJob(Every(timedelta(seconds=10)), {})
     [(job, created)] = service.submit_many("alice", [(new, None)]) if batch else [service.submit("alice", new)]

@@ -21,10 +21,11 @@ from jobrunner.domain.messages import CANCEL_HEADER
 from jobrunner.domain.policies import CatchUp, Overlap, SkipReason, skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanRules, ScanService
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,7 +54,8 @@ class CountingStore(MemoryJobStore):
 class World:
     def __init__(self, store: CountingStore | None = None) -> None:
         self.store, self.clock = store or CountingStore(), ManualClock(NOW)
-        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1), changes=MemoryChangeLog())
+        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store,
+                                     changes=MemoryChangeLog()).jobs
         self.publisher = MemoryPublisher()
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: 0.5)

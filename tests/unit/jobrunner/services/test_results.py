@@ -35,10 +35,11 @@ from jobrunner.domain.placement import place, plan_execution
 from jobrunner.domain.receipts import v1_result_token
 from jobrunner.domain.schedules import At, Every, parse_instant
 from jobrunner.ports import Completion, ScanRequest
-from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.jobs import NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
+from tests.support.memory import memory_container
 from tests.support.results import signed
 from tests.support.waiting import waiting
 
@@ -63,7 +64,7 @@ class World:
     heartbeats: MemoryHeartbeatStore = field(default_factory=MemoryHeartbeatStore)
 
     def __post_init__(self) -> None:
-        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1))
+        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: self.jitter)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())

@@ -3,6 +3,7 @@ their history and change log kept for their tenant. Stories on the memory adapte
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,17 +22,19 @@ from jobrunner.domain.limits import Limits, TenantLimits
 from jobrunner.domain.schedules import Every
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 LIMITS = TenantLimits(Limits(jobs_held=10))
+SETTINGS = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"jobs_held": 10}})}
 
 
 def at(minute: int, second: int = 0) -> datetime:
@@ -42,8 +45,8 @@ class World:
     def __init__(self) -> None:
         self.store, self.clock, self.changes = MemoryJobStore(), ManualClock(NOW), MemoryChangeLog()
         self.quotas, self.calendars = MemoryTenantQuotas(), MemoryCalendarStore()
-        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1, limits=LIMITS), quotas=self.quotas,
-                               changes=self.changes, calendars=self.calendars)
+        self.jobs = memory_container(SETTINGS, clock=self.clock, store=self.store, quotas=self.quotas,
+                                     changes=self.changes, calendars=self.calendars).jobs
         retirer = Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas, limits=LIMITS)
         self.publisher = MemoryPublisher()
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),

@@ -40,6 +40,7 @@ from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from jobrunner.services.wake import ScanWaker
+from tests.support.memory import memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 MINUTE = timedelta(minutes=1)
 BUCKET = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
 SUBMITTED = BUCKET - timedelta(minutes=30)
+#: One segment, and a topic ``payroll`` a job may name besides ``jobs``.
+PAYROLL = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_ALLOWED_TOPICS": "jobs,payroll"}
 DISPATCHED = BUCKET - timedelta(seconds=30)  # the tick of 10:00 starts the scan of 10:01 ahead of time
 
 
@@ -95,7 +98,7 @@ class World:
 
     def __post_init__(self) -> None:
         self.publisher = TimedPublisher(self.clock)
-        self.jobs = JobService(self.store, self.clock, JobRules(segment_count=1))
+        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
         self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1))
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
@@ -499,8 +502,7 @@ def test_a_completion_retried_past_the_end_of_its_partition_lands_where_a_scan_w
 
 def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world: World) -> None:
     # Given a job on a topic every publish to which fails (deleted, or the permission lost)
-    world.jobs = JobService(world.store, world.clock, JobRules(
-        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
+    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(40)))
@@ -559,7 +561,7 @@ def ordered_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Job ids in submission order, so that the partition (by due instant, then job id) holds a tenant
     submitted later after every row of one submitted before at the same instant: the worst case."""
     counter = itertools.count(1)
-    monkeypatch.setattr("jobrunner.services.jobs.uuid.uuid4", lambda: uuid.UUID(int=next(counter)))
+    monkeypatch.setattr("uuid.uuid4", lambda: uuid.UUID(int=next(counter)))
 
 
 def burst(world: World, tenant: str, count: int, second: int) -> list[Job]:
@@ -780,8 +782,7 @@ class AllOrNothingPublisher(TimedPublisher):
 
 def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_lettered(world: World) -> None:
     # Given a job whose records its topic refuses, due at the same second as a good job (one publish)
-    world.jobs = JobService(world.store, world.clock, JobRules(
-        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
+    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
@@ -832,8 +833,7 @@ def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
 
 def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_letters(world: World) -> None:
     # Given a job every 10 s on a topic that refuses every record
-    world.jobs = JobService(world.store, world.clock, JobRules(
-        segment_count=1, topics=TopicGrants("jobs", frozenset({"jobs", "payroll"}))))
+    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
     job = world.jobs.submit("alice", NewJob(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
     world.publisher.broken_topics = {"payroll"}

@@ -17,9 +17,10 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.schedules import At
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import PublishError, ScanRequest
-from jobrunner.services.jobs import JobRules, JobService, NewJob
+from jobrunner.services.jobs import NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.tick import TickRules, TickService
+from tests.support.memory import memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
@@ -350,7 +351,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     # due at once, so the scan never reached its deadline and renewed its lease for ever)
     clock = ManualClock(EVENT - timedelta(minutes=30))
     store = MemoryJobStore()
-    job = JobService(store, clock, JobRules(segment_count=1)).submit(
+    job = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=clock, store=store).jobs.submit(
         "alice", NewJob(At(TARGET + timedelta(seconds=17)), {}))[0]
     heartbeats = MemoryHeartbeatStore()
     heartbeats.advance_watermark(0, TARGET - MINUTE)
@@ -458,7 +459,8 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
     due = TARGET + timedelta(days=365, seconds=7)
     for _ in range(100):
         store = MemoryJobStore()
-        job = JobService(store, clock, JobRules(segment_count=4)).submit("alice", NewJob(At(due), {}))[0]
+        jobs = memory_container({"JOBRUNNER_SEGMENTS": "4"}, clock=clock, store=store).jobs
+        job = jobs.submit("alice", NewJob(At(due), {}))[0]
         [row] = store.rows.values()
         if row.segment >= 2:
             break

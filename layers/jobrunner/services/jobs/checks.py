@@ -1,0 +1,82 @@
+"""The checks a job's fields pass, on submit and on a PATCH: its topic, payload, timeout, jitter and calendar."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jobrunner.domain.errors import Forbidden, InvalidField
+from jobrunner.domain.jobs import MAX_JITTER_S, MAX_TIMEOUT_S
+from jobrunner.ports import CalendarStore
+from jobrunner.services.calendars import check_calendar
+
+if TYPE_CHECKING:
+    from jobrunner.domain.calendars import Calendar
+    from jobrunner.services.jobs.models import JobRules
+
+
+def payload_refusal(payload: Any, limit: int) -> str | None:
+    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
+    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+    return f"is {size} bytes; the limit is {limit}" if size > limit else None
+
+
+class NoCalendars(CalendarStore):
+    """The calendars of a service given none: every tenant has none, so a job naming one is refused (422)."""
+
+    def put(self, calendar: Calendar) -> None:
+        raise NotImplementedError("no calendars are kept here")
+
+    def get(self, user_id: str, name: str) -> Calendar | None:
+        return None
+
+    def list(self, user_id: str, limit: int, after: str | None = None) -> list[Calendar]:
+        return []
+
+    def delete(self, user_id: str, name: str) -> None:
+        return None
+
+
+class JobChecks:
+    """A job's fields held against the deployment's rules and the tenant's grants, limits and calendars."""
+
+    def __init__(self, rules: JobRules, calendars: CalendarStore) -> None:
+        self._rules = rules
+        self._calendars = calendars
+
+    def topic(self, user_id: str, topic: str | None) -> str:
+        """A topic the deployment does not allow is a wrong field (422); an allowed one that is not granted
+        to this tenant is refused (403), naming the topics the tenant may use."""
+        grants = self._rules.topics
+        chosen = topic or grants.default_for(user_id)
+        if chosen is not None and chosen not in grants.allowed:
+            raise InvalidField("topic", f"not an allowed topic; allowed: {sorted(grants.allowed)}")
+        if chosen is None or not grants.permits(user_id, chosen):
+            mine = list(grants.topics_of(user_id))
+            raise Forbidden("topic", f"{chosen!r} is not granted to this tenant; granted: {mine}" if chosen
+                            else "no topic is granted to this tenant")
+        return chosen
+
+    def payload_limit(self, user_id: str) -> int:
+        """The largest payload (serialized, in bytes) the tenant may give a job: the lower of the deployment's
+        and its own limit."""
+        return min(self._rules.max_payload_bytes, self._rules.limits.of(user_id).payload_bytes)
+
+    def payload(self, user_id: str, payload: Any) -> None:
+        refusal = payload_refusal(payload, self.payload_limit(user_id))
+        if refusal is not None:
+            raise InvalidField("payload", refusal)
+
+    def calendar(self, user_id: str, name: str | None, recurring: bool) -> None:
+        """``services.calendars.check_calendar`` on the tenant's calendars (one read, for a job that names one)."""
+        check_calendar(self._calendars, user_id, name, recurring)
+
+    @staticmethod
+    def jitter(jitter_s: int | None) -> None:
+        if jitter_s is not None and not 1 <= jitter_s <= MAX_JITTER_S:
+            raise InvalidField("jitter_s", f"must be between 1 and {MAX_JITTER_S} seconds")
+
+    @staticmethod
+    def timeout(timeout_s: int | None) -> None:
+        if timeout_s is not None and not 1 <= timeout_s <= MAX_TIMEOUT_S:
+            raise InvalidField("timeout_s", f"must be between 1 and {MAX_TIMEOUT_S} seconds")

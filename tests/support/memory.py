@@ -1,0 +1,45 @@
+"""The service graph a deployment builds, built by the wiring's container on memory adapters.
+
+A test names what it varies as a deployment does, in settings (``JOBRUNNER_SEGMENTS``, topics, limits),
+and gives the adapters it watches or breaks; every other port is in memory, and a part of the deployment
+it leaves out is absent as it is there: no counters, nothing counted; no change log, none kept (unless
+``changes`` is given, the change log is off); no invoker, no scan woken."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.publishers.memory import MemoryPublisher
+from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.config import Settings
+from jobrunner.wiring import Container
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from jobrunner.ports import (
+        CalendarStore,
+        ChangeLog,
+        Clock,
+        HeartbeatStore,
+        Invoker,
+        Publisher,
+        Stores,
+        TenantQuotas,
+    )
+
+
+def memory_container(
+    env: Mapping[str, str] | None = None, *, clock: Clock, store: Stores | None = None,
+    heartbeats: HeartbeatStore | None = None, publisher: Publisher | None = None, invoker: Invoker | None = None,
+    quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
+) -> Container:
+    """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory. Limits that
+    are counted need ``quotas`` (the container would reach for DynamoDB otherwise)."""
+    settings = Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off", **(env or {})})
+    assert quotas is not None or not settings.tenant_limits.counted, "counted limits need quotas in memory"
+    return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
+                     heartbeats=heartbeats or MemoryHeartbeatStore(), invoker=invoker, clock=clock, quotas=quotas,
+                     changes=changes, calendars=calendars)
+
