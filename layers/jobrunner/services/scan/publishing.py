@@ -166,7 +166,10 @@ class Publishing:
             return
         messages = []
         for row, job in group:
-            key, value, headers = execution_message(job, row, result_token(self._rules.result_key, row.execution_id))
+            # signed as the record written before it names the execution: what results checks
+            token = result_token(self._rules.result_key, tenant=row.user_id, execution_id=row.execution_id,
+                                 attempt=row.attempt)
+            key, value, headers = execution_message(job, row, token)
             messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
                                             parent_trace=job.trace_parent))
         failed: dict[int, str] = {}
