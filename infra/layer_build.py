@@ -85,7 +85,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/clocks/system.py"),  # the container's clock
     ("layers", "jobrunner/adapters/stores/__init__.py"),
     ("layers", "jobrunner/adapters/stores/cassandra.py"),  # Container.store
-    ("layers", "jobrunner/adapters/stores/session.py"),  # its session (config reads its settings)
+    ("layers", "jobrunner/adapters/stores/cassandra_settings.py"),  # how to reach the cluster (config builds it)
+    ("layers", "jobrunner/adapters/stores/session.py"),  # its session
     ("layers", "jobrunner/adapters/stores/keyspaces.py"),  # the session with CASSANDRA_MODE=keyspaces
     ("layers", "jobrunner/adapters/stores/codec.py"),  # rows <-> records, for the store
     ("layers", "jobrunner/adapters/stores/rows.py"),  # the store's batched writes

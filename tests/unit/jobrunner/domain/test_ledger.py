@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from jobrunner.domain.fire_rules import skip_note
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, Trigger, due_of, execution_id_for
 from jobrunner.domain.ledger import Outcome, fires_between, ledger, timeline_of
-from jobrunner.domain.policies import SkipReason, skip_note
+from jobrunner.domain.policies import SkipReason
 from jobrunner.domain.schedules import Cron, Every
 from jobrunner.ports import JobChange
 
