@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
     from jobrunner.domain.limits import Limits, QuotaChange
 
@@ -451,22 +452,6 @@ class ReconcilerStateStore(ABC):
 
     @abstractmethod
     def save_reconciler_state(self, state: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class JobChange:
-    """One entry of a job's change log: who asked for what, when, and the job's version after it."""
-
-    job_id: str
-    user_id: str
-    changed_at: datetime
-    change_id: str
-    #: The principal that made the request (an IAM role, a Cognito identity, ...), else the tenant.
-    actor: str
-    #: submit, patch, pause, resume, cancel, run, backfill; repair (the reconciler re-planned a lost execution).
-    action: str
-    version: int
-    details: dict[str, Any]
 
 
 class ChangeLog(ABC):

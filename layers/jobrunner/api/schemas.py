@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.ledger import Fire
-    from jobrunner.ports import JobChange
 
 
 class Strict(BaseModel):

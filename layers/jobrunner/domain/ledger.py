@@ -32,9 +32,9 @@ from jobrunner.domain.time import rfc3339
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ExecutionRecord, Job
     from jobrunner.domain.schedules import Schedule
-    from jobrunner.ports import JobChange
 
 #: The most fires one page of the ledger holds, and the widest range one request may cover.
 MAX_FIRES_PER_PAGE = 500

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.calendars import exclusion_note
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import (
     Conflict,
     Forbidden,
@@ -42,7 +43,7 @@ from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, 
 from jobrunner.domain.tags import JobFilter, parse_tags
 from jobrunner.domain.time import rfc3339, to_epoch_ms
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim, JobChange
+from jobrunner.ports import IdempotencyClaim
 from jobrunner.services.calendars import check_calendar
 from jobrunner.services.wake import wake
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import JobState, Lane, Trigger, execution_id_for
 from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Reason, Scanned, examine, last_fire_due
@@ -45,7 +46,6 @@ from jobrunner.ports import (
     RECONCILER_LEASE,
     RECONCILER_SEGMENT,
     HistoryStore,
-    JobChange,
     JobStore,
     ScheduledRowStore,
 )

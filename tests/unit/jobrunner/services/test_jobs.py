@@ -34,7 +34,7 @@ from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim, Invoker, JobChange, ScanRequest
+from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
@@ -44,6 +44,7 @@ from jobrunner.services.wake import ScanWaker
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
 
