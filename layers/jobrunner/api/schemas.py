@@ -20,11 +20,11 @@ from jobrunner.domain.jobs import (
     RetryPolicy,
 )
 from jobrunner.domain.ledger import FireOutcome
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, payload_refusal
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
 from jobrunner.domain.tags import MAX_TAGS, parse_tags
 from jobrunner.domain.time import rfc3339
-from jobrunner.services.jobs import MAX_BATCH, payload_refusal
+from jobrunner.services.jobs import MAX_BATCH
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -36,7 +36,14 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE, MAX_RANGE, LedgerPage, fires_between, ledger, timeline_of
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, Limits, TenantLimits, minute_of, refusal_reason
+from jobrunner.domain.limits import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    Limits,
+    TenantLimits,
+    minute_of,
+    payload_refusal,
+    refusal_reason,
+)
 from jobrunner.domain.placement import placed_in_time, plan_execution
 from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, Schedule, anchor, fires_left
@@ -77,12 +84,6 @@ LEDGER_PAGE = 500
 MAX_LEDGER_PAGES = 10
 #: Records read before a ledger's range, for a job with a catch-up window (a drop may have begun before it).
 LEDGER_EARLIER = 20
-
-
-def payload_refusal(payload: Any, limit: int) -> str | None:
-    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
-    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-    return f"is {size} bytes; the limit is {limit}" if size > limit else None
 
 
 @dataclass(frozen=True)
