@@ -22,9 +22,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField
-from jobrunner.domain.fire_rules import skip_reason_of
 from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, origin_of
 from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import Cron, parse_instant, schedule_from_dict
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import rfc3339

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from jobrunner.domain.changes import JobChange
-from jobrunner.domain.fire_rules import skip_note
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, Trigger, due_of, execution_id_for
 from jobrunner.domain.ledger import FireOutcome, fires_between, ledger, timeline_of
 from jobrunner.domain.policies import SkipReason
+from jobrunner.domain.policy_decisions import skip_note
 from jobrunner.domain.schedules import Cron, Every
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -26,7 +26,6 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
-from jobrunner.domain.fire_rules import skip_reason_of
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
     ExecutionStatus,
@@ -36,6 +35,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval, parse_instant
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, InvalidField, NotFound
-from jobrunner.domain.fire_rules import skip_reason_of
 from jobrunner.domain.jobs import ExecutionStatus, Job, Trigger
 from jobrunner.domain.policies import SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest

@@ -16,10 +16,10 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.fire_rules import skip_reason_of
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger
 from jobrunner.domain.messages import CANCEL_HEADER
 from jobrunner.domain.policies import CatchUp, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob

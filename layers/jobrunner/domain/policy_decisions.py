@@ -1,4 +1,4 @@
-"""The rules the scan applies to a fire of a job with a policy (``domain.policies``): which missed fires the
+"""What a job's policies (``domain.policies``, the values) decide for one of its fires: which missed fires the
 catch-up window drops, and what the overlap policy does with a fire whose previous execution has not reported;
 and the ``error`` text of the SKIPPED record a dropped fire gets (``skip_note``), read back by ``skip_reason_of``.
 
