@@ -32,8 +32,8 @@ from devstack.lambda_context import LocalContext
 from devstack.stopping import StoppableClock, Stopping
 from devstack.tracing import configure_tracing
 from jobrunner import telemetry, wiring
-from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
+from jobrunner.adapters.leases.dynamodb import ensure_table
 from jobrunner.adapters.publishers.topics import ensure_topics
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.config import Settings

@@ -95,8 +95,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/stores/calendars.py"),  # Container.calendars
     ("layers", "jobrunner/adapters/publishers/__init__.py"),
     ("layers", "jobrunner/adapters/publishers/kafka.py"),  # Container.publisher (config reads its settings)
-    ("layers", "jobrunner/adapters/heartbeats/__init__.py"),
-    ("layers", "jobrunner/adapters/heartbeats/dynamodb.py"),  # Container.heartbeats
+    ("layers", "jobrunner/adapters/leases/__init__.py"),
+    ("layers", "jobrunner/adapters/leases/dynamodb.py"),  # Container.leases
     ("layers", "jobrunner/adapters/quotas/__init__.py"),
     ("layers", "jobrunner/adapters/quotas/dynamodb.py"),  # Container.quotas, when a tenant's limit is counted
     ("layers", "jobrunner/adapters/invokers/__init__.py"),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
@@ -45,7 +45,7 @@ class World:
         self.store, self.calendars, self.clock = MemoryJobStore(), MemoryCalendarStore(), ManualClock(NOW)
         self.jobs = JobService(self.store, self.clock, rules, changes=MemoryChangeLog(), calendars=self.calendars)
         self.admin = CalendarService(self.calendars, self.store, self.clock)
-        self.heartbeats = MemoryHeartbeatStore()
+        self.leases = MemoryLeaseStore()
 
     def every_minute(self, calendar: str | None = "maintenance", tenant: str = "alice") -> Job:
         return self.jobs.submit(tenant, NewJob(Every(timedelta(minutes=1), start=at(10)), {}, calendar=calendar))[0]
@@ -54,7 +54,7 @@ class World:
         self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
         publisher = MemoryPublisher()
         count = self.rules.segment_count
-        scans = ScanService(self.store, publisher, self.heartbeats, self.clock, ScanRules(segment_count=count),
+        scans = ScanService(self.store, publisher, self.leases, self.clock, ScanRules(segment_count=count),
                             calendars=self.calendars)
         report = scans.scan(ScanRequest(segment=segment_of(job.job_id, count), bucket=bucket))
         return report, publisher.sent

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.changes import MemoryChangeLog
@@ -375,7 +375,7 @@ def scan(
     """Run the scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, MemoryHeartbeatStore(), clock, ScanRules(segment_count=RULES.segment_count))
+    scans = ScanService(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=RULES.segment_count))
     report = scans.scan(ScanRequest(segment=segment_of(job.job_id, RULES.segment_count), bucket=bucket))
     return report, publisher.sent
 
@@ -714,7 +714,7 @@ def test_a_slow_wake_does_not_make_a_write_that_returned_in_time_be_written_agai
     recording = SlowSchedulingStore(clock, timedelta(0))
     recording.jobs = store.jobs
     invoker = SlowInvoker(clock, timedelta(seconds=2))
-    waker = ScanWaker(invoker, MemoryHeartbeatStore(), clock)
+    waker = ScanWaker(invoker, MemoryLeaseStore(), clock)
     clock.set(at(3, 20))
     row = JobService(recording, clock, RULES, waker=waker).run_now("alice", job.job_id)
     # Then it was written once: what the scans must see in time is the write, not the request for a scan

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -59,7 +59,7 @@ class World:
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: 0.5)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
+        self.scans = ScanService(self.store, self.publisher, MemoryLeaseStore(), self.clock,
                                  ScanRules(segment_count=1), outcomes=self.outcomes)
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:
