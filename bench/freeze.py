@@ -144,7 +144,8 @@ class FlowProxy:
 def _child(cassandra_port: int, keyspace: str, kafka_bootstrap: str, kafka_proxy: str, idle_s: float) -> None:
     from jobrunner.adapters.publishers.kafka import KafkaPublisher, KafkaSettings, producer_config
     from jobrunner.adapters.stores.cassandra import CassandraJobStore
-    from jobrunner.adapters.stores.session import CassandraSettings, connect
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
+    from jobrunner.adapters.stores.session import connect
     from jobrunner.ports import OutboundMessage
 
     cassandra = CassandraSettings(port=cassandra_port, keyspace=keyspace)
@@ -230,13 +231,14 @@ def run_once(
 
 def _prepare(keyspace: str, cassandra: tuple[str, int]) -> None:
     from cql.migrate import migrate
-    from jobrunner.adapters.stores.session import CassandraSettings
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 
     migrate(CassandraSettings(contact_points=(cassandra[0],), port=cassandra[1], keyspace=keyspace))
 
 
 def _drop(keyspace: str, cassandra: tuple[str, int]) -> None:
-    from jobrunner.adapters.stores.session import CassandraSettings, connect
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
+    from jobrunner.adapters.stores.session import connect
 
     settings = CassandraSettings(contact_points=(cassandra[0],), port=cassandra[1], keyspace=keyspace)
     session = connect(settings, keyspace=False)

@@ -44,7 +44,7 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
 
     import boto3
 
-    from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore, ensure_table
+    from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore, ensure_table
     from jobrunner.wiring import Container
 
     table = f"{bench.settings.heartbeat_table}-idle-{uuid.uuid4().hex[:6]}"
@@ -58,18 +58,18 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
     # Move on to minutes that hold no row at all (an hour later each time): every partition scanned is idle.
     while not empty(base.store, [first + m * MINUTE for m in range(-10, minutes + 3)], segments):
         first += timedelta(hours=1)
-    heartbeats = DynamoDBHeartbeatStore(table, dynamodb)
+    leases = DynamoDBLeaseStore(table, dynamodb)
     invocations: dict[tuple[int, str], list[float]] = defaultdict(list)
     try:
         for minute in range(minutes + 3):
             tick_at = first + minute * MINUTE + TICK_SECOND
             requests = _Requests()
-            ticker = Container(settings, store=base.store, publisher=base.publisher, heartbeats=heartbeats,
+            ticker = Container(settings, store=base.store, publisher=base.publisher, leases=leases,
                                invoker=requests, clock=ManualClock(tick_at))
             ticker.ticks.tick(tick_at, tick_at)
             for request in requests.requests:
                 clock = SkipClock(tick_at, time.monotonic())
-                scanner = Container(settings, store=base.store, publisher=base.publisher, heartbeats=heartbeats,
+                scanner = Container(settings, store=base.store, publisher=base.publisher, leases=leases,
                                     invoker=_Requests(), clock=clock)
                 scanner.scans.scan(request)
                 invocations[(request.segment, f"{request.bucket:%H:%M}")].append(

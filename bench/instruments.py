@@ -5,7 +5,7 @@
   waits for wall-clock minutes (its late-lane polls and lease renewals still happen).
 - ``CountingSession``: a driver ``Session`` proxy that tallies what is sent: statements per (verb,
   table), batches (and how many of them logged) and the bytes of the values written in them.
-- ``Timed``: a proxy around any port (store, publisher, heartbeats) that adds up the wall time, calls
+- ``Timed``: a proxy around any port (store, publisher, leases) that adds up the wall time, calls
   and items of each method, and remembers when the last call of each method ended (the last Kafka ack).
 """
 
@@ -246,7 +246,7 @@ class Timed:
 
 
 class CallCounter:
-    """Counts the calls of each method of ``inner`` (the DynamoDB client of the heartbeat store)."""
+    """Counts the calls of each method of ``inner`` (the DynamoDB client of the lease store)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner

@@ -34,7 +34,7 @@ from cql.migrate import migrate
 from devstack import servers
 from devstack.stack import local_settings, use_local_aws_credentials
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.session import connect
@@ -245,16 +245,16 @@ def _measure(mix: Mix, store: CassandraJobStore) -> dict[str, Any]:
     store.write_scheduled(rows)
     store.write_outcomes([Outcome(record, None) for record in records])
     seeded_s = time.monotonic() - began
-    heartbeats = MemoryHeartbeatStore()
+    leases = MemoryLeaseStore()
     for segment in range(SEGMENTS):
-        heartbeats.advance_watermark(segment, frontier)
-    heartbeats.record_segment_count(SEGMENTS)
+        leases.advance_watermark(segment, frontier)
+    leases.record_segment_count(SEGMENTS)
     old = Scanned(end - mix.window - 2 * PERIOD, frontier)  # a horizon that saw every source partition done
-    heartbeats.save_reconciler_state(json.dumps({"v": 1, "examined_to": to_epoch_ms(end - mix.window),
+    leases.save_reconciler_state(json.dumps({"v": 1, "examined_to": to_epoch_ms(end - mix.window),
                                                  "earlier": [old.to_dict()], "pass": None}))
     counting = CountingStore(store)
     rules = ReconcileRules(segment_count=SEGMENTS, grace=grace, rate=1e9, budget=timedelta(hours=1))
-    service = ReconcileService(counting, heartbeats, heartbeats, ManualClock(now), rules)  # type: ignore[arg-type]
+    service = ReconcileService(counting, leases, leases, ManualClock(now), rules)  # type: ignore[arg-type]
     began = time.monotonic()
     report = service.run()
     seconds = time.monotonic() - began

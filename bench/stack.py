@@ -112,7 +112,7 @@ def create(settings: Settings, names: BenchNames) -> None:
     import boto3
 
     from cql.migrate import migrate
-    from jobrunner.adapters.heartbeats.dynamodb import ensure_table
+    from jobrunner.adapters.leases.dynamodb import ensure_table
     from jobrunner.adapters.publishers.topics import ensure_topics
 
     migrate(settings.cassandra)

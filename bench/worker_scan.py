@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bench.instruments import CallCounter, CountingSession, Phases, SkipClock, Timed
 from jobrunner import wiring
 from jobrunner.adapters.clocks.system import SystemClock
-from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
+from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore
 from jobrunner.adapters.publishers.kafka import KafkaPublisher
 from jobrunner.adapters.stores.cassandra import DEFAULT_BATCH_ROWS, KEYSPACES_MAX_IN, CassandraJobStore
 from jobrunner.domain.time import from_epoch_ms
@@ -33,7 +33,7 @@ class Slot:
                                        in_keys=per_row or KEYSPACES_MAX_IN)
         self.publisher = KafkaPublisher(settings.kafka)
         self.dynamodb = CallCounter(dynamodb)
-        self.heartbeats = DynamoDBHeartbeatStore(settings.heartbeat_table, self.dynamodb)
+        self.leases = DynamoDBLeaseStore(settings.heartbeat_table, self.dynamodb)
         self.publisher.producer.partitions_for(settings.topic)  # connect before any clock starts
         self.store.get_jobs([("warm-up", "warm-up")])
 
@@ -49,17 +49,17 @@ def scan_one(settings: Settings, slot: Slot, segment: int, bucket_ms: int, segme
     phases = Phases()
     store = Timed(prefetched if prefetched is not None else slot.store, phases, "store")
     publisher = Timed(slot.publisher, phases, "publisher")
-    heartbeats = Timed(slot.heartbeats, phases, "heartbeats")
+    leases = Timed(slot.leases, phases, "heartbeats")
     delay = start_at - time.monotonic()
     if delay > 0:
         time.sleep(delay)
     clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
     container = wiring.Container(settings.replace(segments=segment_count),
-                                 store=store, publisher=publisher, heartbeats=heartbeats,  # type: ignore[arg-type]
+                                 store=store, publisher=publisher, leases=leases,  # type: ignore[arg-type]
                                  clock=clock)
     scans = container.scans
     if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds
-        scans = ScanService(store, publisher, heartbeats, clock,  # type: ignore[arg-type]
+        scans = ScanService(store, publisher, leases, clock,  # type: ignore[arg-type]
                             ScanRules(segment_count=segment_count, **rules), outcomes=container.outcomes)
     thread_cpu = time.thread_time()
     crashed = None

@@ -40,7 +40,7 @@ from cassandra.query import SimpleStatement
 from cql.schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore, unset_nulls
-from jobrunner.adapters.stores.session import CassandraSettings, connect
+from jobrunner.adapters.stores.session import connect
 from jobrunner.domain.placement import placed_anew, placed_in_time
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
     from cassandra.cluster import Session
     from cassandra.query import PreparedStatement
+
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 
 LEGACY_SCHEDULE = "task_schedule"
 DELETE_LEGACY_SCHEDULED = (

@@ -66,7 +66,8 @@ def _environment(settings: Settings, host: str, port: int, inbox: Queue[_Scan | 
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     from devstack.gateway import serve
     from devstack.lambda_context import LocalContext
-    from devstack.stack import StoppableClock, Stopping, configure_tracing
+    from devstack.stopping import StoppableClock, Stopping
+    from devstack.tracing import configure_tracing
     from functions.api.handler import handler as api_handler
     from functions.scan.handler import handler as scan_handler
     from jobrunner import telemetry, wiring

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from devstack import cluster, console, servers
 from devstack.environments import default_count
-from devstack.stack import LocalStack, endpoint_settings, local_settings, traces_path
+from devstack.stack import LocalStack, endpoint_settings, local_settings
+from devstack.tracing import traces_path
 from jobrunner.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ def main() -> None:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    from devstack.stack import configure_tracing
+    from devstack.tracing import configure_tracing
     from functions.scan.handler import handler
     from jobrunner import telemetry
     from jobrunner.config import Settings

@@ -29,10 +29,11 @@ from devstack import servers, tokens
 from devstack.environments import Environments
 from devstack.gateway import serve
 from devstack.lambda_context import LocalContext
+from devstack.stopping import StoppableClock, Stopping
+from devstack.tracing import configure_tracing
 from jobrunner import telemetry, wiring
-from jobrunner.adapters.clocks.system import SystemClock
-from jobrunner.adapters.heartbeats.dynamodb import ensure_table
 from jobrunner.adapters.invokers.threads import ThreadInvoker
+from jobrunner.adapters.leases.dynamodb import ensure_table
 from jobrunner.adapters.publishers.topics import ensure_topics
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.config import Settings
@@ -45,22 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Stopping(Exception):
-    """Raised inside running scans when the local stack stops (like a Lambda cut off mid-scan)."""
-
-
-class StoppableClock(SystemClock):
-    """The wall clock, except that sleeping raises ``Stopping`` once the stack is stopping."""
-
-    def __init__(self, stop: threading.Event) -> None:
-        self._stop = stop
-
-    def sleep_until(self, instant: datetime) -> None:
-        delay = (instant - datetime.now(UTC)).total_seconds()
-        if self._stop.wait(max(0.0, delay)) or self._stop.is_set():
-            raise Stopping
 
 
 def msk_event(batches: dict[Any, list[Any]]) -> dict[str, Any]:
@@ -268,16 +253,6 @@ class LocalStack:
         if current is not self.container:  # another stack installed its own since: that one stays
             wiring.install(current)
         telemetry.shutdown()
-
-
-def configure_tracing(settings: Settings) -> None:
-    """Export spans as ``JOBRUNNER_OTEL_EXPORTER`` says (refuses an unknown exporter)."""
-    telemetry.configure(settings.otel_exporter, path=traces_path(settings))
-
-
-def traces_path(settings: Settings) -> Path:
-    """Where the file exporter appends: ``JOBRUNNER_OTEL_FILE``, else ``.local/logs/traces.jsonl``."""
-    return Path(settings.otel_file) if settings.otel_file else servers.LOG_DIR / "traces.jsonl"
 
 
 def use_local_aws_credentials() -> None:

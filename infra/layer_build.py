@@ -87,7 +87,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/clocks/system.py"),  # the container's clock
     ("layers", "jobrunner/adapters/stores/__init__.py"),
     ("layers", "jobrunner/adapters/stores/cassandra.py"),  # Container.store
-    ("layers", "jobrunner/adapters/stores/session.py"),  # its session (config reads its settings)
+    ("layers", "jobrunner/adapters/stores/cassandra_settings.py"),  # how to reach the cluster (config builds it)
+    ("layers", "jobrunner/adapters/stores/session.py"),  # its session
     ("layers", "jobrunner/adapters/stores/keyspaces.py"),  # the session with CASSANDRA_MODE=keyspaces
     ("layers", "jobrunner/adapters/stores/codec.py"),  # rows <-> records, for the store
     ("layers", "jobrunner/adapters/stores/rows.py"),  # the store's batched writes
@@ -96,8 +97,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/stores/calendars.py"),  # Container.calendars
     ("layers", "jobrunner/adapters/publishers/__init__.py"),
     ("layers", "jobrunner/adapters/publishers/kafka.py"),  # Container.publisher (config reads its settings)
-    ("layers", "jobrunner/adapters/heartbeats/__init__.py"),
-    ("layers", "jobrunner/adapters/heartbeats/dynamodb.py"),  # Container.heartbeats
+    ("layers", "jobrunner/adapters/leases/__init__.py"),
+    ("layers", "jobrunner/adapters/leases/dynamodb.py"),  # Container.leases
     ("layers", "jobrunner/adapters/quotas/__init__.py"),
     ("layers", "jobrunner/adapters/quotas/dynamodb.py"),  # Container.quotas, when a tenant's limit is counted
     ("layers", "jobrunner/adapters/invokers/__init__.py"),

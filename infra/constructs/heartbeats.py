@@ -1,6 +1,6 @@
 """The heartbeat table (DynamoDB): per-segment summaries, per-(minute, segment) leases and watermarks.
 
-Key ``segment`` (N) / ``minute`` (N), as ``jobrunner.adapters.heartbeats.dynamodb`` reads and writes
+Key ``segment`` (N) / ``minute`` (N), as ``jobrunner.adapters.leases.dynamodb`` reads and writes
 it; on-demand, point-in-time recovery, TTL on ``expires_at`` (partition items are kept three days).
 """
 
@@ -13,7 +13,7 @@ from constructs import Construct
 
 from jobrunner.ports import RECONCILER_SEGMENT
 
-#: What the heartbeat store calls: conditional UpdateItem for leases and watermarks, BatchGetItem
+#: What the lease store calls: conditional UpdateItem for leases and watermarks, BatchGetItem
 #: (and GetItem) to read them.
 LEASE_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:BatchGetItem")
 READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")

@@ -24,6 +24,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.topics import TopicGrants
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
     from jobrunner.adapters.publishers.kafka import KafkaSettings
-    from jobrunner.adapters.stores.session import CassandraSettings
 
 
 def _names(value: object) -> object:
@@ -276,8 +276,6 @@ class Settings(BaseSettings):
 
     @cached_property
     def cassandra(self) -> CassandraSettings:
-        from jobrunner.adapters.stores.session import CassandraSettings
-
         return CassandraSettings(
             contact_points=self.contact_points, port=self.cassandra_port, keyspace=self.keyspace,
             mode=self.cassandra_mode, region=self.region, ca_bundle=self.ca_bundle,

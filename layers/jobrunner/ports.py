@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ExecutionRecord, Job, Lane, LanePosition, ScheduledExecution
     from jobrunner.domain.limits import Limits, QuotaChange
 
@@ -159,7 +160,7 @@ class ScheduledRowStore(Protocol):
       removes nothing: the scan removes a settled row of the LATE lane (which a scan taking the partition over
       reads from its start) with ``delete_scheduled`` only once the rows that follow it are known to be where
       their scans will read them (``domain.placement.placed_in_time``, placed anew when they are not); a PLANNED
-      row stays until it expires, and the scan keeps its progress past it (``HeartbeatStore.renew``). Replaying
+      row stays until it expires, and the scan keeps its progress past it (``LeaseStore.renew``). Replaying
       it is harmless. A row stays scheduled until it is settled, so a retry or the next scan of the partition
       publishes it again (same ``execution_id``).
     - ``delete_scheduled`` removes rows without publishing them (stale version, cancelled job).
@@ -334,7 +335,7 @@ class SegmentState:
     last_heartbeat: datetime | None = None
     last_owner: str | None = None
     published_total: int = 0
-    #: Partitions set aside after failing again and again (``HeartbeatStore.park``), until done.
+    #: Partitions set aside after failing again and again (``LeaseStore.park``), until done.
     parked: frozenset[datetime] = frozenset()
 
 
@@ -352,11 +353,11 @@ class PartitionState:
     progress: str | None = None
 
 
-#: The expiry of a lease given up (``HeartbeatStore.release``).
+#: The expiry of a lease given up (``LeaseStore.release``).
 RELEASED = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class HeartbeatStore(ABC):
+class LeaseStore(ABC):
     """Leases, heartbeats and watermarks of the scans (DynamoDB in production).
 
     Contract:
@@ -429,7 +430,7 @@ class HeartbeatStore(ABC):
 #: The largest reconciler state a ``ReconcilerStateStore`` keeps (a DynamoDB item holds at most 400 KB).
 MAX_RECONCILER_STATE = 300_000
 #: The "segment" of the reconciler's items in the heartbeat table, which no segment has: its state, and the lease
-#: (``HeartbeatStore.acquire`` of this segment and ``RECONCILER_LEASE``) that lets one run at a time.
+#: (``LeaseStore.acquire`` of this segment and ``RECONCILER_LEASE``) that lets one run at a time.
 RECONCILER_SEGMENT = -2
 RECONCILER_LEASE = datetime(1970, 1, 1, 0, 1, tzinfo=UTC)
 
@@ -451,22 +452,6 @@ class ReconcilerStateStore(ABC):
 
     @abstractmethod
     def save_reconciler_state(self, state: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class JobChange:
-    """One entry of a job's change log: who asked for what, when, and the job's version after it."""
-
-    job_id: str
-    user_id: str
-    changed_at: datetime
-    change_id: str
-    #: The principal that made the request (an IAM role, a Cognito identity, ...), else the tenant.
-    actor: str
-    #: submit, patch, pause, resume, cancel, run, backfill; repair (the reconciler re-planned a lost execution).
-    action: str
-    version: int
-    details: dict[str, Any]
 
 
 class ChangeLog(ABC):

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
         CalendarStore,
         ChangeLog,
         Clock,
-        HeartbeatStore,
         Invoker,
+        LeaseStore,
         Publisher,
         Stores,
         TenantQuotas,
@@ -100,7 +100,7 @@ class Container:
 
     def __init__(
         self, settings: Settings, *, store: Stores | None = None, publisher: Publisher | None = None,
-        heartbeats: HeartbeatStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
+        leases: LeaseStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
         quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
     ) -> None:
         self.settings = settings
@@ -109,7 +109,7 @@ class Container:
         self._changes = changes
         self._store = store
         self._publisher = publisher
-        self._heartbeats = heartbeats
+        self._leases = leases
         self._invoker = invoker
         self.clock: Clock = clock or SystemClock()
 
@@ -179,12 +179,12 @@ class Container:
         return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
     @functools.cached_property
-    def heartbeats(self) -> HeartbeatStore:
-        if self._heartbeats is None:
-            from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
+    def leases(self) -> LeaseStore:
+        if self._leases is None:
+            from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore
 
-            self._heartbeats = DynamoDBHeartbeatStore(self.settings.heartbeat_table, self.boto3_client("dynamodb"))
-        return self._heartbeats
+            self._leases = DynamoDBLeaseStore(self.settings.heartbeat_table, self.boto3_client("dynamodb"))
+        return self._leases
 
     @functools.cached_property
     def quotas(self) -> TenantQuotas | None:
@@ -211,7 +211,7 @@ class Container:
         wakes, and then no scan ends early either (``ScanRules.idle_end``)."""
         if self._invoker is None and not self.settings.wake_scans:
             return None
-        return ScanWaker(self.invoker, self.heartbeats, self.clock)
+        return ScanWaker(self.invoker, self.leases, self.clock)
 
     @functools.cached_property
     def segment_count(self) -> int:
@@ -223,7 +223,7 @@ class Container:
         from the minute the writer first used them. A batch read per cold start; writes only when
         segments are new or the count is raised.
         """
-        start_segments(self.heartbeats, self.settings.segments, self.clock.now())
+        start_segments(self.leases, self.settings.segments, self.clock.now())
         return self.settings.segments
 
     @functools.cached_property
@@ -245,7 +245,7 @@ class Container:
     def ticks(self) -> TickService:
         rules = TickRules(segment_count=self.settings.segments,
                           initial_lookback=timedelta(minutes=self.settings.initial_lookback_minutes))
-        return TickService(self.heartbeats, self.invoker, rules)
+        return TickService(self.leases, self.invoker, rules)
 
     @functools.cached_property
     def result_key(self) -> bytes:
@@ -272,7 +272,7 @@ class Container:
     @functools.cached_property
     def scans(self) -> ScanService:
         return ScanService(
-            self.store, self.publisher, self.heartbeats, self.clock,
+            self.store, self.publisher, self.leases, self.clock,
             ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
@@ -283,20 +283,20 @@ class Container:
     def reconciler(self) -> ReconcileService:
         """The safety net (``services.reconcile``): its progress is kept in the heartbeat table."""
         settings = self.settings
-        if not isinstance(self.heartbeats, ReconcilerStateStore):
-            raise TypeError(f"{type(self.heartbeats).__name__} keeps no reconciler state")
+        if not isinstance(self.leases, ReconcilerStateStore):
+            raise TypeError(f"{type(self.leases).__name__} keeps no reconciler state")
         interval = timedelta(seconds=settings.reconcile_interval_s)
         rules = ReconcileRules(
             segment_count=self.segment_count, interval=interval, grace=timedelta(seconds=settings.reconcile_grace_s),
             page_size=settings.reconcile_page_size, rate=float(settings.reconcile_rate),
             budget=max(timedelta(seconds=5), interval * 0.8),
         )
-        return ReconcileService(self.store, self.heartbeats, self.heartbeats, self.clock, rules, changes=self.changes,
+        return ReconcileService(self.store, self.leases, self.leases, self.clock, rules, changes=self.changes,
                                 waker=self.waker)
 
     @functools.cached_property
     def segments(self) -> SegmentService:
-        return SegmentService(self.heartbeats, self.clock, self.settings.segments)
+        return SegmentService(self.leases, self.clock, self.settings.segments)
 
 
 _container: Container | None = None

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore, ensure_table
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore, ensure_table
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from jobrunner.config import Settings
-    from jobrunner.ports import CalendarStore, ChangeLog, HeartbeatStore, Stores, TenantQuotas
+    from jobrunner.ports import CalendarStore, ChangeLog, LeaseStore, Stores, TenantQuotas
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -76,14 +76,14 @@ def job_store_own_session(request: pytest.FixtureRequest) -> Iterator[Stores]:
 
 
 @pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.integration)])
-def heartbeat_store(request: pytest.FixtureRequest) -> HeartbeatStore:
+def lease_store(request: pytest.FixtureRequest) -> LeaseStore:
     if request.param == "memory":
-        return MemoryHeartbeatStore()
+        return MemoryLeaseStore()
     settings: Settings = request.getfixturevalue("settings")
     client: Any = request.getfixturevalue("dynamodb_client")
     table = f"{settings.heartbeat_table}-contract-{uuid.uuid4().hex[:6]}"
     ensure_table(client, table)
-    return DynamoDBHeartbeatStore(table, client)
+    return DynamoDBLeaseStore(table, client)
 
 
 @pytest.fixture(params=["memory", pytest.param("dynamodb", marks=pytest.mark.integration)])

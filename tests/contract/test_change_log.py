@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.ports import JobChange
+from jobrunner.domain.changes import JobChange
 
 if TYPE_CHECKING:
     from jobrunner.ports import ChangeLog

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import cql.migrate as migration
 from cql.migrate import replication_for
 from cql.schema import load_tables
-from jobrunner.adapters.stores.session import CassandraSettings
+from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 
 if TYPE_CHECKING:
     import pytest

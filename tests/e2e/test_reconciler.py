@@ -38,7 +38,7 @@ def reconciler(local_stack: LocalStack) -> Iterator[ReconcileService]:
     container = local_stack.container
     rules = ReconcileRules(segment_count=container.segment_count, grace=GRACE, interval=timedelta(seconds=EVERY_S),
                            budget=timedelta(seconds=EVERY_S))
-    service = ReconcileService(container.store, container.heartbeats, container.heartbeats,  # type: ignore[arg-type]
+    service = ReconcileService(container.store, container.leases, container.leases,  # type: ignore[arg-type]
                                container.clock, rules, changes=container.changes, waker=container.waker)
     stop = threading.Event()
 
@@ -96,7 +96,7 @@ def test_rows_deleted_behind_the_systems_back_are_repaired_once_within_five_minu
     owner = f"test-{uuid.uuid4()}"
     held = [(segment, start + k * MINUTE) for segment in range(segments) for k in (1, 2)]
     for segment, bucket in held:
-        assert container.heartbeats.acquire(segment, bucket, owner, datetime.now(UTC), 240)
+        assert container.leases.acquire(segment, bucket, owner, datetime.now(UTC), 240)
     lost: dict[str, tuple[str, datetime]] = {}  # execution id -> (job id, due)
     try:
         # When the first fires have run, their next fires' rows and the retry's row are deleted as they appear
@@ -114,7 +114,7 @@ def test_rows_deleted_behind_the_systems_back_are_repaired_once_within_five_minu
         assert eventually(sweep, len(wanted), timeout_s=(fire - datetime.now(UTC)).total_seconds() + 60) == 4
     finally:
         for segment, bucket in held:
-            container.heartbeats.release(segment, bucket, owner, datetime.now(UTC))
+            container.leases.release(segment, bucket, owner, datetime.now(UTC))
 
     # Then each lost execution is published once, under its own id, within 5 minutes of its due instant
     def record(execution_id: str) -> ExecutionRecord | None:

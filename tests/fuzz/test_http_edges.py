@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from devstack import tokens
-from jobrunner.api.limits import MAX_BODY_BYTES
+from jobrunner.api.body_limits import MAX_BODY_BYTES
 from tests.fuzz.conftest import REQUEST_TIMEOUT_S, Tenant
 
 if TYPE_CHECKING:

@@ -128,7 +128,7 @@ FIRST_CALL_IMPORTS = {
     "jobrunner.adapters.stores.changes": "Container.changes (JOBRUNNER_CHANGE_LOG, on by default)",
     "jobrunner.adapters.stores.calendars": "Container.calendars",
     "jobrunner.adapters.publishers.kafka": "Container.publisher",
-    "jobrunner.adapters.heartbeats.dynamodb": "Container.heartbeats",
+    "jobrunner.adapters.leases.dynamodb": "Container.leases",
     "jobrunner.adapters.quotas.dynamodb": "Container.quotas, when a tenant's limit is counted",
     "jobrunner.adapters.invokers.lambda_": "Container.invoker (the tick; writers that wake scans)",
 }

@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 
 from jobrunner import telemetry
-from jobrunner.api import errors, limits
+from jobrunner.api import body_limits, errors
 from jobrunner.api.resolver import Resolver
 from jobrunner.api.routes import calendars, changes, executions, fires, jobs, segments
 from jobrunner.api.routes.common import _header
@@ -72,7 +72,7 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication is checked before anything else, so an anonymous caller learns nothing, not
     even whether its body would have been valid. Then, for a request some route serves, the limits on
-    its body (``limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. The resolver
+    its body (``body_limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. The resolver
     does the rest: an unknown route 404 or a wrong method 405 (``errors.no_route``), then the route's
     model validates the body in one pass (422 naming every wrong field).
     """
@@ -82,13 +82,13 @@ def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
     routed = app.routes.find(str(event.get("httpMethod") or "").upper(), str(event.get("path") or ""))
-    rejection = limits.check(event) if routed is not None else None
+    rejection = body_limits.check(event) if routed is not None else None
     if rejection is not None:
         return rejection.response()
     tenant = caller.tenant
     limit = PAYLOAD_LIMIT.set((lambda: container().jobs.payload_limit(tenant)) if tenant else PAYLOAD_LIMIT.get())
     try:
-        return app.resolve(limits.normalized(event), context)
+        return app.resolve(body_limits.normalized(event), context)
     finally:
         PAYLOAD_LIMIT.reset(limit)
 

@@ -2,7 +2,7 @@
 
 Powertools answers a request no route matches through its not-found hook (``app.not_found``), whatever the
 reason: no route for the path, or none for the method. The table tells the two apart (404, or 405 with an
-``Allow`` header), names a request's span by its route, and lets the edge checks (``limits.py``) skip a
+``Allow`` header), names a request's span by its route, and lets the edge checks (``body_limits.py``) skip a
 request that will be refused anyway. It is filled by ``route``, the one method through which every route is
 registered (``get``, ``post``, ... and ``include_router`` call it), so it needs none of the resolver's route
 lists; and it matches a path with the pattern the resolver compiles for the route (``_compile_regex``), so

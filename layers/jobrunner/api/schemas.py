@@ -19,20 +19,20 @@ from jobrunner.domain.jobs import (
     JobStatus,
     RetryPolicy,
 )
-from jobrunner.domain.ledger import Outcome
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES
+from jobrunner.domain.ledger import FireOutcome
+from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, payload_refusal
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
 from jobrunner.domain.tags import MAX_TAGS, parse_tags
 from jobrunner.domain.time import rfc3339
-from jobrunner.services.jobs import MAX_BATCH, payload_refusal
+from jobrunner.services.jobs import MAX_BATCH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.ledger import Fire
-    from jobrunner.ports import JobChange
 
 
 class Strict(BaseModel):
@@ -285,7 +285,7 @@ class FireExecutionOut(BaseModel):
 class FireOut(BaseModel):
     at: str = Field(description="the fire: an instant the schedule in effect then called for")
     due_at: str = Field(description="when its execution was due (the fire, or within the job's jitter window)")
-    outcome: str = Field(description="what became of it: " + ", ".join(o.value for o in Outcome))
+    outcome: str = Field(description="what became of it: " + ", ".join(o.value for o in FireOutcome))
     detail: str | None = Field(None, description="why, in words: a skip's reason, the pause or cancel that stopped it")
     lateness_ms: float | None = Field(None, description="published - due, for a fire the schedule published")
     dst: str | None = Field(None, description="what a daylight-saving change did to it (moved, merged, repeated)")

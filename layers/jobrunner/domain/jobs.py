@@ -117,7 +117,8 @@ class Job:
     calendar: str | None = None
     #: Delete the job once its schedule has no fire left and its last executions have ended (``domain.retire``).
     delete_after_last: bool = False
-    #: What a fire does while the previous execution has not reported (``domain.policies``, ``domain.fire_rules``).
+    #: What a fire does while the previous execution has not reported (``domain.policies``; what it decides:
+    #: ``domain.policy_decisions``).
     overlap: Overlap = Overlap.ALLOW_ALL
     #: Which missed fires are replayed (the misfire policy; the default replays every one).
     catch_up: CatchUp = field(default_factory=CatchUp)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, origin_of
-from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
+from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import Cron, parse_instant, schedule_from_dict
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import rfc3339
@@ -31,16 +32,16 @@ from jobrunner.domain.time import rfc3339
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ExecutionRecord, Job
     from jobrunner.domain.schedules import Schedule
-    from jobrunner.ports import JobChange
 
 #: The most fires one page of the ledger holds, and the widest range one request may cover.
 MAX_FIRES_PER_PAGE = 500
 MAX_RANGE = timedelta(days=31)
 
 
-class Outcome(StrEnum):
+class FireOutcome(StrEnum):
     """What became of one fire."""
 
     #: Published within ``MISFIRE_GRACE`` of its due instant.
@@ -77,8 +78,8 @@ class Outcome(StrEnum):
     MISSING = "missing"
 
 
-_SKIPS = {SkipReason.OVERLAP: Outcome.SKIPPED, SkipReason.CATCH_UP: Outcome.DROPPED,
-          SkipReason.CALENDAR: Outcome.EXCLUDED}
+_SKIPS = {SkipReason.OVERLAP: FireOutcome.SKIPPED, SkipReason.CATCH_UP: FireOutcome.DROPPED,
+          SkipReason.CALENDAR: FireOutcome.EXCLUDED}
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class Fire:
     at: datetime
     #: When its execution was due (the fire, or within its jitter window).
     due_at: datetime
-    outcome: Outcome
+    outcome: FireOutcome
     #: Words for a person: why, or what (a skip's reason, the calendar that excluded it, ...).
     detail: str | None = None
     #: Published - due, for a fire the schedule published.
@@ -157,7 +158,7 @@ class LedgerPage:
 
     @property
     def unaccounted(self) -> int:
-        return self.summary.get(Outcome.MISSING.value, 0)
+        return self.summary.get(FireOutcome.MISSING.value, 0)
 
 
 def timeline_of(job: Job, changes: Sequence[JobChange], complete: bool = True) -> Timeline:
@@ -315,39 +316,39 @@ def _fire(
     drop = next((d for d in reversed(drops) if d.scheduled_at < at
                  and (d.next_fire_at is None or at < d.next_fire_at)), None)
     if drop is not None:  # dropped with the missed fire whose record stands for the whole run of them
-        return Fire(at, due, Outcome.DROPPED, f"{drop.error} (recorded on the fire at {rfc3339(drop.scheduled_at)})",
-                    None, dst, executions)
+        return Fire(at, due, FireOutcome.DROPPED,
+                    f"{drop.error} (recorded on the fire at {rfc3339(drop.scheduled_at)})", None, dst, executions)
     outcome, detail = _unrecorded(timeline, epoch, at, due, now, kept_since, excluded_by)
-    if any(r.trigger is Trigger.BACKFILL for r in records) and outcome is Outcome.MISSING:
-        outcome, detail = Outcome.BACKFILLED, "not published by the schedule; run since by a backfill"
+    if any(r.trigger is Trigger.BACKFILL for r in records) and outcome is FireOutcome.MISSING:
+        outcome, detail = FireOutcome.BACKFILLED, "not published by the schedule; run since by a backfill"
     outcome, detail, _ = _repaired(timeline, at, outcome, detail, None)
     return Fire(at, due, outcome, detail, None, dst, executions)
 
 
 #: The outcomes a repair of the fire stands in for: those of a fire the schedule meant to run (the others say why it
 #: did not run, which stays the news).
-_REPAIRABLE = (Outcome.PUBLISHED, Outcome.CAUGHT_UP, Outcome.HELD, Outcome.DUE, Outcome.MISSING)
+_REPAIRABLE = (FireOutcome.PUBLISHED, FireOutcome.CAUGHT_UP, FireOutcome.HELD, FireOutcome.DUE, FireOutcome.MISSING)
 
 
 def _repaired(
-    timeline: Timeline, at: datetime, outcome: Outcome, detail: str | None, lateness: float | None
-) -> tuple[Outcome, str | None, float | None]:
+    timeline: Timeline, at: datetime, outcome: FireOutcome, detail: str | None, lateness: float | None
+) -> tuple[FireOutcome, str | None, float | None]:
     """A fire the reconciler repaired is shown as such, with what became of it since."""
     repairs = [r for r in timeline.repairs if r.fire == at]
     if not repairs or outcome not in _REPAIRABLE:
         return outcome, detail, lateness
     what = "; ".join(f"{'attempt ' + str(r.attempt) if r.attempt > 1 else 'its execution'} found lost "
                      f"({r.reason}) and re-planned at {rfc3339(r.at)}" for r in repairs)
-    since = {Outcome.PUBLISHED: "published", Outcome.CAUGHT_UP: "published", Outcome.HELD: "held",
-             Outcome.DUE: "due", Outcome.MISSING: "not published yet"}[outcome]
+    since = {FireOutcome.PUBLISHED: "published", FireOutcome.CAUGHT_UP: "published", FireOutcome.HELD: "held",
+             FireOutcome.DUE: "due", FireOutcome.MISSING: "not published yet"}[outcome]
     if lateness is not None:
         since += f" {_seconds(lateness)} after its due instant"
-    return Outcome.REPAIRED, f"{what}; {since}", lateness
+    return FireOutcome.REPAIRED, f"{what}; {since}", lateness
 
 
 def _from_records(
     job: Job, at: datetime, due: datetime, records: list[ExecutionRecord]
-) -> tuple[Outcome, str | None, float | None] | None:
+) -> tuple[FireOutcome, str | None, float | None] | None:
     """The outcome the schedule lineage's first attempt records (None: it has none, or only a hold a change of
     the job made stale: what stopped it is the timeline's to say)."""
     first = next((r for r in records if r.trigger is Trigger.SCHEDULE and r.attempt == 1), None)
@@ -359,41 +360,41 @@ def _from_records(
         return None
     if first.status is ExecutionStatus.SKIPPED:
         reason = skip_reason_of(first)
-        return _SKIPS.get(reason, Outcome.SKIPPED) if reason else Outcome.SKIPPED, first.error, None
+        return _SKIPS.get(reason, FireOutcome.SKIPPED) if reason else FireOutcome.SKIPPED, first.error, None
     if first.published_at is None:
-        return Outcome.HELD, "held by the overlap policy until the previous execution reports", None
+        return FireOutcome.HELD, "held by the overlap policy until the previous execution reports", None
     intended = min(due, first.due_at)
     lateness = (first.published_at - intended).total_seconds() * 1000
     if first.published_at - intended > MISFIRE_GRACE:
         why = ("held by the overlap policy until the previous execution reported, or missed"
                if job.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL) else "missed")
-        return Outcome.CAUGHT_UP, f"{why}; published {_seconds(lateness)} after its due instant", lateness
-    return Outcome.PUBLISHED, None, lateness
+        return FireOutcome.CAUGHT_UP, f"{why}; published {_seconds(lateness)} after its due instant", lateness
+    return FireOutcome.PUBLISHED, None, lateness
 
 
 def _unrecorded(
     timeline: Timeline, epoch: Epoch, at: datetime, due: datetime, now: datetime, kept_since: datetime,
     excluded_by: Callable[[datetime], str | None],
-) -> tuple[Outcome, str | None]:
+) -> tuple[FireOutcome, str | None]:
     """The outcome of a fire with no record of the schedule's: what stopped it, or where it stands."""
     # A change that landed before the fire's publish (due + grace: a publish lags its due instant) stopped it.
     reach = due + MISFIRE_GRACE
     if timeline.cancelled_at is not None and timeline.cancelled_at <= reach:
-        return Outcome.CANCELLED, f"the job was cancelled at {rfc3339(timeline.cancelled_at)}"
+        return FireOutcome.CANCELLED, f"the job was cancelled at {rfc3339(timeline.cancelled_at)}"
     for pause in timeline.pauses:
         if pause.start <= reach and (pause.end is None or at < pause.end) and not pause.catch_up:
-            return Outcome.PAUSED, f"the job was paused at {rfc3339(pause.start)}" + (
+            return FireOutcome.PAUSED, f"the job was paused at {rfc3339(pause.start)}" + (
                 f" and resumed at {rfc3339(pause.end)}" if pause.end else "")
     if epoch.until is not None and epoch.until <= reach:
-        return Outcome.REPLACED, f"the schedule was changed at {rfc3339(epoch.until)}"
+        return FireOutcome.REPLACED, f"the schedule was changed at {rfc3339(epoch.until)}"
     if at > now:
         calendar = excluded_by(at)
-        return (Outcome.UPCOMING, f"will be {calendar}" if calendar else None)
+        return (FireOutcome.UPCOMING, f"will be {calendar}" if calendar else None)
     if now < reach:
-        return Outcome.DUE, None
+        return FireOutcome.DUE, None
     if at < kept_since:
-        return Outcome.EXPIRED, f"older than the history kept (from {rfc3339(kept_since)})"
-    return Outcome.MISSING, "no execution is recorded, and no pause, cancel or change came before it"
+        return FireOutcome.EXPIRED, f"older than the history kept (from {rfc3339(kept_since)})"
+    return FireOutcome.MISSING, "no execution is recorded, and no pause, cancel or change came before it"
 
 
 def _epoch_at(timeline: Timeline, at: datetime) -> Epoch:

@@ -23,6 +23,7 @@ of what it created since. Jobs created while no tenant had the limit are not cou
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,12 @@ DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
 #: How long history is kept unless the limits say otherwise, and the bounds of what they may say.
 DEFAULT_HISTORY_DAYS = 30
 HISTORY_DAYS = (2, 3650)
+
+
+def payload_refusal(payload: Any, limit: int) -> str | None:
+    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
+    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+    return f"is {size} bytes; the limit is {limit}" if size > limit else None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.fire_rules import HOLD_RECHECK, PreviousState, previous_fire
 from jobrunner.domain.jobs import (
     MAX_JITTER_S,
     ExecutionStatus,
@@ -43,6 +42,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.placement import CLOCK_SKEW, SETTLE
 from jobrunner.domain.policies import Overlap
+from jobrunner.domain.policy_decisions import HOLD_RECHECK, PreviousState, previous_fire
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import from_epoch_ms, minute_bucket, rfc3339, to_epoch_ms

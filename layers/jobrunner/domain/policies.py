@@ -1,11 +1,12 @@
-"""What happens around a recurring job's fires: its catch-up window and its overlap policy.
+"""The policies a recurring job's fires follow, as values: its catch-up window and its overlap policy, the
+reasons a fire is skipped, and their bounds. What they decide for one fire is ``domain.policy_decisions``.
 
 Both are properties of a job (``Job.catch_up``, ``Job.overlap``), applied by the scan to fires of the
 schedule's lineage (``Trigger.SCHEDULE``); run-now, backfill and retry executions are requests, not fires,
 and are never dropped by either (nor by the job's calendar, ``Job.calendar``, ``domain.calendars``). A fire
 a policy does not run is not silent: the scan writes it a history record with status ``SKIPPED`` whose
-``error`` names the policy and the reason (``skip_note`` and ``skip_reason_of``), so the job's history and
-its firing ledger show it.
+``error`` names the policy and the reason (``policy_decisions.skip_note``, read back by ``skip_reason_of``), so
+the job's history and its firing ledger show it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from jobrunner.domain.errors import InvalidField
-
-if TYPE_CHECKING:
-    from jobrunner.domain.jobs import ExecutionRecord
 
 
 class SkipReason(StrEnum):
@@ -30,19 +27,6 @@ class SkipReason(StrEnum):
     OVERLAP = "overlap"
     #: A date its job's calendar excludes (``domain.calendars``).
     CALENDAR = "calendar"
-
-
-def skip_note(reason: SkipReason, detail: str) -> str:
-    """The ``error`` text of a SKIPPED record: the reason, a colon, then words for a person."""
-    return f"{reason.value}: {detail}"
-
-
-def skip_reason_of(record: ExecutionRecord) -> SkipReason | None:
-    """The reason a SKIPPED record gives (None for any other record, or an unknown reason)."""
-    if record.status.value != "SKIPPED" or not record.error:
-        return None
-    head = record.error.split(":", 1)[0]
-    return SkipReason(head) if head in SkipReason._value2member_map_ else None
 
 
 #: A fire due less than this long ago is on time, whatever the catch-up window: only a fire left behind

@@ -6,7 +6,7 @@ the same segment for a given count. Changing the count, up or down, loses nothin
 - Every writer (the API, the scan planning next runs, retries) puts a new row in
   ``segment_of(job_id, current count)``. Rows already written keep the segment they were written
   with, and some are planned far ahead (an ``at`` job next year).
-- The heartbeat table records the highest count ever used (``HeartbeatStore.record_segment_count``,
+- The heartbeat table records the highest count ever used (``LeaseStore.record_segment_count``,
   only ever raised). Every writer records its count before it places a row with it (``wiring``: once
   per process), and the tick every minute, so a count raised and lowered again before any tick ran
   still leaves its record. The tick scans every segment below

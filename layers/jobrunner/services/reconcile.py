@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import JobState, Lane, Trigger, execution_id_for
 from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Reason, Scanned, examine, last_fire_due
@@ -45,7 +46,6 @@ from jobrunner.ports import (
     RECONCILER_LEASE,
     RECONCILER_SEGMENT,
     HistoryStore,
-    JobChange,
     JobStore,
     ScheduledRowStore,
 )
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
-    from jobrunner.ports import ChangeLog, Clock, HeartbeatStore, ReconcilerStateStore
+    from jobrunner.ports import ChangeLog, Clock, LeaseStore, ReconcilerStateStore
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -216,11 +216,11 @@ def _watch_key(job: Job) -> str:
 
 class ReconcileService:
     def __init__(
-        self, store: ReconcileStores, heartbeats: HeartbeatStore, state: ReconcilerStateStore, clock: Clock,
+        self, store: ReconcileStores, leases: LeaseStore, state: ReconcilerStateStore, clock: Clock,
         rules: ReconcileRules, *, changes: ChangeLog | None = None, waker: ScanWaker | None = None,
     ) -> None:
         self._store = store
-        self._heartbeats = heartbeats
+        self._leases = leases
         self._state_store = state
         self._clock = clock
         self._rules = rules
@@ -240,19 +240,19 @@ class ReconcileService:
         report = ReconcileReport(started_at=now)
         owner = f"{ACTOR}:{uuid.uuid4()}"
         ttl = (deadline - now + LEASE_MARGIN).total_seconds()
-        if not self._heartbeats.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, now, ttl):
+        if not self._leases.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, now, ttl):
             report.skipped = True
             log.info("another reconciler run holds the lease; this one does nothing")
             return report
         try:
             self._run(now, deadline, report)
         finally:
-            self._heartbeats.release(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, self._clock.now())
+            self._leases.release(RECONCILER_SEGMENT, RECONCILER_LEASE, owner, self._clock.now())
         return report
 
     def _run(self, now: datetime, deadline: datetime, report: ReconcileReport) -> None:
         state = _State.loads(self._state_store.load_reconciler_state())
-        segments = max(self._rules.segment_count, self._heartbeats.record_segment_count(self._rules.segment_count))
+        segments = max(self._rules.segment_count, self._leases.record_segment_count(self._rules.segment_count))
         scanned = self._scanned(now, segments)
         evidence = Evidence(now, self._rules.grace, scanned, state.earlier, state.repaired, state.sightings)
         run = _Run(self, state, evidence, report, segments)
@@ -271,7 +271,7 @@ class ReconcileService:
 
     def _scanned(self, now: datetime, highest: int) -> Scanned:
         """How far every segment's scans have got (each segment below the highest count on record)."""
-        states = self._heartbeats.segments(range(highest))
+        states = self._leases.segments(range(highest))
         watermarks = [s.watermark for s in states]
         frontier = None if len(states) < highest or None in watermarks else min(w for w in watermarks if w)
         parked = frozenset(bucket for s in states for bucket in s.parked)

@@ -19,11 +19,12 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Protocol
 
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import RUN_RECORDS, JobState
 from jobrunner.domain.limits import TenantLimits, minute_of
 from jobrunner.domain.retire import done_for_good
-from jobrunner.ports import HistoryStore, JobChange, JobStore
+from jobrunner.ports import HistoryStore, JobStore
 
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job

@@ -2,7 +2,7 @@
 
 Every segment below the highest count on record is listed, as the tick scans them: after the count
 is lowered, the retired segments (``retired``) are still scanned, so that their rows drain. Reading
-the health records the configured count too (``HeartbeatStore.record_segment_count``), as every
+the health records the configured count too (``LeaseStore.record_segment_count``), as every
 writer does before it places a row (``wiring``); when that fails, the configured count is listed,
 which is then at least the one on record.
 """
@@ -18,7 +18,7 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.time import MINUTE, minute_bucket
 
 if TYPE_CHECKING:
-    from jobrunner.ports import Clock, HeartbeatStore
+    from jobrunner.ports import Clock, LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -41,27 +41,27 @@ class SegmentHealth:
     parked: int = 0
 
 
-def start_segments(heartbeats: HeartbeatStore, count: int, now: datetime) -> int:
+def start_segments(leases: LeaseStore, count: int, now: datetime) -> int:
     """What a writer does before it places a row under ``count`` segments; returns the highest count on
     record.
 
     Each segment the heartbeat table has never seen starts at the running minute: its watermark is set
     just before it, so the tick scans it from there however late its first tick comes (a segment the
     tick meets first starts only ``initial_lookback`` before that tick, and a row written into it
-    earlier would never be read). Then the count is recorded (``HeartbeatStore.record_segment_count``),
+    earlier would never be read). Then the count is recorded (``LeaseStore.record_segment_count``),
     so the tick covers it. Rows are never placed in a minute before the running one, so no row of the
     writer can land before the start. Cost: one batch read, and a write per segment never seen.
     """
-    seen = {state.segment for state in heartbeats.segments(range(count))}
+    seen = {state.segment for state in leases.segments(range(count))}
     for segment in range(count):
         if segment not in seen:
-            heartbeats.advance_watermark(segment, minute_bucket(now) - MINUTE)
-    return heartbeats.record_segment_count(count)
+            leases.advance_watermark(segment, minute_bucket(now) - MINUTE)
+    return leases.record_segment_count(count)
 
 
 class SegmentService:
-    def __init__(self, heartbeats: HeartbeatStore, clock: Clock, segment_count: int) -> None:
-        self._heartbeats = heartbeats
+    def __init__(self, leases: LeaseStore, clock: Clock, segment_count: int) -> None:
+        self._leases = leases
         self._clock = clock
         self._segment_count = segment_count
 
@@ -70,7 +70,7 @@ class SegmentService:
         A segment is healthy when its lag is at most ``MAX_HEALTHY_LAG`` and it has no parked partition."""
         now = self._clock.now()
         segments = range(self._covered())
-        states = {s.segment: s for s in self._heartbeats.segments(segments)}
+        states = {s.segment: s for s in self._leases.segments(segments)}
         out = []
         for segment in segments:
             state = states.get(segment)
@@ -92,7 +92,7 @@ class SegmentService:
     def _covered(self) -> int:
         """The segments the tick scans: the configured count, or the highest on record when larger."""
         try:
-            return max(self._segment_count, self._heartbeats.record_segment_count(self._segment_count))
+            return max(self._segment_count, self._leases.record_segment_count(self._segment_count))
         except Unavailable as exc:
             # A refused write means the configured count is above the record, so it is the larger one.
             log.warning("segment count on record unavailable: %s", exc)

@@ -20,11 +20,11 @@ plus the parked set (at most ``max_parked`` a segment; beyond that the watermark
 before parking existed), however long a partition stays stuck.
 
 Segment count. The tick covers every segment below the highest count ever recorded in the heartbeat
-store (``HeartbeatStore.record_segment_count``), not only the configured one: after the count is
+store (``LeaseStore.record_segment_count``), not only the configured one: after the count is
 lowered, the retired segments' rows (some planned far ahead) are still scanned, while new rows go to
 the new segments; see ``jobrunner.domain.segments``.
 
-Failures. An ``Unavailable`` from the heartbeat store stays confined to the segment it concerns: a
+Failures. An ``Unavailable`` from the lease store stays confined to the segment it concerns: a
 batched read that fails is retried one segment at a time, a segment that still cannot be read gets
 its next minute dispatched anyway (the scan's lease makes that safe), a segment whose writes fail
 keeps the scans already dispatched, and both are reported in ``TickReport.unavailable``. The next
@@ -45,7 +45,7 @@ from jobrunner.ports import ScanRequest
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from jobrunner.ports import HeartbeatStore, Invoker, PartitionState, SegmentState
+    from jobrunner.ports import Invoker, LeaseStore, PartitionState, SegmentState
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +121,8 @@ class _Plan:
 
 
 class TickService:
-    def __init__(self, heartbeats: HeartbeatStore, invoker: Invoker, rules: TickRules) -> None:
-        self._heartbeats = heartbeats
+    def __init__(self, leases: LeaseStore, invoker: Invoker, rules: TickRules) -> None:
+        self._leases = leases
         self._invoker = invoker
         self._rules = rules
         #: The highest segment count this instance has seen on record (used when the record cannot be read).
@@ -135,7 +135,7 @@ class TickService:
         segments = range(self._segment_count())
         report.segment_count = len(segments)
         failed: set[int] = set()
-        states = {s.segment: s for s in self._read(self._heartbeats.segments, {s: [s] for s in segments}, failed)}
+        states = {s.segment: s for s in self._read(self._leases.segments, {s: [s] for s in segments}, failed)}
         windows: dict[int, _Window] = {}
         for segment in segments:
             if segment not in failed:
@@ -145,7 +145,7 @@ class TickService:
                     log.warning("segment %s: cannot start its watermark: %s", segment, exc)
                     failed.add(segment)
         keys = {s: [(s, b) for b in sorted({*w.buckets, *w.parked})] for s, w in windows.items()}
-        known = {(p.segment, p.bucket): p for p in self._read(self._heartbeats.partitions, keys, failed)}
+        known = {(p.segment, p.bucket): p for p in self._read(self._leases.partitions, keys, failed)}
         for segment in segments:
             if segment in failed:
                 self._dispatch(segment, [target], report)  # the next minute never waits
@@ -170,7 +170,7 @@ class TickService:
     def _segment_count(self) -> int:
         """Segments to cover: the configured count, or the highest on record when that is larger."""
         try:
-            highest = self._heartbeats.record_segment_count(self._rules.segment_count)
+            highest = self._leases.record_segment_count(self._rules.segment_count)
         except Unavailable as exc:
             log.warning("segment count on record unavailable, using %s: %s", self._known_segment_count, exc)
             return self._known_segment_count
@@ -199,7 +199,7 @@ class TickService:
         watermark = state.watermark if state and state.watermark else None
         if watermark is None:
             watermark = target - MINUTE - self._rules.initial_lookback
-            self._heartbeats.advance_watermark(segment, watermark)
+            self._leases.advance_watermark(segment, watermark)
         buckets: list[datetime] = []
         bucket = watermark + MINUTE
         while bucket <= target and len(buckets) < self._rules.max_window:
@@ -256,13 +256,13 @@ class TickService:
     def _record(self, window: _Window, plan: _Plan) -> datetime:
         """Write the plan: park before moving the watermark past the parked; returns the watermark."""
         if plan.park:
-            self._heartbeats.park(window.segment, plan.park)
+            self._leases.park(window.segment, plan.park)
         watermark = window.watermark
         if plan.watermark is not None:
-            self._heartbeats.advance_watermark(window.segment, plan.watermark)
+            self._leases.advance_watermark(window.segment, plan.watermark)
             watermark = plan.watermark
         if plan.unpark:
-            self._heartbeats.unpark(window.segment, plan.unpark)
+            self._leases.unpark(window.segment, plan.unpark)
         return watermark
 
     def _dispatch(self, segment: int, buckets: Iterable[datetime], report: TickReport) -> None:

@@ -28,16 +28,16 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.jobs import ScheduledExecution
-    from jobrunner.ports import Clock, HeartbeatStore, Invoker, PartitionState
+    from jobrunner.ports import Clock, Invoker, LeaseStore, PartitionState
 
 
 log = logging.getLogger(__name__)
 
 
 class ScanWaker:
-    def __init__(self, invoker: Invoker, heartbeats: HeartbeatStore, clock: Clock) -> None:
+    def __init__(self, invoker: Invoker, leases: LeaseStore, clock: Clock) -> None:
         self._invoker = invoker
-        self._heartbeats = heartbeats
+        self._leases = leases
         self._clock = clock
 
     def wake(self, rows: Iterable[ScheduledExecution]) -> int:
@@ -47,7 +47,7 @@ class ScanWaker:
         if not partitions:
             return 0
         try:
-            states = {(s.segment, s.bucket): s for s in self._heartbeats.partitions(partitions)}
+            states = {(s.segment, s.bucket): s for s in self._leases.partitions(partitions)}
         except Unavailable as exc:  # unknown: request them all (a held one's new scan leaves at once)
             log.warning("could not read the leases of %d partitions: %s", len(partitions), exc)
             states = {}

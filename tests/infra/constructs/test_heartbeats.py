@@ -70,6 +70,6 @@ def test_the_segment_start_grant_updates_watermarks_and_the_count_only(stack: cd
     assert reads["Action"] == list(SEGMENT_START_READS) and "Condition" not in reads
     assert writes["Action"] == "dynamodb:UpdateItem"
     assert writes["Condition"]["ForAllValues:StringEquals"] == {"dynamodb:Attributes": list(SEGMENT_START_ATTRIBUTES)}
-    # the attributes the heartbeat store writes when it starts a segment and records a count
+    # the attributes the lease store writes when it starts a segment and records a count
     assert {"watermark", "highest_segment_count"} <= set(SEGMENT_START_ATTRIBUTES)
     assert not {"owner", "lease_expires", "done", "parked", "published_total"} & set(SEGMENT_START_ATTRIBUTES)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
+from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
@@ -209,14 +209,14 @@ def test_a_call_the_role_is_not_granted_is_denied(world: World, stage: Stage) ->
         DynamoDBTenantQuotas(quotas, _client()).take(TENANT, QuotaChange(jobs=1), Limits(), 0)
     # The api may update the heartbeat table, but only its watermarks and segment count, not a lease
     with stage.acting_as("Api"):
-        store = DynamoDBHeartbeatStore(heartbeats, _client())
+        store = DynamoDBLeaseStore(heartbeats, _client())
         store.advance_watermark(3, at(1))
         with pytest.raises(Unavailable):
             store.acquire(3, at(1), "api", at(0, 30), 60)
 
     assert stage.denied() == [f"Tick: DENIED dynamodb:GetItem on {stage.arn('QuotasTable')}",
                               f"Api: DENIED dynamodb:UpdateItem on {stage.arn('HeartbeatsTable')}"]
-    assert world.run("Api", lambda c: c.heartbeats.segments([3]))[0].watermark == at(1)
+    assert world.run("Api", lambda c: c.leases.segments([3]))[0].watermark == at(1)
 
 
 def _client() -> Any:

@@ -37,7 +37,7 @@ from jobrunner.ports import Completion, IdempotencyClaim, Outcome
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from jobrunner.adapters.stores.session import CassandraSettings
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
     from jobrunner.config import Settings
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from opentelemetry.trace import SpanKind
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
@@ -168,7 +168,7 @@ def container(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> Iterator[C
     monkeypatch.setattr(wiring, "_container", None)  # the process-wide container is restored afterwards
     custom = Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
-        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=clock,
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=clock,
     )
     wiring.install(custom)
     yield custom
@@ -254,7 +254,7 @@ def test_run_results_raises_when_the_store_fails_so_the_batch_is_retried(monkeyp
     monkeypatch.setattr(wiring, "_container", None)
     broken = Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=BrokenStore(), publisher=MemoryPublisher(),
-        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
     )
     wiring.install(broken)
     message = {**SCAN_MESSAGE, "result_token": result_token(broken.result_key, tenant="alice",

@@ -10,7 +10,7 @@ import pytest
 
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.ports import HeartbeatStore, HistoryStore, IdempotencyStore, JobStore, ScheduledRowStore, Stores
+from jobrunner.ports import HistoryStore, IdempotencyStore, JobStore, LeaseStore, ScheduledRowStore, Stores
 from jobrunner.services.outcomes import Outcomes, OutcomeStores
 from jobrunner.services.reconcile import ReconcileStores
 from jobrunner.services.results import ResultsService
@@ -66,8 +66,8 @@ def test_no_method_name_is_shared_by_two_store_ports() -> None:
     assert len(names) == len(set(names))
 
 
-def test_no_two_names_of_the_store_and_heartbeat_ports_are_near_homonyms() -> None:
-    names = {name for port in (*STORE_PORTS, HeartbeatStore) for name in methods(port)}
+def test_no_two_names_of_the_store_and_lease_ports_are_near_homonyms() -> None:
+    names = {name for port in (*STORE_PORTS, LeaseStore) for name in methods(port)}
     used = set().union(*(words(name) for name in names))
     assert [(a, b) for a, b in NEAR_HOMONYMS if a in used and b in used] == []
 

@@ -15,8 +15,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from jobrunner import telemetry, wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -186,7 +186,7 @@ def services(monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter) -> Co
     monkeypatch.setattr(wiring, "_container", None)  # restored after the test
     custom = Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "1"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
-        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW),
     )
     wiring.install(custom)
     return custom

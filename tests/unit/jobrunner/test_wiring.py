@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -45,14 +45,14 @@ def test_with_tracing_the_publisher_is_wrapped_in_spans(spans: InMemorySpanExpor
 
 def test_a_segment_count_raised_then_lowered_before_any_tick_still_gets_its_rows_scanned() -> None:
     # Given the API at 8 segments takes a job due in two minutes, before any tick ran with 8
-    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
-    at_eight = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "8"}), store=store, heartbeats=heartbeats,
+    store, leases, clock = MemoryJobStore(), MemoryLeaseStore(), ManualClock(NOW)
+    at_eight = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "8"}), store=store, leases=leases,
                          clock=clock)
     job = next(job for job in (at_eight.jobs.submit("alice", NewJob(At(NOW + 2 * MINUTE), {}))[0]
                                for _ in range(50)) if segment_of(job.job_id, 8) >= 2)
     # When the count is lowered to 2 and the tick of the job's minute runs
     invoker = RecordingInvoker()
-    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, leases=leases,
                        invoker=invoker, clock=clock)
     at_two.ticks.tick(NOW + 2 * MINUTE, NOW + 2 * MINUTE)
     # Then the job's segment, one only the raised count has, is scanned for its minute
@@ -61,17 +61,17 @@ def test_a_segment_count_raised_then_lowered_before_any_tick_still_gets_its_rows
 
 def test_a_segment_first_used_long_before_the_next_tick_is_scanned_from_that_minute() -> None:
     # Given a count raised to 2 and a job due at once placed in the new segment, with no tick for 12 minutes
-    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
-    heartbeats.record_segment_count(1)
-    heartbeats.advance_watermark(0, NOW - MINUTE)
-    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+    store, leases, clock = MemoryJobStore(), MemoryLeaseStore(), ManualClock(NOW)
+    leases.record_segment_count(1)
+    leases.advance_watermark(0, NOW - MINUTE)
+    at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, leases=leases,
                        clock=clock)
     job = next(job for job in (at_two.jobs.submit("alice", NewJob(At(NOW + 20 * SECOND), {}))[0]
                                for _ in range(50)) if segment_of(job.job_id, 2) == 1)
     (row,) = [row for row in store.rows.values() if row.job_id == job.job_id]
     # When the ticks come back, past the tick's initial lookback
     invoker = RecordingInvoker()
-    later = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, heartbeats=heartbeats,
+    later = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, leases=leases,
                       invoker=invoker, clock=clock)
     later.ticks.tick(NOW + 12 * MINUTE, NOW + 12 * MINUTE)
     # Then the new segment is scanned from the minute the job was written into it
@@ -83,7 +83,7 @@ def test_the_scans_sign_and_the_results_check_with_the_configured_key() -> None:
     # Given a container configured with a result key
     settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_RESULT_KEY": "the-configured-key"})
     services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(),
-                         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
+                         leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
     job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
     # When its minute is scanned
     services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
@@ -109,7 +109,7 @@ def test_first_scheme_tokens_are_accepted_during_an_upgrade_unless_the_settings_
     if variable is not None:
         environment["JOBRUNNER_ACCEPT_V1_RESULT_TOKENS"] = variable
     services = Container(Settings.from_env(environment), store=MemoryJobStore(), publisher=MemoryPublisher(),
-                         heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
+                         leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
     job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
     services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
     assert isinstance(services.publisher, MemoryPublisher)

@@ -14,9 +14,10 @@ from cassandra import ConsistencyLevel
 
 from jobrunner.adapters.stores.cassandra import guarded, write_many
 from jobrunner.adapters.stores.session import is_read
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
-from jobrunner.ports import ChangeLog, JobChange
+from jobrunner.ports import ChangeLog
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -27,7 +27,7 @@ from cassandra_sigv4.auth import SigV4AuthProvider
 from jobrunner.adapters.stores.rows import CachedRowFactory
 
 if TYPE_CHECKING:
-    from jobrunner.adapters.stores.session import CassandraSettings
+    from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 
 
 def endpoint_name(settings: CassandraSettings) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jobrunner.services.jobs.changelog import ChangeBook, KeptChangeLog, NoChangeLog
-from jobrunner.services.jobs.checks import JobChecks, NoCalendars, payload_refusal
+from jobrunner.services.jobs.checks import JobChecks, NoCalendars
 from jobrunner.services.jobs.commands import Commands
 from jobrunner.services.jobs.ledger import Ledger
 from jobrunner.services.jobs.models import Backfill, BulkResult, JobChanges, JobRules, NewJob
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BATCH", "MAX_PAGES_PER_LIST", "Backfill", "BulkResult", "ChangeBook", "Commands", "CountedQuotas",
     "JobChanges", "JobChecks", "JobRules", "JobService", "KeptChangeLog", "Ledger", "NewJob", "NoCalendars",
-    "NoChangeLog", "NoQuotas", "Queries", "QuotaBook", "RowWriter", "Submissions", "payload_refusal",
+    "NoChangeLog", "NoQuotas", "Queries", "QuotaBook", "RowWriter", "Submissions",
 ]
 
 

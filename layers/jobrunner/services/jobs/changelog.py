@@ -10,8 +10,8 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
-from jobrunner.ports import JobChange
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

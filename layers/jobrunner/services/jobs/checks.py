@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Forbidden, InvalidField
 from jobrunner.domain.jobs import MAX_JITTER_S, MAX_TIMEOUT_S
+from jobrunner.domain.limits import payload_refusal
 from jobrunner.ports import CalendarStore
 from jobrunner.services.calendars import check_calendar
 
 if TYPE_CHECKING:
     from jobrunner.domain.calendars import Calendar
     from jobrunner.services.jobs.models import JobRules
-
-
-def payload_refusal(payload: Any, limit: int) -> str | None:
-    """Why ``payload`` is refused under ``limit`` bytes (its compact JSON, UTF-8), or None."""
-    size = len(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-    return f"is {size} bytes; the limit is {limit}" if size > limit else None
 
 
 class NoCalendars(CalendarStore):

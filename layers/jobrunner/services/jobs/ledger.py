@@ -14,8 +14,9 @@ from jobrunner.services.jobs.changelog import LEDGER_PAGE, MAX_LEDGER_PAGES
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ExecutionRecord
-    from jobrunner.ports import Clock, JobChange, Stores
+    from jobrunner.ports import Clock, Stores
     from jobrunner.services.jobs.changelog import ChangeBook
     from jobrunner.services.jobs.models import JobRules
     from jobrunner.services.jobs.queries import Queries

@@ -10,11 +10,19 @@ from typing import TYPE_CHECKING
 
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.fire_rules import Decision, catch_up, catch_up_note, decide, overlap_note, recheck_after
 from jobrunner.domain.jobs import ExecutionStatus, Trigger
 from jobrunner.domain.messages import cancel_message
 from jobrunner.domain.placement import plan_execution
-from jobrunner.domain.policies import Overlap, SkipReason, skip_note
+from jobrunner.domain.policies import Overlap, SkipReason
+from jobrunner.domain.policy_decisions import (
+    Decision,
+    catch_up,
+    catch_up_note,
+    decide,
+    overlap_note,
+    recheck_after,
+    skip_note,
+)
 from jobrunner.domain.publication import started_record
 from jobrunner.domain.time import utc
 from jobrunner.ports import OutboundMessage, Outcome, PublishError
@@ -24,8 +32,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.calendars import Calendar
-    from jobrunner.domain.fire_rules import Previous
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
+    from jobrunner.domain.policy_decisions import Previous
     from jobrunner.ports import CalendarStore, Clock, Publisher
     from jobrunner.services.retire import Retirer
     from jobrunner.services.scan.completions import Completer

@@ -1,12 +1,14 @@
 """What a fire's policies read of its job's history (``FireGate``): the execution before the fire, and whether
-the fire after a held one was dealt with. Reads only; the rules they feed are ``domain.fire_rules``'."""
+the fire after a held one was dealt with. Reads only; the rules they feed are ``domain.policy_decisions``'."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.domain.fire_rules import (
+from jobrunner.domain.jobs import Trigger, execution_id_for
+from jobrunner.domain.policies import Overlap
+from jobrunner.domain.policy_decisions import (
     OVERLAP_HOPS,
     OVERLAP_LOOKBACK,
     Previous,
@@ -16,8 +18,6 @@ from jobrunner.domain.fire_rules import (
     running_after,
     started_since,
 )
-from jobrunner.domain.jobs import Trigger, execution_id_for
-from jobrunner.domain.policies import Overlap
 from jobrunner.domain.publication import next_fire
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class FireHistory:
         self._store = store
 
     def previous_of(self, job: Job, row: ScheduledExecution) -> tuple[Previous, ExecutionRecord | None, int]:
-        """The fire of the schedule before ``row``'s and its state (``domain.fire_rules.previous_fire``), the
+        """The fire of the schedule before ``row``'s and its state (``domain.policy_decisions.previous_fire``), the
         record of ``row``'s own fire if it has one, and (under buffer_all) how many fires before it are held. An
         execution of a later fire still running counts too (a schedule changed to fire earlier), and so does one
         published after the fire before was (a change of schedule that landed late: ``started_since``). One read

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.jobs import LanePosition
-    from jobrunner.ports import Clock, HeartbeatStore
+    from jobrunner.ports import Clock, LeaseStore
     from jobrunner.services.scan.rules import ScanReport, ScanRules
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,10 @@ class Lease:
     """
 
     def __init__(
-        self, heartbeats: HeartbeatStore, clock: Clock, rules: ScanRules, report: ScanReport, owner: str,
+        self, leases: LeaseStore, clock: Clock, rules: ScanRules, report: ScanReport, owner: str,
         progress: Callable[[], LanePosition | None], until: datetime, kept: LanePosition | None,
     ) -> None:
-        self._heartbeats = heartbeats
+        self._leases = leases
         self._clock = clock
         self._rules = rules
         self._report = report
@@ -52,11 +52,11 @@ class Lease:
         return at < self.until - self._rules.lease_margin
 
     def renew(self, now: datetime) -> None:
-        """Extend the lease. Raises ``LeaseLost`` when another scan owns it, or when the heartbeat store
+        """Extend the lease. Raises ``LeaseLost`` when another scan owns it, or when the lease store
         cannot be reached and the lease is about to lapse (so this scan stops before another starts)."""
         progress = self._progress()
         try:
-            renewed = self._heartbeats.renew(
+            renewed = self._leases.renew(
                 self.segment, self.bucket, self.owner, now, self._rules.lease_ttl.total_seconds(),
                 progress=progress.encode() if progress is not None else None,
             )
@@ -91,21 +91,21 @@ class Lease:
     def beat(self, now: datetime) -> None:
         """Add the executions published since the last beat to the segment's counters."""
         report = self._report
-        self._heartbeats.beat(self.segment, self.owner, now, report.published - report.reported)
+        self._leases.beat(self.segment, self.owner, now, report.published - report.reported)
         report.reported = report.published
 
     def release(self, now: datetime) -> bool:
         """Give the lease up, keeping the progress; False when another scan holds it. Raises ``Unavailable``."""
         progress = self._progress()
         self.beat(now)
-        return self._heartbeats.release(self.segment, self.bucket, self.owner, now,
+        return self._leases.release(self.segment, self.bucket, self.owner, now,
                                         progress=progress.encode() if progress is not None else None)
 
     def take_back(self) -> bool:
         """Acquire the lease again after ``release``; False when it cannot (another scan holds it, or the store
         is away)."""
         try:
-            taken = self._heartbeats.acquire(self.segment, self.bucket, self.owner, self._clock.now(),
+            taken = self._leases.acquire(self.segment, self.bucket, self.owner, self._clock.now(),
                                              self._rules.lease_ttl.total_seconds())
         except Unavailable:
             taken = False
@@ -114,19 +114,19 @@ class Lease:
         return taken
 
     def mark_done(self, deadline: datetime) -> None:
-        """Mark the partition done (retrying a failing heartbeat store until the deadline) and move the
+        """Mark the partition done (retrying a failing lease store until the deadline) and move the
         segment's watermark when this was the next bucket after it."""
         report = self._report
         while True:
             now = self._clock.now()
             try:
                 self.beat(now)
-                report.finished = self._heartbeats.mark_done(self.segment, self.bucket, self.owner, now,
+                report.finished = self._leases.mark_done(self.segment, self.bucket, self.owner, now,
                                                              report.published)
                 if report.finished:
-                    states = self._heartbeats.segments([self.segment])
+                    states = self._leases.segments([self.segment])
                     if states and states[0].watermark is not None and states[0].watermark >= self.bucket - MINUTE:
-                        self._heartbeats.advance_watermark(self.segment, self.bucket)
+                        self._leases.advance_watermark(self.segment, self.bucket)
                 return
             except Unavailable as exc:
                 report.errors += 1

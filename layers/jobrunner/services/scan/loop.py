@@ -24,7 +24,7 @@ from jobrunner.services.scan.state import Partition
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from jobrunner.ports import CalendarStore, Clock, HeartbeatStore, Publisher, ScanRequest
+    from jobrunner.ports import CalendarStore, Clock, LeaseStore, Publisher, ScanRequest
     from jobrunner.services.outcomes import Outcomes
     from jobrunner.services.retire import Retirer
     from jobrunner.services.scan.rules import ScanRules, ScanStores
@@ -50,12 +50,12 @@ class _Loop:
 
 class ScanService:
     def __init__(
-        self, store: ScanStores, publisher: Publisher, heartbeats: HeartbeatStore, clock: Clock,
+        self, store: ScanStores, publisher: Publisher, leases: LeaseStore, clock: Clock,
         rules: ScanRules, owner_prefix: str = "scan", outcomes: Outcomes | None = None,
         waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
     ) -> None:
         self._store = store
-        self._heartbeats = heartbeats
+        self._leases = leases
         self._clock = clock
         self._rules = rules
         self._owner_prefix = owner_prefix
@@ -70,7 +70,7 @@ class ScanService:
         owner = f"{self._owner_prefix}:{uuid.uuid4()}"
         now = self._clock.now()
         try:
-            acquired = self._heartbeats.acquire(segment, bucket, owner, now, self._rules.lease_ttl.total_seconds())
+            acquired = self._leases.acquire(segment, bucket, owner, now, self._rules.lease_ttl.total_seconds())
         except Unavailable as exc:  # nothing done yet: the tick dispatches the partition again
             log.warning("could not acquire %s/%s: %s", segment, bucket, exc)
             report.errors += 1
@@ -81,7 +81,7 @@ class ScanService:
         report.acquired = True
         start: LanePosition | None = None
         try:
-            states = self._heartbeats.partitions([(segment, bucket)])
+            states = self._leases.partitions([(segment, bucket)])
             replaying = not states or states[0].attempts != 1
             if states and states[0].progress is not None:  # a scan before this one settled the lane up to there
                 start = LanePosition.decode(states[0].progress)
@@ -89,7 +89,7 @@ class ScanService:
             replaying = True  # unknown: read the lane whole and check each row's record, as after a crash
         due = DueRows(lambda after: self._store.lane_rows(bucket, segment, Lane.PLANNED, after=after), start,
                       window=self._rules.fair_window)
-        lease = Lease(self._heartbeats, self._clock, self._rules, report, owner, due.progress,
+        lease = Lease(self._leases, self._clock, self._rules, report, owner, due.progress,
                       until=now + self._rules.lease_ttl, kept=start)
         part = Partition(report, due, lease, LateLane(self._store, report, due), replaying=replaying)
         try:

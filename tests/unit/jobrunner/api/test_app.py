@@ -11,8 +11,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.api.app import handle
@@ -51,7 +51,7 @@ def store(monkeypatch: pytest.MonkeyPatch) -> MemoryJobStore:
     monkeypatch.setattr(wiring, "_container", None)  # restored after the test
     wiring.install(Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_MAX_PAYLOAD_BYTES": "1000"}),
-        store=store, publisher=MemoryPublisher(), heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(),
+        store=store, publisher=MemoryPublisher(), leases=MemoryLeaseStore(), invoker=RecordingInvoker(),
         clock=ManualClock(NOW),
     ))
     return store

@@ -17,8 +17,8 @@ import pytest
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.api.app import handle
@@ -58,7 +58,7 @@ def call(
 @dataclass
 class World:
     store: MemoryJobStore
-    heartbeats: MemoryHeartbeatStore
+    leases: MemoryLeaseStore
     clock: ManualClock
 
     def submit(self, body: dict[str, Any] | None = None, tenant: str = "alice") -> dict[str, Any]:
@@ -74,13 +74,13 @@ class World:
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     monkeypatch.setattr(wiring, "_container", None)  # restored after the test
-    store, heartbeats, clock = MemoryJobStore(), MemoryHeartbeatStore(), ManualClock(NOW)
+    store, leases, clock = MemoryJobStore(), MemoryLeaseStore(), ManualClock(NOW)
     wiring.install(Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_MAX_PAYLOAD_BYTES": "1000",
                            "JOBRUNNER_ALLOWED_TOPICS": "jobs,reports", "JOBRUNNER_OPERATORS": "ops"}),
-        store=store, publisher=MemoryPublisher(), heartbeats=heartbeats, invoker=RecordingInvoker(), clock=clock,
+        store=store, publisher=MemoryPublisher(), leases=leases, invoker=RecordingInvoker(), clock=clock,
     ))
-    return World(store, heartbeats, clock)
+    return World(store, leases, clock)
 
 
 def fields(answer: dict[str, Any]) -> set[str]:
@@ -559,9 +559,9 @@ def test_execution_fields(world: World) -> None:
 
 
 def test_segments_report_watermark_lag_and_health(world: World) -> None:
-    world.heartbeats.advance_watermark(1, NOW - timedelta(minutes=1))
-    world.heartbeats.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
-    world.heartbeats.advance_watermark(2, NOW - timedelta(minutes=10))
+    world.leases.advance_watermark(1, NOW - timedelta(minutes=1))
+    world.leases.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
+    world.leases.advance_watermark(2, NOW - timedelta(minutes=10))
     status, body = call("GET", "/segments", tenant="ops")
     assert status == 200
     assert [s["segment"] for s in body["items"]] == [0, 1, 2, 3]
@@ -577,7 +577,7 @@ def test_segments_report_watermark_lag_and_health(world: World) -> None:
 
 def test_segments_are_an_operator_view_refused_to_other_tenants(world: World) -> None:
     # Given segments with progress that belongs to every tenant's jobs
-    world.heartbeats.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
+    world.leases.beat(1, "scan:abc", NOW - timedelta(seconds=20), 7)
     # When a tenant that is not an operator asks for them
     status, body = call("GET", "/segments", tenant="alice")
     # Then it is refused, naming what and why, and learns no count
@@ -588,8 +588,8 @@ def test_segments_are_an_operator_view_refused_to_other_tenants(world: World) ->
 
 def test_segments_show_retired_segments_and_parked_partitions(world: World) -> None:
     # Given a count once higher than the configured 4, and a parked partition in segment 1
-    world.heartbeats.record_segment_count(6)
-    world.heartbeats.park(1, [NOW - timedelta(minutes=30)])
+    world.leases.record_segment_count(6)
+    world.leases.park(1, [NOW - timedelta(minutes=30)])
     status, body = call("GET", "/segments", tenant="ops")
     assert status == 200
     assert [(s["segment"], s["retired"]) for s in body["items"]] == [(i, i >= 4) for i in range(6)]
@@ -793,7 +793,7 @@ def test_a_submission_over_the_tenants_rate_gets_429_with_retry_after_naming_the
     wiring.install(Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4",
                            "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"submissions_per_second": 1}})}),
-        store=store, publisher=MemoryPublisher(), heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(),
+        store=store, publisher=MemoryPublisher(), leases=MemoryLeaseStore(), invoker=RecordingInvoker(),
         clock=ManualClock(NOW), quotas=MemoryTenantQuotas(),
     ))
     assert call("POST", "/jobs", HOURLY)[0] == 201

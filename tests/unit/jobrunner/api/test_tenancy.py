@@ -12,8 +12,8 @@ import pytest
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.api.app import handle
@@ -110,7 +110,7 @@ def store(monkeypatch: pytest.MonkeyPatch) -> MemoryJobStore:
     settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "4",
                                   "JOBRUNNER_TENANT_MAP": json.dumps({f"arn:aws:sts::{ACCOUNT}:federated-user/bob":
                                                                       "bob-team"})})
-    wiring.install(Container(settings, store=store, publisher=MemoryPublisher(), heartbeats=MemoryHeartbeatStore(),
+    wiring.install(Container(settings, store=store, publisher=MemoryPublisher(), leases=MemoryLeaseStore(),
                              invoker=RecordingInvoker(), clock=ManualClock(datetime(2026, 11, 22, 10, tzinfo=UTC))))
     return store
 

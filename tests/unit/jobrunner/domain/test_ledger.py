@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from jobrunner.domain.changes import JobChange
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, Trigger, due_of, execution_id_for
-from jobrunner.domain.ledger import Outcome, fires_between, ledger, timeline_of
-from jobrunner.domain.policies import SkipReason, skip_note
+from jobrunner.domain.ledger import FireOutcome, fires_between, ledger, timeline_of
+from jobrunner.domain.policies import SkipReason
+from jobrunner.domain.policy_decisions import skip_note
 from jobrunner.domain.schedules import Cron, Every
-from jobrunner.ports import JobChange
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -148,7 +149,7 @@ def test_a_jittered_fire_is_due_within_its_window_and_its_lateness_counts_from_t
     page = ledger(current, timeline_of(current, []), [published], start=t(1), end=t(1), now=t(5), kept_since=t(-60),
                   limit=10)
     [fire] = page.fires
-    assert (fire.due_at, fire.outcome, fire.lateness_ms) == (due, Outcome.PUBLISHED, pytest.approx(30))
+    assert (fire.due_at, fire.outcome, fire.lateness_ms) == (due, FireOutcome.PUBLISHED, pytest.approx(30))
 
 
 def test_one_record_of_a_catch_up_drop_stands_for_every_fire_it_dropped_even_before_the_page() -> None:

@@ -19,6 +19,7 @@ from jobrunner.domain.limits import (
     apply,
     minute_of,
     most_per_minute,
+    payload_refusal,
     refusal_reason,
 )
 from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval
@@ -176,3 +177,12 @@ def test_history_is_kept_30_days_unless_the_deployment_or_a_tenant_says_otherwis
     for wrong in (1, 3651, "30", True):
         with pytest.raises(ValueError, match="history_days must be between 2 and 3650"):
             TenantLimits.parse({"x": {"history_days": wrong}}, 65536)
+
+
+def test_a_payload_is_measured_as_its_compact_json() -> None:
+    # Given a payload whose compact JSON, non-ASCII escaped as json.dumps writes it, is {"a":"\u00e9\u00e9"}
+    payload = {"a": "éé"}
+
+    # Then it fits a limit of its 20 bytes, and a limit one byte smaller refuses it, naming both sizes
+    assert payload_refusal(payload, 20) is None
+    assert payload_refusal(payload, 19) == "is 20 bytes; the limit is 19"

@@ -34,13 +34,14 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason, skip_reason_of
+from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval, parse_instant
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+    from jobrunner.adapters.leases.memory import MemoryLeaseStore
     from jobrunner.adapters.stores.memory import MemoryJobStore
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
@@ -957,7 +958,7 @@ class Reference:
                 assert execution.execution_id in self.dead_letters, (
                     f"{execution} failed ({execution.why_failed()}) with no retry left, but was never dead-lettered")
 
-    def check_next_runs(self, store: MemoryJobStore, heartbeats: MemoryHeartbeatStore, last_bucket: datetime) -> None:
+    def check_next_runs(self, store: MemoryJobStore, leases: MemoryLeaseStore, last_bucket: datetime) -> None:
         """Every active job with fires left has its next run ahead of the scans, in a row some scan will read."""
         for job in self.jobs:
             epoch = job.epochs[-1]
@@ -1002,7 +1003,7 @@ class Reference:
                 f"and its next fire is {hms(upcoming)}")
             rows = [r for r in store.rows.values() if r.job_id == job.job_id and r.trigger is Trigger.SCHEDULE
                     and r.scheduled_at == next_run and r.job_version == stored.schedule_version]
-            closed = {(p.segment, p.bucket) for p in heartbeats.partitions((r.segment, r.bucket) for r in rows)
+            closed = {(p.segment, p.bucket) for p in leases.partitions((r.segment, r.bucket) for r in rows)
                       if p.done}
             seen = [(r.segment, f"{r.bucket:%H:%M}", r.lane.value, r.job_version) for r in rows]
             assert any((r.segment, r.bucket) not in closed for r in rows), (

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hypothesis import note
 
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
@@ -623,7 +623,7 @@ class World:
         self.calendars = MemoryCalendarStore()
         # The calendar jobs may name, excluding nothing until an ``Exclude`` op says otherwise.
         self.calendars.put(calendar_from_dict(USER, CALENDAR, {}, START))
-        self.heartbeats = MemoryHeartbeatStore()
+        self.leases = MemoryLeaseStore()
         self.publisher = RecordingPublisher(self.clock, self._published)
         #: The tenant's quota counters, where its standing limits are counted (``LIMITS``).
         self.quotas = MemoryTenantQuotas() if quotas else None
@@ -686,10 +686,10 @@ class World:
         settings = Settings.from_env(env)
         store = Faulty("store", self.store, self.faults)
         publisher = Faulty("publisher", self.publisher, self.faults)
-        heartbeats = Faulty("heartbeats", self.heartbeats, self.faults)
+        leases = Faulty("heartbeats", self.leases, self.faults)
         calendars = Faulty("calendars", self.calendars, self.faults)
         self.containers = {role: Container(
-            settings, store=store, publisher=publisher, heartbeats=heartbeats,  # type: ignore[arg-type]
+            settings, store=store, publisher=publisher, leases=leases,  # type: ignore[arg-type]
             calendars=calendars, invoker=ScanInvoker(self), clock=clock,  # type: ignore[arg-type]
             quotas=self.quotas, changes=self.changes) for role, clock in self.clocks.items()}
         if not self.wakes:  # the scans are invoked (by the tick), but no writer wakes one
@@ -748,7 +748,7 @@ class World:
         written = [r for r in scheduled_rows(target, args) if hasattr(r, "lane")]
         now = self.clock.now()
         for row in written:
-            state = self.heartbeats.partitions([(row.segment, row.bucket)])
+            state = self.leases.partitions([(row.segment, row.bucket)])
             taken = bool(state) and state[0].owner is not None and target in API_WRITES
             clue = f"    CLUE {self.model.name(row.job_id)}: a {row.lane.name} row of {row.bucket:%H:%M}"
             if row.lane is Lane.PLANNED and taken and row_key(row) in self.store.rows:
@@ -989,13 +989,13 @@ class World:
         return target
 
     def watermarks(self) -> dict[int, str]:
-        states = {s.segment: s for s in self.heartbeats.segments(range(self.most_segments))}
+        states = {s.segment: s for s in self.leases.segments(range(self.most_segments))}
         return {s: hms(states[s].watermark) if s in states else "-" for s in range(self.most_segments)}
 
     def caught_up(self, bucket: datetime) -> bool:
         """Every segment of the current count is done up to ``bucket``. (Rows left in higher segments after
         the count went down are not waited for: if they are never published, the final checks say so.)"""
-        states = self.heartbeats.segments(range(self.segments))
+        states = self.leases.segments(range(self.segments))
         return len(states) == self.segments and all(s.watermark is not None and s.watermark >= bucket for s in states)
 
     # -- checks -----------------------------------------------------------------------------------------
@@ -1007,7 +1007,7 @@ class World:
     def check_liveness(self, last_bucket: datetime) -> None:
         self.model.check_owed(last_bucket - 2 * MINUTE, self.store)
         self.model.check_queues(self.store, last_bucket - 3 * MINUTE)
-        self.model.check_next_runs(self.store, self.heartbeats, last_bucket)
+        self.model.check_next_runs(self.store, self.leases, last_bucket)
         self.check_quotas()
 
     def check_quotas(self) -> None:

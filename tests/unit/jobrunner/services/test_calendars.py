@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Conflict, InvalidField, NotFound
 from jobrunner.domain.jobs import ExecutionStatus, Job, Trigger
-from jobrunner.domain.policies import SkipReason, skip_reason_of
+from jobrunner.domain.policies import SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.ports import ScanRequest
@@ -46,7 +47,7 @@ class World:
         self.jobs = memory_container({"JOBRUNNER_SEGMENTS": str(rules.segment_count)}, clock=self.clock,
                                      store=self.store, changes=MemoryChangeLog(), calendars=self.calendars).jobs
         self.admin = CalendarService(self.calendars, self.store, self.clock)
-        self.heartbeats = MemoryHeartbeatStore()
+        self.leases = MemoryLeaseStore()
 
     def every_minute(self, calendar: str | None = "maintenance", tenant: str = "alice") -> Job:
         return self.jobs.submit(tenant, NewJob(Every(timedelta(minutes=1), start=at(10)), {}, calendar=calendar))[0]
@@ -55,7 +56,7 @@ class World:
         self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
         publisher = MemoryPublisher()
         count = self.rules.segment_count
-        scans = ScanService(self.store, publisher, self.heartbeats, self.clock, ScanRules(segment_count=count),
+        scans = ScanService(self.store, publisher, self.leases, self.clock, ScanRules(segment_count=count),
                             calendars=self.calendars)
         report = scans.scan(ScanRequest(segment=segment_of(job.job_id, count), bucket=bucket))
         return report, publisher.sent

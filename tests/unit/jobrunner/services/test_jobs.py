@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.changes import MemoryChangeLog
@@ -35,7 +35,7 @@ from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
-from jobrunner.ports import IdempotencyClaim, Invoker, JobChange, ScanRequest
+from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
@@ -45,6 +45,7 @@ from tests.support.memory import memory_container
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
 
@@ -378,7 +379,7 @@ def scan(
     """Run the scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, MemoryHeartbeatStore(), clock, ScanRules(segment_count=RULES.segment_count))
+    scans = ScanService(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=RULES.segment_count))
     report = scans.scan(ScanRequest(segment=segment_of(job.job_id, RULES.segment_count), bucket=bucket))
     return report, publisher.sent
 

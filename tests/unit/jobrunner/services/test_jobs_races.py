@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -132,7 +132,7 @@ def scan(store: MemoryJobStore, clock: ManualClock, job: Job, bucket: datetime) 
     """The scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, run to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, MemoryHeartbeatStore(), clock, ScanRules(segment_count=SEGMENTS))
+    scans = ScanService(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=SEGMENTS))
     scans.scan(ScanRequest(segment=segment_of(job.job_id, SEGMENTS), bucket=bucket))
     return publisher.sent
 

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger
 from jobrunner.domain.messages import CANCEL_HEADER
-from jobrunner.domain.policies import CatchUp, Overlap, SkipReason, skip_reason_of
+from jobrunner.domain.policies import CatchUp, Overlap, SkipReason
+from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import JobChanges, NewJob
@@ -60,7 +61,7 @@ class World:
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: 0.5)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
+        self.scans = ScanService(self.store, self.publisher, MemoryLeaseStore(), self.clock,
                                  ScanRules(segment_count=1), outcomes=self.outcomes)
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:

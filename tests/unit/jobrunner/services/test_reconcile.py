@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
@@ -103,7 +103,7 @@ class System:
         self.reconcile_at = reconcile_at
         self.clock = Simulation(START)
         self.store = LossyStore(self.clock)
-        self.heartbeats = MemoryHeartbeatStore()
+        self.leases = MemoryLeaseStore()
         self.changes = MemoryChangeLog()
         self.publisher = MemoryPublisher()
         self.settings = Settings.of(segments=segments, reconcile_grace_s=grace_s, **settings)
@@ -120,7 +120,7 @@ class System:
         _ = self.container.segment_count
 
     def _container(self) -> Container:
-        return Container(self.settings, store=self.store, publisher=self.publisher, heartbeats=self.heartbeats,
+        return Container(self.settings, store=self.store, publisher=self.publisher, leases=self.leases,
                          invoker=ScanInvoker(self), clock=self.clock, changes=self.changes,
                          calendars=MemoryCalendarStore())
 
@@ -391,7 +391,7 @@ def test_a_next_fire_planned_late_by_a_parked_partition_is_not_repaired(system: 
     system.run_until(at(15))
     assert system.record(job, at(4)).published_at is not None
     assert system.record(job, at(5)) is None
-    assert any(s.parked for s in system.heartbeats.segments(range(2)))
+    assert any(s.parked for s in system.leases.segments(range(2)))
 
     # When the partition's retry completes at last (its next fire planned late, into a later minute)
     system.run_until(at(25))
@@ -505,15 +505,15 @@ def test_a_run_while_another_holds_the_lease_does_nothing(system: System) -> Non
     # Given a run in progress (an event delivered twice: two invocations at once)
     from jobrunner.ports import RECONCILER_LEASE, RECONCILER_SEGMENT
 
-    assert system.heartbeats.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now(), 60)
-    state = system.heartbeats.reconciler_state
+    assert system.leases.acquire(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now(), 60)
+    state = system.leases.reconciler_state
 
     # When another starts, Then it reads nothing, writes nothing, and says so
     report = system.container.reconciler.run()
     assert report.skipped and report.jobs_walked == 0
-    assert system.heartbeats.reconciler_state == state
+    assert system.leases.reconciler_state == state
     # And once the lease is given up, the next run goes on
-    system.heartbeats.release(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now())
+    system.leases.release(RECONCILER_SEGMENT, RECONCILER_LEASE, "other", system.clock.now())
     assert not system.container.reconciler.run().skipped
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
@@ -61,14 +61,14 @@ class World:
     clock: ManualClock = field(default_factory=lambda: ManualClock(NOW))
     store: MemoryJobStore = field(default_factory=MemoryJobStore)
     publisher: MemoryPublisher = field(default_factory=MemoryPublisher)
-    heartbeats: MemoryHeartbeatStore = field(default_factory=MemoryHeartbeatStore)
+    leases: MemoryLeaseStore = field(default_factory=MemoryLeaseStore)
 
     def __post_init__(self) -> None:
         self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: self.jitter)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1),
+        self.scans = ScanService(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1),
                                  outcomes=self.outcomes)
 
     def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
@@ -100,7 +100,7 @@ class World:
 
     def waiting(self) -> list[ScheduledExecution]:
         """The rows a scan will still read (a done partition keeps its PLANNED rows until they expire)."""
-        return waiting(self.store, self.heartbeats)
+        return waiting(self.store, self.leases)
 
     def job(self, job: Job) -> Job:
         """The job as the API shows it: its run fields derived from its history."""

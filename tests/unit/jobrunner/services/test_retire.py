@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
@@ -52,7 +52,7 @@ class World:
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
                                  jitter=lambda: 0.5, retirer=retirer)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, MemoryHeartbeatStore(), self.clock,
+        self.scans = ScanService(self.store, self.publisher, MemoryLeaseStore(), self.clock,
                                  ScanRules(segment_count=1), outcomes=self.outcomes, calendars=self.calendars,
                                  retirer=retirer)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
@@ -94,12 +94,12 @@ class TimedPublisher(MemoryPublisher):
 class World:
     clock: ScriptedClock = field(default_factory=lambda: ScriptedClock(SUBMITTED))
     store: MemoryJobStore = field(default_factory=MemoryJobStore)
-    heartbeats: MemoryHeartbeatStore = field(default_factory=MemoryHeartbeatStore)
+    leases: MemoryLeaseStore = field(default_factory=MemoryLeaseStore)
 
     def __post_init__(self) -> None:
         self.publisher = TimedPublisher(self.clock)
         self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
-        self.scans = ScanService(self.store, self.publisher, self.heartbeats, self.clock, ScanRules(segment_count=1))
+        self.scans = ScanService(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1))
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
         self.clock.set(SUBMITTED)
@@ -111,7 +111,7 @@ class World:
 
     def waiting(self) -> list[ScheduledExecution]:
         """The rows a scan will still read (a done partition keeps its PLANNED rows until they expire)."""
-        return waiting(self.store, self.heartbeats)
+        return waiting(self.store, self.leases)
 
     def job(self, job: Job) -> Job:
         """The job as the API shows it: its run fields derived from its history."""
@@ -244,7 +244,7 @@ def test_a_finished_partition_is_not_scanned_again(world: World) -> None:
 
 def test_a_partition_leased_by_a_live_scan_is_left_to_it(world: World) -> None:
     world.submit(At(at(17)))
-    assert world.heartbeats.acquire(0, BUCKET, "scan:other", DISPATCHED, 30)
+    assert world.leases.acquire(0, BUCKET, "scan:other", DISPATCHED, 30)
     assert world.scan().acquired is False
     assert world.publisher.sent == []
 
@@ -286,7 +286,7 @@ def test_an_execution_is_recorded_running_before_it_is_published(world: World) -
     # Given a worker fast enough to report before the scan has completed the row
     job = world.submit(At(at(17)))
     world.publisher = publisher = CheckingPublisher(world.clock, world.store)
-    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     # When the partition is scanned
     world.scan()
     # Then, when the message went out, its record (RUNNING) and the job's run fields were already stored
@@ -353,15 +353,15 @@ def test_rows_written_to_the_late_lane_during_the_scan_are_published(world: Worl
 
 
 def test_watermark_advances_when_the_previous_minute_is_the_watermark(world: World) -> None:
-    world.heartbeats.advance_watermark(0, BUCKET - MINUTE)
+    world.leases.advance_watermark(0, BUCKET - MINUTE)
     world.scan()
-    assert world.heartbeats.segments([0])[0].watermark == BUCKET
+    assert world.leases.segments([0])[0].watermark == BUCKET
 
 
 def test_watermark_stays_behind_a_gap(world: World) -> None:
-    world.heartbeats.advance_watermark(0, BUCKET - 2 * MINUTE)
+    world.leases.advance_watermark(0, BUCKET - 2 * MINUTE)
     assert world.scan().finished
-    assert world.heartbeats.segments([0])[0].watermark == BUCKET - 2 * MINUTE
+    assert world.leases.segments([0])[0].watermark == BUCKET - 2 * MINUTE
 
 
 # -- everyday operations and faults racing the scan (#12) ---------------------------------------------
@@ -524,7 +524,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
 def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
     # Given a job on a topic that the operator has since removed from the allow list
     job = world.submit(At(at(17)))
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, topics=TopicGrants("other", frozenset({"other"}))))
     report = world.scan()
     [dead] = world.publisher.sent
@@ -538,7 +538,7 @@ def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_sti
     lost = world.jobs.submit("alice", NewJob(At(at(17)), {}))[0]
     kept = world.jobs.submit("bob", NewJob(At(at(18)), {}))[0]
     grants = TopicGrants("jobs", frozenset({"jobs", "alice-topic"}), {"alice": ("alice-topic",), "bob": ("jobs",)})
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, topics=grants))
     report = world.scan()
     # Then alice's row goes to the dead letters with the reason, and bob's is published on its topic
@@ -579,7 +579,7 @@ def test_a_tenants_few_rows_are_not_held_behind_anothers_burst_at_the_same_secon
 ) -> None:
     # Given tenant A's 30 fires and then tenant B's 2 at the same second, B's after A's in the partition
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 2, 0)
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10))
     # When the partition is scanned, 10 rows to a publish
     report = world.scan()
@@ -594,7 +594,7 @@ def test_a_row_due_later_overtakes_anothers_backlog_still_waiting(world: World, 
     # Given tenant A's 30 fires at second 0 and tenant B's one at second 1, with each publish taking 1 s
     world.publisher = SlowPublisher(world.clock)
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 1)
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10))
     report = world.scan()
     # Then B's row goes out in the publish right after its second comes, not after A's backlog
@@ -607,7 +607,7 @@ def test_a_backlog_larger_than_the_window_holds_a_bounded_number_of_rows_and_los
 ) -> None:
     # Given a window of 5 rows, and B's row behind 30 of A's at the same second
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 0)
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10, fair_window=5))
     report = world.scan()
     # Then B waits for the window to reach it (its place in the partition, give or take a round),
@@ -634,7 +634,7 @@ def test_a_burst_starts_with_a_small_group_and_the_groups_double_up_to_their_siz
     publisher = world.publisher = SizedPublisher(world.clock)
     burst(world, "tenant-a", 1000, 0)
     burst(world, "tenant-a", 120, 30)
-    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then the first rows go out in a group of 50, the next groups double up to 500, and once caught up
     # the next burst starts small again
@@ -670,7 +670,7 @@ def test_a_read_error_in_the_middle_of_the_planned_lane_is_retried_and_nothing_i
     assert report.finished and world.waiting() == []
 
 
-class FlakyHeartbeats(MemoryHeartbeatStore):
+class FlakyLeases(MemoryLeaseStore):
     def __init__(self, failures: int) -> None:
         super().__init__()
         self.failures = failures
@@ -685,7 +685,7 @@ class FlakyHeartbeats(MemoryHeartbeatStore):
 
 
 def test_a_failed_lease_renewal_is_retried_and_the_scan_goes_on() -> None:
-    world = World(heartbeats=FlakyHeartbeats(failures=1))
+    world = World(leases=FlakyLeases(failures=1))
     jobs = [world.submit(At(at(s))) for s in (5, 30, 55)]
     report = world.scan()
     assert sorted(m.key for m in world.publisher.sent) == sorted(j.job_id for j in jobs)
@@ -695,13 +695,13 @@ def test_a_failed_lease_renewal_is_retried_and_the_scan_goes_on() -> None:
 class LeaseCheckingPublisher(TimedPublisher):
     """Notes, at each publish, how long the scan's lease still had to run."""
 
-    def __init__(self, clock: ManualClock, heartbeats: MemoryHeartbeatStore) -> None:
+    def __init__(self, clock: ManualClock, leases: MemoryLeaseStore) -> None:
         super().__init__(clock)
-        self.heartbeats = heartbeats
+        self.leases = leases
         self.lease_left: list[float] = []
 
     def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
-        [state] = self.heartbeats.partitions([(0, BUCKET)])
+        [state] = self.leases.partitions([(0, BUCKET)])
         assert state.lease_expires_at is not None
         self.lease_left.append((state.lease_expires_at - self.clock.now()).total_seconds())
         self.timeouts.append(timeout_s)
@@ -714,10 +714,10 @@ def test_every_publish_is_bounded_and_starts_with_enough_lease_left_to_outlast_i
     # Given rows due every few seconds (so publishes fall at every point between two renewals)
     for s in range(1, 60, 3):
         world.submit(At(at(s)))
-    world.publisher = publisher = LeaseCheckingPublisher(world.clock, world.heartbeats)
+    world.publisher = publisher = LeaseCheckingPublisher(world.clock, world.leases)
     publisher.timeouts = []
     rules = ScanRules(segment_count=1)
-    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, rules)
+    world.scans = ScanService(world.store, publisher, world.leases, world.clock, rules)
     world.scan()
     # Then each publish was given the scan's bound, and the lease outlasted that bound plus the margin
     assert publisher.timeouts and set(publisher.timeouts) == {rules.publish_timeout.total_seconds()}
@@ -787,7 +787,7 @@ def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_le
     bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
     world.publisher = publisher = AllOrNothingPublisher(world.clock, "payroll")
-    world.scans = ScanService(world.store, publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then only the bad job's execution is dead-lettered; the good one is published
     assert [(m.topic, m.key) for m in publisher.sent] == [("jobs", good.job_id), ("job-dlq", bad.job_id)]
@@ -964,7 +964,7 @@ def test_a_row_not_yet_settled_holds_the_progress_back_so_a_later_scan_publishes
     world = World()
     first, second = world.submit(At(at(5))), world.submit(At(at(25)))
     world.publisher = KeyTimeoutPublisher(world.clock, {first.job_id})
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock, ScanRules(segment_count=1))
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock, ScanRules(segment_count=1))
     # When the scan dies at 10:01:50, having renewed its lease with the second row settled
     crash_at(world, at(50))
     with pytest.raises(Crash):
@@ -1079,7 +1079,7 @@ class RecordingWaker(Invoker):
         self.requests.append(request)
 
 
-class ReleaseHooked(MemoryHeartbeatStore):
+class ReleaseHooked(MemoryLeaseStore):
     """Runs queued actions just before ``release`` (a writer landing as the scan gives its lease up)."""
 
     def __init__(self) -> None:
@@ -1093,10 +1093,10 @@ class ReleaseHooked(MemoryHeartbeatStore):
 
 
 def idle_world() -> tuple[World, RecordingWaker]:
-    world, invoker = World(heartbeats=ReleaseHooked()), RecordingWaker()
-    waker = ScanWaker(invoker, world.heartbeats, world.clock)
+    world, invoker = World(leases=ReleaseHooked()), RecordingWaker()
+    waker = ScanWaker(invoker, world.leases, world.clock)
     world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1), waker=waker)
-    world.scans = ScanService(world.store, world.publisher, world.heartbeats, world.clock,
+    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, idle_end=IDLE_END), waker=waker)
     return world, invoker
 
@@ -1110,7 +1110,7 @@ def test_a_scan_with_nothing_to_do_gives_its_lease_up_and_ends_within_seconds() 
     # and the lease it gave up does not count as an attempt (no catch-up backlog, no parking)
     assert report.idle and not report.finished
     assert world.clock.now() <= DISPATCHED + IDLE_END + timedelta(seconds=2)
-    [state] = world.heartbeats.partitions([(0, BUCKET)])
+    [state] = world.leases.partitions([(0, BUCKET)])
     assert (state.done, state.attempts) == (False, 0) and state.lease_expires_at <= world.clock.now()
 
 
@@ -1132,8 +1132,8 @@ def test_a_row_landing_as_the_scan_gives_its_lease_up_is_published_by_it() -> No
     # (its writer's wake was refused: the lease was still held, so the woken scan would have left at once)
     world, _ = idle_world()
     landed: list[Job] = []
-    assert isinstance(world.heartbeats, ReleaseHooked)
-    world.heartbeats.before_release.append(
+    assert isinstance(world.leases, ReleaseHooked)
+    world.leases.before_release.append(
         lambda: landed.append(world.jobs.submit("alice", NewJob(At(at(20)), {}))[0]))
     # When the scan goes on
     report = world.scan()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
@@ -34,8 +34,8 @@ TARGET = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def heartbeats() -> MemoryHeartbeatStore:
-    return MemoryHeartbeatStore()
+def leases() -> MemoryLeaseStore:
+    return MemoryLeaseStore()
 
 
 @pytest.fixture
@@ -43,41 +43,41 @@ def invoker() -> RecordingInvoker:
     return RecordingInvoker()
 
 
-def ticker(heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker, segments: int = 1) -> TickService:
-    return TickService(heartbeats, invoker, TickRules(segment_count=segments, max_catch_up=3))
+def ticker(leases: MemoryLeaseStore, invoker: RecordingInvoker, segments: int = 1) -> TickService:
+    return TickService(leases, invoker, TickRules(segment_count=segments, max_catch_up=3))
 
 
 def buckets(requests: list[ScanRequest], segment: int = 0) -> list[datetime]:
     return [r.bucket for r in requests if r.segment == segment]
 
 
-def done(heartbeats: MemoryHeartbeatStore, bucket: datetime, segment: int = 0) -> None:
-    assert heartbeats.acquire(segment, bucket, "scan:x", EVENT, 30)
-    assert heartbeats.mark_done(segment, bucket, "scan:x", EVENT, 0)
+def done(leases: MemoryLeaseStore, bucket: datetime, segment: int = 0) -> None:
+    assert leases.acquire(segment, bucket, "scan:x", EVENT, 30)
+    assert leases.mark_done(segment, bucket, "scan:x", EVENT, 0)
 
 
 @pytest.mark.parametrize("now", [EVENT, EVENT + timedelta(minutes=3), EVENT - timedelta(seconds=50)])
 def test_target_is_the_minute_after_the_event_whatever_now_is(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker, now: datetime
+    leases: MemoryLeaseStore, invoker: RecordingInvoker, now: datetime
 ) -> None:
-    heartbeats.advance_watermark(0, TARGET - MINUTE)
-    report = ticker(heartbeats, invoker).tick(EVENT, now)
+    leases.advance_watermark(0, TARGET - MINUTE)
+    report = ticker(leases, invoker).tick(EVENT, now)
     assert report.target == TARGET
     assert invoker.requests == [ScanRequest(0, TARGET)]
 
 
-def test_every_segment_gets_the_target(heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker) -> None:
+def test_every_segment_gets_the_target(leases: MemoryLeaseStore, invoker: RecordingInvoker) -> None:
     for segment in range(4):
-        heartbeats.advance_watermark(segment, TARGET - MINUTE)
-    ticker(heartbeats, invoker, segments=4).tick(EVENT, EVENT)
+        leases.advance_watermark(segment, TARGET - MINUTE)
+    ticker(leases, invoker, segments=4).tick(EVENT, EVENT)
     assert invoker.requests == [ScanRequest(s, TARGET) for s in range(4)]
 
 
 def test_duplicate_tick_dispatches_the_same_requests(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given a tick that already ran (its scans not started yet)
-    service = ticker(heartbeats, invoker, segments=2)
+    service = ticker(leases, invoker, segments=2)
     first = service.tick(EVENT, EVENT).dispatched
     # When EventBridge delivers the same event again, a little later
     second = service.tick(EVENT, EVENT + timedelta(seconds=5)).dispatched
@@ -86,13 +86,13 @@ def test_duplicate_tick_dispatches_the_same_requests(
 
 
 def test_catch_up_is_oldest_first_and_bounded_but_always_includes_running_and_target(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given a segment whose watermark is 10 minutes behind (9 missed minutes, then running and target)
     watermark = TARGET - 11 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
+    leases.advance_watermark(0, watermark)
     # When a tick runs with max_catch_up = 3
-    ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    ticker(leases, invoker).tick(EVENT, EVENT)
     # Then it dispatches the 3 oldest missed minutes, plus the running minute and the target
     assert buckets(invoker.requests) == [
         watermark + MINUTE, watermark + 2 * MINUTE, watermark + 3 * MINUTE, TARGET - MINUTE, TARGET
@@ -100,38 +100,38 @@ def test_catch_up_is_oldest_first_and_bounded_but_always_includes_running_and_ta
 
 
 def test_fresh_segment_starts_at_the_initial_lookback(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
-    service = TickService(heartbeats, invoker, TickRules(segment_count=1, initial_lookback=2 * MINUTE))
+    service = TickService(leases, invoker, TickRules(segment_count=1, initial_lookback=2 * MINUTE))
     service.tick(EVENT, EVENT)
     assert buckets(invoker.requests) == [TARGET - 2 * MINUTE, TARGET - MINUTE, TARGET]
-    assert heartbeats.segments([0])[0].watermark == TARGET - 3 * MINUTE
+    assert leases.segments([0])[0].watermark == TARGET - 3 * MINUTE
 
 
 def test_done_partitions_are_skipped_and_the_watermark_moves_over_the_leading_done_run(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given watermark W and partitions W+1, W+2 and W+4 done, W+3 not
     watermark = TARGET - 5 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
+    leases.advance_watermark(0, watermark)
     for k in (1, 2, 4):
-        done(heartbeats, watermark + k * MINUTE)
+        done(leases, watermark + k * MINUTE)
     # When a tick runs
-    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    report = ticker(leases, invoker).tick(EVENT, EVENT)
     # Then only the gap and the target are dispatched, and the watermark moves to W+2 (not past the gap)
     assert buckets(invoker.requests) == [watermark + 3 * MINUTE, TARGET]
     assert report.watermarks == {0: watermark + 2 * MINUTE}
-    assert heartbeats.segments([0])[0].watermark == watermark + 2 * MINUTE
+    assert leases.segments([0])[0].watermark == watermark + 2 * MINUTE
 
 
 def test_partition_with_a_live_lease_waits_and_an_expired_one_is_dispatched(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given the running minute's scan holds a lease until EVENT + 30 s
     running = TARGET - MINUTE
-    heartbeats.advance_watermark(0, running - MINUTE)
-    assert heartbeats.acquire(0, running, "scan:a", EVENT, 30)
-    service = ticker(heartbeats, invoker)
+    leases.advance_watermark(0, running - MINUTE)
+    assert leases.acquire(0, running, "scan:a", EVENT, 30)
+    service = ticker(leases, invoker)
     # When a tick judges it while the lease is live, it is left alone
     assert buckets(service.tick(EVENT, EVENT + timedelta(seconds=29)).dispatched) == [TARGET]
     # When a tick judges it once the lease has expired (the scan died), it is dispatched again
@@ -140,12 +140,12 @@ def test_partition_with_a_live_lease_waits_and_an_expired_one_is_dispatched(
 
 def test_lag_is_zero_when_every_finished_minute_is_done_and_grows_with_a_stalled_segment() -> None:
     # Given segment 0 done through the minute before the running one, and segment 1 stalled 5 minutes back
-    heartbeats = MemoryHeartbeatStore()
+    leases = MemoryLeaseStore()
     tick_time = datetime(2026, 11, 22, 10, 30, 5, tzinfo=UTC)
     running = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
-    heartbeats.advance_watermark(0, running - timedelta(minutes=1))
-    heartbeats.advance_watermark(1, running - timedelta(minutes=6))
-    service = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=2))
+    leases.advance_watermark(0, running - timedelta(minutes=1))
+    leases.advance_watermark(1, running - timedelta(minutes=6))
+    service = TickService(leases, RecordingInvoker(), TickRules(segment_count=2))
     # When the tick runs
     report = service.tick(tick_time, tick_time)
     # Then the lag says how far each segment's watermark trails
@@ -156,23 +156,23 @@ def test_lag_is_zero_when_every_finished_minute_is_done_and_grows_with_a_stalled
 # -- partitions that keep failing (issue #12, finding 3) ------------------------------------------------------
 
 
-def attempted(heartbeats: MemoryHeartbeatStore, bucket: datetime, times: int, last: datetime, segment: int = 0) -> None:
+def attempted(leases: MemoryLeaseStore, bucket: datetime, times: int, last: datetime, segment: int = 0) -> None:
     """``bucket`` leased ``times`` times by scans that died, the last one at ``last`` (its lease expired since)."""
     for attempt in range(times):
         at = last - (times - 1 - attempt) * MINUTE
-        assert heartbeats.acquire(segment, bucket, f"scan:{attempt}", at, 30)
+        assert leases.acquire(segment, bucket, f"scan:{attempt}", at, 30)
 
 
 def test_partitions_that_keep_failing_never_starve_minutes_never_tried(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given a segment 10 minutes behind whose 3 oldest missed minutes have each failed twice
     watermark = TARGET - 11 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
+    leases.advance_watermark(0, watermark)
     for k in (1, 2, 3):
-        attempted(heartbeats, watermark + k * MINUTE, 2, last=EVENT - 2 * MINUTE)
+        attempted(leases, watermark + k * MINUTE, 2, last=EVENT - 2 * MINUTE)
     # When a tick runs with max_catch_up = 3
-    ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    ticker(leases, invoker).tick(EVENT, EVENT)
     # Then the catch-up budget goes to the oldest minutes never tried, not to the failing ones
     assert buckets(invoker.requests) == [
         watermark + 4 * MINUTE, watermark + 5 * MINUTE, watermark + 6 * MINUTE, TARGET - MINUTE, TARGET
@@ -180,19 +180,19 @@ def test_partitions_that_keep_failing_never_starve_minutes_never_tried(
 
 
 def test_a_partition_that_failed_k_times_is_parked_and_the_watermark_moves_past_it(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given the minute after the watermark failed 5 times (its last lease expired 90 s ago), the next ones done
     watermark = TARGET - 4 * MINUTE
     stuck = watermark + MINUTE
-    heartbeats.advance_watermark(0, watermark)
-    attempted(heartbeats, stuck, 5, last=EVENT - 2 * MINUTE)
-    done(heartbeats, watermark + 2 * MINUTE)
-    done(heartbeats, TARGET - MINUTE)
+    leases.advance_watermark(0, watermark)
+    attempted(leases, stuck, 5, last=EVENT - 2 * MINUTE)
+    done(leases, watermark + 2 * MINUTE)
+    done(leases, TARGET - MINUTE)
     # When a tick runs
-    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
+    report = ticker(leases, invoker).tick(EVENT, EVENT)
     # Then the stuck partition is parked, counted, and retried; the watermark no longer waits for it
-    [state] = heartbeats.segments([0])
+    [state] = leases.segments([0])
     assert state.parked == frozenset({stuck})
     assert state.watermark == TARGET - MINUTE == report.watermarks[0]
     assert (report.parked, report.parked_total, report.lag_s) == ({0: 1}, 1, {0: 0.0})
@@ -200,26 +200,26 @@ def test_a_partition_that_failed_k_times_is_parked_and_the_watermark_moves_past_
 
 
 def test_a_partition_is_not_parked_while_a_scan_holds_it(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     watermark = TARGET - 3 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
-    attempted(heartbeats, watermark + MINUTE, 5, last=EVENT - timedelta(seconds=10))  # leased until EVENT + 20 s
-    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
-    assert (heartbeats.segments([0])[0].parked, report.parked_total) == (frozenset(), 0)
-    assert heartbeats.segments([0])[0].watermark == watermark
+    leases.advance_watermark(0, watermark)
+    attempted(leases, watermark + MINUTE, 5, last=EVENT - timedelta(seconds=10))  # leased until EVENT + 20 s
+    report = ticker(leases, invoker).tick(EVENT, EVENT)
+    assert (leases.segments([0])[0].parked, report.parked_total) == (frozenset(), 0)
+    assert leases.segments([0])[0].watermark == watermark
     assert buckets(invoker.requests) == [TARGET - MINUTE, TARGET]
 
 
 def test_a_parked_partition_waits_for_its_backoff_and_is_counted_meanwhile(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given a partition parked after 7 attempts, the last lease having expired 2 minutes ago
-    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    leases.advance_watermark(0, TARGET - MINUTE)
     stuck = TARGET - 30 * MINUTE
-    attempted(heartbeats, stuck, 7, last=EVENT - timedelta(seconds=150))
-    heartbeats.park(0, [stuck])
-    service = ticker(heartbeats, invoker)
+    attempted(leases, stuck, 7, last=EVENT - timedelta(seconds=150))
+    leases.park(0, [stuck])
+    service = ticker(leases, invoker)
     # When ticks run before its backoff (1 min x 2^(7-5) = 4 min after the lease expired) has passed
     report = service.tick(EVENT, EVENT)
     # Then it is not dispatched, but still counted
@@ -230,33 +230,33 @@ def test_a_parked_partition_waits_for_its_backoff_and_is_counted_meanwhile(
 
 
 def test_a_parked_partition_is_unparked_once_done(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
-    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    leases.advance_watermark(0, TARGET - MINUTE)
     stuck = TARGET - 30 * MINUTE
-    attempted(heartbeats, stuck, 6, last=EVENT - 20 * MINUTE)
-    heartbeats.park(0, [stuck])
-    assert heartbeats.mark_done(0, stuck, "scan:5", EVENT - 19 * MINUTE, 1)  # a retry got through
-    report = ticker(heartbeats, invoker).tick(EVENT, EVENT)
-    assert (report.parked, heartbeats.segments([0])[0].parked) == ({0: 0}, frozenset())
+    attempted(leases, stuck, 6, last=EVENT - 20 * MINUTE)
+    leases.park(0, [stuck])
+    assert leases.mark_done(0, stuck, "scan:5", EVENT - 19 * MINUTE, 1)  # a retry got through
+    report = ticker(leases, invoker).tick(EVENT, EVENT)
+    assert (report.parked, leases.segments([0])[0].parked) == ({0: 0}, frozenset())
     assert buckets(invoker.requests) == [TARGET]
 
 
 def test_parked_partitions_get_one_scan_per_tick_and_whatever_catch_up_leaves(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given three parked partitions due for a retry
     parked = [TARGET - k * MINUTE for k in (40, 50, 60)]
     for bucket in parked:
-        attempted(heartbeats, bucket, 5, last=EVENT - 10 * MINUTE)
-    heartbeats.park(0, parked)
-    service = ticker(heartbeats, invoker)
+        attempted(leases, bucket, 5, last=EVENT - 10 * MINUTE)
+    leases.park(0, parked)
+    service = ticker(leases, invoker)
     # When the segment has no other backlog, they share the whole catch-up budget (3)
-    heartbeats.advance_watermark(0, TARGET - 2 * MINUTE)
+    leases.advance_watermark(0, TARGET - 2 * MINUTE)
     assert sorted(b for b in buckets(service.tick(EVENT, EVENT).dispatched) if b in parked) == sorted(parked)
     # When it has 3 minutes never tried, those come first and the parked ones get one scan
     other = RecordingInvoker()
-    fresh = MemoryHeartbeatStore()
+    fresh = MemoryLeaseStore()
     for bucket in parked:
         attempted(fresh, bucket, 5, last=EVENT - 10 * MINUTE)
     fresh.park(0, parked)
@@ -266,7 +266,7 @@ def test_parked_partitions_get_one_scan_per_tick_and_whatever_catch_up_leaves(
     assert len([b for b in dispatched if b in parked]) == 1
 
 
-class CountingHeartbeats(MemoryHeartbeatStore):
+class CountingLeases(MemoryLeaseStore):
     """Counts the partition states each tick reads."""
 
     def __init__(self) -> None:
@@ -279,33 +279,33 @@ class CountingHeartbeats(MemoryHeartbeatStore):
         return super().partitions(keys)
 
 
-def run_scans(heartbeats: MemoryHeartbeatStore, requests: Iterable[ScanRequest], now: datetime,
+def run_scans(leases: MemoryLeaseStore, requests: Iterable[ScanRequest], now: datetime,
               failing: Container[datetime] = ()) -> None:
     """What the dispatched scans do: each leases its partition and finishes it, unless it is ``failing``."""
     for number, request in enumerate(requests):
         owner = f"scan:{now.isoformat()}:{number}"
-        if heartbeats.acquire(request.segment, request.bucket, owner, now, 30) and request.bucket not in failing:
-            assert heartbeats.mark_done(request.segment, request.bucket, owner, now, 0)
+        if leases.acquire(request.segment, request.bucket, owner, now, 30) and request.bucket not in failing:
+            assert leases.mark_done(request.segment, request.bucket, owner, now, 0)
 
 
 def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_it_is_not_lost() -> None:
     # Given a healthy segment, and a minute whose scan fails every time (an unpublishable row)
-    heartbeats = CountingHeartbeats()
-    service = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3))
+    leases = CountingLeases()
+    service = TickService(leases, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3))
     start = EVENT
-    heartbeats.advance_watermark(0, TARGET - 2 * MINUTE)
+    leases.advance_watermark(0, TARGET - 2 * MINUTE)
     stuck = TARGET
     retried_at: list[int] = []
     reads: list[int] = []
     # When it stays stuck for 3 hours (a tick a minute, each tick's scans run at once)
     for minute in range(180):
         now = start + minute * MINUTE
-        heartbeats.partitions_read = 0
+        leases.partitions_read = 0
         report = service.tick(now, now)
-        reads.append(heartbeats.partitions_read)
+        reads.append(leases.partitions_read)
         if stuck in buckets(report.dispatched):
             retried_at.append(minute)
-        run_scans(heartbeats, report.dispatched, now, failing={stuck})
+        run_scans(leases, report.dispatched, now, failing={stuck})
     # Then each tick reads a bounded number of partitions, the watermark keeps up, and the stuck one is counted
     assert max(reads[30:]) <= 5
     assert (report.parked, report.lag_s) == ({0: 1}, {0: 0.0})
@@ -318,12 +318,12 @@ def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_i
     for minute in range(180, 215):
         now = start + minute * MINUTE
         report = service.tick(now, now)
-        run_scans(heartbeats, report.dispatched, now)
-    assert report.parked == {0: 0} and heartbeats.segments([0])[0].parked == frozenset()
+        run_scans(leases, report.dispatched, now)
+    assert report.parked == {0: 0} and leases.segments([0])[0].parked == frozenset()
     # And every minute of those 3.5 hours was scanned to the end
     every = [TARGET + k * MINUTE for k in range(214)]
-    assert all(p.done for p in heartbeats.partitions((0, b) for b in every))
-    assert len(heartbeats.partitions((0, b) for b in every)) == len(every)
+    assert all(p.done for p in leases.partitions((0, b) for b in every))
+    assert len(leases.partitions((0, b) for b in every)) == len(every)
 
 
 class WedgedPublisher(MemoryPublisher):
@@ -353,10 +353,10 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     store = MemoryJobStore()
     job = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=clock, store=store).jobs.submit(
         "alice", NewJob(At(TARGET + timedelta(seconds=17)), {}))[0]
-    heartbeats = MemoryHeartbeatStore()
-    heartbeats.advance_watermark(0, TARGET - MINUTE)
+    leases = MemoryLeaseStore()
+    leases.advance_watermark(0, TARGET - MINUTE)
     invoker = RecordingInvoker()
-    service = TickService(heartbeats, invoker, TickRules(segment_count=1))
+    service = TickService(leases, invoker, TickRules(segment_count=1))
     rules = ScanRules(segment_count=1)
     deadline = TARGET + MINUTE + rules.settle + rules.overtime
     clock.set(EVENT)
@@ -364,7 +364,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     assert invoker.requests == [ScanRequest(0, TARGET)]
     wedged = WedgedPublisher(clock, give_up_at=TARGET + 30 * MINUTE)
     # When it runs
-    report = ScanService(store, wedged, heartbeats, clock, rules).scan(ScanRequest(0, TARGET))
+    report = ScanService(store, wedged, leases, clock, rules).scan(ScanRequest(0, TARGET))
     # Then it leaves the partition not done within one publish of its deadline (well inside the
     # function's 6-minute timeout), having retried all along
     assert (report.acquired, report.finished, report.published) == (True, False, 0)
@@ -374,44 +374,44 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     # dispatches the partition again, and a scan whose publisher works publishes the row: nothing is lost
     later = minute_bucket(clock.now()) + MINUTE + timedelta(seconds=42)
     for k in range(1, 6):
-        done(heartbeats, TARGET + k * MINUTE)
+        done(leases, TARGET + k * MINUTE)
     clock.set(later)
     invoker.requests.clear()
     service.tick(later, later)
     assert ScanRequest(0, TARGET) in invoker.requests
     publisher = MemoryPublisher()
-    again = ScanService(store, publisher, heartbeats, clock, rules).scan(ScanRequest(0, TARGET))
+    again = ScanService(store, publisher, leases, clock, rules).scan(ScanRequest(0, TARGET))
     assert (again.finished, again.published) == (True, 1)
     assert [m.key for m in publisher.sent] == [job.job_id]
-    assert waiting(store, heartbeats) == []
+    assert waiting(store, leases) == []
 
 
 def test_a_segment_hours_behind_reads_a_bounded_window_and_still_catches_up_oldest_first() -> None:
-    heartbeats = CountingHeartbeats()
+    leases = CountingLeases()
     watermark = TARGET - 180 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
-    report = TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3)).tick(EVENT, EVENT)
-    assert heartbeats.partitions_read == 60 + 2  # max_window, then the running and the next minute
+    leases.advance_watermark(0, watermark)
+    report = TickService(leases, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3)).tick(EVENT, EVENT)
+    assert leases.partitions_read == 60 + 2  # max_window, then the running and the next minute
     assert buckets(report.dispatched) == [watermark + k * MINUTE for k in (1, 2, 3)] + [TARGET - MINUTE, TARGET]
 
 
 def test_beyond_max_parked_the_watermark_waits_for_failing_partitions_again(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given two failing partitions after the watermark, and room for one parked partition
     watermark = TARGET - 4 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
+    leases.advance_watermark(0, watermark)
     for k in (1, 2):
-        attempted(heartbeats, watermark + k * MINUTE, 5, last=EVENT - 2 * MINUTE)
-    service = TickService(heartbeats, invoker, TickRules(segment_count=1, max_catch_up=3, max_parked=1))
+        attempted(leases, watermark + k * MINUTE, 5, last=EVENT - 2 * MINUTE)
+    service = TickService(leases, invoker, TickRules(segment_count=1, max_catch_up=3, max_parked=1))
     # When a tick runs
     report = service.tick(EVENT, EVENT)
     # Then the oldest is parked, and the watermark stops at the other (as before parking): nothing is skipped
-    assert heartbeats.segments([0])[0].parked == frozenset({watermark + MINUTE})
+    assert leases.segments([0])[0].parked == frozenset({watermark + MINUTE})
     assert (report.watermarks, report.parked) == ({0: watermark + MINUTE}, {0: 1})
 
 
-class DistinctKeysOnly(MemoryHeartbeatStore):
+class DistinctKeysOnly(MemoryLeaseStore):
     """Refuses a read that names a partition twice, as DynamoDB's BatchGetItem does."""
 
     def partitions(self, keys: Iterable[tuple[int, datetime]]) -> list[PartitionState]:
@@ -423,14 +423,14 @@ class DistinctKeysOnly(MemoryHeartbeatStore):
 
 def test_a_parked_partition_the_watermark_has_not_passed_yet_is_read_once() -> None:
     # Given the minute after the watermark failing twice (not parked), and the next one parked
-    heartbeats = DistinctKeysOnly()
+    leases = DistinctKeysOnly()
     watermark = TARGET - 4 * MINUTE
-    heartbeats.advance_watermark(0, watermark)
-    attempted(heartbeats, watermark + MINUTE, 2, last=EVENT - 2 * MINUTE)
-    attempted(heartbeats, watermark + 2 * MINUTE, 5, last=EVENT - 2 * MINUTE)
-    heartbeats.park(0, [watermark + 2 * MINUTE])
+    leases.advance_watermark(0, watermark)
+    attempted(leases, watermark + MINUTE, 2, last=EVENT - 2 * MINUTE)
+    attempted(leases, watermark + 2 * MINUTE, 5, last=EVENT - 2 * MINUTE)
+    leases.park(0, [watermark + 2 * MINUTE])
     # When a tick runs, Then it reads each partition once and decides as usual
-    report = ticker(heartbeats, RecordingInvoker()).tick(EVENT, EVENT)
+    report = ticker(leases, RecordingInvoker()).tick(EVENT, EVENT)
     assert (report.unavailable, report.parked) == ([], {0: 1})
     assert buckets(report.dispatched) == [watermark + MINUTE, TARGET - MINUTE, TARGET, watermark + 2 * MINUTE]
 
@@ -439,17 +439,17 @@ def test_a_parked_partition_the_watermark_has_not_passed_yet_is_read_once() -> N
 
 
 def test_lowering_the_segment_count_keeps_scanning_the_retired_segments(
-    heartbeats: MemoryHeartbeatStore, invoker: RecordingInvoker
+    leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
     # Given ticks ran with 4 segments
-    ticker(heartbeats, RecordingInvoker(), segments=4).tick(EVENT, EVENT)
+    ticker(leases, RecordingInvoker(), segments=4).tick(EVENT, EVENT)
     # When the count is lowered to 2
-    report = ticker(heartbeats, invoker, segments=2).tick(EVENT + MINUTE, EVENT + MINUTE)
+    report = ticker(leases, invoker, segments=2).tick(EVENT + MINUTE, EVENT + MINUTE)
     # Then segments 2 and 3 are still scanned (their rows drain), and so they are after a raise and a cut
     assert {r.segment for r in report.dispatched} == {0, 1, 2, 3}
     assert report.segment_count == 4
-    ticker(heartbeats, RecordingInvoker(), segments=6).tick(EVENT, EVENT)
-    report = ticker(heartbeats, RecordingInvoker(), segments=3).tick(EVENT + 2 * MINUTE, EVENT + 2 * MINUTE)
+    ticker(leases, RecordingInvoker(), segments=6).tick(EVENT, EVENT)
+    report = ticker(leases, RecordingInvoker(), segments=3).tick(EVENT + 2 * MINUTE, EVENT + 2 * MINUTE)
     assert {r.segment for r in report.dispatched} == set(range(6))
 
 
@@ -464,29 +464,29 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
         [row] = store.rows.values()
         if row.segment >= 2:
             break
-    heartbeats = MemoryHeartbeatStore()
-    TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=4)).tick(EVENT, EVENT)
+    leases = MemoryLeaseStore()
+    TickService(leases, RecordingInvoker(), TickRules(segment_count=4)).tick(EVENT, EVENT)
     # When every function now runs with 2 segments, and the year has passed (the segments kept up)
     tick_time = due - MINUTE
     clock.set(tick_time)
     for segment in range(4):
-        heartbeats.advance_watermark(segment, minute_bucket(due) - 2 * MINUTE)
+        leases.advance_watermark(segment, minute_bucket(due) - 2 * MINUTE)
     invoker = RecordingInvoker()
-    TickService(heartbeats, invoker, TickRules(segment_count=2)).tick(tick_time, tick_time)
+    TickService(leases, invoker, TickRules(segment_count=2)).tick(tick_time, tick_time)
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, heartbeats, clock, ScanRules(segment_count=2))
+    scans = ScanService(store, publisher, leases, clock, ScanRules(segment_count=2))
     for request in invoker.requests:
         scans.scan(request)
     # Then the row is published from its retired segment
     assert ScanRequest(row.segment, minute_bucket(due)) in invoker.requests
     assert [m.key for m in publisher.sent] == [job.job_id]
-    assert waiting(store, heartbeats) == []
+    assert waiting(store, leases) == []
 
 
-# -- heartbeat store failures (issue #12, finding 9) --------------------------------------------------------
+# -- lease store failures (issue #12, finding 9) --------------------------------------------------------
 
 
-class BrokenSegments(MemoryHeartbeatStore):
+class BrokenSegments(MemoryLeaseStore):
     """Raises Unavailable on every read (or only every write) that touches one of the ``broken`` segments."""
 
     def __init__(self, broken: set[int], reads: bool = True) -> None:
@@ -527,23 +527,23 @@ class BrokenSegments(MemoryHeartbeatStore):
         return super().record_segment_count(count)
 
 
-def behind(heartbeats: MemoryHeartbeatStore, segments: Iterable[int]) -> datetime:
+def behind(leases: MemoryLeaseStore, segments: Iterable[int]) -> datetime:
     """Each segment 4 minutes behind, its first missed minute done (memory writes bypass the breakage)."""
     watermark = TARGET - 4 * MINUTE
     for segment in segments:
-        MemoryHeartbeatStore.advance_watermark(heartbeats, segment, watermark)
-        assert heartbeats.acquire(segment, watermark + MINUTE, "scan:x", EVENT, 30)
-        assert heartbeats.mark_done(segment, watermark + MINUTE, "scan:x", EVENT, 0)
+        MemoryLeaseStore.advance_watermark(leases, segment, watermark)
+        assert leases.acquire(segment, watermark + MINUTE, "scan:x", EVENT, 30)
+        assert leases.mark_done(segment, watermark + MINUTE, "scan:x", EVENT, 0)
     return watermark
 
 
 def test_a_segment_whose_heartbeats_cannot_be_read_does_not_stop_the_others() -> None:
     # Given 3 segments behind, and the heartbeat reads of segment 1 failing
-    heartbeats = BrokenSegments({1})
-    watermark = behind(heartbeats, range(3))
+    leases = BrokenSegments({1})
+    watermark = behind(leases, range(3))
     invoker = RecordingInvoker()
     # When a tick runs
-    report = ticker(heartbeats, invoker, segments=3).tick(EVENT, EVENT)
+    report = ticker(leases, invoker, segments=3).tick(EVENT, EVENT)
     # Then segments 0 and 2 are caught up as usual, segment 1 still gets its next minute, and it is reported
     for segment in (0, 2):
         assert buckets(invoker.requests, segment) == [watermark + 2 * MINUTE, TARGET - MINUTE, TARGET]
@@ -553,25 +553,25 @@ def test_a_segment_whose_heartbeats_cannot_be_read_does_not_stop_the_others() ->
 
 
 def test_a_segment_whose_heartbeats_cannot_be_written_does_not_stop_the_others() -> None:
-    heartbeats = BrokenSegments({1}, reads=False)
-    watermark = behind(heartbeats, range(3))
+    leases = BrokenSegments({1}, reads=False)
+    watermark = behind(leases, range(3))
     invoker = RecordingInvoker()
-    report = ticker(heartbeats, invoker, segments=3).tick(EVENT, EVENT)
+    report = ticker(leases, invoker, segments=3).tick(EVENT, EVENT)
     for segment in range(3):  # the scans are dispatched before any write
         assert buckets(invoker.requests, segment) == [watermark + 2 * MINUTE, TARGET - MINUTE, TARGET]
-    assert [s.watermark for s in heartbeats.segments([0, 2])] == [watermark + MINUTE] * 2
+    assert [s.watermark for s in leases.segments([0, 2])] == [watermark + MINUTE] * 2
     assert report.unavailable == [1]
 
 
 def test_a_tick_that_cannot_read_the_segment_count_on_record_uses_the_last_it_knew() -> None:
-    heartbeats = BrokenSegments(set())
-    service = ticker(heartbeats, RecordingInvoker(), segments=2)
-    heartbeats.record_segment_count(4)
+    leases = BrokenSegments(set())
+    service = ticker(leases, RecordingInvoker(), segments=2)
+    leases.record_segment_count(4)
     service.tick(EVENT, EVENT)
-    heartbeats.count_readable = False
+    leases.count_readable = False
     report = service.tick(EVENT + MINUTE, EVENT + MINUTE)
     assert {r.segment for r in report.dispatched} == {0, 1, 2, 3}
-    assert TickService(heartbeats, RecordingInvoker(), TickRules(segment_count=2)).tick(EVENT, EVENT).segment_count == 2
+    assert TickService(leases, RecordingInvoker(), TickRules(segment_count=2)).tick(EVENT, EVENT).segment_count == 2
 
 
 # -- run_tick: the tick function's entry point --------------------------------------------------------------
@@ -586,13 +586,13 @@ def test_run_tick_reports_parked_partitions_and_unavailable_segments_as_metrics(
     from jobrunner.observability import metrics
 
     # Given segment 0 with a parked partition and segment 1 whose heartbeats cannot be read
-    heartbeats = BrokenSegments({1})
-    heartbeats.advance_watermark(0, TARGET - MINUTE)
-    heartbeats.park(0, [TARGET - 30 * MINUTE])
-    attempted(heartbeats, TARGET - 30 * MINUTE, 9, last=EVENT - timedelta(seconds=40))
+    leases = BrokenSegments({1})
+    leases.advance_watermark(0, TARGET - MINUTE)
+    leases.park(0, [TARGET - 30 * MINUTE])
+    attempted(leases, TARGET - 30 * MINUTE, 9, last=EVENT - timedelta(seconds=40))
     monkeypatch.setattr(wiring, "_container", None)  # the process-wide container is restored afterwards
     wiring.install(wiring.Container(
-        Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), heartbeats=heartbeats, invoker=RecordingInvoker(),
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), leases=leases, invoker=RecordingInvoker(),
         clock=ManualClock(EVENT),
     ))
     metrics.clear_metrics()

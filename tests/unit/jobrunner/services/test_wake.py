@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, ScheduledExecution, Trigger
 from jobrunner.ports import Invoker, PartitionState, ScanRequest
@@ -23,7 +23,7 @@ class Requests(Invoker):
         self.requests.append(request)
 
 
-class Unreadable(MemoryHeartbeatStore):
+class Unreadable(MemoryLeaseStore):
     def partitions(self, keys: object) -> list[PartitionState]:
         raise Unavailable("heartbeat table unreachable")
 
@@ -36,15 +36,15 @@ def row(segment: int, lane: Lane = Lane.LATE) -> ScheduledExecution:
 
 def test_only_partitions_no_scan_holds_are_woken() -> None:
     # Given partitions held by a scan (1), done (2), given up idle (3), whose scan died (4), never leased (5)
-    heartbeats, requests = MemoryHeartbeatStore(), Requests()
+    leases, requests = MemoryLeaseStore(), Requests()
     for segment in (1, 2, 3, 4):
-        assert heartbeats.acquire(segment, BUCKET, f"scan-{segment}", NOW - timedelta(seconds=40), 30)
-    assert heartbeats.renew(1, BUCKET, "scan-1", NOW - timedelta(seconds=5), 30)
-    assert heartbeats.mark_done(2, BUCKET, "scan-2", NOW - timedelta(seconds=5), 0)
-    assert heartbeats.release(3, BUCKET, "scan-3", NOW - timedelta(seconds=5))
+        assert leases.acquire(segment, BUCKET, f"scan-{segment}", NOW - timedelta(seconds=40), 30)
+    assert leases.renew(1, BUCKET, "scan-1", NOW - timedelta(seconds=5), 30)
+    assert leases.mark_done(2, BUCKET, "scan-2", NOW - timedelta(seconds=5), 0)
+    assert leases.release(3, BUCKET, "scan-3", NOW - timedelta(seconds=5))
     # When late rows were written into each (and a planned row into a sixth)
     rows = [row(s) for s in (1, 2, 3, 4, 5)] + [row(6, Lane.PLANNED)]
-    woken = ScanWaker(requests, heartbeats, ManualClock(NOW)).wake(rows)
+    woken = ScanWaker(requests, leases, ManualClock(NOW)).wake(rows)
     # Then only the partitions no scan holds and that are not done get a scan, once each
     assert woken == 3
     assert requests.requests == [ScanRequest(segment=s, bucket=BUCKET) for s in (3, 4, 5)]
@@ -52,11 +52,11 @@ def test_only_partitions_no_scan_holds_are_woken() -> None:
 
 def test_a_released_lease_reads_as_free_whatever_the_writers_clock_says() -> None:
     # Given a scan that gave its lease up at 10:01:20 on its clock
-    heartbeats, requests = MemoryHeartbeatStore(), Requests()
-    assert heartbeats.acquire(3, BUCKET, "scan", NOW - timedelta(seconds=10), 30)
-    assert heartbeats.release(3, BUCKET, "scan", NOW)
+    leases, requests = MemoryLeaseStore(), Requests()
+    assert leases.acquire(3, BUCKET, "scan", NOW - timedelta(seconds=10), 30)
+    assert leases.release(3, BUCKET, "scan", NOW)
     # When a writer whose clock is a second behind writes into it
-    ScanWaker(requests, heartbeats, ManualClock(NOW - timedelta(seconds=1))).wake([row(3)])
+    ScanWaker(requests, leases, ManualClock(NOW - timedelta(seconds=1))).wake([row(3)])
     # Then its scan is woken
     assert requests.requests == [ScanRequest(segment=3, bucket=BUCKET)]
 

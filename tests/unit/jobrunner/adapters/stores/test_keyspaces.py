@@ -18,8 +18,9 @@ from cassandra.query import SimpleStatement
 from cryptography import x509
 
 from jobrunner.adapters.stores.cassandra import STATEMENTS, CassandraJobStore
+from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 from jobrunner.adapters.stores.keyspaces import endpoint_name, keyspaces_cluster
-from jobrunner.adapters.stores.session import CassandraSettings, execution_profile
+from jobrunner.adapters.stores.session import execution_profile
 from tests.support.tls import Certificates, handshake, server_name_checked
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from cryptography import x509
 
 from jobrunner.adapters import sockets
 from jobrunner.adapters.stores import session as session_module
-from jobrunner.adapters.stores.session import CassandraSettings, RenewAfterIdle, cassandra_cluster, connect
+from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
+from jobrunner.adapters.stores.session import RenewAfterIdle, cassandra_cluster, connect
 from tests.support.tls import Certificates, handshake, server_name_checked
 
 if TYPE_CHECKING:

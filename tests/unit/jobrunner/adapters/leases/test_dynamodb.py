@@ -1,6 +1,6 @@
-"""DynamoDBHeartbeatStore's failures: every backend error becomes Unavailable, so callers can retry.
+"""DynamoDBLeaseStore's failures: every backend error becomes Unavailable, so callers can retry.
 
-The lease rules themselves are in the contract tests (tests/contract/test_heartbeat_store.py); these
+The lease rules themselves are in the contract tests (tests/contract/test_lease_store.py); these
 need no server: a stub client raises what botocore raises, and a real client talks to a closed port.
 """
 
@@ -15,20 +15,20 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from jobrunner.adapters.heartbeats.dynamodb import DynamoDBHeartbeatStore
+from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore
 from jobrunner.domain.errors import Unavailable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from jobrunner.ports import HeartbeatStore
+    from jobrunner.ports import LeaseStore
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 BUCKET = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
 TABLE = "heartbeats"
 
 #: Every method of the port, called once.
-CALLS: dict[str, Callable[[HeartbeatStore], object]] = {
+CALLS: dict[str, Callable[[LeaseStore], object]] = {
     "acquire": lambda s: s.acquire(0, BUCKET, "a", T0, 30),
     "renew": lambda s: s.renew(0, BUCKET, "a", T0, 30),
     "mark_done": lambda s: s.mark_done(0, BUCKET, "a", T0, 1),
@@ -73,9 +73,9 @@ class FailingClient:
 @pytest.mark.parametrize("error", ERRORS.values(), ids=ERRORS.keys())
 @pytest.mark.parametrize("call", CALLS.values(), ids=CALLS.keys())
 def test_every_backend_error_of_every_method_raises_unavailable(
-    call: Callable[[HeartbeatStore], object], error: Exception
+    call: Callable[[LeaseStore], object], error: Exception
 ) -> None:
-    store = DynamoDBHeartbeatStore(TABLE, FailingClient(error))
+    store = DynamoDBLeaseStore(TABLE, FailingClient(error))
     with pytest.raises(Unavailable) as raised:
         call(store)
     assert raised.value.__cause__ is error
@@ -89,7 +89,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("call", CALLS.values(), ids=CALLS.keys())
-def test_an_unreachable_endpoint_raises_unavailable(call: Callable[[HeartbeatStore], object]) -> None:
+def test_an_unreachable_endpoint_raises_unavailable(call: Callable[[LeaseStore], object]) -> None:
     # A real botocore client, on a port where nothing listens (no retries, so the test is quick)
     client = boto3.client(
         "dynamodb", region_name="us-east-1", endpoint_url=f"http://127.0.0.1:{_closed_port()}",
@@ -97,7 +97,7 @@ def test_an_unreachable_endpoint_raises_unavailable(call: Callable[[HeartbeatSto
         config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=1, read_timeout=1),
     )
     with pytest.raises(Unavailable):
-        call(DynamoDBHeartbeatStore(TABLE, client))
+        call(DynamoDBLeaseStore(TABLE, client))
 
 
 class UnprocessedClient:
@@ -120,7 +120,7 @@ class UnprocessedClient:
 def test_keys_left_unprocessed_are_retried_with_backoff() -> None:
     client = UnprocessedClient(stubborn=3)
     pauses: list[float] = []
-    store = DynamoDBHeartbeatStore(TABLE, client, sleep=pauses.append)
+    store = DynamoDBLeaseStore(TABLE, client, sleep=pauses.append)
     assert [s.segment for s in store.segments([0, 1])] == [0, 1]
     assert client.calls == 4
     assert len(pauses) == 3 and pauses == sorted(pauses) and pauses[0] > 0
@@ -128,7 +128,7 @@ def test_keys_left_unprocessed_are_retried_with_backoff() -> None:
 
 def test_keys_left_unprocessed_for_too_long_raise_unavailable() -> None:
     client = UnprocessedClient(stubborn=10**6)
-    store = DynamoDBHeartbeatStore(TABLE, client, sleep=lambda _: None)
+    store = DynamoDBLeaseStore(TABLE, client, sleep=lambda _: None)
     with pytest.raises(Unavailable):
         store.segments([0, 1])
     assert client.calls < 50

@@ -1,4 +1,4 @@
-"""The limits at the api's edge (``jobrunner.api.limits``), through the Lambda entry point, without servers.
+"""The limits at the api's edge (``jobrunner.api.body_limits``), through the Lambda entry point, without servers.
 
 These cover what the local HTTP server cannot send the way API Gateway does: base64 bodies, header
 names in any case, bodies that are not UTF-8. ``test_http_edges.py`` sends the rest over HTTP.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jobrunner.api import limits
+from jobrunner.api import body_limits
 from jobrunner.api.app import app, handle
 
 JOB = {"schedule": {"every": "PT1H"}}
@@ -69,7 +69,7 @@ def test_an_unknown_path_is_a_json_404(path: str) -> None:
 
 
 def test_an_anonymous_caller_is_401_before_any_routing() -> None:
-    status, body, _ = answer(event("PUT", "/nope", "x" * (limits.MAX_BODY_BYTES + 1), tenant=None))
+    status, body, _ = answer(event("PUT", "/nope", "x" * (body_limits.MAX_BODY_BYTES + 1), tenant=None))
     assert (status, body["error"]) == (401, "unauthenticated")
 
 
@@ -89,22 +89,22 @@ def _body_of(size: int) -> str:
 
 
 def test_a_body_at_the_limit_passes_the_edge_and_over_it_is_413() -> None:
-    assert len(_body_of(limits.MAX_BODY_BYTES).encode()) == limits.MAX_BODY_BYTES
-    assert limits.check(event("POST", "/jobs", _body_of(limits.MAX_BODY_BYTES))) is None
-    status, body, _ = answer(event("POST", "/jobs", _body_of(limits.MAX_BODY_BYTES + 1)))
+    assert len(_body_of(body_limits.MAX_BODY_BYTES).encode()) == body_limits.MAX_BODY_BYTES
+    assert body_limits.check(event("POST", "/jobs", _body_of(body_limits.MAX_BODY_BYTES))) is None
+    status, body, _ = answer(event("POST", "/jobs", _body_of(body_limits.MAX_BODY_BYTES + 1)))
     assert (status, body["error"], fields(body)) == (413, "payload_too_large", ["body"])
 
 
 def test_the_limit_counts_utf8_bytes_not_characters() -> None:
     skeleton = len(json.dumps({**JOB, "payload": ""}))
-    text = json.dumps({**JOB, "payload": "é" * ((limits.MAX_BODY_BYTES - skeleton) // 2 + 1)}, ensure_ascii=False)
-    assert len(text) <= limits.MAX_BODY_BYTES < len(text.encode())
+    text = json.dumps({**JOB, "payload": "é" * ((body_limits.MAX_BODY_BYTES - skeleton) // 2 + 1)}, ensure_ascii=False)
+    assert len(text) <= body_limits.MAX_BODY_BYTES < len(text.encode())
     assert answer(event("POST", "/jobs", text))[0] == 413
 
 
 def test_a_base64_body_over_the_limit_is_413_and_any_method_is_limited() -> None:
-    assert answer(event("POST", "/jobs", _body_of(limits.MAX_BODY_BYTES + 1).encode()))[0] == 413
-    assert answer(event("GET", "/jobs", "x" * (limits.MAX_BODY_BYTES + 1)))[0] == 413
+    assert answer(event("POST", "/jobs", _body_of(body_limits.MAX_BODY_BYTES + 1).encode()))[0] == 413
+    assert answer(event("GET", "/jobs", "x" * (body_limits.MAX_BODY_BYTES + 1)))[0] == 413
 
 
 # --- encoding -------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ def test_undecodable_bytes_passed_on_as_surrogates_are_400() -> None:
 
 
 def test_a_valid_base64_utf8_body_passes_the_edge() -> None:
-    assert limits.check(event("POST", "/jobs", json.dumps({**JOB, "payload": "é"}).encode())) is None
+    assert body_limits.check(event("POST", "/jobs", json.dumps({**JOB, "payload": "é"}).encode())) is None
 
 
 # --- media type ------------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def test_a_valid_base64_utf8_body_passes_the_edge() -> None:
     {"Content-Type": "application/json; charset=utf8; profile=x"},
 ])
 def test_json_in_utf8_is_accepted_whatever_the_case(headers: dict[str, str]) -> None:
-    assert limits.check(event("POST", "/jobs", json.dumps(JOB), headers)) is None
+    assert body_limits.check(event("POST", "/jobs", json.dumps(JOB), headers)) is None
 
 
 @pytest.mark.parametrize("headers", [
@@ -161,12 +161,12 @@ def test_another_media_type_is_415(headers: dict[str, str]) -> None:
 
 def test_the_media_type_is_read_from_multi_value_headers_too() -> None:
     evt = event("POST", "/jobs", json.dumps(JOB), {}, multi={"Content-Type": ["application/json"]})
-    assert limits.check(evt) is None
+    assert body_limits.check(evt) is None
 
 
 def test_a_post_without_a_body_needs_no_media_type() -> None:
-    assert limits.check(event("POST", "/jobs/j-1/pause", None, {})) is None
-    assert limits.check(event("POST", "/jobs/j-1/run", "", {"Content-Type": "text/plain"})) is None
+    assert body_limits.check(event("POST", "/jobs/j-1/pause", None, {})) is None
+    assert body_limits.check(event("POST", "/jobs/j-1/run", "", {"Content-Type": "text/plain"})) is None
 
 
 # --- JSON ------------------------------------------------------------------------------------------------
@@ -191,7 +191,8 @@ def test_what_is_not_strict_json_is_400_naming_where(text: str, field: str, reas
 
 
 def test_a_surrogate_pair_is_a_character_not_an_error() -> None:
-    assert limits.check(event("POST", "/jobs", '{"schedule": {"every": "PT1H"}, "payload": "\\ud83d\\ude00"}')) is None
+    text = '{"schedule": {"every": "PT1H"}, "payload": "\\ud83d\\ude00"}'
+    assert body_limits.check(event("POST", "/jobs", text)) is None
 
 
 @pytest.mark.parametrize(("text", "field"), [
@@ -209,7 +210,7 @@ def test_json_python_cannot_hold_is_422_naming_the_field(text: str, field: str) 
 
 def test_nesting_up_to_the_limit_passes() -> None:
     deepest = '{"schedule": {"every": "PT1H"}, "payload": ' + "[" * 63 + "]" * 63 + "}"
-    assert limits.check(event("POST", "/jobs", deepest)) is None
+    assert body_limits.check(event("POST", "/jobs", deepest)) is None
 
 
 @pytest.mark.parametrize(("text", "kind"), [
@@ -224,7 +225,7 @@ def test_json_that_is_not_an_object_is_422_naming_body(text: str, kind: str) -> 
 
 @pytest.mark.parametrize("text", ["null", "{}", '{"anything": [1, "x"]}'])
 def test_an_object_or_null_is_left_to_the_route(text: str) -> None:
-    assert limits.check(event("POST", "/jobs", text)) is None
+    assert body_limits.check(event("POST", "/jobs", text)) is None
 
 
 def test_a_rejection_never_fails_to_serialise() -> None:
@@ -237,9 +238,9 @@ def test_a_rejection_never_fails_to_serialise() -> None:
 def test_the_resolver_sees_the_media_type_in_lower_case() -> None:
     evt = event("POST", "/jobs", "{}", {"Content-Type": "Application/JSON;charset=UTF-8"},
                 multi={"Content-Type": ["Application/JSON;charset=UTF-8"]})
-    seen = limits.normalized(evt)
+    seen = body_limits.normalized(evt)
     assert seen["headers"] == {"Content-Type": "application/json;charset=utf-8"}
     assert seen["multiValueHeaders"] == {"Content-Type": ["application/json;charset=utf-8"]}
     assert evt["headers"] == {"Content-Type": "Application/JSON;charset=UTF-8"}  # the caller's event is untouched
     plain = event("POST", "/jobs", "{}")
-    assert limits.normalized(plain) is plain
+    assert body_limits.normalized(plain) is plain

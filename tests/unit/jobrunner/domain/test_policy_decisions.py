@@ -1,5 +1,5 @@
-"""The rules the scan applies to a fire of a job with a policy (``domain.fire_rules``): the catch-up window and
-the overlap policy, as pure functions of the schedule, the fire, the clock and the records."""
+"""What a job's policies decide for one of its fires (``domain.policy_decisions``): the catch-up window and the
+overlap policy, as pure functions of the schedule, the fire, the clock and the records."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobrunner.domain.fire_rules import (
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
+from jobrunner.domain.policies import CatchUp, Overlap
+from jobrunner.domain.policy_decisions import (
     MAX_BUFFERED,
     Decision,
     Dropped,
@@ -24,8 +26,6 @@ from jobrunner.domain.fire_rules import (
     running_after,
     started_since,
 )
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Trigger, execution_id_for
-from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import Every
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""HeartbeatStore on DynamoDB (moto's server locally).
+"""LeaseStore on DynamoDB (moto's server locally).
 
 Table layout (key: ``segment`` N, ``minute`` N):
 - ``minute = 0``: the segment's summary item: ``watermark`` (epoch ms of the last fully scanned
@@ -30,7 +30,7 @@ from jobrunner.ports import (
     MAX_RECONCILER_STATE,
     RECONCILER_SEGMENT,
     RELEASED,
-    HeartbeatStore,
+    LeaseStore,
     PartitionState,
     ReconcilerStateStore,
     SegmentState,
@@ -62,7 +62,7 @@ def _conditional_failed(exc: ClientError) -> bool:
     return code == "ConditionalCheckFailedException"
 
 
-class DynamoDBHeartbeatStore(HeartbeatStore, ReconcilerStateStore):
+class DynamoDBLeaseStore(LeaseStore, ReconcilerStateStore):
     def __init__(
         self, table_name: str, dynamodb_client: Any, sleep: Callable[[float], None] = time.sleep
     ) -> None:

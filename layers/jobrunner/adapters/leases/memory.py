@@ -1,4 +1,4 @@
-"""An in-memory HeartbeatStore with the same lease rules as the DynamoDB one."""
+"""An in-memory LeaseStore with the same lease rules as the DynamoDB one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from jobrunner.ports import (
     MAX_RECONCILER_STATE,
     RELEASED,
-    HeartbeatStore,
+    LeaseStore,
     PartitionState,
     ReconcilerStateStore,
     SegmentState,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-class MemoryHeartbeatStore(HeartbeatStore, ReconcilerStateStore):
+class MemoryLeaseStore(LeaseStore, ReconcilerStateStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._segments: dict[int, SegmentState] = {}

@@ -1,5 +1,6 @@
-"""The rules the scan applies to a fire of a job with a policy (``domain.policies``): which missed fires the
-catch-up window drops, and what the overlap policy does with a fire whose previous execution has not reported.
+"""What a job's policies (``domain.policies``, the values) decide for one of its fires: which missed fires the
+catch-up window drops, and what the overlap policy does with a fire whose previous execution has not reported;
+and the ``error`` text of the SKIPPED record a dropped fire gets (``skip_note``), read back by ``skip_reason_of``.
 
 Both are pure functions of the schedule, the fire, the clock and the job's records; the scan reads the
 records (only for a job whose overlap policy is not ``allow_all``) and writes what they decide.
@@ -15,7 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.jobs import ExecutionStatus, Trigger, origin_of
-from jobrunner.domain.policies import MISFIRE_GRACE, CatchUp, Overlap, SkipReason, skip_note, skip_reason_of
+from jobrunner.domain.policies import MISFIRE_GRACE, CatchUp, Overlap, SkipReason
 from jobrunner.domain.schedules.base import MILLISECOND
 from jobrunner.domain.time import rfc3339, utc
 
@@ -51,6 +52,19 @@ class Previous:
     #: Its latest attempt (the execution a cancel message names).
     execution_id: str | None = None
     attempt: int = 1
+
+
+def skip_note(reason: SkipReason, detail: str) -> str:
+    """The ``error`` text of a SKIPPED record: the reason, a colon, then words for a person."""
+    return f"{reason.value}: {detail}"
+
+
+def skip_reason_of(record: ExecutionRecord) -> SkipReason | None:
+    """The reason a SKIPPED record gives (None for any other record, or an unknown reason)."""
+    if record.status.value != "SKIPPED" or not record.error:
+        return None
+    head = record.error.split(":", 1)[0]
+    return SkipReason(head) if head in SkipReason._value2member_map_ else None
 
 
 #: How many of a job's records before a fire the overlap policy reads to find the fire before it, and how many
