@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
         CalendarStore,
         ChangeLog,
         Clock,
-        HeartbeatStore,
         Invoker,
+        LeaseStore,
         Publisher,
         Stores,
         TenantQuotas,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 def memory_container(
     env: Mapping[str, str] | None = None, *, clock: Clock, store: Stores | None = None,
-    heartbeats: HeartbeatStore | None = None, publisher: Publisher | None = None, invoker: Invoker | None = None,
+    leases: LeaseStore | None = None, publisher: Publisher | None = None, invoker: Invoker | None = None,
     quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
 ) -> Container:
     """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory. Limits that
@@ -40,6 +40,6 @@ def memory_container(
     settings = Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off", **(env or {})})
     assert quotas is not None or not settings.tenant_limits.counted, "counted limits need quotas in memory"
     return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
-                     heartbeats=heartbeats or MemoryHeartbeatStore(), invoker=invoker, clock=clock, quotas=quotas,
+                     leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
                      changes=changes, calendars=calendars)
 

@@ -16,8 +16,8 @@ import pytest
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.heartbeats.memory import MemoryHeartbeatStore
 from jobrunner.adapters.invokers.memory import RecordingInvoker
+from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.api.app import handle
@@ -32,7 +32,7 @@ def _container(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wiring, "_container", None)  # restored after the test
     wiring.install(Container(
         Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
-        heartbeats=MemoryHeartbeatStore(), invoker=RecordingInvoker(),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(),
         clock=ManualClock(datetime(2026, 11, 22, 10, 0, tzinfo=UTC)),
     ))
 
