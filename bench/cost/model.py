@@ -66,6 +66,8 @@ class StageConfig(BaseModel):
     reconcile_interval_minutes: int = 1
     #: Point-in-time recovery on every Keyspaces table (infra/constructs/storage.py).
     pitr: bool = True
+    #: A WAF web ACL with one rate-based rule on the API stage (``waf_rate_limit``; on for protected stages).
+    web_acl: bool = False
     #: One-time jobs' rows deleted after their last fire (the job table has no TTL; off by default).
     one_time_rows_expire: bool = False
 
@@ -108,6 +110,7 @@ class StageConfig(BaseModel):
             endpoint_zones=config.endpoint_zones or zones, log_retention_days=config.log_retention_days,
             rate_limited=any(isinstance(v, dict) and v.get("submissions_per_second") for v in limits),
             reconcile_interval_minutes=config.reconcile_interval_minutes,
+            web_acl=config.waf_rate_limit is not None,
         )
 
 
@@ -383,6 +386,20 @@ def _network(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list
         Line(service="VPC endpoints", item="data processed", at_rest=False,
              usd=u.executions * i.endpoint_bytes.value / GB * p.vpc_endpoint_gb.value,
              how=f"{i.endpoint_bytes.value:,.0f} B per execution"),
+        *_edge(u, c, p),
+    ]
+
+
+def _edge(u: Usage, c: StageConfig, p: PriceTable) -> list[Line]:
+    """The API stage's web ACL (one rate-based rule), when the stage has one: it inspects every API request."""
+    if not c.web_acl:
+        return []
+    return [
+        Line(service="AWS WAF", item="web ACL and its rate rule", at_rest=True,
+             usd=p.waf_web_acl_month.value + p.waf_rule_month.value, how="1 web ACL, 1 rule"),
+        Line(service="AWS WAF", item="requests inspected", at_rest=False,
+             usd=u.api_requests * p.waf_request.value,
+             how=f"{_per(u.api_requests, u.executions, 4)} API requests per execution"),
     ]
 
 

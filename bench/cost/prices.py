@@ -62,6 +62,9 @@ class PriceTable(BaseModel):
     cloudwatch_alarm: Price
     cloudwatch_dashboard: Price
     secrets_manager_secret: Price
+    waf_web_acl_month: Price
+    waf_rule_month: Price
+    waf_request: Price
     eventbridge_scheduler_invocation: Price
 
 
@@ -156,6 +159,15 @@ PRICES = PriceTable(
     secrets_manager_secret=Price(
         value=0.40, unit="secret-month",
         source=f"https://aws.amazon.com/secrets-manager/pricing/ — {_RECALLED}"),
+    waf_web_acl_month=Price(
+        value=5.00, unit="web ACL-month",
+        source=f"https://aws.amazon.com/waf/pricing/ — {_RECALLED}; docs/deploy.md, 'Edge protection'"),
+    waf_rule_month=Price(
+        value=1.00, unit="rule-month",
+        source=f"https://aws.amazon.com/waf/pricing/ — {_RECALLED}; docs/deploy.md, 'Edge protection'"),
+    waf_request=Price(
+        value=0.60 * PER_MILLION, unit="request inspected",
+        source=f"https://aws.amazon.com/waf/pricing/ — {_RECALLED}; docs/deploy.md, 'Edge protection'"),
     eventbridge_scheduler_invocation=Price(
         value=1.00 * PER_MILLION, unit="scheduled invocation (after 14 million free a month)",
         source=f"https://aws.amazon.com/eventbridge/pricing/ — {_DOCS}"),

@@ -102,6 +102,18 @@ def test_point_in_time_recovery_adds_its_line(config: StageConfig, inputs: Measu
     assert on["Keyspaces: storage of the rows that expire"].usd == off["Keyspaces: storage of the rows that expire"].usd
 
 
+def test_a_stage_with_a_web_acl_pays_for_it_and_every_api_request_it_inspects(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    assert not config.web_acl and StageConfig.from_cdk_json(CDK_JSON, "prod").web_acl  # waf_rate_limit "auto"
+    load_ = Load(executions_per_day=50e6, submit="single")
+    on = _by_item(monthly_lines(config.model_copy(update={"web_acl": True}), inputs, PRICES, load_))
+    off = _by_item(monthly_lines(config, inputs, PRICES, load_))
+    assert not [item for item in off if item.startswith("AWS WAF")]
+    assert on["AWS WAF: web ACL and its rate rule"].usd == pytest.approx(6.00)
+    requests = on["API Gateway: REST requests (POST /jobs)"].usd / PRICES.api_gateway_rest_request.value
+    assert on["AWS WAF: requests inspected"].usd == pytest.approx(requests * 0.60e-6)
+
+
 def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
         config: StageConfig, inputs: MeasuredInputs) -> None:
     # Given half the executions one-time, 600 B a job row (the figures)
