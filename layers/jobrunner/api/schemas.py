@@ -17,6 +17,7 @@ from jobrunner.domain.jobs import (
     ExecutionRecord,
     Job,
     JobStatus,
+    RetryChange,
     RetryPolicy,
 )
 from jobrunner.domain.ledger import FireOutcome
@@ -148,12 +149,15 @@ class JobPatchIn(Strict):
     overlap: OverlapName | None = Field(None, description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
 
-    def retry_policy(self, current: RetryPolicy) -> RetryPolicy | None:
+    def retry_change(self) -> RetryChange | None:
+        """What the request changes of the retries: the count if given, the whole backoff if given (its
+        fields not given take their defaults, as on a submit); merged with the job by the service."""
         if self.max_retries is None and self.backoff is None:
             return None
-        backoff = self.backoff or BackoffIn(initial_delay_s=current.initial_delay_s,
-                                            multiplier=current.multiplier, max_delay_s=current.max_delay_s)
-        return _retry(current.max_retries if self.max_retries is None else self.max_retries, backoff)
+        if self.backoff is None:
+            return RetryChange(max_retries=self.max_retries)
+        b = self.backoff
+        return RetryChange(self.max_retries, b.initial_delay_s, b.multiplier, b.max_delay_s)
 
 
 class ResumeIn(Strict):

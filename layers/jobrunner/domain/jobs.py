@@ -89,6 +89,34 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class RetryChange:
+    """A change of a job's retries (a PATCH): each field given replaces the job's own, the others stay. It is
+    merged with the job as its change reads it, inside the compare-and-set loop, so a change of the other
+    fields landing meanwhile is kept, never overwritten by a copy read before it (#34)."""
+
+    max_retries: int | None = None
+    initial_delay_s: float | None = None
+    multiplier: float | None = None
+    max_delay_s: float | None = None
+
+    @classmethod
+    def whole(cls, policy: RetryPolicy) -> RetryChange:
+        """The change that makes a job's retries ``policy``, whatever they were."""
+        return cls(policy.max_retries, policy.initial_delay_s, policy.multiplier, policy.max_delay_s)
+
+    def applied_to(self, current: RetryPolicy) -> RetryPolicy:
+        def pick(given: float | None, kept: float) -> float:
+            return kept if given is None else given
+
+        return RetryPolicy(
+            max_retries=current.max_retries if self.max_retries is None else self.max_retries,
+            initial_delay_s=pick(self.initial_delay_s, current.initial_delay_s),
+            multiplier=pick(self.multiplier, current.multiplier),
+            max_delay_s=pick(self.max_delay_s, current.max_delay_s),
+        )
+
+
+@dataclass(frozen=True)
 class Job:
     user_id: str
     job_id: str

@@ -115,11 +115,10 @@ def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> R
 def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
     services = container()
     tenant = _tenant()
-    current = services.jobs.get(tenant, job_id)
     changes = JobChanges(
         schedule=body.schedule.schedule() if body.schedule else None,
         payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
-        retry=body.retry_policy(current.retry), timeout_s=body.timeout_s,
+        retry=body.retry_change(), timeout_s=body.timeout_s,
         timeout_set="timeout_s" in body.model_fields_set,
         jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
         calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,

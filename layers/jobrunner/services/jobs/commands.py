@@ -173,7 +173,7 @@ class Commands:
 
     def _changed(self, job: Job, now: datetime, changes: JobChanges) -> dict[str, Any]:
         self._check_not_cancelled(job)
-        updates = self._field_changes(job.user_id, changes)
+        updates = self._field_changes(job, changes)
         if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
             calendar = changes.calendar if changes.calendar_set else job.calendar
             self._checks.calendar(job.user_id, calendar, (changes.schedule or job.schedule).recurring)
@@ -187,8 +187,10 @@ class Commands:
         return {**updates, "schedule": schedule,
                 "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
 
-    def _field_changes(self, user_id: str, changes: JobChanges) -> dict[str, Any]:
-        """The PATCH's fields that neither plan a fire nor depend on one another, checked."""
+    def _field_changes(self, job: Job, changes: JobChanges) -> dict[str, Any]:
+        """The PATCH's fields that neither plan a fire nor depend on one another, checked (``job`` as read in
+        this round of the compare-and-set loop)."""
+        user_id = job.user_id
         updates: dict[str, Any] = {}
         if changes.topic is not None:
             updates["topic"] = self._checks.topic(user_id, changes.topic)
@@ -196,7 +198,7 @@ class Commands:
             self._checks.payload(user_id, changes.payload)
             updates["payload"] = changes.payload
         if changes.retry is not None:
-            updates["retry"] = changes.retry
+            updates["retry"] = changes.retry.applied_to(job.retry)
         if changes.timeout_set:
             self._checks.timeout(changes.timeout_s)
             updates["timeout_s"] = changes.timeout_s

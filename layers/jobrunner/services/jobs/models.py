@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.jobs import RetryChange, RetryPolicy
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.topics import TopicGrants
@@ -90,7 +90,8 @@ class JobChanges:
     payload: Any = None
     payload_set: bool = False
     topic: str | None = None
-    retry: RetryPolicy | None = None
+    #: The retries' fields the request named (None: leave them), merged with the job read in the CAS loop.
+    retry: RetryChange | None = None
     timeout_s: int | None = None
     timeout_set: bool = False
     jitter_s: int | None = None

@@ -872,3 +872,31 @@ def test_a_batch_naming_a_topic_the_deployment_does_not_allow_creates_nothing(wo
     status, answer = call("POST", "/jobs/batch", {"jobs": [HOURLY, {**HOURLY, "topic": "secret"}]})
     assert status == 422 and fields(answer) == {"jobs.1.topic"}, answer
     assert world.state() == before
+
+
+def test_a_patch_of_the_retries_alone_keeps_a_backoff_changed_while_it_was_on_its_way(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a job, and a PATCH of its backoff that lands just after the next request first reads the job
+    job = world.submit({**HOURLY, "max_retries": 1, "backoff": {"initial_delay_s": 5}})
+    job_id = job["job_id"]
+    read = world.store.get_job
+    raced: list[int] = []
+
+    def get_job(*args: Any, **kwargs: Any) -> Any:
+        found = read(*args, **kwargs)
+        if not raced:
+            raced.append(1)
+            status, _ = call("PATCH", f"/jobs/{job_id}", {"backoff": {"initial_delay_s": 40, "max_delay_s": 600}})
+            assert status == 200
+        return found
+
+    monkeypatch.setattr(world.store, "get_job", get_job)
+    # When a PATCH of the retries alone is applied
+    status, body = call("PATCH", f"/jobs/{job_id}", {"max_retries": 4})
+    # Then it changes the retries and keeps the backoff that landed first (it merged what it read in its own
+    # compare-and-set loop, not a copy read before it)
+    assert status == 200 and raced, body
+    assert body["max_retries"] == 4
+    assert body["backoff"]["initial_delay_s"] == 40 and body["backoff"]["max_delay_s"] == 600
+    stored = read("alice", job_id).retry
+    assert (stored.max_retries, stored.initial_delay_s, stored.max_delay_s) == (4, 40, 600)

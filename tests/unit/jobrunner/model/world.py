@@ -43,7 +43,7 @@ from jobrunner.domain.errors import (
     LimitReached,
     Unavailable,
 )
-from jobrunner.domain.jobs import Lane, RetryPolicy
+from jobrunner.domain.jobs import Lane, RetryChange, RetryPolicy
 from jobrunner.domain.limits import Standing
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
@@ -403,7 +403,8 @@ class Patch(Op):
         setting: dict[str, Any] = {f"{name}_set": True for name in ("payload", "calendar", "jitter", "timeout")
                    if (name if name in ("payload", "calendar") else f"{name}_s") in changed}
         schedule = self.schedule.build(world.clock.now()) if self.schedule is not None else None
-        options = {name: value for name, value in values.items() if name != "payload"}
+        options = {name: RetryChange.whole(value) if name == "retry" else value
+                   for name, value in values.items() if name != "payload"}
         changes = JobChanges(schedule=schedule, payload=payload, **options, **setting)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         world.changes_of(job, done, lambda written, landed, order: world.model.patched(

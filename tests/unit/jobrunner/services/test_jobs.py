@@ -28,7 +28,17 @@ from jobrunner.domain.errors import (
     LimitReached,
     Unavailable,
 )
-from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, RetryPolicy, Trigger, due_of, execution_id_for
+from jobrunner.domain.jobs import (
+    Job,
+    JobState,
+    JobStatus,
+    Lane,
+    RetryChange,
+    RetryPolicy,
+    Trigger,
+    due_of,
+    execution_id_for,
+)
 from jobrunner.domain.limits import minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
@@ -939,8 +949,8 @@ def test_payload_change_shortly_before_the_run_is_published_once_with_the_new_pa
 def test_other_fields_change_from_the_next_fire(store: MemoryJobStore, service: JobService) -> None:
     job = every_minute(service)
     retry = RetryPolicy(max_retries=3, initial_delay_s=1, multiplier=3, max_delay_s=30)
-    changed = service.change("alice", job.job_id, JobChanges(topic="reports", retry=retry, timeout_s=30,
-                                                              timeout_set=True))
+    changes = JobChanges(topic="reports", retry=RetryChange.whole(retry), timeout_s=30, timeout_set=True)
+    changed = service.change("alice", job.job_id, changes)
     assert (changed.topic, changed.retry, changed.timeout_s, changed.payload) == ("reports", retry, 30, job.payload)
     cleared = service.change("alice", job.job_id, JobChanges(timeout_s=None, timeout_set=True))
     assert (cleared.timeout_s, cleared.topic, cleared.version) == (None, "reports", 3)
