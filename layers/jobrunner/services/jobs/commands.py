@@ -17,6 +17,7 @@ from jobrunner.domain.schedules import AT_PAST_TOLERANCE, anchor
 from jobrunner.domain.tags import parse_tags
 from jobrunner.domain.time import rfc3339, to_epoch_ms
 from jobrunner.services.jobs.models import Backfill, BulkResult
+from jobrunner.services.jobs.writer import JobWriter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,13 +25,7 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.domain.tags import JobFilter
-    from jobrunner.ports import Clock, Stores
-    from jobrunner.services.jobs.changelog import ChangeBook
-    from jobrunner.services.jobs.checks import JobChecks
-    from jobrunner.services.jobs.models import JobChanges, JobRules
-    from jobrunner.services.jobs.queries import Queries
-    from jobrunner.services.jobs.quotas import QuotaBook
-    from jobrunner.services.jobs.rows import RowWriter
+    from jobrunner.services.jobs.models import JobChanges
 
 log = logging.getLogger(__name__)
 
@@ -44,21 +39,8 @@ _DERIVED = frozenset({"next_run_at", "paused_at"})
 MAX_BACKFILL = 1000
 
 
-class Commands:
+class Commands(JobWriter):
     """What a tenant asks of a job it has: each change applies to the job as it stands when it lands."""
-
-    def __init__(self, store: Stores, clock: Clock, rules: JobRules, *, checks: JobChecks, rows: RowWriter,
-                 queries: Queries, quotas: QuotaBook, changes: ChangeBook) -> None:
-        self._store = store
-        self._clock = clock
-        self._rules = rules
-        self._checks = checks
-        self._rows = rows
-        self._queries = queries
-        #: Counts what a change takes or frees of the tenant's standing limits.
-        self._quotas = quotas
-        #: Each job's change log: who asked for each change that landed.
-        self._changes = changes
 
     def cancel(self, user_id: str, job_id: str, *, actor: str | None = None) -> Job:
         """Cancel: nothing further is published. Rows already planned carry an older version and are

@@ -12,39 +12,21 @@ from jobrunner.domain.policies import check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, anchor
 from jobrunner.domain.tags import parse_tags
 from jobrunner.ports import IdempotencyClaim
+from jobrunner.services.jobs.writer import JobWriter
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
 
     from jobrunner.domain.jobs import ScheduledExecution
-    from jobrunner.ports import Clock, Stores
-    from jobrunner.services.jobs.changelog import ChangeBook
-    from jobrunner.services.jobs.checks import JobChecks
-    from jobrunner.services.jobs.models import JobRules, NewJob
-    from jobrunner.services.jobs.queries import Queries
-    from jobrunner.services.jobs.quotas import QuotaBook
-    from jobrunner.services.jobs.rows import RowWriter
+    from jobrunner.services.jobs.models import NewJob
 
 #: The most jobs one ``submit_many`` (``POST /jobs/batch``) takes.
 MAX_BATCH = 100
 
 
-class Submissions:
+class Submissions(JobWriter):
     """New jobs, with their idempotency keys: a repeat of a request answers the job its first one made."""
-
-    def __init__(self, store: Stores, clock: Clock, rules: JobRules, *, checks: JobChecks, rows: RowWriter,
-                 queries: Queries, quotas: QuotaBook, changes: ChangeBook) -> None:
-        self._store = store
-        self._clock = clock
-        self._rules = rules
-        self._checks = checks
-        self._rows = rows
-        self._queries = queries
-        #: Counts each tenant's submissions against its ``submissions_per_second`` and its standing limits.
-        self._quotas = quotas
-        #: Each job's change log (``ports.ChangeLog``): who asked for each change that landed.
-        self._changes = changes
 
     def submit(
         self, user_id: str, new: NewJob, idempotency_key: str | None = None, *, actor: str | None = None
