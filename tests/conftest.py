@@ -6,14 +6,44 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from devstack import servers
 from devstack.stack import LocalStack, local_settings, use_local_aws_credentials
+from tests.chaos.fault_runs import FaultRuns
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from jobrunner.config import Settings
+
+
+# Speed is measured by the benchmarks, never by a test: no property-based test fails for taking long, on a
+# machine whose cores the fault suites share (below).
+hypothesis_settings.register_profile("jobrunner", deadline=None)
+hypothesis_settings.load_profile("jobrunner")
+
+_FAULT_SUITES = pytest.StashKey[bool]()
+
+
+def _phase(item: pytest.Item) -> int:
+    """0: needs the tests' servers; 1: needs none; 2: judges a fault suite's small run (``fault_suite``)."""
+    if item.get_closest_marker("fault_suite"):
+        return 2
+    return 0 if item.get_closest_marker("e2e") or item.get_closest_marker("integration") else 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test on the tests' servers first, then those that need no server while the fault suites' small
+    runs go on in the background on servers of their own (``tests/chaos/fault_runs.py``), their judges last.
+    Within each phase the order is the usual one."""
+    items.sort(key=_phase)
+    config.stash[_FAULT_SUITES] = any(_phase(item) == 2 for item in items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _phase(item) >= 1 and item.config.stash.get(_FAULT_SUITES, False):
+        FaultRuns.start()
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """The operations suite, small: changes racing the scans, a write outage, an unpublishable topic.
 
-The last test runs ``python -m chaos --operations --small --keep-servers`` in a process of its own, on the
-fault suites' servers (other ports, their own DEVSTACK_HOME, shared with the crash suite's small run:
-``conftest.fault_servers``), because it breaks them on purpose (about 3.5 minutes). It left ``make test``
+The last test judges the report of ``python -m chaos --operations --small --keep-servers``, run in a process
+of its own on the fault suites' servers (other ports, their own DEVSTACK_HOME, shared with the crash suite's
+small run), because it breaks them on purpose (about 3.5 minutes, in the background while the tests that
+need no server run: ``conftest.FaultRuns``). It left ``make test``
 for a few hours on 2026-11-24, while a race it had met was open (a scan's completion writing a job's next
 run over a schedule change's; fixed by the schedule version, docs/reliability.md). The tests before it pin
 the judge's rules (``chaos.ops_model``) on made-up runs, without servers.
@@ -11,17 +12,14 @@ the judge's rules (``chaos.ops_model``) on made-up runs, without servers.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaos.ops_model import Answer, Message, Run, Window, judge
+from tests.chaos.fault_runs import FaultRuns
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 JOB = "job-1"
 
@@ -99,16 +97,13 @@ def test_a_submission_acknowledged_only_when_retried_owes_its_fires_from_its_cre
 
 
 @pytest.mark.e2e
-def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path, fault_servers: dict[str, str]) -> None:
-    report_path = tmp_path / "operations.json"
-    completed = subprocess.run(
-        [sys.executable, "-m", "chaos", "--operations", "--small", "--keep-servers", "--json", str(report_path)],
-        cwd=ROOT, env=fault_servers, capture_output=True, text=True, timeout=600,
-    )
-    assert report_path.exists(), completed.stdout[-3000:] + completed.stderr[-3000:]
-    report = json.loads(report_path.read_text())
+@pytest.mark.fault_suite
+def test_operations_lose_nothing_and_leave_no_zombie() -> None:
+    run = FaultRuns.result("operations")
+    assert run.report is not None, run.output
+    report = json.loads(run.report.read_text())
     findings = report["findings"]
-    print(completed.stdout)
+    print(run.output)
     # Given: the faults and the operations happened
     kinds = {fault["kind"] for fault in report["faults"]}
     assert kinds == {"unpublishable topic", "Cassandra writes fail, reads work"}
@@ -125,4 +120,4 @@ def test_operations_lose_nothing_and_leave_no_zombie(tmp_path: Path, fault_serve
     assert report["zombies"] == 0, findings["zombies"]
     assert findings["void_dead_lettered"] > 0  # the unpublishable topic's executions reached the DLQ
     assert report["failures"] == dict.fromkeys(report["failures"], 0), report["failures"]
-    assert completed.returncode == 0
+    assert run.returncode == 0, run.output
