@@ -59,6 +59,7 @@ class FaultRuns:
     _lock = threading.Lock()
     _thread: threading.Thread | None = None
     _results: dict[str, Finished] = {}  # one set per session, filled by the thread
+    _done: dict[str, threading.Event] = {name: threading.Event() for name in RUNS}
 
     @classmethod
     def start(cls) -> None:
@@ -72,24 +73,28 @@ class FaultRuns:
     def result(cls, name: str) -> Finished:
         """The run ``name`` once it has finished (starting the runs if nothing has)."""
         cls.start()
-        assert cls._thread is not None
-        cls._thread.join(timeout=sum(limit for _, limit in RUNS.values()) + 900)
-        assert not cls._thread.is_alive(), "the fault suites' small runs did not finish"
+        limit = sum(limit for _, limit in RUNS.values()) + 900  # the servers' start, every run before it
+        assert cls._done[name].wait(timeout=limit), f"the fault suites' small run {name!r} did not finish"
         return cls._results[name]
 
     @classmethod
     def _run_all(cls) -> None:
         env = isolated(os.environ)
         folder = Path(tempfile.mkdtemp(prefix="fault-suites-"))
-        up = servers("up", env, timeout_s=600)
         try:
+            up = servers("up", env, timeout_s=600)
             for name, (flags, limit) in RUNS.items():
                 if up.returncode != 0:
                     cls._results[name] = Finished(None, up.returncode,
                                                   f"the fault suites' servers did not start:\n{up.stdout[-3000:]}"
                                                   f"{up.stderr[-3000:]}")
-                    continue
-                cls._results[name] = cls._one(flags, limit, env, folder / f"{name}.json")
+                else:
+                    cls._results[name] = cls._one(flags, limit, env, folder / f"{name}.json")
+                cls._done[name].set()
+        except Exception as error:  # every judge is told, none waits for ever
+            for name in RUNS:
+                cls._results.setdefault(name, Finished(None, -1, f"the fault suites' runs failed: {error!r}"))
+                cls._done[name].set()
         finally:
             servers("down", env, timeout_s=300)
 

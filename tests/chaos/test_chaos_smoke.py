@@ -14,7 +14,8 @@ import pytest
 
 from tests.chaos.fault_runs import FaultRuns
 
-pytestmark = [pytest.mark.e2e, pytest.mark.fault_suite]
+#: The judge waits for the run (and, run alone, for the servers' start): longer than pytest's default limit.
+pytestmark = [pytest.mark.e2e, pytest.mark.fault_suite, pytest.mark.timeout(3600)]
 
 
 def test_no_execution_is_lost_under_faults() -> None:

@@ -98,6 +98,7 @@ def test_a_submission_acknowledged_only_when_retried_owes_its_fires_from_its_cre
 
 @pytest.mark.e2e
 @pytest.mark.fault_suite
+@pytest.mark.timeout(3600)  # the judge waits for the crash run, then this one
 def test_operations_lose_nothing_and_leave_no_zombie() -> None:
     run = FaultRuns.result("operations")
     assert run.report is not None, run.output
