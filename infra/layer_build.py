@@ -70,7 +70,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
     ("layers", "jobrunner/entrypoints.py"),  # the tick, scan, results and reconcile handlers' entry points
     ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
-    ("layers", "jobrunner/ports.py"),  # the ports' records (ScanRequest, ...), imported by the services
+    ("layers", "jobrunner/ports/*.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
     ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
     ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
