@@ -77,6 +77,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/services/*.py"),  # the use cases
     ("layers", "jobrunner/services/jobs/*.py"),  # the job use cases, one module per use case
     ("layers", "jobrunner/services/scan/*.py"),  # the segment scan, one module per step
+    ("layers", "jobrunner/services/reconcile/*.py"),  # the reconciler: its run, state, rules and repairs
     ("layers", "jobrunner/api/*.py"),  # the api function's HTTP API: its modules, not the dashboard's assets
     ("layers", "jobrunner/api/routes/*.py"),  # its routes, one module per resource
     ("layers", "jobrunner/adapters/__init__.py"),

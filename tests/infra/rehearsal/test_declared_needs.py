@@ -67,7 +67,7 @@ FUNCTION_ADAPTERS = {
 }
 #: Functions that use their store in part: the service module whose calls on the store and the change log say which
 #: methods (``ReconcileService``: ``self._store``, ``service.store``, ``store``; ``self._changes``).
-PARTIAL_USERS = {"Reconcile": "jobrunner.services.reconcile"}
+PARTIAL_USERS = {"Reconcile": "jobrunner.services.reconcile.service"}
 #: What an idempotent producer (the publisher: acks=all, enable_idempotence) does with IAM auth.
 PRODUCE_CLUSTER = ("kafka-cluster:Connect", "kafka-cluster:WriteDataIdempotently")
 PRODUCE_TOPIC = ("kafka-cluster:DescribeTopic", "kafka-cluster:WriteData")
