@@ -147,7 +147,10 @@ class Container:
 
     @functools.cached_property
     def session(self) -> Session:
-        """The Cassandra session of the store and its neighbours: given, or connected from the settings."""
+        """The Cassandra session of the store and its neighbours: given, or connected from the settings. A container
+        given its store without a session has none (``LookupError``): it connects to no database of its own."""
+        if self._session is None and not self._on_cassandra:
+            raise LookupError("this container was given its store without a session")
         if self._session is None:
             cassandra = self.settings.cassandra
             secrets_client = self.boto3_client("secretsmanager") if cassandra.secret_arn else None

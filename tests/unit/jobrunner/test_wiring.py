@@ -169,6 +169,8 @@ def test_the_change_log_and_the_calendars_go_on_the_session_given_with_a_store_a
     settings = Settings.from_env({})
     alone = Container(settings, store=MemoryJobStore())
     assert isinstance(alone.changes, MemoryChangeLog) and isinstance(alone.calendars, MemoryCalendarStore)
+    with pytest.raises(LookupError):
+        _ = alone.session  # it connects to no database of its own
     session = object()
     beside = Container(settings, store=MemoryJobStore(), session=session)  # type: ignore[arg-type]
     assert isinstance(beside.changes, CassandraChangeLog) and isinstance(beside.calendars, CassandraCalendarStore)
