@@ -64,13 +64,13 @@ def idle_once(bench: Bench, segments: int, minutes: int) -> dict[str, Any]:
         for minute in range(minutes + 3):
             tick_at = first + minute * MINUTE + TICK_SECOND
             requests = _Requests()
-            ticker = Container(settings, store=base.store, publisher=base.publisher, leases=leases,
-                               invoker=requests, clock=ManualClock(tick_at))
+            ticker = Container(settings, store=base.store, session=base.session, publisher=base.publisher,
+                               leases=leases, invoker=requests, clock=ManualClock(tick_at))
             ticker.ticks.tick(tick_at, tick_at)
             for request in requests.requests:
                 clock = SkipClock(tick_at, time.monotonic())
-                scanner = Container(settings, store=base.store, publisher=base.publisher, leases=leases,
-                                    invoker=_Requests(), clock=clock)
+                scanner = Container(settings, store=base.store, session=base.session, publisher=base.publisher,
+                                    leases=leases, invoker=_Requests(), clock=clock)
                 scanner.scans.scan(request)
                 invocations[(request.segment, f"{request.bucket:%H:%M}")].append(
                     (clock.now() - tick_at).total_seconds())

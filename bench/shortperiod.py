@@ -118,7 +118,7 @@ def _scan_minute(bench: Bench, session: Any, bucket: datetime) -> dict[str, Any]
     store = _CountingStore(session)
     started = time.monotonic()
     clock = SkipClock(bucket - timedelta(seconds=30), started)  # dispatched 30 s ahead, as by the tick
-    container = Container(bench.settings.replace(segments=1), store=store, clock=clock)
+    container = Container(bench.settings.replace(segments=1), store=store, session=session, clock=clock)
     report = container.scans.scan(ScanRequest(segment=0, bucket=bucket))
     took = time.monotonic() - started
     planned, late = _traced(session, bucket, Lane.PLANNED), _traced(session, bucket, Lane.LATE)

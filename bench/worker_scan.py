@@ -56,7 +56,7 @@ def scan_one(settings: Settings, slot: Slot, segment: int, bucket_ms: int, segme
     clock: Clock = SkipClock(bucket, start_at) if clock_kind == "skip" else SystemClock()
     container = wiring.Container(settings.replace(segments=segment_count),
                                  store=store, publisher=publisher, leases=leases,  # type: ignore[arg-type]
-                                 clock=clock)
+                                 clock=clock, session=slot.session)
     scans = container.scans
     if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds
         scans = ScanService(store, publisher, leases, clock,  # type: ignore[arg-type]

@@ -184,7 +184,7 @@ def _apply(bench: Bench, session: CountingSession, segments: int, now: datetime,
     from jobrunner.wiring import Container
 
     store = CassandraJobStore(session)
-    container = Container(bench.settings.replace(segments=segments), store=store,
+    container = Container(bench.settings.replace(segments=segments), store=store, session=session,
                           publisher=_NoDeadLetters(), clock=ManualClock(now))
     results = container.results
     again = Counter[str]()

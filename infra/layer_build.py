@@ -70,13 +70,14 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
     ("layers", "jobrunner/entrypoints.py"),  # the tick, scan, results and reconcile handlers' entry points
     ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
-    ("layers", "jobrunner/ports.py"),  # the ports' records (ScanRequest, ...), imported by the services
+    ("layers", "jobrunner/ports/*.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
     ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
     ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
     ("layers", "jobrunner/services/*.py"),  # the use cases
     ("layers", "jobrunner/services/jobs/*.py"),  # the job use cases, one module per use case
     ("layers", "jobrunner/services/scan/*.py"),  # the segment scan, one module per step
+    ("layers", "jobrunner/services/reconcile/*.py"),  # the reconciler: its run, state, rules and repairs
     ("layers", "jobrunner/api/*.py"),  # the api function's HTTP API: its modules, not the dashboard's assets
     ("layers", "jobrunner/api/routes/*.py"),  # its routes, one module per resource
     ("layers", "jobrunner/adapters/__init__.py"),
@@ -87,6 +88,8 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/clocks/system.py"),  # the container's clock
     ("layers", "jobrunner/adapters/stores/__init__.py"),
     ("layers", "jobrunner/adapters/stores/cassandra.py"),  # Container.store
+    ("layers", "jobrunner/adapters/stores/history.py"),  # the store's history table
+    ("layers", "jobrunner/adapters/stores/driver.py"),  # the store's prepared statements and batches
     ("layers", "jobrunner/adapters/stores/cassandra_settings.py"),  # how to reach the cluster (config builds it)
     ("layers", "jobrunner/adapters/stores/session.py"),  # its session
     ("layers", "jobrunner/adapters/stores/keyspaces.py"),  # the session with CASSANDRA_MODE=keyspaces

@@ -2,6 +2,8 @@
 
 Nothing connects at import time; each client is created on first use and then reused (a Lambda
 execution environment keeps it across invocations). Every AWS client gets its service's ``CLIENT_BUDGETS``.
+An adapter is either given (tests, the local stack) or chosen by the settings, and its module is imported
+the one way ``ADAPTER_MODULES`` says: on first use, or at a function's init (``load_adapters``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from jobrunner.services.wake import ScanWaker
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from types import ModuleType
 
     from botocore.config import Config
+    from cassandra.cluster import Session
 
     from jobrunner.ports import (
         CalendarStore,
@@ -82,6 +86,26 @@ CLIENT_BUDGETS: Mapping[str, ClientBudget] = {
 }
 
 
+#: The module of each adapter the container builds from the settings, by what it builds: each is imported when the
+#: container first needs it (``adapter``), or at a function's init (``load_adapters``), never at this module's import.
+ADAPTER_MODULES: Mapping[str, str] = {
+    "session": "jobrunner.adapters.stores.session",
+    "store": "jobrunner.adapters.stores.cassandra",
+    "changes": "jobrunner.adapters.stores.changes",
+    "calendars": "jobrunner.adapters.stores.calendars",
+    "publisher": "jobrunner.adapters.publishers.kafka",
+    "tracing": "jobrunner.adapters.publishers.tracing",
+    "leases": "jobrunner.adapters.leases.dynamodb",
+    "quotas": "jobrunner.adapters.quotas.dynamodb",
+    "invoker": "jobrunner.adapters.invokers.lambda_",
+}
+
+
+def adapter(kind: str) -> ModuleType:
+    """The module of the ``kind`` adapter (``ADAPTER_MODULES``), imported now if it was not yet."""
+    return importlib.import_module(ADAPTER_MODULES[kind])
+
+
 def load_adapters(*, store: bool = False, publisher: bool = False) -> None:
     """Import the Cassandra store's and the Kafka publisher's modules, and so their drivers, now.
 
@@ -89,21 +113,29 @@ def load_adapters(*, store: bool = False, publisher: bool = False) -> None:
     uses, so that it pays for the drivers at init (where Lambda gives the most CPU) rather than on its first
     call, which a scan would pay in lateness. The tick uses neither.
     """
-    if store:
-        importlib.import_module("jobrunner.adapters.stores.cassandra")
-    if publisher:
-        importlib.import_module("jobrunner.adapters.publishers.kafka")
+    for kind in (["store"] if store else []) + (["publisher"] if publisher else []):
+        adapter(kind)
 
 
 class Container:
-    """Lazily built adapters and services; pass any port to override it (tests, the local stack)."""
+    """Lazily built adapters and services; pass any port to override it (tests, the local stack).
+
+    The store's neighbours on the database (the change log, the calendars) are Cassandra's when the container
+    builds its store from the settings, or is given the ``session`` of the store it is given; beside a store given
+    without a session (a test double), they are in memory. A given port is always used as it is.
+    """
 
     def __init__(
         self, settings: Settings, *, store: Stores | None = None, publisher: Publisher | None = None,
         leases: LeaseStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
         quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
+        session: Session | None = None,
     ) -> None:
         self.settings = settings
+        self._session = session
+        #: Whether the change log and the calendars go on a Cassandra session (see the class).
+        self._on_cassandra = store is None or session is not None
+        self._segments_started = False
         self._calendars = calendars
         self._quotas = quotas
         self._changes = changes
@@ -114,44 +146,49 @@ class Container:
         self.clock: Clock = clock or SystemClock()
 
     @functools.cached_property
+    def session(self) -> Session:
+        """The Cassandra session of the store and its neighbours: given, or connected from the settings. A container
+        given its store without a session has none (``LookupError``): it connects to no database of its own."""
+        if self._session is None and not self._on_cassandra:
+            raise LookupError("this container was given its store without a session")
+        if self._session is None:
+            cassandra = self.settings.cassandra
+            secrets_client = self.boto3_client("secretsmanager") if cassandra.secret_arn else None
+            self._session = adapter("session").connect(cassandra, secrets_client=secrets_client)
+        return self._session
+
+    @functools.cached_property
     def store(self) -> Stores:
         """The four store ports (jobs, scheduled rows, history, idempotency keys), on one session."""
         if self._store is None:
-            from jobrunner.adapters.stores.cassandra import CassandraJobStore
-            from jobrunner.adapters.stores.session import connect
-
             limits = self.settings.tenant_limits
-            cassandra = self.settings.cassandra
-            secrets_client = self.boto3_client("secretsmanager") if cassandra.secret_arn else None
-            self._store = CassandraJobStore(connect(cassandra, secrets_client=secrets_client),
-                                            history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
-                                            serial_reads=self.settings.cassandra.mode != "keyspaces")
+            self._store = adapter("store").CassandraJobStore(
+                self.session, history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
+                serial_reads=self.settings.cassandra.mode != "keyspaces")
         return self._store
 
     @functools.cached_property
     def changes(self) -> ChangeLog | None:
-        """The jobs' change log: given (tests), beside the store on its Cassandra session, or in memory with
-        a store that has none (a test double); None when the settings turn it off."""
+        """The jobs' change log: given (tests), on the store's Cassandra session, or in memory beside a store
+        given without one (see the class); None when the settings turn it off."""
         if self._changes is None and not self.settings.change_log:
             return None
         if self._changes is None:
-            from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
-
-            session = getattr(self.store, "session", None)
+            changes = adapter("changes")
             limits = self.settings.tenant_limits
-            self._changes = MemoryChangeLog() if session is None else CassandraChangeLog(
-                session, lambda tenant: limits.of(tenant).history_ttl_s)
+            self._changes = changes.CassandraChangeLog(
+                self.session, lambda tenant: limits.of(tenant).history_ttl_s,
+            ) if self._on_cassandra else changes.MemoryChangeLog()
         return self._changes
 
     @functools.cached_property
     def calendars(self) -> CalendarStore:
-        """The tenants' calendars: given (tests), beside the store on its Cassandra session, or in memory with a
-        store that has none (a test double)."""
+        """The tenants' calendars: given (tests), on the store's Cassandra session, or in memory beside a store
+        given without one (see the class)."""
         if self._calendars is None:
-            from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCalendarStore
-
-            session = getattr(self.store, "session", None)
-            self._calendars = MemoryCalendarStore() if session is None else CassandraCalendarStore(session)
+            calendars = adapter("calendars")
+            self._calendars = (calendars.CassandraCalendarStore(self.session) if self._on_cassandra
+                               else calendars.MemoryCalendarStore())
         return self._calendars
 
     @functools.cached_property
@@ -161,13 +198,10 @@ class Container:
     @functools.cached_property
     def publisher(self) -> Publisher:
         if self._publisher is None:
-            from jobrunner.adapters.publishers.kafka import KafkaPublisher
-
-            self._publisher = KafkaPublisher(self.settings.kafka)
+            self._publisher = adapter("publisher").KafkaPublisher(self.settings.kafka)
         if telemetry.enabled():  # the local stack's option, configured before this is first read
-            from jobrunner.adapters.publishers.tracing import TracingPublisher
-
-            return TracingPublisher(self._publisher)
+            traced: Publisher = adapter("tracing").TracingPublisher(self._publisher)
+            return traced
         return self._publisher
 
     def boto3_client(self, service: str) -> Any:
@@ -181,9 +215,8 @@ class Container:
     @functools.cached_property
     def leases(self) -> LeaseStore:
         if self._leases is None:
-            from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore
-
-            self._leases = DynamoDBLeaseStore(self.settings.heartbeat_table, self.boto3_client("dynamodb"))
+            self._leases = adapter("leases").DynamoDBLeaseStore(self.settings.heartbeat_table,
+                                                                self.boto3_client("dynamodb"))
         return self._leases
 
     @functools.cached_property
@@ -191,17 +224,14 @@ class Container:
         """The tenants' quota counters: given (tests), or the quota table when some tenant has a limit that
         is counted (a rate, jobs held or executions a minute)."""
         if self._quotas is None and self.settings.tenant_limits.counted:
-            from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
-
-            self._quotas = DynamoDBTenantQuotas(self.settings.quota_table, self.boto3_client("dynamodb"))
+            self._quotas = adapter("quotas").DynamoDBTenantQuotas(self.settings.quota_table,
+                                                                  self.boto3_client("dynamodb"))
         return self._quotas
 
     @functools.cached_property
     def invoker(self) -> Invoker:
         if self._invoker is None:
-            from jobrunner.adapters.invokers.lambda_ import LambdaInvoker
-
-            self._invoker = LambdaInvoker(self.settings.scan_function, self.boto3_client("lambda"))
+            self._invoker = adapter("invoker").LambdaInvoker(self.settings.scan_function, self.boto3_client("lambda"))
         return self._invoker
 
     @functools.cached_property
@@ -213,17 +243,18 @@ class Container:
             return None
         return ScanWaker(self.invoker, self.leases, self.clock)
 
-    @functools.cached_property
-    def segment_count(self) -> int:
-        """The configured segment count, started and recorded in the heartbeat table before a row is
-        placed with it (``services.segments.start_segments``).
+    def start_segments(self) -> int:
+        """Start the configured segments and record their count in the heartbeat table, once per container
+        (``services.segments.start_segments``); returns the configured count, the one rows are placed with.
 
-        Every container that writes rows (API, scans, results) reads it first, so the tick scans the
-        segments of a count that any writer used, even one raised and lowered again before a tick ran,
-        from the minute the writer first used them. A batch read per cold start; writes only when
-        segments are new or the count is raised.
+        Every service that writes rows (jobs, outcomes, scans, the reconciler) calls it as it is built, before it
+        places a row, so the tick scans the segments of a count that any writer used, even one raised and lowered
+        again before a tick ran, from the minute the writer first used them. A batch read per cold start; writes
+        only when segments are new or the count is raised.
         """
-        start_segments(self.leases, self.settings.segments, self.clock.now())
+        if not self._segments_started:
+            start_segments(self.leases, self.settings.segments, self.clock.now())
+            self._segments_started = True
         return self.settings.segments
 
     @functools.cached_property
@@ -233,7 +264,7 @@ class Container:
     @functools.cached_property
     def jobs(self) -> JobService:
         rules = JobRules(
-            segment_count=self.segment_count,
+            segment_count=self.start_segments(),
             topics=self.settings.topic_grants,
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
@@ -255,7 +286,7 @@ class Container:
     @functools.cached_property
     def outcomes(self) -> Outcomes:
         """How executions end, for the results function (a worker's result) and the scans (a timeout)."""
-        rules = OutcomeRules(segment_count=self.segment_count, dead_letter_topic=self.settings.dead_letter_topic)
+        rules = OutcomeRules(segment_count=self.start_segments(), dead_letter_topic=self.settings.dead_letter_topic)
         return Outcomes(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
 
     @functools.cached_property
@@ -273,7 +304,7 @@ class Container:
     def scans(self) -> ScanService:
         return ScanService(
             self.store, self.publisher, self.leases, self.clock,
-            ScanRules(segment_count=self.segment_count, topics=self.settings.topic_grants,
+            ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                       idle_end=IDLE_END if self.waker is not None else None),
             outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
@@ -287,7 +318,7 @@ class Container:
             raise TypeError(f"{type(self.leases).__name__} keeps no reconciler state")
         interval = timedelta(seconds=settings.reconcile_interval_s)
         rules = ReconcileRules(
-            segment_count=self.segment_count, interval=interval, grace=timedelta(seconds=settings.reconcile_grace_s),
+            segment_count=self.start_segments(), interval=interval, grace=timedelta(seconds=settings.reconcile_grace_s),
             page_size=settings.reconcile_page_size, rate=float(settings.reconcile_rate),
             budget=max(timedelta(seconds=5), interval * 0.8),
         )

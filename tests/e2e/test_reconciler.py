@@ -36,7 +36,7 @@ EVERY_S = float(os.environ.get("RECONCILE_E2E_EVERY_S", "5"))
 def reconciler(local_stack: LocalStack) -> Iterator[ReconcileService]:
     """A reconciler on the stack's own ports (its state shared with the stack's), run every 5 s in a thread."""
     container = local_stack.container
-    rules = ReconcileRules(segment_count=container.segment_count, grace=GRACE, interval=timedelta(seconds=EVERY_S),
+    rules = ReconcileRules(segment_count=container.start_segments(), grace=GRACE, interval=timedelta(seconds=EVERY_S),
                            budget=timedelta(seconds=EVERY_S))
     service = ReconcileService(container.store, container.leases, container.leases,  # type: ignore[arg-type]
                                container.clock, rules, changes=container.changes, waker=container.waker)
@@ -80,7 +80,7 @@ def test_rows_deleted_behind_the_systems_back_are_repaired_once_within_five_minu
     local_stack: LocalStack, reconciler: ReconcileService, cassandra_session: Any,
 ) -> None:
     container = local_stack.container
-    segments = container.segment_count
+    segments = container.settings.segments
     # Given a minute M far enough ahead, three jobs firing every minute from M + 5 s, and a one-time job at M + 5 s
     # whose first attempt fails (the example worker's "flaky") and is retried 60 to 120 s later
     now = datetime.now(UTC)

@@ -18,6 +18,8 @@ import pytest
 from cql.schema import CQL_DIR, batch_member_violations, keyspaces_violations, statements
 
 STORES = Path(__file__).resolve().parents[2] / "layers" / "jobrunner" / "adapters" / "stores"
+#: The store's modules: the store, and the history table's adapter it composes (its statements are the store's).
+STORE_MODULES = ("cassandra.py", "history.py")
 #: Keyspaces rejects EACH_QUORUM, QUORUM, ALL, TWO, THREE, ANY, SERIAL and LOCAL_SERIAL.
 SUPPORTED_CONSISTENCY = {"ONE", "LOCAL_ONE", "LOCAL_QUORUM"}
 
@@ -113,7 +115,7 @@ def test_statements_lists_every_cql_constant_of_the_store() -> None:
 def test_store_executes_no_inline_cql_outside_statements() -> None:
     from jobrunner.adapters.stores.cassandra import STATEMENTS
 
-    literals = [node.value for node in ast.walk(ast.parse((STORES / "cassandra.py").read_text()))
+    literals = [node.value for module in STORE_MODULES for node in ast.walk(ast.parse((STORES / module).read_text()))
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and _CQL.match(node.value)]
 
     # Module constants are built from several literals; every literal must be part of one of them.
@@ -122,7 +124,7 @@ def test_store_executes_no_inline_cql_outside_statements() -> None:
 
 def _batched_statement_names(source: str) -> set[str]:
     """Names of the module constants passed to ``<batch>.add(self._stmt(NAME), ...)``, and to
-    ``self._write_many(NAME, ...)``, which puts its statement in unlogged batches."""
+    ``<statements>.write_many(NAME, ...)`` (``driver.Statements``), which puts its statement in unlogged batches."""
     names = set()
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
@@ -131,7 +133,7 @@ def _batched_statement_names(source: str) -> set[str]:
         if (node.func.attr == "add" and isinstance(first, ast.Call) and first.args
                 and isinstance(first.args[0], ast.Name) and first.args[0].id.isupper()):
             names.add(first.args[0].id)
-        elif node.func.attr == "_write_many" and isinstance(first, ast.Name):
+        elif node.func.attr == "write_many" and isinstance(first, ast.Name) and first.id.isupper():
             names.add(first.id)
     return names
 
@@ -139,7 +141,7 @@ def _batched_statement_names(source: str) -> set[str]:
 def test_batches_hold_only_unconditional_writes() -> None:
     import jobrunner.adapters.stores.cassandra as store
 
-    batched = _batched_statement_names((STORES / "cassandra.py").read_text())
+    batched = set().union(*(_batched_statement_names((STORES / module).read_text()) for module in STORE_MODULES))
 
     assert {"INSERT_JOB", "INSERT_SCHEDULED", "INSERT_RECORD_STARTED", "DELETE_SCHEDULED"} <= batched
     for name in sorted(batched):

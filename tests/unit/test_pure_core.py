@@ -9,7 +9,8 @@ import pytest
 
 LAYERS = Path(__file__).resolve().parents[2] / "layers"
 PACKAGE = LAYERS / "jobrunner"
-CORE = sorted([*(PACKAGE / "domain").rglob("*.py"), *(PACKAGE / "services").rglob("*.py"), PACKAGE / "ports.py"])
+CORE = sorted([*(PACKAGE / "domain").rglob("*.py"), *(PACKAGE / "services").rglob("*.py"),
+               *(PACKAGE / "ports").rglob("*.py")])
 FORBIDDEN = (
     "boto3", "botocore", "cassandra", "kafka", "aws_lambda_powertools", "opentelemetry",
     "jobrunner.adapters", "jobrunner.api", "jobrunner.wiring", "jobrunner.telemetry",

@@ -85,7 +85,7 @@ def test_stores_is_the_four_ports_and_both_adapters_implement_them() -> None:
     ("retire.py", "_store", RetireStores),
     ("calendars.py", "_jobs", JobStore),
     ("jobs", "_store", Stores),
-    ("reconcile.py", "_store", ReconcileStores),
+    ("reconcile", "_store", ReconcileStores),
 ])
 def test_each_service_declares_exactly_the_store_ports_it_calls(module: str, attribute: str, declared: type) -> None:
     calls = store_calls(module, attribute)

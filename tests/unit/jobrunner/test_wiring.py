@@ -145,3 +145,33 @@ def test_a_function_loads_the_drivers_it_uses_at_init_and_no_other(function: str
     answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": path}, cwd=root / "functions" / function)
     assert answer.stdout.strip() == str(sorted(drivers)), answer.stderr
+
+
+def test_the_segments_are_started_once_by_the_first_writer_built_and_never_by_a_reader() -> None:
+    # Given a container at 4 segments over a heartbeat table that has seen none
+    leases = MemoryLeaseStore()
+    services = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), leases=leases,
+                         publisher=MemoryPublisher(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
+    # When only what reads is built (the tick, the segments' health), nothing is recorded
+    _ = services.ticks, services.segments
+    assert leases.segments(range(4)) == []
+    # When a writer is built, the count is recorded and each segment started, once for all the writers
+    _ = services.jobs
+    assert [state.segment for state in leases.segments(range(4))] == [0, 1, 2, 3]
+    assert leases.record_segment_count(1) == 4
+    assert services.start_segments() == 4
+
+
+def test_the_change_log_and_the_calendars_go_on_the_session_given_with_a_store_and_in_memory_without_one() -> None:
+    from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCalendarStore
+    from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
+
+    settings = Settings.from_env({})
+    alone = Container(settings, store=MemoryJobStore())
+    assert isinstance(alone.changes, MemoryChangeLog) and isinstance(alone.calendars, MemoryCalendarStore)
+    with pytest.raises(LookupError):
+        _ = alone.session  # it connects to no database of its own
+    session = object()
+    beside = Container(settings, store=MemoryJobStore(), session=session)  # type: ignore[arg-type]
+    assert isinstance(beside.changes, CassandraChangeLog) and isinstance(beside.calendars, CassandraCalendarStore)
+    assert beside.session is session

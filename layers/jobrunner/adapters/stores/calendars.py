@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cassandra import ConsistencyLevel
 
-from jobrunner.adapters.stores.cassandra import guarded
+from jobrunner.adapters.stores.driver import guarded
 from jobrunner.domain.calendars import calendar_from_dict
 from jobrunner.domain.time import utc
 from jobrunner.ports import CalendarStore

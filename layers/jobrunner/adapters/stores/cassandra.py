@@ -41,17 +41,23 @@ and a list reads them all and merges them in job id order (``list_jobs``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from cassandra import ConsistencyLevel, DriverException
-from cassandra.cluster import NoHostAvailable
-from cassandra.concurrent import execute_concurrent
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, BoundStatement, PreparedStatement
+from cassandra import ConsistencyLevel
 
-from jobrunner.adapters.stores import codec
+from jobrunner.adapters.stores import codec, history
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
-from jobrunner.adapters.stores.session import is_read
-from jobrunner.domain.errors import Unavailable
+from jobrunner.adapters.stores.driver import (
+    DEFAULT_BATCH_ROWS,
+    KEYSPACES_MAX_BATCH,
+    KEYSPACES_MAX_IN,
+    Statements,
+    guarded,
+    packed,
+    unset_nulls,
+    write_many,
+)
+from jobrunner.adapters.stores.history import INSERT_RECORD, INSERT_RECORD_STARTED, CassandraHistory
 from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.limits import Limits
 from jobrunner.domain.time import utc
@@ -74,7 +80,11 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
     from jobrunner.ports import RecordKey
 
-T = TypeVar("T")
+#: Handed on from the modules they moved to, for the readers that import them from here.
+__all__ = [
+    "DEFAULT_BATCH_ROWS", "INSERT_RECORD", "INSERT_RECORD_STARTED", "KEYSPACES_MAX_BATCH", "KEYSPACES_MAX_IN",
+    "STATEMENTS", "CassandraJobStore", "guarded", "packed", "unset_nulls", "write_many",
+]
 
 INSERT_JOB = (
     "INSERT INTO job_table_v2 (user_id, shard, job_id, schedule, payload, topic, state, version, schedule_version,"
@@ -114,30 +124,6 @@ DELETE_SCHEDULED = (
     "DELETE FROM task_schedule_v2 WHERE next_execution_time = ? AND segment = ? AND lane = ? AND due_at = ?"
     " AND job_id = ? AND execution_id = ? AND job_version = ?"
 )
-INSERT_RECORD = (
-    "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, status, trigger,"
-    " due_at, published_at, finished_at, error, job_version, next_fire_at, retry_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
-)
-#: The record of a publish: every column but the end (status, finished_at, error), which only ``write_outcomes``
-#: writes, so a replayed publish never moves an ended execution back to RUNNING.
-INSERT_RECORD_STARTED = (
-    "INSERT INTO task_history_v2 (job_id, execution_time, attempt, execution_id, user_id, trigger, due_at,"
-    " published_at, job_version, next_fire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?"
-)
-SELECT_RECORDS = "SELECT * FROM task_history_v2 WHERE job_id = ? LIMIT ?"
-#: The pages after a record, in the key's order: the rest of its (fire, attempt), of its fire, then older fires.
-SELECT_RECORDS_SAME_ATTEMPT = (
-    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id > ?"
-    " LIMIT ?"
-)
-SELECT_RECORDS_SAME_TIME = (
-    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt < ? LIMIT ?"
-)
-SELECT_RECORDS_BEFORE = "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time < ? LIMIT ?"
-SELECT_RECORD = (
-    "SELECT * FROM task_history_v2 WHERE job_id = ? AND execution_time = ? AND attempt = ? AND execution_id = ?"
-)
 UPDATE_JOB_USER_FIELDS = (
     "UPDATE job_table_v2 SET schedule = ?, payload = ?, topic = ?, state = ?, version = ?, schedule_version = ?,"
     " schedule_version_set_at = ?, retry = ?, timeout_s = ?, paused_at = ?, updated_at = ?, next_run_at = ?,"
@@ -169,84 +155,24 @@ SELECT_IDEMPOTENCY_KEY = "SELECT * FROM job_idempotency WHERE user_id = ? AND id
 
 STATEMENTS = (
     INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, INSERT_SCHEDULED_HELD, SELECT_SCHEDULED,
-    SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL,
-    SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, INSERT_RECORD, INSERT_RECORD_STARTED, SELECT_RECORDS,
-    SELECT_RECORDS_SAME_ATTEMPT, SELECT_RECORDS_SAME_TIME, SELECT_RECORDS_BEFORE, SELECT_RECORD,
-    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER,
-    CLAIM_IDEMPOTENCY_KEY, SELECT_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION,
-    WALK_JOBS_AFTER_PARTITION,
+    SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL, SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, *history.STATEMENTS,
+    UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
+    SELECT_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
 )
-
-_DRIVER_ERRORS = (DriverException, NoHostAvailable)
 
 #: The settling read's consistency on Cassandra (``JobStore.get_job_settled``): a Paxos read, which completes or
 #: supersedes a lightweight transaction left in progress. Never on Amazon Keyspaces, which rejects the serial
 #: levels: its store is built with ``serial_reads=False`` and reads at LOCAL_QUORUM.
 SERIAL_READ = ConsistencyLevel.LOCAL_SERIAL
 
-#: Amazon Keyspaces runs at most this many values of an IN (each one a subquery).
-KEYSPACES_MAX_IN = 100
-#: Amazon Keyspaces takes at most this many statements in an unlogged batch.
-KEYSPACES_MAX_BATCH = 30
-#: Statements per unlogged batch by default: Cassandra warns of an unlogged batch over more than 10 partitions.
-DEFAULT_BATCH_ROWS = 10
-
-
-def packed(items: Sequence[T], size: int, partition: Callable[[T], Any]) -> list[list[T]]:
-    """``items`` in chunks of at most ``size``, each partition's items next to each other (a partition larger
-    than ``size`` spans chunks), so that a chunk covers as few partitions as it can; order within a partition
-    is kept."""
-    groups: dict[Any, list[T]] = {}
-    for item in items:
-        groups.setdefault(partition(item), []).append(item)
-    chunks: list[list[T]] = [[]]
-    for group in groups.values():
-        for item in group:
-            if len(chunks[-1]) >= size:
-                chunks.append([])
-            chunks[-1].append(item)
-    return [chunk for chunk in chunks if chunk]
-
-
-def unset_nulls(values: Sequence[Any]) -> tuple[Any, ...]:
-    """``values`` with None as unset: an insert then writes nothing for it, where a null writes a tombstone."""
-    return tuple(UNSET_VALUE if value is None else value for value in values)
-
-
-def guarded(call: Callable[[], T]) -> T:
-    """``call()``, with the driver's errors as ``Unavailable``."""
-    try:
-        return call()
-    except _DRIVER_ERRORS as exc:
-        raise Unavailable(f"database unavailable: {type(exc).__name__}: {exc}") from exc
-
-
-def write_many(session: Session, stmt: PreparedStatement, values: Sequence[Sequence[Any]],
-               partition: Callable[[Sequence[Any]], Any], *, batch_rows: int = DEFAULT_BATCH_ROWS,
-               concurrency: int = 64) -> None:
-    """Write one row per item of ``values`` with ``stmt`` (an unconditional, idempotent write) in unlogged
-    batches of at most ``batch_rows`` statements, each partition's rows together, ``concurrency`` at a time."""
-    if not values:
-        return
-    if len(values) == 1 or batch_rows == 1:
-        requests: list[tuple[Any, Sequence[Any] | None]] = [(stmt, v) for v in values]
-    else:
-        requests = []
-        for chunk in packed(values, batch_rows, partition):
-            batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
-            for item in chunk:
-                batch.add(stmt, item)
-            requests.append((batch, None))
-    guarded(lambda: execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True))
-
 
 class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore):
     """Takes a connected driver ``Session`` whose keyspace is set (see ``jobrunner.adapters.stores.session``).
 
-    One class for the four store ports: they share the session, its prepared statements and the unlogged
-    batching, and the writes that span two tables (``create_job``, ``update_job``, ``settle_published``,
-    ``write_outcomes``) call the rows' own writes in the order the module doc gives. Splitting it would change
-    none of the statements, only add a shared core for each port to reach into."""
+    One adapter for the four store ports: they share the session, its prepared statements and the unlogged
+    batching (``driver.Statements``), and the writes that span two tables (``create_job``, ``update_job``,
+    ``settle_published``, ``write_outcomes``) call the rows' own writes in the order the module doc gives. The
+    history table's statements are its own small adapter (``history.CassandraHistory``), which this one composes."""
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
@@ -259,69 +185,35 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         self._session = session
         self.session = session  # shared with the other tables' adapters (``adapters.stores.changes``)
         self._page_size = page_size
-        self._concurrency = concurrency
-        #: Statements per unlogged batch of the many-row writes.
-        self._batch_rows = batch_rows
         self._in_keys = in_keys
         #: The consistency of ``get_job_settled``: a Paxos read on Cassandra; LOCAL_QUORUM where reads take no serial
         #: level (Amazon Keyspaces: ``serial_reads=False``).
         self._settling_read = SERIAL_READ if serial_reads else ConsistencyLevel.LOCAL_QUORUM
-        #: A tenant's history retention: each record is written to expire that long after (``USING TTL``).
-        self._history_ttl_s = history_ttl_s
-        self._prepared: dict[str, PreparedStatement] = {}
+        self._statements = Statements(session, concurrency=concurrency, batch_rows=batch_rows)
+        self._history = CassandraHistory(self._statements, history_ttl_s)
 
-    def _stmt(self, cql: str) -> PreparedStatement:
-        prepared = self._prepared.get(cql)
-        if prepared is None:
-            prepared = guarded(lambda: self._session.prepare(cql))
-            prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
-            prepared.is_idempotent = is_read(cql)  # only reads may be sent twice (speculative execution)
-            # A lightweight transaction's serial consistency is the session profile's: LOCAL_SERIAL on Cassandra
-            # (its Paxos round stays in the local datacenter), none on Amazon Keyspaces, which rejects the serial
-            # levels (``adapters/stores/keyspaces.py``).
-            self._prepared[cql] = prepared
-        return prepared
-
-    def _stale(self, cql: str, params: Sequence[Any], fetch_size: int | None = None) -> BoundStatement:
-        """``cql`` bound to ``params`` at LOCAL_ONE: half a LOCAL_QUORUM read's price on Keyspaces, and it may miss
-        a write that returned just before (for the readers that say they can bear that)."""
-        bound = self._stmt(cql).bind(params)
-        bound.consistency_level = ConsistencyLevel.LOCAL_ONE
-        if fetch_size is not None:
-            bound.fetch_size = fetch_size
-        return bound
-
-    def _run_concurrently(self, statements: Sequence[tuple[Any, Sequence[Any] | None]]) -> list[Any]:
-        if not statements:
-            return []
-        results = guarded(lambda: execute_concurrent(
-            self._session, statements, concurrency=self._concurrency, raise_on_first_error=True
-        ))
-        return [result for _ok, result in results]
-
-    def _write_many(self, cql: str, values: Sequence[Sequence[Any]], partition: Callable[[Sequence[Any]], Any]) -> None:
-        """``write_many`` with this store's session, batch size and concurrency (``cql``: a module constant,
-        checked as a batch member by ``tests/infra/test_keyspaces_compat.py``)."""
-        write_many(self._session, self._stmt(cql), values, partition, batch_rows=self._batch_rows,
-                   concurrency=self._concurrency)
+    def _execute(self, cql: str, params: Sequence[Any]) -> Any:
+        """The result of ``cql`` (a module constant) run once with ``params``."""
+        stmt = self._statements.prepared(cql)
+        return guarded(lambda: self._session.execute(stmt, params))
 
     def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
         if first is not None:  # the first run, then the job (see the module doc)
-            guarded(lambda: self._session.execute(self._stmt(INSERT_SCHEDULED), codec.scheduled_values(first)))
-        guarded(lambda: self._session.execute(self._stmt(INSERT_JOB), codec.job_values(job)))
+            self._execute(INSERT_SCHEDULED, codec.scheduled_values(first))
+        self._execute(INSERT_JOB, codec.job_values(job))
 
     def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         # As ``create_job``, for all of them: every first run, then every job (see the module doc).
         self.write_scheduled([first for _, first in jobs if first is not None])
-        self._write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs],
+        self._statements.write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs],
                          partition=lambda v: v[:2])  # (user_id, shard)
 
     def get_job(self, user_id: str, job_id: str) -> Job | None:
-        row = guarded(lambda: self._session.execute(self._stmt(SELECT_JOB), codec.job_key(user_id, job_id)).one())
+        row = self._execute(SELECT_JOB, codec.job_key(user_id, job_id)).one()
         return codec.job_from_row(row) if row is not None else None
 
     def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
-        bound = self._stmt(SELECT_JOB).bind(codec.job_key(user_id, job_id))
+        bound = self._statements.prepared(SELECT_JOB).bind(codec.job_key(user_id, job_id))
         bound.consistency_level = self._settling_read
         row = guarded(lambda: self._session.execute(bound).one())
         return codec.job_from_row(row) if row is not None else None
@@ -336,11 +228,11 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             for start in range(0, len(unique), self._in_keys):
                 chunk = unique[start:start + self._in_keys]
                 if len(chunk) == 1:
-                    requests.append((self._stmt(SELECT_JOB), (user_id, shard, chunk[0])))
+                    requests.append((self._statements.prepared(SELECT_JOB), (user_id, shard, chunk[0])))
                 else:
-                    requests.append((self._stmt(SELECT_JOBS_BY_ID), (user_id, shard, chunk)))
+                    requests.append((self._statements.prepared(SELECT_JOBS_BY_ID), (user_id, shard, chunk)))
         found: dict[tuple[str, str], Job] = {}
-        for result in self._run_concurrently(requests):
+        for result in self._statements.run_concurrently(requests):
             for row in result:
                 found[(row.user_id, row.job_id)] = codec.job_from_row(row)
         return found
@@ -362,10 +254,10 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             cql, params = SELECT_SCHEDULED_UNTIL, (*key, until)
         else:
             cql, params = SELECT_SCHEDULED_WINDOW, (*key, lower, until)
-        stmt = self._stmt(cql)
+        stmt = self._statements.prepared(cql)
         stmt.fetch_size = self._page_size
         if stale_ok:
-            result = guarded(lambda: self._session.execute(self._stale(cql, params, self._page_size)))
+            result = guarded(lambda: self._session.execute(self._statements.stale(cql, params, self._page_size)))
         else:
             result = guarded(lambda: self._session.execute(stmt, params))
         rows = iter(result)
@@ -377,40 +269,14 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             if after is None or LanePosition.of(scheduled) > after:
                 yield scheduled
 
-    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
-        values = [(*unset_nulls(codec.started_record_values(r)), self._history_ttl_s(r.user_id)) for r in records]
-        self._write_many(INSERT_RECORD_STARTED, values, partition=lambda v: v[0])  # job_id
-
     def settle_published(self, completions: Sequence[Completion]) -> None:
         # The following rows only: the scan removes a done LATE row once they are in time (see the module doc).
         self.write_scheduled([row for c in completions for row in (c.following, c.watchdog) if row is not None])
 
     def delete_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition
-        self._write_many(DELETE_SCHEDULED, [codec.scheduled_key(row) for row in rows], partition=lambda v: v[:2])
-
-    def history_page(
-        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
-    ) -> list[ExecutionRecord]:
-        if before is None:
-            return self._records(SELECT_RECORDS, (job_id, limit))
-        # The rest of the cursor's (fire, attempt), then its fire's lower attempts, then older fires: plain
-        # slices, each with a range on one clustering column only (Keyspaces-safe), read until the page is full.
-        at, attempt, execution_id = before
-        slices: list[tuple[str, tuple[Any, ...]]] = [
-            (SELECT_RECORDS_SAME_TIME, (job_id, at, attempt)), (SELECT_RECORDS_BEFORE, (job_id, at)),
-        ]
-        if execution_id is not None:  # None: an older API's cursor, past the whole (fire, attempt)
-            slices.insert(0, (SELECT_RECORDS_SAME_ATTEMPT, (job_id, at, attempt, execution_id)))
-        records: list[ExecutionRecord] = []
-        for cql, params in slices:
-            if len(records) >= limit:
-                break
-            records += self._records(cql, (*params, limit - len(records)))
-        return records
-
-    def _records(self, cql: str, params: tuple[Any, ...]) -> list[ExecutionRecord]:
-        return guarded(lambda: [codec.record_from_row(row) for row in self._session.execute(self._stmt(cql), params)])
+        self._statements.write_many(DELETE_SCHEDULED, [codec.scheduled_key(row) for row in rows],
+                                    partition=lambda v: v[:2])
 
     def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
@@ -422,13 +288,13 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             cql, fields = UPDATE_JOB_SETTINGS, codec.job_settings(job)
         params = (*fields, *codec.job_key(job.user_id, job.job_id), expected_version)
         # Not applied: the rows stay (the winner may have planned the same ones; ``JobStore.update_job``).
-        return bool(guarded(lambda: self._session.execute(self._stmt(cql), params).one()).applied)
+        return bool(self._execute(cql, params).one().applied)
 
     def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
         # (bucket, segment) is the partition; a held row (rare) by its own statement, which writes its mark
-        self._write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows if not row.held],
+        self._statements.write_many(INSERT_SCHEDULED, [codec.scheduled_values(row) for row in rows if not row.held],
                          partition=lambda v: v[:2])
-        self._write_many(INSERT_SCHEDULED_HELD, [codec.scheduled_values(row) for row in rows if row.held],
+        self._statements.write_many(INSERT_SCHEDULED_HELD, [codec.scheduled_values(row) for row in rows if row.held],
                          partition=lambda v: v[:2])
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
@@ -437,16 +303,18 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         after = decode_job_cursor(cursor) if cursor else None
         requests: list[tuple[Any, tuple[Any, ...]]]
         if after is None:
-            requests = [(self._stmt(SELECT_JOBS), (user_id, shard, limit + 1)) for shard in range(codec.JOB_SHARDS)]
-        else:
-            requests = [(self._stmt(SELECT_JOBS_AFTER), (user_id, shard, after, limit + 1))
+            requests = [(self._statements.prepared(SELECT_JOBS), (user_id, shard, limit + 1))
                         for shard in range(codec.JOB_SHARDS)]
-        rows = sorted((row for result in self._run_concurrently(requests) for row in result), key=lambda r: r.job_id)
+        else:
+            requests = [(self._statements.prepared(SELECT_JOBS_AFTER), (user_id, shard, after, limit + 1))
+                        for shard in range(codec.JOB_SHARDS)]
+        results = self._statements.run_concurrently(requests)
+        rows = sorted((row for result in results for row in result), key=lambda r: r.job_id)
         page = [codec.job_from_row(row) for row in rows[:limit]]
         return page, encode_job_cursor(page[-1].job_id) if len(rows) > limit else None
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
-        bound = self._stmt(CLAIM_IDEMPOTENCY_KEY).bind(
+        bound = self._statements.prepared(CLAIM_IDEMPOTENCY_KEY).bind(
             (claim.user_id, claim.key, claim.job_id, claim.fingerprint, claim.claimed_at)
         )
         row = guarded(lambda: self._session.execute(bound).one())
@@ -455,48 +323,15 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         return IdempotencyClaim(claim.user_id, claim.key, row.job_id, row.fingerprint, utc(row.created_at))
 
     def idempotency_key(self, user_id: str, key: str) -> IdempotencyClaim | None:
-        bound = self._stmt(SELECT_IDEMPOTENCY_KEY).bind((user_id, key))
+        bound = self._statements.prepared(SELECT_IDEMPOTENCY_KEY).bind((user_id, key))
         bound.consistency_level = self._settling_read
         row = guarded(lambda: self._session.execute(bound).one())
         return IdempotencyClaim(user_id, key, row.job_id, row.fingerprint, utc(row.created_at)) if row else None
 
-    def get_record(
-        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
-    ) -> ExecutionRecord | None:
-        params = (job_id, scheduled_at, attempt, execution_id)
-        row = guarded(lambda: self._session.execute(self._stmt(SELECT_RECORD), params).one())
-        return codec.record_from_row(row) if row is not None else None
-
-    def record_by_execution_id(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
-        return next((r for r in self.history_page(job_id, scan_limit) if r.execution_id == execution_id), None)
-
-    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
-        stmt = self._stmt(SELECT_RECORD)
-        unique = list(dict.fromkeys(keys))
-        found: dict[RecordKey, ExecutionRecord] = {}
-        for key, result in zip(unique, self._run_concurrently([(stmt, key) for key in unique]), strict=True):
-            row = result.one()
-            if row is not None:
-                found[key] = codec.record_from_row(row)
-        return found
-
     def write_outcomes(self, outcomes: Sequence[Outcome]) -> None:
         # The retries first: a record that says FAILED always has its retry (module doc).
         self.write_scheduled([outcome.retry for outcome in outcomes if outcome.retry is not None])
-        values = [(*unset_nulls(codec.record_values(o.record)), self._history_ttl_s(o.record.user_id))
-                  for o in outcomes]
-        self._write_many(INSERT_RECORD, values, partition=lambda v: v[0])  # job_id
-
-    def latest_records(
-        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
-    ) -> dict[str, list[ExecutionRecord]]:
-        stmt = self._stmt(SELECT_RECORDS)
-        requests: list[tuple[Any, Sequence[Any] | None]] = [
-            (self._stale(SELECT_RECORDS, (job_id, limit)), None) if stale_ok else (stmt, (job_id, limit))
-            for job_id in job_ids]
-        results = self._run_concurrently(requests)
-        return {job_id: [codec.record_from_row(row) for row in result]
-                for job_id, result in zip(job_ids, results, strict=True)}
+        self._history.write_records([outcome.record for outcome in outcomes])
 
     def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:
         # The rest of the last partition (by job id), then the partitions after it in token order: pages
@@ -512,7 +347,7 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         return [codec.job_from_row(row) for row in rows], cursor
 
     def _walk(self, cql: str, params: tuple[Any, ...], limit: int) -> list[Any]:
-        return guarded(lambda: list(self._session.execute(self._stale(cql, params, fetch_size=limit))))
+        return guarded(lambda: list(self._session.execute(self._statements.stale(cql, params, fetch_size=limit))))
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
         # The compare-and-set first (state DELETED: nothing writes the job after it), then the whole row again
@@ -520,5 +355,31 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         if not self.update_job(job, [], expected_version):
             return False
         values = (*codec.job_values(job), ttl_s)
-        guarded(lambda: self._session.execute(self._stmt(INSERT_JOB_EXPIRING), values))
+        self._execute(INSERT_JOB_EXPIRING, values)
         return True
+
+    # -- the history table (``history.CassandraHistory``) --------------------------------------------------------
+
+    def write_started(self, records: Sequence[ExecutionRecord]) -> None:
+        self._history.write_started(records)
+
+    def history_page(
+        self, job_id: str, limit: int, before: tuple[datetime, int, str | None] | None = None
+    ) -> list[ExecutionRecord]:
+        return self._history.history_page(job_id, limit, before)
+
+    def latest_records(
+        self, job_ids: Sequence[str], limit: int, *, stale_ok: bool = False
+    ) -> dict[str, list[ExecutionRecord]]:
+        return self._history.latest_records(job_ids, limit, stale_ok=stale_ok)
+
+    def get_record(
+        self, job_id: str, scheduled_at: datetime, attempt: int, execution_id: str
+    ) -> ExecutionRecord | None:
+        return self._history.get_record(job_id, scheduled_at, attempt, execution_id)
+
+    def get_records(self, keys: Sequence[RecordKey]) -> dict[RecordKey, ExecutionRecord]:
+        return self._history.get_records(keys)
+
+    def record_by_execution_id(self, job_id: str, execution_id: str, scan_limit: int = 1000) -> ExecutionRecord | None:
+        return self._history.record_by_execution_id(job_id, execution_id, scan_limit)

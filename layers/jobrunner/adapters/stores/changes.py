@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cassandra import ConsistencyLevel
 
-from jobrunner.adapters.stores.cassandra import guarded, write_many
+from jobrunner.adapters.stores.driver import guarded, write_many
 from jobrunner.adapters.stores.session import is_read
 from jobrunner.domain.changes import JobChange
 from jobrunner.domain.limits import Limits

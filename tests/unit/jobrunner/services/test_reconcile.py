@@ -117,7 +117,7 @@ class System:
         self._answered = 0
         self._minute = minute_bucket(START)
         self.container.ticks.tick(START, START)  # the scheduler ran before the first job: watermarks are set
-        _ = self.container.segment_count
+        self.container.start_segments()
 
     def _container(self) -> Container:
         return Container(self.settings, store=self.store, publisher=self.publisher, leases=self.leases,

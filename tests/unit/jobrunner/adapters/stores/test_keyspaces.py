@@ -133,6 +133,6 @@ def test_compare_and_sets_carry_a_serial_consistency_only_where_it_is_taken(
 
     assert COMPARE_AND_SETS
     for cql in COMPARE_AND_SETS:
-        request = session.request(store._stmt(cql))
+        request = session.request(store._statements.prepared(cql))
         assert (request.consistency_level, request.serial_consistency_level) == (
             ConsistencyLevel.LOCAL_QUORUM, serial), cql

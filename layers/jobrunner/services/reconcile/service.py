@@ -1,54 +1,26 @@
-"""The reconciler: the safety net that walks the jobs and re-plans every execution it finds lost.
+"""The reconciler's service: one run (the lease, the pass, the watched jobs, the repairs) over its ports; the story
+of a run is the package's (``services.reconcile``)."""
 
-The job row is the truth and the scheduled rows (``task_schedule_v2``) an index of it: a row that is lost (never
-written, written where no scan reads it, removed by mistake) loses its execution, and a recurring job's every later
-fire with it. The reconciler finds such orphans (``domain.orphans``: a missed fire, a missed retry, a hold nothing
-will release) and re-plans each under its own ``execution_id``, placed as of now, as any writer would (so a consumer
-deduplicates a copy). In a healthy system it repairs nothing: each repair is logged with its job, fire and reason,
-written to the job's change log (action ``repair``; the firing ledger shows the fire ``repaired``), and counted
-(``Reconciled``, alarmed): a bug report.
-
-One run (``run``, every ``ReconcileRules.interval``, in a function and with a concurrency of its own):
-1. Reads the segments' watermarks (``domain.orphans.Scanned``): the horizon. The pass's window ends where every
-   partition is done (and ``grace`` before now), and starts where the last pass ended.
-2. Reads the PLANNED lane of every done partition of the window (pages, ``stale_ok``): the rows that were there.
-3. Walks the jobs (``JobStore.walk_jobs``: pages at ``LOCAL_ONE``, at most ``rate`` rows a second, until the run's
-   deadline; the cursor is kept for the next run). For each job, its schedule says without a read whether a fire
-   fell due in the window (``domain.orphans.last_fire_due``); only when that fire's row was not among those read, or
-   the job has retries or a buffer policy, is its newest history read (one page, ``stale_ok``) and examined.
-4. Reads again, then examines, the jobs it watches: those with an execution in flight, or an execution it could not
-   yet tell lost from late (the evidence it needs comes with a later run).
-5. Before it writes, reads each orphan's job and record again (``LOCAL_QUORUM``): a job changed meanwhile, or a
-   record that has appeared, means there is nothing to repair.
-Its state (the pass's window and cursor, the previous run's horizon, what it watches) is one item of the heartbeat
-table (``ports.ReconcilerStateStore``), so a stateless function resumes where the last run stopped.
-"""
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import JobState, Lane, Trigger, execution_id_for
-from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Reason, Scanned, examine, last_fire_due
-from jobrunner.domain.placement import placed_in_time, plan_execution
-from jobrunner.domain.policies import Overlap
-from jobrunner.domain.time import MINUTE, from_epoch_ms, minute_bucket, rfc3339, to_epoch_ms
-from jobrunner.ports import (
-    RECONCILER_LEASE,
-    RECONCILER_SEGMENT,
-    HistoryStore,
-    JobStore,
-    ScheduledRowStore,
-)
+from jobrunner.domain.jobs import Lane, Trigger
+from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Scanned, examine, last_fire_due
+from jobrunner.domain.placement import placed_in_time
+from jobrunner.domain.time import MINUTE, minute_bucket, rfc3339
+from jobrunner.ports import RECONCILER_LEASE, RECONCILER_SEGMENT
+from jobrunner.services.reconcile.repairs import replanned, still_lost, wants_history
+from jobrunner.services.reconcile.rules import ReconcileReport
+from jobrunner.services.reconcile.state import Pass, ReconcilerState, kept_horizons, watch_key
 from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
@@ -56,6 +28,7 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
     from jobrunner.ports import ChangeLog, Clock, LeaseStore, ReconcilerStateStore
+    from jobrunner.services.reconcile.rules import ReconcileRules, ReconcileStores
     from jobrunner.services.wake import ScanWaker
 
 log = logging.getLogger(__name__)
@@ -69,67 +42,6 @@ LEASE_MARGIN = timedelta(minutes=2)
 _MS = timedelta(milliseconds=1)
 
 
-class ReconcileStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
-    """The store ports the reconciler uses: the jobs (walked, read), the scheduled rows (read, repairs written) and the
-    history (read)."""
-
-
-@dataclass(frozen=True)
-class ReconcileRules:
-    segment_count: int
-    #: How often a run starts (the EventBridge rule's rate in AWS, the local stack's reconciler thread).
-    interval: timedelta = MINUTE
-    #: An execution is looked at once it is this long overdue, no sooner.
-    grace: timedelta = timedelta(minutes=2)
-    #: Jobs per page of the walk.
-    page_size: int = 500
-    #: Jobs walked per second, at most (the walk's read rate).
-    rate: float = 2000.0
-    #: How long one run may walk before it keeps its cursor for the next.
-    budget: timedelta = timedelta(seconds=50)
-    #: History records read per job (one page, about one 4 KB read unit).
-    records: int = 10
-    #: The longest window of due instants one pass covers (a reconciler that was off resumes this far back).
-    max_window: timedelta = timedelta(hours=1)
-    #: How far back the first pass ever looks.
-    first_lookback: timedelta = timedelta(minutes=15)
-    #: The most jobs it watches at once (its state stays small).
-    max_watched: int = 2000
-
-
-@dataclass
-class ReconcileReport:
-    started_at: datetime
-    #: Another run held the lease: this one did nothing.
-    skipped: bool = False
-    #: The pass's window of due instants, (start, end]; None: no pass could start (a segment never scanned).
-    window: tuple[datetime, datetime] | None = None
-    #: The walk reached the last job in this run (the pass is over).
-    pass_done: bool = False
-    jobs_walked: int = 0
-    walk_pages: int = 0
-    #: Rows of the index read (``task_schedule_v2``, PLANNED lanes of done partitions), and the partitions read.
-    index_rows: int = 0
-    index_partitions: int = 0
-    #: Jobs whose newest history was read (one page each), and the records those pages held.
-    history_reads: int = 0
-    records_read: int = 0
-    #: Watched jobs read again this run.
-    watched_reads: int = 0
-    #: Repairs, by reason (``domain.orphans.Reason``).
-    repaired: Counter[str] = field(default_factory=Counter)
-    #: Orphans found but left: the job had changed, or the record had appeared, when read again.
-    settled_on_reading: int = 0
-    #: Jobs it watches after this run, and those it could not watch (``max_watched`` reached).
-    watched: int = 0
-    unwatched: int = 0
-    errors: int = 0
-
-    @property
-    def repaired_total(self) -> int:
-        return sum(self.repaired.values())
-
-
 @dataclass
 class _Index:
     """The index rows read for a pass: from bucket ``first`` to ``read_to``, in ``segments`` segments."""
@@ -138,80 +50,6 @@ class _Index:
     segments: int
     read_to: datetime
     rows: set[tuple[str, int]] = field(default_factory=set)
-
-
-@dataclass
-class _Pass:
-    start: datetime
-    end: datetime
-    cursor: str | None = None
-
-
-@dataclass
-class _State:
-    """The reconciler's progress, kept between runs (``ports.ReconcilerStateStore``), as JSON."""
-
-    pass_: _Pass | None = None
-    #: Where the last pass's window ended: the next one starts there.
-    examined_to: datetime | None = None
-    #: The horizons read at the start of earlier runs, oldest first (``HORIZONS`` of them, ``HORIZON_SPACING`` apart).
-    earlier: list[Scanned] = field(default_factory=list)
-    #: Jobs to read again, "user_id|job_id" -> when.
-    watch: dict[str, datetime] = field(default_factory=dict)
-    sightings: dict[str, datetime] = field(default_factory=dict)
-    #: Executions this reconciler re-planned, by id -> when.
-    repaired: dict[str, datetime] = field(default_factory=dict)
-
-    def dumps(self) -> str:
-        def ms(values: dict[str, datetime]) -> dict[str, int]:
-            return {key: to_epoch_ms(value) for key, value in values.items()}
-
-        data: dict[str, Any] = {
-            "v": 1, "examined_to": to_epoch_ms(self.examined_to) if self.examined_to else None,
-            "earlier": [scanned.to_dict() for scanned in self.earlier],
-            "watch": ms(self.watch), "sightings": ms(self.sightings), "repaired": ms(self.repaired),
-            "pass": None if self.pass_ is None else {"start": to_epoch_ms(self.pass_.start),
-                                                     "end": to_epoch_ms(self.pass_.end), "cursor": self.pass_.cursor},
-        }
-        return json.dumps(data, separators=(",", ":"))
-
-    @classmethod
-    def loads(cls, text: str | None) -> _State:
-        if not text:
-            return cls()
-        data = json.loads(text)
-
-        def instants(values: dict[str, int] | None) -> dict[str, datetime]:
-            return {key: from_epoch_ms(int(value)) for key, value in (values or {}).items()}
-
-        raw = data.get("pass")
-        window = None if raw is None else _Pass(from_epoch_ms(raw["start"]), from_epoch_ms(raw["end"]), raw["cursor"])
-        examined = data.get("examined_to")
-        return cls(window, from_epoch_ms(examined) if examined is not None else None,
-                   [Scanned.from_dict(scanned) for scanned in data.get("earlier") or ()],
-                   instants(data.get("watch")), instants(data.get("sightings")), instants(data.get("repaired")))
-
-
-#: Horizons kept from earlier runs, at least ``HORIZON_SPACING`` apart: an execution planned by a completion is decided
-#: once the earliest of them that saw its partition done is behind the scans (about 8 to 16 minutes of them).
-HORIZONS = 16
-HORIZON_SPACING = timedelta(seconds=30)
-#: A horizon with more parked partitions than this is kept without them, and unusable (its state would grow too big).
-MAX_PARKED_KEPT = 200
-
-
-def _kept_horizons(earlier: list[Scanned], scanned: Scanned) -> list[Scanned]:
-    """``earlier`` with this run's horizon after them (unless the last is less than ``HORIZON_SPACING`` older), the
-    ``HORIZONS`` newest."""
-    if len(scanned.parked) > MAX_PARKED_KEPT:
-        scanned = Scanned(scanned.at, None)
-    if earlier and scanned.at - earlier[-1].at < HORIZON_SPACING:
-        return earlier
-    return [*earlier, scanned][-HORIZONS:]
-
-
-def _watch_key(job: Job) -> str:
-    return f"{job.user_id}|{job.job_id}"
 
 
 class ReconcileService:
@@ -251,7 +89,7 @@ class ReconcileService:
         return report
 
     def _run(self, now: datetime, deadline: datetime, report: ReconcileReport) -> None:
-        state = _State.loads(self._state_store.load_reconciler_state())
+        state = ReconcilerState.loads(self._state_store.load_reconciler_state())
         segments = max(self._rules.segment_count, self._leases.record_segment_count(self._rules.segment_count))
         scanned = self._scanned(now, segments)
         evidence = Evidence(now, self._rules.grace, scanned, state.earlier, state.repaired, state.sightings)
@@ -261,7 +99,7 @@ class ReconcileService:
         if state.pass_ is not None:
             run.walk(state.pass_, deadline)
         run.read_watched()
-        state.earlier = _kept_horizons(state.earlier, scanned)
+        state.earlier = kept_horizons(state.earlier, scanned)
         self._forget_old(state, now)
         report.watched = len(state.watch)
         if report.unwatched:
@@ -277,7 +115,7 @@ class ReconcileService:
         parked = frozenset(bucket for s in states for bucket in s.parked)
         return Scanned(now, frontier, parked)
 
-    def _new_pass(self, state: _State, scanned: Scanned, now: datetime) -> _Pass | None:
+    def _new_pass(self, state: ReconcilerState, scanned: Scanned, now: datetime) -> Pass | None:
         """The next pass's window: from where the last one ended to where every partition is done (and ``grace``
         before now); None when there is nothing new to look at (or a segment was never scanned)."""
         if scanned.frontier is None:
@@ -285,10 +123,10 @@ class ReconcileService:
         end = min(now - self._rules.grace, scanned.frontier + MINUTE - _MS)
         start = state.examined_to if state.examined_to is not None else end - self._rules.first_lookback
         start = max(start, end - self._rules.max_window)
-        return _Pass(start, end) if end > start else None
+        return Pass(start, end) if end > start else None
 
     @staticmethod
-    def _forget_old(state: _State, now: datetime) -> None:
+    def _forget_old(state: ReconcilerState, now: datetime) -> None:
         for book in (state.sightings, state.repaired):
             for key in [k for k, at in book.items() if at < now - MAX_AGE]:
                 del book[key]
@@ -329,7 +167,7 @@ class ReconcileService:
 
     # -- repairs ------------------------------------------------------------------------------------------------
 
-    def repair(self, orphans: Sequence[Orphan], state: _State, report: ReconcileReport) -> None:
+    def repair(self, orphans: Sequence[Orphan], state: ReconcilerState, report: ReconcileReport) -> None:
         """Read each orphan's job and record again, and re-plan those still lost (see the module doc)."""
         if not orphans:
             return
@@ -337,11 +175,11 @@ class ReconcileService:
         records = self._store.get_records([o.record_key for o in orphans])
         for orphan in orphans:
             job = jobs.get((orphan.user_id, orphan.job_id))
-            if job is None or not _still_lost(orphan, job, records.get(orphan.record_key)):
+            if job is None or not still_lost(orphan, job, records.get(orphan.record_key)):
                 report.settled_on_reading += 1
                 continue
             try:
-                row = self._write(functools.partial(_replanned, orphan, job, segment_count=self._rules.segment_count))
+                row = self._write(functools.partial(replanned, orphan, job, segment_count=self._rules.segment_count))
             except Unavailable as exc:
                 report.errors += 1
                 log.warning("repair of %s could not be written: %s", orphan.execution_id, exc,
@@ -399,7 +237,8 @@ class _Run:
     """One run's walk and watch list, over the service's ports."""
 
     def __init__(
-        self, service: ReconcileService, state: _State, evidence: Evidence, report: ReconcileReport, segments: int
+        self, service: ReconcileService, state: ReconcilerState, evidence: Evidence, report: ReconcileReport,
+        segments: int,
     ) -> None:
         self._service = service
         self._segments = segments
@@ -407,7 +246,7 @@ class _Run:
         self._evidence = evidence
         self._report = report
 
-    def walk(self, window: _Pass, deadline: datetime) -> None:
+    def walk(self, window: Pass, deadline: datetime) -> None:
         """Go on with the pass from its cursor, a page at a time, at most ``rate`` jobs a second, until its end or
         ``deadline``; at its end, the next pass starts where this one's window ended."""
         service, report, rules = self._service, self._report, self._service.rules
@@ -418,7 +257,7 @@ class _Run:
             jobs, window.cursor = service.store.walk_jobs(window.cursor, rules.page_size)
             report.walk_pages += 1
             report.jobs_walked += len(jobs)
-            wanted = [job for job in jobs if _wants_history(job, last_fire_due(job, window.start, window.end), index)]
+            wanted = [job for job in jobs if wants_history(job, last_fire_due(job, window.start, window.end), index)]
             self._examine(wanted, service.history(wanted, report))
             if window.cursor is None:
                 self._state.examined_to, self._state.pass_ = window.end, None
@@ -453,46 +292,10 @@ class _Run:
         self._service.repair(orphans, self._state, self._report)
 
     def _watch(self, job: Job, recheck_at: datetime | None) -> None:
-        key = _watch_key(job)
+        key = watch_key(job)
         if recheck_at is None:
             self._state.watch.pop(key, None)
         elif key in self._state.watch or len(self._state.watch) < self._service.rules.max_watched:
             self._state.watch[key] = recheck_at
         else:  # logged once a run (``run``)
             self._report.unwatched += 1
-
-
-def _wants_history(job: Job, last_fire: datetime | None, index: set[tuple[str, int]]) -> bool:
-    """Whether a job with a fire due in the window (its last, ``last_fire``) needs its history read: when that fire's
-    row was not found among the done partitions' rows (a row of the late lane, or a lost one), or when it has
-    retries or a buffer policy (executions that may fail or wait after their fire)."""
-    if last_fire is None:
-        return False
-    if job.retry.max_retries > 0 or job.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
-        return True
-    return (execution_id_for(job.job_id, last_fire, 1, Trigger.SCHEDULE), job.schedule_version) not in index
-
-
-def _still_lost(orphan: Orphan, job: Job, record: ExecutionRecord | None) -> bool:
-    """Whether ``orphan``, read again with its job (``job``) and its record, is still to repair."""
-    if orphan.reason is Reason.MISSED_RETRY:
-        return record is None and job.state is not JobState.CANCELLED
-    if job.state is not JobState.ACTIVE or job.schedule_version != orphan.job_version:
-        return False  # changed since: the change planned what it wants
-    if orphan.reason is Reason.STUCK_HOLD:
-        return record is not None and record.published_at is None
-    return record is None
-
-
-def _replanned(orphan: Orphan, job: Job, now: datetime, *, segment_count: int) -> ScheduledExecution:
-    """The orphan's row again, under its own id, placed as of ``now``."""
-    if orphan.reason is Reason.MISSED_RETRY:
-        row = plan_execution(job, orphan.due_at, now, segment_count, trigger=Trigger.RETRY, attempt=orphan.attempt,
-                             scheduled_at=orphan.scheduled_at, origin=orphan.origin)
-    elif orphan.reason is Reason.STUCK_HOLD:  # held: let the scan decide again, at once
-        row = replace(plan_execution(job, now, now, segment_count, trigger=Trigger.SCHEDULE,
-                                     scheduled_at=orphan.scheduled_at), job_version=orphan.job_version)
-    else:
-        row = plan_execution(job, orphan.scheduled_at, now, segment_count, trigger=Trigger.SCHEDULE)
-    assert row.execution_id == orphan.execution_id, (row, orphan)
-    return row
