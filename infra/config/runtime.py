@@ -8,6 +8,7 @@ a value the functions would refuse is refused here, for the same reason, before 
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 from infra.config.errors import ConfigError
@@ -32,28 +33,35 @@ DEFAULT_TOPIC = "jobs"
 def runtime_settings(values: dict[str, Any], stage: str) -> Settings:
     """The settings the context gives the functions, as they will read them; a refused value raises
     ``ConfigError`` naming the stage, the context key and the reason ``Settings`` gives."""
-    given = {attribute: _written(values[key]) for key, attribute in RUNTIME.items()}
+    given = {attribute: _written(attribute, values[key]) for key, attribute in RUNTIME.items()}
     # The default topic first, then those named: the order the stack creates them in.
     given["allowed_topics"] = (DEFAULT_TOPIC, *_listed(given["allowed_topics"]))
     given["topic"] = DEFAULT_TOPIC
     cassandra = values.get("existing_cassandra")
     if isinstance(cassandra, dict):
-        given |= {attribute: _written(cassandra[key]) for key, attribute in CASSANDRA.items() if key in cassandra}
-    # Written as the stack writes them (``Settings.to_environment``), unchecked: the reading checks.
-    environment = Settings.model_construct(**given).to_environment(given_only=True)
+        given |= {attribute: _written(attribute, cassandra[key])
+                  for key, attribute in CASSANDRA.items() if key in cassandra}
     try:
-        return Settings.from_env(environment)
+        # Written as the stack writes them and read back as the functions read them (``true`` is no count there),
+        # then taken as the stack takes them (an object where names belong would be written as a name).
+        settings = Settings.from_env(Settings.model_construct(**given).to_environment(given_only=True))
+        Settings.of(**given)
     except SettingsError as exc:
         keys = {attribute: key for key, attribute in RUNTIME.items()}
         keys |= {attribute: f"existing_cassandra.{key}" for key, attribute in CASSANDRA.items()}
         raise ConfigError("\n".join(f"stage {stage}: {keys.get(attribute, attribute)}: {reason}"
                                     for attribute, reason in exc.problems)) from None
+    return settings
 
 
-def _written(value: Any) -> Any:
-    """A JSON value as ``Settings.to_environment`` writes one: a list as a tuple (comma-separated)."""
-    if isinstance(value, list):
+def _written(attribute: str, value: Any) -> Any:
+    """A JSON value as ``Settings.to_environment`` writes one: a list of names comma-separated (as a tuple), any
+    other list or object as JSON text (which the reading then checks)."""
+    names = typing.get_origin(Settings.model_fields[attribute].annotation) is tuple
+    if isinstance(value, list) and names:
         return tuple(item if isinstance(item, str) else json.dumps(item) for item in value)
+    if isinstance(value, list | dict) and not names:
+        return json.dumps(value)
     return value
 
 
