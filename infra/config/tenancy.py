@@ -4,14 +4,33 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from infra.config.errors import Refusal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from infra.config.deployment import DeploymentConfig
+
+class Admission(Protocol):
+    """What a stage's options say about its tenants (``DeploymentConfig`` has them)."""
+
+    @property
+    def stage(self) -> str: ...
+    @property
+    def api_auth(self) -> str: ...
+    @property
+    def api_principals(self) -> tuple[str, ...]: ...
+    @property
+    def tenant_map(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def tenant_limits(self) -> dict[str, Any]: ...
+    @property
+    def operators(self) -> tuple[str, ...]: ...
+    @property
+    def tenant_topics(self) -> tuple[tuple[str, tuple[str, ...]], ...]: ...
+    @property
+    def shared_worker_topics(self) -> bool: ...
 
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
 _IAM_ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):iam::(?P<account>[0-9]{12}):"
@@ -85,7 +104,7 @@ def _tenant_of_principal(principal: str, tenant_map: dict[str, str]) -> str:
     return tenant_map.get(principal, principal)
 
 
-def tenant_spread(config: DeploymentConfig) -> str | None:
+def tenant_spread(config: Admission) -> str | None:
     """Why the stage admits more than one tenant, or None when it admits one (or only dev's own account)."""
     if config.api_auth == "cognito":
         return "api_auth cognito: every user of the pool is a tenant"
@@ -100,7 +119,7 @@ def tenant_spread(config: DeploymentConfig) -> str | None:
     return None
 
 
-def refuse_shared_topics(config: DeploymentConfig) -> None:
+def refuse_shared_topics(config: Admission) -> None:
     """A stage of several tenants deploys with per-tenant topics, or says it accepts shared ones."""
     spread = tenant_spread(config)
     if spread is None or config.tenant_topics or config.shared_worker_topics:
