@@ -288,7 +288,7 @@ def zone_problems(config: DeploymentConfig, region: str, zone_ids: dict[str, str
     elif region in ZONE_IDS:
         wanted = list(ZONE_IDS[region])
     else:
-        return [Finding(True, f"{region} has no default zones in infra/config.py ZONE_IDS; {pin}")]
+        return [Finding(True, f"{region} has no default zones in infra/config/parts.py ZONE_IDS; {pin}")]
     found = [Finding(True, f"zone {z} does not exist for this account in {region}; {pin}")
              for z in wanted if z not in zone_ids.values()]
     offered = {zone_ids[name] for name in keyspaces_zones if name in zone_ids}

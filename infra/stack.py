@@ -44,7 +44,6 @@ from infra.constructs.storage import KeyspacesSchema
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
 from infra.layer_build import KEYSPACES_BUNDLE
-from jobrunner.config import Settings
 from jobrunner.domain.topics import EVERY_OTHER_TENANT
 
 if TYPE_CHECKING:
@@ -222,32 +221,20 @@ class JobRunnerStack(Stack):
     def _environment(self) -> dict[str, str]:
         """The variables ``jobrunner.config.Settings`` reads, common to every function: only those set here."""
         config = self.config
+        # The context's runtime settings (``config.settings``, checked as the functions read them), and the stack's.
         settings: dict[str, object] = {
-            "segments": config.segments, "topic": "jobs", "allowed_topics": config.allowed_topics,
             "results_topic": RESULTS_TOPIC, "dead_letter_topic": DEAD_LETTER_TOPIC,
             "kafka_bootstrap": self.streaming.bootstrap_brokers, "kafka_security": "msk-iam",
             "heartbeat_table": self.heartbeats.table_name, "quota_table": self.quotas.table_name,
             # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
             "scan_function": self.scan_function_name, "wake_scans": True,
         }
-        if config.tenant_topics:
-            settings["tenant_topics"] = {tenant: list(topics) for tenant, topics in config.tenant_topics}
-        if config.tenant_map:
-            settings["tenant_map"] = dict(config.tenant_map)
-        if config.tenant_limits:
-            settings["tenant_limit_table"] = config.tenant_limits
-        if config.operators:
-            settings["operators"] = config.operators
         if config.existing_cassandra is None:
             settings.update(cassandra_mode="keyspaces", contact_points=(f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",),
                             cassandra_port=KEYSPACES_PORT, keyspace=config.keyspace, ca_bundle=KEYSPACES_BUNDLE)
-        else:
-            existing = config.existing_cassandra
-            settings.update(cassandra_mode="cassandra", contact_points=existing.contact_points,
-                            cassandra_port=existing.port, keyspace=config.keyspace)
-            if existing.secret_arn:
-                settings["cassandra_secret_arn"] = existing.secret_arn
-        return {**Settings.of(**settings).to_environment(given_only=True),
+        else:  # its contact points, port and secret are in config.settings
+            settings.update(cassandra_mode="cassandra", keyspace=config.keyspace)
+        return {**config.settings.replace(**settings).to_environment(given_only=True),
                 "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE}
 
     def _result_key_holders(self) -> list[JobRunnerFunction]:

@@ -199,7 +199,7 @@ class Network(Construct):
             region: {"first": first, "second": second} for region, (first, second) in sorted(ZONE_IDS.items())})
         CfnRule(self, "RegionHasZones", assertions=[CfnRuleAssertion(
             assert_=Fn.condition_contains(sorted(ZONE_IDS), Aws.REGION),
-            assert_description=("This region has no default zones in infra/config.py ZONE_IDS: deploy with "
+            assert_description=("This region has no default zones in infra/config/parts.py ZONE_IDS: deploy with "
                                 "-c 'availability_zones=[\"<zone id>\",\"<zone id>\"]'"),
         )])
         return [mapping.find_in_map(Aws.REGION, "first"), mapping.find_in_map(Aws.REGION, "second")]

@@ -26,7 +26,7 @@ from pydantic_settings import (
 
 from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
-from jobrunner.domain.topics import TopicGrants
+from jobrunner.domain.topics import TopicGrants, is_topic_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,6 +56,25 @@ def _json_object(value: object) -> object:
     if not isinstance(parsed, dict):
         raise ValueError(f"expected a JSON object, got {type(parsed).__name__}")
     return parsed
+
+
+def _topic_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names``, each one Kafka accepts for a topic (a topic it refuses could be neither created nor published to)."""
+    for name in names:
+        if not is_topic_name(name):
+            raise ValueError(f"{name!r} is not a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")
+    return names
+
+
+class SettingsError(ValueError):
+    """Settings refused: ``problems`` holds (attribute, reason) for each wrong value; the text names the variables."""
+
+    def __init__(self, message: str, problems: tuple[tuple[str, str], ...]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+    def __reduce__(self) -> tuple[type[SettingsError], tuple[str, tuple[tuple[str, str], ...]]]:
+        return type(self), (str(self), self.problems)
 
 
 def _lowered(value: object) -> object:
@@ -168,16 +187,21 @@ class Settings(BaseSettings):
         """``{"payments": ["payments", "jobs"], "*": ["jobs"]}``."""
         out: dict[str, tuple[str, ...]] = {}
         for tenant, topics in value.items():
+            if not tenant.strip():
+                raise ValueError(f"tenant {tenant!r}: expected a tenant name")
             if not isinstance(topics, list | tuple) or not all(isinstance(t, str) and t.strip() for t in topics):
                 raise ValueError(f"tenant {tenant!r}: expected a list of topic names")
-            out[tenant] = tuple(dict.fromkeys(t.strip() for t in topics))
+            try:
+                out[tenant] = _topic_names(tuple(dict.fromkeys(t.strip() for t in topics)))
+            except ValueError as exc:
+                raise ValueError(f"tenant {tenant!r}: {exc}") from None
         return out
 
     @field_validator("allowed_topics")
     @classmethod
     def _with_default_and_granted(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         granted = [t for ts in info.data.get("tenant_topics", {}).values() for t in ts]
-        return tuple(dict.fromkeys([*value, info.data.get("topic", "jobs"), *granted]))
+        return _topic_names(tuple(dict.fromkeys([*value, info.data.get("topic", "jobs"), *granted])))
 
     @field_validator("tenant_map")
     @classmethod
@@ -185,6 +209,8 @@ class Settings(BaseSettings):
         """``{"arn:aws:iam::123456789012:role/payments-ci": "payments"}``."""
         out: dict[str, str] = {}
         for principal, tenant in value.items():
+            if not principal.strip():
+                raise ValueError(f"principal {principal!r}: expected a principal's ARN or name")
             if not isinstance(tenant, str) or not tenant.strip():
                 raise ValueError(f"principal {principal!r}: expected a tenant name")
             out[principal] = tenant.strip()
@@ -237,7 +263,9 @@ class Settings(BaseSettings):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise ValueError("; ".join(_explain(cls, error) for error in exc.errors())) from None
+            problems = tuple(_explain(cls, error) for error in exc.errors())
+            raise SettingsError("; ".join(f"{cls.variable(name)}: {reason}" if name in cls.model_fields else
+                                          f"{name}: {reason}" for name, reason in problems), problems) from None
 
     def to_environment(self, *, given_only: bool = False) -> dict[str, str]:
         """The variables that read back as these settings: every one with a value, or (``given_only``) only those
@@ -304,23 +332,23 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def _explain(settings: type[Settings], error: ErrorDetails) -> str:
-    """One wrong value in plain words: ``NAME: expected ..., got '...'``."""
+def _explain(settings: type[Settings], error: ErrorDetails) -> tuple[str, str]:
+    """One wrong value in plain words: (its attribute, ``expected ..., got '...'``)."""
     where = str(error["loc"][0]) if error["loc"] else ""
-    name = settings.model_fields[where].alias if where in settings.model_fields else where
+    attribute = settings.variables().get(where, where)
     ctx = error.get("ctx", {})
     got = error.get("input")
     if error["type"] == "value_error":
-        return f"{name}: {ctx.get('error', error['msg'])}"
-    field = settings.model_fields.get(settings.variables().get(str(name), where))
+        return attribute, str(ctx.get("error", error["msg"]))
+    field = settings.model_fields.get(attribute)
     if error["type"] in ("int_parsing", "int_from_float", "greater_than_equal", "less_than_equal") and field:
         bounds = {key: getattr(m, key) for m in field.metadata for key in ("ge", "le") if hasattr(m, key)}
         least = f" of at least {bounds['ge']}" if "ge" in bounds else ""
         most = f" and at most {bounds['le']}" if "le" in bounds else ""
-        return f"{name}: expected a whole number{least}{most}, got {got!r}"
+        return attribute, f"expected a whole number{least}{most}, got {got!r}"
     if error["type"] == "bool_parsing":
-        return f"{name}: expected true or false, got {got!r}"
-    return f"{name}: {error['msg'][0].lower()}{error['msg'][1:]}, got {got!r}"
+        return attribute, f"expected true or false, got {got!r}"
+    return attribute, f"{error['msg'][0].lower()}{error['msg'][1:]}, got {got!r}"
 
 
 def table() -> str:

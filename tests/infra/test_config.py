@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from infra.config import (
     stack_name_of,
     stage_region,
 )
+from jobrunner.config import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The one caller a stage other than dev admits, unless a test says otherwise.
@@ -83,15 +85,23 @@ def test_command_line_strings_are_parsed() -> None:
     ("stage", "Prod", "stage"),
     ("segments", 0, "segments"),
     ("segments", "many", "segments"),
+    ("segments", True, "segments: expected a whole number"),
+    ("segments", 1025, "segments: at most 1024 in one stack"),
     ("lambda_architecture", "arm", "lambda_architecture"),
     ("api_auth", "apikey", "api_auth"),
     ("keyspace", "Bad-Name", "keyspace"),
-    ("allowed_topics", ["ok", "not ok"], "allowed_topics"),
+    ("allowed_topics", ["ok", "not ok"], "allowed_topics: 'not ok' is not a Kafka topic name"),
+    ("tenant_topics", {"payments": ["pay/ments"]}, "tenant_topics: tenant 'payments': 'pay/ments' is not a Kafka"),
+    ("tenant_topics", ["payments"], "tenant_topics: expected a JSON object, got list"),
+    ("tenant_map", {CI_ROLE: 5}, f"tenant_map: principal '{CI_ROLE}': expected a tenant name"),
+    ("operators", {"ops": True}, "operators"),
     ("log_retention_days", 10, "retention"),
     ("scan_reserved_concurrency", -1, "scan_reserved_concurrency"),
     ("existing_cassandra", {"contact_points": []}, "contact_points"),
     ("existing_cassandra", {"contact_points": ["h"], "secret_arn": "name"}, "secret_arn"),
     ("existing_cassandra", {"contact_points": ["h"], "user": "x"}, "unknown keys"),
+    ("existing_cassandra", {"contact_points": ["h"], "port": 70000}, "existing_cassandra.port: expected a whole number "
+                                                                     "of at least 1 and at most 65535"),
     ("retain_data", "yes", "retain_data"),
     ("availability_zones", ["use1-az1"], "two or more"),
     ("availability_zones", ["use1-az1", "use1-az1"], "two or more"),
@@ -315,13 +325,66 @@ def test_tenant_limits_are_checked_as_the_functions_read_them() -> None:
         config(tenant_limits={"x": {"payload_bytes": 10**6}})
 
 
-def test_each_function_of_the_config_reads_in_one_sitting() -> None:
-    # A cyclomatic complexity of at most 12 per function (the stage settings were 14 in one function).
-    config = Path(__file__).resolve().parents[2] / "infra" / "config.py"
+def test_each_function_and_module_of_the_config_reads_in_one_sitting() -> None:
+    # A cyclomatic complexity of at most 12 per function (the stage settings were 14 in one function)
+    package = ROOT / "infra" / "config"
     ruff = Path(sys.executable).parent / "ruff"
     result = subprocess.run([str(ruff), "check", "--no-cache", "--select", "C901", "--config",
-                             "lint.mccabe.max-complexity=12", str(config)], capture_output=True, text=True, check=False)
+                             "lint.mccabe.max-complexity=12", str(package)],
+                            capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
+    # And no module over 450 lines (the single module had grown to 886)
+    modules = {path.name: len(path.read_text().splitlines()) for path in package.glob("*.py")}
+    assert "deployment.py" in modules
+    assert {name: lines for name, lines in modules.items() if lines > 450} == {}
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    # A blank tenant: cdk.json's own rule took any non-empty string, the functions refuse it at every cold start
+    ("tenant_map", {CI_ROLE: " "}),
+    ("tenant_map", {"": "payments"}),
+    ("tenant_topics", {"payments": ["payments"], " ": ["jobs"]}),
+    ("tenant_limits", {"payments": {"submissions_per_second": 0}}),
+    ("segments", 0),
+])
+def test_a_value_the_functions_refuse_is_refused_at_synth_for_the_same_reason(key: str, value: Any) -> None:
+    # Given the reason the functions' settings give for the value, written to their environment as the stack writes it
+    attribute = {"tenant_limits": "tenant_limit_table"}.get(key, key)
+    written = Settings.model_construct(**{attribute: value}).to_environment(given_only=True)
+    with pytest.raises(SettingsError) as at_cold_start:
+        Settings.from_env(written)
+    [(refused_attribute, reason)] = at_cold_start.value.problems
+    assert refused_attribute == attribute
+
+    # Then synth refuses it, naming the stage, the context key and that reason
+    with pytest.raises(ConfigError, match=f"^stage dev: {key}: {re.escape(reason)}$"):
+        config(**{key: value})
+
+
+def test_every_refused_value_is_named_with_its_stage() -> None:
+    with pytest.raises(ConfigError) as refused:
+        config(stage="staging", api_auth="apikey", kafka_partitions=0, lambda_architecture="arm",
+               api_principals=[CI_ROLE])
+
+    assert str(refused.value).splitlines() == [
+        "stage staging: lambda_architecture: expected one of arm64, x86_64, got 'arm'",
+        "stage staging: api_auth: expected one of iam, cognito, got 'apikey'",
+        "stage staging: kafka_partitions: expected an integer in [1, 200], got 0",
+    ]
+
+
+def test_the_functions_are_handed_the_settings_the_context_gives() -> None:
+    parsed = config(segments=8, allowed_topics="reports", tenant_map={CI_ROLE: " ci "}, operators="ci",
+                    existing_cassandra={"contact_points": "10.0.0.1, 10.0.0.2", "port": 9043})
+
+    # Read back as the functions read them: trimmed, split, with the default topic first
+    assert parsed.settings == Settings.of(
+        segments=8, topic="jobs", allowed_topics=("jobs", "reports"), tenant_map={CI_ROLE: "ci"}, operators=("ci",),
+        tenant_limit_table={"*": {"submissions_per_second": 25, "jobs_held": 100_000}},
+        contact_points=("10.0.0.1", "10.0.0.2"), cassandra_port=9043)
+    assert (parsed.segments, parsed.allowed_topics, parsed.tenant_map, parsed.operators) == (
+        8, ("jobs", "reports"), ((CI_ROLE, "ci"),), ("ci",))
+    assert parsed.existing_cassandra == ExistingCassandra(contact_points=("10.0.0.1", "10.0.0.2"), port=9043)
 
 
 @pytest.mark.parametrize("stage", ["staging", "prod", "alice"])

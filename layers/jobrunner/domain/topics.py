@@ -10,6 +10,7 @@ default topic if its tenant may use it, else to the first topic granted to its t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
 
 #: The key of the grants that apply to every tenant without an entry of its own.
 EVERY_OTHER_TENANT = "*"
+#: The names Kafka accepts for a topic.
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def is_topic_name(name: str) -> bool:
+    """Whether Kafka accepts ``name`` for a topic: 1-249 letters, digits, ``.``, ``_`` or ``-``."""
+    return bool(_TOPIC_NAME.match(name))
 
 
 @dataclass(frozen=True)

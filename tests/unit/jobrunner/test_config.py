@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from jobrunner.config import Settings, table
+from jobrunner.config import Settings, SettingsError, table
 
 
 def test_the_span_exporter_of_the_local_stack_is_off_unless_named() -> None:
@@ -36,10 +36,30 @@ def test_tenant_topics_operators_and_the_tenant_map_are_read_and_granted_topics_
     ("JOBRUNNER_TENANT_TOPICS", '["jobs"]', "JOBRUNNER_TENANT_TOPICS: expected a JSON object, got list"),
     ("JOBRUNNER_TENANT_TOPICS", '{"a": "jobs"}', "tenant 'a': expected a list of topic names"),
     ("JOBRUNNER_TENANT_MAP", '{"arn:x": 3}', "principal 'arn:x': expected a tenant name"),
+    ("JOBRUNNER_TENANT_MAP", '{"arn:x": " "}', "principal 'arn:x': expected a tenant name"),
+    ("JOBRUNNER_TENANT_MAP", '{"": "payments"}', "principal '': expected a principal's ARN or name"),
+    ("JOBRUNNER_TENANT_TOPICS", '{"": ["jobs"]}', "tenant '': expected a tenant name"),
+    # A topic Kafka refuses could be neither created nor published to
+    ("JOBRUNNER_TENANT_TOPICS", '{"a": ["pay ments"]}', "tenant 'a': 'pay ments' is not a Kafka topic name"),
+    ("JOBRUNNER_ALLOWED_TOPICS", "jobs,reports/daily", "JOBRUNNER_ALLOWED_TOPICS: 'reports/daily' is not a Kafka"),
+    ("JOBRUNNER_ALLOWED_TOPICS", "x" * 250, "is not a Kafka topic name"),
 ])
 def test_a_malformed_tenant_setting_names_the_variable_and_the_entry(name: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings.from_env({name: value})
+
+
+def test_a_refusal_says_which_attribute_each_reason_is_about() -> None:
+    # Given two wrong values: the text names their variables, the problems their attributes (for other readers,
+    # such as the CDK app, which names its own keys)
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "0", "JOBRUNNER_TENANT_MAP": '{"arn:x": " "}'})
+
+    assert refused.value.problems == (("segments", "expected a whole number of at least 1, got '0'"),
+                                      ("tenant_map", "principal 'arn:x': expected a tenant name"))
+    assert str(refused.value) == ("JOBRUNNER_SEGMENTS: expected a whole number of at least 1, got '0'; "
+                                  "JOBRUNNER_TENANT_MAP: principal 'arn:x': expected a tenant name")
+    assert pickle.loads(pickle.dumps(refused.value)).problems == refused.value.problems
 
 
 def test_settings_with_tenants_mappings_can_be_sent_to_another_process() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobrunner.domain.topics import TopicGrants
+from jobrunner.domain.topics import TopicGrants, is_topic_name
 
 ALLOWED = frozenset({"jobs", "payments", "reports"})
 
@@ -35,3 +35,11 @@ def test_a_tenant_without_an_entry_gets_the_star_entry_or_nothing() -> None:
 def test_a_grant_of_a_topic_the_deployment_does_not_allow_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match=r"tenant 'payments-team' is granted topics that are not allowed: \['x'\]"):
         TopicGrants("jobs", ALLOWED, {"payments-team": ("payments", "x")})
+
+
+@pytest.mark.parametrize(("name", "accepted"), [
+    ("jobs", True), ("payments.v2_eu-west", True), ("x" * 249, True),
+    ("", False), ("pay ments", False), ("reports/daily", False), ("x" * 250, False),
+])
+def test_a_topic_name_is_one_kafka_accepts(name: str, accepted: bool) -> None:
+    assert is_topic_name(name) is accepted
