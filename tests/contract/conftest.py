@@ -16,12 +16,15 @@ from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCa
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from tests.support.buses import kafka_bus, memory_bus
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from devstack.servers import Endpoints
     from jobrunner.config import Settings
     from jobrunner.ports import CalendarStore, ChangeLog, LeaseStore, Stores, TenantQuotas
+    from tests.support.buses import Bus
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -95,3 +98,13 @@ def tenant_quotas(request: pytest.FixtureRequest) -> TenantQuotas:
     table = f"{settings.quota_table}-contract-{uuid.uuid4().hex[:6]}"
     ensure_quota_table(client, table)
     return DynamoDBTenantQuotas(table, client)
+
+
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.integration)])
+def bus(request: pytest.FixtureRequest) -> Iterator[Bus]:
+    """A publisher, and a reader of what it delivered (a real consumer on Kafka)."""
+    if request.param == "memory":
+        yield memory_bus()
+        return
+    endpoints: Endpoints = request.getfixturevalue("endpoints")
+    yield from kafka_bus(endpoints.kafka_bootstrap)
