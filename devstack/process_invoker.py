@@ -5,6 +5,8 @@ partition's scan until that scan holds its lease (``services.wake``): a burst of
 partition would start a process for each. With ``one_per_partition``, a scan is not started while a
 process of the same partition still runs: that process takes the lease (or finds it held by one that
 reads the row), and if it has ended meanwhile, the tick dispatches the partition again within a minute.
+That departs from the ``Invoker`` contract (two requests start two scans), knowingly: the contract tests run
+this invoker without it.
 """
 
 from __future__ import annotations

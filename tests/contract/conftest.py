@@ -16,12 +16,18 @@ from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCa
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from tests.support.buses import kafka_bus, memory_bus
+from tests.support.scan_starters import memory_starter, process_starter, thread_starter
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
+    from devstack.servers import Endpoints
     from jobrunner.config import Settings
     from jobrunner.ports import CalendarStore, ChangeLog, LeaseStore, Stores, TenantQuotas
+    from tests.support.buses import Bus
+    from tests.support.scan_starters import Starter
 
 
 @pytest.fixture(params=["memory", pytest.param("cassandra", marks=pytest.mark.integration)])
@@ -95,3 +101,36 @@ def tenant_quotas(request: pytest.FixtureRequest) -> TenantQuotas:
     table = f"{settings.quota_table}-contract-{uuid.uuid4().hex[:6]}"
     ensure_quota_table(client, table)
     return DynamoDBTenantQuotas(table, client)
+
+
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.integration)])
+def bus(request: pytest.FixtureRequest) -> Iterator[Bus]:
+    """A publisher, and a reader of what it delivered (a real consumer on Kafka)."""
+    if request.param == "memory":
+        yield memory_bus()
+        return
+    endpoints: Endpoints = request.getfixturevalue("endpoints")
+    yield from kafka_bus(endpoints.kafka_bootstrap)
+
+
+@pytest.fixture(params=["memory", "threads", pytest.param("processes", marks=pytest.mark.integration)])
+def scan_starter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Starter]:
+    """An invoker, and the scans it started: recorded (memory), on the local stack's thread pool, or in processes
+    of their own running the real scan function on the real servers (the fault suite's)."""
+    if request.param == "memory":
+        yield memory_starter()
+    elif request.param == "threads":
+        yield from thread_starter()
+    else:
+        request.getfixturevalue("cassandra_session")  # the keyspace exists
+        settings: Settings = request.getfixturevalue("settings")
+        ensure_table(request.getfixturevalue("dynamodb_client"), settings.heartbeat_table)
+        yield from process_starter(settings, tmp_path / "scans.log")
+
+
+@pytest.fixture
+def lambda_client(settings: Settings) -> Any:
+    """Lambda's API on the moto server (which accepts invokes, and runs no function without Docker)."""
+    import boto3
+
+    return boto3.client("lambda", region_name=settings.region, endpoint_url=settings.dynamodb_endpoint)

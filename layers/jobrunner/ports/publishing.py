@@ -36,13 +36,26 @@ class PublishError(Exception):
 class Publisher(ABC):
     """The message bus (Kafka / MSK in production).
 
-    Contract: ``publish`` returns only when every message is acknowledged by the broker (acks=all);
-    otherwise it raises ``PublishError`` naming the unacknowledged ones, which the caller must treat
-    as not published (they may still have been written: at-least-once). It returns or raises within
-    about ``timeout_s`` (the publisher's own bound when None), and once it has, none of its messages is
-    still queued or retried by the publisher: each was acknowledged or has definitively failed (a
-    request already on the wire may still be applied, as for any at-least-once send). A scan relies on
-    this to stop publishing before its lease can lapse.
+    Contract:
+    - ``publish(messages, timeout_s)`` sends each message to its ``topic`` with its ``key``, its ``value`` (a JSON
+      object: a consumer reads back an equal one) and its ``headers``; ``parent_trace`` is not sent.
+    - It returns only when every message is acknowledged by the broker (acks=all). Otherwise it raises
+      ``PublishError``: ``failed`` names the unacknowledged ones, which the caller must treat as not published
+      (they may still have been written: at-least-once); every message it does not name was acknowledged.
+      ``rejected`` names those of them refused for good (too large for their topic, not authorized, a topic the
+      cluster does not have), which are not written; the others timed out or were not sent, and may go through
+      when published again. A refusal may fail other messages of its call too (Kafka's idempotent producer
+      fails the records after it), so a caller blames a message only once it is refused alone; it does not
+      affect later calls. A broker that cannot be reached fails every message, none of them ``rejected``.
+      Nothing else is raised for a failure of the bus.
+    - Messages of one topic and key are delivered in the order they were published: in a call's order, and a
+      call's after those of the calls that returned before it.
+    - It returns or raises within about ``timeout_s`` (the publisher's own bound when None), also when it must
+      first connect; and once it has, none of its messages is still queued or retried by the publisher: each
+      was acknowledged or has definitively failed (a request already on the wire may still be applied, as for
+      any at-least-once send). A scan relies on this to stop publishing before its lease can lapse.
+    - ``close`` releases the connections, once what is in flight is settled; closing again is harmless, and a
+      publish after it connects again.
     """
 
     @abstractmethod

@@ -160,8 +160,15 @@ class KafkaPublisher(Publisher):
 
     @property
     def producer(self) -> KafkaProducer:
+        return self._connected(self._settings.send_timeout_s)
+
+    def _connected(self, bound_s: float) -> KafkaProducer:
+        """The producer, built if there is none. kafka-python connects to the cluster in its constructor (30 s
+        by default): that wait is bounded by ``bound_s``, so a publish with the broker away keeps its bound."""
         if self._producer is None:
-            self._producer = KafkaProducer(**producer_config(self._settings))
+            config = producer_config(self._settings)
+            config["bootstrap_timeout_ms"] = max(1, int(bound_s * 1000))
+            self._producer = KafkaProducer(**config)
         return self._producer
 
     def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
@@ -171,7 +178,7 @@ class KafkaPublisher(Publisher):
         # The last send must leave the producer its delivery timeout to settle that message.
         send_until = started + max(budget - self._settings.delivery_timeout_s - GRACE_S, min(1.0, budget))
         try:
-            producer = self.producer
+            producer = self._connected(budget)
         except KafkaError as exc:
             raise PublishError(range(len(messages)), f"cannot connect: {exc}") from exc
         futures, failed, missing = self._send(producer, messages, send_until)

@@ -6,8 +6,9 @@ that lands closes the schedule in effect (its ``Epoch``) and owes the new one's 
 it was decided; pauses, the cancel, payloads and manual runs are kept the same way. Per execution
 (``Execution``): what its worker answered. ``Reference.observe`` checks each message as it is
 published (safety); ``check_owed`` and ``check_next_runs`` check, after the final drain, that all
-that was owed was done (liveness). Fire times are computed here, never by the product's own
-``next_fire_after``: ``at``, ``every`` and ``iso8601`` by plain arithmetic, ``cron`` with cronsim.
+that was owed was done (liveness). Fire times are computed by the reference's own schedules, read from
+the JSON the user sent (``timetables``), never by the product's parsing or ``next_fire_after``; the
+reason a fire was skipped is read from its record's words as the API documents them.
 
 What a PATCH changes besides the schedule and the payload (overlap, catch-up, calendar, jitter, timeout,
 retries, topic, delete after last, tags) is kept as a timeline per field, from when each change landed:
@@ -18,13 +19,9 @@ read it in (the overlap, catch-up and calendar apply from the next fire a scan r
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, cast
-from zoneinfo import ZoneInfo
-
-from cronsim import CronSim
+from typing import TYPE_CHECKING, Any, Literal
 
 from jobrunner.domain.jobs import (
     RUN_RECORDS,
@@ -34,22 +31,19 @@ from jobrunner.domain.jobs import (
     execution_id_for,
     with_runs,
 )
-from jobrunner.domain.policies import MISFIRE_GRACE, Overlap, SkipReason
-from jobrunner.domain.policy_decisions import skip_reason_of
-from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval, parse_instant
+from jobrunner.domain.policies import MISFIRE_GRACE, Overlap
+from tests.unit.jobrunner.model.timetables import START, Timetable, timetable, utc_instant
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from jobrunner.adapters.leases.memory import MemoryLeaseStore
     from jobrunner.adapters.stores.memory import MemoryJobStore
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
-    from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage
     from jobrunner.services.jobs import NewJob
 
-START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 USER = "alice"
 MINUTE = timedelta(minutes=1)
 MS = timedelta(milliseconds=1)
@@ -62,121 +56,21 @@ def hms(instant: datetime | None) -> str:
     return "-" if instant is None else instant.strftime("%H:%M:%S.%f")[:-3]
 
 
-def anchored(schedule: Schedule, at: datetime) -> Schedule:
-    """``every`` without a start starts one period after the request (the product's rule); a ``count`` (every,
-    cron) keeps the first that many fires from the request on: the last of them is the schedule's end."""
-    if isinstance(schedule, Every) and schedule.start is None:
-        schedule = replace(schedule, start=at + schedule.every)
-    count = schedule.count if isinstance(schedule, Every | Cron) else None  # (iso8601's count is its R<n>)
-    if count is None:
-        return schedule
-    bounded = cast("Any", schedule)
-    unbounded = replace(bounded, end=None, count=None)
-    ahead = list(itertools.islice(iter_fires(unbounded, at), count))
-    end = ahead[-1] if len(ahead) == count else getattr(schedule, "end", None)
-    if isinstance(schedule, Cron):
-        return replace(schedule, start=at, end=end)
-    return cast("Schedule", replace(bounded, end=end))
+#: Why a fire was not run, as a SKIPPED record's ``error`` begins (the reason, then a colon): the API's words.
+SKIP_REASONS = ("calendar", "overlap", "catch_up")
 
 
-def is_fire(schedule: Schedule, instant: datetime) -> bool:
-    if isinstance(schedule, At):
-        return instant == schedule.at
-    if isinstance(schedule, Every):
-        assert schedule.start is not None
-        return (instant >= schedule.start and (instant - schedule.start) % schedule.every == timedelta(0)
-                and (schedule.end is None or instant <= schedule.end))
-    return next(iter_fires(schedule, instant), None) == instant
+def skip_reason(record: ExecutionRecord) -> str | None:
+    """The reason a SKIPPED record gives (None for any other record, or a reason the reference does not know)."""
+    if record.status is not ExecutionStatus.SKIPPED or not record.error:
+        return None
+    reason = record.error.partition(":")[0]
+    return reason if reason in SKIP_REASONS else None
 
 
-def recurring(schedule: Schedule) -> bool:
-    """Whether a schedule fires more than once (a one-time job holds nothing against ``jobs_held``)."""
-    if isinstance(schedule, At):
-        return False
-    if isinstance(schedule, RepeatingInterval):
-        return schedule.count is None or schedule.count > 1
-    return True
-
-
-def most_in_a_minute(schedule: Schedule) -> int:
-    """The most fires a recurring schedule has in one minute (what it reserves against
-    ``executions_per_minute``): a period shorter than a minute fits that many, rounded up; a cron at most one;
-    never more than its count."""
-    step = schedule.every if isinstance(schedule, Every) else _step(schedule) if isinstance(
-        schedule, RepeatingInterval) else None
-    fires = math.ceil(MINUTE / step) if isinstance(step, timedelta) else 1
-    count = getattr(schedule, "count", None)
-    return min(fires, count) if count is not None else fires
-
-
-def _step(schedule: RepeatingInterval) -> timedelta:
-    if schedule.duration is not None:
-        step = schedule.duration
-        assert isinstance(step, timedelta), "the model's repeating intervals have fixed durations"
-        return step
-    assert schedule.start is not None and schedule.end is not None
-    return schedule.end - schedule.start
-
-
-def _cron_fires(schedule: Cron, low: datetime) -> Iterator[datetime]:
-    """A cron schedule's fires at or after ``low`` (cronsim, in the schedule's zone; the model's expressions
-    follow the wall clock and its dates have no daylight-saving change)."""
-    assert schedule.dst is None, "the model's cron schedules keep the default daylight-saving rules"
-    if schedule.start is not None:
-        low = max(low, schedule.start)
-    zone = UTC if schedule.timezone == "UTC" else ZoneInfo(schedule.timezone)
-    for local in CronSim(schedule.cron, (low - MS).astimezone(zone)):
-        fire = local.astimezone(UTC)
-        if schedule.end is not None and fire > schedule.end:
-            return
-        if fire >= low:
-            yield fire
-
-
-def _interval_fires(schedule: RepeatingInterval, low: datetime) -> Iterator[datetime]:
-    """An ISO 8601 repeating interval's fires at or after ``low``: ``count`` of them one step apart, from its
-    start, or back from its end (``R<n>/<duration>/<end>``); none after its ``until``."""
-    step = _step(schedule)
-    if schedule.start is not None:
-        first = schedule.start
-    else:
-        assert schedule.end is not None and schedule.count is not None
-        first = schedule.end - (schedule.count - 1) * step
-    for k in itertools.count():
-        if schedule.count is not None and k >= schedule.count:
-            return
-        fire = first + k * step
-        if schedule.until is not None and fire > schedule.until:
-            return
-        if fire >= low:
-            yield fire
-
-
-def iter_fires(schedule: Schedule, low: datetime) -> Iterator[datetime]:
-    """The schedule's fires at or after ``low``, in order (lazily: a cron schedule has no end)."""
-    if isinstance(schedule, At):
-        yield from [schedule.at] if schedule.at >= low else []
-    elif isinstance(schedule, Every):
-        assert schedule.start is not None
-        start, every = schedule.start, schedule.every
-        first = max(0, -((start - low) // every))  # the first k with start + k * every >= low
-        fires = (start + k * every for k in itertools.count(first))
-        end = schedule.end
-        yield from (fires if end is None else itertools.takewhile(lambda t: t <= end, fires))
-    elif isinstance(schedule, Cron):
-        yield from _cron_fires(schedule, low)
-    else:
-        assert isinstance(schedule, RepeatingInterval), f"a schedule the model does not know: {schedule!r}"
-        yield from _interval_fires(schedule, low)
-
-
-def fires(schedule: Schedule, low: datetime, high: datetime) -> list[datetime]:
+def fires(schedule: Timetable, low: datetime, high: datetime) -> list[datetime]:
     """The schedule's fires in [low, high]."""
-    return list(itertools.takewhile(lambda t: t <= high, iter_fires(schedule, low)))
-
-
-def describe(schedule: Schedule) -> str:
-    return ", ".join(f"{k} {v}" for k, v in schedule.to_dict().items())
+    return list(itertools.takewhile(lambda t: t <= high, schedule.fires_from(low)))
 
 
 @dataclass
@@ -185,7 +79,7 @@ class Epoch:
     ``strict``) until ``until``, the instant a change ended it (None: still in effect). Fires before
     ``owed_since`` are allowed, not owed (a catch-up over a schedule changed while paused)."""
 
-    schedule: Schedule
+    schedule: Timetable
     since: datetime
     strict: bool = False
     owed_since: datetime | None = None
@@ -195,11 +89,11 @@ class Epoch:
         """Whether ``fire`` is one of its fires (``slack``: read on a clock that far off the one ``until`` is on)."""
         if fire < self.since or (self.strict and fire == self.since):
             return False
-        return (self.until is None or fire <= self.until + slack) and is_fire(self.schedule, fire)
+        return (self.until is None or fire <= self.until + slack) and self.schedule.is_fire(fire)
 
     def first_from(self, low: datetime) -> datetime | None:
         """Its first fire at or after ``low``."""
-        candidates = (f for f in iter_fires(self.schedule, max(low, self.since)) if f > self.since or not self.strict)
+        candidates = (f for f in self.schedule.fires_from(max(low, self.since)) if f > self.since or not self.strict)
         fire = next(candidates, None)
         return fire if fire is not None and self.holds(fire) else None
 
@@ -209,7 +103,7 @@ class Epoch:
 
     def __repr__(self) -> str:
         since = ("after " if self.strict else "from ") + hms(self.since)
-        return f"<{describe(self.schedule)} {since} to {hms(self.until) if self.until else 'now'}>"
+        return f"<{self.schedule} {since} to {hms(self.until) if self.until else 'now'}>"
 
 
 @dataclass
@@ -232,7 +126,7 @@ class Change:
     payload: Any = None
     #: Its write's place among all writes: of two changes landed at the same instant, the later one wins.
     order: int = 0
-    schedule: Schedule | None = None
+    schedule: Timetable | None = None
     catch_up: bool = False
     #: A PATCH: the fields it set besides the schedule (``SETTINGS``; the payload under "payload").
     fields: dict[str, Any] = field(default_factory=dict)
@@ -270,7 +164,7 @@ class JobModel:
     history: dict[str, ExecutionRecord] = field(default_factory=dict)  # the records seen last, by execution_id
     # Derived from the above by ``replay``:
     state: JobState = JobState.ACTIVE
-    schedule: Schedule | None = None
+    schedule: Timetable | None = None
     epochs: list[Epoch] = field(default_factory=list)
     payloads: list[tuple[datetime, Any]] = field(default_factory=list)  # from when each payload was in effect
     pauses: list[Window] = field(default_factory=list)
@@ -278,7 +172,7 @@ class JobModel:
     rescheduled_at: datetime | None = None  # the latest schedule change while paused
     cancelled_at: datetime | None = None
     #: Every schedule it has had (also those taken while paused).
-    schedules: list[Schedule] = field(default_factory=list)
+    schedules: list[Timetable] = field(default_factory=list)
     #: Per field of ``SETTINGS``: (from when, value), in the order the changes landed.
     values: dict[str, list[tuple[datetime, Any]]] = field(default_factory=dict)
     #: How far apart the clocks of the API, the results function and the scans may be (0: one clock).
@@ -374,9 +268,9 @@ class JobModel:
             self.state, self.cancelled_at = JobState.CANCELLED, landed
 
 
-def since_of(schedule: Schedule, at: datetime) -> datetime:
+def since_of(schedule: Timetable, at: datetime) -> datetime:
     """Where a schedule taken at ``at`` starts owing fires: ``at`` (an ``at`` may be a little in the past)."""
-    return min(at, schedule.at) if isinstance(schedule, At) else at
+    return min(at, schedule.first) if schedule.kind == "at" and schedule.first is not None else at
 
 
 @dataclass(eq=False)
@@ -556,10 +450,11 @@ class Reference:
         """Whether the check ``name`` is made (not waived)."""
         return name not in self.waived
 
-    def submitted(self, job: Job, new: NewJob) -> None:
+    def submitted(self, job: Job, new: NewJob, requested: dict[str, Any]) -> None:
+        """A job submitted as ``new``, its schedule as the user wrote it (``requested``, its JSON form)."""
         if job.job_id in self.by_id:
             return
-        schedule = anchored(new.schedule, job.created_at)
+        schedule = timetable(requested, job.created_at)
         model = JobModel(f"J{len(self.jobs) + 1}", job.job_id, new.retry, new.timeout_s, job.created_at,
                          Epoch(schedule, since_of(schedule, job.created_at)), new.payload,
                          calendar=new.calendar is not None, overlap=new.overlap,
@@ -574,20 +469,21 @@ class Reference:
     def payload_changed(self, job: JobModel, payload: Any, landed: datetime, order: int) -> None:
         job.change(Change("payload", landed, landed, payload=payload, order=order))
 
-    def rescheduled(self, job: JobModel, requested: Schedule, at: datetime, landed: datetime, order: int) -> None:
-        job.change(Change("schedule", at, landed, schedule=anchored(requested, at), order=order))
+    def rescheduled(self, job: JobModel, requested: dict[str, Any], at: datetime, landed: datetime, order: int,
+                    ) -> None:
+        job.change(Change("schedule", at, landed, schedule=timetable(requested, at), order=order))
 
-    def patched(self, job: JobModel, fields: dict[str, Any], requested: Schedule | None, at: datetime,
+    def patched(self, job: JobModel, fields: dict[str, Any], requested: dict[str, Any] | None, at: datetime,
                 landed: datetime, order: int) -> None:
-        """A PATCH of ``fields`` (``SETTINGS`` and "payload") and perhaps the schedule, decided at ``at``."""
-        schedule = anchored(requested, at) if requested is not None else None
+        """A PATCH of ``fields`` (``SETTINGS`` and "payload") and perhaps the schedule (its JSON), decided at ``at``."""
+        schedule = timetable(requested, at) if requested is not None else None
         job.change(Change("patch", at, landed, order=order, schedule=schedule, fields=fields))
 
     def backfilled(self, job: JobModel, fires: list[datetime], at: datetime) -> None:
         """A backfill of ``fires``, requested at ``at``: each is run as its own execution (trigger BACKFILL)."""
         schedules = job.schedules
         for fire in fires:
-            assert any(is_fire(schedule, fire) for schedule in schedules), (
+            assert any(schedule.is_fire(fire) for schedule in schedules), (
                 f"{job.name}: a backfill ran {hms(fire)}, not a fire of its schedules {schedules}")
             execution_id = execution_id_for(job.job_id, fire, 1, Trigger.BACKFILL)
             job.backfills.setdefault(execution_id, []).append(at)
@@ -598,7 +494,7 @@ class Reference:
         for job in self.jobs:
             stored = store.get_job(USER, job.job_id)
             gone = stored is None or stored.state is JobState.DELETED
-            if job.state is not JobState.CANCELLED and not gone and job.schedule and recurring(job.schedule):
+            if job.state is not JobState.CANCELLED and not gone and job.schedule and job.schedule.recurring:
                 live.append(job)
         return live
 
@@ -677,14 +573,14 @@ class Reference:
                 # It names one of the job's executions: one published, or one a scan recorded started and died
                 # before publishing (its write-ahead record says RUNNING: a cancel no worker acts on, accepted in
                 # docs/reliability.md, #31)
-                named = parse_instant(value["scheduled_at"], "scheduled_at")
+                named = utc_instant(value["scheduled_at"])
                 trigger = Trigger.SCHEDULE if value["attempt"] == 1 else Trigger.RETRY
                 own = execution_id_for(job.job_id, named, value["attempt"], trigger)
                 assert (target is not None and target.job is job) or value["execution_id"] == own, (
                     f"{hms(published_at)} a cancel message of {job.name} names {value['execution_id']}, "
                     "not one of its executions")
                 continue
-            fire = parse_instant(value["scheduled_at"], "scheduled_at")
+            fire = utc_instant(value["scheduled_at"])
             attempt, trigger, execution_id = value["attempt"], Trigger(value["trigger"]), value["execution_id"]
             what = f"{hms(published_at)} published {job.name} {trigger} {hms(fire)} #{attempt}"
             lineage = self._lineage(job, fire, attempt, trigger, execution_id, what)
@@ -844,20 +740,20 @@ class Reference:
     def _check_skip(self, job: JobModel, record: ExecutionRecord) -> None:
         """A fire is recorded SKIPPED only for a reason the job has: its calendar excluded it, its overlap
         policy skips, or it was missed and its catch-up window drops it."""
-        reason, label = skip_reason_of(record), f"{job.name} {hms(record.scheduled_at)} ({record.error})"
+        reason, label = skip_reason(record), f"{job.name} {hms(record.scheduled_at)} ({record.error})"
         assert record.trigger is Trigger.SCHEDULE and record.published_at is None, f"SKIPPED, not a fire: {label}"
         at = record.finished_at or record.scheduled_at
-        if reason is SkipReason.CALENDAR:
+        if reason == "calendar":
             versions = self.calendars_between(at - CALENDAR_LAG, at)
             assert any(job.between("calendar", at - CALENDAR_LAG, at)) and any(
                 v.excludes(record.scheduled_at) for v in versions), (
                 f"skipped for a calendar that did not exclude it: {label}; calendar {versions}")
-        elif reason is SkipReason.OVERLAP:  # (buffer_all: only once its buffer is full)
+        elif reason == "overlap":  # (buffer_all: only once its buffer is full)
             policies = job.between("overlap", at - POLICY_LAG, at)
             assert any(p in (Overlap.SKIP, Overlap.BUFFER_ONE) for p in policies) or (
                 Overlap.BUFFER_ALL in policies and "the buffer is full" in (record.error or "")), (
                 f"skipped under overlap {'/'.join(p.value for p in policies)}: {label}")
-        elif reason is SkipReason.CATCH_UP:
+        elif reason == "catch_up":
             assert any(job.between("catch_up", at - POLICY_LAG, at)) and at - record.scheduled_at > MISFIRE_GRACE, (
                 f"dropped, not missed: {label}")
             if self.check("missed_quietly"):
@@ -875,7 +771,7 @@ class Reference:
         records = store.history_page(job.job_id, 100_000)
         skipped = {r.scheduled_at for r in records if r.status is ExecutionStatus.SKIPPED}
         drops = [(r.scheduled_at, r.next_fire_at) for r in records
-                 if r.status is ExecutionStatus.SKIPPED and skip_reason_of(r) is SkipReason.CATCH_UP]
+                 if r.status is ExecutionStatus.SKIPPED and skip_reason(r) == "catch_up"]
         held = {r.scheduled_at for r in records if r.status is ExecutionStatus.SCHEDULED and r.published_at is None
                 and r.trigger is Trigger.SCHEDULE}
 

@@ -70,14 +70,13 @@ from tests.unit.jobrunner.model.faults import (
 )
 from tests.unit.jobrunner.model.reference import (
     MINUTE,
-    START,
     TOPICS,
     USER,
     Reference,
     hms,
-    most_in_a_minute,
 )
 from tests.unit.jobrunner.model.simulation import Simulation
+from tests.unit.jobrunner.model.timetables import START
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -209,6 +208,12 @@ class Spec:
     __repr__ = compact_repr
 
     def build(self, now: datetime) -> Schedule:
+        return schedule_from_dict(self.json(now))
+
+    def json(self, now: datetime) -> dict[str, Any]:
+        """The schedule as the user sends it, at ``now`` (the product reads it with ``build``, the reference with
+        its own ``timetables``)."""
+
         def instant(seconds: int) -> str:
             return rfc3339(now + timedelta(seconds=seconds))
 
@@ -223,7 +228,7 @@ class Spec:
             data = {"iso8601": f"R{self.count}/{instant(self.start or 0)}/PT{self.seconds}S"}
         if self.fires is not None and self.kind in ("every", "cron"):
             data = {**data, "count": self.fires}
-        return schedule_from_dict(data)
+        return data
 
 
 class Op:
@@ -258,11 +263,11 @@ class Submit(Op):
     def run(self, world: World) -> None:
         if len(world.model.jobs) >= MAX_JOBS:
             return
-        new = self.new_job(world)
+        new, requested = self.new_job(world)
         key = f"submit-{world.serial()}"  # the retried request is the same request: same key, same body
         done = world.call(self, lambda: world.api.submit(USER, new, idempotency_key=key))
         if done is not None:
-            world.model.submitted(done[0], new)
+            world.model.submitted(done[0], new, requested)
             return
         # Refused: a retry with the key of an attempt that created the job must answer that job (201 or 200).
         created = [job_id for plan in world.plans for landing in plan.writes if landing.target == "store.create_job"
@@ -272,15 +277,17 @@ class Submit(Op):
             assert not world.model.check("idempotent_retry"), (
                 f"{self!r} was refused when retried with its idempotency key, though its first attempt created "
                 f"job {stored.job_id[:8]}, which stands")
-            world.model.submitted(stored, new)
+            world.model.submitted(stored, new, requested)
 
-    def new_job(self, world: World) -> NewJob:
-        schedule = self.spec.build(world.clock.now())
+    def new_job(self, world: World) -> tuple[NewJob, dict[str, Any]]:
+        """The job to submit, and its schedule as the user wrote it."""
+        requested = self.spec.json(world.clock.now())
+        schedule = schedule_from_dict(requested)
         return NewJob(schedule, {"v": world.serial()}, retry=retry_policy(self.retries), timeout_s=self.timeout_s,
                       jitter_s=self.jitter_s, calendar=CALENDAR if self.calendar and schedule.recurring else None,
                       overlap=Overlap(self.overlap), catch_up=CATCH_UPS[self.catch_up],
                       delete_after_last=self.delete_after_last, tags={TEAM: self.team} if self.team else {},
-                      topic=self.topic)
+                      topic=self.topic), requested
 
 
 def retry_policy(retries: int) -> RetryPolicy:
@@ -302,10 +309,10 @@ class SubmitMany(Op):
         if not items:
             return
         news = [item.new_job(world) for item in items]
-        keyed = [(new, f"batch-{world.serial()}" if self.keyed else None) for new in news]
+        keyed = [(new, f"batch-{world.serial()}" if self.keyed else None) for new, _ in news]
         done = world.call(self, lambda: world.api.submit_many(USER, keyed))
         answered = [job for job, _ in done] if done is not None else []
-        by_payload = {json.dumps(new.payload): new for new in news}
+        by_payload = {json.dumps(new.payload): (new, requested) for new, requested in news}
         landed = {job_id for target in ("store.create_job", "store.create_jobs") for plan in world.plans
                   for landing in plan.writes if landing.target == target for job_id in landing.jobs}
         for job_id in sorted(landed - {job.job_id for job in answered}):  # written, never answered
@@ -314,7 +321,7 @@ class SubmitMany(Op):
                 world.say(f"    {job_id[:8]} was written by an attempt that failed")
                 answered.append(stored)
         for job in answered:
-            world.model.submitted(job, by_payload[json.dumps(job.payload)])
+            world.model.submitted(job, *by_payload[json.dumps(job.payload)])
 
 
 #: The tenant's calendar jobs may name; ``Exclude`` replaces its exclusion.
@@ -368,10 +375,11 @@ class Reschedule(Op):
     def run(self, world: World) -> None:
         if (job := world.model.pick(self.job)) is None:
             return
-        schedule = self.spec.build(world.clock.now())
+        requested = self.spec.json(world.clock.now())
+        schedule = schedule_from_dict(requested)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, JobChanges(schedule=schedule)))
         world.changes_of(job, done, lambda written, landed, order: world.model.rescheduled(
-            job, schedule, written.updated_at, landed, order))
+            job, requested, written.updated_at, landed, order))
 
 
 @dataclass(frozen=True, repr=False)
@@ -402,13 +410,14 @@ class Patch(Op):
         values = {**changed, "catch_up": self.catch_up_policy()} if self.catch_up is not None else changed
         setting: dict[str, Any] = {f"{name}_set": True for name in ("payload", "calendar", "jitter", "timeout")
                    if (name if name in ("payload", "calendar") else f"{name}_s") in changed}
-        schedule = self.schedule.build(world.clock.now()) if self.schedule is not None else None
+        requested = self.schedule.json(world.clock.now()) if self.schedule is not None else None
+        schedule = schedule_from_dict(requested) if requested is not None else None
         options = {name: RetryChange.whole(value) if name == "retry" else value
                    for name, value in values.items() if name != "payload"}
         changes = JobChanges(schedule=schedule, payload=payload, **options, **setting)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         world.changes_of(job, done, lambda written, landed, order: world.model.patched(
-            job, changed, schedule, written.updated_at, landed, order))
+            job, changed, requested, written.updated_at, landed, order))
 
     def catch_up_policy(self) -> CatchUp:
         return CATCH_UPS[None if self.catch_up == "all" else self.catch_up]
@@ -1021,7 +1030,7 @@ class World:
         names = [job.name for job in live]
         assert standing.jobs == len(live), (
             f"the tenant's count of recurring jobs held is {standing.jobs}, but it holds {len(live)}: {names}")
-        reserved = sum(most_in_a_minute(job.schedule) for job in live if job.schedule is not None)
+        reserved = sum(job.schedule.most_in_a_minute() for job in live if job.schedule is not None)
         assert standing.per_minute == reserved, (
             f"the tenant's fires reserved in every minute are {standing.per_minute}, but its jobs {names} "
             f"reserve {reserved}")

@@ -227,3 +227,26 @@ def test_record_checksums_are_computed_in_c() -> None:
     from kafka.record import util
 
     assert util.calc_crc32c.__defaults__ == (crc32c.crc32c,)
+
+
+def test_a_publish_that_must_first_connect_waits_for_the_broker_no_longer_than_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # kafka-python connects to the cluster in the producer's constructor, for 30 s by default; the first publish
+    # of a scan builds the producer, so with the broker away it waited 30 s whatever its bound.
+    asked: list[dict[str, Any]] = []
+
+    def unreachable(**config: Any) -> RecordingProducer:
+        asked.append(config)
+        raise KafkaTimeoutError("Unable to bootstrap")
+
+    monkeypatch.setattr("jobrunner.adapters.publishers.kafka.KafkaProducer", unreachable)
+    message = OutboundMessage(topic="jobs", key="job-1", value={}, headers={})
+    with pytest.raises(PublishError) as raised:
+        KafkaPublisher(KafkaSettings()).publish([message], timeout_s=3)
+    assert raised.value.failed == [0] and raised.value.rejected == []
+    assert asked[0]["bootstrap_timeout_ms"] <= 3_000
+    # Without a bound of its own, a publish's connection waits at most the publisher's own bound
+    with pytest.raises(PublishError):
+        KafkaPublisher(KafkaSettings(send_timeout_s=4)).publish([message])
+    assert asked[1]["bootstrap_timeout_ms"] <= 4_000
