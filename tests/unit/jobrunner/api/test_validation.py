@@ -107,28 +107,29 @@ def test_no_module_reads_the_resolvers_private_route_tables() -> None:
     assert readers == []
 
 
-def test_a_bound_changed_in_its_constant_changes_the_models_check_and_the_services_message() -> None:
+def test_a_bound_changed_in_its_constant_changes_the_models_check_and_the_specs_message() -> None:
     # Given the timeout bound set to 600 in its one constant, before anything reads it
     script = """
 import json
-import jobrunner.domain.jobs as jobs
-jobs.MAX_TIMEOUT_S = 600
+import jobrunner.domain.spec as spec
+spec.MAX_TIMEOUT_S = 600
+from datetime import timedelta
 from pydantic import ValidationError
 from jobrunner.api.schemas import JobIn
 from jobrunner.domain.errors import InvalidField
-from jobrunner.services.jobs import JobChecks
+from jobrunner.domain.schedules import Every
 JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 600})
 try:
     JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 601})
 except ValidationError as wrong:
     model = wrong.errors()[0]["msg"]
 try:
-    JobChecks.timeout(601)
+    spec.JobSpec(Every(timedelta(hours=1)), {}, timeout_s=601).checked()
 except InvalidField as wrong:
     service = wrong.reason
 print(json.dumps([model, service, JobIn.model_json_schema()["properties"]["timeout_s"]["anyOf"][0]["maximum"]]))
 """
-    # When the model and the service check a timeout
+    # When the model and the spec check a timeout
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": f"{ROOT / 'layers'}:{ROOT}"}).stdout
     # Then both use it, and so does the OpenAPI schema

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
+    from jobrunner.domain.spec import JobSpec
     from jobrunner.ports import OutboundMessage
-    from jobrunner.services.jobs import NewJob
 
 START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 USER = "alice"
@@ -556,7 +556,7 @@ class Reference:
         """Whether the check ``name`` is made (not waived)."""
         return name not in self.waived
 
-    def submitted(self, job: Job, new: NewJob) -> None:
+    def submitted(self, job: Job, new: JobSpec) -> None:
         if job.job_id in self.by_id:
             return
         schedule = anchored(new.schedule, job.created_at)
