@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from jobrunner.api.schedules import AtIn, CronIn, EveryIn, Iso8601In
+from jobrunner.domain.schedules.parsing import ALLOWED
 from tests.unit.jobrunner.api.test_routes import HOURLY, World, call, fields, world
 
 __all__ = ["world"]
@@ -150,3 +152,10 @@ def test_wrong_tags_come_back_with_the_other_wrong_fields(world: World) -> None:
     status, answer = call("POST", "/jobs", body)
     assert status == 422 and fields(answer) == {"tags.team:x", "tags.tier", "max_retries"}, answer
     assert reasons(answer)["tags.team:x"] == "a key is 1 to 64 letters, digits, '_', '.', '/' or '-'"
+
+
+def test_each_schedule_kinds_model_takes_the_keys_its_parser_takes() -> None:
+    # The shape of a schedule is declared once (domain.schedules.parsing.ALLOWED); each kind's model holds its keys.
+    models = {"at": AtIn, "every": EveryIn, "cron": CronIn, "iso8601": Iso8601In}
+    assert {kind: set(model.model_fields) for kind, model in models.items()} == {
+        kind: set(keys) for kind, keys in ALLOWED.items()}
