@@ -15,6 +15,7 @@ from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, payload_refusal
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp, Overlap
 from jobrunner.domain.spec import (
     MAX_BACKOFF_DELAY_S,
+    MAX_DESCRIPTION,
     MAX_JITTER_S,
     MAX_MULTIPLIER,
     MAX_RETRIES,
@@ -98,6 +99,9 @@ _DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its
                       "history and change log stay readable until they expire (history_days)")
 
 
+_DESCRIPTION = f"a note on the job in your words (what it is for, who to ask), at most {MAX_DESCRIPTION} characters"
+
+
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: Payload = Field(default_factory=dict, description="any JSON value, size-limited")
@@ -115,6 +119,7 @@ class JobIn(Strict):
     delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy; none: replay every missed fire")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, description=_DESCRIPTION)
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
@@ -165,6 +170,7 @@ class JobPatchIn(Strict):
     delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
     overlap: OverlapName | None = Field(None, description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, description="null to remove; " + _DESCRIPTION)
 
     def to_change(self) -> SpecChange:
         """The spec's fields this body names (``model_fields_set``), to apply to the job as its change reads it. A
@@ -186,7 +192,7 @@ class JobPatchIn(Strict):
 
 
 #: The fields of a PATCH whose null removes what the job has ("null to remove"); a null elsewhere changes nothing.
-NULL_CLEARS = frozenset({"payload", "timeout_s", "jitter_s", "calendar"})
+NULL_CLEARS = frozenset({"payload", "timeout_s", "jitter_s", "calendar", "description"})
 
 
 class ResumeIn(Strict):
@@ -214,6 +220,7 @@ class JobOut(BaseModel):
     delete_after_last: bool = False
     overlap: str = "allow_all"
     catch_up: dict[str, int] = Field(default_factory=dict, description="{}: every missed fire is replayed")
+    description: str | None = None
     remaining_fires: int | None = Field(None, description=(
         "fires left from the next run to the schedule's end (count or end), on GET /jobs/{id}; null: no end "
         "within 1000 fires"))

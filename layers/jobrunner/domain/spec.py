@@ -39,6 +39,8 @@ MAX_RETRIES = 20
 MAX_BACKOFF_DELAY_S = 24 * 3600
 #: The largest factor a backoff delay may grow by from one attempt to the next.
 MAX_MULTIPLIER = 10
+#: The longest description a job may have, in characters.
+MAX_DESCRIPTION = 1024
 
 
 def _within(name: str, value: float | None, low: float, high: float, unit: str) -> None:
@@ -116,6 +118,8 @@ class JobSpec:
     overlap: Overlap = Overlap.ALLOW_ALL
     #: Which missed fires are replayed (the misfire policy; the default replays every one).
     catch_up: CatchUp = field(default_factory=CatchUp)
+    #: A note in the user's words (what the job is for, who to ask), shown with the job; it changes nothing else.
+    description: str | None = None
 
     def checked(self) -> JobSpec:
         """This spec, if every field keeps its own rule; else ``InvalidField`` naming the first that does not."""
@@ -124,6 +128,8 @@ class JobSpec:
         parse_tags(self.tags)
         check_catch_up(self.catch_up)
         self.retry.check()
+        if self.description is not None and len(self.description) > MAX_DESCRIPTION:
+            raise InvalidField("description", f"must be at most {MAX_DESCRIPTION} characters")
         return self
 
     def plain(self) -> dict[str, Any]:

@@ -132,6 +132,7 @@ _IN_POLICIES: dict[str, Callable[[Any], Any]] = {
     "delete_after_last": bool,
     "overlap": Overlap,
     "catch_up": CatchUp.from_dict,
+    "description": str,
 }
 #: A spec that leaves every one out.
 _DEFAULTS = JobSpec(schedule=None, payload=None)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ FULL = JobSpec(
     schedule=Cron("0 9 * * MON-FRI", timezone="Europe/Paris", start=T0), payload={"n": 1, "list": [1, "x"]},
     topic="reports", retry=RetryPolicy(3, 5.0, 3.0, 60.0), timeout_s=30, jitter_s=10, tags={"team": "payments"},
     calendar="holidays", delete_after_last=True, overlap=Overlap.SKIP, catch_up=CatchUp(window_s=3600, most=2),
+    description="the payroll export, ask #payments",
 )
 LEAST = JobSpec(schedule=At(T0), payload=None)
 #: The API's names of the spec's fields that the API does not take as they are: the retries are two fields.
@@ -107,6 +108,7 @@ def test_a_partial_retry_change_merges_with_the_retries_it_is_applied_to() -> No
     ({"catch_up": CatchUp(most=0)}, "catch_up.most", "must be between 1 and 1000 fires"),
     ({"retry": RetryPolicy(max_retries=21)}, "retry.max_retries", "must be between 0 and 20 retries"),
     ({"retry": RetryPolicy(multiplier=0.5)}, "retry.multiplier", "must be between 1 and 10 times"),
+    ({"description": "x" * 1025}, "description", "must be at most 1024 characters"),
     ({"retry": RetryPolicy(initial_delay_s=0)}, "retry.initial_delay_s",
      "must be more than 0 and at most 86400 seconds"),
 ])
