@@ -42,6 +42,7 @@ from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPo
 from jobrunner.domain.orphans import Scanned
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
 from jobrunner.ports import Outcome
 from jobrunner.services.reconcile import ReconcileRules, ReconcileService
@@ -198,9 +199,11 @@ def _population(mix: Mix, now: datetime, end: datetime) -> Population:
         last = end - timedelta(seconds=rng.uniform(0, PERIOD.total_seconds()))  # its latest fire up to the end
         schedule = Every(every=PERIOD, start=last - 40 * PERIOD) if recurring else At(at=last)
         retry = RetryPolicy(max_retries=2) if rng.random() < mix.retry_share else RetryPolicy()
-        job = Job(user_id=f"bench-tenant-{index % 50}", job_id=str(uuid.uuid4()), schedule=schedule,
-                  payload={"bench": True, "n": index, "pad": PAD}, topic="jobs", created_at=now - 41 * PERIOD,
-                  updated_at=now - 41 * PERIOD, retry=retry, trace_parent=f"00-{uuid.uuid4().hex}-{'0' * 15}1-01",
+        job = Job(user_id=f"bench-tenant-{index % 50}", job_id=str(uuid.uuid4()),
+                  spec=JobSpec(schedule=schedule, payload={"bench": True, "n": index, "pad": PAD}, topic="jobs",
+                               retry=retry),
+                  created_at=now - 41 * PERIOD, updated_at=now - 41 * PERIOD,
+                  trace_parent=f"00-{uuid.uuid4().hex}-{'0' * 15}1-01",
                   next_run_at=schedule.first_fire(now - 41 * PERIOD) if recurring else last)
         jobs.append(job)
         fires = [last - k * PERIOD for k in range(10 if recurring else 1)]

@@ -19,6 +19,7 @@ from jobrunner.adapters.stores.cassandra import INSERT_JOB, INSERT_SCHEDULED
 from jobrunner.domain.jobs import Job, Lane, Trigger
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import from_epoch_ms
 
 if TYPE_CHECKING:
@@ -49,11 +50,9 @@ class SeedSpec:
 
 def make_job(index: int, due_at: datetime, topic: str, recurring: bool, tenant: str, now: datetime) -> Job:
     schedule = Every(every=RECURRING_EVERY, start=due_at) if recurring else At(at=due_at)
-    return Job(
-        user_id=tenant, job_id=str(uuid.uuid4()), schedule=schedule,
-        payload={"bench": True, "n": index, "pad": PAD}, topic=topic, created_at=now, updated_at=now,
-        next_run_at=due_at,
-    )
+    return Job(user_id=tenant, job_id=str(uuid.uuid4()),
+               spec=JobSpec(schedule=schedule, payload={"bench": True, "n": index, "pad": PAD}, topic=topic),
+               created_at=now, updated_at=now, next_run_at=due_at)
 
 
 def generate(spec: SeedSpec) -> list[tuple[Job, ScheduledExecution]]:

@@ -28,6 +28,7 @@ from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job, Lane, Trigger
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import MINUTE
 from jobrunner.ports import ScanRequest
 
@@ -82,8 +83,8 @@ def _seed(bench: Bench, session: Any, bucket: datetime, jobs: int, period_s: int
     for index in range(jobs):
         first = bucket + timedelta(seconds=index % period_s, milliseconds=index // period_s)
         job = Job(user_id=TENANT, job_id=f"short-{bucket:%H%M}-{index:06d}",
-                  schedule=Every(every=timedelta(seconds=period_s), start=first),
-                  payload={"bench": True, "n": index, "pad": PAD}, topic=bench.names.topic,
+                  spec=JobSpec(schedule=Every(every=timedelta(seconds=period_s), start=first),
+                               payload={"bench": True, "n": index, "pad": PAD}, topic=bench.names.topic),
                   created_at=planned_at, updated_at=planned_at, next_run_at=first)
         row = plan_execution(job, first, planned_at, 1, trigger=Trigger.SCHEDULE)
         assert row.bucket == bucket and row.lane is Lane.PLANNED, (row.bucket, row.lane)

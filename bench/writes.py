@@ -255,7 +255,7 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
     answered: list[dict[str, Any]] = []
     try:
         spec = SeedSpec(to_epoch_ms(bucket), fires, segments, topic, seed=hash(("writes", bucket)) & 0xFFFFFFFF)
-        pairs = [(dataclasses.replace(job, retry=RETRY), row) for job, row in generate(spec)]
+        pairs = [(job.with_changes(retry=RETRY), row) for job, row in generate(spec)]
         insert(session, pairs)  # not counted: before the first reading
         jobs = {job.job_id for job, _ in pairs}
         recurring = sum(1 for job, _ in pairs if job.schedule.recurring)

@@ -28,6 +28,7 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.schedules import At, Cron, Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import Completion, IdempotencyClaim, Outcome, Stores
 
 if TYPE_CHECKING:
@@ -38,11 +39,10 @@ BUCKET = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
 
 
 def make_job(user: str | None = None, **changes: object) -> Job:
-    job = Job(
-        user_id=user or f"user-{uuid.uuid4().hex[:6]}", job_id=str(uuid.uuid4()),
-        schedule=Every(every=timedelta(minutes=1), start=BUCKET), payload={"n": 1, "nested": [1, "x"]},
-        topic="jobs", created_at=NOW, updated_at=NOW, retry=RetryPolicy(max_retries=2),
-    )
+    job = Job(user_id=user or f"user-{uuid.uuid4().hex[:6]}", job_id=str(uuid.uuid4()),
+              spec=JobSpec(schedule=Every(every=timedelta(minutes=1), start=BUCKET),
+                           payload={"n": 1, "nested": [1, "x"]}, topic="jobs", retry=RetryPolicy(max_retries=2)),
+              created_at=NOW, updated_at=NOW)
     return job.with_changes(**changes)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from jobrunner.api.schedules import TAGS, not_allowed
+from jobrunner.api.schedules import TAGS
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
 from jobrunner.domain.errors import (
     Conflict,
@@ -24,6 +24,7 @@ from jobrunner.domain.errors import (
     NotFound,
     Unavailable,
 )
+from jobrunner.domain.schedules.parsing import not_allowed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -42,6 +42,7 @@ from jobrunner.domain.schedules import (
     parse_repeating_interval,
     parse_timezone,
 )
+from jobrunner.domain.schedules.parsing import END_BEFORE_START, KINDS, NO_KIND
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,10 +52,6 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.schedules import Schedule
 
-#: The kinds, by the key that names each.
-KINDS = ("at", "every", "cron", "iso8601")
-#: What the discriminator answers when a schedule has none of the kinds' keys, or several.
-NO_KIND = "needs exactly one of 'at', 'every', 'cron', 'iso8601'"
 #: A union's errors carry the tag of the member that was tried in their location; these tags say which.
 TAGS = {f"{kind} schedule": kind for kind in KINDS}
 
@@ -107,7 +104,7 @@ class _Bounded(_Kind):
     def _end_after_start(cls, end: datetime | None, info: ValidationInfo) -> datetime | None:
         start = info.data.get("start")
         if end is not None and start is not None and end < start:
-            raise PydanticCustomError("invalid_value", "is before start")
+            raise PydanticCustomError("invalid_value", END_BEFORE_START)
         return end
 
 
@@ -222,9 +219,3 @@ def _inlined(node: Any, defs: dict[str, Any]) -> Any:
         return {**_inlined(defs[node["$ref"].rsplit("/", 1)[1]], defs), **rest}
     return {key: _inlined(value, defs) for key, value in node.items()}
 
-
-def not_allowed(kind: str, name: str) -> str:
-    """Why a key of another kind is refused in a schedule of ``kind``."""
-    if kind == "iso8601" and name == "count":
-        return "an ISO 8601 repeat states its own count: R<n>/..."
-    return f"not allowed with '{kind}'"

@@ -9,26 +9,29 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 from pydantic_core import PydanticCustomError
 
 from jobrunner.api.schedules import ScheduleIn, checked_by
-from jobrunner.domain.jobs import (
-    MAX_BACKOFF_DELAY_S,
-    MAX_JITTER_S,
-    MAX_RETRIES,
-    MAX_TIMEOUT_S,
-    ExecutionRecord,
-    Job,
-    JobStatus,
-    RetryChange,
-    RetryPolicy,
-)
+from jobrunner.domain.jobs import ExecutionRecord, Job, JobStatus
 from jobrunner.domain.ledger import FireOutcome
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, payload_refusal
-from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp
+from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp, Overlap
+from jobrunner.domain.spec import (
+    MAX_BACKOFF_DELAY_S,
+    MAX_DESCRIPTION,
+    MAX_JITTER_S,
+    MAX_MULTIPLIER,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    SPEC_FIELDS,
+    JobSpec,
+    RetryChange,
+    RetryPolicy,
+    SpecChange,
+)
 from jobrunner.domain.tags import MAX_TAGS, parse_tags
 from jobrunner.domain.time import rfc3339
 from jobrunner.services.jobs import MAX_BATCH
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from datetime import datetime
 
     from jobrunner.domain.calendars import Calendar
@@ -65,9 +68,9 @@ Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
 
 
 class BackoffIn(Strict):
-    initial_delay_s: float = Field(10.0, gt=0, le=MAX_BACKOFF_DELAY_S)
-    multiplier: float = Field(2.0, ge=1, le=10)
-    max_delay_s: float = Field(300.0, gt=0, le=MAX_BACKOFF_DELAY_S)
+    initial_delay_s: float = Field(RetryPolicy.initial_delay_s, gt=0, le=MAX_BACKOFF_DELAY_S)
+    multiplier: float = Field(RetryPolicy.multiplier, ge=1, le=MAX_MULTIPLIER)
+    max_delay_s: float = Field(RetryPolicy.max_delay_s, gt=0, le=MAX_BACKOFF_DELAY_S)
 
 
 _CALENDAR = ("the name of one of the tenant's calendars (PUT /calendars/{name}): a fire on a date it excludes is "
@@ -96,6 +99,9 @@ _DELETE_AFTER_LAST = ("delete the job once its schedule has no fire left and its
                       "history and change log stay readable until they expire (history_days)")
 
 
+_DESCRIPTION = f"a note on the job in your words (what it is for, who to ask), at most {MAX_DESCRIPTION} characters"
+
+
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: Payload = Field(default_factory=dict, description="any JSON value, size-limited")
@@ -113,21 +119,37 @@ class JobIn(Strict):
     delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy; none: replay every missed fire")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, description=_DESCRIPTION)
     idempotency_key: str | None = Field(
         None, min_length=1, max_length=128,
         description="same key and tenant within 24 hours: the same job (200), never a second",
     )
 
-    def retry_policy(self) -> RetryPolicy:
-        return _retry(self.max_retries, self.backoff)
+    def to_spec(self) -> JobSpec:
+        """The job this body asks for (its shape checked here; ``JobSpec.checked`` holds the spec's rules)."""
+        backoff = self.backoff or BackoffIn()
+        retry = RetryPolicy(max_retries=self.max_retries, initial_delay_s=backoff.initial_delay_s,
+                            multiplier=backoff.multiplier, max_delay_s=backoff.max_delay_s)
+        return JobSpec(**_spec_values(self, set(type(self).model_fields) & set(SPEC_FIELDS)), retry=retry)
 
 
-def _retry(max_retries: int, backoff: BackoffIn | None) -> RetryPolicy:
-    backoff = backoff or BackoffIn()
-    return RetryPolicy(
-        max_retries=max_retries, initial_delay_s=backoff.initial_delay_s,
-        multiplier=backoff.multiplier, max_delay_s=backoff.max_delay_s,
-    )
+#: The spec's fields whose model is not the spec's value: each with what makes the value (the retries, two fields
+#: of a body, are mapped by each model itself). Any other field of the spec is taken as the body holds it.
+_TO_SPEC: dict[str, Callable[[Any], Any]] = {
+    "schedule": lambda schedule: schedule.schedule(),
+    "tags": lambda tags: tags or {},
+    "overlap": Overlap,
+    "catch_up": lambda catch_up: catch_up.policy() if catch_up is not None else CatchUp(),
+}
+
+
+def _spec_values(body: BaseModel, names: Iterable[str]) -> dict[str, Any]:
+    """The spec's values of the fields ``names`` of ``body``."""
+    return {name: _TO_SPEC.get(name, _same)(getattr(body, name)) for name in names}
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 class JobPatchIn(Strict):
@@ -148,8 +170,17 @@ class JobPatchIn(Strict):
     delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
     overlap: OverlapName | None = Field(None, description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, description="null to remove; " + _DESCRIPTION)
 
-    def retry_change(self) -> RetryChange | None:
+    def to_change(self) -> SpecChange:
+        """The spec's fields this body names (``model_fields_set``), to apply to the job as its change reads it. A
+        null is a value only for a field whose null means none (``NULL_CLEARS``); elsewhere it leaves the field."""
+        named = {name for name in self.model_fields_set & set(SPEC_FIELDS)
+                 if name in NULL_CLEARS or getattr(self, name) is not None}
+        retry = self._retry_change()
+        return SpecChange(**_spec_values(self, named), **({"retry": retry} if retry is not None else {}))
+
+    def _retry_change(self) -> RetryChange | None:
         """What the request changes of the retries: the count if given, the whole backoff if given (its
         fields not given take their defaults, as on a submit); merged with the job by the service."""
         if self.max_retries is None and self.backoff is None:
@@ -158,6 +189,10 @@ class JobPatchIn(Strict):
             return RetryChange(max_retries=self.max_retries)
         b = self.backoff
         return RetryChange(self.max_retries, b.initial_delay_s, b.multiplier, b.max_delay_s)
+
+
+#: The fields of a PATCH whose null removes what the job has ("null to remove"); a null elsewhere changes nothing.
+NULL_CLEARS = frozenset({"payload", "timeout_s", "jitter_s", "calendar", "description"})
 
 
 class ResumeIn(Strict):
@@ -185,6 +220,7 @@ class JobOut(BaseModel):
     delete_after_last: bool = False
     overlap: str = "allow_all"
     catch_up: dict[str, int] = Field(default_factory=dict, description="{}: every missed fire is replayed")
+    description: str | None = None
     remaining_fires: int | None = Field(None, description=(
         "fires left from the next run to the schedule's end (count or end), on GET /jobs/{id}; null: no end "
         "within 1000 fires"))
@@ -205,22 +241,18 @@ class JobOut(BaseModel):
         def ts(value: Any) -> str | None:
             return rfc3339(value) if value is not None else None
 
+        spec = job.spec.plain()
+        retry = spec.pop("retry")
         return cls(
-            job_id=job.job_id, state=job.state.value, status=job.status.value, timeout_s=job.timeout_s,
-            jitter_s=job.jitter_s, tags=job.tags,
-            schedule=job.schedule.to_dict(), payload=job.payload,
-            topic=job.topic, max_retries=job.retry.max_retries,
-            backoff=BackoffIn(initial_delay_s=job.retry.initial_delay_s, multiplier=job.retry.multiplier,
-                              max_delay_s=job.retry.max_delay_s),
-            version=job.version, next_run_at=ts(job.next_run_at), last_run_at=ts(job.last_run_at),
+            **spec, max_retries=retry.pop("max_retries"), backoff=BackoffIn(**retry),
+            job_id=job.job_id, state=job.state.value, status=job.status.value, version=job.version,
+            next_run_at=ts(job.next_run_at), last_run_at=ts(job.last_run_at),
             last_execution_id=job.last_execution_id,
             last_status=job.last_status.value if job.last_status else None,
             created_at=rfc3339(job.created_at), updated_at=rfc3339(job.updated_at),
             next_runs=[rfc3339(t) for t in next_runs] if next_runs is not None else None,
             excluded_runs=[ExcludedRunOut(at=rfc3339(t), reason=why) for t, why in sorted(excluded.items())]
-            if excluded is not None else None, calendar=job.calendar, delete_after_last=job.delete_after_last,
-            overlap=job.overlap.value, catch_up=job.catch_up.to_dict(),
-            remaining_fires=remaining,
+            if excluded is not None else None, remaining_fires=remaining,
         )
 
 

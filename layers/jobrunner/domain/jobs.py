@@ -21,12 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.policies import CatchUp, Overlap
+from jobrunner.domain.spec import MAX_BACKOFF_DELAY_S as MAX_BACKOFF_DELAY_S
+from jobrunner.domain.spec import MAX_JITTER_S as MAX_JITTER_S
+from jobrunner.domain.spec import MAX_RETRIES as MAX_RETRIES
+from jobrunner.domain.spec import MAX_TIMEOUT_S as MAX_TIMEOUT_S
+from jobrunner.domain.spec import SPEC_FIELDS, JobSpec
+from jobrunner.domain.spec import RetryChange as RetryChange
+from jobrunner.domain.spec import RetryPolicy as RetryPolicy
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
 # What the API reports is what the CLI reads: one definition, shared with the clients.
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
 
+    from jobrunner.domain.policies import CatchUp, Overlap
     from jobrunner.domain.schedules import Schedule
 
 
@@ -81,48 +88,14 @@ class Lane(StrEnum):
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int = 0
-    initial_delay_s: float = 10.0
-    multiplier: float = 2.0
-    max_delay_s: float = 300.0
-
-
-@dataclass(frozen=True)
-class RetryChange:
-    """A change of a job's retries (a PATCH): each field given replaces the job's own, the others stay. It is
-    merged with the job as its change reads it, inside the compare-and-set loop, so a change of the other
-    fields landing meanwhile is kept, never overwritten by a copy read before it (#34)."""
-
-    max_retries: int | None = None
-    initial_delay_s: float | None = None
-    multiplier: float | None = None
-    max_delay_s: float | None = None
-
-    @classmethod
-    def whole(cls, policy: RetryPolicy) -> RetryChange:
-        """The change that makes a job's retries ``policy``, whatever they were."""
-        return cls(policy.max_retries, policy.initial_delay_s, policy.multiplier, policy.max_delay_s)
-
-    def applied_to(self, current: RetryPolicy) -> RetryPolicy:
-        def pick(given: float | None, kept: float) -> float:
-            return kept if given is None else given
-
-        return RetryPolicy(
-            max_retries=current.max_retries if self.max_retries is None else self.max_retries,
-            initial_delay_s=pick(self.initial_delay_s, current.initial_delay_s),
-            multiplier=pick(self.multiplier, current.multiplier),
-            max_delay_s=pick(self.max_delay_s, current.max_delay_s),
-        )
-
-
-@dataclass(frozen=True)
 class Job:
+    """A job: its identity, its spec (``domain.spec``: every option its user controls), its lifecycle and its
+    run state."""
+
     user_id: str
     job_id: str
-    schedule: Schedule
-    payload: Any
-    topic: str
+    #: What its user asked for; its topic always named (a submit resolves the tenant's default).
+    spec: JobSpec
     created_at: datetime
     updated_at: datetime
     state: JobState = JobState.ACTIVE
@@ -130,26 +103,10 @@ class Job:
     #: The version of the last change of schedule or state; the job's scheduled rows are planned under it.
     #: 0 when constructed: the version itself (also for jobs stored before the column existed).
     schedule_version: int = 0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    #: Seconds an execution may run without reporting before it counts as failed (None: no limit).
-    timeout_s: int | None = None
     #: When the job was last paused (resume with catch-up replays the fires missed since then).
     paused_at: datetime | None = None
     #: W3C traceparent of the request that created the job (executions carry a child of it).
     trace_parent: str | None = None
-    #: A window after each scheduled fire within which its execution is due (``due_of``; None: at the fire).
-    jitter_s: int | None = None
-    #: The user's key/value labels (``domain.tags``): lists and bulk changes select jobs by them.
-    tags: dict[str, str] = field(default_factory=dict)
-    #: The tenant's calendar (``domain.calendars``) whose excluded dates its fires skip (None: none).
-    calendar: str | None = None
-    #: Delete the job once its schedule has no fire left and its last executions have ended (``domain.retire``).
-    delete_after_last: bool = False
-    #: What a fire does while the previous execution has not reported (``domain.policies``; what it decides:
-    #: ``domain.policy_decisions``).
-    overlap: Overlap = Overlap.ALLOW_ALL
-    #: Which missed fires are replayed (the misfire policy; the default replays every one).
-    catch_up: CatchUp = field(default_factory=CatchUp)
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None
@@ -172,17 +129,57 @@ class Job:
         return JobStatus.SCHEDULED if self.next_run_at is not None else JobStatus.PENDING
 
     def with_changes(self, **changes: Any) -> Job:
+        """This job with ``changes``, which may name fields of its spec too (``schedule=``, ``payload=``)."""
+        spec = {name: changes.pop(name) for name in SPEC_FIELDS if name in changes}
+        if spec:
+            changes["spec"] = replace(changes.get("spec", self.spec), **spec)
         return replace(self, **changes)
 
+    # Read-only views of the spec's fields, kept while the code that reads ``job.<option>`` moves to
+    # ``job.spec.<option>`` (#34): a transition, not a second declaration (each is the spec's own).
+    @property
+    def schedule(self) -> Schedule:
+        return self.spec.schedule
 
-#: The widest jitter window a job may have.
-MAX_JITTER_S = 3600
-#: The longest an execution may go unreported before it fails (a job's ``timeout_s``).
-MAX_TIMEOUT_S = 24 * 3600
-#: The most retries after the first attempt a job may ask for.
-MAX_RETRIES = 20
-#: The longest backoff delay (initial or capped) between attempts.
-MAX_BACKOFF_DELAY_S = 24 * 3600
+    @property
+    def payload(self) -> Any:
+        return self.spec.payload
+
+    @property
+    def topic(self) -> str:
+        return self.spec.topic or ""
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.spec.retry
+
+    @property
+    def timeout_s(self) -> int | None:
+        return self.spec.timeout_s
+
+    @property
+    def jitter_s(self) -> int | None:
+        return self.spec.jitter_s
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return self.spec.tags
+
+    @property
+    def calendar(self) -> str | None:
+        return self.spec.calendar
+
+    @property
+    def delete_after_last(self) -> bool:
+        return self.spec.delete_after_last
+
+    @property
+    def overlap(self) -> Overlap:
+        return self.spec.overlap
+
+    @property
+    def catch_up(self) -> CatchUp:
+        return self.spec.catch_up
 
 
 def due_of(job: Job, fire: datetime) -> datetime:

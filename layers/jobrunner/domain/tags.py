@@ -1,4 +1,4 @@
-"""Tags: a job's key/value labels, and the filters that select jobs by them, their status and their kind.
+"""Tags: a job's key/value labels (``JobSpec.tags``), and a filter by one (``domain.selection`` selects jobs by them).
 
 A job has at most ``MAX_TAGS`` tags. A key is 1 to 64 letters, digits and ``_ . / -`` (no ``:``, which
 separates a key from its value in a filter: ``team:payments``); a value is 0 to 256 characters. Tags are
@@ -8,18 +8,13 @@ the tenant's own: every list and bulk change reads only the tenant's partition.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jobrunner.domain.errors import InvalidField
-
-if TYPE_CHECKING:
-    from jobrunner.domain.jobs import Job, JobStatus
 
 MAX_TAGS = 20
 MAX_VALUE = 256
 _KEY = re.compile(r"[A-Za-z0-9_./-]{1,64}")
-KINDS = ("at", "every", "cron", "iso8601")
 
 
 def parse_tags(value: Any, path: str = "tags") -> dict[str, str]:
@@ -42,34 +37,3 @@ def parse_tag_filter(text: str, path: str = "tag") -> tuple[str, str]:
     if not _KEY.fullmatch(key):
         raise InvalidField(path, "must be key:value (or key), the key 1 to 64 letters, digits, '_', '.', '/' or '-'")
     return key, value
-
-
-@dataclass(frozen=True)
-class JobFilter:
-    """Which of a tenant's jobs a list or a bulk change selects: all of the conditions given."""
-
-    status: JobStatus | None = None
-    kind: str | None = None
-    #: (key, value) pairs the job must carry; a value of None matches any value of the key.
-    tags: tuple[tuple[str, str | None], ...] = field(default=())
-
-    @property
-    def everything(self) -> bool:
-        return self.status is None and self.kind is None and not self.tags
-
-    def matches(self, job: Job) -> bool:
-        if self.status is not None and job.status is not self.status:
-            return False
-        if self.kind is not None and job.schedule.kind != self.kind:
-            return False
-        return all(key in job.tags and (value is None or job.tags[key] == value) for key, value in self.tags)
-
-    @classmethod
-    def of(cls, status: JobStatus | None = None, kind: str | None = None, tag: str | None = None) -> JobFilter:
-        if kind is not None and kind not in KINDS:
-            raise InvalidField("kind", f"must be one of {', '.join(KINDS)}")
-        tags: tuple[tuple[str, str | None], ...] = ()
-        if tag:
-            key, value = parse_tag_filter(tag)
-            tags = ((key, value if ":" in tag else None),)
-        return cls(status, kind, tags)

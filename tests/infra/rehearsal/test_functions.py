@@ -27,8 +27,8 @@ from jobrunner.domain.limits import Limits, QuotaChange
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import NewJob
 from jobrunner.services.results import WorkerReport
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class World:
         with self.stage.acting_as(unit):
             return call(self._containers[unit])
 
-    def submit(self, new: NewJob) -> Job:
+    def submit(self, new: JobSpec) -> Job:
         return self.run("Api", lambda c: c.jobs.submit(TENANT, new)[0])
 
     def scan(self, job: Job, minute: int) -> list[OutboundMessage]:
@@ -102,8 +102,8 @@ def world(stage: Stage) -> World:
     return World(stage)
 
 
-def every_minute(count: int, **options: Any) -> NewJob:
-    return NewJob(Every(MINUTE, start=at(1), count=count), {}, delete_after_last=True, **options)
+def every_minute(count: int, **options: Any) -> JobSpec:
+    return JobSpec(Every(MINUTE, start=at(1), count=count), {}, delete_after_last=True, **options)
 
 
 def test_the_api_counts_wakes_and_gives_back_under_its_role(world: World, stage: Stage) -> None:
@@ -142,7 +142,7 @@ def test_the_tick_dispatches_every_segments_scan_under_its_role(world: World, st
 
 
 def test_the_scan_leases_publishes_and_signs_with_the_result_key_under_its_role(world: World, stage: Stage) -> None:
-    job = world.submit(NewJob(At(at(2, 5)), {"n": 1}))
+    job = world.submit(JobSpec(At(at(2, 5)), {"n": 1}))
     [message] = world.scan(job, 2)
 
     assert stage.denied() == []
@@ -189,7 +189,7 @@ def test_a_scan_that_skips_a_jobs_last_fire_gives_its_count_back_under_its_role(
 
 
 def test_the_reconciler_keeps_its_progress_and_lease_under_its_role(world: World, stage: Stage) -> None:
-    world.submit(NewJob(Every(MINUTE, start=at(1)), {}))
+    world.submit(JobSpec(Every(MINUTE, start=at(1)), {}))
     world.clock.set(at(5))
 
     report = world.run("Reconcile", lambda c: c.reconciler.run(at(5, 30)))

@@ -31,6 +31,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.placement import LATE_LEAD
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import minute_bucket, utc
 from jobrunner.ports import Completion, IdempotencyClaim, Outcome
 
@@ -151,7 +152,7 @@ def test_a_tenants_jobs_are_copied_to_the_sharded_table_and_an_older_releases_la
                   " WHERE user_id = %s AND job_id = %s", ('{"n":"older"}', later, later, "alice", "job-01"))
     job_02 = store.get_job("alice", "job-02")
     assert job_02 is not None
-    assert store.update_job(replace(job_02, payload={"n": "newer"}, version=2, updated_at=later), [],
+    assert store.update_job(job_02.with_changes(payload={"n": "newer"}, version=2, updated_at=later), [],
                             expected_version=1)
     again = migrate(cassandra)
     assert "-- copied 1 job(s) from job_table to job_table_v2" in again
@@ -313,8 +314,9 @@ def test_a_job_changed_by_code_older_than_the_schedule_version_keeps_firing(
     # as that code did for every change
     store = CassandraJobStore(cassandra_session)
     bucket = datetime(2026, 11, 22, 10, 5, tzinfo=UTC)
-    job = Job(user_id="alice", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=bucket),
-              payload={"n": 1}, topic="jobs", created_at=bucket, updated_at=bucket)
+    job = Job(user_id="alice", job_id=str(uuid.uuid4()),
+              spec=JobSpec(schedule=Every(timedelta(minutes=1), start=bucket), payload={"n": 1}, topic="jobs"),
+              created_at=bucket, updated_at=bucket)
     store.create_job(job, None)
     cassandra_session.execute(
         "UPDATE job_table_v2 SET payload = %s, version = 2, next_run_at = %s WHERE user_id = %s AND shard = %s"
@@ -387,9 +389,9 @@ def test_history_written_before_the_run_columns_reads_as_runs_and_the_job_keeps_
         assert f"ALTER TABLE task_history_v2 ADD {column}" in applied
     session = connect(cassandra)
     store = CassandraJobStore(session)
-    job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=bucket),
-              payload={}, topic="jobs", created_at=bucket, updated_at=bucket,
-              next_run_at=bucket + timedelta(minutes=1))
+    job = Job(user_id="alice", job_id="job-1",
+              spec=JobSpec(schedule=Every(timedelta(minutes=1), start=bucket), payload={}, topic="jobs"),
+              created_at=bucket, updated_at=bucket, next_run_at=bucket + timedelta(minutes=1))
     store.create_job(job, None)
     [record] = store.latest_records(["job-1"], RUN_RECORDS)["job-1"]
     assert (record.status, record.job_version, record.next_fire_at) == (ExecutionStatus.SUCCESS, None, None)
@@ -428,7 +430,7 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     calendars = CassandraCalendarStore(session)
     calendars.put(calendar_from_dict("alice", "holidays", {"exclude": [{"date": "2026-12-25"}]}))
     assert calendars.get("alice", "holidays") is not None
-    named = replace(jobs[0], version=3, calendar="holidays", updated_at=bucket + timedelta(seconds=1))
+    named = jobs[0].with_changes(version=3, calendar="holidays", updated_at=bucket + timedelta(seconds=1))
     assert store.update_job(named, [], expected_version=2)
     stored = store.get_job("alice", "job-0")
     assert stored is not None and stored.calendar == "holidays"

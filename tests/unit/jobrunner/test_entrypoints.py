@@ -23,9 +23,9 @@ from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
+from jobrunner.domain.spec import JobSpec
 from jobrunner.entrypoints import parse_report, run_results
 from jobrunner.ports import Completion
-from jobrunner.services.jobs import NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.support.spans import ids, parent
@@ -176,7 +176,7 @@ def container(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> Iterator[C
 
 def published(services: Container, max_retries: int = 0) -> tuple[Job, dict[str, Any]]:
     """A one-time job whose run the scan has published: its message (as a worker gets it) and a RUNNING record."""
-    job = services.jobs.submit("alice", NewJob(At(FIRE), {"n": 1}, retry=RetryPolicy(max_retries=max_retries)))[0]
+    job = services.jobs.submit("alice", JobSpec(At(FIRE), {"n": 1}, retry=RetryPolicy(max_retries=max_retries)))[0]
     row = plan_execution(job, FIRE, FIRE, 4, trigger=Trigger.SCHEDULE)
     record = ExecutionRecord(
         job_id=job.job_id, scheduled_at=FIRE, attempt=1, execution_id=row.execution_id, user_id="alice",

@@ -18,8 +18,8 @@ from jobrunner.config import Settings
 from jobrunner.domain.receipts import result_token, v1_result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 
@@ -48,7 +48,7 @@ def test_a_segment_count_raised_then_lowered_before_any_tick_still_gets_its_rows
     store, leases, clock = MemoryJobStore(), MemoryLeaseStore(), ManualClock(NOW)
     at_eight = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "8"}), store=store, leases=leases,
                          clock=clock)
-    job = next(job for job in (at_eight.jobs.submit("alice", NewJob(At(NOW + 2 * MINUTE), {}))[0]
+    job = next(job for job in (at_eight.jobs.submit("alice", JobSpec(At(NOW + 2 * MINUTE), {}))[0]
                                for _ in range(50)) if segment_of(job.job_id, 8) >= 2)
     # When the count is lowered to 2 and the tick of the job's minute runs
     invoker = RecordingInvoker()
@@ -66,7 +66,7 @@ def test_a_segment_first_used_long_before_the_next_tick_is_scanned_from_that_min
     leases.advance_watermark(0, NOW - MINUTE)
     at_two = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "2"}), store=store, leases=leases,
                        clock=clock)
-    job = next(job for job in (at_two.jobs.submit("alice", NewJob(At(NOW + 20 * SECOND), {}))[0]
+    job = next(job for job in (at_two.jobs.submit("alice", JobSpec(At(NOW + 20 * SECOND), {}))[0]
                                for _ in range(50)) if segment_of(job.job_id, 2) == 1)
     (row,) = [row for row in store.rows.values() if row.job_id == job.job_id]
     # When the ticks come back, past the tick's initial lookback
@@ -84,7 +84,7 @@ def test_the_scans_sign_and_the_results_check_with_the_configured_key() -> None:
     settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_RESULT_KEY": "the-configured-key"})
     services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(),
                          leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
-    job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
+    job = services.jobs.submit("alice", JobSpec(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
     # When its minute is scanned
     services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
     publisher = services.publisher
@@ -110,7 +110,7 @@ def test_first_scheme_tokens_are_accepted_during_an_upgrade_unless_the_settings_
         environment["JOBRUNNER_ACCEPT_V1_RESULT_TOKENS"] = variable
     services = Container(Settings.from_env(environment), store=MemoryJobStore(), publisher=MemoryPublisher(),
                          leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=ManualClock(NOW))
-    job = services.jobs.submit("alice", NewJob(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
+    job = services.jobs.submit("alice", JobSpec(At(NOW + MINUTE + 5 * SECOND), {"n": 1}))[0]
     services.scans.scan(ScanRequest(segment=segment_of(job.job_id, 1), bucket=NOW + MINUTE))
     assert isinstance(services.publisher, MemoryPublisher)
     [message] = services.publisher.sent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.jobs import (
     ExecutionRecord,
@@ -21,7 +21,11 @@ from jobrunner.domain.placement import row_ttl
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import utc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _ts(value: datetime | None) -> datetime | None:
@@ -65,25 +69,32 @@ def job_from_row(row: Any) -> Job:
     return Job(
         user_id=row.user_id,
         job_id=row.job_id,
-        schedule=schedule_from_dict(json.loads(row.schedule)),
-        payload=json.loads(row.payload),
-        topic=row.topic,
+        spec=spec_from_row(row),
         created_at=utc(row.created_at),
         updated_at=utc(row.updated_at),
         state=JobState(row.state),
         version=row.version,
         schedule_version=schedule_version,
-        retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
-        timeout_s=row.timeout_s,
-        jitter_s=row.jitter_s,
-        tags=json.loads(row.tags) if row.tags else {},
-        **policies_from_column(row.policies),
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
         next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
         last_run_at=_ts(row.last_run_at),
         last_execution_id=row.last_execution_id,
         last_status=ExecutionStatus(row.last_status) if row.last_status else None,
+    )
+
+
+def spec_from_row(row: Any) -> JobSpec:
+    """The spec of a ``job_table_v2`` row: its own columns, and the policies column for the rest."""
+    return JobSpec(
+        schedule=schedule_from_dict(json.loads(row.schedule)),
+        payload=json.loads(row.payload),
+        topic=row.topic,
+        retry=RetryPolicy(**json.loads(row.retry)) if row.retry else RetryPolicy(),
+        timeout_s=row.timeout_s,
+        jitter_s=row.jitter_s,
+        tags=json.loads(row.tags) if row.tags else {},
+        **policies_from_column(row.policies),
     )
 
 
@@ -113,26 +124,33 @@ def job_settings(job: Job) -> tuple[Any, ...]:
             job.updated_at, job.jitter_s, _tags(job), policies_column(job))
 
 
+#: The spec's fields kept in the policies column (the others have columns of their own), each with what reads it
+#: back from its JSON. A field is written only when it is not its default, so a new option needs no new column, and
+#: rows written before it read as its default.
+_IN_POLICIES: dict[str, Callable[[Any], Any]] = {
+    "calendar": str,
+    "delete_after_last": bool,
+    "overlap": Overlap,
+    "catch_up": CatchUp.from_dict,
+    "description": str,
+}
+#: A spec that leaves every one out.
+_DEFAULTS = JobSpec(schedule=None, payload=None)  # type: ignore[arg-type]
+
+
 def policies_column(job: Job) -> str | None:
-    """The policies column: what happens around the job's fires, as JSON; nothing (null) when all are defaults."""
-    policies: dict[str, Any] = {}
-    if job.calendar is not None:
-        policies["calendar"] = job.calendar
-    if job.delete_after_last:
-        policies["delete_after_last"] = True
-    if job.overlap is not Overlap.ALLOW_ALL:
-        policies["overlap"] = job.overlap.value
-    if not job.catch_up.replays_all:
-        policies["catch_up"] = job.catch_up.to_dict()
+    """The policies column: the spec's fields of ``_IN_POLICIES`` not at their default, as JSON; nothing (null)
+    when all are."""
+    plain = job.spec.plain()
+    policies = {name: plain[name] for name in _IN_POLICIES if getattr(job.spec, name) != getattr(_DEFAULTS, name)}
     return dumps(policies) if policies else None
 
 
 def policies_from_column(text: str | None) -> dict[str, Any]:
-    """The ``Job`` fields the policies column holds (the defaults for a null)."""
+    """The spec's fields the policies column holds (the defaults for a null, or a field it leaves out)."""
     policies = json.loads(text) if text else {}
-    return {"calendar": policies.get("calendar"), "delete_after_last": bool(policies.get("delete_after_last")),
-            "overlap": Overlap(policies.get("overlap", Overlap.ALLOW_ALL.value)),
-            "catch_up": CatchUp.from_dict(policies.get("catch_up"))}
+    return {name: read(policies[name]) if name in policies else getattr(_DEFAULTS, name)
+            for name, read in _IN_POLICIES.items()}
 
 
 def _tags(job: Job) -> str | None:

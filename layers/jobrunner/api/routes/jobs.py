@@ -28,12 +28,10 @@ from jobrunner.api.schemas import (
     RunOut,
 )
 from jobrunner.domain.jobs import JobStatus
-from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import parse_instant
-from jobrunner.domain.tags import JobFilter
+from jobrunner.domain.selection import JobFilter
 from jobrunner.domain.time import rfc3339
 from jobrunner.domain.tracing import new_traceparent, parse_traceparent
-from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.wiring import container
 
 router = Router()
@@ -44,7 +42,8 @@ router = Router()
                                  429: {"description": _OVER_A_LIMIT}})
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[Any]:
     tenant = _tenant()
-    job, created = container().jobs.submit(tenant, _new_job(body), body.idempotency_key, actor=_actor())
+    job, created = container().jobs.submit(tenant, body.to_spec(), body.idempotency_key, actor=_actor(),
+                                           trace_parent=_trace())
     telemetry.current_span().set_attribute("jobrunner.job_id", job.job_id)
     return _json(HTTPStatus.CREATED if created else HTTPStatus.OK, _one(job))
 
@@ -59,22 +58,17 @@ def submit_jobs(body: Annotated[JobsBatchIn, Body()]) -> Response[Any]:
     """Up to 100 jobs in one request: what loading many one-time jobs should use (one request, and writes
     made together). A 503 may leave the jobs before the failure created: give each an idempotency_key to
     retry safely."""
-    items = [(_new_job(job), job.idempotency_key) for job in body.jobs]
-    results = container().jobs.submit_many(_tenant(), items, actor=_actor())
+    items = [(job.to_spec(), job.idempotency_key) for job in body.jobs]
+    results = container().jobs.submit_many(_tenant(), items, actor=_actor(), trace_parent=_trace())
     out = JobsBatchOut(items=[BatchItemOut(created=created, job=_one(job)) for job, created in results])
     return _json(HTTPStatus.CREATED if any(created for _, created in results) else HTTPStatus.OK, out)
 
 
-def _new_job(body: JobIn) -> NewJob:
-    """The job ``body`` asks for, from what its model validated (nothing is parsed again)."""
-    schedule = body.schedule.schedule()
-    # The job's trace: this request's span when tracing is on, else the caller's traceparent, else a new one.
-    trace = (telemetry.current_traceparent() or parse_traceparent(_header(router.current_event.headers, "traceparent"))
-             or new_traceparent())
-    return NewJob(schedule=schedule, payload=body.payload, topic=body.topic, retry=body.retry_policy(),
-                  timeout_s=body.timeout_s, trace_parent=trace, jitter_s=body.jitter_s, tags=body.tags or {},
-                  calendar=body.calendar, delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap),
-                  catch_up=body.catch_up.policy() if body.catch_up else CatchUp())
+def _trace() -> str:
+    """The trace of the jobs a request submits: its span when tracing is on, else the caller's traceparent, else a
+    new one."""
+    return (telemetry.current_traceparent() or parse_traceparent(_header(router.current_event.headers, "traceparent"))
+            or new_traceparent())
 
 
 @router.get("/jobs")
@@ -115,17 +109,7 @@ def get_job(job_id: JobId, preview: Annotated[int, Query(ge=0, le=50)] = 0) -> R
 def change_job(job_id: JobId, body: Annotated[JobPatchIn, Body()]) -> Response[Any]:
     services = container()
     tenant = _tenant()
-    changes = JobChanges(
-        schedule=body.schedule.schedule() if body.schedule else None,
-        payload=body.payload, payload_set="payload" in body.model_fields_set, topic=body.topic,
-        retry=body.retry_change(), timeout_s=body.timeout_s,
-        timeout_set="timeout_s" in body.model_fields_set,
-        jitter_s=body.jitter_s, jitter_set="jitter_s" in body.model_fields_set, tags=body.tags,
-        calendar=body.calendar, calendar_set="calendar" in body.model_fields_set,
-        delete_after_last=body.delete_after_last, overlap=Overlap(body.overlap) if body.overlap else None,
-        catch_up=body.catch_up.policy() if body.catch_up is not None else None,
-    )
-    return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, changes, actor=_actor())))
+    return _json(HTTPStatus.OK, _one(services.jobs.change(tenant, job_id, body.to_change(), actor=_actor())))
 
 
 @router.delete("/jobs/<job_id>")

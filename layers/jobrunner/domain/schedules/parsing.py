@@ -1,4 +1,8 @@
-"""``schedule_from_dict``: the JSON form of a schedule (the API's and the store's), naming the bad field."""
+"""``schedule_from_dict``: the JSON form of a schedule (the API's and the store's), naming the bad field.
+
+A schedule's shape is declared here once: its kinds, the keys each accepts, and why a key is refused. The API's
+models (``api/schedules.py``) take their kinds and their messages from here, and the values' parsers from the
+kinds' own modules; this parser reads rows back from the store."""
 
 from __future__ import annotations
 
@@ -15,28 +19,42 @@ from jobrunner.domain.schedules.iso8601 import parse_repeating_interval
 if TYPE_CHECKING:
     from jobrunner.domain.schedules.base import Schedule
 
-#: The keys each kind accepts besides its own.
-_ALLOWED = {"at": {"at"}, "every": {"every", "start", "end", "count"},
-            "cron": {"cron", "timezone", "dst", "start", "end", "count"}, "iso8601": {"iso8601", "end"}}
+#: The keys each kind accepts (its own first).
+ALLOWED = {"at": ("at",), "every": ("every", "start", "end", "count"),
+           "cron": ("cron", "timezone", "dst", "start", "end", "count"), "iso8601": ("iso8601", "end")}
+#: The kinds, each named by its key.
+KINDS = tuple(ALLOWED)
+#: Why a schedule with none of the kinds' keys, or several, is refused.
+NO_KIND = f"needs exactly one of {', '.join(repr(kind) for kind in KINDS)}"
+#: Why an end before the start is refused.
+END_BEFORE_START = "is before start"
+
+
+def not_allowed(kind: str, name: str) -> str:
+    """Why a key of another kind is refused in a schedule of ``kind``."""
+    if kind == "iso8601" and name == "count":
+        return "an ISO 8601 repeat states its own count: R<n>/..."
+    return f"not allowed with '{kind}'"
 
 
 def schedule_from_dict(data: dict[str, Any], field: str = "schedule") -> Schedule:
     """Build a schedule from its JSON form, naming the bad field (``schedule.cron``, ...) on error."""
-    kinds = [k for k in _ALLOWED if data.get(k) is not None]
+    kinds = [k for k in KINDS if data.get(k) is not None]
     if len(kinds) != 1:
-        raise InvalidField(field, "needs exactly one of 'at', 'every', 'cron', 'iso8601'")
+        raise InvalidField(field, NO_KIND)
     kind = kinds[0]
-    extra = set(data) - _ALLOWED[kind]
+    extra = set(data) - set(ALLOWED[kind])
     if kind == "iso8601" and "count" in extra:
-        raise InvalidField(f"{field}.count", "an ISO 8601 repeat states its own count: R<n>/...")
+        raise InvalidField(f"{field}.count", not_allowed(kind, "count"))
     if extra:
-        raise InvalidField(f"{field}.{sorted(extra)[0]}", f"not allowed with '{kind}'")
+        name = sorted(extra)[0]
+        raise InvalidField(f"{field}.{name}", not_allowed(kind, name))
     if kind == "at":
         return At(at=parse_instant(str(data["at"]), f"{field}.at"))
     start = parse_instant(str(data["start"]), f"{field}.start") if data.get("start") else None
     end = parse_instant(str(data["end"]), f"{field}.end") if data.get("end") else None
     if start is not None and end is not None and end < start:
-        raise InvalidField(f"{field}.end", "is before start")
+        raise InvalidField(f"{field}.end", END_BEFORE_START)
     count = parse_count(data["count"], f"{field}.count") if data.get("count") is not None else None
     if kind == "every":
         every = parse_interval(str(data["every"]), f"{field}.every")

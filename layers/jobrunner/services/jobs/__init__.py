@@ -16,7 +16,7 @@ from jobrunner.services.jobs.changelog import ChangeBook, KeptChangeLog, NoChang
 from jobrunner.services.jobs.checks import JobChecks, NoCalendars
 from jobrunner.services.jobs.commands import Commands
 from jobrunner.services.jobs.ledger import Ledger
-from jobrunner.services.jobs.models import Backfill, BulkResult, JobChanges, JobRules, NewJob
+from jobrunner.services.jobs.models import Backfill, BulkResult, JobRules
 from jobrunner.services.jobs.queries import MAX_PAGES_PER_LIST, Queries
 from jobrunner.services.jobs.quotas import CountedQuotas, NoQuotas, QuotaBook
 from jobrunner.services.jobs.rows import RowWriter
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BATCH", "MAX_PAGES_PER_LIST", "Backfill", "BulkResult", "ChangeBook", "Commands", "CountedQuotas",
-    "JobChanges", "JobChecks", "JobRules", "JobService", "KeptChangeLog", "Ledger", "NewJob", "NoCalendars",
+    "JobChecks", "JobRules", "JobService", "KeptChangeLog", "Ledger", "NoCalendars",
     "NoChangeLog", "NoQuotas", "Queries", "QuotaBook", "RowWriter", "Submissions",
 ]
 

@@ -1,11 +1,11 @@
-"""The checks a job's fields pass, on submit and on a PATCH: its topic, payload, timeout, jitter and calendar."""
+"""The checks of a job's fields that need the tenant, on submit and on a PATCH: its topic, payload and calendar (the
+rules a spec keeps on its own are ``JobSpec.checked``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Forbidden, InvalidField
-from jobrunner.domain.jobs import MAX_JITTER_S, MAX_TIMEOUT_S
 from jobrunner.domain.limits import payload_refusal
 from jobrunner.ports import CalendarStore
 from jobrunner.services.calendars import check_calendar
@@ -64,13 +64,3 @@ class JobChecks:
     def calendar(self, user_id: str, name: str | None, recurring: bool) -> None:
         """``services.calendars.check_calendar`` on the tenant's calendars (one read, for a job that names one)."""
         check_calendar(self._calendars, user_id, name, recurring)
-
-    @staticmethod
-    def jitter(jitter_s: int | None) -> None:
-        if jitter_s is not None and not 1 <= jitter_s <= MAX_JITTER_S:
-            raise InvalidField("jitter_s", f"must be between 1 and {MAX_JITTER_S} seconds")
-
-    @staticmethod
-    def timeout(timeout_s: int | None) -> None:
-        if timeout_s is not None and not 1 <= timeout_s <= MAX_TIMEOUT_S:
-            raise InvalidField("timeout_s", f"must be between 1 and {MAX_TIMEOUT_S} seconds")

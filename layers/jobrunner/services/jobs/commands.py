@@ -6,15 +6,14 @@ time for its scan before it is answered (docs/reliability.md, "the rules")."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, Unavailable
 from jobrunner.domain.jobs import JobState, Trigger, execution_id_for
 from jobrunner.domain.placement import placed_in_time
-from jobrunner.domain.policies import check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, anchor
-from jobrunner.domain.tags import parse_tags
 from jobrunner.domain.time import rfc3339, to_epoch_ms
 from jobrunner.services.jobs.models import Backfill, BulkResult
 from jobrunner.services.jobs.writer import JobWriter
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.jobs import Job, ScheduledExecution
-    from jobrunner.domain.tags import JobFilter
-    from jobrunner.services.jobs.models import JobChanges
+    from jobrunner.domain.selection import JobFilter
+    from jobrunner.domain.spec import SpecChange
 
 log = logging.getLogger(__name__)
 
@@ -149,53 +148,30 @@ class Commands(JobWriter):
         self._changes.record(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(queued)})
         return Backfill(fires, queued)
 
-    def change(self, user_id: str, job_id: str, changes: JobChanges, *, actor: str | None = None) -> Job:
+    def change(self, user_id: str, job_id: str, change: SpecChange, *, actor: str | None = None) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
-        return self._save(user_id, job_id, lambda job, now: self._changed(job, now, changes), "patch", actor)
+        return self._save(user_id, job_id, lambda job, now: self._changed(job, now, change), "patch", actor)
 
-    def _changed(self, job: Job, now: datetime, changes: JobChanges) -> dict[str, Any]:
+    def _changed(self, job: Job, now: datetime, change: SpecChange) -> dict[str, Any]:
+        """The PATCH applied to the job's spec as read in this round of the compare-and-set loop: the fields named
+        (checked with the spec's own rules and, for those that need the tenant, with ``JobChecks``), and, for a new
+        schedule, the next run it plans."""
         self._check_not_cancelled(job)
-        updates = self._field_changes(job, changes)
-        if changes.calendar_set or (changes.schedule is not None and job.calendar is not None):
-            calendar = changes.calendar if changes.calendar_set else job.calendar
-            self._checks.calendar(job.user_id, calendar, (changes.schedule or job.schedule).recurring)
-            updates["calendar"] = calendar
-        if changes.schedule is None:
-            return updates  # the planned rows and the next run stay as they are
-        schedule = anchor(changes.schedule, now)
+        spec = change.applied_to(job.spec)
+        if "topic" in change:
+            spec = replace(spec, topic=self._checks.topic(job.user_id, spec.topic))
+        if "payload" in change:
+            self._checks.payload(job.user_id, spec.payload)
+        if "calendar" in change or (spec.calendar is not None and "schedule" in change):
+            self._checks.calendar(job.user_id, spec.calendar, spec.schedule.recurring)
+        named = {name: getattr(spec, name) for name in change.named}
+        if "schedule" not in change:
+            return named  # the planned rows and the next run stay as they are
+        schedule = anchor(spec.schedule, now)
         next_run_at = schedule.first_fire(now)
         if next_run_at is None or next_run_at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule", "never fires after now")
-        return {**updates, "schedule": schedule,
-                "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
-
-    def _field_changes(self, job: Job, changes: JobChanges) -> dict[str, Any]:
-        """The PATCH's fields that neither plan a fire nor depend on one another, checked (``job`` as read in
-        this round of the compare-and-set loop)."""
-        user_id = job.user_id
-        updates: dict[str, Any] = {}
-        if changes.topic is not None:
-            updates["topic"] = self._checks.topic(user_id, changes.topic)
-        if changes.payload_set:
-            self._checks.payload(user_id, changes.payload)
-            updates["payload"] = changes.payload
-        if changes.retry is not None:
-            updates["retry"] = changes.retry.applied_to(job.retry)
-        if changes.timeout_set:
-            self._checks.timeout(changes.timeout_s)
-            updates["timeout_s"] = changes.timeout_s
-        if changes.jitter_set:  # from the next fire planned: the one already planned keeps its due instant
-            self._checks.jitter(changes.jitter_s)
-            updates["jitter_s"] = changes.jitter_s
-        if changes.tags is not None:
-            updates["tags"] = parse_tags(changes.tags)
-        if changes.delete_after_last is not None:
-            updates["delete_after_last"] = changes.delete_after_last
-        if changes.overlap is not None:  # from the next fire the scan reaches (planned rows stay)
-            updates["overlap"] = changes.overlap
-        if changes.catch_up is not None:
-            updates["catch_up"] = check_catch_up(changes.catch_up)
-        return updates
+        return {**named, "schedule": schedule, "next_run_at": None if job.state is JobState.PAUSED else next_run_at}
 
     def bulk(
         self, user_id: str, action: str, where: JobFilter, limit: int, cursor: str | None, *,

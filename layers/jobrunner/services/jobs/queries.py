@@ -10,7 +10,7 @@ from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import JobNotFound
 from jobrunner.domain.jobs import RUN_RECORDS, JobState, JobStatus, with_runs
 from jobrunner.domain.schedules import fires_left
-from jobrunner.domain.tags import JobFilter
+from jobrunner.domain.selection import JobFilter
 
 if TYPE_CHECKING:
     from datetime import datetime

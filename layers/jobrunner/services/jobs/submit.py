@@ -4,13 +4,12 @@ tenant's rate and limits, written with its first run's row in time for its scan,
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.errors import Conflict, Forbidden, InvalidField, InvalidFields
 from jobrunner.domain.jobs import Job, Trigger
-from jobrunner.domain.policies import check_catch_up
 from jobrunner.domain.schedules import AT_PAST_TOLERANCE, At, anchor
-from jobrunner.domain.tags import parse_tags
 from jobrunner.ports import IdempotencyClaim
 from jobrunner.services.jobs.writer import JobWriter
 
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.domain.jobs import ScheduledExecution
-    from jobrunner.services.jobs.models import NewJob
+    from jobrunner.domain.spec import JobSpec
 
 #: The most jobs one ``submit_many`` (``POST /jobs/batch``) takes.
 MAX_BATCH = 100
@@ -29,22 +28,25 @@ class Submissions(JobWriter):
     """New jobs, with their idempotency keys: a repeat of a request answers the job its first one made."""
 
     def submit(
-        self, user_id: str, new: NewJob, idempotency_key: str | None = None, *, actor: str | None = None
+        self, user_id: str, new: JobSpec, idempotency_key: str | None = None, *, actor: str | None = None,
+        trace_parent: str | None = None,
     ) -> tuple[Job, bool]:
-        """Validate and store ``new`` with its first run; returns (job, created). With an idempotency key,
-        a repeat of the same request returns the job made the first time (created False), and a different
-        request with the same key is a conflict. A repeat after the first request failed half-way (an
-        ambiguous 503) builds the very same job: same id, taken as of the first request's instant, so the
-        same first fire and the same ``execution_id``s."""
+        """Validate and store ``new`` with its first run (its trace: ``trace_parent``); returns (job, created).
+        With an idempotency key, a repeat of the same request returns the job made the first time (created
+        False), and a different request with the same key is a conflict. A repeat after the first request failed
+        half-way (an ambiguous 503) builds the very same job: same id, taken as of the first request's instant, so
+        the same first fire and the same ``execution_id``s."""
         now = self._clock.now()
         topic = self._validate_keyed(user_id, new, idempotency_key, now)
         self._quotas.admit(user_id, now)  # a request refused above costs the tenant nothing
-        return self._submit_admitted(user_id, new, topic, idempotency_key, now, actor)
+        return self._submit_admitted(user_id, new, topic, idempotency_key, now, actor, trace_parent)
 
     def submit_many(
-        self, user_id: str, items: Sequence[tuple[NewJob, str | None]], *, actor: str | None = None
+        self, user_id: str, items: Sequence[tuple[JobSpec, str | None]], *, actor: str | None = None,
+        trace_parent: str | None = None,
     ) -> list[tuple[Job, bool]]:
-        """Submit several jobs in one request, each as ``submit`` would: (job, created) of each, in order.
+        """Submit several jobs in one request, each as ``submit`` would: (job, created) of each, in order; each
+        job's trace is ``trace_parent`` (the request's).
 
         Every job is validated before anything is counted or written: if any is wrong, the error names each
         wrong field by its item (``jobs.3.schedule``) and nothing is written. The tenant's rate counts each
@@ -65,9 +67,9 @@ class Submissions(JobWriter):
         together: list[tuple[int, Job]] = []
         for index, ((new, key), topic) in enumerate(zip(items, topics, strict=True)):
             if key is not None or one_by_one:
-                done[index] = self._submit_admitted(user_id, new, topic, key, now, actor)
+                done[index] = self._submit_admitted(user_id, new, topic, key, now, actor, trace_parent)
             else:
-                together.append((index, self._build(user_id, str(uuid.uuid4()), new, topic, now)))
+                together.append((index, self._build(user_id, str(uuid.uuid4()), new, topic, now, trace_parent)))
         if together:
             jobs = [job for _, job in together]
 
@@ -90,7 +92,7 @@ class Submissions(JobWriter):
         return [done[index] for index in range(len(items))]
 
     def _check_many(
-        self, user_id: str, items: Sequence[tuple[NewJob, str | None]], now: datetime,
+        self, user_id: str, items: Sequence[tuple[JobSpec, str | None]], now: datetime,
     ) -> tuple[list[str], list[InvalidField]]:
         """What is wrong with each of a batch's jobs, each error named by its item (``jobs.3.payload``), so that
         a batch refused for one wrong job names every other wrong field too. A topic not granted raises
@@ -106,18 +108,17 @@ class Submissions(JobWriter):
                 raise Forbidden(f"jobs.{index}.{exc.field}", exc.reason) from exc
         return topics, wrong
 
-    def _validate(self, user_id: str, new: NewJob, now: datetime) -> str:
+    def _validate(self, user_id: str, new: JobSpec, now: datetime) -> str:
         """Check ``new`` as submitted at ``now`` (nothing written; its calendar, if it names one, read); returns
         its topic."""
         topic = self._checks.topic(user_id, new.topic)
         self._checks.payload(user_id, new.payload)
-        self._checks.timeout(new.timeout_s)
-        self._checks.jitter(new.jitter_s)
+        new.checked()
         self._checks.calendar(user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, str(uuid.uuid4()), new, topic, now)
         return topic
 
-    def _validate_keyed(self, user_id: str, new: NewJob, idempotency_key: str | None, now: datetime) -> str:
+    def _validate_keyed(self, user_id: str, new: JobSpec, idempotency_key: str | None, now: datetime) -> str:
         """``_validate``, but a repeat of a request whose key is bound is judged as of the first request's instant:
         the same key answers the same job even once its schedule has no fire after now (#31: a submit answered
         503 after its job landed, retried after the job's last fire, was refused 422 while its job ran). A request
@@ -128,17 +129,18 @@ class Submissions(JobWriter):
             if idempotency_key is None:
                 raise
             bound = self._store.idempotency_key(user_id, idempotency_key)
-            if bound is None or bound.fingerprint != new.fingerprint():
+            if bound is None or bound.fingerprint != new.digest():
                 raise
             return self._validate(user_id, new, bound.claimed_at)
 
     def _submit_admitted(
-        self, user_id: str, new: NewJob, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,
+        self, user_id: str, new: JobSpec, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,
+        trace_parent: str | None,
     ) -> tuple[Job, bool]:
         """``submit``'s steps after validation and the rate: the key's claim, the write, the change log."""
         job_id = str(uuid.uuid4())
         if idempotency_key is not None:
-            fingerprint = new.fingerprint()
+            fingerprint = new.digest()
             claim = IdempotencyClaim(user_id, idempotency_key, job_id, fingerprint, now)
             winner = self._store.claim_idempotency_key(claim)
             if winner.job_id != job_id:
@@ -148,11 +150,12 @@ class Submissions(JobWriter):
                 if existing is not None:  # a repeat: its first run re-asserted (the first answer may have been a 503)
                     job = self._queries.with_runs([existing])[0]
                     self._rows.reassert(job)
-                    self._quotas.recount(job, self._build(user_id, job.job_id, new, topic, winner.claimed_at))
+                    self._quotas.recount(job, self._build(user_id, job.job_id, new, topic, winner.claimed_at,
+                                                                    trace_parent))
                     return job, False
                 # The first request died before its job was written: finish it, as of its own instant.
                 job_id, now = winner.job_id, winner.claimed_at
-        job = self._build(user_id, job_id, new, topic, now)
+        job = self._build(user_id, job_id, new, topic, now, trace_parent)
         assert job.next_run_at is not None
         first = job.next_run_at
 
@@ -178,8 +181,10 @@ class Submissions(JobWriter):
         return job, True
 
     @staticmethod
-    def _build(user_id: str, job_id: str, new: NewJob, topic: str, now: datetime) -> Job:
-        """The job ``new`` makes when submitted at ``now`` (a pure function of its arguments)."""
+    def _build(user_id: str, job_id: str, new: JobSpec, topic: str, now: datetime,
+               trace_parent: str | None = None) -> Job:
+        """The job ``new`` makes when submitted at ``now`` (a pure function of its arguments): its schedule anchored
+        at ``now``, its topic the one resolved."""
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")
@@ -187,9 +192,5 @@ class Submissions(JobWriter):
         first = schedule.first_fire(now)
         if first is None:
             raise InvalidField("schedule", "never fires after now")
-        return Job(
-            user_id=user_id, job_id=job_id, schedule=schedule, payload=new.payload, topic=topic,
-            created_at=now, updated_at=now, retry=new.retry, timeout_s=new.timeout_s, next_run_at=first,
-            trace_parent=new.trace_parent, jitter_s=new.jitter_s, tags=parse_tags(new.tags), calendar=new.calendar,
-            delete_after_last=new.delete_after_last, overlap=new.overlap, catch_up=check_catch_up(new.catch_up),
-        )
+        return Job(user_id=user_id, job_id=job_id, spec=replace(new, schedule=schedule, topic=topic),
+                   created_at=now, updated_at=now, next_run_at=first, trace_parent=trace_parent)

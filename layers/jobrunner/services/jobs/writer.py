@@ -23,7 +23,7 @@ class JobWriter:
         self._store = store
         self._clock = clock
         self._rules = rules
-        #: The fields' checks (topic, payload, timeout, jitter, calendar).
+        #: The checks of the fields that need the tenant (topic, payload, calendar).
         self._checks = checks
         #: Places rows in time for their scan and wakes it.
         self._rows = rows

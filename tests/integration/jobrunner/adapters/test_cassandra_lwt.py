@@ -14,6 +14,7 @@ from cassandra import ConsistencyLevel
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.domain.jobs import Job
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import IdempotencyClaim
 
 pytestmark = pytest.mark.integration
@@ -44,8 +45,9 @@ def test_every_lightweight_transaction_runs_at_local_serial(cassandra_session: A
     session = RecordingSession(cassandra_session)
     store = CassandraJobStore(session)  # type: ignore[arg-type]
     user = f"user-{uuid.uuid4().hex[:6]}"
-    job = Job(user_id=user, job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=NOW),
-              payload={}, topic="jobs", created_at=NOW, updated_at=NOW, next_run_at=NOW)
+    job = Job(user_id=user, job_id=str(uuid.uuid4()),
+              spec=JobSpec(schedule=Every(timedelta(minutes=1), start=NOW), payload={}, topic="jobs"), created_at=NOW,
+              updated_at=NOW, next_run_at=NOW)
     # When a key is claimed and a job updated (both conditional writes)
     claim = IdempotencyClaim(user, "key-1", job.job_id, "fp", NOW)
     assert store.claim_idempotency_key(claim) == claim

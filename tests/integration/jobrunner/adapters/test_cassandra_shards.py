@@ -13,6 +13,7 @@ from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.codec import JOB_SHARDS, job_shard
 from jobrunner.domain.jobs import Job
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.spec import JobSpec
 
 pytestmark = pytest.mark.integration
 
@@ -22,8 +23,9 @@ NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 def test_one_tenants_jobs_are_written_to_many_partitions_and_all_read_back(cassandra_session: Any) -> None:
     # Given 64 jobs of one tenant, created together
     tenant = f"sharded-{uuid.uuid4().hex[:8]}"
-    jobs = [Job(user_id=tenant, job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=NOW),
-                payload={"n": n}, topic="jobs", created_at=NOW, updated_at=NOW) for n in range(64)]
+    jobs = [Job(user_id=tenant, job_id=str(uuid.uuid4()),
+                spec=JobSpec(schedule=Every(timedelta(minutes=1), start=NOW), payload={"n": n}, topic="jobs"),
+                created_at=NOW, updated_at=NOW) for n in range(64)]
     store = CassandraJobStore(cassandra_session)
     store.create_jobs([(job, None) for job in jobs])
     # Then each row is in the partition its id hashes to, and they cover most of the tenant's partitions

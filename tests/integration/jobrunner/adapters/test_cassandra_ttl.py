@@ -21,6 +21,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.placement import KEEP_ROWS, scan_closes_at
 from jobrunner.domain.schedules import At
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import Completion, Outcome
 
@@ -52,8 +53,9 @@ def test_every_scheduled_row_expires_a_while_after_its_scan_and_a_done_one_is_no
     segment = uuid.uuid4().int % 1_000_000 + 100
     now = datetime.now(UTC)
     due = now + timedelta(hours=2)
-    job = Job(user_id=f"user-{uuid.uuid4().hex[:6]}", job_id=str(uuid.uuid4()), schedule=At(due), payload={},
-              topic="jobs", created_at=now, updated_at=now, next_run_at=due)
+    job = Job(user_id=f"user-{uuid.uuid4().hex[:6]}", job_id=str(uuid.uuid4()),
+              spec=JobSpec(schedule=At(due), payload={}, topic="jobs"), created_at=now, updated_at=now,
+              next_run_at=due)
     # Given a job whose first run is written with it, and a manual run written on its own
     first, manual = _row(job, due, segment), _row(job, due + timedelta(days=3), segment)
     store.create_job(job, first)

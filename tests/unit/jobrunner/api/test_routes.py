@@ -403,6 +403,19 @@ def test_a_wrong_daylight_saving_policy_names_its_field(world: World, dst: Any, 
     assert world.store.jobs == {}
 
 
+def test_a_description_is_shown_with_the_job_changed_by_a_patch_and_removed_by_a_null(world: World) -> None:
+    # Given a job submitted with a description
+    job = world.submit({**HOURLY, "description": "the payroll export; ask #payments"})
+    assert call("GET", f"/jobs/{job['job_id']}")[1]["description"] == "the payroll export; ask #payments"
+    # When a PATCH changes it, another leaves it out, and a third sends null
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"description": "weekly"})[1]["description"] == "weekly"
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"payload": {}})[1]["description"] == "weekly"
+    # Then the null removes it; one too long is refused, naming the field
+    assert call("PATCH", f"/jobs/{job['job_id']}", {"description": None})[1]["description"] is None
+    status, body = call("POST", "/jobs", {**HOURLY, "description": "x" * 1025})
+    assert (status, fields(body)) == (422, {"description"})
+
+
 # -- PATCH, DELETE, pause, resume, run ---------------------------------------------------------------------
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from jobrunner.api.schedules import AtIn, CronIn, EveryIn, Iso8601In
+from jobrunner.domain.schedules.parsing import ALLOWED
 from tests.unit.jobrunner.api.test_routes import HOURLY, World, call, fields, world
 
 __all__ = ["world"]
@@ -107,28 +109,29 @@ def test_no_module_reads_the_resolvers_private_route_tables() -> None:
     assert readers == []
 
 
-def test_a_bound_changed_in_its_constant_changes_the_models_check_and_the_services_message() -> None:
+def test_a_bound_changed_in_its_constant_changes_the_models_check_and_the_specs_message() -> None:
     # Given the timeout bound set to 600 in its one constant, before anything reads it
     script = """
 import json
-import jobrunner.domain.jobs as jobs
-jobs.MAX_TIMEOUT_S = 600
+import jobrunner.domain.spec as spec
+spec.MAX_TIMEOUT_S = 600
+from datetime import timedelta
 from pydantic import ValidationError
 from jobrunner.api.schemas import JobIn
 from jobrunner.domain.errors import InvalidField
-from jobrunner.services.jobs import JobChecks
+from jobrunner.domain.schedules import Every
 JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 600})
 try:
     JobIn.model_validate({"schedule": {"every": "PT1H"}, "timeout_s": 601})
 except ValidationError as wrong:
     model = wrong.errors()[0]["msg"]
 try:
-    JobChecks.timeout(601)
+    spec.JobSpec(Every(timedelta(hours=1)), {}, timeout_s=601).checked()
 except InvalidField as wrong:
     service = wrong.reason
 print(json.dumps([model, service, JobIn.model_json_schema()["properties"]["timeout_s"]["anyOf"][0]["maximum"]]))
 """
-    # When the model and the service check a timeout
+    # When the model and the spec check a timeout
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": f"{ROOT / 'layers'}:{ROOT}"}).stdout
     # Then both use it, and so does the OpenAPI schema
@@ -149,3 +152,10 @@ def test_wrong_tags_come_back_with_the_other_wrong_fields(world: World) -> None:
     status, answer = call("POST", "/jobs", body)
     assert status == 422 and fields(answer) == {"tags.team:x", "tags.tier", "max_retries"}, answer
     assert reasons(answer)["tags.team:x"] == "a key is 1 to 64 letters, digits, '_', '.', '/' or '-'"
+
+
+def test_each_schedule_kinds_model_takes_the_keys_its_parser_takes() -> None:
+    # The shape of a schedule is declared once (domain.schedules.parsing.ALLOWED); each kind's model holds its keys.
+    models = {"at": AtIn, "every": EveryIn, "cron": CronIn, "iso8601": Iso8601In}
+    assert {kind: set(model.model_fields) for kind, model in models.items()} == {
+        kind: set(keys) for kind, keys in ALLOWED.items()}

@@ -27,16 +27,15 @@ from jobrunner.domain.jobs import (
     with_runs,
 )
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 NEXT = T0 + timedelta(minutes=5)
 
 
 def job(state: JobState, last_status: ExecutionStatus | None, next_run_at: datetime | None) -> Job:
-    return Job(
-        user_id="alice", job_id="job-1", schedule=At(NEXT), payload={}, topic="jobs", created_at=T0,
-        updated_at=T0, state=state, last_status=last_status, next_run_at=next_run_at,
-    )
+    return Job(user_id="alice", job_id="job-1", spec=JobSpec(schedule=At(NEXT), payload={}, topic="jobs"),
+               created_at=T0, updated_at=T0, state=state, last_status=last_status, next_run_at=next_run_at)
 
 
 LAST_STATUSES = [None, *ExecutionStatus]
@@ -135,10 +134,9 @@ def test_a_watchdog_names_the_execution_it_watches() -> None:
 
 
 def every_minute(schedule_version: int = 1, state: JobState = JobState.ACTIVE) -> Job:
-    return Job(
-        user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=T0), payload={}, topic="jobs",
-        created_at=T0, updated_at=T0, state=state, version=schedule_version, next_run_at=T0,
-    )
+    return Job(user_id="alice", job_id="job-1",
+               spec=JobSpec(schedule=Every(timedelta(minutes=1), start=T0), payload={}, topic="jobs"), created_at=T0,
+               updated_at=T0, state=state, version=schedule_version, next_run_at=T0)
 
 
 def fired(at: datetime, *, version: int | None = 1, trigger: Trigger = Trigger.SCHEDULE, attempt: int = 1,
@@ -216,8 +214,9 @@ def test_a_lane_position_survives_its_encoding_and_sorts_as_the_lane_does() -> N
 
 def test_a_jitter_offset_is_fixed_per_job_and_fire_and_spread_over_the_window() -> None:
     start = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
-    job = Job(user_id="t", job_id=str(uuid.uuid4()), schedule=Every(timedelta(minutes=1), start=start), payload={},
-              topic="jobs", created_at=start, updated_at=start, jitter_s=60)
+    job = Job(user_id="t", job_id=str(uuid.uuid4()),
+              spec=JobSpec(schedule=Every(timedelta(minutes=1), start=start), payload={}, topic="jobs", jitter_s=60),
+              created_at=start, updated_at=start)
     fires = [start + timedelta(minutes=k) for k in range(3000)]
     deltas = [due_of(job, fire) - fire for fire in fires]
     offsets = [delta.total_seconds() for delta in deltas]
@@ -231,7 +230,7 @@ def test_a_jitter_offset_is_fixed_per_job_and_fire_and_spread_over_the_window() 
     # while another job's offsets differ, and a job without a window is due at its fires
     other = replace(job, job_id=str(uuid.uuid4()))
     assert sum(due_of(other, fire) != due_of(job, fire) for fire in fires[:100]) > 95
-    assert due_of(replace(job, jitter_s=None), fires[7]) == fires[7]
+    assert due_of(job.with_changes(jitter_s=None), fires[7]) == fires[7]
 
 
 def test_a_backfills_retries_and_watchdogs_are_a_lineage_of_their_own() -> None:

@@ -15,6 +15,7 @@ from jobrunner.domain.ledger import FireOutcome, fires_between, ledger, timeline
 from jobrunner.domain.policies import SkipReason
 from jobrunner.domain.policy_decisions import skip_note
 from jobrunner.domain.schedules import Cron, Every
+from jobrunner.domain.spec import JobSpec
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -25,9 +26,10 @@ def t(minutes: float) -> datetime:
 
 
 def job(schedule: Any = None, **changes: Any) -> Job:
-    fields: dict[str, Any] = {"created_at": T0, "updated_at": T0, **changes}
-    return Job(user_id="alice", job_id="j1", schedule=schedule or Every(MIN, start=T0), payload={}, topic="jobs",
-               **fields)
+    made = Job(user_id="alice", job_id="j1",
+               spec=JobSpec(schedule=schedule or Every(MIN, start=T0), payload={}, topic="jobs"), created_at=T0,
+               updated_at=T0)
+    return made.with_changes(**changes)
 
 
 def change(action: str, at: datetime, version: int, **details: Any) -> JobChange:

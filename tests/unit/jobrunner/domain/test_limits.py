@@ -23,6 +23,7 @@ from jobrunner.domain.limits import (
     refusal_reason,
 )
 from jobrunner.domain.schedules import At, Cron, Every, RepeatingInterval
+from jobrunner.domain.spec import JobSpec
 
 if TYPE_CHECKING:
     from jobrunner.domain.schedules import Schedule
@@ -100,8 +101,8 @@ def test_the_most_fires_a_minute_is_never_below_what_the_schedule_does_in_any_mi
 
 
 def job(schedule: Schedule, state: JobState = JobState.ACTIVE) -> Job:
-    return Job(user_id="t", job_id="j", schedule=schedule, payload={}, topic="jobs", created_at=NOW, updated_at=NOW,
-               state=state, next_run_at=schedule.first_fire(NOW))
+    return Job(user_id="t", job_id="j", spec=JobSpec(schedule=schedule, payload={}, topic="jobs"), created_at=NOW,
+               updated_at=NOW, state=state, next_run_at=schedule.first_fire(NOW))
 
 
 def test_what_a_job_holds_and_what_a_change_takes_and_gives() -> None:

@@ -11,15 +11,17 @@ from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, ScheduledExecu
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.publication import next_fire, planned_ahead, publishable, row_identity, started_record
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 FIRE = T0 + timedelta(minutes=5)
 
 
 def every_minute(**changes: object) -> Job:
-    job = Job(user_id="alice", job_id="job-1", schedule=Every(timedelta(minutes=1), start=T0), payload={},
-              topic="jobs", created_at=T0, updated_at=T0)
-    return replace(job, **changes)  # type: ignore[arg-type]
+    job = Job(user_id="alice", job_id="job-1",
+              spec=JobSpec(schedule=Every(timedelta(minutes=1), start=T0), payload={}, topic="jobs"), created_at=T0,
+              updated_at=T0)
+    return job.with_changes(**changes)
 
 
 def fire_of(job: Job, at: datetime = FIRE, trigger: Trigger = Trigger.SCHEDULE) -> ScheduledExecution:
@@ -63,7 +65,7 @@ def test_the_next_fire_follows_the_fire_published_not_the_clock() -> None:
     job = every_minute()
     assert next_fire(fire_of(job), job) == FIRE + timedelta(minutes=1)
     assert next_fire(fire_of(job, trigger=Trigger.MANUAL), job) is None
-    once = replace(job, schedule=At(FIRE))
+    once = job.with_changes(schedule=At(FIRE))
     assert next_fire(fire_of(once), once) is None
 
 

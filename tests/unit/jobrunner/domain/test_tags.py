@@ -9,14 +9,18 @@ import pytest
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import Job, JobState, JobStatus
 from jobrunner.domain.schedules import At, Cron, Every
-from jobrunner.domain.tags import JobFilter, parse_tags
+from jobrunner.domain.selection import JobFilter
+from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.tags import parse_tags
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 
 
 def job(schedule: object, tags: dict[str, str], state: JobState = JobState.ACTIVE) -> Job:
-    return Job(user_id="t", job_id="j", schedule=schedule, payload={}, topic="jobs",  # type: ignore[arg-type]
-               created_at=NOW, updated_at=NOW, state=state, next_run_at=NOW + timedelta(hours=1), tags=tags)
+    return Job(user_id="t", job_id="j", spec=JobSpec(schedule=schedule, payload={}, topic="jobs", tags=tags),
+               # type: ignore[arg-type]
+               created_at=NOW, updated_at=NOW, state=state,
+               next_run_at=NOW + timedelta(hours=1))
 
 
 @pytest.mark.parametrize(("tags", "field", "reason"), [

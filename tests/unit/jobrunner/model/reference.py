@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from jobrunner.adapters.stores.memory import MemoryJobStore
     from jobrunner.domain.calendars import Calendar
     from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
+    from jobrunner.domain.spec import JobSpec
     from jobrunner.ports import OutboundMessage
-    from jobrunner.services.jobs import NewJob
 
 USER = "alice"
 MINUTE = timedelta(minutes=1)
@@ -450,7 +450,7 @@ class Reference:
         """Whether the check ``name`` is made (not waived)."""
         return name not in self.waived
 
-    def submitted(self, job: Job, new: NewJob, requested: dict[str, Any]) -> None:
+    def submitted(self, job: Job, new: JobSpec, requested: dict[str, Any]) -> None:
         """A job submitted as ``new``, its schedule as the user wrote it (``requested``, its JSON form)."""
         if job.job_id in self.by_id:
             return

@@ -47,10 +47,10 @@ from jobrunner.domain.jobs import Lane, RetryChange, RetryPolicy
 from jobrunner.domain.limits import Standing
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
-from jobrunner.domain.tags import JobFilter
+from jobrunner.domain.selection import JobFilter
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.time import minute_bucket, rfc3339
 from jobrunner.ports import Clock, Invoker, PublishError
-from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.unit.jobrunner.model.faults import (
@@ -279,11 +279,11 @@ class Submit(Op):
                 f"job {stored.job_id[:8]}, which stands")
             world.model.submitted(stored, new, requested)
 
-    def new_job(self, world: World) -> tuple[NewJob, dict[str, Any]]:
+    def new_job(self, world: World) -> tuple[JobSpec, dict[str, Any]]:
         """The job to submit, and its schedule as the user wrote it."""
         requested = self.spec.json(world.clock.now())
         schedule = schedule_from_dict(requested)
-        return NewJob(schedule, {"v": world.serial()}, retry=retry_policy(self.retries), timeout_s=self.timeout_s,
+        return JobSpec(schedule, {"v": world.serial()}, retry=retry_policy(self.retries), timeout_s=self.timeout_s,
                       jitter_s=self.jitter_s, calendar=CALENDAR if self.calendar and schedule.recurring else None,
                       overlap=Overlap(self.overlap), catch_up=CATCH_UPS[self.catch_up],
                       delete_after_last=self.delete_after_last, tags={TEAM: self.team} if self.team else {},
@@ -359,7 +359,7 @@ class Payload(Op):
         if (job := world.model.pick(self.job)) is None:
             return
         payload = {"v": world.serial()}
-        changes = JobChanges(payload=payload, payload_set=True)
+        changes = SpecChange(payload=payload)
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         world.changes_of(job, done, lambda _, landed, order: world.model.payload_changed(job, payload, landed, order))
 
@@ -377,7 +377,7 @@ class Reschedule(Op):
             return
         requested = self.spec.json(world.clock.now())
         schedule = schedule_from_dict(requested)
-        done = world.call(self, lambda: world.api.change(USER, job.job_id, JobChanges(schedule=schedule)))
+        done = world.call(self, lambda: world.api.change(USER, job.job_id, SpecChange(schedule=schedule)))
         world.changes_of(job, done, lambda written, landed, order: world.model.rescheduled(
             job, requested, written.updated_at, landed, order))
 
@@ -406,15 +406,11 @@ class Patch(Op):
         if (job := world.model.pick(self.job)) is None:
             return
         changed = self.fields(world)
-        payload = changed.get("payload")
         values = {**changed, "catch_up": self.catch_up_policy()} if self.catch_up is not None else changed
-        setting: dict[str, Any] = {f"{name}_set": True for name in ("payload", "calendar", "jitter", "timeout")
-                   if (name if name in ("payload", "calendar") else f"{name}_s") in changed}
         requested = self.schedule.json(world.clock.now()) if self.schedule is not None else None
         schedule = schedule_from_dict(requested) if requested is not None else None
-        options = {name: RetryChange.whole(value) if name == "retry" else value
-                   for name, value in values.items() if name != "payload"}
-        changes = JobChanges(schedule=schedule, payload=payload, **options, **setting)
+        options = {name: RetryChange.whole(value) if name == "retry" else value for name, value in values.items()}
+        changes = SpecChange(**options, **({"schedule": schedule} if schedule is not None else {}))
         done = world.call(self, lambda: world.api.change(USER, job.job_id, changes))
         world.changes_of(job, done, lambda written, landed, order: world.model.patched(
             job, changed, requested, written.updated_at, landed, order))

@@ -23,9 +23,10 @@ from jobrunner.domain.policies import SkipReason
 from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobChanges, JobRules, NewJob
+from jobrunner.services.jobs import JobRules
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
 from tests.support.memory import memory_container
 
@@ -50,7 +51,7 @@ class World:
         self.leases = MemoryLeaseStore()
 
     def every_minute(self, calendar: str | None = "maintenance", tenant: str = "alice") -> Job:
-        return self.jobs.submit(tenant, NewJob(Every(timedelta(minutes=1), start=at(10)), {}, calendar=calendar))[0]
+        return self.jobs.submit(tenant, JobSpec(Every(timedelta(minutes=1), start=at(10)), {}, calendar=calendar))[0]
 
     def scan(self, job: Job, bucket: datetime) -> tuple[ScanReport, list[OutboundMessage]]:
         self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
@@ -137,24 +138,24 @@ def test_the_preview_shows_the_fires_the_calendar_excludes(world: World) -> None
 
 
 def test_a_job_names_only_a_calendar_of_its_tenant_and_only_when_recurring(world: World) -> None:
-    for new, tenant in ((NewJob(Every(timedelta(minutes=1)), {}, calendar="nope"), "alice"),
-                        (NewJob(Every(timedelta(minutes=1)), {}, calendar="maintenance"), "bob"),  # alice's
-                        (NewJob(At(at(30)), {}, calendar="maintenance"), "alice"),
-                        (NewJob(Every(timedelta(minutes=1)), {}, calendar="not a name"), "alice")):
+    for new, tenant in ((JobSpec(Every(timedelta(minutes=1)), {}, calendar="nope"), "alice"),
+                        (JobSpec(Every(timedelta(minutes=1)), {}, calendar="maintenance"), "bob"),  # alice's
+                        (JobSpec(At(at(30)), {}, calendar="maintenance"), "alice"),
+                        (JobSpec(Every(timedelta(minutes=1)), {}, calendar="not a name"), "alice")):
         with pytest.raises(InvalidField) as error:
             world.jobs.submit(tenant, new)
         assert error.value.field == "calendar"
     assert world.store.jobs == {}
     # a PATCH sets, removes or refuses it, writing nothing when refused
     job = world.every_minute(calendar=None)
-    assert world.jobs.change("alice", job.job_id, JobChanges(calendar="maintenance", calendar_set=True)).calendar == (
+    assert world.jobs.change("alice", job.job_id, SpecChange(calendar="maintenance")).calendar == (
         "maintenance")
     with pytest.raises(InvalidField):
-        world.jobs.change("alice", job.job_id, JobChanges(calendar="nope", calendar_set=True))
+        world.jobs.change("alice", job.job_id, SpecChange(calendar="nope"))
     with pytest.raises(InvalidField):  # a schedule made one-time while a calendar is named
-        world.jobs.change("alice", job.job_id, JobChanges(schedule=At(at(30))))
+        world.jobs.change("alice", job.job_id, SpecChange(schedule=At(at(30))))
     assert world.jobs.get("alice", job.job_id).calendar == "maintenance"
-    assert world.jobs.change("alice", job.job_id, JobChanges(calendar=None, calendar_set=True)).calendar is None
+    assert world.jobs.change("alice", job.job_id, SpecChange(calendar=None)).calendar is None
 
 
 def test_a_calendar_a_job_names_cannot_be_deleted_until_the_job_is_cancelled(world: World) -> None:

@@ -43,10 +43,11 @@ from jobrunner.domain.limits import minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
-from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobRules, JobService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -85,7 +86,7 @@ def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service:
     # Given a one-time job due well after the tick that dispatches its minute
     due = datetime(2026, 11, 22, 10, 5, 30, tzinfo=UTC)
     # When it is submitted
-    job = service.submit("alice", NewJob(At(due), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(At(due), {"n": 1}))[0]
     # Then the job and exactly one row for its first run are stored, in its own bucket's planned lane
     assert store.jobs == {("alice", job.job_id): job}
     [row] = store.rows.values()
@@ -101,13 +102,13 @@ def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service:
 def test_imminent_job_goes_to_the_late_lane_of_the_bucket_being_scanned(
     store: MemoryJobStore, service: JobService
 ) -> None:
-    job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))[0]
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(seconds=20)), {}))[0]
     [row] = store.rows.values()
     assert (row.bucket, row.lane, row.due_at) == (datetime(2026, 11, 22, 10, 0, tzinfo=UTC), Lane.LATE, job.next_run_at)
 
 
 def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJobStore, service: JobService) -> None:
-    job = service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(hours=1)), {}))[0]
     assert job.schedule == Every(timedelta(hours=1), start=NOW + timedelta(hours=1))
     assert store.jobs[("alice", job.job_id)].schedule == job.schedule
     [row] = store.rows.values()
@@ -115,16 +116,16 @@ def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJob
 
 
 def test_allowed_topic_is_kept(service: JobService) -> None:
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}, topic="reports"))[0].topic == "reports"
+    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="reports"))[0].topic == "reports"
 
 
 def test_payload_at_the_size_limit_is_accepted(service: JobService) -> None:
     payload = "x" * 98  # 100 bytes once serialized with its quotes
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), payload))[0].payload == payload
+    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload))[0].payload == payload
 
 
 def test_at_up_to_five_minutes_in_the_past_runs_at_once(store: MemoryJobStore, service: JobService) -> None:
-    service.submit("alice", NewJob(At(NOW - timedelta(minutes=5)), {}))
+    service.submit("alice", JobSpec(At(NOW - timedelta(minutes=5)), {}))
     [row] = store.rows.values()
     assert (row.bucket, row.lane) == (datetime(2026, 11, 22, 10, 0, tzinfo=UTC), Lane.LATE)
 
@@ -132,19 +133,19 @@ def test_at_up_to_five_minutes_in_the_past_runs_at_once(store: MemoryJobStore, s
 @pytest.mark.parametrize(
     ("new", "field", "reason"),
     [
-        (NewJob(At(NOW + timedelta(hours=1)), {}, topic="payroll"), "topic", "allowed"),
-        (NewJob(At(NOW + timedelta(hours=1)), "x" * 99), "payload", "101 bytes"),
-        (NewJob(At(NOW - timedelta(minutes=5, milliseconds=1)), {}), "schedule.at", "past"),
-        (NewJob(Every(timedelta(hours=1), end=NOW + timedelta(minutes=59)), {}), "schedule", "never fires"),
+        (JobSpec(At(NOW + timedelta(hours=1)), {}, topic="payroll"), "topic", "allowed"),
+        (JobSpec(At(NOW + timedelta(hours=1)), "x" * 99), "payload", "101 bytes"),
+        (JobSpec(At(NOW - timedelta(minutes=5, milliseconds=1)), {}), "schedule.at", "past"),
+        (JobSpec(Every(timedelta(hours=1), end=NOW + timedelta(minutes=59)), {}), "schedule", "never fires"),
         (
-            NewJob(Every(timedelta(minutes=5), start=NOW - timedelta(days=2), end=NOW - timedelta(days=1)), {}),
+            JobSpec(Every(timedelta(minutes=5), start=NOW - timedelta(days=2), end=NOW - timedelta(days=1)), {}),
             "schedule", "never fires",
         ),
     ],
     ids=["topic", "payload", "at-in-past", "every-ends-before-first-fire", "every-ended"],
 )
 def test_rejected_submission_names_the_field_and_writes_nothing(
-    store: MemoryJobStore, service: JobService, new: NewJob, field: str, reason: str
+    store: MemoryJobStore, service: JobService, new: JobSpec, field: str, reason: str
 ) -> None:
     with pytest.raises(InvalidField, match=reason) as caught:
         service.submit("alice", new)
@@ -166,31 +167,31 @@ def test_a_topic_not_granted_to_the_tenant_is_forbidden_and_nothing_is_written(
 ) -> None:
     # Given topics granted per tenant, when reporting names the payments team's topic
     with pytest.raises(Forbidden) as caught:
-        granted.submit("reporting", NewJob(At(NOW + timedelta(hours=1)), {}, topic="payments"))
+        granted.submit("reporting", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="payments"))
     # Then it is refused naming the topic and what the tenant may use, and nothing is stored
     assert (caught.value.field, caught.value.reason) == ("topic", "'payments' is not granted to this tenant; "
                                                                   "granted: ['reports']")
     assert store.jobs == {} and store.rows == {}
     # and a tenant with no grant at all cannot submit even to the default topic
     with pytest.raises(Forbidden, match="no topic is granted to this tenant"):
-        granted.submit("newcomer", NewJob(At(NOW + timedelta(hours=1)), {}))
+        granted.submit("newcomer", JobSpec(At(NOW + timedelta(hours=1)), {}))
     # while a topic the deployment does not allow is still a wrong field (422)
     with pytest.raises(InvalidField, match="not an allowed topic"):
-        granted.submit("reporting", NewJob(At(NOW + timedelta(hours=1)), {}, topic="elsewhere"))
+        granted.submit("reporting", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="elsewhere"))
 
 
 def test_a_job_without_a_topic_goes_to_the_default_or_to_its_tenants_first_topic(granted: JobService) -> None:
     due = At(NOW + timedelta(hours=1))
-    assert granted.submit("payments-team", NewJob(due, {}))[0].topic == "jobs"
-    assert granted.submit("reporting", NewJob(due, {}))[0].topic == "reports"
+    assert granted.submit("payments-team", JobSpec(due, {}))[0].topic == "jobs"
+    assert granted.submit("reporting", JobSpec(due, {}))[0].topic == "reports"
 
 
 def test_a_change_to_a_topic_not_granted_is_forbidden_and_changes_nothing(
     store: MemoryJobStore, granted: JobService
 ) -> None:
-    job = granted.submit("reporting", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    job = granted.submit("reporting", JobSpec(Every(timedelta(minutes=5)), {}))[0]
     with pytest.raises(Forbidden, match="'payments' is not granted"):
-        granted.change("reporting", job.job_id, JobChanges(topic="payments"))
+        granted.change("reporting", job.job_id, SpecChange(topic="payments"))
     assert store.jobs[("reporting", job.job_id)] == job
 
 
@@ -209,27 +210,27 @@ def test_submissions_over_a_tenants_rate_are_refused_for_the_second_and_write_no
     due = At(NOW + timedelta(hours=1))
     # Given a rate of 2 a second for every tenant, a refused request (a bad payload) costs nothing
     with pytest.raises(InvalidField):
-        service.submit("alice", NewJob(due, {"pad": "x" * 200}))
-    accepted = [service.submit("alice", NewJob(due, {}))[0] for _ in range(2)]
+        service.submit("alice", JobSpec(due, {"pad": "x" * 200}))
+    accepted = [service.submit("alice", JobSpec(due, {}))[0] for _ in range(2)]
     # When alice submits a third job in the same second
     with pytest.raises(LimitReached) as caught:
-        service.submit("alice", NewJob(due, {}))
+        service.submit("alice", JobSpec(due, {}))
     # Then it is refused, naming the limit, to retry after a second, and only the first two exist
     assert (caught.value.limit, caught.value.retry_after_s) == ("submissions_per_second", 1)
     assert "at most 2 jobs a second" in caught.value.reason
     assert set(store.jobs) == {("alice", j.job_id) for j in accepted}
     # while another tenant has a rate of its own, an exempt one has none, and the next second admits again
-    assert service.submit("bob", NewJob(due, {}))[1]
-    assert all(service.submit("ops", NewJob(due, {}))[1] for _ in range(5))
+    assert service.submit("bob", JobSpec(due, {}))[1]
+    assert all(service.submit("ops", JobSpec(due, {}))[1] for _ in range(5))
     clock.advance(timedelta(seconds=1))
-    assert service.submit("alice", NewJob(due, {}))[1]
+    assert service.submit("alice", JobSpec(due, {}))[1]
 
 
 def test_a_tenants_payload_limit_is_its_own(store: MemoryJobStore, clock: ManualClock) -> None:
     service = limited(store, clock)
     with pytest.raises(InvalidField, match="the limit is 20"):
-        service.submit("small", NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))[1]
+        service.submit("small", JobSpec(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))
+    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {"pad": "x" * 20}))[1]
     assert [user for user, _ in store.jobs] == ["alice"]
 
 
@@ -241,7 +242,7 @@ def test_a_quota_counter_that_cannot_be_reached_admits_the_submission(
             raise Unavailable("throttled")
 
     service = limited(store, clock, Down())
-    assert all(service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1] for _ in range(3))
+    assert all(service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))[1] for _ in range(3))
 
 
 STANDING = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "100", "JOBRUNNER_TENANT_LIMITS": json.dumps(
@@ -255,7 +256,7 @@ def standing(store: MemoryJobStore, clock: ManualClock, quotas: MemoryTenantQuot
 def test_recurring_jobs_held_are_limited_and_a_cancel_makes_room(store: MemoryJobStore, clock: ManualClock) -> None:
     quotas = MemoryTenantQuotas()
     service = standing(store, clock, quotas)
-    hourly = NewJob(Every(timedelta(hours=1)), {})
+    hourly = JobSpec(Every(timedelta(hours=1)), {})
     held = [service.submit("alice", hourly)[0] for _ in range(2)]
     # When alice submits a third recurring job
     with pytest.raises(LimitReached) as caught:
@@ -265,7 +266,7 @@ def test_recurring_jobs_held_are_limited_and_a_cancel_makes_room(store: MemoryJo
     assert {job_id for _, job_id in store.jobs} == {job.job_id for job in held}
     assert quotas.standing["alice"].jobs == 2
     # while a one-time job is not held, a pause keeps its place and an exempt tenant holds as many as it likes
-    assert service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[1]
+    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))[1]
     service.pause("alice", held[0].job_id)
     with pytest.raises(LimitReached):
         service.submit("alice", hourly)
@@ -283,12 +284,12 @@ def test_executions_a_minute_bound_one_time_jobs_runs_now_and_recurring_reservat
     quotas = MemoryTenantQuotas()
     service = standing(store, clock, quotas)
     # Given a recurring job every 10 s (6 fires a minute reserved) under a limit of 8 a minute
-    fast = service.submit("alice", NewJob(Every(timedelta(seconds=10)), {}))[0]
+    fast = service.submit("alice", JobSpec(Every(timedelta(seconds=10)), {}))[0]
     # Then a minute ahead takes 2 one-time jobs, not 3, naming the minute
     due = NOW + timedelta(hours=1)
-    [service.submit("alice", NewJob(At(due), {})) for _ in range(2)]
+    [service.submit("alice", JobSpec(At(due), {})) for _ in range(2)]
     with pytest.raises(LimitReached) as caught:
-        service.submit("alice", NewJob(At(due), {}))
+        service.submit("alice", JobSpec(At(due), {}))
     assert caught.value.limit == "executions_per_minute" and "2026-11-22T11:00Z is full" in caught.value.reason
     assert caught.value.retry_after_s == 60
     # and the current minute takes 2 runs now, then refuses with the seconds left in the minute
@@ -298,12 +299,12 @@ def test_executions_a_minute_bound_one_time_jobs_runs_now_and_recurring_reservat
     assert (now_full.value.limit, now_full.value.retry_after_s) == ("executions_per_minute", 50)
     # and even a recurring job of 1 fire a minute no longer fits beside those full minutes ahead
     with pytest.raises(LimitReached):
-        service.submit("alice", NewJob(Every(timedelta(minutes=1)), {}))
+        service.submit("alice", JobSpec(Every(timedelta(minutes=1)), {}))
     assert quotas.standing["alice"].per_minute == 6
     # and cancelling a one-time job gives its minute back
     once = next(job for (_, _), job in store.jobs.items() if isinstance(job.schedule, At))
     service.cancel("alice", once.job_id)
-    assert service.submit("alice", NewJob(At(due), {}))[1]
+    assert service.submit("alice", JobSpec(At(due), {}))[1]
 
 
 def test_a_patch_moves_what_a_job_holds_and_a_refused_patch_changes_nothing(
@@ -311,20 +312,20 @@ def test_a_patch_moves_what_a_job_holds_and_a_refused_patch_changes_nothing(
 ) -> None:
     quotas = MemoryTenantQuotas()
     service = standing(store, clock, quotas)
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=5)), {}))[0]
     # When it is made to fire every 10 s (6 a minute): fits under 8
-    faster = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10))))
+    faster = service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=10))))
     assert quotas.standing["alice"].per_minute == 6
     # and a second job of 3 a minute does not fit beside it
     with pytest.raises(LimitReached):
-        service.submit("alice", NewJob(Every(timedelta(seconds=20)), {}))
+        service.submit("alice", JobSpec(Every(timedelta(seconds=20)), {}))
     # and slowing it again gives the difference back
-    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(minutes=1))))
+    service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(minutes=1))))
     assert quotas.standing["alice"].per_minute == 1
     assert store.jobs[("alice", job.job_id)].version == faster.version + 1
     # and a one-time job moved to another minute counts there instead
-    once = service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[0]
-    service.change("alice", once.job_id, JobChanges(schedule=At(NOW + timedelta(hours=2))))
+    once = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))[0]
+    service.change("alice", once.job_id, SpecChange(schedule=At(NOW + timedelta(hours=2))))
     hour, two_hours = (minute_of(NOW + timedelta(hours=h)) for h in (1, 2))
     assert (quotas.minutes[("alice", hour)], quotas.minutes[("alice", two_hours)]) == (0, 1)
 
@@ -338,16 +339,16 @@ def test_what_was_taken_is_given_back_when_the_write_fails(store: MemoryJobStore
 
     store.create_job = down  # type: ignore[method-assign]
     with pytest.raises(Unavailable):
-        service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))
+        service.submit("alice", JobSpec(Every(timedelta(hours=1)), {}))
     with pytest.raises(Unavailable):
-        service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))
+        service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))
     assert quotas.standing["alice"].jobs == 0 and sum(quotas.minutes.values()) == 0
 
 
 def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobStore, clock: ManualClock) -> None:
     quotas = MemoryTenantQuotas()
     service = standing(store, clock, quotas)
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=5)), {}))[0]
     update, lost = store.update_job, []
 
     def racing(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
@@ -358,13 +359,13 @@ def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobSto
         return update(updated, rows, expected_version)
 
     store.update_job = racing  # type: ignore[method-assign]
-    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=20))))
+    service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=20))))
     # the lost attempt's 3 a minute were given back: the tenant holds exactly the schedule that landed
     assert lost and quotas.standing["alice"].per_minute == 3 and quotas.standing["alice"].jobs == 1
 
 
 def test_get_returns_own_job_and_hides_other_tenants_jobs(service: JobService) -> None:
-    job = service.submit("alice", NewJob(At(NOW + timedelta(hours=1)), {}))[0]
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))[0]
     assert service.get("alice", job.job_id) == job
     with pytest.raises(JobNotFound):
         service.get("mallory", job.job_id)
@@ -403,7 +404,7 @@ def stored(store: MemoryJobStore, job: Job) -> Job:
 
 
 def every_minute(service: JobService, payload: object = None) -> Job:
-    return service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), payload or {"n": 1}))[0]
+    return service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET), payload or {"n": 1}))[0]
 
 
 # -- idempotent submission --------------------------------------------------------------------------------
@@ -413,7 +414,7 @@ def test_same_key_and_same_request_returns_the_first_job(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
     # Given a job submitted with an idempotency key (an every without start: anchored at submission)
-    new = NewJob(Every(timedelta(minutes=5)), {"n": 1}, retry=RetryPolicy(max_retries=2), timeout_s=60)
+    new = JobSpec(Every(timedelta(minutes=5)), {"n": 1}, retry=RetryPolicy(max_retries=2), timeout_s=60)
     first, created = service.submit("alice", new, "key-1")
     # When the client retries the same request later (its first answer was lost)
     clock.advance(timedelta(seconds=30))
@@ -426,10 +427,10 @@ def test_same_key_and_same_request_returns_the_first_job(
 
 
 def test_same_key_with_a_different_request_is_a_conflict(store: MemoryJobStore, service: JobService) -> None:
-    first = service.submit("alice", NewJob(At(BUCKET), {"n": 1}), "key-1")[0]
-    for different in (NewJob(At(BUCKET), {"n": 2}), NewJob(At(BUCKET + timedelta(seconds=1)), {"n": 1}),
-                      NewJob(At(BUCKET), {"n": 1}, topic="reports"), NewJob(At(BUCKET), {"n": 1}, timeout_s=5),
-                      NewJob(At(BUCKET), {"n": 1}, retry=RetryPolicy(max_retries=1))):
+    first = service.submit("alice", JobSpec(At(BUCKET), {"n": 1}), "key-1")[0]
+    for different in (JobSpec(At(BUCKET), {"n": 2}), JobSpec(At(BUCKET + timedelta(seconds=1)), {"n": 1}),
+                      JobSpec(At(BUCKET), {"n": 1}, topic="reports"), JobSpec(At(BUCKET), {"n": 1}, timeout_s=5),
+                      JobSpec(At(BUCKET), {"n": 1}, retry=RetryPolicy(max_retries=1))):
         with pytest.raises(Conflict):
             service.submit("alice", different, "key-1")
     assert store.jobs == {("alice", first.job_id): first}
@@ -437,7 +438,7 @@ def test_same_key_with_a_different_request_is_a_conflict(store: MemoryJobStore, 
 
 
 def test_idempotency_keys_belong_to_their_tenant(store: MemoryJobStore, service: JobService) -> None:
-    new = NewJob(At(BUCKET), {"n": 1})
+    new = JobSpec(At(BUCKET), {"n": 1})
     alices, _ = service.submit("alice", new, "key-1")
     bobs, created = service.submit("bob", new, "key-1")
     assert created and bobs.job_id != alices.job_id
@@ -448,8 +449,8 @@ def test_claimed_key_whose_job_was_never_written_creates_it_under_the_claimed_id
     store: MemoryJobStore, service: JobService
 ) -> None:
     # Given a first request that claimed the key and then died before writing its job
-    new = NewJob(At(BUCKET), {"n": 1})
-    store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-of-the-first-request", new.fingerprint(), NOW))
+    new = JobSpec(At(BUCKET), {"n": 1})
+    store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-of-the-first-request", new.digest(), NOW))
     # When the client retries
     job, created = service.submit("alice", new, "key-1")
     # Then the job is created, under the id the key is bound to, with its first run
@@ -469,15 +470,15 @@ def test_claimed_key_of_a_different_request_is_a_conflict_even_without_its_job(
     store.claim_idempotency_key(IdempotencyClaim("alice", "key-1", "job-of-the-first-request", "another-fingerprint",
                                                  NOW))
     with pytest.raises(Conflict):
-        service.submit("alice", NewJob(At(BUCKET), {}), "key-1")
+        service.submit("alice", JobSpec(At(BUCKET), {}), "key-1")
     assert store.jobs == {} and store.rows == {}
 
 
 def test_rejected_request_does_not_claim_the_key(store: MemoryJobStore, service: JobService) -> None:
     with pytest.raises(InvalidField):
-        service.submit("alice", NewJob(At(BUCKET), {}, topic="payroll"), "key-1")
+        service.submit("alice", JobSpec(At(BUCKET), {}, topic="payroll"), "key-1")
     assert store.idempotency == {}
-    _, created = service.submit("alice", NewJob(At(BUCKET), {}), "key-1")
+    _, created = service.submit("alice", JobSpec(At(BUCKET), {}), "key-1")
     assert created
 
 
@@ -495,7 +496,7 @@ class CountingStore(MemoryJobStore):
 
 
 def submit_many(service: JobService, count: int) -> list[Job]:
-    jobs = [service.submit("alice", NewJob(At(BUCKET), {"i": i}))[0] for i in range(count)]
+    jobs = [service.submit("alice", JobSpec(At(BUCKET), {"i": i}))[0] for i in range(count)]
     return sorted(jobs, key=lambda j: j.job_id)
 
 
@@ -515,7 +516,7 @@ def follow(service: JobService, limit: int, status: JobStatus | None) -> tuple[l
 
 def test_list_without_filter_is_the_stores_pages(service: JobService) -> None:
     jobs = submit_many(service, 5)
-    service.submit("bob", NewJob(At(BUCKET), {}))
+    service.submit("bob", JobSpec(At(BUCKET), {}))
     found, requests = follow(service, 2, None)
     assert (found, requests) == (jobs, 3)
 
@@ -567,9 +568,9 @@ def test_preview_lists_the_next_fires_from_the_next_run(service: JobService) -> 
 
 
 def test_preview_stops_where_the_schedule_ends(service: JobService) -> None:
-    ending = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET, end=at(11, 30)), {}))[0]
+    ending = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET, end=at(11, 30)), {}))[0]
     assert service.preview(ending, 5) == [BUCKET, at(11)]
-    once = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    once = service.submit("alice", JobSpec(At(BUCKET), {}))[0]
     assert service.preview(once, 5) == [BUCKET]
 
 
@@ -783,7 +784,7 @@ def test_resume_with_catch_up_counts_from_the_pause_even_after_an_edit(
     job = every_minute(service)
     service.pause("alice", job.job_id)
     clock.set(at(12))
-    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     # When it is resumed with catch_up at 10:15:30
     clock.set(at(15, 30))
     resumed = service.resume("alice", job.job_id, catch_up=True)
@@ -803,7 +804,7 @@ def test_resume_with_catch_up_counts_from_the_latest_pause(
     clock.set(at(13, 30))
     assert service.pause("alice", job.job_id).paused_at == at(13, 30)
     clock.set(at(14, 30))
-    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     assert stored(store, job).paused_at == at(13, 30)  # an edit is not a pause
     # When it is resumed with catch_up at 10:15:30
     clock.set(at(15, 30))
@@ -815,7 +816,7 @@ def test_resume_with_catch_up_counts_from_the_latest_pause(
 def test_resuming_a_one_time_job_whose_time_has_passed_is_a_conflict(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
-    job = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {}))[0]
     paused = service.pause("alice", job.job_id)
     clock.set(at(15))
     with pytest.raises(Conflict):
@@ -828,7 +829,7 @@ def test_resuming_a_one_time_job_whose_time_has_passed_is_a_conflict(
 def test_resuming_a_one_time_job_before_its_time(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
-    job = service.submit("alice", NewJob(At(BUCKET), {}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {}))[0]
     service.pause("alice", job.job_id)
     clock.set(at(5))
     resumed = service.resume("alice", job.job_id)
@@ -843,7 +844,7 @@ def test_pause_then_resume_shortly_before_the_run_publishes_it_once(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
     # Given a job due at 10:10:00 whose row was planned long before
-    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {"n": 1}))[0]
     # When it is paused and resumed a minute before its run (the new row goes to the late lane)
     clock.set(BUCKET - timedelta(seconds=60))
     service.pause("alice", job.job_id)
@@ -904,7 +905,7 @@ def test_schedule_change_replans_from_now(store: MemoryJobStore, service: JobSer
     job = every_minute(service)
     # When, at 10:03, it is changed to hourly (without start: the first fire is an interval from now)
     clock.set(at(3))
-    changed = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(hours=1))))
+    changed = service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(hours=1))))
     # Then its next run is 11:03 under version 2; the 10:10 row is left to be dropped by its scan
     assert changed.schedule == Every(timedelta(hours=1), start=at(3) + timedelta(hours=1))
     assert (changed.next_run_at, changed.version, changed.updated_at) == (at(3) + timedelta(hours=1), 2, at(3))
@@ -921,7 +922,7 @@ def test_payload_change_keeps_the_next_run_and_its_planned_row(
     job = every_minute(service, payload={"n": 1})
     [before] = rows_of(store, job)
     clock.set(at(2))
-    changed = service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    changed = service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     assert (changed.payload, changed.next_run_at, changed.version, changed.schedule_version, changed.schedule) == (
         {"n": 2}, BUCKET, 2, 1, job.schedule
     )
@@ -935,10 +936,10 @@ def test_payload_change_shortly_before_the_run_is_published_once_with_the_new_pa
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
     # Given a job due at 10:10:00 whose row was planned long before (planned lane)
-    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {"n": 1}))[0]
     # When its payload changes a minute before the run (the re-planned row goes to the late lane)
     clock.set(BUCKET - timedelta(seconds=60))
-    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+    service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     # Then the scan publishes the run exactly once, with the new payload
     _, sent = scan(store, clock, job, BUCKET)
     assert [(m.value["execution_id"], m.value["payload"]) for m in sent] == [
@@ -949,10 +950,10 @@ def test_payload_change_shortly_before_the_run_is_published_once_with_the_new_pa
 def test_other_fields_change_from_the_next_fire(store: MemoryJobStore, service: JobService) -> None:
     job = every_minute(service)
     retry = RetryPolicy(max_retries=3, initial_delay_s=1, multiplier=3, max_delay_s=30)
-    changes = JobChanges(topic="reports", retry=RetryChange.whole(retry), timeout_s=30, timeout_set=True)
+    changes = SpecChange(topic="reports", retry=RetryChange.whole(retry), timeout_s=30)
     changed = service.change("alice", job.job_id, changes)
     assert (changed.topic, changed.retry, changed.timeout_s, changed.payload) == ("reports", retry, 30, job.payload)
-    cleared = service.change("alice", job.job_id, JobChanges(timeout_s=None, timeout_set=True))
+    cleared = service.change("alice", job.job_id, SpecChange(timeout_s=None))
     assert (cleared.timeout_s, cleared.topic, cleared.version) == (None, "reports", 3)
 
 
@@ -960,15 +961,15 @@ def test_change_of_a_cancelled_job_is_a_conflict(store: MemoryJobStore, service:
     job = every_minute(service)
     cancelled = service.cancel("alice", job.job_id)
     with pytest.raises(Conflict):
-        service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+        service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     assert stored(store, job) == cancelled
 
 
 def test_change_of_a_paused_job_plans_no_run(store: MemoryJobStore, service: JobService, clock: ManualClock) -> None:
     job = every_minute(service)
     service.pause("alice", job.job_id)
-    changed = service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(hours=1)),
-                                                              payload={"n": 2}, payload_set=True))
+    changed = service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(hours=1)),
+                                                              payload={"n": 2}))
     assert (changed.state, changed.next_run_at, changed.version, changed.payload) == (
         JobState.PAUSED, None, 3, {"n": 2}
     )
@@ -981,18 +982,18 @@ def test_change_of_a_paused_job_plans_no_run(store: MemoryJobStore, service: Job
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        (JobChanges(topic="payroll"), "topic"),
-        (JobChanges(payload="x" * 99, payload_set=True), "payload"),
-        (JobChanges(timeout_s=0, timeout_set=True), "timeout_s"),
-        (JobChanges(timeout_s=24 * 3600 + 1, timeout_set=True), "timeout_s"),
-        (JobChanges(schedule=At(NOW - timedelta(minutes=6))), "schedule"),
-        (JobChanges(schedule=Every(timedelta(minutes=1), start=NOW - timedelta(hours=2),
+        (SpecChange(topic="payroll"), "topic"),
+        (SpecChange(payload="x" * 99), "payload"),
+        (SpecChange(timeout_s=0), "timeout_s"),
+        (SpecChange(timeout_s=24 * 3600 + 1), "timeout_s"),
+        (SpecChange(schedule=At(NOW - timedelta(minutes=6))), "schedule"),
+        (SpecChange(schedule=Every(timedelta(minutes=1), start=NOW - timedelta(hours=2),
                                    end=NOW - timedelta(hours=1))), "schedule"),
     ],
     ids=["topic", "payload", "timeout-zero", "timeout-too-long", "at-in-past", "every-ended"],
 )
 def test_rejected_change_names_the_field_and_writes_nothing(
-    store: MemoryJobStore, service: JobService, changes: JobChanges, field: str
+    store: MemoryJobStore, service: JobService, changes: SpecChange, field: str
 ) -> None:
     job = every_minute(service)
     rows = dict(store.rows)
@@ -1006,7 +1007,7 @@ def test_another_tenant_cannot_change_pause_resume_or_run(store: MemoryJobStore,
     job = every_minute(service)
     rows = dict(store.rows)
     for action in (
-        lambda: service.change("mallory", job.job_id, JobChanges(payload={}, payload_set=True)),
+        lambda: service.change("mallory", job.job_id, SpecChange(payload={})),
         lambda: service.pause("mallory", job.job_id),
         lambda: service.resume("mallory", job.job_id, catch_up=True),
         lambda: service.run_now("mallory", job.job_id),
@@ -1061,7 +1062,7 @@ def test_a_cancel_landing_between_a_patchs_read_and_write_wins(racing: RacingSto
     racing.after_get.append(lambda: service.cancel("alice", job.job_id))
     # When the PATCH writes
     with pytest.raises(Conflict):
-        service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))
+        service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
     # Then the job stays cancelled, and nothing is published
     assert stored(racing, job).state is JobState.CANCELLED
     _, sent = scan(racing, clock, job, BUCKET)
@@ -1072,9 +1073,9 @@ def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: Raci
     # Given a job, and two PATCHes of its schedule that both read version 1
     service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     job = every_minute(service)
-    racing.after_get.append(lambda: service.change("alice", job.job_id, JobChanges(schedule=At(at(10, 40)))))
+    racing.after_get.append(lambda: service.change("alice", job.job_id, SpecChange(schedule=At(at(10, 40)))))
     # When the second one writes after the first
-    changed = service.change("alice", job.job_id, JobChanges(schedule=At(at(10, 20))))
+    changed = service.change("alice", job.job_id, SpecChange(schedule=At(at(10, 20))))
     # Then only its fire is published, and the job is the second one's (applied over the first)
     _, sent = scan(racing, clock, job, BUCKET)
     assert [m.value["scheduled_at"] for m in sent] == ["2026-11-22T10:10:20.000Z"]
@@ -1084,7 +1085,7 @@ def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: Raci
 def test_a_retry_after_an_ambiguous_failure_builds_the_same_job(racing: RacingStore, clock: ManualClock) -> None:
     # Given a submission with a key whose write timed out but lands later (after the client's retry)
     service = memory_container(SETTINGS, clock=clock, store=racing).jobs
-    new = NewJob(Every(timedelta(minutes=5)), {"n": 1})
+    new = JobSpec(Every(timedelta(minutes=5)), {"n": 1})
     racing.defer_next_create = True
     with pytest.raises(Unavailable):
         service.submit("alice", new, "key-1")
@@ -1105,7 +1106,7 @@ def test_a_slow_idempotency_claim_does_not_strand_a_job_due_within_seconds(
     # Given a job due 3 s from now, whose idempotency claim takes 70 s (a slow lightweight transaction)
     service = memory_container(SETTINGS, clock=clock, store=racing).jobs
     racing.claim_takes = timedelta(seconds=70)
-    job, _ = service.submit("alice", NewJob(At(NOW + timedelta(seconds=3)), {}), "key-1")
+    job, _ = service.submit("alice", JobSpec(At(NOW + timedelta(seconds=3)), {}), "key-1")
     # Then its row is in a bucket whose scan cannot have finished when the write returned
     [row] = rows_of(racing, job)
     assert clock.now() <= row.bucket + timedelta(minutes=1, seconds=5)
@@ -1117,7 +1118,7 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     store: MemoryJobStore, service: JobService, clock: ManualClock
 ) -> None:
     # Given a one-time job whose execution failed and has a retry planned
-    job = service.submit("alice", NewJob(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
+    job = service.submit("alice", JobSpec(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
     _, [message] = scan(store, clock, job, BUCKET)
     outcomes = Outcomes(store, MemoryPublisher(), clock, OutcomeRules(segment_count=RULES.segment_count),
                         jitter=lambda: 1.0)
@@ -1139,7 +1140,7 @@ def test_a_next_run_older_than_the_history_retention_is_the_schedules_next_fire(
     # Given a yearly job whose fire's record has expired (a retention of 10 days), 40 days after that fire
     service = memory_container({"JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"history_days": 10}})}, clock=clock,
                                store=store).jobs
-    job = service.submit("alice", NewJob(Cron("0 9 25 12 *", "Europe/Paris"), {}))[0]
+    job = service.submit("alice", JobSpec(Cron("0 9 25 12 *", "Europe/Paris"), {}))[0]
     assert job.next_run_at == datetime(2026, 12, 25, 8, 0, tzinfo=UTC)
     clock.advance(timedelta(days=73))
     # Then its next run and preview are next year's, not the fire it had when it was created
@@ -1158,7 +1159,7 @@ def test_a_jittered_job_is_due_within_its_window_after_each_fire_and_keeps_its_f
     store: MemoryJobStore, clock: ManualClock, service: JobService
 ) -> None:
     # Given a job every minute from BUCKET whose executions are spread over 20 s after each fire
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
     [row] = rows_of(store, job)
     # Then its first row is due at the fire plus the job's offset for that fire, and is still that fire
     assert (row.scheduled_at, row.due_at) == (BUCKET, due_of(job, BUCKET))
@@ -1182,10 +1183,10 @@ def test_a_jittered_job_is_due_within_its_window_after_each_fire_and_keeps_its_f
 def test_a_patch_of_the_jitter_applies_from_the_next_fire_planned_and_runs_now_are_never_jittered(
     store: MemoryJobStore, clock: ManualClock, service: JobService
 ) -> None:
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET), {}, jitter_s=20))[0]
     [planned] = rows_of(store, job)
     # When the window is removed
-    changed = service.change("alice", job.job_id, JobChanges(jitter_s=None, jitter_set=True))
+    changed = service.change("alice", job.job_id, SpecChange(jitter_s=None))
     # Then the fire already planned keeps its due instant, and the job has no window any more
     assert changed.jitter_s is None and rows_of(store, job) == [planned]
     _, sent = scan(store, clock, job, BUCKET)
@@ -1193,13 +1194,13 @@ def test_a_patch_of_the_jitter_applies_from_the_next_fire_planned_and_runs_now_a
     [following] = [r for r in rows_of(store, job) if r.scheduled_at > BUCKET]
     assert following.due_at == following.scheduled_at == BUCKET + timedelta(minutes=1)
     # and a run now is due now, whatever the window
-    service.change("alice", job.job_id, JobChanges(jitter_s=600, jitter_set=True))
+    service.change("alice", job.job_id, SpecChange(jitter_s=600))
     manual = service.run_now("alice", job.job_id)
     assert manual.scheduled_at == clock.now() and manual.due_at <= manual.scheduled_at + LATE_LEAD  # the late lane's
     # and a window out of bounds names the field
     for wrong in (0, 3601):
         with pytest.raises(InvalidField, match="jitter_s"):
-            service.change("alice", job.job_id, JobChanges(jitter_s=wrong, jitter_set=True))
+            service.change("alice", job.job_id, SpecChange(jitter_s=wrong))
 
 
 # -- backfill -------------------------------------------------------------------------------------------------
@@ -1209,7 +1210,7 @@ def test_a_backfill_runs_the_past_fires_of_a_range_once_each_and_a_dry_run_lists
     store: MemoryJobStore, clock: ManualClock, service: JobService
 ) -> None:
     # Given a job every 10 minutes since 09:00, now 10:00:10
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=10), start=NOW - timedelta(hours=1, seconds=10)),
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=10), start=NOW - timedelta(hours=1, seconds=10)),
                                          {}))[0]
     start, end = NOW - timedelta(minutes=45), NOW - timedelta(minutes=5)
     # When the fires of 09:15-09:55 are listed, then backfilled
@@ -1242,7 +1243,7 @@ def test_a_backfill_runs_the_past_fires_of_a_range_once_each_and_a_dry_run_lists
 def test_a_backfill_is_of_the_past_bounded_and_refused_for_a_cancelled_job(
     store: MemoryJobStore, clock: ManualClock, service: JobService
 ) -> None:
-    job = service.submit("alice", NewJob(Every(timedelta(seconds=10), start=NOW - timedelta(days=1)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(seconds=10), start=NOW - timedelta(days=1)), {}))[0]
     with pytest.raises(InvalidField, match="in the future"):
         service.backfill("alice", job.job_id, NOW - timedelta(hours=1), NOW + timedelta(seconds=30))
     with pytest.raises(InvalidField, match="more than 1000 fires"):
@@ -1268,9 +1269,9 @@ def test_every_change_that_lands_is_logged_with_who_asked_and_one_that_changes_n
     changes = MemoryChangeLog()
     service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     ops = "arn:aws:iam::123456789012:role/Ops"
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {"n": 1}), actor=ops)[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=5)), {"n": 1}), actor=ops)[0]
     clock.advance(timedelta(seconds=1))
-    service.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True, jitter_s=30, jitter_set=True),
+    service.change("alice", job.job_id, SpecChange(payload={"n": 2}, jitter_s=30),
                    actor=ops)
     clock.advance(timedelta(seconds=1))
     service.pause("alice", job.job_id)  # no actor given: the tenant itself
@@ -1302,7 +1303,7 @@ def test_a_change_log_that_cannot_be_written_loses_the_entry_not_the_change(
             raise Unavailable("timeout")
 
     service = memory_container(SETTINGS, clock=clock, store=store, changes=Down()).jobs
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=5)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=5)), {}))[0]
     assert service.pause("alice", job.job_id).state is JobState.PAUSED
 
 
@@ -1327,8 +1328,8 @@ def test_a_batch_is_written_together_each_job_with_its_first_run_and_its_change_
     store, changes = Counting(), MemoryChangeLog()
     service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     ops = "arn:aws:iam::123456789012:role/Ops"
-    news = [NewJob(At(NOW + timedelta(minutes=n + 10)), {"n": n}) for n in range(30)] + [
-        NewJob(Every(timedelta(minutes=5)), {"n": 30})]
+    news = [JobSpec(At(NOW + timedelta(minutes=n + 10)), {"n": n}) for n in range(30)] + [
+        JobSpec(Every(timedelta(minutes=5)), {"n": 30})]
     # When they are submitted as one batch
     results = service.submit_many("alice", [(new, None) for new in news], actor=ops)
     # Then every job exists with its first run, in one write of them all, each change logged with who asked
@@ -1345,7 +1346,7 @@ def test_a_batch_with_a_wrong_job_names_each_and_counts_and_writes_nothing(
 ) -> None:
     quotas = MemoryTenantQuotas()
     service = limited(store, clock, quotas)
-    good, bad = NewJob(At(NOW + timedelta(hours=1)), {}), NewJob(At(NOW + timedelta(hours=1)), {"pad": "x" * 200})
+    good, bad = JobSpec(At(NOW + timedelta(hours=1)), {}), JobSpec(At(NOW + timedelta(hours=1)), {"pad": "x" * 200})
     with pytest.raises(InvalidFields) as caught:
         service.submit_many("alice", [(good, None), (bad, None), (replace(good, timeout_s=0), None)])
     assert [(e.field, e.reason) for e in caught.value.errors] == [
@@ -1356,7 +1357,7 @@ def test_a_batch_with_a_wrong_job_names_each_and_counts_and_writes_nothing(
 
 def test_a_tenants_rate_counts_every_job_of_a_batch_all_or_none(store: MemoryJobStore, clock: ManualClock) -> None:
     service = limited(store, clock)  # 2 a second for alice
-    due = NewJob(At(NOW + timedelta(hours=1)), {})
+    due = JobSpec(At(NOW + timedelta(hours=1)), {})
     with pytest.raises(LimitReached, match="send fewer at once"):
         service.submit_many("alice", [(due, None)] * 3)
     assert len(service.submit_many("alice", [(due, None)] * 2)) == 2
@@ -1372,7 +1373,7 @@ def test_a_batch_counted_against_standing_limits_takes_each_job_as_submit_does(
 ) -> None:
     # Given at most 2 recurring jobs held per tenant
     service = standing(store, clock, MemoryTenantQuotas())
-    hourly = NewJob(Every(timedelta(hours=1)), {})
+    hourly = JobSpec(Every(timedelta(hours=1)), {})
     # When a batch of three arrives, Then the third is refused and the first two stand (a 429 part-way)
     with pytest.raises(LimitReached, match="jobs_held"):
         service.submit_many("alice", [(hourly, None)] * 3)
@@ -1427,7 +1428,7 @@ def test_the_change_log_records_the_schedule_a_patch_sets_so_the_ledger_follows_
     service = memory_container(SETTINGS, clock=clock, store=store, changes=changes).jobs
     job = every_minute(service)
     clock.advance(timedelta(seconds=1))
-    service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(minutes=2), start=at(20))))
+    service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(minutes=2), start=at(20))))
     [patch, _] = service.changes("alice", job.job_id)
     assert patch.details == {"fields": ["schedule"], "schedule": Every(timedelta(minutes=2), start=at(20)).to_dict()}
     clock.set(at(30))

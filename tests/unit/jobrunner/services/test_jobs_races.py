@@ -24,8 +24,8 @@ from jobrunner.domain.errors import InvalidField, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobChanges, JobService, NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 from tests.support.memory import memory_container
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
+    from jobrunner.services.jobs import JobService
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 SEGMENTS = 16
@@ -143,7 +144,7 @@ def fires(sent: Sequence[OutboundMessage], job: Job) -> list[str]:
 
 def paused_every_minute(service: JobService) -> Job:
     """A job every minute from BUCKET, paused at once (version 2)."""
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
     return service.pause("alice", job.job_id)
 
 
@@ -194,7 +195,7 @@ def test_an_unknown_outcome_is_settled_by_one_linearizable_read_and_answered(
 def test_a_resume_of_an_active_job_re_asserts_its_next_run(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given an active job whose planned row was lost (deleted behind the service's back)
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    job = service.submit("alice", NewJob(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=BUCKET), {"n": 1}))[0]
     store.delete_scheduled(list(store.rows.values()))
     # When it is resumed (nothing to change)
     assert service.resume("alice", job.job_id).version == 1
@@ -209,7 +210,7 @@ def test_a_resume_of_an_active_job_whose_fire_is_recorded_writes_nothing(
 ) -> None:
     # Given an active job whose first fire has been published (its record exists, the next fire is planned)
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {"n": 1}))[0]
     assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
     rows = dict(store.rows)
     # When it is resumed: nothing to re-assert (a one-time job that has fired has no next run)
@@ -220,7 +221,7 @@ def test_a_resume_of_an_active_job_whose_fire_is_recorded_writes_nothing(
 def test_a_repeated_submit_re_asserts_the_first_run(store: DoubtfulStore, clock: ManualClock) -> None:
     # Given a submission with a key whose write landed but answered an error (503)
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    new = NewJob(At(BUCKET), {"n": 1})
+    new = JobSpec(At(BUCKET), {"n": 1})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
         service.submit("alice", new, "key-1")
@@ -237,7 +238,7 @@ def test_a_submit_retried_with_its_key_after_the_jobs_last_fire_answers_the_job(
 ) -> None:
     # Given a job firing twice, 10 s apart, from 10:00:30, whose write landed but answered an error (503)
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    new = NewJob(RepeatingInterval(2, start=NOW + timedelta(seconds=20), duration=timedelta(seconds=10)), {"n": 1})
+    new = JobSpec(RepeatingInterval(2, start=NOW + timedelta(seconds=20), duration=timedelta(seconds=10)), {"n": 1})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
         service.submit("alice", new, "key-1")
@@ -251,7 +252,7 @@ def test_a_submit_retried_with_its_key_after_the_jobs_last_fire_answers_the_job(
     with pytest.raises(InvalidField, match="never fires after now"):
         service.submit("alice", new, "key-2")
     with pytest.raises(InvalidField, match="never fires after now"):
-        service.submit("alice", NewJob(new.schedule, {"n": 2}), "key-1")
+        service.submit("alice", JobSpec(new.schedule, {"n": 2}), "key-1")
     assert ("alice", "key-2") not in store.idempotency
 
 
@@ -260,7 +261,7 @@ def test_a_batch_retried_with_its_keys_after_a_jobs_last_fire_answers_the_job(
 ) -> None:
     # Given a batch of two keyed jobs, one firing once at 10:00:30, that landed
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    soon, later = NewJob(At(NOW + timedelta(seconds=20)), {}), NewJob(At(BUCKET), {})
+    soon, later = JobSpec(At(NOW + timedelta(seconds=20)), {}), JobSpec(At(BUCKET), {})
     made = service.submit_many("alice", [(soon, "key-1"), (later, "key-2")])
     # When the batch is sent again 10 minutes later
     clock.set(NOW + timedelta(minutes=10))
@@ -276,7 +277,7 @@ def test_a_submit_that_landed_but_answered_an_error_stays_counted(store: Doubtfu
     # Given a tenant holding at most 2 recurring jobs, and a submission whose write lands but answers an error
     quotas = MemoryTenantQuotas()
     service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
-    new = NewJob(Every(timedelta(hours=1)), {})
+    new = JobSpec(Every(timedelta(hours=1)), {})
     store.fail_after.add("create_job")
     with pytest.raises(Unavailable):
         service.submit("alice", new, "key-1")
@@ -298,7 +299,7 @@ def test_a_submit_whose_write_and_settling_read_both_failed_is_counted_again_by_
     # long search on the final code of #31: the tenant then held a job it was never counted for)
     quotas = MemoryTenantQuotas()
     service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
-    new = NewJob(Every(timedelta(hours=1)), {})
+    new = JobSpec(Every(timedelta(hours=1)), {})
     store.fail_after.add("create_job")
     store.fail_before.add("get_job")
     with pytest.raises(Unavailable):
@@ -320,7 +321,7 @@ def test_a_cancel_that_landed_but_answered_an_error_gives_its_place_back(
     # Given a tenant holding 2 recurring jobs (its limit), and a cancel whose write lands but answers an error
     quotas = MemoryTenantQuotas()
     service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
-    held = [service.submit("alice", NewJob(Every(timedelta(hours=1)), {}))[0] for _ in range(2)]
+    held = [service.submit("alice", JobSpec(Every(timedelta(hours=1)), {}))[0] for _ in range(2)]
     store.fail_after.add("update_job")
     # When the cancel is sent (and sent again if it answered an error)
     with contextlib.suppress(Unavailable):
@@ -337,14 +338,14 @@ def test_a_change_that_landed_but_whose_row_could_not_be_placed_again_stays_coun
     # Given a tenant counted for the recurring jobs it holds, and a one-time job about to fire
     quotas = MemoryTenantQuotas()
     service = memory_container(STANDING, clock=clock, store=store, quotas=quotas).jobs
-    job = service.submit("alice", NewJob(At(NOW + timedelta(seconds=20)), {}))[0]
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(seconds=20)), {}))[0]
     assert "alice" not in quotas.standing
     # When it is changed to fire every 10 s: the change lands, but its write returns 3 s late (its row behind the
     # scan's read) and placing the row again fails: 503 (found by the model's widened search, #31)
     store.slow_update = (clock, timedelta(seconds=3))
     store.fail_before.add("write_scheduled")
     with pytest.raises(Unavailable):
-        service.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10))))
+        service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=10))))
     # Then the job it now is stays counted (its count was given back, though the change stands)
     assert store.jobs[("alice", job.job_id)].schedule.recurring
     assert quotas.standing["alice"].jobs == 1
@@ -354,15 +355,15 @@ def test_a_change_sent_again_after_it_landed_re_asserts_the_next_run(store: Doub
     # Given a change to fire every 10 s from 10:00:30 that landed but answered 503: its write returned 3 s late
     # (its row behind the scan's read of the lane: as good as lost) and placing the row again failed
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
-    job = service.submit("alice", NewJob(At(BUCKET), {"n": 1}))[0]
+    job = service.submit("alice", JobSpec(At(BUCKET), {"n": 1}))[0]
     every = Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20))
     store.slow_update = (clock, timedelta(seconds=3))
     store.fail_before.add("write_scheduled")
     with pytest.raises(Unavailable):
-        service.change("alice", job.job_id, JobChanges(schedule=every))
+        service.change("alice", job.job_id, SpecChange(schedule=every))
     store.delete_scheduled(list(store.rows.values()))
     # When the client sends it again: nothing is left to change
-    changed = service.change("alice", job.job_id, JobChanges(schedule=every))
+    changed = service.change("alice", job.job_id, SpecChange(schedule=every))
     # Then its next run is written again, and the job fires (every idempotent path re-asserts its row)
     assert changed.next_run_at == NOW + timedelta(seconds=20)
     assert fires(scan(store, clock, changed, NOW.replace(second=0)), changed)[:1] == ["2026-11-22T10:00:30.000Z"]
@@ -376,11 +377,11 @@ def test_a_change_that_frees_fires_and_landed_but_answered_an_error_gives_them_b
     limits = {"JOBRUNNER_MAX_PAYLOAD_BYTES": "1000",
               "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"executions_per_minute": 30}})}
     service = memory_container(limits, clock=clock, store=store, quotas=quotas).jobs
-    job = service.submit("alice", NewJob(Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20)), {}))[0]
+    job = service.submit("alice", JobSpec(Every(timedelta(seconds=10), start=NOW + timedelta(seconds=20)), {}))[0]
     assert quotas.standing["alice"].per_minute == 6
     # When it is changed to every 20 s: the change lands, its write returns 3 s late and placing its row again
     # fails (503); the client sends it again (found by the model's long search, #31)
-    every_20 = JobChanges(schedule=Every(timedelta(seconds=20), start=NOW + timedelta(seconds=20)))
+    every_20 = SpecChange(schedule=Every(timedelta(seconds=20), start=NOW + timedelta(seconds=20)))
     store.slow_update = (clock, timedelta(seconds=3))
     store.fail_before.add("write_scheduled")
     with pytest.raises(Unavailable):
@@ -423,7 +424,7 @@ def test_a_cancel_landing_while_a_submit_places_its_first_run_again_stands(clock
     store = SlowCreateStore(clock, timedelta(seconds=3))
     service = memory_container(SETTINGS, clock=clock, store=store).jobs
     store.meanwhile.append(lambda job: service.cancel("alice", job.job_id))
-    new = NewJob(Every(timedelta(seconds=10)), {})
+    new = JobSpec(Every(timedelta(seconds=10)), {})
     [(job, created)] = service.submit_many("alice", [(new, None)]) if batch else [service.submit("alice", new)]
     # Then the cancel stands, and nothing of the job is published
     assert created and store.jobs[("alice", job.job_id)].state is JobState.CANCELLED

@@ -21,8 +21,8 @@ from jobrunner.domain.messages import CANCEL_HEADER
 from jobrunner.domain.policies import CatchUp, Overlap, SkipReason
 from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanRules, ScanService
@@ -66,7 +66,7 @@ class World:
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:
         schedule = Every(timedelta(seconds=every_s), start=at(10))
-        return self.jobs.submit("alice", NewJob(schedule, {}, **options))[0]
+        return self.jobs.submit("alice", JobSpec(schedule, {}, **options))[0]
 
     def scan(self, minute: int) -> list[OutboundMessage]:
         self.clock.set(max(self.clock.now(), at(minute) - timedelta(seconds=30)))
@@ -176,7 +176,7 @@ def test_a_new_schedule_waits_for_the_old_ones_execution_behind_a_full_buffer(wo
     # When its schedule is changed (the held fires are dropped), Then the new schedule's fire is held too: the
     # old schedule's execution still runs (found by the model-based test: it was published beside it)
     world.clock.set(at(14, 5))
-    world.jobs.change("alice", job.job_id, JobChanges(schedule=Every(timedelta(seconds=10), start=at(14, 15))))
+    world.jobs.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=10), start=at(14, 15))))
     sent = world.scan(14)
     assert fires(sent) == []
     assert world.records(job)[at(14, 15)].status is ExecutionStatus.SCHEDULED
@@ -184,11 +184,11 @@ def test_a_new_schedule_waits_for_the_old_ones_execution_behind_a_full_buffer(wo
 
 def test_a_job_changed_to_fire_earlier_waits_for_its_later_fire_still_running(world: World) -> None:
     # Given a skip job whose fire of 10:10:50 runs (no result yet)
-    job = world.jobs.submit("alice", NewJob(At(at(10, 50)), {}, overlap=Overlap.SKIP))[0]
+    job = world.jobs.submit("alice", JobSpec(At(at(10, 50)), {}, overlap=Overlap.SKIP))[0]
     world.scan(10)
     world.clock.set(at(11, 10))
     # When it is changed to a one-time fire before it, 40 s in the past (a one-time fire may be 5 minutes late)
-    world.jobs.change("alice", job.job_id, JobChanges(schedule=At(at(10, 30))))
+    world.jobs.change("alice", job.job_id, SpecChange(schedule=At(at(10, 30))))
     sent = world.scan(11)
     # Then that fire is skipped: the execution of 10:10:50 had not reported (found by the model-based test)
     assert fires(sent) == []
@@ -293,7 +293,7 @@ def test_the_default_policies_cost_no_read_and_a_policy_costs_one_read_per_fire(
 
 def test_a_policy_changes_with_a_patch_from_the_next_fire(world: World) -> None:
     job = world.submit(overlap=Overlap.SKIP)
-    assert world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
+    assert world.jobs.change("alice", job.job_id, SpecChange(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
     assert fires(world.scan(10)) == ["10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
 
 
@@ -304,7 +304,7 @@ def test_a_held_fire_released_by_a_change_to_allow_all_plans_no_fire_again(world
     skipped = {s: world.records(job)[at(10, s)] for s in (20, 30, 40, 50)}
     assert {r.status for r in skipped.values()} == {ExecutionStatus.SKIPPED}
     # When its policy is changed to allow_all, and the next minute is scanned
-    world.jobs.change("alice", job.job_id, JobChanges(overlap=Overlap.ALLOW_ALL))
+    world.jobs.change("alice", job.job_id, SpecChange(overlap=Overlap.ALLOW_ALL))
     sent = world.scan(11)
     # Then the held fire goes out once (at its next recheck, 10:11:11), and its completion plans nothing again:
     # the fires recorded SKIPPED stay skipped (issue #31: the held fire went out through the path without the

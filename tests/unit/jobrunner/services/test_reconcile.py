@@ -24,9 +24,9 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, RetryPolicy, Trigger, execution_id_for
 from jobrunner.domain.policies import Overlap
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.time import MINUTE, minute_bucket
 from jobrunner.ports import Invoker
-from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.unit.jobrunner.model.simulation import Simulation
@@ -129,7 +129,7 @@ class System:
 
     # -- what happens -----------------------------------------------------------------------------------------
 
-    def submit(self, new: NewJob) -> Job:
+    def submit(self, new: JobSpec) -> Job:
         return self.container.jobs.submit(USER, new)[0]
 
     def run_until(self, end: datetime) -> None:
@@ -209,8 +209,8 @@ def system(request: pytest.FixtureRequest) -> Iterator[System]:
     world.close()
 
 
-def every(minutes: int, start: datetime, **options: Any) -> NewJob:
-    return NewJob(Every(every=timedelta(minutes=minutes), start=start), {"n": 1}, **options)
+def every(minutes: int, start: datetime, **options: Any) -> JobSpec:
+    return JobSpec(Every(every=timedelta(minutes=minutes), start=start), {"n": 1}, **options)
 
 
 # -- (a) a missed fire ---------------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_the_ledger_shows_a_repaired_fire_as_repaired(system: System) -> None:
 
 def test_a_lost_first_run_is_repaired(system: System) -> None:
     # Given a one-time job whose only row (written by its submit) is lost
-    job = system.submit(NewJob(At(at(4)), {"n": 1}))
+    job = system.submit(JobSpec(At(at(4)), {"n": 1}))
     assert system.lose(execution_id_for(job.job_id, at(4), 1, Trigger.SCHEDULE)) == 1
 
     system.run_until(at(12))
@@ -306,7 +306,7 @@ def fail_and_lose_retry(system: System, job: Job, fire: datetime) -> str:
 def test_a_lost_retry_is_repaired_with_the_retry_s_execution_id(system: System) -> None:
     # Given a job whose first attempt fails (a retry a minute or so later), and whose retry row is lost
     system.answer = lambda message: None if message.value["attempt"] == 1 else True
-    job = system.submit(NewJob(At(at(2)), {"n": 1}, retry=RetryPolicy(max_retries=2, initial_delay_s=100,
+    job = system.submit(JobSpec(At(at(2)), {"n": 1}, retry=RetryPolicy(max_retries=2, initial_delay_s=100,
                                                                       multiplier=1, max_delay_s=100)))
     system.run_until(at(2, 5))
     retry = fail_and_lose_retry(system, job, at(2))
@@ -361,7 +361,7 @@ def _token(system: System, execution_id: str) -> str:
 def test_fires_late_after_an_outage_of_the_scans_are_not_repaired(system: System) -> None:
     # Given jobs every minute and every 2 minutes and a one-time job, and then 5 minutes with no tick and no scan
     # starting (the scans fall behind; the fires' rows wait in partitions not scanned yet)
-    jobs = [system.submit(every(1, at(2))), system.submit(every(2, at(2))), system.submit(NewJob(At(at(7)), {}))]
+    jobs = [system.submit(every(1, at(2))), system.submit(every(2, at(2))), system.submit(JobSpec(At(at(7)), {}))]
     system.run_until(at(4, 5))
     system.ticking = system.scanning = False
     system.run_until(at(9, 5))
@@ -412,7 +412,7 @@ def test_a_paused_a_cancelled_and_a_changed_job_are_left_alone(system: System) -
         system.lose(execution_id_for(job.job_id, at(4), 1, Trigger.SCHEDULE))
     system.container.jobs.pause(USER, jobs[0].job_id)
     system.container.jobs.cancel(USER, jobs[1].job_id)
-    system.container.jobs.change(USER, jobs[2].job_id, JobChanges(schedule=Every(every=timedelta(minutes=3),
+    system.container.jobs.change(USER, jobs[2].job_id, SpecChange(schedule=Every(every=timedelta(minutes=3),
                                                                                  start=at(5))))
 
     system.run_until(at(14))
@@ -431,7 +431,7 @@ def test_a_healthy_system_repairs_nothing_and_reads_history_only_for_rows_it_did
     world = System()
     try:
         slow = [world.submit(every(5, at(2, s))) for s in range(0, 60, 6)]
-        [world.submit(NewJob(At(at(4, s)), {})) for s in range(0, 60, 10)]
+        [world.submit(JobSpec(At(at(4, s)), {})) for s in range(0, 60, 10)]
         fast = [world.submit(every(1, at(2, 30)))]
         world.run_until(at(25))
     finally:
@@ -451,7 +451,7 @@ def test_a_healthy_system_repairs_nothing_and_reads_history_only_for_rows_it_did
 def test_each_reason_is_counted_and_a_pass_after_the_repairs_repairs_nothing(system: System) -> None:
     # Given a lost fire and a lost retry, in one system
     fire = system.submit(every(2, at(2)))
-    retried = system.submit(NewJob(At(at(2)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=100,
+    retried = system.submit(JobSpec(At(at(2)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=100,
                                                                      multiplier=1, max_delay_s=100)))
     system.answer = lambda message: None if message.value["job_id"] == retried.job_id and message.value[
         "attempt"] == 1 else True
@@ -545,7 +545,7 @@ def test_a_fire_planned_within_a_jitter_window_since_removed_is_not_repaired_bef
     jobs = [system.submit(every(5, at(2), jitter_s=240)) for _ in range(8)]
     system.run_until(at(6, 10))
     for job in jobs:
-        system.container.jobs.change(USER, job.job_id, JobChanges(jitter_s=None, jitter_set=True))
+        system.container.jobs.change(USER, job.job_id, SpecChange(jitter_s=None))
 
     # When time runs on past every jittered instant
     system.run_until(at(16))

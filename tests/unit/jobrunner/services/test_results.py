@@ -34,8 +34,8 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.placement import place, plan_execution
 from jobrunner.domain.receipts import v1_result_token
 from jobrunner.domain.schedules import At, Every, parse_instant
+from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import Completion, ScanRequest
-from jobrunner.services.jobs import NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -72,7 +72,7 @@ class World:
                                  outcomes=self.outcomes)
 
     def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
-        new = NewJob(schedule or At(FIRE), {"report": "daily"}, retry=retry, timeout_s=timeout_s)
+        new = JobSpec(schedule or At(FIRE), {"report": "daily"}, retry=retry, timeout_s=timeout_s)
         return self.jobs.submit("alice", new)[0]
 
     def publish(self, job: Job, scheduled_at: datetime = FIRE, attempt: int = 1,

@@ -20,9 +20,9 @@ from jobrunner.domain.errors import JobNotFound
 from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, RetryPolicy, Trigger
 from jobrunner.domain.limits import Limits, TenantLimits
 from jobrunner.domain.schedules import Every
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobChanges, NewJob
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.retire import Retirer
@@ -58,7 +58,7 @@ class World:
 
     def submit(self, count: int, **options: Any) -> Job:
         schedule = Every(timedelta(minutes=1), start=at(10), count=count)
-        return self.jobs.submit("alice", NewJob(schedule, {}, delete_after_last=True, **options))[0]
+        return self.jobs.submit("alice", JobSpec(schedule, {}, delete_after_last=True, **options))[0]
 
     def scan(self, minute: int) -> list[OutboundMessage]:
         self.clock.set(max(self.clock.now(), at(minute) - timedelta(seconds=30)))
@@ -144,14 +144,14 @@ def test_a_last_fire_the_calendar_excludes_ends_the_job_too(world: World) -> Non
 
 
 def test_a_job_that_did_not_ask_or_no_longer_asks_is_never_deleted(world: World) -> None:
-    plain = world.jobs.submit("alice", NewJob(Every(timedelta(minutes=1), start=at(10), count=1), {}))[0]
+    plain = world.jobs.submit("alice", JobSpec(Every(timedelta(minutes=1), start=at(10), count=1), {}))[0]
     [message] = world.scan(10)
     world.answer(message, True)
     assert world.exists(plain)
     # a job that asked, then was told otherwise by a PATCH, is kept
-    job = world.jobs.submit("alice", NewJob(Every(timedelta(minutes=1), start=at(13), count=1), {},
+    job = world.jobs.submit("alice", JobSpec(Every(timedelta(minutes=1), start=at(13), count=1), {},
                                             delete_after_last=True))[0]
-    world.jobs.change("alice", job.job_id, JobChanges(delete_after_last=False))
+    world.jobs.change("alice", job.job_id, SpecChange(delete_after_last=False))
     [message] = world.scan(13)
     world.answer(message, True)
     assert world.exists(job)

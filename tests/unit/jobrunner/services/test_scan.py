@@ -32,10 +32,11 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.placement import LATE_LEAD, plan_execution
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
+from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
-from jobrunner.services.jobs import JobChanges, JobRules, JobService, NewJob
+from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules, ScanService
@@ -103,7 +104,7 @@ class World:
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
         self.clock.set(SUBMITTED)
-        return self.jobs.submit("alice", NewJob(schedule, {"n": 1} if payload is None else payload))[0]
+        return self.jobs.submit("alice", JobSpec(schedule, {"n": 1} if payload is None else payload))[0]
 
     def scan(self) -> ScanReport:
         self.clock.set(DISPATCHED)
@@ -170,7 +171,7 @@ def test_a_message_carries_the_jobs_trace_as_parent_of_its_own(world: World) -> 
     # Given a job submitted in a traced request
     trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     world.clock.set(SUBMITTED)
-    job = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, trace_parent=trace))[0]
+    job = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}), trace_parent=trace)[0]
     # When the scan publishes its run
     world.scan()
     [message] = world.publisher.sent
@@ -330,7 +331,7 @@ def test_rows_written_to_the_late_lane_during_the_scan_are_published(world: Worl
 
     def submit_late(name: str, due: datetime) -> Callable[[], None]:
         def action() -> None:
-            job = world.jobs.submit("alice", NewJob(At(due), {}))[0]
+            job = world.jobs.submit("alice", JobSpec(At(due), {}))[0]
             submitted[name] = job.job_id
             placed.extend((r.bucket, r.lane) for r in world.store.rows.values() if r.job_id == job.job_id)
 
@@ -439,7 +440,7 @@ def test_a_payload_change_just_before_a_fire_keeps_a_recurring_job_firing() -> N
     job = world.submit(Every(timedelta(seconds=10), start=at(10)))
     # When its payload changes as the scan takes the 10:01:20 row (version 1), before it reads the job
     just_before_the_job_read_at(world, at(20), lambda: world.jobs.change(
-        "alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True)))
+        "alice", job.job_id, SpecChange(payload={"n": 2})))
     world.scan()
     scan_bucket(world, BUCKET + MINUTE)
     # Then it still fires every 10 s, with the new payload from 10:01:20 on, and is planned ahead
@@ -470,7 +471,7 @@ def test_a_payload_change_between_the_job_read_and_the_completion_keeps_the_job_
     assert isinstance(store, HookedStore)
     job = world.submit(Every(timedelta(seconds=10), start=at(10)))
     world.clock.script = [(at(19), lambda: store.before.setdefault("complete", []).append(
-        lambda: world.jobs.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))))]
+        lambda: world.jobs.change("alice", job.job_id, SpecChange(payload={"n": 2}))))]
     # When the minute and the next are scanned
     world.scan()
     scan_bucket(world, BUCKET + MINUTE)
@@ -504,7 +505,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
     # Given a job on a topic every publish to which fails (deleted, or the permission lost)
     world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
-    bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
+    bad = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(40)))
     world.publisher.broken_topics = {"payroll"}
     # When its partition is scanned
@@ -535,8 +536,8 @@ def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: 
 
 def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_still_publish(world: World) -> None:
     # Given two tenants' jobs on the same topic, and grants since changed so that only bob keeps it
-    lost = world.jobs.submit("alice", NewJob(At(at(17)), {}))[0]
-    kept = world.jobs.submit("bob", NewJob(At(at(18)), {}))[0]
+    lost = world.jobs.submit("alice", JobSpec(At(at(17)), {}))[0]
+    kept = world.jobs.submit("bob", JobSpec(At(at(18)), {}))[0]
     grants = TopicGrants("jobs", frozenset({"jobs", "alice-topic"}), {"alice": ("alice-topic",), "bob": ("jobs",)})
     world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, topics=grants))
@@ -566,7 +567,7 @@ def ordered_ids(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def burst(world: World, tenant: str, count: int, second: int) -> list[Job]:
     world.clock.set(SUBMITTED)
-    return [world.jobs.submit(tenant, NewJob(At(at(second)), {"n": i}))[0] for i in range(count)]
+    return [world.jobs.submit(tenant, JobSpec(At(at(second)), {"n": i}))[0] for i in range(count)]
 
 
 def positions(world: World, jobs: list[Job]) -> list[int]:
@@ -784,7 +785,7 @@ def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_le
     # Given a job whose records its topic refuses, due at the same second as a good job (one publish)
     world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
-    bad = world.jobs.submit("alice", NewJob(At(at(17)), {"n": 1}, topic="payroll"))[0]
+    bad = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
     world.publisher = publisher = AllOrNothingPublisher(world.clock, "payroll")
     world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
@@ -835,7 +836,7 @@ def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_l
     # Given a job every 10 s on a topic that refuses every record
     world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
     world.clock.set(SUBMITTED)
-    job = world.jobs.submit("alice", NewJob(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
+    job = world.jobs.submit("alice", JobSpec(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
     world.publisher.broken_topics = {"payroll"}
     report = world.scan()
     # Then every fire of the minute is dead-lettered, each within a few seconds of its due time
@@ -884,8 +885,8 @@ def test_a_schedule_change_racing_a_completion_survives_a_later_payload_change()
     new_schedule = Every(timedelta(seconds=15), start=at(35))
     world.clock.script = [
         (at(19), lambda: store.before.setdefault("complete", []).append(
-            lambda: world.jobs.change("alice", job.job_id, JobChanges(schedule=new_schedule)))),
-        (at(25), lambda: world.jobs.change("alice", job.job_id, JobChanges(payload={"n": 2}, payload_set=True))),
+            lambda: world.jobs.change("alice", job.job_id, SpecChange(schedule=new_schedule)))),
+        (at(25), lambda: world.jobs.change("alice", job.job_id, SpecChange(payload={"n": 2}))),
     ]
     # When the minute and the next are scanned
     world.scan()
@@ -909,7 +910,7 @@ def test_a_completion_racing_a_schedule_change_leaves_the_changes_next_run() -> 
     seen: list[Job] = []
     world.clock.script = [
         (at(19), lambda: store.before.setdefault("complete", []).append(
-            lambda: world.jobs.change("alice", job.job_id, JobChanges(schedule=new_schedule)))),
+            lambda: world.jobs.change("alice", job.job_id, SpecChange(schedule=new_schedule)))),
         (at(25), lambda: seen.append(world.jobs.get("alice", job.job_id))),
     ]
     # When the scan goes on past the completion
@@ -1019,7 +1020,7 @@ def test_each_row_of_the_late_lane_is_read_once_however_long_it_waits_there() ->
     submitted: list[Job] = []
 
     def submit_late() -> None:
-        submitted.extend(world.jobs.submit("alice", NewJob(At(at(20 + i)), {}))[0] for i in range(30))
+        submitted.extend(world.jobs.submit("alice", JobSpec(At(at(20 + i)), {}))[0] for i in range(30))
 
     world.clock.script = [(at(5), submit_late)]
     # When the partition is scanned
@@ -1120,7 +1121,7 @@ def test_a_late_row_written_after_the_scan_ended_idle_wakes_a_scan_that_publishe
     assert world.scan().idle
     # When a job due at 10:01:20 is submitted at 10:00:40, into the partition's late lane
     world.clock.set(at(40, minute=0))
-    job = world.jobs.submit("alice", NewJob(At(at(20)), {}))[0]
+    job = world.jobs.submit("alice", JobSpec(At(at(20)), {}))[0]
     # Then the writer asked for a scan of that partition, and that scan publishes the job at its instant
     assert waker.requests == [ScanRequest(segment=0, bucket=BUCKET)]
     world.scans.scan(waker.requests[0])
@@ -1134,7 +1135,7 @@ def test_a_row_landing_as_the_scan_gives_its_lease_up_is_published_by_it() -> No
     landed: list[Job] = []
     assert isinstance(world.leases, ReleaseHooked)
     world.leases.before_release.append(
-        lambda: landed.append(world.jobs.submit("alice", NewJob(At(at(20)), {}))[0]))
+        lambda: landed.append(world.jobs.submit("alice", JobSpec(At(at(20)), {}))[0]))
     # When the scan goes on
     report = world.scan()
     # Then its look at the late lane after the release found the row: it took the lease back and published it
@@ -1146,7 +1147,7 @@ def test_a_row_landing_as_the_scan_gives_its_lease_up_is_published_by_it() -> No
 def test_a_scan_does_not_end_while_a_late_row_waits_beyond_its_polls_reach() -> None:
     # Given a job due at 10:01:50, written at 10:00:31 into the late lane of 10:01, beyond the polls' reach
     world, _ = idle_world()
-    world.clock.script = [(at(31, minute=0), lambda: world.jobs.submit("alice", NewJob(At(at(50)), {})))]
+    world.clock.script = [(at(31, minute=0), lambda: world.jobs.submit("alice", JobSpec(At(at(50)), {})))]
     # When the partition is scanned from 10:00:30
     report = world.scan()
     # Then the scan ends only once it has published it (its look to the lane's end before ending found it)
@@ -1228,7 +1229,7 @@ def test_a_done_late_row_stays_until_its_next_run_is_known_to_be_in_time() -> No
     world.store = store
     world.__post_init__()
     world.clock.set(BUCKET - timedelta(seconds=20))
-    job = world.jobs.submit("alice", NewJob(Every(timedelta(seconds=10), start=at(50)), {"n": 1}))[0]
+    job = world.jobs.submit("alice", JobSpec(Every(timedelta(seconds=10), start=at(50)), {"n": 1}))[0]
     [late] = [r for r in store.rows.values() if r.job_id == job.job_id]
     assert late.lane is Lane.LATE
     world.clock.script = [(at(49), lambda: setattr(store, "die_at_write", True))]

@@ -15,9 +15,9 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.schedules import At
+from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import PublishError, ScanRequest
-from jobrunner.services.jobs import NewJob
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.tick import TickRules, TickService
 from tests.support.memory import memory_container
@@ -352,7 +352,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     clock = ManualClock(EVENT - timedelta(minutes=30))
     store = MemoryJobStore()
     job = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=clock, store=store).jobs.submit(
-        "alice", NewJob(At(TARGET + timedelta(seconds=17)), {}))[0]
+        "alice", JobSpec(At(TARGET + timedelta(seconds=17)), {}))[0]
     leases = MemoryLeaseStore()
     leases.advance_watermark(0, TARGET - MINUTE)
     invoker = RecordingInvoker()
@@ -460,7 +460,7 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
     for _ in range(100):
         store = MemoryJobStore()
         jobs = memory_container({"JOBRUNNER_SEGMENTS": "4"}, clock=clock, store=store).jobs
-        job = jobs.submit("alice", NewJob(At(due), {}))[0]
+        job = jobs.submit("alice", JobSpec(At(due), {}))[0]
         [row] = store.rows.values()
         if row.segment >= 2:
             break

@@ -17,6 +17,7 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Job, Lane, ScheduledExecution, Trigger, execution_id_for
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
+from jobrunner.domain.spec import JobSpec
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 
@@ -42,7 +43,7 @@ class RecordingSession:
 
 def job_and_first_run() -> tuple[Job, ScheduledExecution]:
     due = NOW + timedelta(minutes=3)
-    job = Job(user_id="tenant", job_id=str(uuid.uuid4()), schedule=At(at=due), payload={}, topic="jobs",
+    job = Job(user_id="tenant", job_id=str(uuid.uuid4()), spec=JobSpec(schedule=At(at=due), payload={}, topic="jobs"),
               created_at=NOW, updated_at=NOW, next_run_at=due)
     first = ScheduledExecution(
         bucket=due.replace(second=0), segment=1, lane=Lane.PLANNED, due_at=due, job_id=job.job_id,

@@ -8,10 +8,11 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.domain.jobs import Job
 from jobrunner.domain.schedules import At
+from jobrunner.domain.spec import JobSpec
 from jobrunner.services.jobs import KeptChangeLog, NoChangeLog
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
-JOB = Job(user_id="alice", job_id="job-1", schedule=At(NOW), payload={}, topic="jobs", created_at=NOW,
+JOB = Job(user_id="alice", job_id="job-1", spec=JobSpec(schedule=At(NOW), payload={}, topic="jobs"), created_at=NOW,
           updated_at=NOW)
 
 
