@@ -5,7 +5,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
@@ -45,4 +45,4 @@ def list_calendars(
                                               409: {"description": "a job that is not cancelled still names it"}})
 def delete_calendar(name: CalendarName) -> Response[Any]:
     container().calendar_admin.delete(_tenant(), name)
-    return Response(status_code=HTTPStatus.NO_CONTENT, content_type=content_types.APPLICATION_JSON, body="")
+    return Response(status_code=HTTPStatus.NO_CONTENT)

@@ -273,6 +273,9 @@ def test_calendars_are_managed_per_tenant_and_a_named_one_cannot_be_deleted(worl
     assert call("DELETE", "/calendars/holidays", tenant="bob")[0] == 404
     response = handle(event("DELETE", "/calendars/holidays"), None)
     assert response["statusCode"] == 204
+    # no content: neither a body nor a Content-Type saying it is JSON
+    headers = {**response["headers"], **response["multiValueHeaders"]}
+    assert not response["body"] and "Content-Type" not in headers, response
     assert call("GET", "/calendars/holidays")[0] == 404
 
 
