@@ -6,7 +6,7 @@ Each route is: who is calling, one service call, the response model.
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
@@ -14,19 +14,35 @@ from jobrunner import telemetry
 from jobrunner.api import body_limits, errors
 from jobrunner.api.resolver import Resolver
 from jobrunner.api.routes import calendars, changes, executions, fires, jobs, segments
-from jobrunner.api.routes.common import _header
-from jobrunner.api.schemas import PAYLOAD_LIMIT, ErrorOut
+from jobrunner.api.routes.common import _header, _json, documented
+from jobrunner.api.schemas import PAYLOAD_LIMIT, ErrorOut, HealthOut
 from jobrunner.wiring import container
 
-app = Resolver()
-errors.register(app)
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 
 
-@app.get("/health")
-def health() -> dict[str, str]:
-    return {"status": "ok"}
+def edge_refusals(method: str, rule: str) -> dict[int, OpenAPIResponse]:
+    """What ``handle`` may answer a route with, whatever the route does (``_respond``): a body the edge
+    refuses (400, 413; 415 for a method whose body the api reads, ``body_limits.py``), a parameter or body the
+    resolver refuses (422); and, outside ``PUBLIC_PATHS``, no tenant (401) or a backing service down (503)."""
+    statuses = [400, 413, 422]
+    if method in body_limits.BODY_METHODS:
+        statuses.append(415)
+    if rule not in PUBLIC_PATHS:
+        statuses += [401, 503]
+    return errors.refusals(statuses)
+
+
+app = Resolver(refusals=edge_refusals)
+errors.register(app)
+
+
+@app.get("/health", responses=documented({200: HealthOut}))
+def health() -> Response[Any]:
+    return _json(HTTPStatus.OK, HealthOut(status="ok"))
 
 
 @app.get("/openapi.json", include_in_schema=False)

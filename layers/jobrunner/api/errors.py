@@ -1,4 +1,5 @@
-"""Errors -> HTTP responses, in one place. Every error body is ``ErrorOut`` JSON.
+"""Errors -> HTTP responses, in one place, and how the OpenAPI document lists them. Every error body is
+``ErrorOut`` JSON.
 
 A request body is validated once, by its Pydantic model (``schemas.py``), which collects every wrong field:
 ``invalid_request`` answers them all together, each named by its dotted path."""
@@ -26,13 +27,39 @@ from jobrunner.domain.errors import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
     from jobrunner.api.resolver import Resolver
 
 log = logging.getLogger(__name__)
+
+#: What each refusal means, as the OpenAPI document says it where a route says nothing more.
+REFUSALS: dict[int, str] = {
+    400: "malformed_json: the body cannot be read (not UTF-8, or not strict JSON)",
+    401: "unauthenticated: no authenticated tenant",
+    403: "forbidden: not allowed to this tenant",
+    404: "not_found: no such job, or no such route",
+    409: "conflict: the job's state does not allow it (cancelled, or changed by others meanwhile)",
+    413: "payload_too_large: the body is larger than the api takes",
+    415: "unsupported_media_type: a body that is not application/json in UTF-8",
+    422: "validation_error: a parameter or a field is wrong; each is named in errors",
+    429: ("limit_reached: over one of the tenant's limits, named in the body (submissions_per_second, jobs_held, "
+          "executions_per_minute); see Retry-After"),
+    503: "unavailable: a backing service is unavailable; retry later, with an idempotency_key to be safe",
+}
+
+
+def refusal(description: str) -> OpenAPIResponse:
+    """A refusal as the OpenAPI document lists it: its meaning, and an ``ErrorOut`` body."""
+    return {"description": description, "content": {content_types.APPLICATION_JSON: {"model": ErrorOut}}}
+
+
+def refusals(statuses: Iterable[int]) -> dict[int, OpenAPIResponse]:
+    """``statuses``, each a refusal as ``REFUSALS`` describes it."""
+    return {status: refusal(REFUSALS[status]) for status in statuses}
 
 
 def error_response(

@@ -7,10 +7,14 @@ request that will be refused anyway. It is filled by ``route``, the one method t
 registered (``get``, ``post``, ... and ``include_router`` call it), so it needs none of the resolver's route
 lists; and it matches a path with the pattern the resolver compiles for the route (``_compile_regex``), so
 the two cannot disagree on which route a path is.
+
+``route`` also adds to each route's OpenAPI ``responses`` what the api may answer it with whatever the route
+does (``refusals``: the edge's checks of a request, before the route runs), so that no route can leave one out.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +22,12 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
+
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+    #: The responses the api may answer a route with whatever it does, given its method and path template.
+    Refusals = Callable[[str, str], Mapping[int, OpenAPIResponse]]
 
 
 @dataclass(frozen=True)
@@ -62,14 +71,26 @@ class RouteTable:
 
 
 class Resolver(APIGatewayRestResolver):
-    """``APIGatewayRestResolver`` with request validation on, and ``routes``: the table of its routes."""
+    """``APIGatewayRestResolver`` with request validation on, ``routes``: the table of its routes, and each
+    route's documented responses completed with ``refusals`` (what the route declares wins)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusals: Refusals | None = None) -> None:
         super().__init__(enable_validation=True)
         self.routes = RouteTable()
+        self._refusals = refusals
 
     def route(self, rule: str, method: str | list[str] | tuple[str], *args: Any,
               **kwargs: Any) -> Callable[[Any], Any]:
-        for one in (method,) if isinstance(method, str) else method:
+        methods = (method,) if isinstance(method, str) else tuple(method)
+        for one in methods:
             self.routes.add(one, rule, self._compile_regex(rule))  # the pattern the resolver registers the route with
-        return super().route(rule, method, *args, **kwargs)
+        if self._refusals is None:
+            return super().route(rule, method, *args, **kwargs)
+        # By name, whether the caller gave them by name or by position (include_router gives them by position)
+        arguments = inspect.signature(super().route).bind(rule, method, *args, **kwargs).arguments
+        shared: dict[int, OpenAPIResponse] = {}
+        for one in methods:
+            shared.update(self._refusals(one.upper(), rule))
+        declared = arguments.get("responses") or {}
+        arguments["responses"] = dict(sorted({**shared, **declared}.items()))
+        return super().route(**arguments)

@@ -438,6 +438,10 @@ class ExecutionsOut(BaseModel):
     next_cursor: str | None = None
 
 
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+
+
 class ErrorDetail(BaseModel):
     field: str
     reason: str
