@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StrictBool
 from pydantic_core import PydanticCustomError
 
 from jobrunner.api.schedules import ScheduleIn, checked_by
@@ -110,7 +110,7 @@ class JobIn(Strict):
         f"key/value labels, at most {MAX_TAGS} (keys: letters, digits, _ . / -); lists and bulk changes select "
         "by them"))
     calendar: str | None = Field(None, min_length=1, max_length=64, description=_CALENDAR)
-    delete_after_last: bool = Field(False, description=_DELETE_AFTER_LAST)
+    delete_after_last: StrictBool = Field(False, description=_DELETE_AFTER_LAST)
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy; none: replay every missed fire")
     idempotency_key: str | None = Field(
@@ -145,7 +145,7 @@ class JobPatchIn(Strict):
         "(spreads jobs that share a fire time); none: at the fire"))
     tags: Tags | None = Field(None, description="the job's whole set of tags, replacing its own ({} clears)")
     calendar: str | None = Field(None, min_length=1, max_length=64, description="null to remove; " + _CALENDAR)
-    delete_after_last: bool | None = Field(None, description=_DELETE_AFTER_LAST)
+    delete_after_last: StrictBool | None = Field(None, description=_DELETE_AFTER_LAST)
     overlap: OverlapName | None = Field(None, description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
 
@@ -161,7 +161,7 @@ class JobPatchIn(Strict):
 
 
 class ResumeIn(Strict):
-    catch_up: bool = Field(False, description="run the fires missed while paused, one after another")
+    catch_up: StrictBool = Field(False, description="run the fires missed while paused, one after another")
 
 
 class ExcludedRunOut(BaseModel):
@@ -250,7 +250,7 @@ class BackfillIn(Strict):
 
     start: str = Field(alias="from", description="RFC 3339 instant: the first fire considered")
     end: str = Field(alias="to", description="RFC 3339 instant, not in the future: the last fire considered")
-    dry_run: bool = Field(False, description="list the fires without running them")
+    dry_run: StrictBool = Field(False, description="list the fires without running them")
 
 
 class BackfillOut(BaseModel):
