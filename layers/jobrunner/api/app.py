@@ -88,17 +88,23 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication is checked before anything else, so an anonymous caller learns nothing, not
     even whether its body would have been valid. Then, for a request some route serves, the limits on
-    its body (``body_limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. The resolver
-    does the rest: an unknown route 404 or a wrong method 405 (``errors.no_route``), then the route's
-    model validates the body in one pass (422 naming every wrong field).
+    its body (``body_limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. A request no
+    route serves is answered before: an unknown route 404 or a wrong method 405 (``errors.unrouted``). The
+    resolver does the rest: the route's model validates the body in one pass (422 naming every wrong field).
     """
     caller = container().tenancy.identify(event)
     if event.get("path") not in PUBLIC_PATHS and caller.tenant is None:
         body = ErrorOut(error="unauthenticated", message=caller.refusal).model_dump_json()
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
-    routed = app.routes.find(str(event.get("httpMethod") or "").upper(), str(event.get("path") or ""))
-    rejection = body_limits.check(event) if routed is not None else None
+    method, path = str(event.get("httpMethod") or "").upper(), str(event.get("path") or "")
+    if app.routes.find(method, path) is None:
+        # Answered from the route table, which gives a path a static route names (/jobs/batch) to that route
+        # only: resolved, GET /jobs/batch would look for the job "batch"
+        unrouted = errors.unrouted(app.routes, method, path)
+        return {"statusCode": unrouted.status_code, "headers": dict(unrouted.headers), "body": unrouted.body,
+                "isBase64Encoded": False}
+    rejection = body_limits.check(event)
     if rejection is not None:
         return rejection.response()
     tenant = caller.tenant

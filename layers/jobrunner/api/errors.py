@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-    from jobrunner.api.resolver import Resolver
+    from jobrunner.api.resolver import Resolver, RouteTable
 
 log = logging.getLogger(__name__)
 
@@ -133,19 +133,23 @@ def unavailable(exc: Unavailable) -> Response[Any]:
 
 
 def no_route(app: Resolver) -> Callable[[NotFoundError], Response[Any]]:
-    """Powertools' not-found hook: no route for the path is 404; a route, but not for this method, 405 with
-    ``Allow`` (the resolver's own routes tell which: ``Resolver.routes``)."""
+    """Powertools' not-found hook: ``unrouted``."""
     def answer(_: NotFoundError) -> Response[Any]:
-        method, path = app.current_event.http_method.upper(), app.current_event.path
-        allowed = app.routes.allowed(path)
-        if not allowed or method in allowed:
-            return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no route {shorten(path)}")
-        response = error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
-                                  f"{shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}")
-        response.headers["Allow"] = ", ".join(allowed)
-        return response
+        return unrouted(app.routes, app.current_event.http_method.upper(), app.current_event.path)
 
     return answer
+
+
+def unrouted(routes: RouteTable, method: str, path: str) -> Response[Any]:
+    """No route serves (``method``, ``path``): no route for the path is 404; a route, but not for this method,
+    405 with ``Allow`` (the resolver's own routes tell which: ``Resolver.routes``)."""
+    allowed = routes.allowed(path)
+    if not allowed or method in allowed:
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no route {shorten(path)}")
+    response = error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
+                              f"{shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}")
+    response.headers["Allow"] = ", ".join(allowed)
+    return response
 
 
 #: Which handler answers each error the routes (or Powertools) raise.

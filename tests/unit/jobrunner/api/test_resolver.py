@@ -85,3 +85,15 @@ def test_every_route_documents_the_shared_refusals_and_its_own_answers_win() -> 
         (422, "Validation Error"), (200, "a page"), (401, "shared 401")]  # Powertools' own 422 first
     assert [(status, changing[status]["description"]) for status in changing] == [
         (422, "Validation Error"), (200, "changed"), (401, "its own 401"), (415, "shared 415")]
+
+
+def test_a_literal_path_is_its_own_routes_only() -> None:
+    app = resolver()
+
+    @app.get("/items/<item_id>")
+    def read(item_id: str) -> dict[str, Any]:
+        return {}
+
+    assert app.routes.allowed("/items/batch") == ["POST"] and app.routes.find("GET", "/items/batch") is None
+    assert app.routes.allowed("/items/i-1") == ["GET", "POST"]
+    assert app.routes.find("GET", "/items/i-1") == ("/items/<item_id>", {"item_id": "i-1"})

@@ -903,3 +903,14 @@ def test_a_patch_of_the_retries_alone_keeps_a_backoff_changed_while_it_was_on_it
     assert body["backoff"]["initial_delay_s"] == 40 and body["backoff"]["max_delay_s"] == 600
     stored = read("alice", job_id).retry
     assert (stored.max_retries, stored.initial_delay_s, stored.max_delay_s) == (4, 40, 600)
+
+
+@pytest.mark.parametrize("path", ["/jobs/batch", "/jobs/bulk", "/jobs/batch/"])
+@pytest.mark.parametrize(("method", "body"), [("GET", None), ("DELETE", None), ("PATCH", {"max_retries": "x"}),
+                                              ("OPTIONS", None), ("PUT", None)])
+def test_a_path_a_route_names_literally_is_never_a_job_id(world: World, path: str, method: str, body: Any) -> None:
+    # Found by the OpenAPI fuzz test: GET /jobs/batch looked for the job "batch" (404), and OPTIONS listed
+    # DELETE, GET and PATCH as allowed. As in OpenAPI, a literal path is its own routes' only.
+    response = handle(event(method, path, body), None)
+    assert (response["statusCode"], json.loads(response["body"])["error"]) == (405, "method_not_allowed"), response
+    assert {**response["headers"], **response.get("multiValueHeaders", {})}["Allow"] in ("POST", ["POST"])
