@@ -169,5 +169,14 @@ class GatewayRequest(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
 
+    def parse_request(self) -> bool:
+        """The request line and headers, as ``http.server`` reads them; any other method (``QUERY``, ``PROPFIND``)
+        is handled too. Left to itself, ``http.server`` answers 501 to a method without a ``do_`` method (a server
+        error); API Gateway hands every method to the function, whose answer is 405 with ``Allow``."""
+        parsed = super().parse_request()
+        if parsed and not hasattr(self, f"do_{self.command}"):
+            setattr(self, f"do_{self.command}", self._handle)
+        return parsed
+
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -80,6 +80,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/services/reconcile/*.py"),  # the reconciler: its run, state, rules and repairs
     ("layers", "jobrunner/api/*.py"),  # the api function's HTTP API: its modules, not the dashboard's assets
     ("layers", "jobrunner/api/routes/*.py"),  # its routes, one module per resource
+    ("layers", "jobrunner/api/schemas/*.py"),  # its bodies, one module per resource
     ("layers", "jobrunner/adapters/__init__.py"),
     ("layers", "jobrunner/adapters/secrets.py"),  # the result key, from Secrets Manager
     ("layers", "jobrunner/adapters/sockets.py"),  # TCP keepalive options of the driver and the producer

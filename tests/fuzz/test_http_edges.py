@@ -197,7 +197,7 @@ def test_a_request_line_too_long_for_the_server_is_4xx(tenant: Tenant) -> None:
     ("PUT", "/jobs/{id}", "DELETE, GET, PATCH"), ("POST", "/jobs/{id}", "DELETE, GET, PATCH"),
     ("GET", "/jobs/{id}/pause", "POST"), ("DELETE", "/jobs/{id}/run", "POST"),
     ("PATCH", "/jobs/{id}/executions", "GET"), ("POST", "/health", "GET"), ("DELETE", "/segments", "GET"),
-    ("PUT", "/openapi.json", "GET"),
+    ("PUT", "/openapi.json", "GET"), ("GET", "/jobs/batch", "POST"), ("DELETE", "/jobs/bulk", "POST"),
 ])
 def test_a_wrong_method_is_405_with_allow(tenant: Tenant, job_id: str, method: str, path: str, allowed: str) -> None:
     response = tenant.request(method, path.replace("{id}", job_id))
@@ -205,8 +205,9 @@ def test_a_wrong_method_is_405_with_allow(tenant: Tenant, job_id: str, method: s
     assert response.headers["Allow"] == allowed
 
 
-@pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "TRACE"])
+@pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "TRACE", "QUERY", "PROPFIND", "BREW"])
 def test_other_methods_are_405_too(tenant: Tenant, method: str) -> None:
+    # Methods http.server has no handler for (QUERY, PROPFIND, BREW) too: a 405 of the api's, never a 501
     response = tenant.request(method, "/jobs")
     assert (response.status_code, response.headers.get("Allow")) == (405, "GET, POST")
 

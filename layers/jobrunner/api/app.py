@@ -6,7 +6,7 @@ Each route is: who is calling, one service call, the response model.
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
@@ -14,19 +14,35 @@ from jobrunner import telemetry
 from jobrunner.api import body_limits, errors
 from jobrunner.api.resolver import Resolver
 from jobrunner.api.routes import calendars, changes, executions, fires, jobs, segments
-from jobrunner.api.routes.common import _header
-from jobrunner.api.schemas import PAYLOAD_LIMIT, ErrorOut
+from jobrunner.api.routes.common import _header, _json, documented
+from jobrunner.api.schemas import PAYLOAD_LIMIT, ErrorOut, HealthOut
 from jobrunner.wiring import container
 
-app = Resolver()
-errors.register(app)
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 
 
-@app.get("/health")
-def health() -> dict[str, str]:
-    return {"status": "ok"}
+def edge_refusals(method: str, rule: str) -> dict[int, OpenAPIResponse]:
+    """What ``handle`` may answer a route with, whatever the route does (``_respond``): a body the edge
+    refuses (400, 413; 415 for a method whose body the api reads, ``body_limits.py``), a parameter or body the
+    resolver refuses (422); and, outside ``PUBLIC_PATHS``, no tenant (401) or a backing service down (503)."""
+    statuses = [400, 413, 422]
+    if method in body_limits.BODY_METHODS:
+        statuses.append(415)
+    if rule not in PUBLIC_PATHS:
+        statuses += [401, 503]
+    return errors.refusals(statuses)
+
+
+app = Resolver(refusals=edge_refusals)
+errors.register(app)
+
+
+@app.get("/health", responses=documented({200: HealthOut}))
+def health() -> Response[Any]:
+    return _json(HTTPStatus.OK, HealthOut(status="ok"))
 
 
 @app.get("/openapi.json", include_in_schema=False)
@@ -72,17 +88,23 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _respond(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication is checked before anything else, so an anonymous caller learns nothing, not
     even whether its body would have been valid. Then, for a request some route serves, the limits on
-    its body (``body_limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. The resolver
-    does the rest: an unknown route 404 or a wrong method 405 (``errors.no_route``), then the route's
-    model validates the body in one pass (422 naming every wrong field).
+    its body (``body_limits.py``): too large 413, wrong Content-Type 415, not strict JSON 400. A request no
+    route serves is answered before: an unknown route 404 or a wrong method 405 (``errors.unrouted``). The
+    resolver does the rest: the route's model validates the body in one pass (422 naming every wrong field).
     """
     caller = container().tenancy.identify(event)
     if event.get("path") not in PUBLIC_PATHS and caller.tenant is None:
         body = ErrorOut(error="unauthenticated", message=caller.refusal).model_dump_json()
         return {"statusCode": 401, "headers": {"Content-Type": "application/json"}, "body": body,
                 "isBase64Encoded": False}
-    routed = app.routes.find(str(event.get("httpMethod") or "").upper(), str(event.get("path") or ""))
-    rejection = body_limits.check(event) if routed is not None else None
+    method, path = str(event.get("httpMethod") or "").upper(), str(event.get("path") or "")
+    if app.routes.find(method, path) is None:
+        # Answered from the route table, which gives a path a static route names (/jobs/batch) to that route
+        # only: resolved, GET /jobs/batch would look for the job "batch"
+        unrouted = errors.unrouted(app.routes, method, path)
+        return {"statusCode": unrouted.status_code, "headers": dict(unrouted.headers), "body": unrouted.body,
+                "isBase64Encoded": False}
+    rejection = body_limits.check(event)
     if rejection is not None:
         return rejection.response()
     tenant = caller.tenant

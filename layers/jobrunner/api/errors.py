@@ -1,4 +1,5 @@
-"""Errors -> HTTP responses, in one place. Every error body is ``ErrorOut`` JSON.
+"""Errors -> HTTP responses, in one place, and how the OpenAPI document lists them. Every error body is
+``ErrorOut`` JSON.
 
 A request body is validated once, by its Pydantic model (``schemas.py``), which collects every wrong field:
 ``invalid_request`` answers them all together, each named by its dotted path."""
@@ -27,13 +28,39 @@ from jobrunner.domain.errors import (
 from jobrunner.domain.schedules.parsing import not_allowed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-    from jobrunner.api.resolver import Resolver
+    from jobrunner.api.resolver import Resolver, RouteTable
 
 log = logging.getLogger(__name__)
+
+#: What each refusal means, as the OpenAPI document says it where a route says nothing more.
+REFUSALS: dict[int, str] = {
+    400: "malformed_json: the body cannot be read (not UTF-8, or not strict JSON)",
+    401: "unauthenticated: no authenticated tenant",
+    403: "forbidden: not allowed to this tenant",
+    404: "not_found: no such job, or no such route",
+    409: "conflict: the job's state does not allow it (cancelled, or changed by others meanwhile)",
+    413: "payload_too_large: the body is larger than the api takes",
+    415: "unsupported_media_type: a body that is not application/json in UTF-8",
+    422: "validation_error: a parameter or a field is wrong; each is named in errors",
+    429: ("limit_reached: over one of the tenant's limits, named in the body (submissions_per_second, jobs_held, "
+          "executions_per_minute); see Retry-After"),
+    503: "unavailable: a backing service is unavailable; retry later, with an idempotency_key to be safe",
+}
+
+
+def refusal(description: str) -> OpenAPIResponse:
+    """A refusal as the OpenAPI document lists it: its meaning, and an ``ErrorOut`` body."""
+    return {"description": description, "content": {content_types.APPLICATION_JSON: {"model": ErrorOut}}}
+
+
+def refusals(statuses: Iterable[int]) -> dict[int, OpenAPIResponse]:
+    """``statuses``, each a refusal as ``REFUSALS`` describes it."""
+    return {status: refusal(REFUSALS[status]) for status in statuses}
 
 
 def error_response(
@@ -107,19 +134,23 @@ def unavailable(exc: Unavailable) -> Response[Any]:
 
 
 def no_route(app: Resolver) -> Callable[[NotFoundError], Response[Any]]:
-    """Powertools' not-found hook: no route for the path is 404; a route, but not for this method, 405 with
-    ``Allow`` (the resolver's own routes tell which: ``Resolver.routes``)."""
+    """Powertools' not-found hook: ``unrouted``."""
     def answer(_: NotFoundError) -> Response[Any]:
-        method, path = app.current_event.http_method.upper(), app.current_event.path
-        allowed = app.routes.allowed(path)
-        if not allowed or method in allowed:
-            return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no route {shorten(path)}")
-        response = error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
-                                  f"{shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}")
-        response.headers["Allow"] = ", ".join(allowed)
-        return response
+        return unrouted(app.routes, app.current_event.http_method.upper(), app.current_event.path)
 
     return answer
+
+
+def unrouted(routes: RouteTable, method: str, path: str) -> Response[Any]:
+    """No route serves (``method``, ``path``): no route for the path is 404; a route, but not for this method,
+    405 with ``Allow`` (the resolver's own routes tell which: ``Resolver.routes``)."""
+    allowed = routes.allowed(path)
+    if not allowed or method in allowed:
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", f"no route {shorten(path)}")
+    response = error_response(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed",
+                              f"{shorten(method, 16)} is not allowed here; allowed: {', '.join(allowed)}")
+    response.headers["Allow"] = ", ".join(allowed)
+    return response
 
 
 #: Which handler answers each error the routes (or Powertools) raise.

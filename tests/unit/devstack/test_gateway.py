@@ -135,3 +135,22 @@ def test_the_limits_on_the_body_still_come_first() -> None:
     status, _headers, body = _exchange(b"GET /ui HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", api)
 
     assert status == 400 and b"Content-Length" in body
+
+
+@pytest.mark.parametrize("method", ["QUERY", "CONNECT", "PROPFIND", "BREW"])
+def test_a_method_the_server_has_no_handler_for_still_reaches_the_api(method: str) -> None:
+    # http.server alone answers 501 to these; API Gateway hands every method to the function, which answers
+    # 405 with Allow for a path it does not serve with that method
+    api = _Api()
+    request = f"{method} /jobs HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer t0k\r\nConnection: close\r\n\r\n"
+
+    status, _headers, body = _exchange(request.encode(), api)
+
+    assert (status, body) == (200, b'{"api": true}')
+    assert [event["httpMethod"] for event in api.events] == [method]
+
+
+def test_a_method_the_server_has_no_handler_for_is_the_dashboards_405_under_ui() -> None:
+    status, headers, _body = _exchange(b"QUERY /ui HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", _Api())
+
+    assert (status, headers["Allow"]) == (405, "GET, HEAD")

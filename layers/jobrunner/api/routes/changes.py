@@ -10,14 +10,14 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_change_cursor, encode_change_cursor
-from jobrunner.api.routes.common import JobId, _json, _tenant
+from jobrunner.api.routes.common import JobId, _json, _tenant, documented
 from jobrunner.api.schemas import ChangeOut, ChangesOut
 from jobrunner.wiring import container
 
 router = Router()
 
 
-@router.get("/jobs/<job_id>/changes",
+@router.get("/jobs/<job_id>/changes", responses=documented({200: ChangesOut}, 404),
             description="The job's change log, newest first: who (the caller's principal) asked for each change "
                         "that landed, what, and when; kept as long as its history (history_days).")
 def list_changes(

@@ -7,24 +7,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from pydantic import BaseModel
 
+from jobrunner.api.errors import REFUSALS, refusal, refusals
 from jobrunner.api.schemas import JobOut
 from jobrunner.domain.errors import DomainError
 from jobrunner.domain.jobs import Job
 from jobrunner.wiring import container
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse, OpenAPIResponseContentModel
+
 JobId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
 #: The 429 every request that may take from a tenant's limits documents (``domain/limits.py``).
-_OVER_A_LIMIT = ("over one of the tenant's limits, named in the body (submissions_per_second, jobs_held, "
-                 "executions_per_minute); see Retry-After")
+_OVER_A_LIMIT = REFUSALS[429]
+#: The 409 of a submission whose idempotency_key is another request's.
+_KEY_REUSED = "conflict: idempotency_key was already used for a different request"
+#: The 403 of a job that names a topic the tenant may not publish to.
+_TOPIC_NOT_GRANTED = "forbidden: the topic is not granted to this tenant"
+
+#: What a route answers with a status, as its OpenAPI ``responses`` say: the model of its body, with what it
+#: means (``(model, "why")``; ``(None, "why")``: no body), or, for a refusal, what it means (an ``ErrorOut`` body).
+Answer = type[BaseModel] | tuple[type[BaseModel] | None, str] | str
 
 
 class Unauthenticated(DomainError):
@@ -55,6 +66,23 @@ def _one(job: Job) -> JobOut:
 
 def _json(status: HTTPStatus, body: BaseModel) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json())
+
+
+def documented(answers: Mapping[int, Answer], *refused: int) -> dict[int, OpenAPIResponse]:
+    """A route's ``responses``: ``answers``, and the statuses ``refused`` as ``errors.REFUSALS`` describes them.
+
+    What the api may answer any route with (401, 413, 415, 422, ...) is added to each when it is registered
+    (``app.edge_refusals``). A status without a body (``(None, "why")``) has no content, so no media type."""
+    responses: dict[int, OpenAPIResponse] = {}
+    for status, answer in answers.items():
+        if isinstance(answer, str):
+            responses[status] = refusal(answer)
+            continue
+        model, description = answer if isinstance(answer, tuple) else (answer, HTTPStatus(status).phrase)
+        body: OpenAPIResponseContentModel = {"model": model}
+        responses[status] = {"description": description,
+                             "content": {content_types.APPLICATION_JSON: body} if model is not None else {}}
+    return {**responses, **refusals(refused)}
 
 
 def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:

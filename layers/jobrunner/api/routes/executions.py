@@ -10,14 +10,14 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from jobrunner.api.cursors import MAX_CURSOR_LENGTH, decode_execution_cursor, encode_execution_cursor
-from jobrunner.api.routes.common import JobId, _json, _tenant
+from jobrunner.api.routes.common import JobId, _json, _tenant, documented
 from jobrunner.api.schemas import ExecutionOut, ExecutionsOut
 from jobrunner.wiring import container
 
 router = Router()
 
 
-@router.get("/jobs/<job_id>/executions",
+@router.get("/jobs/<job_id>/executions", responses=documented({200: ExecutionsOut}, 404),
             description="The job's execution history, newest first. Each record is kept 30 days from its last write "
                         "(its result, for a finished execution), or the tenant's history_days (domain/limits.py).")
 def list_executions(

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from jobrunner.api.cursors import decode_fire_cursor, encode_fire_cursor
-from jobrunner.api.routes.common import JobId, _json, _tenant
+from jobrunner.api.routes.common import JobId, _json, _tenant, documented
 from jobrunner.api.schemas import FireOut, FiresOut
 from jobrunner.domain.ledger import MAX_FIRES_PER_PAGE
 from jobrunner.domain.schedules import parse_instant
@@ -22,7 +22,7 @@ router = Router()
 
 @router.get(
     "/jobs/<job_id>/fires",
-    responses={200: {"description": "a page of the ledger", "content": {"application/json": {"model": FiresOut}}}},
+    responses=documented({200: (FiresOut, "a page of the ledger")}, 404),
     description="The job's firing ledger: each fire its schedule called for in [from, to] (oldest first) and "
                 "what became of it: published (with its lateness), caught up, skipped, held, dropped, excluded, "
                 "paused, cancelled, replaced, backfilled, due, upcoming, expired, or missing when nothing "

@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from jobrunner.api.routes.common import _json, _tenant
+from jobrunner.api.routes.common import _json, _tenant, documented
 from jobrunner.api.schemas import SegmentOut, SegmentsOut
 from jobrunner.domain.errors import Forbidden
 from jobrunner.domain.time import rfc3339
@@ -17,7 +17,7 @@ from jobrunner.wiring import container
 router = Router()
 
 
-@router.get("/segments", responses={403: {"description": "the caller is not an operator"}})
+@router.get("/segments", responses=documented({200: SegmentsOut, 403: "forbidden: the caller is not an operator"}))
 def list_segments() -> Response[Any]:
     """Every segment's progress, across all tenants: an operator view (``JOBRUNNER_OPERATORS``)."""
     if not container().tenancy.is_operator(_tenant()):

@@ -20,7 +20,8 @@ from jobrunner.adapters.invokers.memory import RecordingInvoker
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.api.app import handle
+from jobrunner.api.app import PUBLIC_PATHS, handle
+from jobrunner.api.body_limits import BODY_METHODS
 from jobrunner.config import Settings
 from jobrunner.wiring import Container
 
@@ -66,3 +67,36 @@ def test_the_snapshot_holds_every_operation_with_its_parameters_and_schemas() ->
     assert ("GET", "/jobs/{job_id}/fires") in operations and ("PUT", "/calendars/{name}") in operations
     assert {p["name"] for p in snapshot["paths"]["/jobs"]["get"]["parameters"]} >= {"limit", "cursor", "tag"}
     assert {"JobIn", "JobPatchIn", "CalendarIn"} <= set(snapshot["components"]["schemas"])
+
+
+ERROR_OUT = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}
+
+
+def operations() -> list[tuple[str, str, dict[str, Any]]]:
+    snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    return [(method.upper(), path, operation) for path, item in snapshot["paths"].items()
+            for method, operation in item.items()]
+
+
+@pytest.mark.parametrize(("method", "path", "operation"), operations(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_operation_documents_every_status_it_can_answer(method: str, path: str, operation: Any) -> None:
+    # What the edge answers any route with (api/app.py's _respond), and what a job's routes answer (the services)
+    expected = {"400", "413", "422"}
+    expected |= {"415"} if method in BODY_METHODS else set()
+    expected |= {"401", "503"} if path not in PUBLIC_PATHS else set()
+    expected |= {"404"} if path.startswith("/jobs/{job_id}") else set()
+    expected |= {"409"} if path.startswith("/jobs/{job_id}") and method != "GET" else set()
+    assert expected <= set(operation["responses"]), operation["responses"].keys()
+    assert any(status.startswith("2") for status in operation["responses"])
+
+
+@pytest.mark.parametrize(("method", "path", "operation"), operations(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_refusal_is_an_error_out_and_every_success_names_its_model(method: str, path: str,
+                                                                          operation: Any) -> None:
+    for status, response in operation["responses"].items():
+        if status >= "400":
+            assert response["content"] == ERROR_OUT, (status, response)
+        elif status == "204":
+            assert not response.get("content"), response  # no body, so no media type either
+        else:
+            assert response["content"]["application/json"]["schema"]["$ref"].endswith("Out"), (status, response)

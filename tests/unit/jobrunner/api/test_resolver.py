@@ -55,3 +55,45 @@ def test_the_table_finds_a_route_exactly_when_the_resolver_serves_it(method: str
     served = status(app, method, path) != 404
     # Then the table and the resolver agree on whether a route serves the request
     assert (app.routes.find(method, path) is not None) == served
+
+
+def test_every_route_documents_the_shared_refusals_and_its_own_answers_win() -> None:
+    # Given a resolver whose every route may be refused 401, and 415 when its method has a body
+    def shared(method: str, _rule: str) -> dict[int, Any]:
+        body = {415: {"description": "shared 415"}} if method == "POST" else {}
+        return {401: {"description": "shared 401"}, **body}
+
+    app = Resolver(refusals=shared)
+    items = Router()  # type: ignore[no-untyped-call]
+
+    @app.get("/items", responses={200: {"description": "a page"}})
+    def list_items() -> dict[str, Any]:
+        return {}
+
+    @items.post("/items/<item_id>", responses={200: {"description": "changed"}, 401: {"description": "its own 401"}})
+    def change(item_id: str) -> dict[str, Any]:
+        return {}
+
+    app.include_router(items)  # gives the route's arguments by position
+
+    # When the document is generated
+    paths = app.get_openapi_schema().model_dump(by_alias=True, exclude_none=True)["paths"]
+
+    # Then each route has the shared refusals for its method, sorted with its own answers, which win
+    listing, changing = paths["/items"]["get"]["responses"], paths["/items/{item_id}"]["post"]["responses"]
+    assert [(status, listing[status]["description"]) for status in listing] == [
+        (422, "Validation Error"), (200, "a page"), (401, "shared 401")]  # Powertools' own 422 first
+    assert [(status, changing[status]["description"]) for status in changing] == [
+        (422, "Validation Error"), (200, "changed"), (401, "its own 401"), (415, "shared 415")]
+
+
+def test_a_literal_path_is_its_own_routes_only() -> None:
+    app = resolver()
+
+    @app.get("/items/<item_id>")
+    def read(item_id: str) -> dict[str, Any]:
+        return {}
+
+    assert app.routes.allowed("/items/batch") == ["POST"] and app.routes.find("GET", "/items/batch") is None
+    assert app.routes.allowed("/items/i-1") == ["GET", "POST"]
+    assert app.routes.find("GET", "/items/i-1") == ("/items/<item_id>", {"item_id": "i-1"})

@@ -273,6 +273,9 @@ def test_calendars_are_managed_per_tenant_and_a_named_one_cannot_be_deleted(worl
     assert call("DELETE", "/calendars/holidays", tenant="bob")[0] == 404
     response = handle(event("DELETE", "/calendars/holidays"), None)
     assert response["statusCode"] == 204
+    # no content: neither a body nor a Content-Type saying it is JSON
+    headers = {**response["headers"], **response["multiValueHeaders"]}
+    assert not response["body"] and "Content-Type" not in headers, response
     assert call("GET", "/calendars/holidays")[0] == 404
 
 
@@ -913,3 +916,14 @@ def test_a_patch_of_the_retries_alone_keeps_a_backoff_changed_while_it_was_on_it
     assert body["backoff"]["initial_delay_s"] == 40 and body["backoff"]["max_delay_s"] == 600
     stored = read("alice", job_id).retry
     assert (stored.max_retries, stored.initial_delay_s, stored.max_delay_s) == (4, 40, 600)
+
+
+@pytest.mark.parametrize("path", ["/jobs/batch", "/jobs/bulk", "/jobs/batch/"])
+@pytest.mark.parametrize(("method", "body"), [("GET", None), ("DELETE", None), ("PATCH", {"max_retries": "x"}),
+                                              ("OPTIONS", None), ("PUT", None)])
+def test_a_path_a_route_names_literally_is_never_a_job_id(world: World, path: str, method: str, body: Any) -> None:
+    # Found by the OpenAPI fuzz test: GET /jobs/batch looked for the job "batch" (404), and OPTIONS listed
+    # DELETE, GET and PATCH as allowed. As in OpenAPI, a literal path is its own routes' only.
+    response = handle(event(method, path, body), None)
+    assert (response["statusCode"], json.loads(response["body"])["error"]) == (405, "method_not_allowed"), response
+    assert {**response["headers"], **response.get("multiValueHeaders", {})}["Allow"] in ("POST", ["POST"])

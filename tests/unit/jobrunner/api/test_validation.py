@@ -159,3 +159,18 @@ def test_each_schedule_kinds_model_takes_the_keys_its_parser_takes() -> None:
     models = {"at": AtIn, "every": EveryIn, "cron": CronIn, "iso8601": Iso8601In}
     assert {kind: set(model.model_fields) for kind, model in models.items()} == {
         kind: set(keys) for kind, keys in ALLOWED.items()}
+
+
+@pytest.mark.parametrize("value", [0, 1, "true", "yes", 1.0])
+def test_a_boolean_field_takes_only_true_or_false(world: World, value: Any) -> None:
+    # Found by the OpenAPI fuzz test: {"catch_up": 0} resumed a job, though the document says boolean
+    job_id = world.submit()["job_id"]
+    for method, path, body, field in [
+        ("POST", "/jobs", {"schedule": {"cron": "0 * * * *"}, "delete_after_last": value}, "delete_after_last"),
+        ("PATCH", f"/jobs/{job_id}", {"delete_after_last": value}, "delete_after_last"),
+        ("POST", f"/jobs/{job_id}/resume", {"catch_up": value}, "catch_up"),
+        ("POST", f"/jobs/{job_id}/backfill", {"from": "2026-11-22T08:00:00Z", "to": "2026-11-22T09:00:00Z",
+                                             "dry_run": value}, "dry_run"),
+    ]:
+        status, answer = call(method, path, body)
+        assert (status, fields(answer)) == (422, {field}), (method, path, answer)
