@@ -46,6 +46,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         FaultRuns.start()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    FaultRuns.finish()
+
+
 @pytest.fixture(scope="session")
 def endpoints() -> servers.Endpoints:
     use_local_aws_credentials()

@@ -78,6 +78,13 @@ class FaultRuns:
         return cls._results[name]
 
     @classmethod
+    def finish(cls) -> None:
+        """Waits for the runs, if they started, to end and their servers to stop: the session's last step, so
+        that no server of theirs outlives it (a daemon thread dies with the interpreter, mid-``down``)."""
+        if cls._thread is not None:
+            cls._thread.join(timeout=sum(limit for _, limit in RUNS.values()) + 900)
+
+    @classmethod
     def _run_all(cls) -> None:
         env = isolated(os.environ)
         folder = Path(tempfile.mkdtemp(prefix="fault-suites-"))
