@@ -417,6 +417,8 @@ class Reference:
         #: User operations under way: their messages are judged once the model knows what they did.
         self.changing = 0
         self._deferred: list[tuple[datetime, OutboundMessage]] = []
+        #: Fires a backfill ran, to be found among their job's schedules once no change is under way.
+        self._backfilled: list[tuple[JobModel, datetime]] = []
         #: The calendar jobs may name, as each ``Exclude`` left it (it starts excluding nothing).
         self.calendar: list[CalendarVersion] = [CalendarVersion(START - timedelta(days=1), None)]
 
@@ -480,13 +482,24 @@ class Reference:
         job.change(Change("patch", at, landed, order=order, schedule=schedule, fields=fields))
 
     def backfilled(self, job: JobModel, fires: list[datetime], at: datetime) -> None:
-        """A backfill of ``fires``, requested at ``at``: each is run as its own execution (trigger BACKFILL)."""
-        schedules = job.schedules
+        """A backfill of ``fires``, requested at ``at``: each is run as its own execution (trigger BACKFILL).
+
+        Each must be a fire of one of the job's schedules. A schedule change under way (a slow write) may
+        already be what the backfill read, but the model learns it only when the change is answered: the
+        fires are judged then."""
         for fire in fires:
-            assert any(schedule.is_fire(fire) for schedule in schedules), (
-                f"{job.name}: a backfill ran {hms(fire)}, not a fire of its schedules {schedules}")
+            self._backfilled.append((job, fire))
             execution_id = execution_id_for(job.job_id, fire, 1, Trigger.BACKFILL)
             job.backfills.setdefault(execution_id, []).append(at)
+        self._judge_backfills()
+
+    def _judge_backfills(self) -> None:
+        if self.changing:
+            return
+        judged, self._backfilled = self._backfilled, []
+        for job, fire in judged:
+            assert any(schedule.is_fire(fire) for schedule in job.schedules), (
+                f"{job.name}: a backfill ran {hms(fire)}, not a fire of its schedules {job.schedules}")
 
     def live_recurring(self, store: MemoryJobStore) -> list[JobModel]:
         """The jobs the tenant holds against ``jobs_held``: recurring, not cancelled, not deleted."""
@@ -552,6 +565,7 @@ class Reference:
         While a user operation is under way (a slow write: a scan runs in the middle of it), its effect may
         already show in what is published, but the model learns it only when the operation is answered:
         the messages of that time are judged after it."""
+        self._judge_backfills()
         pending, self._deferred = [*self._deferred, *log[self._seen:]], []
         self._seen = len(log)
         for published_at, message in pending:
