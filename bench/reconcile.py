@@ -45,7 +45,9 @@ from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
 from jobrunner.ports import Outcome
+from jobrunner.services.jobs import NoChangeLog
 from jobrunner.services.reconcile import ReconcileRules, ReconcileService
+from jobrunner.services.wake import NoWaker
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -257,7 +259,8 @@ def _measure(mix: Mix, store: CassandraJobStore) -> dict[str, Any]:
                                                  "earlier": [old.to_dict()], "pass": None}))
     counting = CountingStore(store)
     rules = ReconcileRules(segment_count=SEGMENTS, grace=grace, rate=1e9, budget=timedelta(hours=1))
-    service = ReconcileService(counting, leases, leases, ManualClock(now), rules)  # type: ignore[arg-type]
+    service = ReconcileService(counting, leases, leases, ManualClock(now), rules,  # type: ignore[arg-type]
+                               changes=NoChangeLog(), waker=NoWaker())
     began = time.monotonic()
     report = service.run()
     seconds = time.monotonic() - began

@@ -14,7 +14,10 @@ from jobrunner.adapters.publishers.kafka import KafkaPublisher
 from jobrunner.adapters.stores.cassandra import DEFAULT_BATCH_ROWS, KEYSPACES_MAX_IN, CassandraJobStore
 from jobrunner.domain.time import from_epoch_ms
 from jobrunner.ports import Clock, ScanRequest
+from jobrunner.services.jobs import NoCalendars
+from jobrunner.services.retire import NoRetirer
 from jobrunner.services.scan import ScanRules, ScanService
+from jobrunner.services.wake import NoWaker
 
 if TYPE_CHECKING:
     from bench.variants import Variant
@@ -60,7 +63,8 @@ def scan_one(settings: Settings, slot: Slot, segment: int, bucket_ms: int, segme
     scans = container.scans
     if rules:  # a variant of the scan's rules (experiments); otherwise exactly what the Container builds
         scans = ScanService(store, publisher, leases, clock,  # type: ignore[arg-type]
-                            ScanRules(segment_count=segment_count, **rules), outcomes=container.outcomes)
+                            ScanRules(segment_count=segment_count, **rules), outcomes=container.outcomes,
+                            waker=NoWaker(), calendars=NoCalendars(), retirer=NoRetirer())
     thread_cpu = time.thread_time()
     crashed = None
     try:

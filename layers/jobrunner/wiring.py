@@ -21,7 +21,16 @@ from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
 from jobrunner.ports import ReconcilerStateStore
 from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobRules, JobService
+from jobrunner.services.jobs import (
+    ChangeBook,
+    CountedQuotas,
+    JobRules,
+    JobService,
+    KeptChangeLog,
+    NoChangeLog,
+    NoQuotas,
+    QuotaBook,
+)
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.reconcile import ReconcileRules, ReconcileService
 from jobrunner.services.results import ResultRules, ResultsService
@@ -29,7 +38,7 @@ from jobrunner.services.retire import Retirer
 from jobrunner.services.scan import ScanRules, ScanService
 from jobrunner.services.segments import SegmentService, start_segments
 from jobrunner.services.tick import TickRules, TickService
-from jobrunner.services.wake import ScanWaker
+from jobrunner.services.wake import NoWaker, ScanWaker, Waker
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -182,6 +191,12 @@ class Container:
         return self._changes
 
     @functools.cached_property
+    def change_book(self) -> ChangeBook:
+        """The change log as the services keep it: ``changes``, or ``NoChangeLog`` where there is none."""
+        changes = self.changes
+        return NoChangeLog() if changes is None else KeptChangeLog(changes, self.clock)
+
+    @functools.cached_property
     def calendars(self) -> CalendarStore:
         """The tenants' calendars: given (tests), on the store's Cassandra session, or in memory beside a store
         given without one (see the class)."""
@@ -229,18 +244,24 @@ class Container:
         return self._quotas
 
     @functools.cached_property
+    def quota_book(self) -> QuotaBook:
+        """The tenants' limits as the services count them: on ``quotas``, or ``NoQuotas`` where there are none."""
+        quotas = self.quotas
+        return NoQuotas() if quotas is None else CountedQuotas(quotas, self.settings.tenant_limits, self.clock)
+
+    @functools.cached_property
     def invoker(self) -> Invoker:
         if self._invoker is None:
             self._invoker = adapter("invoker").LambdaInvoker(self.settings.scan_function, self.boto3_client("lambda"))
         return self._invoker
 
     @functools.cached_property
-    def waker(self) -> ScanWaker | None:
+    def waker(self) -> Waker:
         """What the writers of LATE rows wake a partition's scan with (``services.wake``), through the invoker
-        given (the local stack, tests) or the scan function where ``JOBRUNNER_WAKE_SCANS`` is set; None: no
-        wakes, and then no scan ends early either (``ScanRules.idle_end``)."""
+        given (the local stack, tests) or the scan function where ``JOBRUNNER_WAKE_SCANS`` is set; else
+        ``NoWaker``: no wakes, and then no scan ends early either (``ScanRules.idle_end``)."""
         if self._invoker is None and not self.settings.wake_scans:
-            return None
+            return NoWaker()
         return ScanWaker(self.invoker, self.leases, self.clock)
 
     def start_segments(self) -> int:
@@ -269,8 +290,8 @@ class Container:
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
         )
-        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quotas, changes=self.changes,
-                          calendars=self.calendars)
+        return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quota_book,
+                          changes=self.change_book, calendars=self.calendars)
 
     @functools.cached_property
     def ticks(self) -> TickService:
@@ -297,7 +318,7 @@ class Container:
 
     @functools.cached_property
     def retirer(self) -> Retirer:
-        return Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas,
+        return Retirer(self.store, self.clock, changes=self.change_book, quotas=self.quota_book,
                        limits=self.settings.tenant_limits)
 
     @functools.cached_property
@@ -306,7 +327,7 @@ class Container:
             self.store, self.publisher, self.leases, self.clock,
             ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
                       dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
-                      idle_end=IDLE_END if self.waker is not None else None),
+                      idle_end=IDLE_END if self.waker.wakes else None),
             outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
         )
 
@@ -322,8 +343,8 @@ class Container:
             page_size=settings.reconcile_page_size, rate=float(settings.reconcile_rate),
             budget=max(timedelta(seconds=5), interval * 0.8),
         )
-        return ReconcileService(self.store, self.leases, self.leases, self.clock, rules, changes=self.changes,
-                                waker=self.waker)
+        return ReconcileService(self.store, self.leases, self.leases, self.clock, rules,
+                                changes=self.change_book, waker=self.waker)
 
     @functools.cached_property
     def segments(self) -> SegmentService:

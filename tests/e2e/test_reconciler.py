@@ -39,7 +39,7 @@ def reconciler(local_stack: LocalStack) -> Iterator[ReconcileService]:
     rules = ReconcileRules(segment_count=container.start_segments(), grace=GRACE, interval=timedelta(seconds=EVERY_S),
                            budget=timedelta(seconds=EVERY_S))
     service = ReconcileService(container.store, container.leases, container.leases,  # type: ignore[arg-type]
-                               container.clock, rules, changes=container.changes, waker=container.waker)
+                               container.clock, rules, changes=container.change_book, waker=container.waker)
     stop = threading.Event()
 
     def loop() -> None:

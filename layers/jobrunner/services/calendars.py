@@ -67,12 +67,12 @@ class CalendarService:
         self._calendars.delete(user_id, name)
 
 
-def check_calendar(calendars: CalendarStore | None, user_id: str, name: str | None, recurring: bool) -> None:
+def check_calendar(calendars: CalendarStore, user_id: str, name: str | None, recurring: bool) -> None:
     """A job's ``calendar`` field: a calendar of the tenant's, and only on a recurring job (422 otherwise)."""
     if name is None:
         return
     check_name(name, "calendar")
     if not recurring:
         raise InvalidField("calendar", "only a recurring job may name a calendar (a one-time job fires when asked)")
-    if calendars is None or calendars.get(user_id, name) is None:
+    if calendars.get(user_id, name) is None:
         raise InvalidField("calendar", f"the tenant has no calendar named {name!r} (PUT /calendars/{name} first)")

@@ -6,12 +6,15 @@ in ``Outcomes.conclude``: a success, a failure retried with backoff, a failure d
 is left, or (overlap policy ``cancel_other``) a cancelled execution; then a job that asked to be deleted
 after its last fire may be (``services.retire``). Executions that are unknown, cancelled or already ended
 are ignored and counted, never raised, so a bad message can never block the stream.
+
+A scan asks only for timeouts (``Expiry``); ``NoExpiry`` stands where a scan is built to end none.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -30,15 +33,14 @@ from jobrunner.domain.messages import dead_letter_message
 from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
 from jobrunner.domain.retry import retry_delay, should_retry
 from jobrunner.ports import HistoryStore, JobStore, OutboundMessage, Outcome, ScheduledRowStore
-from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from jobrunner.ports import Clock, Publisher
-    from jobrunner.services.retire import Retirer
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.services.retire import Retirement
+    from jobrunner.services.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +64,28 @@ class ResultCounters:
     outcomes: Counter[str] = field(default_factory=Counter)
 
 
-class Outcomes:
+class Expiry(ABC):
+    """What a scan asks when the watchdog row of an execution comes due.
+
+    Contract: ``expire(watchdog)`` fails the watched execution if it has not reported yet (then retried, dead
+    lettered or cancelled as a failed result would be), and returns the name of its outcome.
+    """
+
+    @abstractmethod
+    def expire(self, watchdog: ScheduledExecution) -> str: ...
+
+
+class NoExpiry(Expiry):
+    """No execution is ended by its timeout: a watchdog row is only settled, and the execution stays as it is."""
+
+    def expire(self, watchdog: ScheduledExecution) -> str:
+        return "watchdog_ignored"
+
+
+class Outcomes(Expiry):
     def __init__(
         self, store: OutcomeStores, publisher: Publisher, clock: Clock, rules: OutcomeRules,
-        jitter: Callable[[], float] = random.random, waker: ScanWaker | None = None,
-        retirer: Retirer | None = None,
+        jitter: Callable[[], float] = random.random, *, waker: Waker, retirer: Retirement,
     ) -> None:
         #: Deletes a job that asked for it once its last execution ends (``services.retire``).
         self._retirer = retirer
@@ -189,7 +208,7 @@ class Outcomes:
         final = {row.execution_id: row for row in rows}
         while rows:
             self._store.write_scheduled(rows)
-            wake(self._waker, rows)
+            self._waker.wake(rows)
             returned_at = self._clock.now()
             late = [row for row in rows if not placed_in_time([row], placed_at, returned_at)]
             placed_at = self._clock.now()
@@ -199,8 +218,7 @@ class Outcomes:
 
     def _ended(self, job: Job) -> None:
         """An execution of ``job`` ended for good: a job that asked to be deleted after its last fire may be done."""
-        if self._retirer is not None:
-            self._retirer.consider(job)
+        self._retirer.consider(job)
 
 
 def dead_letter(job: Job, record: ExecutionRecord, topic: str) -> OutboundMessage:

@@ -11,41 +11,67 @@ a run now or a backfill requested just before (its row written, not yet publishe
 Cost, for such a job only: after each execution that ends, a read of its newest records; once, when it is
 done, a conditional update and a write of its row, a change log entry and, where tenants' standing limits
 are counted, the count given back. No write per execution.
+
+``Retirer`` deletes them; ``NoRetirer`` stands where nothing is deleted (a service built without it).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
-from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import RUN_RECORDS, JobState
-from jobrunner.domain.limits import TenantLimits, minute_of
+from jobrunner.domain.limits import TenantLimits
 from jobrunner.domain.retire import done_for_good
 from jobrunner.ports import HistoryStore, JobStore
 
 if TYPE_CHECKING:
     from jobrunner.domain.jobs import Job
-    from jobrunner.ports import ChangeLog, Clock, TenantQuotas
+    from jobrunner.ports import Clock
+    from jobrunner.services.jobs.changelog import ChangeBook
+    from jobrunner.services.jobs.quotas import QuotaBook
 
 log = logging.getLogger(__name__)
 
 #: Who the change log names for a delete nobody asked for at that moment (the job asked for it when made).
 ACTOR = "jobrunner"
 
+#: Why the change log says a job was deleted.
+REASON = "its schedule has no fire left and its executions have ended (delete_after_last)"
+
 
 class RetireStores(JobStore, HistoryStore, Protocol):
     """The store ports a delete uses: the job's newest records (read), then the job (retired)."""
 
 
-class Retirer:
-    def __init__(self, store: RetireStores, clock: Clock, changes: ChangeLog | None = None,
-                 quotas: TenantQuotas | None = None, limits: TenantLimits | None = None) -> None:
+class Retirement(ABC):
+    """What the results function and the scan ask once an execution of a job ends for good.
+
+    Contract: ``consider(job)`` (the job as just read) deletes it if it asked for it and is done, and returns
+    True when this call deleted it. Never raises: a failure leaves the job for the next execution to end.
+    """
+
+    @abstractmethod
+    def consider(self, job: Job) -> bool: ...
+
+
+class NoRetirer(Retirement):
+    """Nothing is deleted after its last fire: the job stays, done."""
+
+    def consider(self, job: Job) -> bool:
+        return False
+
+
+class Retirer(Retirement):
+    def __init__(self, store: RetireStores, clock: Clock, *, changes: ChangeBook, quotas: QuotaBook,
+                 limits: TenantLimits | None = None) -> None:
         self._store = store
         self._clock = clock
+        #: Where the delete is logged (``NoChangeLog``: nowhere).
         self._changes = changes
+        #: Where what the job held against its tenant's standing limits is given back (``NoQuotas``: nowhere).
         self._quotas = quotas
         self._limits = limits or TenantLimits()
 
@@ -62,34 +88,14 @@ class Retirer:
             now = self._clock.now()
             deleted = job.with_changes(state=JobState.DELETED, version=job.version + 1,
                                        schedule_version=job.version + 1, updated_at=now, next_run_at=None)
-            if not self._store.retire_job(deleted, job.version, self._limits.of(job.user_id).history_ttl_s):
+            ttl = self._limits.of(job.user_id).history_ttl_s
+            # What the job held is given back once its delete has landed (a change that only gives back).
+            if not self._quotas.counted(job.user_id, self._limits.change(job, None),
+                                        lambda: self._store.retire_job(deleted, job.version, ttl)):
                 return False
         except Unavailable as exc:
             log.warning("could not delete job %s after its last fire: %s", job.job_id, exc)
             return False
         log.info("job %s deleted after its last fire", job.job_id, extra={"job_id": job.job_id})
-        self._give_back(job)
-        self._log(deleted)
+        self._changes.record(deleted, "delete", ACTOR, {"reason": REASON})
         return True
-
-    def _give_back(self, job: Job) -> None:
-        """What ``job`` (as it was before its delete) held against its tenant's standing limits, given back."""
-        change = self._limits.change(job, None)
-        if self._quotas is None or change.empty:
-            return
-        try:
-            self._quotas.take(job.user_id, change, self._limits.of(job.user_id), minute_of(self._clock.now()))
-        except Unavailable as exc:
-            log.warning("quota counter unavailable, the deleted job %s stays counted: %s", job.job_id, exc)
-
-    def _log(self, job: Job) -> None:
-        if self._changes is None:
-            return
-        entry = JobChange(job_id=job.job_id, user_id=job.user_id, changed_at=self._clock.now(),
-                          change_id=str(uuid.uuid4()), actor=ACTOR, action="delete", version=job.version,
-                          details={"reason": "its schedule has no fire left and its executions have ended "
-                                             "(delete_after_last)"})
-        try:
-            self._changes.record(entry)
-        except Unavailable as exc:
-            log.warning("change log unavailable, the delete of job %s is not logged: %s", job.job_id, exc)

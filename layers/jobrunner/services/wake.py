@@ -12,11 +12,14 @@ partition will read it:
 The lease is read after the write (a consistent read), so no release can fall between the two unnoticed.
 If the read fails, the scan is requested anyway; if the request fails, nothing is lost: the partition is
 not done, so the tick dispatches it again within a minute and that scan publishes the row, late.
+
+``ScanWaker`` wakes them; ``NoWaker`` stands where scans are not woken (``JOBRUNNER_WAKE_SCANS`` unset, no invoker).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.errors import Unavailable
@@ -34,11 +37,47 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class ScanWaker:
+class Waker(ABC):
+    """What a writer of LATE rows wakes their partitions' scans with.
+
+    Contract:
+    - ``wake(rows)`` requests a scan of each partition that one of ``rows`` was written to in its LATE lane and
+      that needs one (see the module), and returns how many it requested. Never raises: a wake that fails
+      only leaves the row to the tick's next dispatch.
+    - ``wakes`` is whether it wakes anything: where it does not, no scan may end before its minute closes
+      (``ScanRules.idle_end``), since none would be woken for a row written after it ended.
+    """
+
+    @property
+    @abstractmethod
+    def wakes(self) -> bool: ...
+
+    @abstractmethod
+    def wake(self, rows: Iterable[ScheduledExecution]) -> int: ...
+
+
+class NoWaker(Waker):
+    """Scans are not woken: a LATE row waits for the scan polling its lane, or the tick's next dispatch."""
+
+    @property
+    def wakes(self) -> bool:
+        return False
+
+    def wake(self, rows: Iterable[ScheduledExecution]) -> int:
+        return 0
+
+
+class ScanWaker(Waker):
+    """Wakes them through the invoker, after reading their leases."""
+
     def __init__(self, invoker: Invoker, leases: LeaseStore, clock: Clock) -> None:
         self._invoker = invoker
         self._leases = leases
         self._clock = clock
+
+    @property
+    def wakes(self) -> bool:
+        return True
 
     def wake(self, rows: Iterable[ScheduledExecution]) -> int:
         """Request a scan of every partition one of ``rows`` was written to in its LATE lane that no scan
@@ -63,11 +102,6 @@ class ScanWaker:
             except Unavailable as exc:  # the tick's next dispatch finds the row (up to a minute late)
                 log.warning("could not wake the scan of %s/%s: %s", segment, bucket.isoformat(), exc)
         return woken
-
-
-def wake(waker: ScanWaker | None, rows: Iterable[ScheduledExecution]) -> int:
-    """``waker.wake(rows)``, or nothing where scans are not woken."""
-    return 0 if waker is None else waker.wake(rows)
 
 
 def _held(state: PartitionState, now: datetime) -> bool:

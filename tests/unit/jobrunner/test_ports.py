@@ -11,7 +11,7 @@ import pytest
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.ports import HistoryStore, IdempotencyStore, JobStore, LeaseStore, ScheduledRowStore, Stores
-from jobrunner.services.outcomes import Outcomes, OutcomeStores
+from jobrunner.services.outcomes import Expiry, Outcomes, OutcomeStores
 from jobrunner.services.reconcile import ReconcileStores
 from jobrunner.services.results import ResultsService
 from jobrunner.services.retire import RetireStores
@@ -98,7 +98,7 @@ def test_the_scan_ends_timed_out_executions_without_a_results_service() -> None:
     parameters = inspect.signature(ScanService.__init__).parameters
     annotations = {name: str(parameter.annotation) for name, parameter in parameters.items()}
     assert [name for name, annotation in annotations.items() if "ResultsService" in annotation] == []
-    assert "Outcomes" in annotations["outcomes"]
+    assert "Expiry" in annotations["outcomes"] and issubclass(Outcomes, Expiry)  # what it is given is the Outcomes
     assert "ResultsService" not in inspect.getsource(inspect.getmodule(ScanService))  # type: ignore[arg-type]
 
 

@@ -13,6 +13,7 @@ from jobrunner.adapters.invokers.memory import RecordingInvoker
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.publishers.tracing import TracingPublisher
+from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
 from jobrunner.domain.receipts import result_token, v1_result_token
@@ -20,8 +21,9 @@ from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import ScanRequest
+from jobrunner.services.jobs import CountedQuotas, KeptChangeLog, NoChangeLog, NoQuotas
 from jobrunner.services.results import WorkerReport
-from jobrunner.wiring import Container
+from jobrunner.wiring import IDLE_END, Container
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -125,6 +127,25 @@ def test_the_change_log_is_kept_unless_the_settings_turn_it_off() -> None:
     store = MemoryJobStore()
     assert Container(Settings.from_env({}), store=store).changes is not None
     assert Container(Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off"}), store=store).changes is None
+
+
+def test_the_services_keep_the_change_log_and_count_quotas_only_where_the_deployment_has_them() -> None:
+    store = MemoryJobStore()
+    bare = Container(Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off"}), store=store)
+    assert (type(bare.change_book), type(bare.quota_book)) == (NoChangeLog, NoQuotas)
+    kept = Container(Settings.from_env({}), store=store, quotas=MemoryTenantQuotas())
+    assert (type(kept.change_book), type(kept.quota_book)) == (KeptChangeLog, CountedQuotas)
+
+
+@pytest.mark.parametrize("wakes", [False, True])
+def test_a_scan_ends_idle_only_where_writers_wake_scans(wakes: bool) -> None:
+    # Given a deployment whose writers wake scans (an invoker) or do not
+    clock = ManualClock(datetime(2026, 11, 22, 10, 0, tzinfo=UTC))
+    services = Container(Settings.from_env({}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+                         leases=MemoryLeaseStore(), invoker=RecordingInvoker() if wakes else None, clock=clock)
+    # Then its waker says so, and a scan with nothing to do ends early only where it wakes
+    assert services.waker.wakes is wakes
+    assert services.scans._rules.idle_end == (IDLE_END if wakes else None)
 
 
 @pytest.mark.parametrize(("function", "drivers"), [

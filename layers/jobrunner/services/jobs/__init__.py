@@ -23,8 +23,8 @@ from jobrunner.services.jobs.rows import RowWriter
 from jobrunner.services.jobs.submit import MAX_BATCH, Submissions
 
 if TYPE_CHECKING:
-    from jobrunner.ports import CalendarStore, ChangeLog, Clock, Stores, TenantQuotas
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.ports import CalendarStore, Clock, Stores
+    from jobrunner.services.wake import Waker
 
 __all__ = [
     "MAX_BATCH", "MAX_PAGES_PER_LIST", "Backfill", "BulkResult", "ChangeBook", "Commands", "CountedQuotas",
@@ -36,24 +36,20 @@ __all__ = [
 class JobService:
     """The job use cases composed on one store, clock and rules; each of its calls is the use case's own.
 
-    A port left out is a part of the deployment that is not there: no ``quotas``, nothing is counted
-    (``NoQuotas``); no ``changes``, no change log is kept (``NoChangeLog``); no ``calendars``, no tenant has one
-    (``NoCalendars``); no ``waker``, no scan is woken (``services.wake``)."""
+    A part of the deployment that is not there has its null: no quota counters, nothing is counted
+    (``NoQuotas``); no change log, none is kept (``NoChangeLog``); no calendars, no tenant has one
+    (``NoCalendars``); no wakes, no scan is woken (``services.wake.NoWaker``)."""
 
-    def __init__(self, store: Stores, clock: Clock, rules: JobRules, waker: ScanWaker | None = None,
-                 quotas: TenantQuotas | None = None, changes: ChangeLog | None = None,
-                 calendars: CalendarStore | None = None) -> None:
-        counts: QuotaBook = NoQuotas() if quotas is None else CountedQuotas(quotas, rules.limits, clock)
-        log: ChangeBook = NoChangeLog() if changes is None else KeptChangeLog(changes, clock)
-        kept: CalendarStore = NoCalendars() if calendars is None else calendars
-        checks = JobChecks(rules, kept)
+    def __init__(self, store: Stores, clock: Clock, rules: JobRules, *, waker: Waker, quotas: QuotaBook,
+                 changes: ChangeBook, calendars: CalendarStore) -> None:
+        checks = JobChecks(rules, calendars)
         rows = RowWriter(store, clock, rules.segment_count, waker)
-        self.queries = Queries(store, clock, rules, kept)
-        self.ledger = Ledger(store, clock, rules, self.queries, log)
+        self.queries = Queries(store, clock, rules, calendars)
+        self.ledger = Ledger(store, clock, rules, self.queries, changes)
         self.submissions = Submissions(store, clock, rules, checks=checks, rows=rows, queries=self.queries,
-                                       quotas=counts, changes=log)
+                                       quotas=quotas, changes=changes)
         self.commands = Commands(store, clock, rules, checks=checks, rows=rows, queries=self.queries,
-                                 quotas=counts, changes=log)
+                                 quotas=quotas, changes=changes)
         self.submit = self.submissions.submit
         self.submit_many = self.submissions.submit_many
         self.payload_limit = checks.payload_limit

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import JobState, Trigger, execution_id_for
 from jobrunner.domain.placement import placed_in_time, plan_execution
-from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.ports import Clock, Stores
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.services.wake import Waker
 
 #: Attempts to write a row in time for its scan before giving up with 503 (each is placed anew).
 MAX_PLACEMENTS = 5
@@ -25,11 +24,11 @@ MAX_PLACEMENTS = 5
 class RowWriter:
     """Plans a job's rows, writes them in time for their scans and wakes the scans of their late lanes."""
 
-    def __init__(self, store: Stores, clock: Clock, segment_count: int, waker: ScanWaker | None = None) -> None:
+    def __init__(self, store: Stores, clock: Clock, segment_count: int, waker: Waker) -> None:
         self._store = store
         self._clock = clock
         self._segment_count = segment_count
-        #: Wakes the scan of a partition a LATE row was written to (``services.wake``; None: scans are not woken).
+        #: Wakes the scan of a partition a LATE row was written to (``services.wake``).
         self._waker = waker
 
     def plan(self, job: Job, due_at: datetime, now: datetime, trigger: Trigger,
@@ -41,7 +40,7 @@ class RowWriter:
         return rows
 
     def wake(self, rows: Iterable[ScheduledExecution]) -> None:
-        wake(self._waker, rows)
+        self._waker.wake(rows)
 
     def write_in_time(self, write: Callable[[datetime], list[ScheduledExecution]]) -> bool:
         """Run ``write(now)``, which places its rows as seen at ``now``, writes them and returns them, until a
@@ -53,7 +52,7 @@ class RowWriter:
             returned = self._clock.now()
             # After the write (the lease is read after it), but outside its time: a woken scan reads its late
             # lane from the start, so how long the request for it takes changes nothing for the rows.
-            wake(self._waker, rows)
+            self._waker.wake(rows)
             if placed_in_time(rows, started, returned):
                 return True
         raise Unavailable("the database keeps answering too slowly for the scans; the write may have to be retried")

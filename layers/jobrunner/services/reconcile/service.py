@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from jobrunner.domain.changes import JobChange
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, Trigger
 from jobrunner.domain.orphans import MAX_AGE, Evidence, Orphan, Scanned, examine, last_fire_due
@@ -21,15 +20,15 @@ from jobrunner.ports import RECONCILER_LEASE, RECONCILER_SEGMENT
 from jobrunner.services.reconcile.repairs import replanned, still_lost, wants_history
 from jobrunner.services.reconcile.rules import ReconcileReport
 from jobrunner.services.reconcile.state import Pass, ReconcilerState, kept_horizons, watch_key
-from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
-    from jobrunner.ports import ChangeLog, Clock, LeaseStore, ReconcilerStateStore
+    from jobrunner.ports import Clock, LeaseStore, ReconcilerStateStore
+    from jobrunner.services.jobs.changelog import ChangeBook
     from jobrunner.services.reconcile.rules import ReconcileRules, ReconcileStores
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.services.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ class _Index:
 class ReconcileService:
     def __init__(
         self, store: ReconcileStores, leases: LeaseStore, state: ReconcilerStateStore, clock: Clock,
-        rules: ReconcileRules, *, changes: ChangeLog | None = None, waker: ScanWaker | None = None,
+        rules: ReconcileRules, *, changes: ChangeBook, waker: Waker,
     ) -> None:
         self._store = store
         self._leases = leases
@@ -196,7 +195,7 @@ class ReconcileService:
             row = plan(placed_at)
             self._store.write_scheduled([row])
             returned = self._clock.now()
-            wake(self._waker, [row])
+            self._waker.wake([row])
             if placed_in_time([row], placed_at, returned):
                 return row
         raise Unavailable("the database keeps answering too slowly for the scans")
@@ -210,15 +209,7 @@ class ReconcileService:
                     extra={"job_id": orphan.job_id, "execution_id": orphan.execution_id,
                            "fire": rfc3339(orphan.scheduled_at), "attempt": orphan.attempt,
                            "reason": orphan.reason.value})
-        if self._changes is None:
-            return
-        entry = JobChange(job_id=job.job_id, user_id=job.user_id, changed_at=self._clock.now(),
-                          change_id=str(uuid.uuid4()), actor=ACTOR, action="repair", version=job.version,
-                          details=details)
-        try:
-            self._changes.record(entry)
-        except Unavailable as exc:
-            log.warning("change log unavailable, repair of %s not logged: %s", orphan.execution_id, exc)
+        self._changes.record(job, "repair", ACTOR, details)
 
     @property
     def rules(self) -> ReconcileRules:

@@ -11,7 +11,6 @@ from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import Lane, Trigger, due_of, origin_of
 from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
 from jobrunner.ports import Completion
-from jobrunner.services.wake import wake
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from jobrunner.ports import Clock
     from jobrunner.services.scan.rules import ScanRules, ScanStores
     from jobrunner.services.scan.state import Partition
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.services.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +27,7 @@ log = logging.getLogger(__name__)
 class Completer:
     """Writes the pending completions of a scan (``PendingCompletions``) and places the rows it writes."""
 
-    def __init__(self, store: ScanStores, clock: Clock, rules: ScanRules, waker: ScanWaker | None) -> None:
+    def __init__(self, store: ScanStores, clock: Clock, rules: ScanRules, waker: Waker) -> None:
         self._store = store
         self._clock = clock
         self._rules = rules
@@ -63,7 +62,7 @@ class Completer:
         late for its placement is written again."""
         returned_at = self._clock.now()
         held = part.lease.holds_at(returned_at)
-        wake(self._waker, [row for row in written if not part.owns(row)])
+        self._waker.wake([row for row in written if not part.owns(row)])
         late = []
         for row in written:
             if part.owns(row) and row.lane is Lane.PLANNED and held:
@@ -121,6 +120,6 @@ class Completer:
                 continue
             if any(part.owns(r) for r in again):
                 part.wrote_here = True
-            wake(self._waker, [r for r in again if not part.owns(r)])
+            self._waker.wake([r for r in again if not part.owns(r)])
             returned_at = self._clock.now()
             late = [r for r in again if not placed_in_time([r], now, returned_at)]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
     from jobrunner.domain.policy_decisions import Previous
     from jobrunner.ports import CalendarStore, Clock, Publisher
-    from jobrunner.services.retire import Retirer
+    from jobrunner.services.retire import Retirement
     from jobrunner.services.scan.completions import Completer
     from jobrunner.services.scan.rules import ScanRules, ScanStores
     from jobrunner.services.scan.state import Partition
@@ -55,7 +55,7 @@ class FireGate:
 
     def __init__(
         self, store: ScanStores, publisher: Publisher, clock: Clock, rules: ScanRules, completer: Completer,
-        calendars: CalendarStore | None = None, retirer: Retirer | None = None,
+        *, calendars: CalendarStore, retirer: Retirement,
     ) -> None:
         self._store = store
         self._history = FireHistory(store)
@@ -63,7 +63,7 @@ class FireGate:
         self._clock = clock
         self._rules = rules
         self._completer = completer
-        #: The tenants' calendars, read for the jobs that name one; None: none applied.
+        #: The tenants' calendars, read for the jobs that name one.
         self._calendars = calendars
         #: Deletes a job that asked for it once its last fire is skipped and nothing else runs (``services.retire``).
         self._retirer = retirer
@@ -126,7 +126,7 @@ class FireGate:
 
     def _excluded_by_calendar(self, part: Partition, row: ScheduledExecution, job: Job) -> bool:
         """Whether the job's calendar excludes the fire (then recorded SKIPPED, ``_skip``)."""
-        if job.calendar is None or self._calendars is None:
+        if job.calendar is None:
             return False
         calendar = self._calendar(part, job.user_id, job.calendar)
         if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
@@ -218,7 +218,6 @@ class FireGate:
 
     def _calendar(self, part: Partition, user_id: str, name: str) -> Calendar | None:
         """The tenant's calendar ``name``, read once per scan and again once ``calendar_refresh`` has passed."""
-        assert self._calendars is not None
         now = self._clock.now()
         cached = part.calendars.get((user_id, name))
         if cached is not None and now - cached[1] < self._rules.calendar_refresh:
@@ -244,5 +243,5 @@ class FireGate:
             return
         part.report.skipped += 1
         part.completions.add(row, job, ended=True)
-        if self._retirer is not None and record.next_fire_at is None:  # its last fire: the job may be done
+        if record.next_fire_at is None:  # its last fire: the job may be done
             self._retirer.consider(job)

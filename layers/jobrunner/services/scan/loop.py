@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from jobrunner.ports import CalendarStore, Clock, LeaseStore, Publisher, ScanRequest
-    from jobrunner.services.outcomes import Outcomes
-    from jobrunner.services.retire import Retirer
+    from jobrunner.services.outcomes import Expiry
+    from jobrunner.services.retire import Retirement
     from jobrunner.services.scan.rules import ScanRules, ScanStores
-    from jobrunner.services.wake import ScanWaker
+    from jobrunner.services.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,8 @@ class _Loop:
 class ScanService:
     def __init__(
         self, store: ScanStores, publisher: Publisher, leases: LeaseStore, clock: Clock,
-        rules: ScanRules, owner_prefix: str = "scan", outcomes: Outcomes | None = None,
-        waker: ScanWaker | None = None, calendars: CalendarStore | None = None, retirer: Retirer | None = None,
+        rules: ScanRules, owner_prefix: str = "scan", *, outcomes: Expiry, waker: Waker, calendars: CalendarStore,
+        retirer: Retirement,
     ) -> None:
         self._store = store
         self._leases = leases

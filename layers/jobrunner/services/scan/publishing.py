@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from jobrunner.domain.jobs import Job, ScheduledExecution
     from jobrunner.ports import Clock, Publisher
-    from jobrunner.services.outcomes import Outcomes
+    from jobrunner.services.outcomes import Expiry
     from jobrunner.services.scan.completions import Completer
     from jobrunner.services.scan.fire_gate import FireGate
     from jobrunner.services.scan.rules import ScanRules, ScanStores
@@ -34,7 +34,7 @@ class Publishing:
 
     def __init__(
         self, store: ScanStores, publisher: Publisher, clock: Clock, rules: ScanRules, gate: FireGate,
-        completer: Completer, outcomes: Outcomes | None = None,
+        completer: Completer, *, outcomes: Expiry,
     ) -> None:
         self._store = store
         self._publisher = publisher
@@ -42,7 +42,7 @@ class Publishing:
         self._rules = rules
         self._gate = gate
         self._completer = completer
-        #: Ends a timed-out execution when its watchdog row comes due (None: watchdog rows are only settled).
+        #: Ends a timed-out execution when its watchdog row comes due (``NoExpiry``: watchdog rows are only settled).
         self._outcomes = outcomes
 
     def publish(self, part: Partition, rows: list[ScheduledExecution], now: datetime) -> None:
@@ -233,8 +233,7 @@ class Publishing:
         """Watchdog rows are not published: each fails its execution if that has not reported yet."""
         for row in watchdogs:
             try:
-                if self._outcomes is not None:
-                    self._outcomes.expire(row)
+                self._outcomes.expire(row)
                 if row.lane is Lane.LATE:  # a PLANNED one expires with its lane
                     self._store.delete_scheduled([row])
                 part.report.expired += 1

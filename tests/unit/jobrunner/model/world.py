@@ -52,6 +52,7 @@ from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.time import minute_bucket, rfc3339
 from jobrunner.ports import Clock, Invoker, PublishError
 from jobrunner.services.results import WorkerReport
+from jobrunner.services.wake import NoWaker
 from jobrunner.wiring import Container
 from tests.unit.jobrunner.model.faults import (
     WRITES,
@@ -700,7 +701,7 @@ class World:
             quotas=self.quotas, changes=self.changes) for role, clock in self.clocks.items()}
         if not self.wakes:  # the scans are invoked (by the tick), but no writer wakes one
             for container in self.containers.values():
-                container.__dict__["waker"] = None
+                container.__dict__["waker"] = NoWaker()
         self.container = self.containers["api"]
         self.segments = segments
         self.most_segments = max(self.most_segments, segments)

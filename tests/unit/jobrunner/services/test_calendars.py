@@ -27,8 +27,8 @@ from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.jobs import JobRules
-from jobrunner.services.scan import ScanReport, ScanRules, ScanService
-from tests.support.memory import memory_container
+from jobrunner.services.scan import ScanReport, ScanRules
+from tests.support.memory import bare_scans, memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
@@ -57,7 +57,7 @@ class World:
         self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
         publisher = MemoryPublisher()
         count = self.rules.segment_count
-        scans = ScanService(self.store, publisher, self.leases, self.clock, ScanRules(segment_count=count),
+        scans = bare_scans(self.store, publisher, self.leases, self.clock, ScanRules(segment_count=count),
                             calendars=self.calendars)
         report = scans.scan(ScanRequest(segment=segment_of(job.job_id, count), bucket=bucket))
         return report, publisher.sent

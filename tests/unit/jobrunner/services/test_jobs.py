@@ -50,8 +50,10 @@ from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobRules, JobService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.scan import ScanReport, ScanRules, ScanService
-from tests.support.memory import memory_container
+from jobrunner.services.retire import NoRetirer
+from jobrunner.services.scan import ScanReport, ScanRules
+from jobrunner.services.wake import NoWaker
+from tests.support.memory import bare_scans, memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -390,7 +392,7 @@ def scan(
     """Run the scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=RULES.segment_count))
+    scans = bare_scans(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=RULES.segment_count))
     report = scans.scan(ScanRequest(segment=segment_of(job.job_id, RULES.segment_count), bucket=bucket))
     return report, publisher.sent
 
@@ -1121,7 +1123,7 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     job = service.submit("alice", JobSpec(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
     _, [message] = scan(store, clock, job, BUCKET)
     outcomes = Outcomes(store, MemoryPublisher(), clock, OutcomeRules(segment_count=RULES.segment_count),
-                        jitter=lambda: 1.0)
+                        jitter=lambda: 1.0, waker=NoWaker(), retirer=NoRetirer())
     results = ResultsService(store, outcomes, ResultRules())
     assert results.apply(WorkerReport(message.value["execution_id"], job.job_id, False, "boom",
                                       scheduled_at=at(10, 5), attempt=1,

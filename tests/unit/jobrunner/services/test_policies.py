@@ -25,8 +25,10 @@ from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.scan import ScanRules, ScanService
-from tests.support.memory import memory_container
+from jobrunner.services.retire import NoRetirer
+from jobrunner.services.scan import ScanRules
+from jobrunner.services.wake import NoWaker
+from tests.support.memory import bare_scans, memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,9 +61,9 @@ class World:
                                      changes=MemoryChangeLog()).jobs
         self.publisher = MemoryPublisher()
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: 0.5)
+                                 jitter=lambda: 0.5, waker=NoWaker(), retirer=NoRetirer())
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, MemoryLeaseStore(), self.clock,
+        self.scans = bare_scans(self.store, self.publisher, MemoryLeaseStore(), self.clock,
                                  ScanRules(segment_count=1), outcomes=self.outcomes)
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:

@@ -38,8 +38,10 @@ from jobrunner.domain.spec import JobSpec
 from jobrunner.ports import Completion, ScanRequest
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.scan import ScanReport, ScanRules, ScanService
-from tests.support.memory import memory_container
+from jobrunner.services.retire import NoRetirer
+from jobrunner.services.scan import ScanReport, ScanRules
+from jobrunner.services.wake import NoWaker
+from tests.support.memory import bare_scans, memory_container
 from tests.support.results import signed
 from tests.support.waiting import waiting
 
@@ -66,9 +68,9 @@ class World:
     def __post_init__(self) -> None:
         self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: self.jitter)
+                                 jitter=lambda: self.jitter, waker=NoWaker(), retirer=NoRetirer())
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1),
+        self.scans = bare_scans(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1),
                                  outcomes=self.outcomes)
 
     def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
@@ -225,7 +227,8 @@ def test_failure_without_retries_left_is_dead_lettered(world: World) -> None:
 
 def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: World) -> None:
     outcomes = Outcomes(world.store, world.publisher, world.clock,
-                        OutcomeRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5)
+                        OutcomeRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5,
+                        waker=NoWaker(), retirer=NoRetirer())
     results = ResultsService(world.store, outcomes, ResultRules())
     job = world.submit()
     world.clock.set(FIRE + timedelta(minutes=2))
@@ -369,7 +372,8 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
             return getattr(store, name)
 
     counting = Counting()
-    ending = Outcomes(counting, world.publisher, world.clock, OutcomeRules(segment_count=1), jitter=lambda: JITTER)
+    ending = Outcomes(counting, world.publisher, world.clock, OutcomeRules(segment_count=1), jitter=lambda: JITTER,
+                      waker=NoWaker(), retirer=NoRetirer())
     results = ResultsService(counting, ending, ResultRules())
     # When their 40 reports (half failed) are applied as one batch
     outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",

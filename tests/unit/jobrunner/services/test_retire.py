@@ -18,22 +18,19 @@ from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import JobNotFound
 from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, RetryPolicy, Trigger
-from jobrunner.domain.limits import Limits, TenantLimits
 from jobrunner.domain.schedules import Every
 from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.retire import Retirer
-from jobrunner.services.scan import ScanRules, ScanService
-from tests.support.memory import memory_container
+from jobrunner.services.scan import ScanRules
+from tests.support.memory import bare_scans, memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
-LIMITS = TenantLimits(Limits(jobs_held=10))
 SETTINGS = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_TENANT_LIMITS": json.dumps({"*": {"jobs_held": 10}})}
 
 
@@ -45,14 +42,14 @@ class World:
     def __init__(self) -> None:
         self.store, self.clock, self.changes = MemoryJobStore(), ManualClock(NOW), MemoryChangeLog()
         self.quotas, self.calendars = MemoryTenantQuotas(), MemoryCalendarStore()
-        self.jobs = memory_container(SETTINGS, clock=self.clock, store=self.store, quotas=self.quotas,
-                                     changes=self.changes, calendars=self.calendars).jobs
-        retirer = Retirer(self.store, self.clock, changes=self.changes, quotas=self.quotas, limits=LIMITS)
+        container = memory_container(SETTINGS, clock=self.clock, store=self.store, quotas=self.quotas,
+                                     changes=self.changes, calendars=self.calendars)
+        self.jobs, retirer = container.jobs, container.retirer
         self.publisher = MemoryPublisher()
         self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: 0.5, retirer=retirer)
+                                 jitter=lambda: 0.5, waker=container.waker, retirer=retirer)
         self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = ScanService(self.store, self.publisher, MemoryLeaseStore(), self.clock,
+        self.scans = bare_scans(self.store, self.publisher, MemoryLeaseStore(), self.clock,
                                  ScanRules(segment_count=1), outcomes=self.outcomes, calendars=self.calendars,
                                  retirer=retirer)
 

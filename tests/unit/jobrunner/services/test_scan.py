@@ -36,12 +36,12 @@ from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
-from jobrunner.services.jobs import JobRules, JobService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.scan import ScanReport, ScanRules, ScanService
-from jobrunner.services.wake import ScanWaker
-from tests.support.memory import memory_container
+from jobrunner.services.retire import NoRetirer
+from jobrunner.services.scan import ScanReport, ScanRules
+from jobrunner.services.wake import NoWaker
+from tests.support.memory import bare_scans, memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class World:
     def __post_init__(self) -> None:
         self.publisher = TimedPublisher(self.clock)
         self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
-        self.scans = ScanService(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1))
+        self.scans = bare_scans(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1))
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
         self.clock.set(SUBMITTED)
@@ -287,7 +287,7 @@ def test_an_execution_is_recorded_running_before_it_is_published(world: World) -
     # Given a worker fast enough to report before the scan has completed the row
     job = world.submit(At(at(17)))
     world.publisher = publisher = CheckingPublisher(world.clock, world.store)
-    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     # When the partition is scanned
     world.scan()
     # Then, when the message went out, its record (RUNNING) and the job's run fields were already stored
@@ -525,7 +525,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
 def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
     # Given a job on a topic that the operator has since removed from the allow list
     job = world.submit(At(at(17)))
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, topics=TopicGrants("other", frozenset({"other"}))))
     report = world.scan()
     [dead] = world.publisher.sent
@@ -539,7 +539,7 @@ def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_sti
     lost = world.jobs.submit("alice", JobSpec(At(at(17)), {}))[0]
     kept = world.jobs.submit("bob", JobSpec(At(at(18)), {}))[0]
     grants = TopicGrants("jobs", frozenset({"jobs", "alice-topic"}), {"alice": ("alice-topic",), "bob": ("jobs",)})
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, topics=grants))
     report = world.scan()
     # Then alice's row goes to the dead letters with the reason, and bob's is published on its topic
@@ -580,7 +580,7 @@ def test_a_tenants_few_rows_are_not_held_behind_anothers_burst_at_the_same_secon
 ) -> None:
     # Given tenant A's 30 fires and then tenant B's 2 at the same second, B's after A's in the partition
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 2, 0)
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10))
     # When the partition is scanned, 10 rows to a publish
     report = world.scan()
@@ -595,7 +595,7 @@ def test_a_row_due_later_overtakes_anothers_backlog_still_waiting(world: World, 
     # Given tenant A's 30 fires at second 0 and tenant B's one at second 1, with each publish taking 1 s
     world.publisher = SlowPublisher(world.clock)
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 1)
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10))
     report = world.scan()
     # Then B's row goes out in the publish right after its second comes, not after A's backlog
@@ -608,7 +608,7 @@ def test_a_backlog_larger_than_the_window_holds_a_bounded_number_of_rows_and_los
 ) -> None:
     # Given a window of 5 rows, and B's row behind 30 of A's at the same second
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 0)
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, group_size=10, fair_window=5))
     report = world.scan()
     # Then B waits for the window to reach it (its place in the partition, give or take a round),
@@ -635,7 +635,7 @@ def test_a_burst_starts_with_a_small_group_and_the_groups_double_up_to_their_siz
     publisher = world.publisher = SizedPublisher(world.clock)
     burst(world, "tenant-a", 1000, 0)
     burst(world, "tenant-a", 120, 30)
-    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then the first rows go out in a group of 50, the next groups double up to 500, and once caught up
     # the next burst starts small again
@@ -718,7 +718,7 @@ def test_every_publish_is_bounded_and_starts_with_enough_lease_left_to_outlast_i
     world.publisher = publisher = LeaseCheckingPublisher(world.clock, world.leases)
     publisher.timeouts = []
     rules = ScanRules(segment_count=1)
-    world.scans = ScanService(world.store, publisher, world.leases, world.clock, rules)
+    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, rules)
     world.scan()
     # Then each publish was given the scan's bound, and the lease outlasted that bound plus the margin
     assert publisher.timeouts and set(publisher.timeouts) == {rules.publish_timeout.total_seconds()}
@@ -731,7 +731,8 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
     store = world.store
     assert isinstance(store, HookedStore)
     job = world.submit(Every(timedelta(minutes=5), start=at(17)))
-    outcomes = Outcomes(world.store, world.publisher, world.clock, OutcomeRules(segment_count=1))
+    outcomes = Outcomes(world.store, world.publisher, world.clock, OutcomeRules(segment_count=1), waker=NoWaker(),
+                        retirer=NoRetirer())
     results = ResultsService(world.store, outcomes, ResultRules())
 
     def report_success_then_die() -> None:
@@ -788,7 +789,7 @@ def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_le
     bad = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
     world.publisher = publisher = AllOrNothingPublisher(world.clock, "payroll")
-    world.scans = ScanService(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then only the bad job's execution is dead-lettered; the good one is published
     assert [(m.topic, m.key) for m in publisher.sent] == [("jobs", good.job_id), ("job-dlq", bad.job_id)]
@@ -965,7 +966,7 @@ def test_a_row_not_yet_settled_holds_the_progress_back_so_a_later_scan_publishes
     world = World()
     first, second = world.submit(At(at(5))), world.submit(At(at(25)))
     world.publisher = KeyTimeoutPublisher(world.clock, {first.job_id})
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock, ScanRules(segment_count=1))
     # When the scan dies at 10:01:50, having renewed its lease with the second row settled
     crash_at(world, at(50))
     with pytest.raises(Crash):
@@ -1095,9 +1096,10 @@ class ReleaseHooked(MemoryLeaseStore):
 
 def idle_world() -> tuple[World, RecordingWaker]:
     world, invoker = World(leases=ReleaseHooked()), RecordingWaker()
-    waker = ScanWaker(invoker, world.leases, world.clock)
-    world.jobs = JobService(world.store, world.clock, JobRules(segment_count=1), waker=waker)
-    world.scans = ScanService(world.store, world.publisher, world.leases, world.clock,
+    container = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=world.clock, store=world.store,
+                                 leases=world.leases, invoker=invoker)
+    world.jobs, waker = container.jobs, container.waker
+    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
                               ScanRules(segment_count=1, idle_end=IDLE_END), waker=waker)
     return world, invoker
 

@@ -18,9 +18,9 @@ from jobrunner.domain.schedules import At
 from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import PublishError, ScanRequest
-from jobrunner.services.scan import ScanRules, ScanService
+from jobrunner.services.scan import ScanRules
 from jobrunner.services.tick import TickRules, TickService
-from tests.support.memory import memory_container
+from tests.support.memory import bare_scans, memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     assert invoker.requests == [ScanRequest(0, TARGET)]
     wedged = WedgedPublisher(clock, give_up_at=TARGET + 30 * MINUTE)
     # When it runs
-    report = ScanService(store, wedged, leases, clock, rules).scan(ScanRequest(0, TARGET))
+    report = bare_scans(store, wedged, leases, clock, rules).scan(ScanRequest(0, TARGET))
     # Then it leaves the partition not done within one publish of its deadline (well inside the
     # function's 6-minute timeout), having retried all along
     assert (report.acquired, report.finished, report.published) == (True, False, 0)
@@ -380,7 +380,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     service.tick(later, later)
     assert ScanRequest(0, TARGET) in invoker.requests
     publisher = MemoryPublisher()
-    again = ScanService(store, publisher, leases, clock, rules).scan(ScanRequest(0, TARGET))
+    again = bare_scans(store, publisher, leases, clock, rules).scan(ScanRequest(0, TARGET))
     assert (again.finished, again.published) == (True, 1)
     assert [m.key for m in publisher.sent] == [job.job_id]
     assert waiting(store, leases) == []
@@ -474,7 +474,7 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
     invoker = RecordingInvoker()
     TickService(leases, invoker, TickRules(segment_count=2)).tick(tick_time, tick_time)
     publisher = MemoryPublisher()
-    scans = ScanService(store, publisher, leases, clock, ScanRules(segment_count=2))
+    scans = bare_scans(store, publisher, leases, clock, ScanRules(segment_count=2))
     for request in invoker.requests:
         scans.scan(request)
     # Then the row is published from its retired segment
