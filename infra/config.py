@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,15 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # protected stage (prod always is) must pin both and gets termination and deletion protection. A stage
     # not listed deploys where the credentials point, unprotected, with the keys above.
     # prod's account, region, alarm_email and api_principals are left to fill in before its first deploy.
-    "stages": {"prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
-                        "api_principals": []}},
-    # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
-    "segments": 16,
+    # small: the small tier (docs/scaling.md, "The small tier"), its alarm_email and api_principals likewise.
+    "stages": {"small": {"alarm_email": None, "api_principals": [], "expected_executions_per_day": 1_000_000,
+                         "kafka_provisioned": {"instance_type": "kafka.t3.small", "brokers_per_zone": 1},
+                         "endpoint_zones": 1, "xray_tracing": "off"},
+               "prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
+                        "api_principals": [], "expected_executions_per_day": 50_000_000}},
+    # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function). "auto": sized from
+    # expected_executions_per_day (segments_for), 16 when that is null.
+    "segments": "auto",
     # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
     "lambda_architecture": "arm64",
     # API authorization: "iam" (SigV4) or "cognito" (a user pool is created; tenant = the user's sub).
@@ -87,8 +93,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "tenant_limits": {"*": {"submissions_per_second": 25, "jobs_held": 100_000}},
     # Tenants that may read the operator view GET /segments (JOBRUNNER_OPERATORS).
     "operators": [],
-    # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
-    "kafka_partitions": 3,
+    # Partitions of each topic the app creates (MSK Serverless bills per partition-hour). "auto": sized from
+    # expected_executions_per_day (partitions_for), 3 when that is null.
+    "kafka_partitions": "auto",
     # Reserved concurrency of the scan function: "auto" (none for stage dev, whose account may have a
     # concurrency quota of 10; else 2 x segments + headroom), a number, or 0 (none).
     "scan_reserved_concurrency": "auto",
@@ -132,6 +139,24 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "dependency_layer_dir": None,
     # Where synth caches the built layers (git-ignored).
     "build_cache_dir": ".local/cdk",
+    # Cost levers (issue #33; docs/scaling.md, "Cost levers"), each parsed by its own function below.
+    # Executions a day the stage is sized for: segments and kafka_partitions "auto" derive from it; null: unknown.
+    "expected_executions_per_day": None,
+    # The results trigger's provisioned pollers (at most one per partition): "auto" (none when one on-demand poller
+    # keeps up with the stage's busy minute, else kafka_partitions), a number, or 0 (on-demand mode: nothing billed
+    # at rest, but no bounded retries: a batch that keeps failing holds its partition until it succeeds).
+    "results_pollers": "auto",
+    # Share of the results function's invocations that log at INFO (its line per execution); the others log
+    # warnings and errors only. 1: every invocation (as before issue #33).
+    "results_log_sample_rate": 0.01,
+    # X-Ray: "active" (every function), "sampled" (the tick and the reconciler actively; the scan, results and API
+    # functions only when their caller's trace is sampled), or "off" (no tracing and no X-Ray endpoint).
+    "xray_tracing": "sampled",
+    # Keyspaces tables with point-in-time recovery: "auto" (those whose rows cannot be rebuilt) or a list of names.
+    "point_in_time_recovery": "auto",
+    # Keyspaces capacity: "auto" (provisioned with auto scaling on a protected stage, else on-demand), "on-demand"
+    # or "provisioned" (sized from expected_executions_per_day, which it needs).
+    "keyspaces_capacity": "auto",
 }
 
 ARCHITECTURES = ("arm64", "x86_64")
@@ -280,6 +305,16 @@ class DeploymentConfig:
     region: str | None = None
     #: Termination protection on the stack, deletion protection on the resources that offer it.
     protected: bool = False
+    # Cost levers (issue #33), parsed by ``_cost_levers``.
+    #: Executions a day the stage is sized for; None: unknown (segments 16, 3 partitions, as before).
+    expected_executions_per_day: int | None = None
+    #: The results trigger's maximum provisioned pollers; 0: on-demand mode (no bounded retries).
+    results_pollers: int = 3
+    results_log_sample_rate: float = 1.0
+    xray_tracing: str = "active"
+    #: The Keyspaces tables with point-in-time recovery; None: every table.
+    pitr_tables: tuple[str, ...] | None = None
+    keyspaces_capacity: str = "on-demand"
 
     @property
     def stack_name(self) -> str:
@@ -311,7 +346,7 @@ class DeploymentConfig:
         if not _STAGE.match(stage):
             raise ConfigError(f"stage {stage!r}: 1-16 lowercase letters, digits or hyphens, starting with a letter")
         settings = _stage_settings(raw, stage)
-        segments = _int(raw, "segments", 1, 1024)
+        segments = _segments(raw)
         keyspace = raw["keyspace"] or f"jobrunner_{stage.replace('-', '_')}"
         if not _KEYSPACE.match(keyspace):
             raise ConfigError(f"keyspace {keyspace!r}: 1-48 lowercase letters, digits or underscores")
@@ -346,7 +381,7 @@ class DeploymentConfig:
             tenant_map=tenant_map,
             operators=_names(raw["operators"], "operators"),
             tenant_limits=_tenant_limits(raw["tenant_limits"]),
-            kafka_partitions=_int(raw, "kafka_partitions", 1, 200),
+            kafka_partitions=_kafka_partitions(raw),
             scan_reserved_concurrency=_reserved(raw["scan_reserved_concurrency"], segments, stage),
             scan_memory_mb=_int(raw, "scan_memory_mb", 128, 10_240),
             reconcile_interval_minutes=_int(raw, "reconcile_interval_minutes", 1, 15),
@@ -366,6 +401,7 @@ class DeploymentConfig:
             dependency_layer_dir=raw["dependency_layer_dir"] or None,
             build_cache_dir=_text(raw, "build_cache_dir"),
             **settings,
+            **_cost_levers(raw, protected=settings["protected"]),
         )
         _refuse_shared_topics(config)
         return config
@@ -884,3 +920,125 @@ def _endpoint_zones(value: Any, zones: tuple[str, ...]) -> int | None:
         raise ConfigError(f"endpoint_zones: expected null (every zone) or an integer in [1, {count}] (the VPC's "
                           f"zones), got {value!r}")
     return value
+
+
+# Cost levers (issue #33; docs/scaling.md, "Cost levers"): sizing from the expected rate, one parse per option.
+#: A busy minute: all of a minute's executions due at its first second, published and answered within this.
+BUSY_MINUTE_DRAIN_S = 15
+#: Executions a second one scan publishes per vCPU (CPU-bound: ≈ 0.44 ms of CPU an execution, docs/benchmarks.md;
+#: ≈ 640/s at 512 MB), and results one results invocation applies (one per Kafka partition; issue #33).
+SCAN_EXECUTIONS_PER_VCPU_S = 2_270
+RESULTS_PER_PARTITION_S = 667
+#: Lambda's whole vCPU is 1,769 MB; capacity is sized this much above a busy minute's need.
+FULL_VCPU_MB = 1769
+SIZING_HEADROOM = 1.25
+#: What "auto" gives a stage that does not say its rate (the values before issue #33), and the fewest
+#: partitions a topic gets (the workers of a group consume in parallel up to one per partition).
+UNSIZED_SEGMENTS = 16
+UNSIZED_PARTITIONS = 3
+MIN_PARTITIONS = 3
+#: Tables whose rows nothing rebuilds: jobs and calendars (what users declared), the history (the only record of
+#: each execution: what ran, its outcome, the RUNNING record the results and the watchdog read) and the change log
+#: (the audit trail). Not task_schedule_v2, an index the reconciler rebuilds from jobs and history, nor
+#: job_idempotency (a day's submit keys, stale by the time a restore lands).
+PITR_TABLES = ("job_table_v2", "calendars", "task_history_v2", "job_changes")
+XRAY_MODES = ("active", "sampled", "off")
+KEYSPACES_CAPACITY = ("on-demand", "provisioned")
+
+
+def busy_minute_rate(executions_per_day: float) -> float:
+    """Executions a second a busy minute asks for: a minute's share of the day, due at once, out in 15 s."""
+    return executions_per_day / 1440 / BUSY_MINUTE_DRAIN_S
+
+
+def segments_for(executions_per_day: float, scan_memory_mb: int) -> int:
+    """The fewest segments whose scans publish a busy minute (with headroom), as a power of two: a divisor or a
+    multiple of the job table's 16 shards, so a scan reads each tenant's jobs of a page from as few shards as it can."""
+    per_scan = min(scan_memory_mb / FULL_VCPU_MB, 1.0) * SCAN_EXECUTIONS_PER_VCPU_S
+    needed = max(1, math.ceil(busy_minute_rate(executions_per_day) * SIZING_HEADROOM / per_scan))
+    return 1 << (needed - 1).bit_length()
+
+
+def partitions_for(executions_per_day: float) -> int:
+    """Partitions for the results function (one invocation each) to apply a busy minute's results, with headroom."""
+    needed = math.ceil(busy_minute_rate(executions_per_day) * SIZING_HEADROOM / RESULTS_PER_PARTITION_S)
+    return max(MIN_PARTITIONS, needed)
+
+
+def _expected(raw: dict[str, Any]) -> int | None:
+    value = raw["expected_executions_per_day"]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000_000_000:
+        raise ConfigError(f"expected_executions_per_day: expected null or a whole number of executions a day, "
+                          f"got {value!r}")
+    return value
+
+
+def _segments(raw: dict[str, Any]) -> int:
+    if raw["segments"] != "auto":
+        return _int(raw, "segments", 1, 1024)
+    expected = _expected(raw)
+    memory = _int(raw, "scan_memory_mb", 128, 10_240)
+    return UNSIZED_SEGMENTS if expected is None else min(segments_for(expected, memory), 1024)
+
+
+def _kafka_partitions(raw: dict[str, Any]) -> int:
+    if raw["kafka_partitions"] != "auto":
+        return _int(raw, "kafka_partitions", 1, 200)
+    expected = _expected(raw)
+    return UNSIZED_PARTITIONS if expected is None else min(partitions_for(expected), 200)
+
+
+def _results_pollers(raw: dict[str, Any], partitions: int, expected: int | None) -> int:
+    value = raw["results_pollers"]
+    if value == "auto":
+        one_keeps_up = expected is not None and busy_minute_rate(expected) <= RESULTS_PER_PARTITION_S
+        return 0 if one_keeps_up else partitions
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= partitions:
+        raise ConfigError(f"results_pollers: expected \"auto\", 0 (on-demand) or at most kafka_partitions "
+                          f"({partitions}) provisioned pollers, got {value!r}")
+    return value
+
+
+def _log_sample_rate(raw: dict[str, Any]) -> float:
+    value = raw["results_log_sample_rate"]
+    if isinstance(value, str) and re.fullmatch(r"[0-9]*\.?[0-9]+", value):  # -c gives "0.05" as a string
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"results_log_sample_rate: expected a share in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _pitr_tables(value: Any) -> tuple[str, ...]:
+    if value == "auto":
+        return PITR_TABLES
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and _KEYSPACE.match(v) for v in value):
+        raise ConfigError(f"point_in_time_recovery: expected \"auto\" or a list of table names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def _keyspaces_capacity(raw: dict[str, Any], expected: int | None, *, protected: bool) -> str:
+    value = raw["keyspaces_capacity"]
+    if value == "auto":
+        return "provisioned" if protected and expected is not None else "on-demand"
+    if value not in KEYSPACES_CAPACITY:
+        raise ConfigError(f"keyspaces_capacity: expected \"auto\", \"on-demand\" or \"provisioned\", got {value!r}")
+    if value == "provisioned" and expected is None:
+        raise ConfigError("keyspaces_capacity: provisioned capacity is sized from expected_executions_per_day; "
+                          "set it too")
+    return str(value)
+
+
+def _cost_levers(raw: dict[str, Any], *, protected: bool) -> dict[str, Any]:
+    expected = _expected(raw)
+    return {
+        "expected_executions_per_day": expected,
+        "results_pollers": _results_pollers(raw, _kafka_partitions(raw), expected),
+        "results_log_sample_rate": _log_sample_rate(raw),
+        "xray_tracing": _choice(raw, "xray_tracing", XRAY_MODES),
+        "pitr_tables": _pitr_tables(raw["point_in_time_recovery"]),
+        "keyspaces_capacity": _keyspaces_capacity(raw, expected, protected=protected),
+    }
