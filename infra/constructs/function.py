@@ -2,8 +2,8 @@
 
 Each function gets its own log group (with retention) and its own role whose inline policy allows
 exactly: writing to that log group, and, in the VPC, managing its network interfaces. Everything
-else is granted by the stack. Runtime, handler name (``handler.handler``), layers, architecture and
-active tracing are common to all.
+else is granted by the stack. Runtime, handler name (``handler.handler``), layers and architecture
+are common to all; tracing is the base's (active unless the stack says otherwise).
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class FunctionBase:
     log_retention: logs.RetentionDays
     environment: Mapping[str, str] = field(default_factory=dict)
     network: FunctionNetwork | None = None
+    #: X-Ray: ACTIVE (Lambda samples), PASS_THROUGH (traced only when the caller's trace is sampled), or DISABLED.
+    tracing: lambda_.Tracing = lambda_.Tracing.ACTIVE
 
 
 class JobRunnerFunction(Construct):
@@ -100,7 +102,7 @@ class JobRunnerFunction(Construct):
             timeout=timeout,
             role=self.role,
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=base.tracing,
             environment={**base.environment, **(environment or {})},
             reserved_concurrent_executions=reserved_concurrency,
             vpc=network.vpc if network else None,
