@@ -36,7 +36,8 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
                          "kafka_provisioned": {"instance_type": "kafka.t3.small", "brokers_per_zone": 1},
                          "endpoint_zones": 1, "xray_tracing": "off"},
                "prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
-                        "api_principals": [], "expected_executions_per_day": 50_000_000}},
+                        "api_principals": [], "expected_executions_per_day": 50_000_000,
+                        "kafka_provisioned": {"instance_type": "kafka.m7g.large", "brokers_per_zone": 1}}},
     # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function). "auto": sized from
     # expected_executions_per_day (segments_for), 16 when that is null.
     "segments": "auto",

@@ -65,15 +65,18 @@ UNITS_PER_EXECUTION: dict[str, tuple[float, float]] = {
 }
 #: A busy minute (all of it due at its first second, out within 15 s) over the mean rate: 86,400 / (1,440 x 15).
 BUSY_OVER_MEAN = 4.0
+#: Auto scaling's floor, as a share of the mean rate's capacity: a steady stage sits near the mean, and an idle
+#: one pays a tenth of it (a load returning after a lull meets Keyspaces' burst capacity, then the scaling).
+FLOOR_SHARE = 0.1
 
 
 def provisioned_capacity(tables: Sequence[str], executions_per_day: int) -> dict[str, TableCapacity]:
-    """Each table's range: from its mean rate at the target utilisation up to a busy minute's rate."""
+    """Each table's range: from a tenth of its mean rate at the target utilisation up to a busy minute's rate."""
     mean = executions_per_day / 86_400
     out = {}
     for name in tables:
         reads, writes = UNITS_PER_EXECUTION.get(name, (0.01, 0.01))
-        low_r, low_w = (max(1, math.ceil(mean * u * 100 / TARGET_UTILISATION)) for u in (reads, writes))
+        low_r, low_w = (max(1, math.ceil(FLOOR_SHARE * mean * u * 100 / TARGET_UTILISATION)) for u in (reads, writes))
         out[name] = TableCapacity(read_min=low_r, read_max=max(low_r, math.ceil(mean * reads * BUSY_OVER_MEAN)),
                                   write_min=low_w, write_max=max(low_w, math.ceil(mean * writes * BUSY_OVER_MEAN)))
     return out

@@ -350,7 +350,8 @@ def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
     prod = json.loads((ROOT / "cdk.json").read_text())["context"]["stages"]["prod"]
 
     assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None, "api_principals": [],
-                    "expected_executions_per_day": 50_000_000}
+                    "expected_executions_per_day": 50_000_000,
+                    "kafka_provisioned": {"instance_type": "kafka.m7g.large", "brokers_per_zone": 1}}
     # Once its account and region are filled in, prod still refuses to synth without a subscriber
     with pytest.raises(ConfigError, match=r"stages\.prod\.alarm_email"):
         DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {**prod, **PINNED}}}.get)

@@ -130,21 +130,22 @@ def test_provisioned_tables_scale_between_the_mean_rate_and_a_busy_minute(stack:
 
     # Given 50 M executions a day: ≈ 579 a second, two history writes each
     history = provisioned_capacity(["task_history_v2"], 50_000_000)["task_history_v2"]
-    assert history == TableCapacity(read_min=827, read_max=2315, write_min=1654, write_max=4630)
+    assert history == TableCapacity(read_min=83, read_max=2315, write_min=166, write_max=4630)
     # When a table is provisioned with it
     KeyspacesSchema(stack, "Ks", keyspace_name="jr", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN,
                     capacity={"a": history})
     template = Template.from_stack(stack)
-    # Then it starts at the floor and auto scales to 70 % utilisation up to the busy minute; the other stays on-demand
+    # Then it starts at a tenth of the mean rate and auto scales (70 % utilisation) up to the busy minute; the other
+    # table stays on-demand
     scaling = {"AutoScalingDisabled": False, "ScalingPolicy": {
         "TargetTrackingScalingPolicyConfiguration": {"TargetValue": 70}}}
     template.has_resource_properties("AWS::Cassandra::Table", {
         "TableName": "a",
         "BillingMode": {"Mode": "PROVISIONED",
-                        "ProvisionedThroughput": {"ReadCapacityUnits": 827, "WriteCapacityUnits": 1654}},
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 83, "WriteCapacityUnits": 166}},
         "AutoScalingSpecifications": {
-            "ReadCapacityAutoScaling": {**scaling, "MinimumUnits": 827, "MaximumUnits": 2315},
-            "WriteCapacityAutoScaling": {**scaling, "MinimumUnits": 1654, "MaximumUnits": 4630}},
+            "ReadCapacityAutoScaling": {**scaling, "MinimumUnits": 83, "MaximumUnits": 2315},
+            "WriteCapacityAutoScaling": {**scaling, "MinimumUnits": 166, "MaximumUnits": 4630}},
     })
     template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "b", "BillingMode": {"Mode": "ON_DEMAND"},
                                                                "AutoScalingSpecifications": Match.absent()})
