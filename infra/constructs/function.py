@@ -113,8 +113,11 @@ class JobRunnerFunction(Construct):
             "AwsSolutions-L1": "python3.13, not the newest runtime: the layers' wheels and bytecode are built for "
                                "3.13 by a 3.13 interpreter of the project's toolchain, and the runtime tests run "
                                "on it; 3.14 needs the same toolchain first (docs/deploy.md, Runtime).",
-            "AwsSolutions-IAM5[Resource::*]": "X-Ray's PutTraceSegments/PutTelemetryRecords take no resource ARN"
-                                              + (", nor do the ec2 network-interface actions Lambda needs in a VPC"
-                                                 if network else "") + ".",
         }
+        # The actions without a resource ARN: X-Ray's (a traced function) and the ec2 network-interface ones (in a VPC).
+        wildcards = ([] if base.tracing == lambda_.Tracing.DISABLED
+                     else ["X-Ray's PutTraceSegments/PutTelemetryRecords"]) + (
+            ["the ec2 network-interface actions Lambda needs in a VPC"] if network else [])
+        if wildcards:
+            findings["AwsSolutions-IAM5[Resource::*]"] = " and ".join(wildcards) + " take no resource ARN."
         acknowledge(self, findings)
