@@ -134,7 +134,7 @@ class StageConfig(BaseModel):
             rate_limited=any(isinstance(v, dict) and v.get("submissions_per_second") for v in limits),
             reconcile_interval_minutes=config.reconcile_interval_minutes,
             web_acl=config.waf_rate_limit is not None,
-            pitr_tables=config.point_in_time_recovery or ALL_TABLES,
+            pitr_tables=config.point_in_time_recovery,
             expected_executions_per_day=config.expected_executions_per_day,
             results_pollers=config.results_pollers, results_log_sample_rate=config.results_log_sample_rate,
             xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,

@@ -188,6 +188,17 @@ def test_the_stage_configuration_is_read_as_the_cdk_app_reads_it(tmp_path: Path)
     assert bill["MSK provisioned: brokers and storage"].usd == pytest.approx(2 * (720 * 0.0456 + 10 * 0.10))
 
 
+def test_a_stage_without_point_in_time_recovery_is_priced_without_it(tmp_path: Path) -> None:
+    # Given a stage that turns point-in-time recovery off on every table
+    cdk = json.loads(CDK_JSON.read_text())
+    cdk["context"]["stages"]["norecovery"] = {"point_in_time_recovery": [], "alarm_email": "ops@example.com"}
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(cdk))
+
+    # Then the model prices no table's recovery (an empty list is not "every table")
+    assert StageConfig.from_cdk_json(path, "norecovery").pitr_tables == ()
+
+
 def test_every_price_and_input_says_where_it_came_from(inputs: MeasuredInputs) -> None:
     for name, price in PRICES:
         assert price.source and price.checked and price.region == "us-east-1", name
