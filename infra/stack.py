@@ -17,6 +17,7 @@ by the api or the tick, and not by the workers' policy.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ from infra.constructs.reconciler import Reconciler
 from infra.constructs.results import RESULTS_TOPIC, Results
 from infra.constructs.scanners import Scanners
 from infra.constructs.secrets import ResultKey
-from infra.constructs.storage import KeyspacesSchema
+from infra.constructs.storage import KeyspacesSchema, TableCapacity, provisioned_capacity
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
 from infra.layer_build import KEYSPACES_BUNDLE
@@ -56,6 +57,11 @@ if TYPE_CHECKING:
 
 DEAD_LETTER_TOPIC = "job-dlq"
 KEYSPACES_PORT = 9142
+#: ``xray_tracing`` -> the tracing of the tick and the reconciler (a few invocations a minute), and of the busy
+#: functions (scan, results, API), which "sampled" traces only when the caller's trace is sampled.
+TRACING = {"active": lambda_.Tracing.ACTIVE, "sampled": lambda_.Tracing.ACTIVE, "off": lambda_.Tracing.DISABLED}
+BUSY_TRACING = {"active": lambda_.Tracing.ACTIVE, "sampled": lambda_.Tracing.PASS_THROUGH,
+                "off": lambda_.Tracing.DISABLED}
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,9 @@ class JobRunnerStack(Stack):
         # X-Ray: the functions in the VPC trace actively, and their subsegments need a way out. Secrets Manager:
         # the scan (and results) function reads the result key at cold start (and, with an existing Cassandra
         # secret, every function reads that); the subnets have no NAT, so only an endpoint reaches it.
-        endpoints = {InterfaceEndpoint.XRAY, InterfaceEndpoint.SECRETS_MANAGER}
+        endpoints = {InterfaceEndpoint.SECRETS_MANAGER}
+        if config.xray_tracing != "off":
+            endpoints.add(InterfaceEndpoint.XRAY)
         if config.uses_keyspaces:
             endpoints.add(InterfaceEndpoint.KEYSPACES)
         endpoints.add(InterfaceEndpoint.LAMBDA)  # the API and the scans wake scans (``services.wake``)
@@ -124,14 +132,16 @@ class JobRunnerStack(Stack):
         # The key of the result tokens, removed (or kept) like the data: with retain_data, kept on update and delete.
         self.result_key = ResultKey(self, "ResultKey", removal_policy=removal)
         self.keyspaces = (KeyspacesSchema(self, "Keyspaces", keyspace_name=config.keyspace, tables=tables,
-                                          removal_policy=removal, adopt=config.adopt_keyspace)
+                                          removal_policy=removal, adopt=config.adopt_keyspace,
+                                          pitr_tables=config.point_in_time_recovery,
+                                          capacity=self._table_capacity(tables))
                           if config.uses_keyspaces else None)
         self.layers = Layers(self, "Layers", dependencies_dir=assets.dependency_layer, code_dir=assets.code_layer,
                              architecture=architecture)
         # The topic admin function needs no application settings; the job runner's functions get them
         # below, once the bootstrap brokers exist.
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
-                            network=function_network)
+                            network=function_network, tracing=TRACING[config.xray_tracing])
         # A provisioned cluster has a name of its own: switching a stage between the two kinds creates the new
         # cluster before CloudFormation deletes the old one, and the two must not clash.
         cluster_name = f"jobrunner-{config.stage}" + ("-provisioned" if config.kafka_provisioned else "")
@@ -144,22 +154,27 @@ class JobRunnerStack(Stack):
         )
 
         base = FunctionBase(layers=self.layers.all, architecture=architecture, log_retention=retention,
-                            network=function_network, environment=self._environment())
-        self.scanners = Scanners(self, "Scan", base=base, code=assets.scan, memory_size=config.scan_memory_mb,
+                            network=function_network, environment=self._environment(),
+                            tracing=TRACING[config.xray_tracing])
+        # The functions invoked per minute and segment, per batch of results and per request (issue #33).
+        busy = dataclasses.replace(base, tracing=BUSY_TRACING[config.xray_tracing])
+        self.scanners = Scanners(self, "Scan", base=busy, code=assets.scan, memory_size=config.scan_memory_mb,
                                  reserved_concurrency=config.scan_reserved_concurrency,
                                  function_name=self.scan_function_name)
         self.tick = Tick(self, "Tick", base=base, code=assets.tick)
-        self.api = Api(self, "Api", base=base, code=assets.api, auth=config.api_auth, stage_name=config.stage,
+        self.api = Api(self, "Api", base=busy, code=assets.api, auth=config.api_auth, stage_name=config.stage,
                        rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit,
                        deletion_protection=config.protected, principals=config.api_principals,
-                       domain=config.api_domain)
+                       domain=config.api_domain, tracing=config.xray_tracing != "off")
         self.web_acl = self._web_acl()
         # The dashboard's files, and the API again, on one CloudFront origin (the page calls the API on its own).
         self.dashboard = (Dashboard(self, "Dashboard", files=assets.dashboard, rest_api=self.api.rest_api,
                                     domain=config.dashboard_domain)
                           if config.web_dashboard else None)
-        self.results = Results(self, "Results", base=base, code=assets.results, cluster_arn=self.streaming.cluster_arn,
-                               consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.kafka_partitions)
+        results_base = dataclasses.replace(busy, environment={**busy.environment, **self._results_logging()})
+        self.results = Results(self, "Results", base=results_base, code=assets.results,
+                               cluster_arn=self.streaming.cluster_arn,
+                               consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.results_pollers)
         self.reconciler = Reconciler(self, "Reconcile", base=base, code=assets.reconcile,
                                      interval_minutes=config.reconcile_interval_minutes)
         # Only the signer (scan) and the checker (results) know where the result key is.
@@ -218,6 +233,21 @@ class JobRunnerStack(Stack):
         return WebAcl(self, "Edge", name=f"jobrunner-{self.config.stage}-api", rate_limit=limit,
                       resource_arn=self.api.rest_api.deployment_stage.stage_arn)
 
+    def _table_capacity(self, tables: list[TableSpec]) -> dict[str, TableCapacity] | None:
+        """Provisioned capacity with auto scaling for each table (``keyspaces_capacity``), or None: on-demand."""
+        expected = self.config.expected_executions_per_day
+        if self.config.keyspaces_capacity != "provisioned" or expected is None:
+            return None
+        return provisioned_capacity([spec.name for spec in tables], expected)
+
+    def _results_logging(self) -> dict[str, str]:
+        """The results function logs its line per execution in a sample of invocations (``results_log_sample_rate``);
+        the others log warnings and errors only."""
+        rate = self.config.results_log_sample_rate
+        if rate >= 1:
+            return {}
+        return {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_LOGGER_SAMPLE_RATE": f"{rate:g}"}
+
     def _environment(self) -> dict[str, str]:
         """The variables ``jobrunner.config.Settings`` reads, common to every function: only those set here."""
         config = self.config
@@ -234,8 +264,9 @@ class JobRunnerStack(Stack):
                             cassandra_port=KEYSPACES_PORT, keyspace=config.keyspace, ca_bundle=KEYSPACES_BUNDLE)
         else:  # its contact points, port and secret are in config.settings
             settings.update(cassandra_mode="cassandra", keyspace=config.keyspace)
+        tracer = {"POWERTOOLS_TRACE_DISABLED": "true"} if config.xray_tracing == "off" else {}
         return {**config.settings.replace(**settings).to_environment(given_only=True),
-                "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE}
+                "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE, **tracer}
 
     def _result_key_holders(self) -> list[JobRunnerFunction]:
         """The functions that sign (scan) or check (results) result tokens: the only readers of the key."""

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from bench.cost.inputs import INPUTS_PATH, load
-from bench.cost.model import Load, StageConfig, monthly_lines
+from bench.cost.model import Load, StageConfig, monthly_lines, stages_of
 from bench.cost.prices import PRICES
 from bench.cost.tables import Table, doc_tables, lines_table, render_docs
 
@@ -49,7 +49,7 @@ def main(
 ) -> None:
     config = StageConfig.from_cdk_json(cdk_json, stage)
     inputs = load(measured)
-    tables = doc_tables(config, inputs, PRICES)
+    tables = doc_tables(config, inputs, PRICES, stages_of(cdk_json))
     if write_docs:
         text = docs.read_text()
         updated = render_docs(text, tables)

@@ -29,6 +29,8 @@ GB = 1e9
 FULL_VCPU_MB = 1769
 #: Keyspaces provisioned capacity is sized for the mean rate at this utilisation (auto scaling's target).
 TARGET_UTILISATION = 0.7
+#: Provisioned tables' auto scaling floor as a share of the expected mean rate (infra/constructs/storage.py).
+AUTO_SCALING_FLOOR = 0.1
 #: Kafka event pollers per event poller unit (EPU); an event source mapping pays whole EPUs.
 POLLERS_PER_EPU = 10
 #: The results function's trigger (infra/constructs/results.py): batch size and batching window.
@@ -40,9 +42,15 @@ BUSY_MINUTE_DRAIN_S = 15
 #: Interface endpoints the stack creates (infra/stack.py): X-Ray, Secrets Manager, Lambda, STS, SQS, and
 #: Keyspaces unless the stage uses an existing Cassandra cluster.
 ENDPOINTS_WITHOUT_KEYSPACES = 5
+#: Every Keyspaces table of cql/.
+ALL_TABLES = ("job_table_v2", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes", "calendars")
 #: Placeholders for the settings that gate a deploy but not the bill (``StageConfig.from_cdk_json``).
 _DEPLOY_ONLY = {"account": "000000000000", "region": "us-east-1", "alarm_email": "cost-model@example.com",
                 "api_principals": ["arn:aws:iam::000000000000:role/cost-model"]}
+
+
+Capacity = Literal["on-demand", "provisioned"]
+Submit = Literal["batch", "single"]
 
 
 class StageConfig(BaseModel):
@@ -64,8 +72,20 @@ class StageConfig(BaseModel):
     log_retention_days: int = 30
     rate_limited: bool = True
     reconcile_interval_minutes: int = 1
-    #: Point-in-time recovery on every Keyspaces table (infra/constructs/storage.py).
-    pitr: bool = True
+    #: Keyspaces tables with point-in-time recovery (``point_in_time_recovery``; before issue #33's levers: all).
+    pitr_tables: tuple[str, ...] = ALL_TABLES
+    #: The executions a day the stage is sized for (``expected_executions_per_day``); None: not said.
+    expected_executions_per_day: float | None = None
+    #: The results trigger's provisioned pollers at most; 0: on-demand mode (nothing billed at rest).
+    results_pollers: int = 3
+    #: Share of the results function's invocations that log their line per execution.
+    results_log_sample_rate: float = 1.0
+    #: X-Ray: "active" (every function), "sampled" (tick and reconciler; the others when their caller is), "off".
+    xray: str = "active"
+    #: The Keyspaces capacity mode the stage deploys (``keyspaces_capacity``).
+    keyspaces_capacity: Capacity = "on-demand"
+    #: The broker type of a provisioned cluster.
+    kafka_broker_type: str = "kafka.t3.small"
     #: A WAF web ACL with one rate-based rule on the API stage (``waf_rate_limit``; on for protected stages).
     web_acl: bool = False
     #: One-time jobs' rows deleted after their last fire (the job table has no TTL; off by default).
@@ -97,25 +117,30 @@ class StageConfig(BaseModel):
         zones = len(config.availability_zones) or 2
         brokers = None
         storage = 10
+        broker_type = "kafka.t3.small"
         if config.kafka_provisioned is not None:
             brokers = config.kafka_provisioned.brokers_per_zone * zones
             storage = config.kafka_provisioned.storage_gib
+            broker_type = config.kafka_provisioned.instance_type
         limits = config.tenant_limits.values()
         return cls(
             stage=config.stage, segments=config.segments, scan_memory_mb=config.scan_memory_mb,
             kafka_partitions=config.kafka_partitions,
             topics=len(config.allowed_topics) + 2,  # + job-results and the dead letters
-            kafka_brokers=brokers, kafka_broker_storage_gib=storage,
-            endpoints=ENDPOINTS_WITHOUT_KEYSPACES + (1 if config.uses_keyspaces else 0),
+            kafka_brokers=brokers, kafka_broker_storage_gib=storage, kafka_broker_type=broker_type,
+            endpoints=ENDPOINTS_WITHOUT_KEYSPACES + (1 if config.uses_keyspaces else 0)
+            - (1 if config.xray_tracing == "off" else 0),
             endpoint_zones=config.endpoint_zones or zones, log_retention_days=config.log_retention_days,
             rate_limited=any(isinstance(v, dict) and v.get("submissions_per_second") for v in limits),
             reconcile_interval_minutes=config.reconcile_interval_minutes,
             web_acl=config.waf_rate_limit is not None,
+            pitr_tables=config.point_in_time_recovery,
+            expected_executions_per_day=config.expected_executions_per_day,
+            results_pollers=config.results_pollers, results_log_sample_rate=config.results_log_sample_rate,
+            xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,
         )
 
 
-Capacity = Literal["on-demand", "provisioned"]
-Submit = Literal["batch", "single"]
 
 
 class Load(BaseModel):
@@ -139,6 +164,14 @@ class Line(BaseModel):
     usd: float
     at_rest: bool
     how: str
+
+
+def stages_of(cdk_json: Path) -> dict[str, StageConfig]:
+    """dev and every stage ``cdk.json`` lists, as the CDK app reads them."""
+    import json
+
+    listed = json.loads(cdk_json.read_text())["context"].get("stages") or {}
+    return {name: StageConfig.from_cdk_json(cdk_json, name) for name in ("dev", *listed)}
 
 
 class CapacityCheck(BaseModel):
@@ -259,26 +292,37 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
     else:
         wcu = wru / (DAYS * 86_400) / TARGET_UTILISATION
         rcu = (rru + scan_reads) / (DAYS * 86_400) / TARGET_UTILISATION
+        if c.expected_executions_per_day:  # auto scaling's floor: a tenth of the expected mean, 1 unit a table at least
+            floor = AUTO_SCALING_FLOOR * c.expected_executions_per_day / 86_400 / TARGET_UTILISATION
+            wcu = max(wcu, floor * (i.history_rows_written.value + i.schedule_rows_written.value
+                                    + i.one_time_share.value * i.rows_per_one_time_submit.value) + len(ALL_TABLES))
+            rcu = max(rcu, floor * (i.job_reads_by_scan.value + i.reads_by_results.value) + len(ALL_TABLES))
         add("writes", wcu * HOURS * p.keyspaces_wcu_hour.value,
-            f"provisioned: {wcu:,.0f} WCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation (a flat load)")
+            f"provisioned: {wcu:,.0f} WCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation (a flat load; "
+            "auto scaling's floor is the stage's expected rate)", at_rest=bool(c.expected_executions_per_day))
         add("reads", rcu * HOURS * p.keyspaces_rcu_hour.value,
             f"provisioned: {rcu:,.0f} RCU, the mean rate at {TARGET_UTILISATION:.0%} utilisation", at_rest=True)
     add("the reconciler's reads", u.executions * i.reconciler_reads.value * p.keyspaces_read_request.value,
         f"{i.reconciler_reads.value} RRU per execution (LOCAL_ONE)")
     add("TTL deletes", u.executions * i.ttl_deletes.value * p.keyspaces_ttl_delete.value,
         f"{i.ttl_deletes.value} rows expiring per execution")
-    stored_gb = u.executions / DAYS * (
-        i.history_ttl_days.value * i.history_bytes_stored.value
-        + i.one_time_share.value * i.change_log_ttl_days.value * i.change_log_bytes_per_one_time_job.value) / GB
+    history_gb = u.executions / DAYS * i.history_ttl_days.value * i.history_bytes_stored.value / GB
+    changes_gb = u.executions / DAYS * (
+        i.one_time_share.value * i.change_log_ttl_days.value * i.change_log_bytes_per_one_time_job.value) / GB
+    stored_gb = history_gb + changes_gb
     add("storage of the rows that expire", stored_gb * p.keyspaces_storage.value,
         f"{stored_gb:,.1f} GB held: history ({i.history_ttl_days.value:.0f} days) and change log "
         f"({i.change_log_ttl_days.value:.0f} days)")
-    if c.pitr:
-        add("point-in-time recovery of the rows that expire", stored_gb * p.keyspaces_pitr.value,
-            "the same GB (PITR is on for every table)")
+    recovered = [name for name, gb in (("task_history_v2", history_gb), ("job_changes", changes_gb))
+                 if name in c.pitr_tables]
+    recovered_gb = (history_gb if "task_history_v2" in recovered else 0.0) + (
+        changes_gb if "job_changes" in recovered else 0.0)
+    if recovered:
+        add("point-in-time recovery of the rows that expire", recovered_gb * p.keyspaces_pitr.value,
+            f"the GB of {' and '.join(recovered)} (PITR on {len(c.pitr_tables)} of {len(ALL_TABLES)} tables)")
     if not c.one_time_rows_expire:
         kept_gb = u.one_time * i.job_row_bytes.value / GB
-        price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if c.pitr else 0.0)
+        price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)
         add("one-time job rows kept (this month's; +1 month's each month)", kept_gb * price,
             f"{kept_gb:,.0f} GB a month that never expire (delete_after_last off, no TTL on the job table)")
     return lines
@@ -305,9 +349,11 @@ def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submi
     and the reconciler (every minute whatever the load)."""
     results_gb_s = (u.results_invocations * i.results_gb_seconds_per_invocation.value
                     + u.executions * i.results_gb_seconds.value)
-    pollers = 1 if not u.executions else min(c.kafka_partitions, max(1, math.ceil(
+    pollers = 1 if not u.executions else min(c.kafka_partitions, c.results_pollers, max(1, math.ceil(
         u.per_second / i.results_per_partition_per_second.value)))
-    epus = math.ceil(pollers / POLLERS_PER_EPU)
+    epus = math.ceil(pollers / POLLERS_PER_EPU) if c.results_pollers else 0
+    poller_how = (f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)" if epus
+                  else "on-demand mode: no provisioned pollers (and no bounded retries)")
     per_request = (i.api_gb_seconds_per_batch_request if submit == "batch" else i.api_gb_seconds_per_request).value
     return [
         Line(service="Lambda", item="results function", at_rest=False,
@@ -315,7 +361,7 @@ def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submi
              how=f"batches of {u.results_batch:,.0f} results ({c.kafka_partitions} partitions, 1-s window)"),
         Line(service="Lambda", item="results trigger: provisioned pollers", at_rest=True,
              usd=epus * HOURS * p.lambda_kafka_epu_hour.value,
-             how=f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)"),
+             how=poller_how),
         Line(service="API Gateway", item=f"REST requests ({'POST /jobs/batch' if submit == 'batch' else 'POST /jobs'})",
              at_rest=False, usd=u.api_requests * p.api_gateway_rest_request.value,
              how=f"{_per(u.api_requests, u.executions, 4)} requests per execution"),
@@ -334,10 +380,11 @@ def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submi
 
 def _kafka(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
     if c.kafka_brokers is not None:
+        hourly = (p.msk_broker_hour_m7g_large if c.kafka_broker_type == "kafka.m7g.large"
+                  else p.msk_broker_hour_t3_small).value
         return [Line(service="MSK provisioned", item="brokers and storage", at_rest=True,
-                     usd=c.kafka_brokers * (HOURS * p.msk_broker_hour_t3_small.value
-                                            + c.kafka_broker_storage_gib * p.msk_broker_storage.value),
-                     how=f"{c.kafka_brokers} kafka.t3.small brokers, {c.kafka_broker_storage_gib} GiB each")]
+                     usd=c.kafka_brokers * (HOURS * hourly + c.kafka_broker_storage_gib * p.msk_broker_storage.value),
+                     how=f"{c.kafka_brokers} {c.kafka_broker_type} brokers, {c.kafka_broker_storage_gib} GiB each")]
     kafka_bytes = u.executions * (i.message_bytes.value + i.result_message_bytes.value)
     return [
         Line(service="MSK Serverless", item="cluster-hours", at_rest=True,
@@ -355,26 +402,40 @@ def _kafka(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[L
 def _observability(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
     """Logs, traces, metrics, alarms."""
     functions = (u.scan_invocations, u.results_invocations, u.api_requests, u.ticks, u.reconciler_runs)
-    log_bytes = (u.executions * i.results_log_bytes.value + sum(functions) * i.platform_log_bytes_per_invocation.value
+    log_bytes = (u.executions * i.results_log_bytes.value * c.results_log_sample_rate
+                 + sum(functions) * i.platform_log_bytes_per_invocation.value
                  + u.api_requests * i.access_log_bytes_per_request.value)
-    traces = sum(_sampled(n, i) for n in functions)
+    traces = _traces(u, c, i)
     return [
         Line(service="CloudWatch Logs", item="ingestion and storage", at_rest=True,
              usd=log_bytes / GB * (p.logs_ingested_gb.value
                                    + p.logs_stored_gb_month.value * c.log_retention_days / DAYS),
-             how=f"{i.results_log_bytes.value:.0f} B (the results function's INFO line) per execution, "
+             how=f"{i.results_log_bytes.value:.0f} B (the results function's INFO line) per execution "
+                 f"in {c.results_log_sample_rate:.0%} of its invocations, "
                  f"{i.platform_log_bytes_per_invocation.value:.0f} B per invocation, "
                  f"{i.access_log_bytes_per_request.value:.0f} B per API access-log line; "
                  f"kept {c.log_retention_days} days"),
-        Line(service="X-Ray", item="traces (active tracing on every function)", at_rest=True,
+        Line(service="X-Ray", item="traces", at_rest=True,
              usd=traces * p.xray_trace_recorded.value,
-             how=f"{traces:,.0f} traces: {i.xray_reservoir_per_second.value:.0f} a second per function, then "
-                 f"{i.xray_sampled_share.value:.0%}"),
+             how=f"{traces:,.0f} traces ({c.xray}): {i.xray_reservoir_per_second.value:.0f} a second per function, "
+                 f"then {i.xray_sampled_share.value:.0%}"),
         Line(service="CloudWatch", item="custom metrics, alarms, dashboard, secret", at_rest=True,
              usd=i.custom_metrics.value * p.cloudwatch_custom_metric.value + i.alarms.value * p.cloudwatch_alarm.value
              + p.cloudwatch_dashboard.value + p.secrets_manager_secret.value,
              how=f"{i.custom_metrics.value:.0f} metrics, {i.alarms.value:.0f} alarms, 1 dashboard, 1 secret"),
     ]
+
+
+def _traces(u: Usage, c: StageConfig, i: MeasuredInputs) -> float:
+    """Traces recorded: "active", every function samples its invocations; "sampled", the tick and the reconciler
+    do, the scans are traced with the tick that dispatched them (counted all), the API's requests as API Gateway
+    samples them, the results function's not at all (its pollers carry no trace); "off", none."""
+    if c.xray == "off":
+        return 0.0
+    if c.xray == "active":
+        functions = (u.scan_invocations, u.results_invocations, u.api_requests, u.ticks, u.reconciler_runs)
+        return sum(_sampled(n, i) for n in functions)
+    return u.ticks + u.reconciler_runs + u.scan_invocations + _sampled(u.api_requests, i)
 
 
 def _network(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
@@ -445,3 +506,39 @@ def capacity_checks(config: StageConfig, inputs: MeasuredInputs, executions_per_
                   advice=f"≥ {math.ceil(burst / scan_rate(config, inputs))} segments at {config.scan_memory_mb} MB "
                          "for a busy minute"),
     ]
+
+
+def sized_for(config: StageConfig, executions_per_day: float) -> StageConfig:
+    """``config`` as ``expected_executions_per_day`` sizes it (``infra.config``): segments, partitions, pollers."""
+    from infra.config import RESULTS_PER_PARTITION_S, busy_minute_rate, partitions_for, segments_for
+
+    partitions = partitions_for(executions_per_day)
+    return config.model_copy(update={
+        "segments": segments_for(executions_per_day, config.scan_memory_mb), "kafka_partitions": partitions,
+        "results_pollers": 0 if busy_minute_rate(executions_per_day) <= RESULTS_PER_PARTITION_S else partitions,
+        "expected_executions_per_day": executions_per_day})
+
+
+#: The busy-minute ingress (job messages and results, MB/s) one pair of brokers of a type is taken to carry: an
+#: assumption well inside what MSK's sizing guidance gives these types, to verify with its sizing script.
+BROKER_PAIR_INGRESS_MB_S = {"kafka.t3.small": 5.0, "kafka.m7g.large": 40.0}
+
+
+def kafka_options(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
+                  executions_per_day: float, *, production: bool = False) -> dict[str, tuple[str, float]]:
+    """A month of each Kafka choice at ``executions_per_day``: MSK Serverless, and the fewest provisioned brokers
+    (pairs, one per zone) that carry a busy minute (``production``: no burstable kafka.t3 brokers, which MSK
+    recommends for development only); label and dollars."""
+    busy_mb_s = executions_per_day / MINUTES_A_DAY / BUSY_MINUTE_DRAIN_S * (
+        inputs.message_bytes.value + inputs.result_message_bytes.value) / 1e6
+    types = {t: mb for t, mb in BROKER_PAIR_INGRESS_MB_S.items() if not (production and t.startswith("kafka.t3"))}
+    broker_type = next((t for t, mb in types.items() if busy_mb_s <= mb), "kafka.m7g.large")
+    pairs = max(1, math.ceil(busy_mb_s / BROKER_PAIR_INGRESS_MB_S[broker_type]))
+    load = Load(executions_per_day=executions_per_day)
+    serverless = config.model_copy(update={"kafka_brokers": None})
+    provisioned = config.model_copy(update={"kafka_brokers": 2 * pairs, "kafka_broker_type": broker_type})
+    u = usage(config, inputs, load)
+    return {
+        "serverless": ("MSK Serverless", total(_kafka(u, serverless, inputs, prices))),
+        "provisioned": (f"{2 * pairs} x {broker_type}", total(_kafka(u, provisioned, inputs, prices))),
+    }

@@ -52,6 +52,7 @@ class PriceTable(BaseModel):
     msk_serverless_gb_in: Price
     msk_serverless_gb_out: Price
     msk_broker_hour_t3_small: Price
+    msk_broker_hour_m7g_large: Price
     msk_broker_storage: Price
     vpc_endpoint_zone_hour: Price
     vpc_endpoint_gb: Price
@@ -128,6 +129,9 @@ PRICES = PriceTable(
     msk_broker_hour_t3_small=Price(
         value=0.0456, unit="kafka.t3.small broker-hour",
         source=f"https://aws.amazon.com/msk/pricing/ — {_DOCS}"),
+    msk_broker_hour_m7g_large=Price(
+        value=0.204, unit="kafka.m7g.large broker-hour",
+        source=f"https://aws.amazon.com/msk/pricing/ — {_RECALLED}"),
     msk_broker_storage=Price(
         value=0.10, unit="GB-month of broker storage",
         source=f"https://aws.amazon.com/msk/pricing/ — {_DOCS}"),

@@ -18,12 +18,16 @@ from bench.cost.model import (
     at_rest,
     capacity_checks,
     eventbridge_per_million,
+    kafka_options,
     monthly_lines,
     per_million,
+    sized_for,
     total,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from bench.cost.inputs import MeasuredInputs
     from bench.cost.model import Capacity, Line
     from bench.cost.prices import PriceTable
@@ -75,9 +79,10 @@ def per_million_table(config: StageConfig, inputs: MeasuredInputs, prices: Price
     columns: list[tuple[float, Capacity, dict[str, float], float, float]] = []
     order: list[str] = []
     for executions, _ in LOADS:
+        sized = sized_for(config, executions)
         for capacity in CAPACITIES:
-            lines = monthly_lines(config, inputs, prices, Load(executions_per_day=executions, capacity=capacity))
-            single = monthly_lines(config, inputs, prices,
+            lines = monthly_lines(sized, inputs, prices, Load(executions_per_day=executions, capacity=capacity))
+            single = monthly_lines(sized, inputs, prices,
                                    Load(executions_per_day=executions, capacity=capacity, submit="single"))
             by_key: dict[str, float] = {}
             for line in lines:
@@ -94,29 +99,35 @@ def per_million_table(config: StageConfig, inputs: MeasuredInputs, prices: Price
         ["EventBridge Scheduler (nothing at rest)", *(_money(eventbridge) for _ in columns)],
         ["x EventBridge Scheduler (batch)", *(f"{per_million(col[3], col[0]) / eventbridge:.1f}x" for col in columns)],
     ]
-    return Table(name="per-million", title=f"Dollars per million executions ({config.stage}: {config.segments} "
-                 f"segments x {config.scan_memory_mb} MB, {config.kafka_partitions} Kafka partitions)",
+    sizes = ", ".join(f"{label}: {sized_for(config, e).segments} segments, {sized_for(config, e).kafka_partitions} "
+                      "partitions" for e, label in LOADS)
+    return Table(name="per-million", title=f"Dollars per million executions ({config.stage}'s other settings, sized "
+                 f"for each load: {sizes}; {config.scan_memory_mb} MB scans)",
                  header=header, rows=rows + totals, bold_from=len(rows))
 
 
-#: The at-rest table's stages: the configuration read, and variants of it (a smaller dev stage, a cheaper one).
-def at_rest_stages(config: StageConfig) -> list[tuple[str, StageConfig]]:
-    small = config.model_copy(update={"segments": 4})
-    cheap = small.model_copy(update={"kafka_brokers": 2, "endpoint_zones": 1})
-    return [(f"{config.segments} segments", config), ("4 segments", small),
-            ("4 segments, kafka_provisioned, endpoint_zones 1", cheap)]
+#: The configuration before issue #33's deployment levers: dev's (16 segments, 3 partitions, a provisioned poller,
+#: PITR on every table, every function traced, every result logged, MSK Serverless, endpoints in two zones).
+BEFORE = StageConfig()
 
 
-def at_rest_table(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
-    """Dollars a month with nothing to do, line by line, for the stage and two cheaper variants of it."""
-    stages = at_rest_stages(config)
-    bills = [{_key(line): line.usd for line in at_rest(stage, inputs, prices)} for _, stage in stages]
+def at_rest_stages(stages: Mapping[str, StageConfig]) -> list[tuple[str, StageConfig]]:
+    """The at-rest table's columns: the configuration before the levers, then each stage of cdk.json."""
+    return [("before the levers", BEFORE), *((f"{name} ({stage.segments} segments)", stage)
+                                             for name, stage in stages.items())]
+
+
+def at_rest_table(stages: Mapping[str, StageConfig], inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """Dollars a month with nothing to do, line by line, before the levers and for each stage of cdk.json."""
+    columns = at_rest_stages(stages)
+    bills = [{_key(line): line.usd for line in at_rest(stage, inputs, prices, stage.keyspaces_capacity)}
+             for _, stage in columns]
     order: list[str] = []
     for bill in bills:
         order += [key for key in bill if key not in order]
     rows = [[key, *(_money(bill.get(key, 0.0)) for bill in bills)] for key in order]
     rows.append([f"total a month ({DAYS} days)", *(_money(sum(bill.values())) for bill in bills)])
-    return Table(name="at-rest", title="Dollars a month with nothing to do", header=["line", *(n for n, _ in stages)],
+    return Table(name="at-rest", title="Dollars a month with nothing to do", header=["line", *(n for n, _ in columns)],
                  rows=rows, bold_from=len(rows) - 1)
 
 
@@ -154,9 +165,54 @@ def lines_table(lines: list[Line], executions_per_day: float) -> Table:
                  bold_from=len(rows) - 1)
 
 
-def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> list[Table]:
+def kafka_table(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """The Kafka choice by cost at each load: MSK Serverless against the fewest provisioned brokers that carry it."""
+    rows = []
+    for executions, label in (((0.0, "at rest"), *LOADS)):
+        for production in (False, True):
+            options = kafka_options(sized_for(config, max(executions, 1.0)), inputs, prices, executions,
+                                    production=production)
+            (_, serverless), (brokers, provisioned) = options["serverless"], options["provisioned"]
+            rows.append([label, "production (no t3)" if production else "any", _money(serverless),
+                         f"{_money(provisioned)} ({brokers})",
+                         "provisioned" if provisioned < serverless else "MSK Serverless"])
+    return Table(name="kafka", title="Kafka a month by load (cluster, partitions, data)",
+                 header=["load", "brokers", "MSK Serverless", "provisioned brokers", "cheaper"], rows=rows)
+
+
+def _month(stage: StageConfig, inputs: MeasuredInputs, prices: PriceTable, executions: float,
+           capacity: Capacity) -> float:
+    return per_million(total(monthly_lines(stage, inputs, prices, Load(executions_per_day=executions,
+                                                                       capacity=capacity))), executions)
+
+
+def targets_table(stages: Mapping[str, StageConfig], inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """Issue #33's targets: before the levers, and now (the small tier at 1 M a day, prod at 50 M a day)."""
+    small, prod = stages["small"], stages["prod"]
+
+    def rest(stage: StageConfig) -> float:
+        return total(at_rest(stage, inputs, prices, stage.keyspaces_capacity))
+
+    rows = [
+        ["per million at 50 M/day, provisioned capacity", _money(_month(BEFORE, inputs, prices, 50e6, "provisioned")),
+         _money(_month(prod, inputs, prices, 50e6, "provisioned")), "≤ $1.50"],
+        ["per million at 50 M/day, on-demand", _money(_month(BEFORE, inputs, prices, 50e6, "on-demand")),
+         _money(_month(prod.model_copy(update={"keyspaces_capacity": "on-demand"}), inputs, prices, 50e6,
+                       "on-demand")), "≤ $2.50"],
+        ["per million at 1 M/day (small tier, on-demand)", _money(_month(BEFORE, inputs, prices, 1e6, "on-demand")),
+         _money(_month(small, inputs, prices, 1e6, "on-demand")), "≤ $10"],
+        ["a month at zero load, small tier", _money(rest(BEFORE)), _money(rest(small)), "≤ $150"],
+        ["a month at zero load, prod", _money(rest(BEFORE)), _money(rest(prod)), "≤ $400"],
+    ]
+    return Table(name="targets", title="Issue #33's targets, before the deployment levers and now",
+                 header=["figure", "before the levers", "now", "target"], rows=rows)
+
+
+def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
+               stages: Mapping[str, StageConfig]) -> list[Table]:
     return [prices_table(prices), per_million_table(config, inputs, prices), capacity_table(config, inputs),
-            at_rest_table(config, inputs, prices)]
+            at_rest_table(stages, inputs, prices), kafka_table(config, inputs, prices),
+            targets_table(stages, inputs, prices)]
 
 
 _BLOCK = re.compile(r"(<!-- cost:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- cost:end -->)", re.DOTALL)

@@ -3,6 +3,7 @@
 - ``context``: every key with its default and meaning (``CONTEXT_DEFAULTS``), and ``-c`` values read as JSON
 - ``deployment``: ``DeploymentConfig``, the model that checks a stage's options once
 - ``runtime``: the options the functions read too, checked by the runtime's ``Settings``
+- ``levers``: the cost levers: a stage sized from ``expected_executions_per_day``, and what it pays for at rest
 - ``stages``, ``tenancy``, ``parts``, ``types``: a stage's placement, the rules about tenants, composite values,
   and the field types with the reasons they give
 """
@@ -15,7 +16,6 @@ from infra.config.deployment import (
     ARCHITECTURES,
     CLOUDFRONT_CERTIFICATE_REGION,
     LOG_RETENTION_DAYS,
-    MAX_SEGMENTS,
     UNRESERVED_STAGES,
     UNWATCHED_STAGES,
     WAF_LIMITS,
@@ -24,6 +24,15 @@ from infra.config.deployment import (
     scan_concurrency,
 )
 from infra.config.errors import ConfigError
+from infra.config.levers import (
+    MAX_SEGMENTS,
+    PITR_TABLES,
+    RESULTS_PER_PARTITION_S,
+    XRAY_MODES,
+    busy_minute_rate,
+    partitions_for,
+    segments_for,
+)
 from infra.config.parts import (
     STORAGE_GIB,
     ZONE_IDS,
@@ -38,8 +47,9 @@ from infra.config.tenancy import OPEN_ACCOUNT_STAGES, is_account, tenant_spread
 
 __all__ = [
     "API_AUTH", "ARCHITECTURES", "CLOUDFRONT_CERTIFICATE_REGION", "CONTEXT_DEFAULTS", "LOG_RETENTION_DAYS",
-    "MAX_SEGMENTS", "OPEN_ACCOUNT_STAGES", "PROTECTED_STAGES", "STORAGE_GIB", "UNRESERVED_STAGES", "UNWATCHED_STAGES",
-    "WAF_LIMITS", "WAF_WINDOW_SECONDS", "ZONE_IDS", "ConfigError", "CustomDomain", "DeploymentConfig",
-    "ExistingCassandra", "KafkaClientVpc", "ProvisionedKafka", "cli_context", "is_account", "is_zone_id",
-    "read_context", "scan_concurrency", "stack_name_of", "stage_region", "tenant_spread",
+    "MAX_SEGMENTS", "OPEN_ACCOUNT_STAGES", "PITR_TABLES", "PROTECTED_STAGES", "RESULTS_PER_PARTITION_S",
+    "STORAGE_GIB", "UNRESERVED_STAGES", "UNWATCHED_STAGES", "WAF_LIMITS", "WAF_WINDOW_SECONDS", "XRAY_MODES",
+    "ZONE_IDS", "ConfigError", "CustomDomain", "DeploymentConfig", "ExistingCassandra", "KafkaClientVpc",
+    "ProvisionedKafka", "busy_minute_rate", "cli_context", "is_account", "is_zone_id", "partitions_for",
+    "read_context", "scan_concurrency", "segments_for", "stack_name_of", "stage_region", "tenant_spread",
 ]

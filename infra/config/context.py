@@ -26,10 +26,16 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # protected stage (prod always is) must pin both and gets termination and deletion protection. A stage
     # not listed deploys where the credentials point, unprotected, with the keys above.
     # prod's account, region, alarm_email and api_principals are left to fill in before its first deploy.
-    "stages": {"prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
-                        "api_principals": []}},
-    # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function).
-    "segments": 16,
+    # small: the small tier (docs/scaling.md, "The small tier"), its alarm_email and api_principals likewise.
+    "stages": {"small": {"alarm_email": None, "api_principals": [], "expected_executions_per_day": 1_000_000,
+                         "kafka_provisioned": {"instance_type": "kafka.t3.small", "brokers_per_zone": 1},
+                         "endpoint_zones": 1, "xray_tracing": "off"},
+               "prod": {"account": None, "region": None, "protected": True, "alarm_email": None,
+                        "api_principals": [], "expected_executions_per_day": 50_000_000,
+                        "kafka_provisioned": {"instance_type": "kafka.m7g.large", "brokers_per_zone": 1}}},
+    # Segments: parallel scans per minute (JOBRUNNER_SEGMENTS of every function). "auto": sized from
+    # expected_executions_per_day (infra.config.levers.segments_for), 16 when that is null.
+    "segments": "auto",
     # Lambda CPU architecture of every function and of the dependency layer: arm64 or x86_64.
     "lambda_architecture": "arm64",
     # API authorization: "iam" (SigV4) or "cognito" (a user pool is created; tenant = the user's sub).
@@ -83,8 +89,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "tenant_limits": {"*": {"submissions_per_second": 25, "jobs_held": 100_000}},
     # Tenants that may read the operator view GET /segments (JOBRUNNER_OPERATORS).
     "operators": [],
-    # Partitions of each topic the app creates (MSK Serverless bills per partition-hour).
-    "kafka_partitions": 3,
+    # Partitions of each topic the app creates (MSK Serverless bills per partition-hour). "auto": sized from
+    # expected_executions_per_day (infra.config.levers.partitions_for), 3 when that is null.
+    "kafka_partitions": "auto",
     # Reserved concurrency of the scan function: "auto" (none for stage dev, whose account may have a
     # concurrency quota of 10; else 2 x segments + headroom), a number, or 0 (none).
     "scan_reserved_concurrency": "auto",
@@ -128,6 +135,25 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "dependency_layer_dir": None,
     # Where synth caches the built layers (git-ignored).
     "build_cache_dir": ".local/cdk",
+    # Cost levers (issue #33; docs/scaling.md, "Cost levers"), checked by DeploymentConfig (infra.config.levers).
+    # Executions a day the stage is sized for: segments and kafka_partitions "auto" derive from it; null: unknown.
+    "expected_executions_per_day": None,
+    # The results trigger's provisioned pollers (at most one per partition): "auto" (none when one on-demand poller
+    # keeps up with the stage's busy minute, else kafka_partitions), a number, or 0 (on-demand mode: nothing billed
+    # at rest, but no bounded retries: a batch that keeps failing holds its partition until it succeeds).
+    "results_pollers": "auto",
+    # Share of the results function's invocations that log at INFO (its line per execution); the others log
+    # warnings and errors only. 1: every invocation (as before issue #33).
+    "results_log_sample_rate": 0.01,
+    # X-Ray: "active" (every function), "sampled" (the tick and the reconciler actively; the scan, results and API
+    # functions only when their caller's trace is sampled), or "off" (no tracing and no X-Ray endpoint).
+    "xray_tracing": "sampled",
+    # Keyspaces tables with point-in-time recovery: "auto" (those whose rows cannot be rebuilt) or a list of names.
+    "point_in_time_recovery": "auto",
+    # Keyspaces capacity: "auto" (provisioned with auto scaling on a protected stage that sets
+    # expected_executions_per_day, else on-demand), "on-demand" or "provisioned" (sized from
+    # expected_executions_per_day, which it needs).
+    "keyspaces_capacity": "auto",
 }
 
 
@@ -142,7 +168,7 @@ def parse(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if text in ("true", "false", "null") or text[:1] in "[{" or re.fullmatch(r"-?\d+", text):
+    if text in ("true", "false", "null") or text[:1] in "[{" or re.fullmatch(r"-?\d+(\.\d+)?", text):
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

@@ -7,17 +7,29 @@ Fields are validated in the order declared, so a rule that reads another option 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from infra.config import tenancy
 from infra.config.context import read_context, stack_name_of
 from infra.config.errors import Refusal, refused
+from infra.config.levers import (
+    KEYSPACES_CAPACITY,
+    MAX_PARTITIONS,
+    MAX_SEGMENTS,
+    PITR_TABLES,
+    XRAY_MODES,
+    Sizing,
+    one_poller_keeps_up,
+    sized_partitions,
+    sized_segments,
+)
 from infra.config.parts import CustomDomain, ExistingCassandra, KafkaClientVpc, ProvisionedKafka, zones
 from infra.config.runtime import CASSANDRA, RUNTIME, runtime_settings
 from infra.config.stages import stage_values
-from infra.config.types import Flag, OptionalText, Text, a_match, a_whole, names, one_of, whole
+from infra.config.types import Flag, OptionalText, Text, a_match, a_whole, names, one_of, share, whole
 from jobrunner.config import Settings
 from jobrunner.domain.topics import EVERY_OTHER_TENANT, is_topic_name
 
@@ -34,8 +46,6 @@ LOG_RETENTION_DAYS = {
     1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
     3653: "TEN_YEARS",
 }
-#: Segments one stack runs at most: its scan function reserves about two concurrent scans per segment.
-MAX_SEGMENTS = 1024
 #: Requests per source IP per 5 minutes that "auto" allows: half the stage's throttle over the window, as
 #: ``tenant_limits`` keeps one tenant to half of it.
 WAF_WINDOW_SECONDS = 300
@@ -48,6 +58,8 @@ CLOUDFRONT_CERTIFICATE_REGION = "us-east-1"
 UNRESERVED_STAGES = frozenset({"dev"})
 #: Stages whose alarms may notify nobody: a developer's own stage, watched on its dashboard if at all.
 UNWATCHED_STAGES = frozenset({"dev"})
+#: A keyspace's or a table's name.
+_NAME = r"^[a-z][a-z0-9_]{0,47}$"
 _EMAIL = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 _URL = r"^https://[^\s/#?]+\.[^\s/#?]+(/[^\s#]*)?$"
 
@@ -63,8 +75,9 @@ def scan_concurrency(segments: int) -> int:
     return 2 * segments + max(4, segments // 4)
 
 
-class DeploymentConfig(BaseModel):
-    """A stage's options; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``).
+class DeploymentConfig(Sizing):
+    """A stage's options; build it with ``from_context`` (the defaults live in ``CONTEXT_DEFAULTS``). The options
+    a stage is sized from (``expected_executions_per_day``, ``scan_memory_mb``) come first, from ``Sizing``.
 
     Adding an option: its default and meaning in ``CONTEXT_DEFAULTS`` (and ``cdk.json``, ``docs/deploy.md``), then
     one field here (its type says what it accepts; a ``field_validator`` for a rule that reads other options), or,
@@ -99,9 +112,8 @@ class DeploymentConfig(BaseModel):
     adopt_keyspace: Flag
     #: A stage admitting more than one tenant may leave tenant_topics empty (its tenants then share ``jobs``).
     shared_worker_topics: Flag
-    kafka_partitions: Annotated[int, whole(1, 200)]
+    kafka_partitions: Annotated[int, whole(1, MAX_PARTITIONS)]
     scan_reserved_concurrency: int | None
-    scan_memory_mb: Annotated[int, whole(128, 10_240)]
     reconcile_interval_minutes: Annotated[int, whole(1, 15)]
     alarm_email: str | None
     monthly_budget_usd: int | None
@@ -118,15 +130,28 @@ class DeploymentConfig(BaseModel):
     endpoint_zones: int | None
     dependency_layer_dir: OptionalText
     build_cache_dir: Text
+    # Cost levers (issue #33; infra.config.levers).
+    #: The results trigger's maximum provisioned pollers; 0: on-demand mode (no bounded retries).
+    results_pollers: int
+    #: Share of the results function's invocations that log at INFO.
+    results_log_sample_rate: Annotated[float, share()]
+    xray_tracing: Annotated[str, one_of(*XRAY_MODES)]
+    #: The Keyspaces tables with point-in-time recovery.
+    point_in_time_recovery: Annotated[tuple[str, ...], names("table names", accepts=lambda t: bool(
+        re.match(_NAME, t)))]
+    keyspaces_capacity: Annotated[str, one_of(*KEYSPACES_CAPACITY)]
 
     @classmethod
     def from_context(cls, get: Callable[[str], Any]) -> DeploymentConfig:
         """``get`` is ``node.try_get_context``; keys it doesn't know take their defaults. A value refused raises
         ``ConfigError`` naming the stage, the key and the reason."""
         stage, values = stage_values(read_context(get))
-        settings = runtime_settings(values, stage)
-        options = {key: value for key, value in values.items() if key not in RUNTIME}
         try:
+            sizing = Sizing.model_validate({key: values[key] for key in Sizing.model_fields})
+            # "auto" segments made a number here: they are a runtime setting, which ``Settings`` checks.
+            segments = sized_segments(values["segments"], sizing.expected_executions_per_day, sizing.scan_memory_mb)
+            settings = runtime_settings({**values, "segments": segments}, stage)
+            options = {key: value for key, value in values.items() if key not in RUNTIME}
             return cls.model_validate({**options, "settings": settings})
         except ValidationError as exc:
             raise refused(exc, stage) from None
@@ -230,7 +255,7 @@ class DeploymentConfig(BaseModel):
     def _keyspace(cls, value: Any, info: ValidationInfo) -> Any:
         """null: ``jobrunner_<stage>``."""
         value = value or f"jobrunner_{info.data['stage'].replace('-', '_')}"
-        return a_match(value, r"^[a-z][a-z0-9_]{0,47}$", "1-48 lowercase letters, digits or underscores")
+        return a_match(value, _NAME, "1-48 lowercase letters, digits or underscores")
 
     @field_validator("existing_cassandra", mode="before")
     @classmethod
@@ -250,6 +275,12 @@ class DeploymentConfig(BaseModel):
             raise ValueError("a keyspace to adopt is an Amazon Keyspaces one; with existing_cassandra the stack "
                              "creates no keyspace anyway")
         return value
+
+    @field_validator("kafka_partitions", mode="before")
+    @classmethod
+    def _partitions(cls, value: Any, info: ValidationInfo) -> Any:
+        """"auto": sized from ``expected_executions_per_day`` (``levers.sized_partitions``); or a number."""
+        return sized_partitions(value, info.data.get("expected_executions_per_day"))
 
     @field_validator("scan_reserved_concurrency", mode="before")
     @classmethod
@@ -336,6 +367,37 @@ class DeploymentConfig(BaseModel):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
             raise ValueError(f"expected null (every zone) or an integer in [1, {count}] (the VPC's zones), "
                              f"got {value!r}")
+        return value
+
+    @field_validator("results_pollers", mode="before")
+    @classmethod
+    def _pollers(cls, value: Any, info: ValidationInfo) -> int:
+        """"auto": none (on-demand mode) when one poller keeps up with the stage's busy minute, else one per
+        partition; or a number, at most ``kafka_partitions``."""
+        partitions = info.data.get("kafka_partitions", MAX_PARTITIONS)
+        if value == "auto":
+            return 0 if one_poller_keeps_up(info.data.get("expected_executions_per_day")) else partitions
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= partitions:
+            raise ValueError(f"expected \"auto\", 0 (on-demand) or at most kafka_partitions ({partitions}) "
+                             f"provisioned pollers, got {value!r}")
+        return value
+
+    @field_validator("point_in_time_recovery", mode="before")
+    @classmethod
+    def _pitr(cls, value: Any) -> Any:
+        """"auto": the tables nothing rebuilds (``levers.PITR_TABLES``); or a list of table names."""
+        return PITR_TABLES if value == "auto" else value
+
+    @field_validator("keyspaces_capacity", mode="before")
+    @classmethod
+    def _capacity(cls, value: Any, info: ValidationInfo) -> Any:
+        """"auto": provisioned on a protected stage that says its rate, else on-demand; provisioned capacity is
+        sized from ``expected_executions_per_day``, which it needs."""
+        expected = info.data.get("expected_executions_per_day")
+        if value == "auto":
+            return "provisioned" if info.data["protected"] and expected is not None else "on-demand"
+        if value == "provisioned" and expected is None:
+            raise ValueError("provisioned capacity is sized from expected_executions_per_day; set it too")
         return value
 
     @model_validator(mode="after")

@@ -27,6 +27,15 @@ def whole(low: int, high: int) -> BeforeValidator:
     return BeforeValidator(lambda value: a_whole(value, low, high))
 
 
+def share() -> BeforeValidator:
+    """A share in [0, 1] (an integer or a decimal; ``true`` is no share here): ``Annotated[float, share()]``."""
+    def check(value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ValueError(f"expected a share in [0, 1], got {value!r}")
+        return float(value)
+    return BeforeValidator(check)
+
+
 def _flag(value: object) -> object:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")

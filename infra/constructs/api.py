@@ -82,8 +82,10 @@ class Api(Construct):
         deletion_protection: bool = False,
         principals: Sequence[str] = (),
         domain: CustomDomain | None = None,
+        tracing: bool = True,
     ) -> None:
-        """``principals``: account IDs and IAM ARNs admitted with ``auth="iam"`` (empty: the deploying account)."""
+        """``principals``: account IDs and IAM ARNs admitted with ``auth="iam"`` (empty: the deploying account);
+        ``tracing``: X-Ray on the stage (its sampled requests are traced through the function too)."""
         super().__init__(scope, construct_id)
         if auth not in ("iam", "cognito"):
             raise ValueError(f"auth must be iam or cognito, not {auth!r}")
@@ -114,7 +116,7 @@ class Api(Construct):
                 logging_level=apigw.MethodLoggingLevel.ERROR,
                 data_trace_enabled=False,
                 metrics_enabled=True,
-                tracing_enabled=True,
+                tracing_enabled=tracing,
                 method_options={f"{path}/GET": apigw.MethodDeploymentOptions(
                     throttling_rate_limit=rate, throttling_burst_limit=burst,
                 ) for path, (rate, burst) in PUBLIC_THROTTLE.items()},

@@ -2,8 +2,8 @@
 
 Each function gets its own log group (with retention) and its own role whose inline policy allows
 exactly: writing to that log group, and, in the VPC, managing its network interfaces. Everything
-else is granted by the stack. Runtime, handler name (``handler.handler``), layers, architecture and
-active tracing are common to all.
+else is granted by the stack. Runtime, handler name (``handler.handler``), layers and architecture
+are common to all; tracing is the base's (active unless the stack says otherwise).
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class FunctionBase:
     log_retention: logs.RetentionDays
     environment: Mapping[str, str] = field(default_factory=dict)
     network: FunctionNetwork | None = None
+    #: X-Ray: ACTIVE (Lambda samples), PASS_THROUGH (traced only when the caller's trace is sampled), or DISABLED.
+    tracing: lambda_.Tracing = lambda_.Tracing.ACTIVE
 
 
 class JobRunnerFunction(Construct):
@@ -100,7 +102,7 @@ class JobRunnerFunction(Construct):
             timeout=timeout,
             role=self.role,
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=base.tracing,
             environment={**base.environment, **(environment or {})},
             reserved_concurrent_executions=reserved_concurrency,
             vpc=network.vpc if network else None,
@@ -111,8 +113,11 @@ class JobRunnerFunction(Construct):
             "AwsSolutions-L1": "python3.13, not the newest runtime: the layers' wheels and bytecode are built for "
                                "3.13 by a 3.13 interpreter of the project's toolchain, and the runtime tests run "
                                "on it; 3.14 needs the same toolchain first (docs/deploy.md, Runtime).",
-            "AwsSolutions-IAM5[Resource::*]": "X-Ray's PutTraceSegments/PutTelemetryRecords take no resource ARN"
-                                              + (", nor do the ec2 network-interface actions Lambda needs in a VPC"
-                                                 if network else "") + ".",
         }
+        # The actions without a resource ARN: X-Ray's (a traced function) and the ec2 network-interface ones (in a VPC).
+        wildcards = ([] if base.tracing == lambda_.Tracing.DISABLED
+                     else ["X-Ray's PutTraceSegments/PutTelemetryRecords"]) + (
+            ["the ec2 network-interface actions Lambda needs in a VPC"] if network else [])
+        if wildcards:
+            findings["AwsSolutions-IAM5[Resource::*]"] = " and ".join(wildcards) + " take no resource ARN."
         acknowledge(self, findings)

@@ -10,12 +10,15 @@ A batch that keeps failing must not stall its partition: the mapping retries it 
 times, splitting it on each error to isolate a poison record, and then hands the failed records'
 coordinates (topic, partition, offsets) to an SQS queue and moves on. Bounded retries need the
 mapping's provisioned mode (a floor of pollers that is billed while idle). The queue raises an alarm;
-``docs/runbooks.md`` says how to replay from the offsets it holds.
+``docs/runbooks.md`` says how to replay from the offsets it holds. With ``max_pollers`` 0 the mapping is in
+on-demand mode (nothing billed at rest; issue #33's small tier): Lambda's Kafka error handling controls are
+provisioned-mode only, so a batch that keeps failing is retried until it succeeds and its partition waits
+(the ``ResultsOffsetLag`` alarm says so).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
@@ -73,6 +76,14 @@ class Results(Construct):
         # A plain mapping rather than ManagedKafkaEventSource, which attaches the AWS managed policy
         # AWSLambdaMSKExecutionRole (kafka and ec2 actions on every resource); the stack grants the
         # kafka-cluster actions on this cluster, topic and group instead.
+        bounded: dict[str, Any] = {}
+        if max_pollers:
+            bounded = {
+                "retry_attempts": RETRY_ATTEMPTS, "bisect_batch_on_error": True, "max_record_age": MAX_RECORD_AGE,
+                "on_failure": event_sources.SqsDlq(self.failed_batches),
+                "provisioned_poller_config": lambda_.ProvisionedPollerConfig(minimum_pollers=1,
+                                                                             maximum_pollers=max_pollers),
+            }
         self.event_source = lambda_.EventSourceMapping(
             self, "JobResults",
             target=self.function,
@@ -82,9 +93,5 @@ class Results(Construct):
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
             batch_size=batch_size,
             max_batching_window=Duration.seconds(1),
-            retry_attempts=RETRY_ATTEMPTS,
-            bisect_batch_on_error=True,
-            max_record_age=MAX_RECORD_AGE,
-            on_failure=event_sources.SqsDlq(self.failed_batches),
-            provisioned_poller_config=lambda_.ProvisionedPollerConfig(minimum_pollers=1, maximum_pollers=max_pollers),
+            **bounded,
         )

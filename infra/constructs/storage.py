@@ -1,8 +1,9 @@
 """Amazon Keyspaces: the keyspace and one table per ``CREATE TABLE`` of ``cql/``
 (see ``cql.schema``).
 
-Tables are on-demand, with point-in-time recovery, encrypted with an AWS-owned key (Keyspaces'
-default). Column names, types, key order and clustering order come from the parsed schema only.
+Tables are on-demand, or provisioned with auto scaling (``capacity``, sized by ``provisioned_capacity``), with
+point-in-time recovery on the tables ``pitr_tables`` names (default: every table), encrypted with an AWS-owned
+key (Keyspaces' default). Column names, types, key order and clustering order come from the parsed schema only.
 
 An adopted keyspace (``adopt``: one an earlier stack left behind, its name being fixed) is neither created nor
 are its tables: the stack only grants access to them by name, and ``python -m cql.migrate`` keeps them in step
@@ -11,6 +12,8 @@ with ``cql/`` (``make preflight`` checks that every table is there).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_cdk import Aws, RemovalPolicy
@@ -21,7 +24,7 @@ from constructs import Construct
 from infra.constructs.nag import acknowledge
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from cql.schema import TableSpec
 
@@ -40,6 +43,67 @@ def keyspaces_default_ttl(spec: TableSpec) -> int | None:
     return spec.default_time_to_live
 
 
+@dataclass(frozen=True)
+class TableCapacity:
+    """A provisioned table's auto scaling range, in capacity units a second (reads, writes)."""
+
+    read_min: int
+    read_max: int
+    write_min: int
+    write_max: int
+
+
+#: Auto scaling keeps each table's consumed capacity near this share of what is provisioned.
+TARGET_UTILISATION = 70.0
+#: Capacity units per execution by table (reads, writes), at the documented mix (half one-time, half recurring;
+#: docs/scaling.md section 4): the history's RUNNING record and outcome and the results' read of it; each
+#: execution's next run or a one-time job's first run and the scan's pages; the scan's and the results' job reads
+#: and a one-time job's row; its change-log entry. Calendars and idempotency keys see a few calls per submit.
+UNITS_PER_EXECUTION: dict[str, tuple[float, float]] = {
+    "task_history_v2": (1.0, 2.0), "task_schedule_v2": (0.5, 1.0), "job_table_v2": (2.0, 0.5),
+    "job_changes": (0.0, 0.5), "job_idempotency": (0.01, 0.01), "calendars": (0.01, 0.0),
+}
+#: A busy minute (all of it due at its first second, out within 15 s) over the mean rate: 86,400 / (1,440 x 15).
+BUSY_OVER_MEAN = 4.0
+#: Auto scaling's floor, as a share of the mean rate's capacity: a steady stage sits near the mean, and an idle
+#: one pays a tenth of it (a load returning after a lull meets Keyspaces' burst capacity, then the scaling).
+FLOOR_SHARE = 0.1
+
+
+def provisioned_capacity(tables: Sequence[str], executions_per_day: int) -> dict[str, TableCapacity]:
+    """Each table's range: from a tenth of its mean rate at the target utilisation up to a busy minute's rate."""
+    mean = executions_per_day / 86_400
+    out = {}
+    for name in tables:
+        reads, writes = UNITS_PER_EXECUTION.get(name, (0.01, 0.01))
+        low_r, low_w = (max(1, math.ceil(FLOOR_SHARE * mean * u * 100 / TARGET_UTILISATION)) for u in (reads, writes))
+        out[name] = TableCapacity(read_min=low_r, read_max=max(low_r, math.ceil(mean * reads * BUSY_OVER_MEAN)),
+                                  write_min=low_w, write_max=max(low_w, math.ceil(mean * writes * BUSY_OVER_MEAN)))
+    return out
+
+
+def _auto_scaling(low: int, high: int) -> cassandra.CfnTable.AutoScalingSettingProperty:
+    return cassandra.CfnTable.AutoScalingSettingProperty(
+        auto_scaling_disabled=False, minimum_units=low, maximum_units=high,
+        scaling_policy=cassandra.CfnTable.ScalingPolicyProperty(
+            target_tracking_scaling_policy_configuration=cassandra.CfnTable.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=TARGET_UTILISATION)))
+
+
+def _billing(capacity: TableCapacity | None) -> dict[str, object]:
+    """The table's billing properties: on-demand, or provisioned at its floor with auto scaling above it."""
+    if capacity is None:
+        return {"billing_mode": cassandra.CfnTable.BillingModeProperty(mode="ON_DEMAND")}
+    return {
+        "billing_mode": cassandra.CfnTable.BillingModeProperty(
+            mode="PROVISIONED", provisioned_throughput=cassandra.CfnTable.ProvisionedThroughputProperty(
+                read_capacity_units=capacity.read_min, write_capacity_units=capacity.write_min)),
+        "auto_scaling_specifications": cassandra.CfnTable.AutoScalingSpecificationProperty(
+            read_capacity_auto_scaling=_auto_scaling(capacity.read_min, capacity.read_max),
+            write_capacity_auto_scaling=_auto_scaling(capacity.write_min, capacity.write_max)),
+    }
+
+
 def _column(name: str, cql_type: str) -> cassandra.CfnTable.ColumnProperty:
     return cassandra.CfnTable.ColumnProperty(column_name=name, column_type=cql_type)
 
@@ -54,8 +118,17 @@ class KeyspacesSchema(Construct):
         tables: Sequence[TableSpec],
         removal_policy: RemovalPolicy,
         adopt: bool = False,
+        pitr_tables: Collection[str] | None = None,
+        capacity: Mapping[str, TableCapacity] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        names = {spec.name for spec in tables}
+        unknown = sorted((set(pitr_tables or ()) | set(capacity or {})) - names)
+        if unknown:
+            raise ValueError(f"no such table in cql/: {unknown}")
+        #: None: every table.
+        self.pitr_tables = frozenset(names if pitr_tables is None else pitr_tables)
+        self.capacity = dict(capacity or {})
         self.keyspace_name = keyspace_name
         #: The tables the grants name: the schema's, created here or adopted.
         self.table_names = tuple(spec.name for spec in tables)
@@ -84,8 +157,8 @@ class KeyspacesSchema(Construct):
                     for c, order in spec.clustering
                 ] or None,
                 regular_columns=[_column(c.name, c.type) for c in spec.regular] or None,
-                billing_mode=cassandra.CfnTable.BillingModeProperty(mode="ON_DEMAND"),
-                point_in_time_recovery_enabled=True,
+                point_in_time_recovery_enabled=spec.name in self.pitr_tables,
+                **_billing(self.capacity.get(spec.name)),  # type: ignore[arg-type]
                 default_time_to_live=keyspaces_default_ttl(spec),
                 # Client-side timestamps are left to `python -m cql.migrate` (ALTER TABLE, in place): the property
                 # is create-only here, and a deployed table would be replaced, an update CloudFormation refuses for

@@ -18,6 +18,8 @@ from bench.cost.model import (
     capacity_checks,
     monthly_lines,
     per_million,
+    sized_for,
+    stages_of,
     total,
 )
 from bench.cost.prices import PRICES
@@ -51,10 +53,11 @@ def test_the_docs_tables_are_the_models() -> None:
     # Given docs/scaling.md as committed
     text = DOCS.read_text()
     # When its cost tables are generated again from cdk.json, the inputs and the prices
-    regenerated = render_docs(text, doc_tables(StageConfig.from_cdk_json(CDK_JSON), load(), PRICES))
+    regenerated = render_docs(text, doc_tables(StageConfig.from_cdk_json(CDK_JSON), load(), PRICES,
+                                               stages_of(CDK_JSON)))
     # Then nothing changes (else: `python -m bench.cost --write-docs`)
     assert regenerated == text, "docs/scaling.md's cost tables differ from the model: python -m bench.cost --write-docs"
-    assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest"}
+    assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest", "kafka", "targets"}
 
 
 def test_a_marker_naming_no_table_is_an_error() -> None:
@@ -93,7 +96,7 @@ def test_nothing_to_do_leaves_only_the_lines_paid_at_rest(config: StageConfig, i
 def test_point_in_time_recovery_adds_its_line(config: StageConfig, inputs: MeasuredInputs) -> None:
     load_ = Load(executions_per_day=50e6)
     on = _by_item(monthly_lines(config, inputs, PRICES, load_))
-    off = _by_item(monthly_lines(config.model_copy(update={"pitr": False}), inputs, PRICES, load_))
+    off = _by_item(monthly_lines(config.model_copy(update={"pitr_tables": ()}), inputs, PRICES, load_))
     line = "Keyspaces: point-in-time recovery of the rows that expire"
     assert line in on and line not in off
     assert total(list(on.values())) - total(list(off.values())) == pytest.approx(
@@ -142,8 +145,9 @@ def test_provisioned_capacity_costs_less_than_on_demand_for_a_flat_load(
     assert provisioned < on_demand
 
 
-def test_the_issue_s_today_figures_at_50_m_a_day(config: StageConfig, inputs: MeasuredInputs) -> None:
-    # issue #33: ≈ $5.6 per million on-demand, ≈ $4 provisioned (one-time jobs submitted in batches)
+def test_the_issue_s_today_figures_at_50_m_a_day(inputs: MeasuredInputs) -> None:
+    # issue #33: ≈ $5.6 per million on-demand, ≈ $4 provisioned (one-time jobs submitted in batches), before the levers
+    config = StageConfig()
     on_demand = per_million(total(monthly_lines(config, inputs, PRICES, Load(executions_per_day=50e6))), 50e6)
     provisioned = per_million(total(monthly_lines(
         config, inputs, PRICES, Load(executions_per_day=50e6, capacity="provisioned"))), 50e6)
@@ -182,6 +186,17 @@ def test_the_stage_configuration_is_read_as_the_cdk_app_reads_it(tmp_path: Path)
     bill = _by_item(at_rest(cheap, load(), PRICES))
     assert "MSK Serverless: cluster-hours" not in bill
     assert bill["MSK provisioned: brokers and storage"].usd == pytest.approx(2 * (720 * 0.0456 + 10 * 0.10))
+
+
+def test_a_stage_without_point_in_time_recovery_is_priced_without_it(tmp_path: Path) -> None:
+    # Given a stage that turns point-in-time recovery off on every table
+    cdk = json.loads(CDK_JSON.read_text())
+    cdk["context"]["stages"]["norecovery"] = {"point_in_time_recovery": [], "alarm_email": "ops@example.com"}
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(cdk))
+
+    # Then the model prices no table's recovery (an empty list is not "every table")
+    assert StageConfig.from_cdk_json(path, "norecovery").pitr_tables == ()
 
 
 def test_every_price_and_input_says_where_it_came_from(inputs: MeasuredInputs) -> None:
@@ -272,3 +287,71 @@ def test_make_bench_records_the_inputs_only_for_the_published_report(tmp_path: P
     # the published report's run writes what it measured
     _record_cost_inputs(results, Options(), path)
     assert load(path).idle_scan_seconds_per_partition.value == 9.0
+
+
+# The deployment levers (issue #33): each priced before and after
+
+def test_a_stage_sized_for_its_rate_passes_the_limits_a_busy_minute_meets(inputs: MeasuredInputs) -> None:
+    for executions in (1e6, 50e6, 1e9):
+        sized = sized_for(StageConfig(), executions)
+        for check in capacity_checks(sized, inputs, executions):
+            assert check.capacity_per_second >= check.needed_per_second, (executions, check.limit)
+
+
+def test_one_segment_at_1_m_a_day_cuts_the_scans_sixteenfold(inputs: MeasuredInputs) -> None:
+    before = _by_item(monthly_lines(StageConfig(), inputs, PRICES, Load(executions_per_day=1e6)))
+    after = _by_item(monthly_lines(sized_for(StageConfig(), 1e6), inputs, PRICES, Load(executions_per_day=1e6)))
+    scans = "Lambda: scans: GB-seconds"
+    assert after[scans].usd == pytest.approx(before[scans].usd / 16, rel=0.01)
+
+
+def test_a_results_trigger_without_pollers_pays_nothing_at_rest(inputs: MeasuredInputs) -> None:
+    line = "Lambda: results trigger: provisioned pollers"
+    assert _by_item(at_rest(StageConfig(), inputs, PRICES))[line].usd == pytest.approx(720 * 0.185)
+    assert line not in _by_item(at_rest(StageConfig(results_pollers=0), inputs, PRICES))
+
+
+def test_sampled_logs_and_traces_cost_their_share(inputs: MeasuredInputs) -> None:
+    load_ = Load(executions_per_day=50e6)
+    before = _by_item(monthly_lines(StageConfig(), inputs, PRICES, load_))
+    after = _by_item(monthly_lines(StageConfig(results_log_sample_rate=0.01, xray="sampled"), inputs, PRICES, load_))
+    logs, traces = "CloudWatch Logs: ingestion and storage", "X-Ray: traces"
+    line_usd = 50e6 * DAYS * inputs.results_log_bytes.value / 1e9 * (
+        PRICES.logs_ingested_gb.value + PRICES.logs_stored_gb_month.value)
+    assert before[logs].usd - after[logs].usd == pytest.approx(0.99 * line_usd)
+    assert after[traces].usd < before[traces].usd
+    off = _by_item(at_rest(StageConfig(xray="off", endpoints=5), inputs, PRICES))
+    assert traces not in off
+
+
+def test_point_in_time_recovery_follows_the_tables_named(inputs: MeasuredInputs) -> None:
+    load_ = Load(executions_per_day=50e6)
+    line = "Keyspaces: point-in-time recovery of the rows that expire"
+    history_only = _by_item(monthly_lines(StageConfig(pitr_tables=("task_history_v2",)), inputs, PRICES, load_))
+    both = _by_item(monthly_lines(StageConfig(), inputs, PRICES, load_))
+    assert 0 < history_only[line].usd < both[line].usd
+
+
+def test_provisioned_capacity_bills_its_floor_at_rest(inputs: MeasuredInputs) -> None:
+    stage = StageConfig(keyspaces_capacity="provisioned", expected_executions_per_day=50e6)
+    writes = _by_item(at_rest(stage, inputs, PRICES, "provisioned"))["Keyspaces: writes"]
+    assert writes.at_rest and writes.usd > 0
+    assert "Keyspaces: writes" not in _by_item(at_rest(StageConfig(), inputs, PRICES, "provisioned"))
+
+
+def test_each_stage_of_cdk_json_takes_the_cheaper_kafka_at_its_rate(inputs: MeasuredInputs) -> None:
+    from bench.cost.model import kafka_options
+
+    for name, stage in stages_of(CDK_JSON).items():
+        if stage.expected_executions_per_day is None:
+            continue
+        options = kafka_options(stage, inputs, PRICES, stage.expected_executions_per_day,
+                                production=name == "prod")
+        cheaper = min(options, key=lambda kind: options[kind][1])
+        assert (stage.kafka_brokers is not None) == (cheaper == "provisioned"), name
+
+
+def test_the_small_tier_costs_at_most_150_dollars_a_month_at_rest(inputs: MeasuredInputs) -> None:
+    small = stages_of(CDK_JSON)["small"]
+    assert total(at_rest(small, inputs, PRICES)) <= 150
+    assert per_million(total(monthly_lines(small, inputs, PRICES, Load(executions_per_day=1e6))), 1e6) <= 10

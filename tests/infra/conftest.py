@@ -45,6 +45,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # A cheaper dev stage, set as docs/deploy.md shows: a provisioned MSK cluster, endpoints in one zone.
     "dev-provisioned": {"stages": {"dev": {"segments": 4, "endpoint_zones": 1, "kafka_provisioned": {
         "instance_type": "kafka.t3.small", "brokers_per_zone": 1, "storage_gib": 10}}}},
+    # The small tier of cdk.json (issue #33), its subscriber and callers filled in.
+    "small": {"stage": "small", "stages": {"small": {
+        **json.loads(CDK_JSON.read_text())["context"]["stages"]["small"],
+        "alarm_email": "oncall@example.com", "api_principals": ["arn:aws:iam::123456789012:role/ci"]}}},
     "existing-cassandra": {"existing_cassandra": {
         "contact_points": ["10.1.0.10", "10.1.0.11"], "port": 9042,
         "secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:cassandra-AbCdEf",

@@ -49,4 +49,4 @@ def test_make_synth_reads_cdk_json_and_the_command_lines_context(
     # Then that stage is synthesized with cdk.json's settings, its feature flags included
     assert (tmp_path / "JobRunner-staging.template.json").is_file()
     assert apps[0].node.try_get_context("@aws-cdk/aws-iam:minimizePolicies") is True
-    assert apps[0].node.try_get_context("segments") == 16
+    assert apps[0].node.try_get_context("segments") == "auto"

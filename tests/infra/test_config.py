@@ -195,7 +195,7 @@ def test_a_key_set_both_for_the_stage_and_on_the_command_line_is_refused() -> No
         config(stage="staging", stages=stages, segments="32")
     # The same value, or the default, is no conflict
     assert config(stage="staging", stages=stages, segments="8").segments == 8
-    assert config(stage="staging", stages=stages, segments=16).segments == 8
+    assert config(stage="staging", stages=stages, segments="auto").segments == 8
 
 
 @pytest.mark.parametrize(("stages", "message"), [
@@ -412,7 +412,9 @@ def test_a_malformed_alarm_email_is_refused(value: Any) -> None:
 def test_cdk_json_leaves_prods_subscriber_to_fill_in_like_its_account() -> None:
     prod = json.loads((ROOT / "cdk.json").read_text())["context"]["stages"]["prod"]
 
-    assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None, "api_principals": []}
+    assert prod == {"account": None, "region": None, "protected": True, "alarm_email": None, "api_principals": [],
+                    "expected_executions_per_day": 50_000_000,
+                    "kafka_provisioned": {"instance_type": "kafka.m7g.large", "brokers_per_zone": 1}}
     # Once its account and region are filled in, prod still refuses to synth without a subscriber
     with pytest.raises(ConfigError, match=r"stages\.prod\.alarm_email"):
         DeploymentConfig.from_context({"stage": "prod", "stages": {"prod": {**prod, **PINNED}}}.get)
@@ -593,3 +595,87 @@ def test_a_stage_names_its_stack_and_the_region_stages_pins_it_to() -> None:
         {"stage": "qa", "alarm_email": "qa@example.com", "api_principals": [CI_ROLE]}.get)
     assert config.stack_name == stack_name_of("qa") == "JobRunner-qa"
     assert [stage_region(context, s) for s in ("prod", "qa", "dev")] == ["eu-west-1", None, None]
+
+
+# Cost levers (issue #33)
+
+@pytest.mark.parametrize(("per_day", "segments", "partitions", "pollers"), [
+    (None, 16, 3, 3),  # a stage that does not say its rate keeps the values before issue #33
+    (1_000_000, 1, 3, 0),
+    (10_000_000, 1, 3, 0),
+    (50_000_000, 8, 5, 5),
+    (1_000_000_000, 128, 87, 87),
+])
+def test_segments_partitions_and_pollers_follow_the_expected_rate(
+        per_day: int | None, segments: int, partitions: int, pollers: int) -> None:
+    sized = config(expected_executions_per_day=per_day)
+
+    assert (sized.segments, sized.kafka_partitions, sized.results_pollers) == (segments, partitions, pollers)
+
+
+@pytest.mark.parametrize("per_day", [0, -5, True, "many", 1.5, 100_000_000_001])
+def test_an_expected_rate_that_is_no_whole_number_of_executions_is_refused_before_it_sizes_anything(
+        per_day: Any) -> None:
+    # The refusal names the option, not the segments "auto" would have sized from it
+    with pytest.raises(ConfigError, match=r"^stage dev: expected_executions_per_day: expected an integer") as caught:
+        config(expected_executions_per_day=per_day)
+    assert "segments" not in str(caught.value)
+
+
+def test_segments_sized_from_the_rate_are_what_the_functions_read() -> None:
+    sized = config(expected_executions_per_day=50_000_000, scan_memory_mb=1769)
+
+    # A whole vCPU publishes more a scan: fewer segments than at 512 MB, handed to the functions as a number
+    assert (sized.segments, config(expected_executions_per_day=50_000_000).segments) == (2, 8)
+    assert sized.settings.segments == 2
+    with pytest.raises(ConfigError, match=r"scan_memory_mb"):
+        config(expected_executions_per_day=50_000_000, scan_memory_mb=64)
+
+
+def test_segments_and_partitions_given_explicitly_win_over_the_expected_rate() -> None:
+    sized = config(expected_executions_per_day="1000000", segments="4", kafka_partitions="6", results_pollers="2")
+
+    assert (sized.segments, sized.kafka_partitions, sized.results_pollers) == (4, 6, 2)
+    with pytest.raises(ConfigError, match="results_pollers"):
+        config(kafka_partitions=3, results_pollers=4)
+
+
+def test_point_in_time_recovery_covers_the_tables_nothing_rebuilds() -> None:
+    assert config().point_in_time_recovery == ("job_table_v2", "calendars", "task_history_v2", "job_changes")
+    assert config(point_in_time_recovery='["job_table_v2"]').point_in_time_recovery == ("job_table_v2",)
+    with pytest.raises(ConfigError, match="point_in_time_recovery"):
+        config(point_in_time_recovery="everything!")
+
+
+def test_a_protected_stage_that_says_its_rate_gets_provisioned_capacity() -> None:
+    prod = {"prod": {**PINNED, "expected_executions_per_day": 50_000_000}}
+
+    assert config(stage="prod", stages=prod).keyspaces_capacity == "provisioned"
+    assert config(stage="prod", stages={"prod": PINNED}).keyspaces_capacity == "on-demand"  # no rate to size for
+    assert config(expected_executions_per_day=50_000_000).keyspaces_capacity == "on-demand"  # dev
+    chosen = config(keyspaces_capacity="provisioned", expected_executions_per_day=1000)
+    assert chosen.keyspaces_capacity == "provisioned"
+    with pytest.raises(ConfigError, match="expected_executions_per_day"):
+        config(keyspaces_capacity="provisioned")
+
+
+def test_logs_and_traces_are_sampled_by_default() -> None:
+    assert (config().results_log_sample_rate, config().xray_tracing) == (0.01, "sampled")
+    assert config(results_log_sample_rate="1").results_log_sample_rate == 1.0
+    assert config(results_log_sample_rate="0.05").results_log_sample_rate == 0.05
+    for key, value in (("results_log_sample_rate", 2), ("xray_tracing", "some")):
+        with pytest.raises(ConfigError, match=key):
+            config(**{key: value})
+
+
+def test_the_small_tier_is_a_stage_of_cdk_json() -> None:
+    from infra.config import ProvisionedKafka, cli_context
+
+    context = cli_context(ROOT / "cdk.json", ["-c", "stage=small"])
+    # Given its subscriber and callers filled in, as for prod
+    context["stages"]["small"].update(alarm_email="oncall@example.com", api_principals=[CI_ROLE])
+    small = config(**{k: v for k, v in context.items() if not k.startswith("@")})
+
+    assert (small.segments, small.kafka_partitions, small.results_pollers) == (1, 3, 0)
+    assert small.kafka_provisioned == ProvisionedKafka(instance_type="kafka.t3.small", brokers_per_zone=1)
+    assert (small.endpoint_zones, small.xray_tracing, small.keyspaces_capacity) == (1, "off", "on-demand")

@@ -534,3 +534,42 @@ def test_a_stage_on_its_own_domains_says_where_their_records_point(synth: Callab
     # And the dashboard's address (and the runbooks the alarms link) is the domain's
     assert outputs["DashboardUrl"]["Value"] == "https://jobs.example.com/ui"
     assert "ApiDomainTarget" not in synth("default").template["Outputs"]
+
+
+# Cost levers (issue #33)
+
+def test_busy_functions_trace_when_their_caller_does_and_the_results_sample_their_logs(
+        default_app: Synthesized) -> None:
+    functions = _functions(default_app)
+    # the tick and the reconciler, a few invocations a minute, trace actively; the scan, results and API functions
+    # trace a request only when its caller's trace is sampled
+    assert {unit: f["TracingConfig"]["Mode"] for unit, f in functions.items()} == {
+        "Api": "PassThrough", "Scan": "PassThrough", "Results": "PassThrough", "Tick": "Active",
+        "Reconcile": "Active"}
+    # the results function logs its line per execution in 1 % of its invocations, warnings and errors in all
+    variables = functions["Results"]["Environment"]["Variables"]
+    assert (variables["POWERTOOLS_LOG_LEVEL"], variables["POWERTOOLS_LOGGER_SAMPLE_RATE"]) == ("WARNING", "0.01")
+    assert "POWERTOOLS_LOG_LEVEL" not in functions["Api"]["Environment"]["Variables"]
+    # point-in-time recovery on the tables nothing rebuilds, not on the schedule (an index) or the idempotency keys
+    pitr = {t["Properties"]["TableName"]: t["Properties"]["PointInTimeRecoveryEnabled"]
+            for t in default_app.resources("AWS::Cassandra::Table").values()}
+    assert pitr == {"job_table_v2": True, "calendars": True, "task_history_v2": True, "job_changes": True,
+                    "task_schedule_v2": False, "job_idempotency": False}
+
+
+def test_the_small_tier_pays_nothing_it_can_leave_at_rest(synth: Callable[[str], Synthesized]) -> None:
+    small = synth("small")
+    assert small.error is None, small.error
+    env = _functions(small)["Scan"]["Environment"]["Variables"]
+    # one segment, three partitions, no provisioned pollers (on-demand mode), no tracing and no X-Ray endpoint
+    assert env["JOBRUNNER_SEGMENTS"] == "1"
+    (mapping,) = small.resources("AWS::Lambda::EventSourceMapping").values()
+    assert "ProvisionedPollerConfig" not in mapping["Properties"]
+    assert [f["TracingConfig"] for f in _functions(small).values() if "TracingConfig" in f] == []
+    assert env["POWERTOOLS_TRACE_DISABLED"] == "true"
+    assert "xray" not in _endpoint_services(small)
+    # a provisioned Kafka cluster of two kafka.t3.small brokers; on-demand Keyspaces
+    (cluster,) = small.resources("AWS::MSK::Cluster").values()
+    assert cluster["Properties"]["NumberOfBrokerNodes"] == 2
+    assert {t["Properties"]["BillingMode"]["Mode"] for t in small.resources("AWS::Cassandra::Table").values()} == {
+        "ON_DEMAND"}

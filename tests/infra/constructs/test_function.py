@@ -62,3 +62,14 @@ def test_in_vpc_needs_a_network(stack: cdk.Stack, base: FunctionBase, code: Path
 
     with pytest.raises(ValueError, match="no network"):
         _function(stack, bare, code, in_vpc=True)
+
+
+def test_tracing_is_the_bases(stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+    import dataclasses
+
+    from aws_cdk import aws_lambda as lambda_
+
+    JobRunnerFunction(stack, "Busy", base=dataclasses.replace(base, tracing=lambda_.Tracing.PASS_THROUGH), code=code,
+                      description="busy", memory_size=128, timeout=Duration.seconds(3), in_vpc=True)
+    Template.from_stack(stack).has_resource_properties("AWS::Lambda::Function", {
+        "TracingConfig": {"Mode": "PassThrough"}})

@@ -52,3 +52,16 @@ def test_a_failing_batch_cannot_stall_its_partition(stack: cdk.Stack, base: Func
     sends = [s for p in template.find_resources("AWS::IAM::Policy").values()
              for s in p["Properties"]["PolicyDocument"]["Statement"] if "sqs:SendMessage" in str(s["Action"])]
     assert sends and all(s["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]} for s in sends)
+
+
+def test_no_provisioned_pollers_is_on_demand_mode_without_bounded_retries(
+        stack: cdk.Stack, base: FunctionBase, code: Path) -> None:
+    # Given a trigger with no provisioned pollers (the small tier: nothing billed at rest)
+    Results(stack, "Results", base=base, code=code, cluster_arn=CLUSTER, consumer_group="g", max_pollers=0)
+    mapping = next(iter(Template.from_stack(stack).find_resources("AWS::Lambda::EventSourceMapping").values()))
+    # Then the mapping is in on-demand mode, and Lambda's Kafka error handling (provisioned-mode only) is not asked for
+    properties = mapping["Properties"]
+    for absent in ("ProvisionedPollerConfig", "MaximumRetryAttempts", "BisectBatchOnFunctionError",
+                   "MaximumRecordAgeInSeconds", "DestinationConfig"):
+        assert absent not in properties, absent
+    assert properties["Topics"] == ["job-results"]

@@ -114,3 +114,46 @@ def test_a_stage_adopting_its_keyspace_deploys_everything_else(stack_template: C
                and r["Properties"].get("FunctionName") == "jobrunner-dev-scan"]
     assert scan["Properties"]["Environment"]["Variables"]["CASSANDRA_KEYSPACE"] == "jobrunner_dev"
     assert template["Outputs"]["KeyspaceName"]["Value"] == "jobrunner_dev"
+
+
+def test_point_in_time_recovery_only_on_the_tables_named(stack: cdk.Stack) -> None:
+    KeyspacesSchema(stack, "Ks", keyspace_name="jr", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN,
+                    pitr_tables=["a"])
+    template = Template.from_stack(stack)
+
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "a", "PointInTimeRecoveryEnabled": True})
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "b", "PointInTimeRecoveryEnabled": False})
+
+
+def test_provisioned_tables_scale_between_the_mean_rate_and_a_busy_minute(stack: cdk.Stack) -> None:
+    from infra.constructs.storage import TableCapacity, provisioned_capacity
+
+    # Given 50 M executions a day: ≈ 579 a second, two history writes each
+    history = provisioned_capacity(["task_history_v2"], 50_000_000)["task_history_v2"]
+    assert history == TableCapacity(read_min=83, read_max=2315, write_min=166, write_max=4630)
+    # When a table is provisioned with it
+    KeyspacesSchema(stack, "Ks", keyspace_name="jr", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN,
+                    capacity={"a": history})
+    template = Template.from_stack(stack)
+    # Then it starts at a tenth of the mean rate and auto scales (70 % utilisation) up to the busy minute; the other
+    # table stays on-demand
+    scaling = {"AutoScalingDisabled": False, "ScalingPolicy": {
+        "TargetTrackingScalingPolicyConfiguration": {"TargetValue": 70}}}
+    template.has_resource_properties("AWS::Cassandra::Table", {
+        "TableName": "a",
+        "BillingMode": {"Mode": "PROVISIONED",
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 83, "WriteCapacityUnits": 166}},
+        "AutoScalingSpecifications": {
+            "ReadCapacityAutoScaling": {**scaling, "MinimumUnits": 83, "MaximumUnits": 2315},
+            "WriteCapacityAutoScaling": {**scaling, "MinimumUnits": 166, "MaximumUnits": 4630}},
+    })
+    template.has_resource_properties("AWS::Cassandra::Table", {"TableName": "b", "BillingMode": {"Mode": "ON_DEMAND"},
+                                                               "AutoScalingSpecifications": Match.absent()})
+
+
+def test_a_table_not_in_the_schema_is_refused(stack: cdk.Stack) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="no such table"):
+        KeyspacesSchema(stack, "Ks", keyspace_name="jr", tables=SCHEMA, removal_policy=RemovalPolicy.RETAIN,
+                        pitr_tables=["c"])
