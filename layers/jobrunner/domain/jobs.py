@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 
-
 class JobState(StrEnum):
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
