@@ -38,11 +38,11 @@ from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.session import connect
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPolicy, Trigger, execution_id_for
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger, execution_id_for
 from jobrunner.domain.orphans import Scanned
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import At, Every
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.domain.time import MINUTE, minute_bucket, to_epoch_ms
 from jobrunner.ports import Outcome
 from jobrunner.services.jobs import NoChangeLog

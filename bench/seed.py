@@ -90,7 +90,7 @@ def seed(session: Any, spec: SeedSpec, want_keys: bool = False) -> dict[str, Any
     pairs = generate(spec)
     seconds = insert(session, pairs)
     per_segment = Counter(row.segment for _, row in pairs)
-    recurring = sum(1 for job, _ in pairs if job.schedule.recurring)
+    recurring = sum(1 for job, _ in pairs if job.spec.schedule.recurring)
     result: dict[str, Any] = {"count": len(pairs), "seconds": seconds, "per_segment": dict(per_segment),
                               "recurring": recurring}
     if want_keys:

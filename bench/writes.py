@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from bench.instruments import CountingSession
 from bench.seed import SeedSpec, generate, insert
 from bench.worker_pool import split
-from jobrunner.domain.jobs import RetryPolicy
+from jobrunner.domain.spec import RetryPolicy
 from jobrunner.domain.time import MINUTE, to_epoch_ms
 from jobrunner.ports import Publisher
 from jobrunner_client.protocol import TRACEPARENT_HEADER
@@ -258,7 +258,7 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
         pairs = [(job.with_changes(retry=RETRY), row) for job, row in generate(spec)]
         insert(session, pairs)  # not counted: before the first reading
         jobs = {job.job_id for job, _ in pairs}
-        recurring = sum(1 for job, _ in pairs if job.schedule.recurring)
+        recurring = sum(1 for job, _ in pairs if job.spec.schedule.recurring)
         recorder = _Recorder(session, bench.names.keyspace)
         counting = CountingSession(session)
         recorder.read()

@@ -451,6 +451,8 @@
     $('#job-status').replaceWith(Object.assign(badge(job.status), { id: 'job-status' }));
     const backoff = job.backoff || {};
     $('#job-fields').replaceChildren(
+      // the user's note on the job, when it has one: shown as written (its line breaks kept)
+      ...(job.description ? field('Description', el('span', { class: 'description' }, job.description)) : []),
       ...field('Schedule', scheduleSummary(job.schedule)),
       ...field('State', `${job.state} (version ${job.version})`),
       ...field('Next run', fmtTime(job.next_run_at), ' ', el('span', { class: 'rel' }, relative(job.next_run_at))),

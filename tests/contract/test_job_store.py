@@ -21,14 +21,13 @@ from jobrunner.domain.jobs import (
     JobState,
     Lane,
     LanePosition,
-    RetryPolicy,
     ScheduledExecution,
     Trigger,
     execution_id_for,
     with_runs,
 )
 from jobrunner.domain.schedules import At, Cron, Every
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.ports import Completion, IdempotencyClaim, Outcome, Stores
 
 if TYPE_CHECKING:
@@ -82,7 +81,8 @@ def test_retire_job_marks_the_job_deleted_only_at_the_version_read(job_store: St
     assert job_store.get_job(job.user_id, job.job_id) == job
     assert job_store.retire_job(deleted, expected_version=2, ttl_s=3600)
     stored = job_store.get_job(job.user_id, job.job_id)
-    assert stored is not None and (stored.state, stored.version, stored.payload) == (JobState.DELETED, 3, job.payload)
+    assert stored is not None
+    assert (stored.state, stored.version, stored.spec.payload) == (JobState.DELETED, 3, job.spec.payload)
     assert not job_store.retire_job(deleted, expected_version=2, ttl_s=3600)  # already
 
 
@@ -479,8 +479,9 @@ def test_a_change_keeping_the_schedule_leaves_the_next_run_as_a_scan_wrote_it(jo
     assert job_store.update_job(edited, [], expected_version=1)
     # Then the job has the new payload and still the next run the scan planned, and the row is there
     stored = shown(job_store, job)
-    assert (stored.payload, stored.topic, stored.timeout_s, stored.version) == ({"n": 2}, "reports", 30, 2)
-    assert (stored.jitter_s, stored.tags) == (7, {"tier": "1"})
+    assert (stored.spec.payload, stored.spec.topic, stored.spec.timeout_s) == ({"n": 2}, "reports", 30)
+    assert stored.version == 2
+    assert (stored.spec.jitter_s, stored.spec.tags) == (7, {"tier": "1"})
     assert (stored.next_run_at, stored.schedule_version) == (BUCKET + timedelta(minutes=1), 1)
     assert list(job_store.lane_rows(BUCKET + timedelta(minutes=1), segment, Lane.PLANNED)) == [following]
 
@@ -520,7 +521,7 @@ def test_update_job_is_a_compare_and_set_on_the_version(job_store: Stores) -> No
     # Then the job is the winner's, and the loser's row stays: the winner took the same version and may have
     # planned the very same row, so removing it could remove the winner's (its scan drops it if it is stale)
     stored = job_store.get_job(job.user_id, job.job_id)
-    assert stored is not None and stored.payload == {"won": True}
+    assert stored is not None and stored.spec.payload == {"won": True}
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
     # and a change that read version 2 applies
     assert job_store.update_job(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
@@ -533,7 +534,7 @@ def test_a_settled_read_sees_every_change_that_landed(job_store: Stores) -> None
     assert job_store.update_job(job.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
     # Then the settling read returns it as it stands, and None for a job that is not there
     settled = job_store.get_job_settled(job.user_id, job.job_id)
-    assert settled is not None and (settled.version, settled.payload) == (2, {"n": 2})
+    assert settled is not None and (settled.version, settled.spec.payload) == (2, {"n": 2})
     assert job_store.get_job_settled(job.user_id, "no-such-job") is None
 
 

@@ -282,6 +282,9 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),
     ]
+    if job.get("description"):
+        # the user's note on the job, right after its id: shown as written, never marked up
+        rows.insert(1, ("description", Text(job["description"])))
     if job.get("next_runs") is not None:
         excluded = {e["at"] for e in job.get("excluded_runs") or []}
         fires = [f"{fmt_time(t)}  {relative(t, now)}" + ("  excluded by its calendar" if t in excluded else "")

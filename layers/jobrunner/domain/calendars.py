@@ -1,6 +1,6 @@
 """Calendars: a tenant's named lists of excluded dates and ranges (holidays, freeze windows) in a time zone.
 
-A recurring job may name one (``Job.calendar``): a fire of its schedule whose local time, on the calendar's
+A recurring job may name one (``JobSpec.calendar``): a fire of its schedule whose local time, on the calendar's
 wall clock, falls in an excluded range is not run; the scan records it SKIPPED (``SkipReason.CALENDAR``,
 naming the calendar and the range) and the schedule goes on. The fire itself is what is checked (not its
 jittered due instant), so a jitter window never moves a fire into or out of an exclusion.
@@ -173,4 +173,4 @@ def calendar_of_note(text: str | None) -> str | None:
 
 def referencing(jobs: Sequence[Job], name: str) -> list[str]:
     """The ids of ``jobs`` (not cancelled) that name calendar ``name``."""
-    return [job.job_id for job in jobs if job.calendar == name and job.state in (JobState.ACTIVE, JobState.PAUSED)]
+    return [job.job_id for job in jobs if job.spec.calendar == name and job.state in (JobState.ACTIVE, JobState.PAUSED)]

@@ -26,13 +26,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.spec import MAX_BACKOFF_DELAY_S as MAX_BACKOFF_DELAY_S
-from jobrunner.domain.spec import MAX_JITTER_S as MAX_JITTER_S
-from jobrunner.domain.spec import MAX_RETRIES as MAX_RETRIES
-from jobrunner.domain.spec import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from jobrunner.domain.spec import SPEC_FIELDS, JobSpec
-from jobrunner.domain.spec import RetryChange as RetryChange
-from jobrunner.domain.spec import RetryPolicy as RetryPolicy
 from jobrunner.domain.time import from_epoch_ms, to_epoch_ms
 
 # What the API reports is what the CLI reads: one definition, shared with the clients.
@@ -41,9 +35,6 @@ from jobrunner_client.protocol import JobStatus as JobStatus
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
-
-    from jobrunner.domain.policies import CatchUp, Overlap
-    from jobrunner.domain.schedules import Schedule
 
 
 class JobState(StrEnum):
@@ -135,62 +126,16 @@ class Job:
             changes["spec"] = replace(changes.get("spec", self.spec), **spec)
         return replace(self, **changes)
 
-    # Read-only views of the spec's fields, kept while the code that reads ``job.<option>`` moves to
-    # ``job.spec.<option>`` (#34): a transition, not a second declaration (each is the spec's own).
-    @property
-    def schedule(self) -> Schedule:
-        return self.spec.schedule
-
-    @property
-    def payload(self) -> Any:
-        return self.spec.payload
-
-    @property
-    def topic(self) -> str:
-        return self.spec.topic or ""
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self.spec.retry
-
-    @property
-    def timeout_s(self) -> int | None:
-        return self.spec.timeout_s
-
-    @property
-    def jitter_s(self) -> int | None:
-        return self.spec.jitter_s
-
-    @property
-    def tags(self) -> dict[str, str]:
-        return self.spec.tags
-
-    @property
-    def calendar(self) -> str | None:
-        return self.spec.calendar
-
-    @property
-    def delete_after_last(self) -> bool:
-        return self.spec.delete_after_last
-
-    @property
-    def overlap(self) -> Overlap:
-        return self.spec.overlap
-
-    @property
-    def catch_up(self) -> CatchUp:
-        return self.spec.catch_up
-
 
 def due_of(job: Job, fire: datetime) -> datetime:
     """When the execution of ``fire``, a fire of ``job``'s schedule, is due: the fire itself, or with a
     jitter window, the fire plus an offset within it that depends only on the job and the fire (the same
     each time it is planned, spread evenly over the window in whole milliseconds). The fire stays the
     execution's ``scheduled_at`` (its id and the next fire come from it); only its due instant moves."""
-    if not job.jitter_s:
+    if not job.spec.jitter_s:
         return fire
     digest = hashlib.sha256(f"{job.job_id}|{to_epoch_ms(fire)}".encode()).digest()
-    return fire + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % (job.jitter_s * 1000))
+    return fire + timedelta(milliseconds=int.from_bytes(digest[:8], "big") % (job.spec.jitter_s * 1000))
 
 
 def execution_id_for(

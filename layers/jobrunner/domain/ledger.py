@@ -200,7 +200,7 @@ def _epochs(job: Job, entries: Sequence[JobChange], notes: list[str]) -> list[Ep
     for index, change in enumerate(schedules):
         spec = change.details.get("schedule")
         last = index == len(schedules) - 1
-        schedule = job.schedule if last else _schedule_or_none(spec)
+        schedule = job.spec.schedule if last else _schedule_or_none(spec)
         since = job.created_at if change.action == "submit" else change.changed_at
         if epochs:
             epochs[-1] = Epoch(epochs[-1].schedule, epochs[-1].since, since)
@@ -211,7 +211,7 @@ def _epochs(job: Job, entries: Sequence[JobChange], notes: list[str]) -> list[Ep
             notes.append(f"the schedule in effect from {rfc3339(since)} is not in the change log: only its "
                          "executions are listed")
     if not epochs:
-        epochs.append(Epoch(job.schedule, job.created_at))
+        epochs.append(Epoch(job.spec.schedule, job.created_at))
     return epochs
 
 
@@ -367,7 +367,7 @@ def _from_records(
     lateness = (first.published_at - intended).total_seconds() * 1000
     if first.published_at - intended > MISFIRE_GRACE:
         why = ("held by the overlap policy until the previous execution reported, or missed"
-               if job.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL) else "missed")
+               if job.spec.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL) else "missed")
         return FireOutcome.CAUGHT_UP, f"{why}; published {_seconds(lateness)} after its due instant", lateness
     return FireOutcome.PUBLISHED, None, lateness
 

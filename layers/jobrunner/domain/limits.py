@@ -102,10 +102,10 @@ class TenantLimits:
         """What ``job`` holds against its tenant's standing limits, counting only what some tenant limits."""
         if job is None or job.state in (JobState.CANCELLED, JobState.DELETED):
             return Holding()
-        if job.schedule.recurring:
+        if job.spec.schedule.recurring:
             return Holding(jobs=1 if self.counts_jobs else 0,
-                           per_minute=most_per_minute(job.schedule) if self.counts_minutes else 0)
-        fire = job.schedule.first_fire(job.created_at)
+                           per_minute=most_per_minute(job.spec.schedule) if self.counts_minutes else 0)
+        fire = job.spec.schedule.first_fire(job.created_at)
         return Holding(minute=minute_of(fire) if self.counts_minutes and fire is not None else None)
 
     def change(self, old: Job | None, new: Job | None) -> QuotaChange:

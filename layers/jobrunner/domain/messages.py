@@ -35,7 +35,7 @@ def execution_message(
         "scheduled_at": rfc3339(row.scheduled_at),
         "attempt": row.attempt,
         "trigger": row.trigger.value,
-        "payload": job.payload,
+        "payload": job.spec.payload,
         "result_token": result_token,
     }
     headers = {
@@ -74,7 +74,7 @@ def dead_letter_message(job: Job, record: ExecutionRecord) -> tuple[str, dict[st
     reason): sent to the deployment's dead-letter topic with the job's payload, keyed by the job."""
     value: dict[str, Any] = {
         "execution_id": record.execution_id, "job_id": job.job_id, "user_id": job.user_id,
-        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.payload,
+        "scheduled_at": rfc3339(record.scheduled_at), "attempt": record.attempt, "payload": job.spec.payload,
         "error": record.error,
     }
     headers = {"execution_id": record.execution_id, "scheduled_at": value["scheduled_at"],

@@ -31,20 +31,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import (
-    MAX_JITTER_S,
-    ExecutionStatus,
-    JobState,
-    Trigger,
-    due_of,
-    execution_id_for,
-    origin_of,
-)
+from jobrunner.domain.jobs import ExecutionStatus, JobState, Trigger, due_of, execution_id_for, origin_of
 from jobrunner.domain.placement import CLOCK_SKEW, SETTLE
 from jobrunner.domain.policies import Overlap
 from jobrunner.domain.policy_decisions import HOLD_RECHECK, PreviousState, previous_fire
 from jobrunner.domain.schedules import fires_at
 from jobrunner.domain.schedules.base import MILLISECOND
+from jobrunner.domain.spec import MAX_JITTER_S
 from jobrunner.domain.time import from_epoch_ms, minute_bucket, rfc3339, to_epoch_ms
 
 if TYPE_CHECKING:
@@ -179,15 +172,15 @@ def last_fire_due(job: Job, start: datetime, end: datetime, most: int = 10_000) 
     job row: it tells, without a read, whether the job fired in a window."""
     if job.state is not JobState.ACTIVE or job.next_run_at is None:
         return None
-    jitter = timedelta(seconds=job.jitter_s or 0)
-    instant = job.schedule.next_fire_after(max(job.next_run_at - MILLISECOND, start - jitter))
+    jitter = timedelta(seconds=job.spec.jitter_s or 0)
+    instant = job.spec.schedule.next_fire_after(max(job.next_run_at - MILLISECOND, start - jitter))
     last = None
     for _ in range(most):
         if instant is None or instant > end:
             break
         if start < due_of(job, instant) <= end:
             last = instant
-        instant = job.schedule.next_fire_after(instant)
+        instant = job.spec.schedule.next_fire_after(instant)
     return last
 
 
@@ -215,7 +208,7 @@ def _missed_fire(job: Job, records: Sequence[ExecutionRecord], evidence: Evidenc
     fire, source = owed
     due = due_of(job, fire)
     execution_id = execution_id_for(job.job_id, fire, 1, Trigger.SCHEDULE)
-    if (due > evidence.now - evidence.grace or due < evidence.now - MAX_AGE or not fires_at(job.schedule, fire)
+    if (due > evidence.now - evidence.grace or due < evidence.now - MAX_AGE or not fires_at(job.spec.schedule, fire)
             or any(r.execution_id == execution_id for r in records)):
         return
     if source is not None:  # written by the completion of ``source``'s fire, before its partition was done
@@ -254,7 +247,7 @@ def _latest_due(job: Job, fire: datetime, source: ExecutionRecord | None) -> dat
 def _missed_retries(job: Job, records: Sequence[ExecutionRecord], evidence: Evidence, findings: Findings) -> None:
     recorded = {(r.scheduled_at, r.attempt, r.execution_id) for r in records}
     for failed in records:
-        if failed.status is ExecutionStatus.RUNNING and failed.attempt <= job.retry.max_retries:
+        if failed.status is ExecutionStatus.RUNNING and failed.attempt <= job.spec.retry.max_retries:
             findings.recheck(_later(failed.published_at or failed.due_at, evidence.now))  # it may fail, and retry
         if failed.status is not ExecutionStatus.FAILED or failed.retry_at is None:
             continue
@@ -280,7 +273,7 @@ def _missed_retries(job: Job, records: Sequence[ExecutionRecord], evidence: Evid
 def _stuck_holds(
     job: Job, records: Sequence[ExecutionRecord], evidence: Evidence, findings: Findings, *, full_page: bool
 ) -> None:
-    if job.state is not JobState.ACTIVE or job.overlap not in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
+    if job.state is not JobState.ACTIVE or job.spec.overlap not in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
         return
     version = job.schedule_version
     held = sorted((r for r in records if r.trigger is Trigger.SCHEDULE and r.attempt == 1 and r.published_at is None

@@ -1,9 +1,9 @@
 """The policies a recurring job's fires follow, as values: its catch-up window and its overlap policy, the
 reasons a fire is skipped, and their bounds. What they decide for one fire is ``domain.policy_decisions``.
 
-Both are properties of a job (``Job.catch_up``, ``Job.overlap``), applied by the scan to fires of the
+Both are properties of a job (``JobSpec.catch_up``, ``JobSpec.overlap``), applied by the scan to fires of the
 schedule's lineage (``Trigger.SCHEDULE``); run-now, backfill and retry executions are requests, not fires,
-and are never dropped by either (nor by the job's calendar, ``Job.calendar``, ``domain.calendars``). A fire
+and are never dropped by either (nor by the job's calendar, ``JobSpec.calendar``, ``domain.calendars``). A fire
 a policy does not run is not silent: the scan writes it a history record with status ``SKIPPED`` whose
 ``error`` names the policy and the reason (``policy_decisions.skip_note``, read back by ``skip_reason_of``), so
 the job's history and its firing ledger show it.

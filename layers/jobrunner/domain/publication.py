@@ -26,9 +26,9 @@ def next_fire(row: ScheduledExecution, job: Job) -> datetime | None:
     """The fire that follows a scheduled fire: from the fire just published, not from now, so a scan running
     late (after missed ticks or a crash) replays every missed fire, one after another, instead of skipping
     them. None for the last fire, and for manual runs and retries (which leave the schedule as it is)."""
-    if row.trigger is not Trigger.SCHEDULE or not job.schedule.recurring:
+    if row.trigger is not Trigger.SCHEDULE or not job.spec.schedule.recurring:
         return None
-    return job.schedule.next_fire_after(row.scheduled_at)
+    return job.spec.schedule.next_fire_after(row.scheduled_at)
 
 
 def started_record(row: ScheduledExecution, job: Job, now: datetime) -> ExecutionRecord:
@@ -60,4 +60,4 @@ def publishable(row: ScheduledExecution, job: Job) -> bool:
     # A row of the current schedule version is the job's only if its fire is one of the job's schedule: a
     # change attempt that failed (its compare-and-set never landed) can leave rows under the very version
     # number the next, successful attempt takes, at fire times of a schedule the job never had.
-    return row.job_version == job.schedule_version and fires_at(job.schedule, row.scheduled_at)
+    return row.job_version == job.schedule_version and fires_at(job.spec.schedule, row.scheduled_at)

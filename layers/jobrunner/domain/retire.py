@@ -1,4 +1,4 @@
-"""When a job that asked for it (``Job.delete_after_last``) is done, and may be deleted.
+"""When a job that asked for it (``JobSpec.delete_after_last``) is done, and may be deleted.
 
 A job is done when its schedule has no fire left after the last fire it had (the newest record of its
 schedule's lineage under its current schedule version names no next fire), that fire has ended (run and
@@ -39,7 +39,7 @@ def in_progress(records: Sequence[ExecutionRecord]) -> list[ExecutionRecord]:
 def done_for_good(job: Job, records: Sequence[ExecutionRecord]) -> bool:
     """Whether ``job`` asked to be deleted after its last fire and is done (see the module doc). ``records``:
     its newest history records (``domain.jobs.RUN_RECORDS`` of them), in history order."""
-    if not job.delete_after_last or job.state is not JobState.ACTIVE:
+    if not job.spec.delete_after_last or job.state is not JobState.ACTIVE:
         return False
     last = next((r for r in records if r.trigger is Trigger.SCHEDULE and r.job_version == job.schedule_version), None)
     if last is None or last.next_fire_at is not None or last.status not in _ENDED:

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobrunner.domain.jobs import RetryPolicy
+    from jobrunner.domain.spec import RetryPolicy
 
 
 def retry_delay(policy: RetryPolicy, failed_attempt: int, jitter: float) -> timedelta:

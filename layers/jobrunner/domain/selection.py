@@ -29,9 +29,9 @@ class JobFilter:
     def matches(self, job: Job) -> bool:
         if self.status is not None and job.status is not self.status:
             return False
-        if self.kind is not None and job.schedule.kind != self.kind:
+        if self.kind is not None and job.spec.schedule.kind != self.kind:
             return False
-        return all(key in job.tags and (value is None or job.tags[key] == value) for key, value in self.tags)
+        return all(key in job.spec.tags and (value is None or job.spec.tags[key] == value) for key, value in self.tags)
 
     @classmethod
     def of(cls, status: JobStatus | None = None, kind: str | None = None, tag: str | None = None) -> JobFilter:

@@ -118,7 +118,7 @@ class Outcomes(Expiry):
         if record is None or record.status is not ExecutionStatus.RUNNING:
             return self.count("watchdog_cleared")
         job = self._store.get_job(record.user_id, record.job_id)
-        timeout = f"{job.timeout_s} s" if job and job.timeout_s else "its timeout"
+        timeout = f"{job.spec.timeout_s} s" if job and job.spec.timeout_s else "its timeout"
         [outcome] = self.conclude([(record, False, f"no result within {timeout}", False)])
         return self.count("timed_out_" + outcome, record)
 
@@ -158,8 +158,8 @@ class Outcomes(Expiry):
                 ending.append((finished, None))
                 ended.append(job)
                 outcomes[n] = "succeeded" if success else "cancelled"
-            elif should_retry(job.retry, record.attempt):
-                ending.append((finished, self._retry_of(job, record, now + retry_delay(job.retry, record.attempt,
+            elif should_retry(job.spec.retry, record.attempt):
+                ending.append((finished, self._retry_of(job, record, now + retry_delay(job.spec.retry, record.attempt,
                                                                                        self._jitter()), now)))
                 outcomes[n] = "retrying"
             else:

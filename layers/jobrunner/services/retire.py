@@ -79,7 +79,7 @@ class Retirer(Retirement):
         """Delete ``job`` (as just read) if it asked for it and is done; True when this call deleted it. Only a
         job with ``delete_after_last`` costs anything. Failures are logged, never raised: the next execution of
         the job to end asks again (and a job left behind is only a job not deleted)."""
-        if not job.delete_after_last:
+        if not job.spec.delete_after_last:
             return False
         try:
             records = self._store.latest_records([job.job_id], RUN_RECORDS)[job.job_id]

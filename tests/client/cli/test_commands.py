@@ -160,6 +160,16 @@ def test_show_asks_for_a_preview_of_the_next_fires(cli: Cli, transport: FakeTran
     assert "next fires" in result.stdout
 
 
+def test_show_says_the_description_when_the_job_has_one(cli: Cli, transport: FakeTransport) -> None:
+    # Given a job with a description, and one without
+    transport.on("GET", "/jobs/j-1", reply(200, job("j-1", description="nightly report [bold]for ops[/bold]")))
+    transport.on("GET", "/jobs/j-2", reply(200, job("j-2")))
+    # Then show prints the first as written (never read as markup), and no description line for the second
+    shown = cli("show", "j-1").stdout
+    assert "description" in shown and "nightly report [bold]for ops[/bold]" in shown
+    assert "description" not in cli("show", "j-2").stdout
+
+
 def test_job_ids_are_escaped_in_paths(cli: Cli, transport: FakeTransport) -> None:
     result = cli("show", "../segments")
     assert result.exit_code == 3

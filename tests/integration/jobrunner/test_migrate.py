@@ -136,7 +136,7 @@ def test_a_tenants_jobs_are_copied_to_the_sharded_table_and_an_older_releases_la
     store = CassandraJobStore(session)
     jobs, cursor = store.list_jobs("alice", 100, None)
     assert cursor is None
-    assert [(j.job_id, j.payload, j.tags) for j in jobs if j.job_id != "job-gone"] == [
+    assert [(j.job_id, j.spec.payload, j.spec.tags) for j in jobs if j.job_id != "job-gone"] == [
         (f"job-{n:02}", {"n": n}, {"team": "a"}) for n in range(40)]
     shards = {row.shard for row in session.execute("SELECT shard FROM job_table_v2")}
     assert len(shards) > 8
@@ -158,9 +158,9 @@ def test_a_tenants_jobs_are_copied_to_the_sharded_table_and_an_older_releases_la
     assert "-- copied 1 job(s) from job_table to job_table_v2" in again
     changed, kept = store.get_job("alice", "job-01"), store.get_job("alice", "job-02")
     assert changed is not None and kept is not None
-    assert (changed.payload, changed.version, changed.schedule_version, changed.next_run_at) == (
+    assert (changed.spec.payload, changed.version, changed.schedule_version, changed.next_run_at) == (
         {"n": "older"}, 2, 2, later)
-    assert kept.payload == {"n": "newer"}
+    assert kept.spec.payload == {"n": "newer"}
     # and a third run writes nothing
     assert not [s for s in migrate(cassandra) if s.startswith("-- copied")]
     session.cluster.shutdown()
@@ -424,7 +424,7 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     session = connect(cassandra)
     store = CassandraJobStore(session)
     jobs, _ = store.list_jobs("alice", 10, None)
-    assert [(j.job_id, j.version, j.tags, j.calendar) for j in jobs] == [
+    assert [(j.job_id, j.version, j.spec.tags, j.spec.calendar) for j in jobs] == [
         (f"job-{n}", 2, {"team": "a"}, None) for n in range(3)]
     # and a calendar can be stored, and a job changed to name it keeps it
     calendars = CassandraCalendarStore(session)
@@ -433,7 +433,7 @@ def test_a_keyspace_of_the_release_before_calendars_gains_them_and_keeps_every_j
     named = jobs[0].with_changes(version=3, calendar="holidays", updated_at=bucket + timedelta(seconds=1))
     assert store.update_job(named, [], expected_version=2)
     stored = store.get_job("alice", "job-0")
-    assert stored is not None and stored.calendar == "holidays"
+    assert stored is not None and stored.spec.calendar == "holidays"
     session.cluster.shutdown()
 
 

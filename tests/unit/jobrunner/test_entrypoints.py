@@ -18,12 +18,12 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, RetryPolicy, Trigger
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger
 from jobrunner.domain.messages import execution_message
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.entrypoints import parse_report, run_results
 from jobrunner.ports import Completion
 from jobrunner.services.results import WorkerReport

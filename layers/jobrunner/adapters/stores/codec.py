@@ -7,21 +7,12 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.jobs import (
-    ExecutionRecord,
-    ExecutionStatus,
-    Job,
-    JobState,
-    Lane,
-    RetryPolicy,
-    ScheduledExecution,
-    Trigger,
-)
+from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, JobState, Lane, ScheduledExecution, Trigger
 from jobrunner.domain.placement import row_ttl
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.segments import segment_of
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.domain.time import utc
 
 if TYPE_CHECKING:
@@ -100,28 +91,31 @@ def spec_from_row(row: Any) -> JobSpec:
 
 def job_values(job: Job) -> tuple[Any, ...]:
     """Values in the column order of ``INSERT_JOB``."""
+    spec = job.spec
     return (
-        job.user_id, job_shard(job.job_id), job.job_id, dumps(job.schedule.to_dict()), dumps(job.payload), job.topic,
-        job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s,
+        job.user_id, job_shard(job.job_id), job.job_id, dumps(spec.schedule.to_dict()), dumps(spec.payload), spec.topic,
+        job.state.value, job.version, job.schedule_version, job.version, dumps(asdict(spec.retry)), spec.timeout_s,
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
-        job.last_status.value if job.last_status else None, job.jitter_s, _tags(job), policies_column(job),
+        job.last_status.value if job.last_status else None, spec.jitter_s, _tags(job), policies_column(job),
     )
 
 
 def job_user_fields(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_USER_FIELDS``."""
+    spec = job.spec
     return (
-        dumps(job.schedule.to_dict()), dumps(job.payload), job.topic, job.state.value, job.version,
-        job.schedule_version, job.version, dumps(asdict(job.retry)), job.timeout_s, job.paused_at, job.updated_at,
-        job.next_run_at, job.jitter_s, _tags(job), policies_column(job),
+        dumps(spec.schedule.to_dict()), dumps(spec.payload), spec.topic, job.state.value, job.version,
+        job.schedule_version, job.version, dumps(asdict(spec.retry)), spec.timeout_s, job.paused_at, job.updated_at,
+        job.next_run_at, spec.jitter_s, _tags(job), policies_column(job),
     )
 
 
 def job_settings(job: Job) -> tuple[Any, ...]:
     """Values in the SET order of ``UPDATE_JOB_SETTINGS``."""
-    return (dumps(job.payload), job.topic, job.version, job.version, dumps(asdict(job.retry)), job.timeout_s,
-            job.updated_at, job.jitter_s, _tags(job), policies_column(job))
+    spec = job.spec
+    return (dumps(spec.payload), spec.topic, job.version, job.version, dumps(asdict(spec.retry)), spec.timeout_s,
+            job.updated_at, spec.jitter_s, _tags(job), policies_column(job))
 
 
 #: The spec's fields kept in the policies column (the others have columns of their own), each with what reads it
@@ -155,7 +149,7 @@ def policies_from_column(text: str | None) -> dict[str, Any]:
 
 def _tags(job: Job) -> str | None:
     """The tags column: JSON, or nothing (null) for a job without tags."""
-    return dumps(job.tags) if job.tags else None
+    return dumps(job.spec.tags) if job.spec.tags else None
 
 
 def scheduled_from_row(row: Any) -> ScheduledExecution:

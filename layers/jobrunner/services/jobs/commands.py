@@ -74,7 +74,7 @@ class Commands(JobWriter):
         if job.state is JobState.ACTIVE:
             return None
         since = (job.paused_at or now) if catch_up else now
-        first = job.schedule.next_fire_after(since - timedelta(milliseconds=1) if catch_up else since)
+        first = job.spec.schedule.next_fire_after(since - timedelta(milliseconds=1) if catch_up else since)
         if catch_up:
             first = self._first_not_gone_out(job, first)
         if first is None:
@@ -90,7 +90,7 @@ class Commands(JobWriter):
             if fire is None or self._store.get_record(
                     job.job_id, fire, 1, execution_id_for(job.job_id, fire, 1, Trigger.SCHEDULE)) is None:
                 return fire
-            fire = job.schedule.next_fire_after(fire)
+            fire = job.spec.schedule.next_fire_after(fire)
         return fire
 
     def run_now(self, user_id: str, job_id: str, *, actor: str | None = None) -> ScheduledExecution:
@@ -125,12 +125,12 @@ class Commands(JobWriter):
         if start > end:
             raise InvalidField("from", "is after to")
         fires: list[datetime] = []
-        instant = job.schedule.next_fire_after(start - timedelta(milliseconds=1))
+        instant = job.spec.schedule.next_fire_after(start - timedelta(milliseconds=1))
         while instant is not None and instant <= end:
             if len(fires) == MAX_BACKFILL:
                 raise InvalidField("to", f"the range holds more than {MAX_BACKFILL} fires; ask for a shorter one")
             fires.append(instant)
-            instant = job.schedule.next_fire_after(instant)
+            instant = job.spec.schedule.next_fire_after(instant)
         if dry_run or not fires:
             return Backfill(fires, [])
         keys = [(job_id, fire, 1, execution_id_for(job_id, fire, 1, Trigger.BACKFILL)) for fire in fires]
@@ -229,7 +229,7 @@ class Commands(JobWriter):
                 fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
                 logged = {**(details or {}), **({"fields": fields} if fields else {})}
                 if fields and "schedule" in fields:  # the ledger reads the schedules a job had from its log
-                    logged["schedule"] = updated.schedule.to_dict()
+                    logged["schedule"] = updated.spec.schedule.to_dict()
                 self._changes.record(updated, action, actor, logged)
                 return updated
         current = self._queries.get(user_id, job_id)

@@ -62,7 +62,7 @@ class Ledger:
         records = self._records_between(job_id, low, high)
         # a catch-up window's drop that began before the range stands for fires in it: the records just before
         earlier = (self._store.history_page(job_id, LEDGER_EARLIER, (low, 0, None))
-                   if not job.catch_up.replays_all else [])
+                   if not job.spec.catch_up.replays_all else [])
         kept = timedelta(days=self._rules.limits.of(user_id).history_days)
         calendar = self._queries.calendar_of(job)
 

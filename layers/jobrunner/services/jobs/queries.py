@@ -53,7 +53,7 @@ class Queries:
         kept = timedelta(days=self._rules.limits.of(job.user_id).history_days)
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at >= now - kept:
             return job
-        return job.with_changes(next_run_at=job.schedule.next_fire_after(now))
+        return job.with_changes(next_run_at=job.spec.schedule.next_fire_after(now))
 
     def list_jobs(
         self, user_id: str, limit: int, cursor: str | None, status: JobStatus | None = None,
@@ -78,7 +78,7 @@ class Queries:
     def fires_left(job: Job) -> int | None:
         """How many fires the job has left from its next run (its end conditions), None when more than
         ``MAX_COUNT`` or no end; 0 for a job with no next run."""
-        schedule = job.schedule
+        schedule = job.spec.schedule
         ends = any(getattr(schedule, name, None) is not None for name in ("end", "until", "count", "at"))
         if job.state is not JobState.ACTIVE or not ends:
             return None
@@ -91,7 +91,7 @@ class Queries:
         instant = job.next_run_at
         while instant is not None and len(fires) < count and job.state is JobState.ACTIVE:
             fires.append(instant)
-            instant = job.schedule.next_fire_after(instant)
+            instant = job.spec.schedule.next_fire_after(instant)
         return fires
 
     def excluded(self, job: Job, fires: list[datetime]) -> dict[datetime, str]:
@@ -105,6 +105,6 @@ class Queries:
 
     def calendar_of(self, job: Job) -> Calendar | None:
         """The calendar the job names, as it stands now (one read), or None."""
-        if job.calendar is None:
+        if job.spec.calendar is None:
             return None
-        return self._calendars.get(job.user_id, job.calendar)
+        return self._calendars.get(job.user_id, job.spec.calendar)

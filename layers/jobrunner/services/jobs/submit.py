@@ -87,7 +87,8 @@ class Submissions(JobWriter):
                 return [row for _, row in pairs]
 
             self._rows.write_in_time(write)
-            self._changes.record_many([(job, "submit", {"schedule": job.schedule.to_dict()}) for job in jobs], actor)
+            self._changes.record_many([(job, "submit", {"schedule": job.spec.schedule.to_dict()}) for job in jobs],
+                                      actor)
             done.update((index, (job, True)) for index, job in together)
         return [done[index] for index in range(len(items))]
 
@@ -177,7 +178,7 @@ class Submissions(JobWriter):
         self._quotas.counted(user_id, self._rules.limits.change(None, job), lambda: self._rows.write_in_time(write),
                              landed=lambda: self._store.get_job(user_id, job.job_id) is not None,
                              key=job.job_id if idempotency_key is not None else None)
-        self._changes.record(job, "submit", actor, {"schedule": job.schedule.to_dict()})
+        self._changes.record(job, "submit", actor, {"schedule": job.spec.schedule.to_dict()})
         return job, True
 
     @staticmethod

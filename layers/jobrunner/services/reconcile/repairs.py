@@ -24,7 +24,7 @@ def wants_history(job: Job, last_fire: datetime | None, index: set[tuple[str, in
     retries or a buffer policy (executions that may fail or wait after their fire)."""
     if last_fire is None:
         return False
-    if job.retry.max_retries > 0 or job.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
+    if job.spec.retry.max_retries > 0 or job.spec.overlap in (Overlap.BUFFER_ONE, Overlap.BUFFER_ALL):
         return True
     return (execution_id_for(job.job_id, last_fire, 1, Trigger.SCHEDULE), job.schedule_version) not in index
 

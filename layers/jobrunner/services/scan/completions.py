@@ -84,8 +84,8 @@ class Completer:
             following = plan_execution(job, next_run_at, now, self._rules.segment_count, trigger=Trigger.SCHEDULE)
             following = part.own(following, due_of(job, next_run_at), now)
         watchdog = None
-        if job.timeout_s is not None and part.completions.watched(row):
-            expires_at = now + timedelta(seconds=job.timeout_s)
+        if job.spec.timeout_s is not None and part.completions.watched(row):
+            expires_at = now + timedelta(seconds=job.spec.timeout_s)
             watchdog = plan_execution(
                 job, expires_at, now, self._rules.segment_count,
                 trigger=Trigger.TIMEOUT, attempt=row.attempt, scheduled_at=row.scheduled_at, origin=origin_of(row),

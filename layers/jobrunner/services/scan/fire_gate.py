@@ -77,8 +77,8 @@ class FireGate:
         policy holds is written again for later (``_hold``). A job with none of these costs nothing more; a
         calendar costs a read of it per scan (again after ``ScanRules.calendar_refresh``), an overlap policy
         a read of the job's records before the fire (``FireHistory.previous_of``)."""
-        if all(job.calendar is None and job.overlap is Overlap.ALLOW_ALL and job.catch_up.replays_all and not row.held
-               for row, job in live):
+        if all(job.spec.calendar is None and job.spec.overlap is Overlap.ALLOW_ALL and job.spec.catch_up.replays_all
+               and not row.held for row, job in live):
             return live
         run: list[tuple[ScheduledExecution, Job]] = []
         for row, job in live:
@@ -101,7 +101,7 @@ class FireGate:
         previous: Previous | None = None
         own: ExecutionRecord | None = None
         holding = 0
-        if job.overlap is not Overlap.ALLOW_ALL:
+        if job.spec.overlap is not Overlap.ALLOW_ALL:
             previous, own, holding = self._history.previous_of(job, row)
         elif part.replaying:  # a replay: was this fire dealt with already? (as ``Publishing._already_ended`` asks)
             own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
@@ -126,11 +126,11 @@ class FireGate:
 
     def _excluded_by_calendar(self, part: Partition, row: ScheduledExecution, job: Job) -> bool:
         """Whether the job's calendar excludes the fire (then recorded SKIPPED, ``_skip``)."""
-        if job.calendar is None:
+        if job.spec.calendar is None:
             return False
-        calendar = self._calendar(part, job.user_id, job.calendar)
+        calendar = self._calendar(part, job.user_id, job.spec.calendar)
         if calendar is None:  # deleted while a job named it (a race the API cannot rule out): not applied
-            log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.calendar)
+            log.warning("job %s names calendar %s, which does not exist: not applied", job.job_id, job.spec.calendar)
             return False
         exclusion = calendar.excluding(row.scheduled_at)
         if exclusion is None:
@@ -146,13 +146,13 @@ class FireGate:
         execution was recorded going out (a write-ahead whose answer was lost, then retried late), and may have
         gone out; a SKIPPED record written over it would keep its publication (#31, found by the model's long
         search). It goes out again, under its id. One point read, on the drop's path only."""
-        if job.catch_up.replays_all:
+        if job.spec.catch_up.replays_all:
             return False
         # Missed from the latest instant its jitter window may put it at (a row written late, e.g. by a resume, is
         # keyed later): a fire's row is planned when the fire before it goes out, which that fire's own offset in
         # its window may put after this one's due instant (a window wider than the period), with no outage at all.
-        latest = row.scheduled_at + timedelta(seconds=job.jitter_s or 0)
-        dropped = catch_up(job.catch_up, job.schedule, row.scheduled_at, latest, now)
+        latest = row.scheduled_at + timedelta(seconds=job.spec.jitter_s or 0)
+        dropped = catch_up(job.spec.catch_up, job.spec.schedule, row.scheduled_at, latest, now)
         if dropped is None:
             return False
         if own is None:
@@ -160,7 +160,7 @@ class FireGate:
         if own is not None and own.status is not ExecutionStatus.SKIPPED:
             return False
         part.completions.plan_next(row, dropped.resume)
-        self._skip(part, row, job, catch_up_note(job.catch_up, row.scheduled_at, dropped.resume),
+        self._skip(part, row, job, catch_up_note(job.spec.catch_up, row.scheduled_at, dropped.resume),
                    next_fire=dropped.resume)
         return True
 
@@ -169,9 +169,9 @@ class FireGate:
     ) -> bool:
         """Whether the job's overlap policy lets the fire run now, given the execution before it: a skip is
         recorded, a hold written again for later, a cancel sent before this fire is published."""
-        decision = decide(job.overlap, previous, holding)
+        decision = decide(job.spec.overlap, previous, holding)
         if decision is Decision.SKIP:
-            self._skip(part, row, job, overlap_note(job.overlap, previous))
+            self._skip(part, row, job, overlap_note(job.spec.overlap, previous))
             return False
         if decision is Decision.HOLD:
             self._hold(part, row, job, first=not held)
@@ -207,9 +207,9 @@ class FireGate:
         assert previous.execution_id is not None and previous.at is not None
         key, value, headers = cancel_message(job, previous.execution_id, previous.at, previous.attempt,
                                              row.scheduled_at)
+        message = OutboundMessage(topic=job.spec.topic or "", key=key, value=value, headers=headers)
         try:
-            self._publisher.publish([OutboundMessage(topic=job.topic, key=key, value=value, headers=headers)],
-                                    timeout_s=self._rules.publish_timeout.total_seconds())
+            self._publisher.publish([message], timeout_s=self._rules.publish_timeout.total_seconds())
         except PublishError as exc:
             part.retry_later([row], "cancel message failed", exc, {"job_id": row.job_id})
             return False

@@ -59,7 +59,7 @@ class FireHistory:
         if previous.state not in (PreviousState.RUNNING, PreviousState.HELD):  # one published out of turn still runs?
             previous = started_since(records, fire, previous, job.schedule_version) or previous
         holding = 0
-        if job.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
+        if job.spec.overlap is Overlap.BUFFER_ALL and previous.state is PreviousState.HELD and previous.at is not None:
             # how long the queue is: the fires held up to the newest (one more read, while fires are held)
             back = previous.at + _MS
             queue = self._store.history_page(job.job_id, OVERLAP_LOOKBACK, before=(back, 0, None))

@@ -99,8 +99,8 @@ class Publishing:
                 # landed late (#31): the result is in, only the completion is left
                 part.report.replays_skipped += 1
                 part.completions.add(row, job, ended=True)
-            elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.topic):
-                self._dead_letter(part, row, job, f"topic {job.topic!r} is no longer allowed for its tenant")
+            elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.spec.topic or ""):
+                self._dead_letter(part, row, job, f"topic {job.spec.topic or ''!r} is no longer allowed for its tenant")
             else:
                 live.append((row, job))
         return live, stale
@@ -170,7 +170,7 @@ class Publishing:
             token = result_token(self._rules.result_key, tenant=row.user_id, execution_id=row.execution_id,
                                  attempt=row.attempt)
             key, value, headers = execution_message(job, row, token)
-            messages.append(OutboundMessage(topic=job.topic, key=key, value=value, headers=headers,
+            messages.append(OutboundMessage(topic=job.spec.topic or "", key=key, value=value, headers=headers,
                                             parent_trace=job.trace_parent))
         failed: dict[int, str] = {}
         refused: set[int] = set()
@@ -193,8 +193,8 @@ class Publishing:
         """A row whose publish failed: dead-lettered once the broker refused it enough, else tried again later."""
         failures = part.failures
         tries, refusals = failures.failed(row, refused=refused, shared=shared)
-        if refusals >= failures.enough(job.topic, self._rules.max_publish_attempts):
-            failures.refusing_topics.add(job.topic)
+        if refusals >= failures.enough(job.spec.topic or "", self._rules.max_publish_attempts):
+            failures.refusing_topics.add(job.spec.topic or "")
             self._dead_letter(part, row, job, f"refused {refusals} times: {error}")
         else:
             assert part.retry_at is not None

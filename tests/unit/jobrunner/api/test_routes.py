@@ -345,7 +345,7 @@ def test_a_wrong_end_condition_names_its_field_and_writes_nothing(
 def test_the_overlap_and_catch_up_policies_are_kept_returned_and_changed(world: World) -> None:
     job = world.submit({**HOURLY, "overlap": "buffer_one", "catch_up": {"window_s": 3600, "most": 3}})
     assert (job["overlap"], job["catch_up"]) == ("buffer_one", {"window_s": 3600, "most": 3})
-    assert world.store.jobs[("alice", job["job_id"])].overlap.value == "buffer_one"
+    assert world.store.jobs[("alice", job["job_id"])].spec.overlap.value == "buffer_one"
     body = call("PATCH", f"/jobs/{job['job_id']}", {"overlap": "skip", "catch_up": {}})[1]
     assert (body["overlap"], body["catch_up"]) == ("skip", {})
     assert body["next_run_at"] == job["next_run_at"]  # a policy plans nothing
@@ -441,13 +441,13 @@ def test_patch_changes_only_the_given_fields(world: World) -> None:
     assert world.store.jobs[("alice", job["job_id"])].version == 5
     # and a jitter window is set and cleared the same way
     assert call("PATCH", f"/jobs/{job['job_id']}", {"jitter_s": 90})[1]["jitter_s"] == 90
-    assert world.store.jobs[("alice", job["job_id"])].jitter_s == 90
+    assert world.store.jobs[("alice", job["job_id"])].spec.jitter_s == 90
     assert call("PATCH", f"/jobs/{job['job_id']}", {"jitter_s": None})[1]["jitter_s"] is None
 
 
 def test_a_job_submitted_with_a_jitter_window_returns_it(world: World) -> None:
     job = world.submit({**HOURLY, "jitter_s": 300})
-    assert job["jitter_s"] == 300 and world.store.jobs[("alice", job["job_id"])].jitter_s == 300
+    assert job["jitter_s"] == 300 and world.store.jobs[("alice", job["job_id"])].spec.jitter_s == 300
     assert call("POST", "/jobs", {**HOURLY, "jitter_s": 3601})[0] == 422
 
 
@@ -674,7 +674,7 @@ def test_another_tenant_reusing_an_idempotency_key_gets_a_job_of_its_own(world: 
     alices = world.submit({**HOURLY, "idempotency_key": "k-1"})
     status, mallorys = call("POST", "/jobs", {**HOURLY, "idempotency_key": "k-1"}, tenant="mallory")
     assert status == 201 and mallorys["job_id"] != alices["job_id"]
-    assert world.store.jobs[("alice", alices["job_id"])].payload == {"n": 1}
+    assert world.store.jobs[("alice", alices["job_id"])].spec.payload == {"n": 1}
 
 
 # -- idempotent submission ----------------------------------------------------------------------------------
@@ -914,7 +914,7 @@ def test_a_patch_of_the_retries_alone_keeps_a_backoff_changed_while_it_was_on_it
     assert status == 200 and raced, body
     assert body["max_retries"] == 4
     assert body["backoff"]["initial_delay_s"] == 40 and body["backoff"]["max_delay_s"] == 600
-    stored = read("alice", job_id).retry
+    stored = read("alice", job_id).spec.retry
     assert (stored.max_retries, stored.initial_delay_s, stored.max_delay_s) == (4, 40, 600)
 
 

@@ -54,7 +54,7 @@ def outcomes(page: Any) -> dict[datetime, str]:
 def test_each_fire_says_what_became_of_it() -> None:
     # Given a job every minute from 10:00, a log of its changes, and the records its scans wrote
     current = job(state=JobState.ACTIVE)
-    log = [change("submit", t(0), 1, schedule=current.schedule.to_dict()),
+    log = [change("submit", t(0), 1, schedule=current.spec.schedule.to_dict()),
            change("pause", t(5.5), 2), change("resume", t(7.5), 3)]
     records = [
         record(t(0)), record(t(1), ExecutionStatus.FAILED), record(t(1), ExecutionStatus.SUCCESS, attempt=2,
@@ -171,7 +171,7 @@ def test_one_record_of_a_catch_up_drop_stands_for_every_fire_it_dropped_even_bef
 def test_fires_between_follows_each_schedule_while_it_was_in_effect() -> None:
     current = job(Every(2 * MIN, start=t(1)))
     log = [change("submit", t(0), 1, schedule=Every(MIN, start=T0).to_dict()),
-           change("patch", t(3.5), 2, fields=["schedule"], schedule=current.schedule.to_dict())]
+           change("patch", t(3.5), 2, fields=["schedule"], schedule=current.spec.schedule.to_dict())]
     assert fires_between(timeline_of(current, log), t(0), t(9), 100, t(30)) == [t(m) for m in (0, 1, 2, 3, 5, 7, 9)]
 
 

@@ -7,8 +7,8 @@ from itertools import pairwise
 
 import pytest
 
-from jobrunner.domain.jobs import RetryPolicy
 from jobrunner.domain.retry import retry_delay, should_retry
+from jobrunner.domain.spec import RetryPolicy
 
 POLICY = RetryPolicy(max_retries=5, initial_delay_s=10.0, multiplier=2.0, max_delay_s=300.0)
 

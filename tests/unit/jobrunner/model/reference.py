@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from jobrunner.adapters.leases.memory import MemoryLeaseStore
     from jobrunner.adapters.stores.memory import MemoryJobStore
     from jobrunner.domain.calendars import Calendar
-    from jobrunner.domain.jobs import ExecutionRecord, Job, RetryPolicy, ScheduledExecution
-    from jobrunner.domain.spec import JobSpec
+    from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
+    from jobrunner.domain.spec import JobSpec, RetryPolicy
     from jobrunner.ports import OutboundMessage
 
 USER = "alice"
@@ -896,7 +896,7 @@ class Reference:
                     ahead = epoch.first_from(ahead + MS)
                 assert ahead is None, f"{job.name} was deleted with its fire {hms(ahead)} still owed"
                 continue
-            window = timedelta(seconds=max(jitter or 0 for jitter in [stored.jitter_s, *job.ever("jitter_s")]))
+            window = timedelta(seconds=max(jitter or 0 for jitter in [stored.spec.jitter_s, *job.ever("jitter_s")]))
             upcoming = epoch.first_from(last_bucket + MINUTE - window)
             for _fire in range(FIRES_LOOKED_AT):
                 if upcoming is None or not done(upcoming):

@@ -43,12 +43,12 @@ from jobrunner.domain.errors import (
     LimitReached,
     Unavailable,
 )
-from jobrunner.domain.jobs import Lane, RetryChange, RetryPolicy
+from jobrunner.domain.jobs import Lane
 from jobrunner.domain.limits import Standing
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.selection import JobFilter
-from jobrunner.domain.spec import JobSpec, SpecChange
+from jobrunner.domain.spec import JobSpec, RetryChange, RetryPolicy, SpecChange
 from jobrunner.domain.time import minute_bucket, rfc3339
 from jobrunner.ports import Clock, Invoker, PublishError
 from jobrunner.services.results import WorkerReport
@@ -318,11 +318,11 @@ class SubmitMany(Op):
                   for landing in plan.writes if landing.target == target for job_id in landing.jobs}
         for job_id in sorted(landed - {job.job_id for job in answered}):  # written, never answered
             stored = world.store.get_job(USER, job_id)
-            if stored is not None and json.dumps(stored.payload) in by_payload:
+            if stored is not None and json.dumps(stored.spec.payload) in by_payload:
                 world.say(f"    {job_id[:8]} was written by an attempt that failed")
                 answered.append(stored)
         for job in answered:
-            world.model.submitted(job, *by_payload[json.dumps(job.payload)])
+            world.model.submitted(job, *by_payload[json.dumps(job.spec.payload)])
 
 
 #: The tenant's calendar jobs may name; ``Exclude`` replaces its exclusion.

@@ -148,14 +148,14 @@ def test_a_job_names_only_a_calendar_of_its_tenant_and_only_when_recurring(world
     assert world.store.jobs == {}
     # a PATCH sets, removes or refuses it, writing nothing when refused
     job = world.every_minute(calendar=None)
-    assert world.jobs.change("alice", job.job_id, SpecChange(calendar="maintenance")).calendar == (
+    assert world.jobs.change("alice", job.job_id, SpecChange(calendar="maintenance")).spec.calendar == (
         "maintenance")
     with pytest.raises(InvalidField):
         world.jobs.change("alice", job.job_id, SpecChange(calendar="nope"))
     with pytest.raises(InvalidField):  # a schedule made one-time while a calendar is named
         world.jobs.change("alice", job.job_id, SpecChange(schedule=At(at(30))))
-    assert world.jobs.get("alice", job.job_id).calendar == "maintenance"
-    assert world.jobs.change("alice", job.job_id, SpecChange(calendar=None)).calendar is None
+    assert world.jobs.get("alice", job.job_id).spec.calendar == "maintenance"
+    assert world.jobs.change("alice", job.job_id, SpecChange(calendar=None)).spec.calendar is None
 
 
 def test_a_calendar_a_job_names_cannot_be_deleted_until_the_job_is_cancelled(world: World) -> None:

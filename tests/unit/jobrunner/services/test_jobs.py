@@ -28,22 +28,12 @@ from jobrunner.domain.errors import (
     LimitReached,
     Unavailable,
 )
-from jobrunner.domain.jobs import (
-    Job,
-    JobState,
-    JobStatus,
-    Lane,
-    RetryChange,
-    RetryPolicy,
-    Trigger,
-    due_of,
-    execution_id_for,
-)
+from jobrunner.domain.jobs import Job, JobState, JobStatus, Lane, Trigger, due_of, execution_id_for
 from jobrunner.domain.limits import minute_of
 from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
-from jobrunner.domain.spec import JobSpec, SpecChange
+from jobrunner.domain.spec import JobSpec, RetryChange, RetryPolicy, SpecChange
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
@@ -98,7 +88,7 @@ def test_submit_stores_the_job_and_its_first_run(store: MemoryJobStore, service:
     assert (row.due_at, row.scheduled_at, row.attempt, row.trigger) == (due, due, 1, Trigger.SCHEDULE)
     assert row.execution_id == execution_id_for(job.job_id, due, 1, Trigger.SCHEDULE)
     assert (row.user_id, row.job_id, row.job_version) == ("alice", job.job_id, job.version)
-    assert (job.topic, job.next_run_at, job.status) == ("jobs", due, JobStatus.SCHEDULED)
+    assert (job.spec.topic, job.next_run_at, job.status) == ("jobs", due, JobStatus.SCHEDULED)
 
 
 def test_imminent_job_goes_to_the_late_lane_of_the_bucket_being_scanned(
@@ -111,19 +101,20 @@ def test_imminent_job_goes_to_the_late_lane_of_the_bucket_being_scanned(
 
 def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJobStore, service: JobService) -> None:
     job = service.submit("alice", JobSpec(Every(timedelta(hours=1)), {}))[0]
-    assert job.schedule == Every(timedelta(hours=1), start=NOW + timedelta(hours=1))
-    assert store.jobs[("alice", job.job_id)].schedule == job.schedule
+    assert job.spec.schedule == Every(timedelta(hours=1), start=NOW + timedelta(hours=1))
+    assert store.jobs[("alice", job.job_id)].spec.schedule == job.spec.schedule
     [row] = store.rows.values()
     assert row.due_at == job.next_run_at == NOW + timedelta(hours=1)
 
 
 def test_allowed_topic_is_kept(service: JobService) -> None:
-    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="reports"))[0].topic == "reports"
+    job, _ = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="reports"))
+    assert job.spec.topic == "reports"
 
 
 def test_payload_at_the_size_limit_is_accepted(service: JobService) -> None:
     payload = "x" * 98  # 100 bytes once serialized with its quotes
-    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload))[0].payload == payload
+    assert service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload))[0].spec.payload == payload
 
 
 def test_at_up_to_five_minutes_in_the_past_runs_at_once(store: MemoryJobStore, service: JobService) -> None:
@@ -184,8 +175,8 @@ def test_a_topic_not_granted_to_the_tenant_is_forbidden_and_nothing_is_written(
 
 def test_a_job_without_a_topic_goes_to_the_default_or_to_its_tenants_first_topic(granted: JobService) -> None:
     due = At(NOW + timedelta(hours=1))
-    assert granted.submit("payments-team", JobSpec(due, {}))[0].topic == "jobs"
-    assert granted.submit("reporting", JobSpec(due, {}))[0].topic == "reports"
+    assert granted.submit("payments-team", JobSpec(due, {}))[0].spec.topic == "jobs"
+    assert granted.submit("reporting", JobSpec(due, {}))[0].spec.topic == "reports"
 
 
 def test_a_change_to_a_topic_not_granted_is_forbidden_and_changes_nothing(
@@ -304,7 +295,7 @@ def test_executions_a_minute_bound_one_time_jobs_runs_now_and_recurring_reservat
         service.submit("alice", JobSpec(Every(timedelta(minutes=1)), {}))
     assert quotas.standing["alice"].per_minute == 6
     # and cancelling a one-time job gives its minute back
-    once = next(job for (_, _), job in store.jobs.items() if isinstance(job.schedule, At))
+    once = next(job for (_, _), job in store.jobs.items() if isinstance(job.spec.schedule, At))
     service.cancel("alice", once.job_id)
     assert service.submit("alice", JobSpec(At(due), {}))[1]
 
@@ -909,7 +900,7 @@ def test_schedule_change_replans_from_now(store: MemoryJobStore, service: JobSer
     clock.set(at(3))
     changed = service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(hours=1))))
     # Then its next run is 11:03 under version 2; the 10:10 row is left to be dropped by its scan
-    assert changed.schedule == Every(timedelta(hours=1), start=at(3) + timedelta(hours=1))
+    assert changed.spec.schedule == Every(timedelta(hours=1), start=at(3) + timedelta(hours=1))
     assert (changed.next_run_at, changed.version, changed.updated_at) == (at(3) + timedelta(hours=1), 2, at(3))
     old, new = rows_of(store, job)
     assert (old.due_at, old.job_version) == (BUCKET, 1)
@@ -925,9 +916,8 @@ def test_payload_change_keeps_the_next_run_and_its_planned_row(
     [before] = rows_of(store, job)
     clock.set(at(2))
     changed = service.change("alice", job.job_id, SpecChange(payload={"n": 2}))
-    assert (changed.payload, changed.next_run_at, changed.version, changed.schedule_version, changed.schedule) == (
-        {"n": 2}, BUCKET, 2, 1, job.schedule
-    )
+    assert (changed.spec.payload, changed.spec.schedule) == ({"n": 2}, job.spec.schedule)
+    assert (changed.next_run_at, changed.version, changed.schedule_version) == (BUCKET, 2, 1)
     # nothing re-planned: the row planned under schedule version 1 is still the job's only one
     assert rows_of(store, job) == [before]
     _, sent = scan(store, clock, job, BUCKET)
@@ -954,9 +944,10 @@ def test_other_fields_change_from_the_next_fire(store: MemoryJobStore, service: 
     retry = RetryPolicy(max_retries=3, initial_delay_s=1, multiplier=3, max_delay_s=30)
     changes = SpecChange(topic="reports", retry=RetryChange.whole(retry), timeout_s=30)
     changed = service.change("alice", job.job_id, changes)
-    assert (changed.topic, changed.retry, changed.timeout_s, changed.payload) == ("reports", retry, 30, job.payload)
+    assert (changed.spec.topic, changed.spec.retry, changed.spec.timeout_s) == ("reports", retry, 30)
+    assert changed.spec.payload == job.spec.payload
     cleared = service.change("alice", job.job_id, SpecChange(timeout_s=None))
-    assert (cleared.timeout_s, cleared.topic, cleared.version) == (None, "reports", 3)
+    assert (cleared.spec.timeout_s, cleared.spec.topic, cleared.version) == (None, "reports", 3)
 
 
 def test_change_of_a_cancelled_job_is_a_conflict(store: MemoryJobStore, service: JobService) -> None:
@@ -972,7 +963,7 @@ def test_change_of_a_paused_job_plans_no_run(store: MemoryJobStore, service: Job
     service.pause("alice", job.job_id)
     changed = service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(hours=1)),
                                                               payload={"n": 2}))
-    assert (changed.state, changed.next_run_at, changed.version, changed.payload) == (
+    assert (changed.state, changed.next_run_at, changed.version, changed.spec.payload) == (
         JobState.PAUSED, None, 3, {"n": 2}
     )
     assert len(rows_of(store, job)) == 1  # still only the row of version 1
@@ -1081,7 +1072,7 @@ def test_of_two_concurrent_schedule_changes_only_the_last_one_fires(racing: Raci
     # Then only its fire is published, and the job is the second one's (applied over the first)
     _, sent = scan(racing, clock, job, BUCKET)
     assert [m.value["scheduled_at"] for m in sent] == ["2026-11-22T10:10:20.000Z"]
-    assert (changed.schedule, changed.version) == (At(at(10, 20)), 3)
+    assert (changed.spec.schedule, changed.version) == (At(at(10, 20)), 3)
 
 
 def test_a_retry_after_an_ambiguous_failure_builds_the_same_job(racing: RacingStore, clock: ManualClock) -> None:
@@ -1099,7 +1090,8 @@ def test_a_retry_after_an_ambiguous_failure_builds_the_same_job(racing: RacingSt
     fires = {(r.scheduled_at, r.execution_id) for r in rows_of(racing, job)}
     assert fires == {(NOW + timedelta(minutes=5), execution_id_for(job.job_id, NOW + timedelta(minutes=5), 1,
                                                                    Trigger.SCHEDULE))}
-    assert stored(racing, job).schedule == job.schedule == Every(timedelta(minutes=5), start=NOW + timedelta(minutes=5))
+    assert stored(racing, job).spec.schedule == job.spec.schedule
+    assert job.spec.schedule == Every(timedelta(minutes=5), start=NOW + timedelta(minutes=5))
 
 
 def test_a_slow_idempotency_claim_does_not_strand_a_job_due_within_seconds(
@@ -1190,7 +1182,7 @@ def test_a_patch_of_the_jitter_applies_from_the_next_fire_planned_and_runs_now_a
     # When the window is removed
     changed = service.change("alice", job.job_id, SpecChange(jitter_s=None))
     # Then the fire already planned keeps its due instant, and the job has no window any more
-    assert changed.jitter_s is None and rows_of(store, job) == [planned]
+    assert changed.spec.jitter_s is None and rows_of(store, job) == [planned]
     _, sent = scan(store, clock, job, BUCKET)
     assert len(sent) == 1
     [following] = [r for r in rows_of(store, job) if r.scheduled_at > BUCKET]
@@ -1291,7 +1283,7 @@ def test_every_change_that_lands_is_logged_with_who_asked_and_one_that_changes_n
     details = {c.action: c.details for c in log}
     assert details["patch"] == {"fields": ["jitter_s", "payload"]}
     assert details["resume"] == {"catch_up": True} and details["run"] == {"execution_id": run.execution_id}
-    assert details["submit"] == {"schedule": job.schedule.to_dict()}
+    assert details["submit"] == {"schedule": job.spec.schedule.to_dict()}
     # and another tenant cannot read it
     with pytest.raises(JobNotFound):
         service.changes("mallory", job.job_id)
@@ -1336,7 +1328,7 @@ def test_a_batch_is_written_together_each_job_with_its_first_run_and_its_change_
     results = service.submit_many("alice", [(new, None) for new in news], actor=ops)
     # Then every job exists with its first run, in one write of them all, each change logged with who asked
     assert calls == ["create_many"]
-    assert [job.payload for job, created in results if created] == [{"n": n} for n in range(31)]
+    assert [job.spec.payload for job, created in results if created] == [{"n": n} for n in range(31)]
     assert {r.job_id for r in store.rows.values()} == {job.job_id for job, _ in results}
     assert all(store.jobs[("alice", job.job_id)] == job for job, _ in results)
     assert sorted((c.job_id, c.action, c.actor) for c in changes.entries.values()) == sorted(

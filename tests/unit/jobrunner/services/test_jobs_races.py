@@ -347,7 +347,7 @@ def test_a_change_that_landed_but_whose_row_could_not_be_placed_again_stays_coun
     with pytest.raises(Unavailable):
         service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=10))))
     # Then the job it now is stays counted (its count was given back, though the change stands)
-    assert store.jobs[("alice", job.job_id)].schedule.recurring
+    assert store.jobs[("alice", job.job_id)].spec.schedule.recurring
     assert quotas.standing["alice"].jobs == 1
 
 

@@ -295,7 +295,8 @@ def test_the_default_policies_cost_no_read_and_a_policy_costs_one_read_per_fire(
 
 def test_a_policy_changes_with_a_patch_from_the_next_fire(world: World) -> None:
     job = world.submit(overlap=Overlap.SKIP)
-    assert world.jobs.change("alice", job.job_id, SpecChange(overlap=Overlap.ALLOW_ALL)).overlap is Overlap.ALLOW_ALL
+    changed = world.jobs.change("alice", job.job_id, SpecChange(overlap=Overlap.ALLOW_ALL))
+    assert changed.spec.overlap is Overlap.ALLOW_ALL
     assert fires(world.scan(10)) == ["10:00", "10:10", "10:20", "10:30", "10:40", "10:50"]
 
 

@@ -21,10 +21,10 @@ from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
 from jobrunner.domain.errors import Unavailable
-from jobrunner.domain.jobs import ExecutionStatus, RetryPolicy, Trigger, execution_id_for
+from jobrunner.domain.jobs import ExecutionStatus, Trigger, execution_id_for
 from jobrunner.domain.policies import Overlap
 from jobrunner.domain.schedules import At, Every
-from jobrunner.domain.spec import JobSpec, SpecChange
+from jobrunner.domain.spec import JobSpec, RetryPolicy, SpecChange
 from jobrunner.domain.time import MINUTE, minute_bucket
 from jobrunner.ports import Invoker
 from jobrunner.services.results import WorkerReport

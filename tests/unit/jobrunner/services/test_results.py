@@ -26,7 +26,6 @@ from jobrunner.domain.jobs import (
     Job,
     JobStatus,
     Lane,
-    RetryPolicy,
     Trigger,
     execution_id_for,
     with_runs,
@@ -34,7 +33,7 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.placement import place, plan_execution
 from jobrunner.domain.receipts import v1_result_token
 from jobrunner.domain.schedules import At, Every, parse_instant
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.ports import Completion, ScanRequest
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
 from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
@@ -86,8 +85,8 @@ class World:
             job_id=job.job_id, scheduled_at=scheduled_at, attempt=attempt, execution_id=row.execution_id,
             user_id=job.user_id, status=ExecutionStatus.RUNNING, trigger=trigger, due_at=row.due_at,
             published_at=self.clock.now(), job_version=row.job_version,
-            next_fire_at=job.schedule.next_fire_after(scheduled_at)
-            if trigger is Trigger.SCHEDULE and job.schedule.recurring else None,
+            next_fire_at=job.spec.schedule.next_fire_after(scheduled_at)
+            if trigger is Trigger.SCHEDULE and job.spec.schedule.recurring else None,
         )
         self.store.write_started([record])
         self.store.settle_published([Completion(done=row, following=None)])
@@ -390,8 +389,8 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
 
 
 def watchdog_of(world: World, job: Job, record: ExecutionRecord) -> ScheduledExecution:
-    assert job.timeout_s is not None and record.published_at is not None
-    return plan_execution(job, record.published_at + timedelta(seconds=job.timeout_s),
+    assert job.spec.timeout_s is not None and record.published_at is not None
+    return plan_execution(job, record.published_at + timedelta(seconds=job.spec.timeout_s),
                           world.clock.now(), 1, trigger=Trigger.TIMEOUT, attempt=record.attempt,
                           scheduled_at=record.scheduled_at)
 

@@ -17,9 +17,9 @@ from jobrunner.adapters.stores.calendars import MemoryCalendarStore
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import JobNotFound
-from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, RetryPolicy, Trigger
+from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, Trigger
 from jobrunner.domain.schedules import Every
-from jobrunner.domain.spec import JobSpec, SpecChange
+from jobrunner.domain.spec import JobSpec, RetryPolicy, SpecChange
 from jobrunner.ports import ScanRequest
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.outcomes import OutcomeRules, Outcomes
