@@ -96,6 +96,12 @@ class Job:
     schedule_version: int = 0
     #: When the job was last paused (resume with catch-up replays the fires missed since then).
     paused_at: datetime | None = None
+    #: The first fire planned by the change that set ``schedule_version`` (the next run that change wrote), as the
+    #: store read it: the scheduled rows of that version are its fires at or after it. A row of the version at an
+    #: earlier fire was planned by a change that lost its compare-and-set to that one (a resume with catch-up losing
+    #: to a plain one), and is not the job's (``domain.publication.publishable``). None when not known (a job
+    #: stored before it was kept, one paused or ended by that change), and then nothing is checked against it.
+    schedule_from: datetime | None = None
     #: W3C traceparent of the request that created the job (executions carry a child of it).
     trace_parent: str | None = None
     next_run_at: datetime | None = None

@@ -57,7 +57,13 @@ def publishable(row: ScheduledExecution, job: Job) -> bool:
         return True  # (of a job deleted after its last fire too: requested before it was)
     if job.state in (JobState.PAUSED, JobState.DELETED):
         return False
-    # A row of the current schedule version is the job's only if its fire is one of the job's schedule: a
-    # change attempt that failed (its compare-and-set never landed) can leave rows under the very version
-    # number the next, successful attempt takes, at fire times of a schedule the job never had.
-    return row.job_version == job.schedule_version and fires_at(job.spec.schedule, row.scheduled_at)
+    # A row of the current schedule version is the job's only if its fire is one of the job's schedule, at or
+    # after the first fire the change that set the version planned: a change attempt that failed (its
+    # compare-and-set never landed) can leave rows under the very version number the next, successful attempt
+    # takes, at fire times of a schedule the job never had, or at fires of the same schedule that the winner
+    # did not plan (a resume with catch-up that lost to a plain resume: the fires of the pause). The winner's
+    # own fires start at that first one, so a loser's row at or after it is a copy of one of them (same
+    # execution id, deduplicated by its record).
+    if row.job_version != job.schedule_version or not fires_at(job.spec.schedule, row.scheduled_at):
+        return False
+    return job.schedule_from is None or row.scheduled_at >= job.schedule_from

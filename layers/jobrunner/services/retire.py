@@ -87,7 +87,8 @@ class Retirer(Retirement):
                 return False
             now = self._clock.now()
             deleted = job.with_changes(state=JobState.DELETED, version=job.version + 1,
-                                       schedule_version=job.version + 1, updated_at=now, next_run_at=None)
+                                       schedule_version=job.version + 1, updated_at=now, next_run_at=None,
+                                       schedule_from=None)
             ttl = self._limits.of(job.user_id).history_ttl_s
             # What the job held is given back once its delete has landed (a change that only gives back).
             if not self._quotas.counted(job.user_id, self._limits.change(job, None),

@@ -53,7 +53,10 @@ def job_from_row(row: Any) -> Job:
     column (an older release, whose rows ``cql.migrate`` copies as they are) re-planned on every change,
     so its version is its schedule version. Its next run is the scan's if the scan planned it under the
     current schedule version, else the one the last change of schedule or state wrote (also for rows
-    written before the scan had columns of its own)."""
+    written before the scan had columns of its own). The first fire planned under its schedule version
+    (``Job.schedule_from``) is the next run that change wrote (``next_run_at``: no other change, and no scan,
+    writes it), known only when its schedule version is and no scan of an older release wrote a next run
+    under it."""
     current = row.schedule_version is not None and row.schedule_version_set_at == row.version
     schedule_version = row.schedule_version if current else row.version
     scan_current = row.scan_schedule_version is not None and row.scan_schedule_version == schedule_version
@@ -69,6 +72,7 @@ def job_from_row(row: Any) -> Job:
         paused_at=_ts(row.paused_at),
         trace_parent=row.trace_parent,
         next_run_at=_ts(row.scan_next_run_at if scan_current else row.next_run_at),
+        schedule_from=None if scan_current or not current else _ts(row.next_run_at),
         last_run_at=_ts(row.last_run_at),
         last_execution_id=row.last_execution_id,
         last_status=ExecutionStatus(row.last_status) if row.last_status else None,

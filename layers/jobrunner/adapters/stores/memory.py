@@ -76,7 +76,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
     def _create(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         with self._lock:
             for job, first in jobs:
-                self.jobs[(job.user_id, job.job_id)] = job
+                self.jobs[(job.user_id, job.job_id)] = replace(job, schedule_from=job.next_run_at)
                 if first is not None:
                     self.rows[_row_key(first)] = first
 
@@ -152,6 +152,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
             self.jobs[(job.user_id, job.job_id)] = replace(
                 job, created_at=current.created_at, last_run_at=None, last_execution_id=None, last_status=None,
                 next_run_at=current.next_run_at if keeps_schedule else job.next_run_at,
+                schedule_from=current.schedule_from if keeps_schedule else job.next_run_at,
             )
             return True
 
@@ -217,5 +218,6 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
             if current is None or current.version != expected_version:
                 return False
             self.jobs[(job.user_id, job.job_id)] = replace(job, created_at=current.created_at, last_run_at=None,
-                                                           last_execution_id=None, last_status=None)
+                                                           last_execution_id=None, last_status=None,
+                                                           schedule_from=job.next_run_at)
             return True

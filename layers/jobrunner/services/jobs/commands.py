@@ -221,7 +221,9 @@ class Commands(JobWriter):
                 return job
             version = job.version + 1
             replans = "schedule" in changes or "state" in changes
+            # a change of schedule or state plans its fires from its next run (``Job.schedule_from``)
             updated = job.with_changes(version=version, schedule_version=version if replans else job.schedule_version,
+                                       schedule_from=changes.get("next_run_at") if replans else job.schedule_from,
                                        updated_at=now, **changes)
             if self._quotas.counted(user_id, self._rules.limits.change(job, updated),
                              lambda: self._write_update(updated, job.version),  # noqa: B023 - called at once

@@ -194,4 +194,5 @@ class Submissions(JobWriter):
         if first is None:
             raise InvalidField("schedule", "never fires after now")
         return Job(user_id=user_id, job_id=job_id, spec=replace(new, schedule=schedule, topic=topic),
-                   created_at=now, updated_at=now, next_run_at=first, trace_parent=trace_parent)
+                   created_at=now, updated_at=now, next_run_at=first, schedule_from=first,
+                   trace_parent=trace_parent)

@@ -53,6 +53,20 @@ def test_a_fire_of_an_older_schedule_version_or_off_the_schedule_is_not_wanted()
     assert not publishable(fire_of(job, at=FIRE + timedelta(seconds=7)), job)
 
 
+def test_a_fire_of_the_current_version_before_the_first_its_change_planned_is_not_wanted() -> None:
+    # A resume with catch-up that lost its compare-and-set to a plain resume left a row of a fire of the pause
+    # under the version the plain resume took: it is not the job's (the winner planned from FIRE on).
+    job = every_minute(schedule_from=FIRE)
+    assert not publishable(fire_of(job, at=FIRE - timedelta(minutes=1)), job)
+    assert not publishable(fire_of(job, at=FIRE - timedelta(minutes=3)), job)
+    assert publishable(fire_of(job, at=FIRE), job)
+    assert publishable(fire_of(job, at=FIRE + timedelta(minutes=2)), job)
+    # runs now, backfills and retries of the same fires are not the schedule's chain: they go on
+    assert publishable(fire_of(job, at=FIRE - timedelta(minutes=1), trigger=Trigger.BACKFILL), job)
+    # a job whose first planned fire is not known checks nothing
+    assert publishable(fire_of(job, at=FIRE - timedelta(minutes=1)), replace(job, schedule_from=None))
+
+
 def test_a_fire_planned_under_a_version_the_job_has_not_reached_is_ahead() -> None:
     job = every_minute()
     row = replace(fire_of(job), job_version=2)
