@@ -161,6 +161,28 @@ def test_two_resumes_of_one_version_leave_the_winners_row(store: DoubtfulStore, 
     assert fires(scan(store, clock, job, BUCKET), job) == ["2026-11-22T10:10:00.000Z"]
 
 
+def test_a_resume_with_catch_up_that_loses_to_a_plain_resume_replays_nothing_of_the_pause(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given a job every minute, paused before its first fire and left paused over five of them
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
+    start = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
+    job = service.submit("alice", JobSpec(Every(timedelta(minutes=1), start=start), {"n": 1}))[0]
+    service.pause("alice", job.job_id)
+    clock.set(datetime(2026, 11, 22, 10, 5, 30, tzinfo=UTC))
+    # and two resumes that read the same version: one with catch-up, whose row of the pause's first fire is
+    # written (rows first) when a plain resume's compare-and-set lands before its own
+    store.before_update.append(lambda: service.resume("alice", job.job_id))
+    # When the one with catch-up then loses, reads the job again (active) and answers
+    resumed = service.resume("alice", job.job_id, catch_up=True)
+    assert (resumed.state, resumed.version, resumed.next_run_at) == (JobState.ACTIVE, 3, start + timedelta(minutes=5))
+    loser = [row for row in store.rows.values() if row.scheduled_at == start and row.job_version == 3]
+    assert loser  # its row stayed, under the winner's version number
+    # Then the scans over the minutes publish the winner's fires only: none of the pause (the winner asked for none)
+    sent = [m for bucket in range(5, 9) for m in scan(store, clock, job, start.replace(minute=bucket))]
+    assert fires(sent, job) == ["2026-11-22T10:06:00.000Z", "2026-11-22T10:07:00.000Z", "2026-11-22T10:08:00.000Z"]
+
+
 def test_a_resume_whose_compare_and_set_times_out_is_settled_by_reading(
     store: DoubtfulStore, clock: ManualClock
 ) -> None:
