@@ -527,6 +527,26 @@ def test_update_job_is_a_compare_and_set_on_the_version(job_store: Stores) -> No
     assert job_store.update_job(job.with_changes(version=3, payload={"third": True}), [], expected_version=2)
 
 
+def test_the_first_fire_of_a_schedule_version_is_the_next_run_its_change_wrote(job_store: Stores) -> None:
+    # Given a job submitted with its first run
+    job = make_job(next_run_at=BUCKET)
+    job_store.create_job(job, None)
+    assert shown(job_store, job).schedule_from == BUCKET
+    # When a resume with catch-up and a plain resume both read version 1, and the plain one lands first
+    later = BUCKET + timedelta(minutes=10)
+    assert job_store.update_job(job.with_changes(version=2, schedule_version=2, next_run_at=later), [], 1)
+    assert not job_store.update_job(job.with_changes(version=2, schedule_version=2, next_run_at=BUCKET), [], 1)
+    # Then the job's fires of version 2 start at the winner's first one, and a change of anything else keeps it
+    assert shown(job_store, job).schedule_from == later
+    edited = job.with_changes(version=3, schedule_version=2, payload={"n": 2}, next_run_at=later + timedelta(minutes=1))
+    assert job_store.update_job(edited, [], expected_version=2)
+    assert (shown(job_store, job).version, shown(job_store, job).schedule_from) == (3, later)
+    # and a pause plans none
+    paused = job.with_changes(version=4, schedule_version=4, state=JobState.PAUSED, next_run_at=None)
+    assert job_store.update_job(paused, [], expected_version=3)
+    assert shown(job_store, job).schedule_from is None
+
+
 def test_a_settled_read_sees_every_change_that_landed(job_store: Stores) -> None:
     # Given a job, changed once; a missing job
     job = make_job()
