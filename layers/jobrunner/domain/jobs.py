@@ -13,7 +13,9 @@ version it was planned under, and the scan drops rows whose schedule version is 
 implements cancel, pause, resume and schedule changes without deleting rows that a scan may be reading,
 and lets a change of anything else (payload, topic, retry, timeout) leave the planned rows and the next
 run as they are: re-planning those from a read of the job could take a next run that a scan's
-completion had just overwritten with the old schedule's.
+completion had just overwritten with the old schedule's. A change that loses its compare-and-set leaves
+the rows it wrote first under the version number the winner takes: the scan tells them apart by the
+job's schedule and by the first fire the winner planned (``Job.schedule_from``).
 """
 
 from __future__ import annotations

@@ -87,9 +87,11 @@ class JobStore(Protocol):
         fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
         A change of schedule or state (``job.schedule_version == job.version``) writes them all (state,
         version, schedule_version, schedule, payload, topic, retry, timeout, paused_at, updated_at,
-        next_run_at), and its next run stands until a scan completes a fire planned under it. Any other
-        change writes only version, payload, topic, retry, timeout and updated_at: the job's next run
-        stays as the store holds it, even if a scan's completion lands between the read and this write.
+        next_run_at), and its next run stands until a scan completes a fire planned under it; that next run is
+        also read back as the first fire of the schedule version (``Job.schedule_from``, None when the store
+        cannot know it). Any other change writes only version, payload, topic, retry, timeout and updated_at:
+        the job's next run and the first fire of its version stay as the store holds them, even if a scan's
+        completion lands between the read and this write.
         Returns False when it is not: the job is unchanged, and the rows stay where they are. They are never
         removed: the winner of the race took the same version number and may have planned the very same rows
         (two resumes of one fire), so removing them could remove the winner's; a row the job does not want is
