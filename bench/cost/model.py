@@ -90,6 +90,8 @@ class StageConfig(BaseModel):
     web_acl: bool = False
     #: One-time jobs' rows deleted after their last fire (the job table has no TTL; off by default).
     one_time_rows_expire: bool = False
+    #: The API stage's throttle, requests a second (``api_rate_limit``): a limit, not a cost.
+    api_rate_limit: int = 50
 
     @classmethod
     def from_cdk_json(cls, cdk_json: Path, stage: str | None = None) -> StageConfig:
@@ -138,6 +140,7 @@ class StageConfig(BaseModel):
             expected_executions_per_day=config.expected_executions_per_day,
             results_pollers=config.results_pollers, results_log_sample_rate=config.results_log_sample_rate,
             xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,
+            api_rate_limit=config.api_rate_limit,
         )
 
 

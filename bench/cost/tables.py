@@ -24,6 +24,7 @@ from bench.cost.model import (
     sized_for,
     total,
 )
+from bench.cost.quotas import QUOTAS, quota_checks
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -141,6 +142,27 @@ def capacity_table(config: StageConfig, inputs: MeasuredInputs) -> Table:
                  "out within 15 s)", header=["load", "limit", "capacity", "a busy minute needs", "to size"], rows=rows)
 
 
+def quotas_table(config: StageConfig, inputs: MeasuredInputs) -> Table:
+    """What 50 M and 1 B a day ask of each quota on the path (``bench.cost.quotas``), the stage sized for each."""
+    rows = []
+    for executions, label in LOADS[1:]:
+        for check in quota_checks(config, inputs, executions):
+            quota = QUOTAS[check.quota]
+            headroom = f"{check.headroom:,.1f}x" if check.headroom >= 0.1 else f"{check.headroom:.2f}x"
+            rows.append([label, f"{quota.service}: {quota.name}", f"{check.limit:,.0f} {quota.unit}",
+                         f"{check.needed:,.0f}", headroom, check.advice])
+    return Table(name="quotas", title=f"Quotas on the path, stage {config.stage} sized for each load (headroom "
+                 "below 1x: the load needs more than the default)",
+                 header=["load", "quota", "limit", "needs", "headroom", "what it is, what reaches it"], rows=rows)
+
+
+def quota_sources_table() -> Table:
+    rows = [[f"{q.service}: {q.name}", f"{q.default:,.0f} {q.unit}", "yes" if q.adjustable else "no", q.source,
+             q.checked.isoformat()] for q in QUOTAS.values()]
+    return Table(name="quota-sources", title="Each quota's default and where it is written",
+                 header=["quota", "default", "raised on request", "source", "read on"], rows=rows)
+
+
 def _unit_price(usd: float) -> str:
     """A price per request as dollars per million (how AWS quotes them), the others as they are."""
     return f"${usd * 1e6:.4g} per million" if usd < 1e-4 else f"${usd:.10g}"
@@ -212,7 +234,8 @@ def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
                stages: Mapping[str, StageConfig]) -> list[Table]:
     return [prices_table(prices), per_million_table(config, inputs, prices), capacity_table(config, inputs),
             at_rest_table(stages, inputs, prices), kafka_table(config, inputs, prices),
-            targets_table(stages, inputs, prices)]
+            targets_table(stages, inputs, prices), quotas_table(stages.get("prod", config), inputs),
+            quota_sources_table()]
 
 
 _BLOCK = re.compile(r"(<!-- cost:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- cost:end -->)", re.DOTALL)

@@ -57,7 +57,8 @@ def test_the_docs_tables_are_the_models() -> None:
                                                stages_of(CDK_JSON)))
     # Then nothing changes (else: `python -m bench.cost --write-docs`)
     assert regenerated == text, "docs/scaling.md's cost tables differ from the model: python -m bench.cost --write-docs"
-    assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest", "kafka", "targets"}
+    assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest", "kafka", "targets", "quotas",
+                                    "quota-sources"}
 
 
 def test_a_marker_naming_no_table_is_an_error() -> None:
