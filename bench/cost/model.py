@@ -323,7 +323,10 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
     if recovered:
         add("point-in-time recovery of the rows that expire", recovered_gb * p.keyspaces_pitr.value,
             f"the GB of {' and '.join(recovered)} (PITR on {len(c.pitr_tables)} of {len(ALL_TABLES)} tables)")
-    if not c.one_time_rows_expire:
+    if c.one_time_rows_expire:  # each row deleted once, by its time to live, instead of kept
+        add("TTL deletes of one-time job rows", u.one_time * p.keyspaces_ttl_delete.value,
+            "a one-time job's row expires after its last fire (1 TTL delete a one-time job)")
+    else:
         kept_gb = u.one_time * i.job_row_bytes.value / GB
         price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)
         add("one-time job rows kept (this month's; +1 month's each month)", kept_gb * price,

@@ -25,6 +25,7 @@ from bench.cost.model import (
     total,
 )
 from bench.cost.quotas import QUOTAS, quota_checks
+from bench.cost.whatif import LEVERS, cumulative
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -156,6 +157,18 @@ def quotas_table(config: StageConfig, inputs: MeasuredInputs) -> Table:
                  header=["load", "quota", "limit", "needs", "headroom", "what it is, what reaches it"], rows=rows)
 
 
+def levers_table(stage: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """The runtime levers not taken (``bench.cost.whatif``), each added to the ones above, at 50 M a day."""
+    provisioned = cumulative(stage, inputs, prices, 50e6, "provisioned")
+    on_demand = cumulative(stage, inputs, prices, 50e6, "on-demand")
+    takes = {lever.name: lever.takes for lever in LEVERS}
+    rows = [[name, _money(p), _money(o), takes.get(name, "the code as it is")]
+            for (name, p), (_, o) in zip(provisioned, on_demand, strict=True)]
+    return Table(name="levers", title=f"Per million at 50 M/day, stage {stage.stage}, with the levers not taken, "
+                 "each on top of those above", header=["lever", "provisioned", "on-demand", "what it takes"],
+                 rows=rows)
+
+
 def quota_sources_table() -> Table:
     rows = [[f"{q.service}: {q.name}", f"{q.default:,.0f} {q.unit}", "yes" if q.adjustable else "no", q.source,
              q.checked.isoformat()] for q in QUOTAS.values()]
@@ -235,7 +248,7 @@ def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
     return [prices_table(prices), per_million_table(config, inputs, prices), capacity_table(config, inputs),
             at_rest_table(stages, inputs, prices), kafka_table(config, inputs, prices),
             targets_table(stages, inputs, prices), quotas_table(stages.get("prod", config), inputs),
-            quota_sources_table()]
+            quota_sources_table(), levers_table(stages.get("prod", config), inputs, prices)]
 
 
 _BLOCK = re.compile(r"(<!-- cost:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- cost:end -->)", re.DOTALL)

@@ -58,7 +58,7 @@ def test_the_docs_tables_are_the_models() -> None:
     # Then nothing changes (else: `python -m bench.cost --write-docs`)
     assert regenerated == text, "docs/scaling.md's cost tables differ from the model: python -m bench.cost --write-docs"
     assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest", "kafka", "targets", "quotas",
-                                    "quota-sources"}
+                                    "quota-sources", "levers"}
 
 
 def test_a_marker_naming_no_table_is_an_error() -> None:
@@ -127,9 +127,12 @@ def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
     # Then a month's rows are 9 TB at 1 B a day, ≈ $0.135 per million executions a month (storage + PITR)
     assert kept.usd / (PRICES.keyspaces_storage.value + PRICES.keyspaces_pitr.value) == pytest.approx(9_000)
     assert per_million(kept.usd, 1e9) == pytest.approx(0.135)
-    # And with the rows deleted after their last fire the line goes
+    # And with the rows deleted after their last fire the line goes, and each row's TTL delete is paid once
     expiring = config.model_copy(update={"one_time_rows_expire": True})
-    assert line not in _by_item(monthly_lines(expiring, inputs, PRICES, Load(executions_per_day=1e9)))
+    lines = _by_item(monthly_lines(expiring, inputs, PRICES, Load(executions_per_day=1e9)))
+    assert line not in lines
+    deletes = lines["Keyspaces: TTL deletes of one-time job rows"]
+    assert per_million(deletes.usd, 1e9) == pytest.approx(0.5 * 0.275)
 
 
 def test_busy_scans_alone_cost_about_18_dollars_per_million_at_1_m_a_day(

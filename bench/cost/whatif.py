@@ -1,0 +1,68 @@
+"""The runtime levers not taken (yet), priced by the same model: what each would save, one on top of the other.
+
+A lever here changes what an execution writes, reads or keeps (the measured inputs) or a stage setting, so
+its price is the model's, not a guess. Each says what it would cost in design or guarantees: the
+figures are what is left between the targets of issue #33 and the code as it is, and what it would take.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bench.cost.model import Load, monthly_lines, per_million, total
+
+if TYPE_CHECKING:
+    from bench.cost.inputs import MeasuredInputs
+    from bench.cost.model import Capacity, StageConfig
+    from bench.cost.prices import PriceTable
+
+
+class Lever(BaseModel):
+    """A change the model can price: new values of some inputs and of some stage settings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    inputs: dict[str, float] = {}
+    stage: dict[str, Any] = {}
+    #: What it takes, or why it is not taken.
+    takes: str
+
+
+LEVERS: tuple[Lever, ...] = (
+    Lever(name="history written once, with its outcome", inputs={"history_rows_written": 1.0},
+          takes="the RUNNING record replaced by one marker per published group: overlap, timeouts, the orphan "
+                "checks and the results' acceptance all read that record today (a redesign of the history store "
+                "and of every reader, with the model and both fault suites)"),
+    Lever(name="no TTL deletes of history and schedule rows", inputs={"ttl_deletes": 0.0},
+          takes="rows expired by dropping whole time-bucketed tables (DROP TABLE is free; a TTL delete is not): "
+                "tables made ahead by the deploy, a ring the readers know, IAM for DDL at run time"),
+    Lever(name="one-time job rows expire after their last fire", stage={"one_time_rows_expire": True},
+          takes="every write of a one-time job's row carrying the row's time to live (the same instant in every "
+                "cell), a schedule change rewriting the whole row; pays a TTL delete now to save storage that "
+                "grows every month"),
+)
+
+
+def _with(inputs: MeasuredInputs, values: dict[str, float]) -> MeasuredInputs:
+    update = {name: getattr(inputs, name).model_copy(update={"value": value}) for name, value in values.items()}
+    return inputs.model_copy(update=update)
+
+
+def cumulative(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, executions_per_day: float,
+               capacity: Capacity) -> list[tuple[str, float]]:
+    """Per million at ``executions_per_day``: now, then with each lever of ``LEVERS`` added to the ones before."""
+    stage = config.model_copy(update={"keyspaces_capacity": capacity})
+
+    def price(stage: StageConfig, inputs: MeasuredInputs) -> float:
+        lines = monthly_lines(stage, inputs, prices, Load(executions_per_day=executions_per_day, capacity=capacity))
+        return per_million(total(lines), executions_per_day)
+
+    rows = [("now", price(stage, inputs))]
+    for lever in LEVERS:
+        inputs = _with(inputs, lever.inputs)
+        stage = stage.model_copy(update=lever.stage)
+        rows.append((lever.name, price(stage, inputs)))
+    return rows
