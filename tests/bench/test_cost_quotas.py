@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -92,19 +91,3 @@ def test_a_serverless_cluster_has_no_partitions_per_broker_to_check(inputs: Meas
 def test_nothing_needed_is_endless_headroom() -> None:
     assert QuotaCheck(quota="api_stage", needed=0, limit=50, advice="").headroom == math.inf
 
-
-def test_each_lever_not_taken_saves_what_its_inputs_say(prod: StageConfig, inputs: MeasuredInputs) -> None:
-    from bench.cost.prices import PRICES
-    from bench.cost.whatif import LEVERS, cumulative
-
-    rows = cumulative(prod, inputs, PRICES, 50e6, "on-demand")
-    assert [name for name, _ in rows] == ["now", *(lever.name for lever in LEVERS)]
-    saved = {name: before - after for (_, before), (name, after) in pairwise(rows)}
-    # One history write less: one write request unit an execution, on-demand
-    assert saved["history written once, with its outcome"] == pytest.approx(
-        PRICES.keyspaces_write_request.value * 1e6)
-    # No TTL deletes: each expiring row's delete
-    assert saved["no TTL deletes of history and schedule rows"] == pytest.approx(
-        inputs.ttl_deletes.value * PRICES.keyspaces_ttl_delete.value * 1e6)
-    # One-time rows expiring: a TTL delete paid instead of a month's storage, about even in the first month
-    assert abs(saved["one-time job rows expire after their last fire"]) < 0.01

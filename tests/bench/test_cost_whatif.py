@@ -1,0 +1,39 @@
+"""The runtime levers not taken (bench/cost/whatif.py), priced by the model."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from bench.cost.inputs import MeasuredInputs, load
+from bench.cost.model import StageConfig, stages_of
+from bench.cost.prices import PRICES
+from bench.cost.whatif import LEVERS, cumulative
+
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+
+
+@pytest.fixture
+def inputs() -> MeasuredInputs:
+    return load()
+
+
+@pytest.fixture
+def prod() -> StageConfig:
+    return stages_of(CDK_JSON)["prod"]
+
+
+def test_each_lever_not_taken_saves_what_its_inputs_say(prod: StageConfig, inputs: MeasuredInputs) -> None:
+    rows = cumulative(prod, inputs, PRICES, 50e6, "on-demand")
+    assert [name for name, _ in rows] == ["now", *(lever.name for lever in LEVERS)]
+    saved = {name: before - after for (_, before), (name, after) in pairwise(rows)}
+    # One history write less: one write request unit an execution, on-demand
+    assert saved["history written once, with its outcome"] == pytest.approx(
+        PRICES.keyspaces_write_request.value * 1e6)
+    # No TTL deletes: each expiring row's delete
+    assert saved["no TTL deletes of history and schedule rows"] == pytest.approx(
+        inputs.ttl_deletes.value * PRICES.keyspaces_ttl_delete.value * 1e6)
+    # One-time rows expiring: a TTL delete paid instead of a month's storage, about even in the first month
+    assert abs(saved["one-time job rows expire after their last fire"]) < 0.01
