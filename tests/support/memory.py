@@ -10,6 +10,7 @@ the container would give it left at its null."""
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
@@ -24,7 +25,7 @@ from jobrunner.services.wake import NoWaker
 from jobrunner.wiring import Container
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from jobrunner.ports import (
         CalendarStore,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from jobrunner.services.outcomes import Expiry
     from jobrunner.services.retire import Retirement
     from jobrunner.services.scan import ScanRules, ScanStores
+    from jobrunner.services.tick import TickRules
     from jobrunner.services.wake import Waker
 
 
@@ -46,14 +48,18 @@ def memory_container(
     env: Mapping[str, str] | None = None, *, clock: Clock, store: Stores | None = None,
     leases: LeaseStore | None = None, publisher: Publisher | None = None, invoker: Invoker | None = None,
     quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
+    scan_rules: Callable[[ScanRules], ScanRules] | None = None,
+    tick_rules: Callable[[TickRules], TickRules] | None = None, jitter: Callable[[], float] = random.random,
 ) -> Container:
-    """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory. Limits that
+    """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory, and the rules
+    no setting names varied by ``scan_rules``, ``tick_rules`` and ``jitter`` (see ``Container``). Limits that
     are counted need ``quotas`` (the container would reach for DynamoDB otherwise)."""
     settings = Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off", **(env or {})})
     assert quotas is not None or not settings.tenant_limits.counted, "counted limits need quotas in memory"
     return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
                      leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
-                     changes=changes, calendars=calendars)
+                     changes=changes, calendars=calendars, scan_rules=scan_rules, tick_rules=tick_rules,
+                     jitter=jitter)
 
 
 
