@@ -3,10 +3,9 @@
 A test names what it varies as a deployment does, in settings (``JOBRUNNER_SEGMENTS``, topics, limits),
 and gives the adapters it watches or breaks; every other port is in memory, and a part of the deployment
 it leaves out is absent as it is there: no counters, nothing counted; no change log, none kept (unless
-``changes`` is given, the change log is off); no invoker, no scan woken.
-
-``bare_scans`` is the scan alone, on rules a test sets by hand (a rule the settings do not name), every part
-the container would give it left at its null."""
+``changes`` is given, the change log is off); no invoker, no scan woken. A rule no setting names (a scan's
+fair window, the tick's catch-up, the outcomes' jitter) is varied through the container's overrides, so that
+every world is the deployment's service graph."""
 
 from __future__ import annotations
 
@@ -17,11 +16,6 @@ from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
-from jobrunner.services.jobs import NoCalendars
-from jobrunner.services.outcomes import NoExpiry
-from jobrunner.services.retire import NoRetirer
-from jobrunner.services.scan import ScanService
-from jobrunner.services.wake import NoWaker
 from jobrunner.wiring import Container
 
 if TYPE_CHECKING:
@@ -37,11 +31,8 @@ if TYPE_CHECKING:
         Stores,
         TenantQuotas,
     )
-    from jobrunner.services.outcomes import Expiry
-    from jobrunner.services.retire import Retirement
-    from jobrunner.services.scan import ScanRules, ScanStores
+    from jobrunner.services.scan import ScanRules
     from jobrunner.services.tick import TickRules
-    from jobrunner.services.wake import Waker
 
 
 def memory_container(
@@ -60,17 +51,3 @@ def memory_container(
                      leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
                      changes=changes, calendars=calendars, scan_rules=scan_rules, tick_rules=tick_rules,
                      jitter=jitter)
-
-
-
-def bare_scans(
-    store: ScanStores, publisher: Publisher, leases: LeaseStore, clock: Clock, rules: ScanRules, *,
-    outcomes: Expiry | None = None, waker: Waker | None = None, calendars: CalendarStore | None = None,
-    retirer: Retirement | None = None,
-) -> ScanService:
-    """A ``ScanService`` on ``rules``, with the parts given; each other one is its null: no execution ended by its
-    timeout (``NoExpiry``), no scan woken (``NoWaker``), no calendar (``NoCalendars``), nothing retired
-    (``NoRetirer``)."""
-    return ScanService(store, publisher, leases, clock, rules, outcomes=outcomes or NoExpiry(),
-                       waker=waker or NoWaker(), calendars=calendars or NoCalendars(),
-                       retirer=retirer or NoRetirer())
