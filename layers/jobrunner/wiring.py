@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import random
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from jobrunner.services.tick import TickRules, TickService
 from jobrunner.services.wake import NoWaker, ScanWaker, Waker
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from types import ModuleType
 
     from botocore.config import Config
@@ -132,15 +133,25 @@ class Container:
     The store's neighbours on the database (the change log, the calendars) are Cassandra's when the container
     builds its store from the settings, or is given the ``session`` of the store it is given; beside a store given
     without a session (a test double), they are in memory. A given port is always used as it is.
+
+    The services' rules come from the settings. A test varies a rule that no setting names through
+    ``scan_rules`` or ``tick_rules`` (applied to the rules the settings give, e.g.
+    ``lambda rules: replace(rules, fair_window=5)``), and fixes the outcomes' draw of a retry's jitter with
+    ``jitter``; a deployment passes none of them.
     """
 
     def __init__(
         self, settings: Settings, *, store: Stores | None = None, publisher: Publisher | None = None,
         leases: LeaseStore | None = None, invoker: Invoker | None = None, clock: Clock | None = None,
         quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
-        session: Session | None = None,
+        session: Session | None = None, scan_rules: Callable[[ScanRules], ScanRules] | None = None,
+        tick_rules: Callable[[TickRules], TickRules] | None = None, jitter: Callable[[], float] = random.random,
     ) -> None:
         self.settings = settings
+        self._scan_rules = scan_rules
+        self._tick_rules = tick_rules
+        #: How the outcomes draw a retry's jitter, a fraction of its backoff in [0, 1) (``services.outcomes``).
+        self._jitter = jitter
         self._session = session
         #: Whether the change log and the calendars go on a Cassandra session (see the class).
         self._on_cassandra = store is None or session is not None
@@ -297,6 +308,8 @@ class Container:
     def ticks(self) -> TickService:
         rules = TickRules(segment_count=self.settings.segments,
                           initial_lookback=timedelta(minutes=self.settings.initial_lookback_minutes))
+        if self._tick_rules is not None:
+            rules = self._tick_rules(rules)
         return TickService(self.leases, self.invoker, rules)
 
     @functools.cached_property
@@ -308,7 +321,8 @@ class Container:
     def outcomes(self) -> Outcomes:
         """How executions end, for the results function (a worker's result) and the scans (a timeout)."""
         rules = OutcomeRules(segment_count=self.start_segments(), dead_letter_topic=self.settings.dead_letter_topic)
-        return Outcomes(self.store, self.publisher, self.clock, rules, waker=self.waker, retirer=self.retirer)
+        return Outcomes(self.store, self.publisher, self.clock, rules, self._jitter, waker=self.waker,
+                        retirer=self.retirer)
 
     @functools.cached_property
     def results(self) -> ResultsService:
@@ -323,13 +337,13 @@ class Container:
 
     @functools.cached_property
     def scans(self) -> ScanService:
-        return ScanService(
-            self.store, self.publisher, self.leases, self.clock,
-            ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
-                      dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
-                      idle_end=IDLE_END if self.waker.wakes else None),
-            outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer,
-        )
+        rules = ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
+                          dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
+                          idle_end=IDLE_END if self.waker.wakes else None)
+        if self._scan_rules is not None:
+            rules = self._scan_rules(rules)
+        return ScanService(self.store, self.publisher, self.leases, self.clock, rules,
+                           outcomes=self.outcomes, waker=self.waker, calendars=self.calendars, retirer=self.retirer)
 
     @functools.cached_property
     def reconciler(self) -> ReconcileService:

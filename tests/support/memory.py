@@ -3,28 +3,23 @@
 A test names what it varies as a deployment does, in settings (``JOBRUNNER_SEGMENTS``, topics, limits),
 and gives the adapters it watches or breaks; every other port is in memory, and a part of the deployment
 it leaves out is absent as it is there: no counters, nothing counted; no change log, none kept (unless
-``changes`` is given, the change log is off); no invoker, no scan woken.
-
-``bare_scans`` is the scan alone, on rules a test sets by hand (a rule the settings do not name), every part
-the container would give it left at its null."""
+``changes`` is given, the change log is off); no invoker, no scan woken. A rule no setting names (a scan's
+fair window, the tick's catch-up, the outcomes' jitter) is varied through the container's overrides, so that
+every world is the deployment's service graph."""
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
-from jobrunner.services.jobs import NoCalendars
-from jobrunner.services.outcomes import NoExpiry
-from jobrunner.services.retire import NoRetirer
-from jobrunner.services.scan import ScanService
-from jobrunner.services.wake import NoWaker
 from jobrunner.wiring import Container
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from jobrunner.ports import (
         CalendarStore,
@@ -36,35 +31,23 @@ if TYPE_CHECKING:
         Stores,
         TenantQuotas,
     )
-    from jobrunner.services.outcomes import Expiry
-    from jobrunner.services.retire import Retirement
-    from jobrunner.services.scan import ScanRules, ScanStores
-    from jobrunner.services.wake import Waker
+    from jobrunner.services.scan import ScanRules
+    from jobrunner.services.tick import TickRules
 
 
 def memory_container(
     env: Mapping[str, str] | None = None, *, clock: Clock, store: Stores | None = None,
     leases: LeaseStore | None = None, publisher: Publisher | None = None, invoker: Invoker | None = None,
     quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
+    scan_rules: Callable[[ScanRules], ScanRules] | None = None,
+    tick_rules: Callable[[TickRules], TickRules] | None = None, jitter: Callable[[], float] = random.random,
 ) -> Container:
-    """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory. Limits that
+    """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory, and the rules
+    no setting names varied by ``scan_rules``, ``tick_rules`` and ``jitter`` (see ``Container``). Limits that
     are counted need ``quotas`` (the container would reach for DynamoDB otherwise)."""
     settings = Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off", **(env or {})})
     assert quotas is not None or not settings.tenant_limits.counted, "counted limits need quotas in memory"
     return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
                      leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
-                     changes=changes, calendars=calendars)
-
-
-
-def bare_scans(
-    store: ScanStores, publisher: Publisher, leases: LeaseStore, clock: Clock, rules: ScanRules, *,
-    outcomes: Expiry | None = None, waker: Waker | None = None, calendars: CalendarStore | None = None,
-    retirer: Retirement | None = None,
-) -> ScanService:
-    """A ``ScanService`` on ``rules``, with the parts given; each other one is its null: no execution ended by its
-    timeout (``NoExpiry``), no scan woken (``NoWaker``), no calendar (``NoCalendars``), nothing retired
-    (``NoRetirer``)."""
-    return ScanService(store, publisher, leases, clock, rules, outcomes=outcomes or NoExpiry(),
-                       waker=waker or NoWaker(), calendars=calendars or NoCalendars(),
-                       retirer=retirer or NoRetirer())
+                     changes=changes, calendars=calendars, scan_rules=scan_rules, tick_rules=tick_rules,
+                     jitter=jitter)

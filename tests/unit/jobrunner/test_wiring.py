@@ -19,10 +19,12 @@ from jobrunner.config import Settings
 from jobrunner.domain.receipts import result_token, v1_result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
-from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.ports import ScanRequest
 from jobrunner.services.jobs import CountedQuotas, KeptChangeLog, NoChangeLog, NoQuotas
 from jobrunner.services.results import WorkerReport
+from jobrunner.services.scan import ScanRules
+from jobrunner.services.tick import TickRules
 from jobrunner.wiring import IDLE_END, Container
 
 if TYPE_CHECKING:
@@ -146,6 +148,53 @@ def test_a_scan_ends_idle_only_where_writers_wake_scans(wakes: bool) -> None:
     # Then its waker says so, and a scan with nothing to do ends early only where it wakes
     assert services.waker.wakes is wakes
     assert services.scans._rules.idle_end == (IDLE_END if wakes else None)
+
+
+def test_without_overrides_the_scan_and_the_tick_follow_the_settings_alone() -> None:
+    # Given a deployment's container: rules from its settings only
+    settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "3", "JOBRUNNER_ALLOWED_TOPICS": "jobs,payroll",
+                                  "JOBRUNNER_DLQ_TOPIC": "dead", "JOBRUNNER_RESULT_KEY": "k",
+                                  "JOBRUNNER_INITIAL_LOOKBACK_MINUTES": "4"})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore(),
+                         invoker=RecordingInvoker(), clock=ManualClock(NOW))
+    # Then what the settings name is theirs, and every other rule is the rules' own default
+    assert services.scans._rules == ScanRules(segment_count=3, topics=settings.topic_grants, dead_letter_topic="dead",
+                                              result_key=b"k", idle_end=IDLE_END)
+    assert services.ticks._rules == TickRules(segment_count=3, initial_lookback=4 * MINUTE)
+
+
+def test_the_rules_no_setting_names_reach_the_scan_and_the_tick_through_their_overrides() -> None:
+    # Given a container whose scan holds a window of 5 rows and whose tick catches up 3 minutes at a time
+    settings = Settings.from_env({"JOBRUNNER_SEGMENTS": "2", "JOBRUNNER_RESULT_KEY": "k"})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore(),
+                         invoker=RecordingInvoker(), clock=ManualClock(NOW),
+                         scan_rules=lambda rules: replace(rules, fair_window=5),
+                         tick_rules=lambda rules: replace(rules, max_catch_up=3))
+    # Then the services built have those rules, on top of the settings' ones
+    assert services.scans._rules == ScanRules(segment_count=2, topics=settings.topic_grants, result_key=b"k",
+                                              idle_end=IDLE_END, fair_window=5)
+    assert services.ticks._rules == TickRules(segment_count=2, max_catch_up=3)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_the_outcomes_place_a_retry_with_the_jitter_given(jitter: float) -> None:
+    # Given a container whose outcomes draw a fixed jitter, and a job retried after 10 s (5 s to 10 s jittered)
+    clock = ManualClock(NOW)
+    services = Container(Settings.from_env({"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_CHANGE_LOG": "off"}),
+                         store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore(), clock=clock,
+                         jitter=lambda: jitter)
+    job = services.jobs.submit("alice", JobSpec(At(NOW + MINUTE + 5 * SECOND), {}, retry=RetryPolicy(
+        max_retries=1, initial_delay_s=10)))[0]
+    services.scans.scan(ScanRequest(segment=0, bucket=NOW + MINUTE))
+    assert isinstance(services.publisher, MemoryPublisher)
+    [message] = services.publisher.sent
+    # When its execution fails
+    failed_at = clock.now()
+    assert services.results.apply(WorkerReport(message.value["execution_id"], job.job_id, False,
+                                               result_token=message.value["result_token"])) == "retrying"
+    # Then its retry is due after the backoff that jitter draws
+    [retry] = [row for row in services.store.rows.values() if row.attempt == 2]
+    assert retry.due_at == failed_at + timedelta(seconds=5 + 5 * jitter)
 
 
 @pytest.mark.parametrize(("function", "drivers"), [

@@ -25,16 +25,15 @@ from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.calendars import CalendarService
-from jobrunner.services.jobs import JobRules
-from jobrunner.services.scan import ScanReport, ScanRules
-from tests.support.memory import bare_scans, memory_container
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
+    from jobrunner.services.scan import ScanReport
+    from jobrunner.wiring import Container
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
-RULES = JobRules(segment_count=4)
+SEGMENTS = 4
 
 
 def at(minute: int, second: int = 0) -> datetime:
@@ -42,30 +41,33 @@ def at(minute: int, second: int = 0) -> datetime:
 
 
 class World:
-    def __init__(self, rules: JobRules = RULES) -> None:
-        self.rules = rules
+    def __init__(self, segments: int = SEGMENTS) -> None:
+        self.segments = segments
         self.store, self.calendars, self.clock = MemoryJobStore(), MemoryCalendarStore(), ManualClock(NOW)
-        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": str(rules.segment_count)}, clock=self.clock,
-                                     store=self.store, changes=MemoryChangeLog(), calendars=self.calendars).jobs
-        self.admin = CalendarService(self.calendars, self.store, self.clock)
-        self.leases = MemoryLeaseStore()
+        self.leases, self.changes = MemoryLeaseStore(), MemoryChangeLog()
+        container = self.container()
+        self.jobs, self.admin = container.jobs, container.calendar_admin
+
+    def container(self, publisher: MemoryPublisher | None = None) -> Container:
+        """The deployment's services on this world's stores, leases and clock, publishing to ``publisher``."""
+        return memory_container({"JOBRUNNER_SEGMENTS": str(self.segments)}, clock=self.clock, store=self.store,
+                                leases=self.leases, publisher=publisher, changes=self.changes,
+                                calendars=self.calendars)
 
     def every_minute(self, calendar: str | None = "maintenance", tenant: str = "alice") -> Job:
         return self.jobs.submit(tenant, JobSpec(Every(timedelta(minutes=1), start=at(10)), {}, calendar=calendar))[0]
 
     def scan(self, job: Job, bucket: datetime) -> tuple[ScanReport, list[OutboundMessage]]:
         self.clock.set(max(self.clock.now(), bucket - timedelta(seconds=30)))
-        publisher = MemoryPublisher()
-        count = self.rules.segment_count
-        scans = bare_scans(self.store, publisher, self.leases, self.clock, ScanRules(segment_count=count),
-                            calendars=self.calendars)
-        report = scans.scan(ScanRequest(segment=segment_of(job.job_id, count), bucket=bucket))
+        publisher = MemoryPublisher()  # a scan of its own: it reads the calendars afresh
+        scans = self.container(publisher).scans
+        report = scans.scan(ScanRequest(segment=segment_of(job.job_id, self.segments), bucket=bucket))
         return report, publisher.sent
 
 
 @pytest.fixture
 def world(request: pytest.FixtureRequest) -> World:
-    w = World(JobRules(segment_count=getattr(request, "param", RULES.segment_count)))
+    w = World(getattr(request, "param", SEGMENTS))
     # a maintenance window from 10:11 to 10:12:30 UTC (in the calendar's zone, which is UTC)
     w.admin.put("alice", "maintenance", {"exclude": [{"from": "2026-11-22T10:11", "to": "2026-11-22T10:12:30",
                                                       "note": "database upgrade"}]})

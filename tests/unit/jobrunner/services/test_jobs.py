@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.changes import MemoryChangeLog
@@ -38,12 +37,8 @@ from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
 from jobrunner.services.jobs import MAX_PAGES_PER_LIST, JobRules, JobService
-from jobrunner.services.outcomes import OutcomeRules, Outcomes
-from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.retire import NoRetirer
-from jobrunner.services.scan import ScanReport, ScanRules
-from jobrunner.services.wake import NoWaker
-from tests.support.memory import bare_scans, memory_container
+from jobrunner.services.results import WorkerReport
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -51,6 +46,7 @@ if TYPE_CHECKING:
     from jobrunner.domain.changes import JobChange
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
+    from jobrunner.services.scan import ScanReport
 
 NOW = datetime(2026, 11, 22, 10, 0, 10, tzinfo=UTC)
 RULES = JobRules(segment_count=16, topics=TopicGrants("jobs", frozenset({"jobs", "reports"})), max_payload_bytes=100)
@@ -383,7 +379,7 @@ def scan(
     """Run the scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = bare_scans(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=RULES.segment_count))
+    scans = memory_container(SETTINGS, clock=clock, store=store, publisher=publisher).scans
     report = scans.scan(ScanRequest(segment=segment_of(job.job_id, RULES.segment_count), bucket=bucket))
     return report, publisher.sent
 
@@ -1114,9 +1110,7 @@ def test_a_pause_keeps_the_retries_of_an_execution_already_published(
     # Given a one-time job whose execution failed and has a retry planned
     job = service.submit("alice", JobSpec(At(at(10, 5)), {}, retry=RetryPolicy(max_retries=1, initial_delay_s=10)))[0]
     _, [message] = scan(store, clock, job, BUCKET)
-    outcomes = Outcomes(store, MemoryPublisher(), clock, OutcomeRules(segment_count=RULES.segment_count),
-                        jitter=lambda: 1.0, waker=NoWaker(), retirer=NoRetirer())
-    results = ResultsService(store, outcomes, ResultRules())
+    results = memory_container(SETTINGS, clock=clock, store=store, jitter=lambda: 1.0).results
     assert results.apply(WorkerReport(message.value["execution_id"], job.job_id, False, "boom",
                                       scheduled_at=at(10, 5), attempt=1,
                                       result_token=message.value["result_token"])) == "retrying"

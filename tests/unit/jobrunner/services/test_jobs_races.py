@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -26,8 +25,7 @@ from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.scan import ScanRules
-from tests.support.memory import bare_scans, memory_container
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -133,7 +131,7 @@ def scan(store: MemoryJobStore, clock: ManualClock, job: Job, bucket: datetime) 
     """The scan of ``bucket`` in ``job``'s segment, started by its tick ahead of time, run to its end."""
     clock.set(max(clock.now(), bucket - timedelta(seconds=30)))
     publisher = MemoryPublisher()
-    scans = bare_scans(store, publisher, MemoryLeaseStore(), clock, ScanRules(segment_count=SEGMENTS))
+    scans = memory_container(SETTINGS, clock=clock, store=store, publisher=publisher).scans
     scans.scan(ScanRequest(segment=segment_of(job.job_id, SEGMENTS), bucket=bucket))
     return publisher.sent
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.changes import MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
@@ -23,12 +22,8 @@ from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.spec import JobSpec, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.outcomes import OutcomeRules, Outcomes
-from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.retire import NoRetirer
-from jobrunner.services.scan import ScanRules
-from jobrunner.services.wake import NoWaker
-from tests.support.memory import bare_scans, memory_container
+from jobrunner.services.results import WorkerReport
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,14 +52,10 @@ class CountingStore(MemoryJobStore):
 class World:
     def __init__(self, store: CountingStore | None = None) -> None:
         self.store, self.clock = store or CountingStore(), ManualClock(NOW)
-        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store,
-                                     changes=MemoryChangeLog()).jobs
         self.publisher = MemoryPublisher()
-        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: 0.5, waker=NoWaker(), retirer=NoRetirer())
-        self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = bare_scans(self.store, self.publisher, MemoryLeaseStore(), self.clock,
-                                 ScanRules(segment_count=1), outcomes=self.outcomes)
+        container = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store,
+                                     publisher=self.publisher, changes=MemoryChangeLog(), jitter=lambda: 0.5)
+        self.jobs, self.results, self.scans = container.jobs, container.results, container.scans
 
     def submit(self, every_s: int = 10, **options: Any) -> Job:
         schedule = Every(timedelta(seconds=every_s), start=at(10))

@@ -35,25 +35,24 @@ from jobrunner.domain.receipts import v1_result_token
 from jobrunner.domain.schedules import At, Every, parse_instant
 from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.ports import Completion, ScanRequest
-from jobrunner.services.outcomes import OutcomeRules, Outcomes
-from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.retire import NoRetirer
-from jobrunner.services.scan import ScanReport, ScanRules
-from jobrunner.services.wake import NoWaker
-from tests.support.memory import bare_scans, memory_container
-from tests.support.results import signed
+from jobrunner.services.results import WorkerReport
+from tests.support.memory import memory_container
+from tests.support.results import RESULT_KEY, signed
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from jobrunner.domain.jobs import ScheduledExecution
     from jobrunner.ports import OutboundMessage
+    from jobrunner.services.scan import ScanReport
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 FIRE = datetime(2026, 11, 22, 10, 10, tzinfo=UTC)  # the job's (first) fire
 JITTER = 0.5
 RETRY = RetryPolicy(max_retries=2, initial_delay_s=10, multiplier=2, max_delay_s=300)
+#: One segment, and the key the workers' reports are signed with (``signed``).
+SETTINGS = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_RESULT_KEY": RESULT_KEY}
 
 
 @dataclass
@@ -63,14 +62,14 @@ class World:
     store: MemoryJobStore = field(default_factory=MemoryJobStore)
     publisher: MemoryPublisher = field(default_factory=MemoryPublisher)
     leases: MemoryLeaseStore = field(default_factory=MemoryLeaseStore)
+    #: Settings a test names besides ``SETTINGS`` (a deployment's).
+    settings: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
-        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: self.jitter, waker=NoWaker(), retirer=NoRetirer())
-        self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = bare_scans(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1),
-                                 outcomes=self.outcomes)
+        container = memory_container({**SETTINGS, **self.settings}, clock=self.clock, store=self.store,
+                                     publisher=self.publisher, leases=self.leases, jitter=lambda: self.jitter)
+        self.jobs, self.outcomes, self.results = container.jobs, container.outcomes, container.results
+        self.scans = container.scans
 
     def submit(self, schedule: Any = None, retry: RetryPolicy = RETRY, timeout_s: int | None = None) -> Job:
         new = JobSpec(schedule or At(FIRE), {"report": "daily"}, retry=retry, timeout_s=timeout_s)
@@ -224,15 +223,12 @@ def test_failure_without_retries_left_is_dead_lettered(world: World) -> None:
     assert (world.job(job).last_status, world.job(job).status) == (ExecutionStatus.FAILED, JobStatus.FAILED)
 
 
-def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic(world: World) -> None:
-    outcomes = Outcomes(world.store, world.publisher, world.clock,
-                        OutcomeRules(segment_count=1, dead_letter_topic="payroll-dlq"), jitter=lambda: 0.5,
-                        waker=NoWaker(), retirer=NoRetirer())
-    results = ResultsService(world.store, outcomes, ResultRules())
+def test_last_attempt_failing_is_dead_lettered_to_the_configured_topic() -> None:
+    world = World(settings={"JOBRUNNER_DLQ_TOPIC": "payroll-dlq"})
     job = world.submit()
     world.clock.set(FIRE + timedelta(minutes=2))
     third = world.publish(job, attempt=3, trigger=Trigger.RETRY)
-    outcome = results.apply(signed(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3), "alice"))
+    outcome = world.results.apply(signed(WorkerReport(third.execution_id, job.job_id, False, None, FIRE, 3), "alice"))
     assert outcome == "dead_lettered"
     [letter] = world.publisher.sent
     assert (letter.topic, letter.value["attempt"], letter.value["error"]) == ("payroll-dlq", 3, "failed")
@@ -370,10 +366,8 @@ def test_a_batch_reads_and_writes_in_a_few_round_trips() -> None:
             calls.append(name)
             return getattr(store, name)
 
-    counting = Counting()
-    ending = Outcomes(counting, world.publisher, world.clock, OutcomeRules(segment_count=1), jitter=lambda: JITTER,
-                      waker=NoWaker(), retirer=NoRetirer())
-    results = ResultsService(counting, ending, ResultRules())
+    results = memory_container(SETTINGS, clock=world.clock, store=Counting(), publisher=world.publisher,
+                               leases=world.leases, jitter=lambda: JITTER).results
     # When their 40 reports (half failed) are applied as one batch
     outcomes = results.apply_many([signed(WorkerReport(r.execution_id, r.job_id, n % 2 == 0, "boom",
                                                        r.scheduled_at, r.attempt), r.user_id)
@@ -643,8 +637,7 @@ def test_a_result_without_its_executions_token_is_refused_and_changes_nothing(
 
 
 def test_while_unsigned_results_are_accepted_a_wrong_token_is_still_refused() -> None:
-    world = World()
-    world.results = ResultsService(world.store, world.outcomes, ResultRules(accept_unsigned=True))
+    world = World(settings={"JOBRUNNER_ACCEPT_UNSIGNED_RESULTS": "true"})
     job = world.submit()
     world.clock.set(FIRE)
     record = world.publish(job)
@@ -735,18 +728,17 @@ def test_a_report_of_an_unknown_execution_changes_nothing_whatever_its_token(wor
 @pytest.mark.parametrize("accept_v1", [True, False], ids=["accepted", "refused"])
 def test_a_first_scheme_token_fits_only_its_own_execution_and_only_while_accepted(accept_v1: bool) -> None:
     # Given an execution published by an older scan, which signed its execution id alone (the first scheme)
-    world = World()
-    world.results = ResultsService(world.store, world.outcomes, ResultRules(accept_v1_tokens=accept_v1))
+    world = World(settings={"JOBRUNNER_ACCEPT_V1_RESULT_TOKENS": str(accept_v1).lower()})
     job = world.submit()
     world.clock.set(FIRE)
     record = world.publish(job)
     other = world.publish(world.submit())
     report = WorkerReport(record.execution_id, job.job_id, True, None, FIRE, 1)
     # Then another execution's first scheme token never fits
-    assert world.results.apply(replace(report, result_token=v1_result_token(b"", other.execution_id))) \
+    assert world.results.apply(replace(report, result_token=v1_result_token(RESULT_KEY.encode(), other.execution_id))) \
         == "refused_token"
     # and its own fits while the upgrade accepts them, else it is refused like any token that does not fit
-    own = replace(report, result_token=v1_result_token(b"", record.execution_id))
+    own = replace(report, result_token=v1_result_token(RESULT_KEY.encode(), record.execution_id))
     assert world.results.apply(own) == ("succeeded" if accept_v1 else "refused_token")
 
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jobrunner.adapters.clocks.manual import ManualClock
-from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.calendars import MemoryCalendarStore
@@ -21,11 +20,8 @@ from jobrunner.domain.jobs import ExecutionStatus, Job, JobState, Trigger
 from jobrunner.domain.schedules import Every
 from jobrunner.domain.spec import JobSpec, RetryPolicy, SpecChange
 from jobrunner.ports import ScanRequest
-from jobrunner.services.calendars import CalendarService
-from jobrunner.services.outcomes import OutcomeRules, Outcomes
-from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.scan import ScanRules
-from tests.support.memory import bare_scans, memory_container
+from jobrunner.services.results import WorkerReport
+from tests.support.memory import memory_container
 
 if TYPE_CHECKING:
     from jobrunner.ports import OutboundMessage
@@ -42,16 +38,12 @@ class World:
     def __init__(self) -> None:
         self.store, self.clock, self.changes = MemoryJobStore(), ManualClock(NOW), MemoryChangeLog()
         self.quotas, self.calendars = MemoryTenantQuotas(), MemoryCalendarStore()
-        container = memory_container(SETTINGS, clock=self.clock, store=self.store, quotas=self.quotas,
-                                     changes=self.changes, calendars=self.calendars)
-        self.jobs, retirer = container.jobs, container.retirer
         self.publisher = MemoryPublisher()
-        self.outcomes = Outcomes(self.store, self.publisher, self.clock, OutcomeRules(segment_count=1),
-                                 jitter=lambda: 0.5, waker=container.waker, retirer=retirer)
-        self.results = ResultsService(self.store, self.outcomes, ResultRules())
-        self.scans = bare_scans(self.store, self.publisher, MemoryLeaseStore(), self.clock,
-                                 ScanRules(segment_count=1), outcomes=self.outcomes, calendars=self.calendars,
-                                 retirer=retirer)
+        container = memory_container(SETTINGS, clock=self.clock, store=self.store, publisher=self.publisher,
+                                     quotas=self.quotas, changes=self.changes, calendars=self.calendars,
+                                     jitter=lambda: 0.5)
+        self.jobs, self.results, self.scans = container.jobs, container.results, container.scans
+        self.calendar_admin = container.calendar_admin
 
     def submit(self, count: int, **options: Any) -> Job:
         schedule = Every(timedelta(minutes=1), start=at(10), count=count)
@@ -132,7 +124,7 @@ def test_a_retry_still_to_come_keeps_the_job_until_it_ends(world: World) -> None
 
 
 def test_a_last_fire_the_calendar_excludes_ends_the_job_too(world: World) -> None:
-    CalendarService(world.calendars, world.store, world.clock).put(
+    world.calendar_admin.put(
         "alice", "off", {"exclude": [{"from": "2026-11-22T10:11", "to": "2026-11-22T10:12"}]})
     job = world.submit(count=2, calendar="off")
     [first] = world.scan(10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -33,27 +33,25 @@ from jobrunner.domain.placement import LATE_LEAD, plan_execution
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.spec import JobSpec, SpecChange
-from jobrunner.domain.topics import TopicGrants
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
-from jobrunner.services.outcomes import OutcomeRules, Outcomes
-from jobrunner.services.results import ResultRules, ResultsService, WorkerReport
-from jobrunner.services.retire import NoRetirer
+from jobrunner.services.results import WorkerReport
 from jobrunner.services.scan import ScanReport, ScanRules
-from jobrunner.services.wake import NoWaker
-from tests.support.memory import bare_scans, memory_container
+from tests.support.memory import memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from jobrunner.domain.jobs import ExecutionRecord, ScheduledExecution
     from jobrunner.domain.schedules import Schedule
     from jobrunner.ports import OutboundMessage
+    from jobrunner.wiring import Container
 
 MINUTE = timedelta(minutes=1)
 BUCKET = datetime(2026, 11, 22, 10, 1, tzinfo=UTC)
 SUBMITTED = BUCKET - timedelta(minutes=30)
+ONE_SEGMENT = {"JOBRUNNER_SEGMENTS": "1"}
 #: One segment, and a topic ``payroll`` a job may name besides ``jobs``.
 PAYROLL = {"JOBRUNNER_SEGMENTS": "1", "JOBRUNNER_ALLOWED_TOPICS": "jobs,payroll"}
 DISPATCHED = BUCKET - timedelta(seconds=30)  # the tick of 10:00 starts the scan of 10:01 ahead of time
@@ -98,9 +96,20 @@ class World:
     leases: MemoryLeaseStore = field(default_factory=MemoryLeaseStore)
 
     def __post_init__(self) -> None:
-        self.publisher = TimedPublisher(self.clock)
-        self.jobs = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=self.clock, store=self.store).jobs
-        self.scans = bare_scans(self.store, self.publisher, self.leases, self.clock, ScanRules(segment_count=1))
+        self.publisher: TimedPublisher = TimedPublisher(self.clock)
+        self.build()
+
+    def build(
+        self, env: Mapping[str, str] = ONE_SEGMENT, *, publisher: TimedPublisher | None = None,
+        scan_rules: Callable[[ScanRules], ScanRules] | None = None, invoker: Invoker | None = None,
+    ) -> Container:
+        """The deployment's services on this world's store, leases and clock, with the settings ``env`` (a
+        deployment's), a ``publisher`` to watch or break, and the scan's rules no setting names varied."""
+        self.publisher = publisher or self.publisher
+        self.container = memory_container(env, clock=self.clock, store=self.store, leases=self.leases,
+                                          publisher=self.publisher, invoker=invoker, scan_rules=scan_rules)
+        self.jobs, self.scans = self.container.jobs, self.container.scans
+        return self.container
 
     def submit(self, schedule: Schedule, payload: Any = None) -> Job:
         self.clock.set(SUBMITTED)
@@ -163,7 +172,7 @@ def test_message_follows_the_kafka_contract(world: World) -> None:
         "execution_id": execution_id, "scheduled_at": "2026-11-22T10:01:17.000Z", "attempt": "1"
     }
     # and the token its worker sends back with the result, which the results function checks
-    assert token_fits(ScanRules(segment_count=1).result_key, value["result_token"], tenant="alice",
+    assert token_fits(world.container.result_key, value["result_token"], tenant="alice",
                       execution_id=execution_id, attempt=1)
 
 
@@ -286,8 +295,7 @@ class CheckingPublisher(TimedPublisher):
 def test_an_execution_is_recorded_running_before_it_is_published(world: World) -> None:
     # Given a worker fast enough to report before the scan has completed the row
     job = world.submit(At(at(17)))
-    world.publisher = publisher = CheckingPublisher(world.clock, world.store)
-    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.build(publisher=(publisher := CheckingPublisher(world.clock, world.store)))
     # When the partition is scanned
     world.scan()
     # Then, when the message went out, its record (RUNNING) and the job's run fields were already stored
@@ -408,7 +416,7 @@ class HookedStore(MemoryJobStore):
 def hooked_world() -> World:
     world = World()
     world.store = HookedStore(world.clock)
-    world.__post_init__()
+    world.build()
     return world
 
 
@@ -503,7 +511,7 @@ def test_a_completion_retried_past_the_end_of_its_partition_lands_where_a_scan_w
 
 def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world: World) -> None:
     # Given a job on a topic every publish to which fails (deleted, or the permission lost)
-    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
+    world.build(PAYROLL)
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(40)))
@@ -525,8 +533,7 @@ def test_an_unpublishable_row_is_dead_lettered_and_its_partition_finishes(world:
 def test_a_row_whose_topic_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
     # Given a job on a topic that the operator has since removed from the allow list
     job = world.submit(At(at(17)))
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, topics=TopicGrants("other", frozenset({"other"}))))
+    world.build({**ONE_SEGMENT, "JOBRUNNER_TOPIC": "other", "JOBRUNNER_ALLOWED_TOPICS": "other"})
     report = world.scan()
     [dead] = world.publisher.sent
     assert (dead.topic, dead.value["job_id"]) == ("job-dlq", job.job_id)
@@ -538,9 +545,8 @@ def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_sti
     # Given two tenants' jobs on the same topic, and grants since changed so that only bob keeps it
     lost = world.jobs.submit("alice", JobSpec(At(at(17)), {}))[0]
     kept = world.jobs.submit("bob", JobSpec(At(at(18)), {}))[0]
-    grants = TopicGrants("jobs", frozenset({"jobs", "alice-topic"}), {"alice": ("alice-topic",), "bob": ("jobs",)})
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, topics=grants))
+    world.build({**ONE_SEGMENT, "JOBRUNNER_ALLOWED_TOPICS": "jobs,alice-topic",
+                 "JOBRUNNER_TENANT_TOPICS": '{"alice": ["alice-topic"], "bob": ["jobs"]}'})
     report = world.scan()
     # Then alice's row goes to the dead letters with the reason, and bob's is published on its topic
     [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
@@ -580,8 +586,7 @@ def test_a_tenants_few_rows_are_not_held_behind_anothers_burst_at_the_same_secon
 ) -> None:
     # Given tenant A's 30 fires and then tenant B's 2 at the same second, B's after A's in the partition
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 2, 0)
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, group_size=10))
+    world.build(scan_rules=lambda rules: replace(rules, group_size=10))
     # When the partition is scanned, 10 rows to a publish
     report = world.scan()
     # Then the tenants take turns: B's rows are in the first publish, and A's keep their order
@@ -593,10 +598,8 @@ def test_a_tenants_few_rows_are_not_held_behind_anothers_burst_at_the_same_secon
 
 def test_a_row_due_later_overtakes_anothers_backlog_still_waiting(world: World, ordered_ids: None) -> None:
     # Given tenant A's 30 fires at second 0 and tenant B's one at second 1, with each publish taking 1 s
-    world.publisher = SlowPublisher(world.clock)
+    world.build(publisher=SlowPublisher(world.clock), scan_rules=lambda rules: replace(rules, group_size=10))
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 1)
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, group_size=10))
     report = world.scan()
     # Then B's row goes out in the publish right after its second comes, not after A's backlog
     assert positions(world, light) == [11]
@@ -608,8 +611,7 @@ def test_a_backlog_larger_than_the_window_holds_a_bounded_number_of_rows_and_los
 ) -> None:
     # Given a window of 5 rows, and B's row behind 30 of A's at the same second
     heavy, light = burst(world, "tenant-a", 30, 0), burst(world, "tenant-b", 1, 0)
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, group_size=10, fair_window=5))
+    world.build(scan_rules=lambda rules: replace(rules, group_size=10, fair_window=5))
     report = world.scan()
     # Then B waits for the window to reach it (its place in the partition, give or take a round),
     # and every row is published once
@@ -632,10 +634,9 @@ class SizedPublisher(TimedPublisher):
 
 def test_a_burst_starts_with_a_small_group_and_the_groups_double_up_to_their_size(world: World) -> None:
     # Given 1,000 fires due at one second and 120 at a later one
-    publisher = world.publisher = SizedPublisher(world.clock)
+    world.build(publisher=(publisher := SizedPublisher(world.clock)))
     burst(world, "tenant-a", 1000, 0)
     burst(world, "tenant-a", 120, 30)
-    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then the first rows go out in a group of 50, the next groups double up to 500, and once caught up
     # the next burst starts small again
@@ -663,7 +664,7 @@ class BreakingStream(HookedStore):
 def test_a_read_error_in_the_middle_of_the_planned_lane_is_retried_and_nothing_is_lost() -> None:
     world = World()
     world.store = BreakingStream(world.clock, after=2)
-    world.__post_init__()
+    world.build()
     jobs = [world.submit(At(at(s))) for s in (5, 10, 15, 20, 25)]
     report = world.scan()
     assert [t for _, t in world.published()][:2] == [at(5), at(10)]
@@ -715,10 +716,10 @@ def test_every_publish_is_bounded_and_starts_with_enough_lease_left_to_outlast_i
     # Given rows due every few seconds (so publishes fall at every point between two renewals)
     for s in range(1, 60, 3):
         world.submit(At(at(s)))
-    world.publisher = publisher = LeaseCheckingPublisher(world.clock, world.leases)
+    publisher = LeaseCheckingPublisher(world.clock, world.leases)
     publisher.timeouts = []
-    rules = ScanRules(segment_count=1)
-    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, rules)
+    world.build(publisher=publisher)
+    rules = ScanRules(segment_count=1)  # the publish's bound and the lease's margin: no setting names them
     world.scan()
     # Then each publish was given the scan's bound, and the lease outlasted that bound plus the margin
     assert publisher.timeouts and set(publisher.timeouts) == {rules.publish_timeout.total_seconds()}
@@ -731,9 +732,7 @@ def test_a_replay_after_the_result_came_back_is_completed_without_publishing_aga
     store = world.store
     assert isinstance(store, HookedStore)
     job = world.submit(Every(timedelta(minutes=5), start=at(17)))
-    outcomes = Outcomes(world.store, world.publisher, world.clock, OutcomeRules(segment_count=1), waker=NoWaker(),
-                        retirer=NoRetirer())
-    results = ResultsService(world.store, outcomes, ResultRules())
+    results = world.container.results
 
     def report_success_then_die() -> None:
         [message] = world.publisher.sent
@@ -784,12 +783,10 @@ class AllOrNothingPublisher(TimedPublisher):
 
 def test_a_refusal_is_pinned_on_the_row_it_belongs_to_before_anything_is_dead_lettered(world: World) -> None:
     # Given a job whose records its topic refuses, due at the same second as a good job (one publish)
-    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
+    world.build(PAYROLL, publisher=(publisher := AllOrNothingPublisher(world.clock, "payroll")))
     world.clock.set(SUBMITTED)
     bad = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, topic="payroll"))[0]
     good = world.submit(At(at(17)))
-    world.publisher = publisher = AllOrNothingPublisher(world.clock, "payroll")
-    world.scans = bare_scans(world.store, publisher, world.leases, world.clock, ScanRules(segment_count=1))
     report = world.scan()
     # Then only the bad job's execution is dead-lettered; the good one is published
     assert [(m.topic, m.key) for m in publisher.sent] == [("jobs", good.job_id), ("job-dlq", bad.job_id)]
@@ -835,7 +832,7 @@ def test_a_row_of_a_change_that_never_landed_is_dropped_after_a_grace() -> None:
 
 def test_an_unpublishable_recurring_job_keeps_up_with_its_schedule_in_the_dead_letters(world: World) -> None:
     # Given a job every 10 s on a topic that refuses every record
-    world.jobs = memory_container(PAYROLL, clock=world.clock, store=world.store).jobs
+    world.build(PAYROLL)
     world.clock.set(SUBMITTED)
     job = world.jobs.submit("alice", JobSpec(Every(timedelta(seconds=10), start=at(5)), {}, topic="payroll"))[0]
     world.publisher.broken_topics = {"payroll"}
@@ -965,8 +962,7 @@ def test_a_row_not_yet_settled_holds_the_progress_back_so_a_later_scan_publishes
     # Given two jobs: the first one's publishes all time out, the second's goes through
     world = World()
     first, second = world.submit(At(at(5))), world.submit(At(at(25)))
-    world.publisher = KeyTimeoutPublisher(world.clock, {first.job_id})
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock, ScanRules(segment_count=1))
+    world.build(publisher=KeyTimeoutPublisher(world.clock, {first.job_id}))
     # When the scan dies at 10:01:50, having renewed its lease with the second row settled
     crash_at(world, at(50))
     with pytest.raises(Crash):
@@ -1096,11 +1092,7 @@ class ReleaseHooked(MemoryLeaseStore):
 
 def idle_world() -> tuple[World, RecordingWaker]:
     world, invoker = World(leases=ReleaseHooked()), RecordingWaker()
-    container = memory_container({"JOBRUNNER_SEGMENTS": "1"}, clock=world.clock, store=world.store,
-                                 leases=world.leases, invoker=invoker)
-    world.jobs, waker = container.jobs, container.waker
-    world.scans = bare_scans(world.store, world.publisher, world.leases, world.clock,
-                              ScanRules(segment_count=1, idle_end=IDLE_END), waker=waker)
+    world.build(invoker=invoker)  # writers that wake scans: a scan with nothing to do ends early
     return world, invoker
 
 
@@ -1229,7 +1221,7 @@ def test_a_done_late_row_stays_until_its_next_run_is_known_to_be_in_time() -> No
     world = World()
     store = SlowCompletionStore(world.clock, timedelta(seconds=2))
     world.store = store
-    world.__post_init__()
+    world.build()
     world.clock.set(BUCKET - timedelta(seconds=20))
     job = world.jobs.submit("alice", JobSpec(Every(timedelta(seconds=10), start=at(50)), {"n": 1}))[0]
     [late] = [r for r in store.rows.values() if r.job_id == job.job_id]
@@ -1272,7 +1264,7 @@ def test_a_row_of_a_change_whose_compare_and_set_commits_late_is_published_once_
     world = World()
     store = PendingStore()
     world.store = store
-    world.__post_init__()
+    world.build()
     job = world.submit(Every(timedelta(seconds=10), start=at(10)))
     paused = world.jobs.pause("alice", job.job_id)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,14 +20,15 @@ from jobrunner.domain.spec import JobSpec
 from jobrunner.domain.time import minute_bucket
 from jobrunner.ports import PublishError, ScanRequest
 from jobrunner.services.scan import ScanRules
-from jobrunner.services.tick import TickRules, TickService
-from tests.support.memory import bare_scans, memory_container
+from tests.support.memory import memory_container
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterable, Sequence
+    from collections.abc import Container, Iterable, Mapping, Sequence
 
     from jobrunner.ports import OutboundMessage, PartitionState, SegmentState
+    from jobrunner.services.scan import ScanService
+    from jobrunner.services.tick import TickService
 
 MINUTE = timedelta(minutes=1)
 EVENT = datetime(2026, 11, 22, 10, 0, 42, tzinfo=UTC)  # EventBridge fired 42 s into 10:00
@@ -43,8 +45,25 @@ def invoker() -> RecordingInvoker:
     return RecordingInvoker()
 
 
+def tick_service(leases: MemoryLeaseStore, invoker: RecordingInvoker, segments: int = 1,
+                 env: Mapping[str, str] | None = None, **rules: Any) -> TickService:
+    """The tick function's service on ``leases`` and ``invoker``, at ``segments`` and the other settings ``env``,
+    with the rules no setting names (``TickRules``' fields) that ``rules`` gives."""
+    settings = {"JOBRUNNER_SEGMENTS": str(segments), **(env or {})}
+    return memory_container(settings, clock=ManualClock(EVENT), leases=leases, invoker=invoker,
+                            tick_rules=lambda defaults: replace(defaults, **rules)).ticks
+
+
 def ticker(leases: MemoryLeaseStore, invoker: RecordingInvoker, segments: int = 1) -> TickService:
-    return TickService(leases, invoker, TickRules(segment_count=segments, max_catch_up=3))
+    """A tick that catches up at most 3 missed minutes."""
+    return tick_service(leases, invoker, segments, max_catch_up=3)
+
+
+def scans(store: MemoryJobStore, publisher: MemoryPublisher, leases: MemoryLeaseStore, clock: ManualClock,
+          segments: int = 1) -> ScanService:
+    """The scan function's service at ``segments``, on the tick's heartbeat table."""
+    return memory_container({"JOBRUNNER_SEGMENTS": str(segments)}, clock=clock, store=store, leases=leases,
+                            publisher=publisher).scans
 
 
 def buckets(requests: list[ScanRequest], segment: int = 0) -> list[datetime]:
@@ -102,7 +121,7 @@ def test_catch_up_is_oldest_first_and_bounded_but_always_includes_running_and_ta
 def test_fresh_segment_starts_at_the_initial_lookback(
     leases: MemoryLeaseStore, invoker: RecordingInvoker
 ) -> None:
-    service = TickService(leases, invoker, TickRules(segment_count=1, initial_lookback=2 * MINUTE))
+    service = tick_service(leases, invoker, env={"JOBRUNNER_INITIAL_LOOKBACK_MINUTES": "2"})
     service.tick(EVENT, EVENT)
     assert buckets(invoker.requests) == [TARGET - 2 * MINUTE, TARGET - MINUTE, TARGET]
     assert leases.segments([0])[0].watermark == TARGET - 3 * MINUTE
@@ -145,7 +164,7 @@ def test_lag_is_zero_when_every_finished_minute_is_done_and_grows_with_a_stalled
     running = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
     leases.advance_watermark(0, running - timedelta(minutes=1))
     leases.advance_watermark(1, running - timedelta(minutes=6))
-    service = TickService(leases, RecordingInvoker(), TickRules(segment_count=2))
+    service = tick_service(leases, RecordingInvoker(), segments=2)
     # When the tick runs
     report = service.tick(tick_time, tick_time)
     # Then the lag says how far each segment's watermark trails
@@ -291,7 +310,7 @@ def run_scans(leases: MemoryLeaseStore, requests: Iterable[ScanRequest], now: da
 def test_the_ticks_work_stays_bounded_however_long_a_partition_stays_stuck_and_it_is_not_lost() -> None:
     # Given a healthy segment, and a minute whose scan fails every time (an unpublishable row)
     leases = CountingLeases()
-    service = TickService(leases, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3))
+    service = ticker(leases, RecordingInvoker())
     start = EVENT
     leases.advance_watermark(0, TARGET - 2 * MINUTE)
     stuck = TARGET
@@ -356,15 +375,15 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     leases = MemoryLeaseStore()
     leases.advance_watermark(0, TARGET - MINUTE)
     invoker = RecordingInvoker()
-    service = TickService(leases, invoker, TickRules(segment_count=1))
-    rules = ScanRules(segment_count=1)
+    service = tick_service(leases, invoker)
+    rules = ScanRules(segment_count=1)  # its deadline and its publish's bound: no setting names them
     deadline = TARGET + MINUTE + rules.settle + rules.overtime
     clock.set(EVENT)
     service.tick(EVENT, EVENT)
     assert invoker.requests == [ScanRequest(0, TARGET)]
     wedged = WedgedPublisher(clock, give_up_at=TARGET + 30 * MINUTE)
     # When it runs
-    report = bare_scans(store, wedged, leases, clock, rules).scan(ScanRequest(0, TARGET))
+    report = scans(store, wedged, leases, clock).scan(ScanRequest(0, TARGET))
     # Then it leaves the partition not done within one publish of its deadline (well inside the
     # function's 6-minute timeout), having retried all along
     assert (report.acquired, report.finished, report.published) == (True, False, 0)
@@ -380,7 +399,7 @@ def test_a_scan_whose_publishes_all_time_out_leaves_by_its_deadline_and_the_tick
     service.tick(later, later)
     assert ScanRequest(0, TARGET) in invoker.requests
     publisher = MemoryPublisher()
-    again = bare_scans(store, publisher, leases, clock, rules).scan(ScanRequest(0, TARGET))
+    again = scans(store, publisher, leases, clock).scan(ScanRequest(0, TARGET))
     assert (again.finished, again.published) == (True, 1)
     assert [m.key for m in publisher.sent] == [job.job_id]
     assert waiting(store, leases) == []
@@ -390,7 +409,7 @@ def test_a_segment_hours_behind_reads_a_bounded_window_and_still_catches_up_olde
     leases = CountingLeases()
     watermark = TARGET - 180 * MINUTE
     leases.advance_watermark(0, watermark)
-    report = TickService(leases, RecordingInvoker(), TickRules(segment_count=1, max_catch_up=3)).tick(EVENT, EVENT)
+    report = ticker(leases, RecordingInvoker()).tick(EVENT, EVENT)
     assert leases.partitions_read == 60 + 2  # max_window, then the running and the next minute
     assert buckets(report.dispatched) == [watermark + k * MINUTE for k in (1, 2, 3)] + [TARGET - MINUTE, TARGET]
 
@@ -403,7 +422,7 @@ def test_beyond_max_parked_the_watermark_waits_for_failing_partitions_again(
     leases.advance_watermark(0, watermark)
     for k in (1, 2):
         attempted(leases, watermark + k * MINUTE, 5, last=EVENT - 2 * MINUTE)
-    service = TickService(leases, invoker, TickRules(segment_count=1, max_catch_up=3, max_parked=1))
+    service = tick_service(leases, invoker, max_catch_up=3, max_parked=1)
     # When a tick runs
     report = service.tick(EVENT, EVENT)
     # Then the oldest is parked, and the watermark stops at the other (as before parking): nothing is skipped
@@ -465,18 +484,18 @@ def test_rows_written_before_the_count_was_lowered_are_still_published() -> None
         if row.segment >= 2:
             break
     leases = MemoryLeaseStore()
-    TickService(leases, RecordingInvoker(), TickRules(segment_count=4)).tick(EVENT, EVENT)
+    tick_service(leases, RecordingInvoker(), segments=4).tick(EVENT, EVENT)
     # When every function now runs with 2 segments, and the year has passed (the segments kept up)
     tick_time = due - MINUTE
     clock.set(tick_time)
     for segment in range(4):
         leases.advance_watermark(segment, minute_bucket(due) - 2 * MINUTE)
     invoker = RecordingInvoker()
-    TickService(leases, invoker, TickRules(segment_count=2)).tick(tick_time, tick_time)
+    tick_service(leases, invoker, segments=2).tick(tick_time, tick_time)
     publisher = MemoryPublisher()
-    scans = bare_scans(store, publisher, leases, clock, ScanRules(segment_count=2))
+    at_two = scans(store, publisher, leases, clock, segments=2)
     for request in invoker.requests:
-        scans.scan(request)
+        at_two.scan(request)
     # Then the row is published from its retired segment
     assert ScanRequest(row.segment, minute_bucket(due)) in invoker.requests
     assert [m.key for m in publisher.sent] == [job.job_id]
@@ -571,7 +590,7 @@ def test_a_tick_that_cannot_read_the_segment_count_on_record_uses_the_last_it_kn
     leases.count_readable = False
     report = service.tick(EVENT + MINUTE, EVENT + MINUTE)
     assert {r.segment for r in report.dispatched} == {0, 1, 2, 3}
-    assert TickService(leases, RecordingInvoker(), TickRules(segment_count=2)).tick(EVENT, EVENT).segment_count == 2
+    assert tick_service(leases, RecordingInvoker(), segments=2).tick(EVENT, EVENT).segment_count == 2
 
 
 # -- run_tick: the tick function's entry point --------------------------------------------------------------
