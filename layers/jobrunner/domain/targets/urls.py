@@ -39,7 +39,10 @@ def check_https_url(url: str, path: str) -> SplitResult:
         raise InvalidField(path, f"must be at most {MAX_URL} characters")
     if any(ch.isspace() or not ch.isprintable() or not ch.isascii() for ch in url):
         raise InvalidField(path, "must be ASCII without spaces or control characters (percent-encode them)")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # a bracketed host that is no IPv6 address
+        raise InvalidField(path, "has an invalid IPv6 address") from error
     if parts.scheme.lower() != "https":
         raise InvalidField(path, "must be an https URL")
     if "@" in parts.netloc:
