@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -64,13 +63,14 @@ class Outcome:
 
 def excerpt(body: bytes | str, limit: int = MAX_EXCERPT) -> str:
     """At most ``limit`` characters of ``body`` for a history: UTF-8 decoded without cutting a character
-    (invalid bytes become U+FFFD), control characters and runs of whitespace as one space, "…" if cut."""
+    (invalid bytes become U+FFFD), unprintable characters and runs of whitespace as one space, "…" if cut."""
     if isinstance(body, bytes):
         # Decode no more than a bounded prefix; an incomplete last character is dropped, not mangled.
         text = codecs.getincrementaldecoder("utf-8")("replace").decode(body[: limit * 4 + 4], final=False)
     else:
         text = body[: limit * 4 + 4]
-    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in text)
+    # Control, format, separator, private-use and unassigned characters would garble a log line or a page.
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
     text = _SPACES.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
