@@ -65,14 +65,14 @@ def test_a_receiver_with_another_secret_refuses() -> None:
         Webhook(WebhookSecret(b"x" * 32).text()).verify(body, headers(MESSAGE_ID, timestamp, signed))
 
 
-@pytest.mark.parametrize("tampered", ["body", "id", "timestamp"])
-def test_a_signature_covers_the_body_the_id_and_the_timestamp(tampered: str) -> None:
-    body, timestamp = b'{"amount":10}', now_timestamp()
-    signed = signature(NEW, MESSAGE_ID, timestamp, body)
-    sent = {"body": body, "id": MESSAGE_ID, "timestamp": timestamp}
-    sent[tampered] = {"body": b'{"amount":99}', "id": MESSAGE_ID + "x", "timestamp": str(int(timestamp) - 1)}[tampered]
+@pytest.mark.parametrize(("body", "message_id", "shift"), [
+    (b'{"amount":99}', MESSAGE_ID, 0), (b'{"amount":10}', MESSAGE_ID + "x", 0), (b'{"amount":10}', MESSAGE_ID, -1),
+], ids=["body", "id", "timestamp"])
+def test_a_signature_covers_the_body_the_id_and_the_timestamp(body: bytes, message_id: str, shift: int) -> None:
+    timestamp = now_timestamp()
+    signed = signature(NEW, MESSAGE_ID, timestamp, b'{"amount":10}')
     with pytest.raises(WebhookVerificationError):
-        Webhook(NEW.text()).verify(sent["body"], headers(str(sent["id"]), str(sent["timestamp"]), signed))
+        Webhook(NEW.text()).verify(body, headers(message_id, str(int(timestamp) + shift), signed))
 
 
 @settings(max_examples=200, deadline=None)

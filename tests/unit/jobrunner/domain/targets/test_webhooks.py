@@ -35,7 +35,8 @@ TARGET = HttpsTarget("https://hooks.example.com/run", headers={"Authorization": 
     ({"text": "attempt <jobrunner.attempt> of <jobrunner.job-id>"}, {"text": "attempt 2 of job-42"}),
     ([{"deep": ["<jobrunner.trigger>"]}], [{"deep": ["RETRY"]}]),
     ({"<jobrunner.attempt>": "key"}, {"<jobrunner.attempt>": "key"}),  # keys are never read
-    ({"other": "<jobrunner.unknown>", "plain": "<b>bold</b>"}, {"other": "<jobrunner.unknown>", "plain": "<b>bold</b>"}),
+    ({"other": "<jobrunner.unknown>", "plain": "<b>bold</b>"},
+     {"other": "<jobrunner.unknown>", "plain": "<b>bold</b>"}),
     ({"n": 1.5, "t": True, "z": None}, {"n": 1.5, "t": True, "z": None}),
 ])
 def test_keywords_are_substituted_in_string_values(payload: Any, rendered: Any) -> None:
