@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import threading
@@ -315,15 +316,55 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
     }
 
 
+#: Jobs of each kind ``submit_rows`` submits, one request each, counted.
+SUBMITS = 100
+SUBMITTER = "bench-writes-submitter"
+
+
+def submit_rows(bench: Bench, count: int = SUBMITS) -> dict[str, dict[str, float]]:
+    """Rows written per job submitted through the real ``JobService`` on the Cassandra store (its first run,
+    the job, and whatever else a submit keeps: the change log as the deployment keeps it), counted by
+    Cassandra as the executions are: one-time jobs, then recurring ones, one request each. Rows a job per
+    table, by kind."""
+    from jobrunner.adapters.stores.session import connect
+    from jobrunner.domain.schedules import At, Every, Schedule
+    from jobrunner.domain.spec import JobSpec
+    from jobrunner.wiring import Container
+
+    session = connect(bench.settings.cassandra)
+    try:
+        container = Container(bench.settings.replace(change_log=True), session=session)
+        jobs = container.jobs
+        recorder = _Recorder(session, bench.names.keyspace)
+        later = container.clock.now().replace(microsecond=0) + timedelta(hours=1)
+        kinds: dict[str, list[Schedule]] = {
+            "one_time": [At(later + timedelta(seconds=i % 60)) for i in range(count)],
+            "recurring": [Every(timedelta(hours=1)) for _ in range(count)]}
+        recorder.read()
+        for schedules in kinds.values():
+            for i, schedule in enumerate(schedules):
+                jobs.submit(SUBMITTER, JobSpec(schedule, {"bench": True, "n": i}, topic=bench.names.topic))
+            recorder.read()
+    finally:
+        session.cluster.shutdown()
+    deltas = [_delta(a, b) for a, b in itertools.pairwise(recorder.snapshots)]
+    return {kind: {t: v / count for t, v in delta.items() if "." not in t}
+            for kind, delta in zip(kinds, deltas, strict=True)}
+
+
 def run_writes(bench: Bench) -> None:
     o = bench.options
     runs = []
     for index in range(o.runs):
         result = writes_once(bench, o.writes_executions, o.drain_segments, o.writes_failures)
+        result["submit"] = submit_rows(bench)
         per = ", ".join(f"{t} {v:.2f}" for t, v in result["per_execution"].items())
         print(f"  writes run {index + 1}/{o.runs}: {result['executions']} executions "
               f"({result['published_retries']} retries): {result['total_per_execution']:.2f} rows per execution "
               f"({per}); system.batches {result['server']['system.batches'] / max(result['executions'], 1):.2f}",
               flush=True)
+        print("  writes run {}/{}: a submit writes {}".format(index + 1, o.runs, "; ".join(
+            f"{kind} {sum(rows.values()):.2f} rows ({', '.join(f'{t} {v:.2f}' for t, v in rows.items())})"
+            for kind, rows in result["submit"].items())), flush=True)
         runs.append(result)
     bench.results["writes"] = runs

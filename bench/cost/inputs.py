@@ -134,6 +134,9 @@ def measured_from(results: dict[str, Any], run: str) -> dict[str, Figure]:
     put("history_rows_written",
         [w["driver"].get("task_history_v2", 0) / w["executions"] for w in writes if w.get("executions")],
         "bench/writes.py writes_once: driver['task_history_v2'] / executions; docs/benchmarks.md section 8")
+    put("rows_per_one_time_submit", [sum(w["submit"]["one_time"].values()) for w in writes if "submit" in w],
+        "bench/writes.py submit_rows: rows Cassandra counted per one-time job submitted through the real "
+        "JobService; docs/benchmarks.md section 8")
     idle = results.get("idle", [])
     put("idle_scan_seconds_per_partition", [r["scan_seconds_per_partition"] for r in idle],
         "bench/idle.py idle_once: scan_seconds_per_partition; docs/benchmarks.md section 10")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.report.common import table
 from bench.stats import fmt, pct, spread
+from bench.writes import SUBMITS
 
 if TYPE_CHECKING:
     from bench.context import Bench
@@ -68,6 +69,16 @@ def writes_section(bench: Bench) -> list[str]:
                      "", "", " ; ".join(f"{r['server'].get(name, 0):,}" for r in runs)])
     lines += table(["table", "partition updates per execution (Cassandra)", "of which scans", "of which results",
                      "model (rows)", "rows sent (driver)", "updates counted, per run"], rows)
+    submits = [r["submit"] for r in runs if "submit" in r]
+    if submits:
+        kinds = {"one_time": "one-time", "recurring": "recurring"}
+        names = sorted({t for s in submits for rows in s.values() for t in rows})
+        lines += ["Rows written per job submitted (the submit path, not in the totals above): "
+                  f"{SUBMITS} jobs of each kind through the real `JobService`, one request each, counted the same way:",
+                  ""]
+        lines += table(["job", *(f"`{t}`" for t in names), "total"], [
+            [label, *(spread([s[kind].get(t, 0.0) for s in submits], 2) for t in names),
+             spread([sum(s[kind].values()) for s in submits], 2)] for kind, label in kinds.items()])
     steps = {"scan": "published_first", "results": "published_first", "retry scan": "published_retries",
              "retry results": "published_retries"}
     columns = [*tables, "system.batches"]

@@ -222,7 +222,9 @@ def test_a_bench_run_records_what_it_measured_and_keeps_the_derived_figures(tmp_
         "drain": [{"seeded": 1000, "recurring": 400, "published": 1000, "process_cpu_s": 0.5,
                    "writes": {"per_execution": {"INSERT task_schedule_v2": 0.4}, "late_polls_per_scan": 50.0,
                               "dynamodb_per_scan": {"update_item": 30.0, "get_item": 1.0, "batch_get_item": 2.0}}}],
-        "writes": [{"executions": 100, "driver": {"task_history_v2": 210}}],
+        "writes": [{"executions": 100, "driver": {"task_history_v2": 210},
+                    "submit": {"one_time": {"job_table_v2": 1.0, "task_schedule_v2": 1.0},
+                               "recurring": {"job_table_v2": 1.0, "task_schedule_v2": 1.0}}}],
         "idle": [{"scan_seconds_per_partition": 9.0, "invocations_per_partition": 2.5}],
         "message_bytes": 480,
     }
@@ -236,6 +238,7 @@ def test_a_bench_run_records_what_it_measured_and_keeps_the_derived_figures(tmp_
     assert after.history_rows_written.value == pytest.approx(2.1)
     assert after.lease_reads_per_busy_scan.value == pytest.approx(3.0)
     assert after.message_bytes.value == 480
+    assert after.rows_per_one_time_submit.value == pytest.approx(2.0)  # counted on the submit path
     assert "2026-12-01 10:00 UTC" in after.idle_scan_seconds_per_partition.source
     # And the derived ones stay as they were
     assert after.busy_scan_seconds == load().busy_scan_seconds
