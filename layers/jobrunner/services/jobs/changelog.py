@@ -6,6 +6,7 @@ turned off: nothing is written, every page is empty, and the ledger is told the 
 A submit writes no entry: its entry is the job row's (``domain.changes.submit_entry``). The first change that
 moves a job past version 1 writes it (``keep_submit``) before its compare-and-set, and the reads here add it to
 the log of a job still at version 1 (the one place that does): a job's log reads as it did when a submit wrote it.
+A job stored before submitters were kept (``Job.created_by`` None) has the entry its submit wrote, and no other.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from jobrunner.domain.changes import SUBMIT, JobChange, submit_entry
+from jobrunner.domain.changes import JobChange, submit_entry
 from jobrunner.domain.errors import Unavailable
+from jobrunner.domain.time import to_epoch_ms
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -38,12 +40,12 @@ class ChangeBook(ABC):
     - ``record`` adds an entry for a change that landed. Best effort: the change stands whether or not its
       entry could be written (a failure is logged; the entry is missing).
     - ``keep_submit(job)``, called with the job as read by a change about to move it past version 1, before
-      its compare-and-set: writes the job's submit entry (``domain.changes.submit_entry``) if the job is at
-      version 1, else nothing. Best effort, as ``record``; written twice, it is one entry.
+      its compare-and-set: writes the submit entry its row stands for (``domain.changes.submit_entry``), if it
+      stands for one, else nothing. Best effort, as ``record``; written twice, it is one entry.
     - ``page(job_id, limit, before, job=)`` is a page of the job's entries, newest first (``ChangeLog.changes``);
       ``whole(job_id, job=)`` the job's whole log, newest first, and whether it was read back to its first entry.
-      ``job`` is the job as just read (None: not found): one at version 1 whose log holds no submit entry has
-      its submit entry added, as its oldest.
+      ``job`` is the job as just read (None: not found): the submit entry its row stands for is read as part of
+      its log, once (whether ``keep_submit`` wrote it or not).
     - Reads that fail raise ``jobrunner.domain.errors.Unavailable``.
     """
 
@@ -95,8 +97,9 @@ class KeptChangeLog(ChangeBook):
         self._write(entry)
 
     def keep_submit(self, job: Job) -> None:
-        if job.version == 1:
-            self._write(submit_entry(job))
+        entry = submit_entry(job)
+        if entry is not None:
+            self._write(entry)
 
     def _write(self, entry: JobChange) -> None:
         try:
@@ -108,36 +111,41 @@ class KeptChangeLog(ChangeBook):
     def page(
         self, job_id: str, limit: int, before: tuple[datetime, str] | None = None, *, job: Job | None,
     ) -> list[JobChange]:
-        """A page of the log; the last one (shorter than ``limit``) ends with the submit entry of a job at version
-        1 whose log has none, unless the page before ended with it. With ``before``, whether the log has one is
-        known by reading it again (``whole``): only the last page of a job never changed, read a page at a time."""
+        """A page of the log as if it held the submit entry of a job at version 1 (``domain.changes.submit_entry``):
+        the log's page with that entry in its place (its oldest, bar clocks apart), if it comes after ``before``."""
         entries = self._changes.changes(job_id, limit, before)
-        if len(entries) >= limit or job is None or job.version != 1 or any(c.action == SUBMIT for c in entries):
+        derived = submit_entry(job) if job is not None else None
+        if derived is None or not _after(derived, before) or _holds(entries, derived):
             return entries
-        derived = submit_entry(job)
-        if before == (derived.changed_at, derived.change_id):
-            return entries
-        if before is not None:
-            logged, complete = self._read_whole(job_id)
-            if not complete or any(c.action == SUBMIT for c in logged):
-                return entries
-        return [*entries, derived]
+        return sorted([*entries, derived], key=_newest_first)[:limit]
 
     def whole(self, job_id: str, *, job: Job | None) -> tuple[list[JobChange], bool]:
-        """``LEDGER_PAGE`` entries a read, at most ``MAX_LEDGER_PAGES`` reads; the submit entry of a job at version 1
-        added when the log, read to its end, has none."""
-        entries, complete = self._read_whole(job_id)
-        if complete and job is not None and job.version == 1 and not any(c.action == SUBMIT for c in entries):
-            entries.append(submit_entry(job))
-        return entries, complete
-
-    def _read_whole(self, job_id: str) -> tuple[list[JobChange], bool]:
+        """``LEDGER_PAGE`` entries a read, at most ``MAX_LEDGER_PAGES`` reads; with the submit entry of a job at
+        version 1 when the log was read to its end (its oldest)."""
         entries: list[JobChange] = []
         before: tuple[datetime, str] | None = None
         for _ in range(MAX_LEDGER_PAGES):
             page = self._changes.changes(job_id, LEDGER_PAGE, before)
             entries += page
             if len(page) < LEDGER_PAGE:
+                derived = submit_entry(job) if job is not None else None
+                if derived is not None and not _holds(entries, derived):
+                    entries = sorted([*entries, derived], key=_newest_first)
                 return entries, True
             before = (page[-1].changed_at, page[-1].change_id)
         return entries, False
+
+
+def _newest_first(entry: JobChange) -> tuple[int, str]:
+    """The log's order (``ChangeLog.changes``): newest first, then by id."""
+    return -to_epoch_ms(entry.changed_at), entry.change_id
+
+
+def _after(entry: JobChange, before: tuple[datetime, str] | None) -> bool:
+    """Whether ``entry`` comes after the cursor ``before`` in the log's order (any entry does, with none)."""
+    return before is None or _newest_first(entry) > (-to_epoch_ms(before[0]), before[1])
+
+
+def _holds(entries: list[JobChange], entry: JobChange) -> bool:
+    """Whether ``entries`` hold ``entry`` (as written: one of the same id)."""
+    return any(held.change_id == entry.change_id for held in entries)

@@ -195,4 +195,4 @@ class Submissions(JobWriter):
             raise InvalidField("schedule", "never fires after now")
         return Job(user_id=user_id, job_id=job_id, spec=replace(new, schedule=schedule, topic=topic),
                    created_at=now, updated_at=now, next_run_at=first, schedule_from=first,
-                   trace_parent=trace_parent, created_by=actor)
+                   trace_parent=trace_parent, created_by=actor or user_id)
