@@ -288,7 +288,7 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
     if capacity == "on-demand":
         add("writes", wru * p.keyspaces_write_request.value,
             f"on-demand: {_per(wru, u.executions)} WRU per execution: history, next runs, a one-time job's job "
-            "row, first run and change-log entry")
+            "row and first run (its change-log entry is the job row's)")
         add("reads", (rru + scan_reads) * p.keyspaces_read_request.value,
             f"on-demand: {_per(rru, u.executions)} RRU per execution (job reads of the scan and the results "
             "function, the history row, the partition's pages) + each scan's late-lane polls", at_rest=True)

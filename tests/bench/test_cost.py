@@ -332,6 +332,8 @@ def test_sampled_logs_and_traces_cost_their_share(inputs: MeasuredInputs) -> Non
 
 
 def test_point_in_time_recovery_follows_the_tables_named(inputs: MeasuredInputs) -> None:
+    # (a one-time job never changed keeps no change-log entry: given one here, for job_changes to count)
+    inputs = _with(inputs, change_log_bytes_per_one_time_job=350.0)
     load_ = Load(executions_per_day=50e6)
     line = "Keyspaces: point-in-time recovery of the rows that expire"
     history_only = _by_item(monthly_lines(StageConfig(pitr_tables=("task_history_v2",)), inputs, PRICES, load_))

@@ -61,7 +61,8 @@ def unique_segment() -> int:
 def test_create_job_then_get_job_round_trips_every_field(job_store: Stores) -> None:
     job = make_job(schedule=At(at=BUCKET + timedelta(seconds=7)), state=JobState.PAUSED, version=3,
                    paused_at=NOW + timedelta(seconds=5, milliseconds=250), jitter_s=45,
-                   tags={"team": "payments", "note": ""}, calendar="holidays", delete_after_last=True)
+                   tags={"team": "payments", "note": ""}, calendar="holidays", delete_after_last=True,
+                   created_by="arn:aws:iam::123456789012:role/Ops")
     job_store.create_job(job, None)
     assert job_store.get_job(job.user_id, job.job_id) == job
 
@@ -74,7 +75,7 @@ def test_a_cron_with_its_end_conditions_round_trips(job_store: Stores) -> None:
 
 
 def test_retire_job_marks_the_job_deleted_only_at_the_version_read(job_store: Stores) -> None:
-    job = make_job(version=2)
+    job = make_job(version=2, created_by="ops")
     job_store.create_job(job, None)
     deleted = job.with_changes(state=JobState.DELETED, version=3, schedule_version=3, next_run_at=None)
     assert not job_store.retire_job(deleted, expected_version=1, ttl_s=3600)  # changed since: kept as it was
@@ -83,6 +84,7 @@ def test_retire_job_marks_the_job_deleted_only_at_the_version_read(job_store: St
     stored = job_store.get_job(job.user_id, job.job_id)
     assert stored is not None
     assert (stored.state, stored.version, stored.spec.payload) == (JobState.DELETED, 3, job.spec.payload)
+    assert stored.created_by == job.created_by
     assert not job_store.retire_job(deleted, expected_version=2, ttl_s=3600)  # already
 
 
@@ -436,13 +438,18 @@ def test_update_job_without_a_next_row_writes_no_row(job_store: Stores) -> None:
     assert list(job_store.lane_rows(BUCKET, segment, Lane.PLANNED)) == [row]
 
 
-def test_update_job_keeps_the_creation_time(job_store: Stores) -> None:
-    # created_at is not among the fields update overwrites (ports.JobStore.update_job)
-    job = make_job()
+def test_update_job_keeps_the_creation_time_and_who_submitted(job_store: Stores) -> None:
+    # created_at and created_by are not among the fields update overwrites (ports.JobStore.update_job)
+    job = make_job(created_by="ops")
     job_store.create_job(job, None)
-    assert job_store.update_job(job.with_changes(version=2, created_at=NOW + timedelta(days=1)), [], expected_version=1)
+    assert job_store.update_job(job.with_changes(version=2, created_at=NOW + timedelta(days=1), created_by="eve"), [],
+                                expected_version=1)
     stored = job_store.get_job(job.user_id, job.job_id)
-    assert stored is not None and stored.created_at == NOW
+    assert stored is not None and (stored.created_at, stored.created_by) == (NOW, "ops")
+    assert job_store.update_job(stored.with_changes(version=3, schedule_version=3, state=JobState.PAUSED,
+                                                    created_by=None), [], expected_version=2)
+    stored = job_store.get_job(job.user_id, job.job_id)
+    assert stored is not None and (stored.version, stored.created_by) == (3, "ops")
 
 
 def test_a_fire_replanned_under_a_new_version_is_a_row_of_its_own(job_store: Stores) -> None:

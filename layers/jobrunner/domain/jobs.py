@@ -106,6 +106,10 @@ class Job:
     schedule_from: datetime | None = None
     #: W3C traceparent of the request that created the job (executions carry a child of it).
     trace_parent: str | None = None
+    #: The principal that submitted it (an IAM role, a Cognito identity, ...), else its tenant; its submit's change
+    #: log entry is the row's (``domain.changes.submit_entry``). None only for a job stored before it was kept, whose
+    #: submit wrote an entry of its own.
+    created_by: str | None = None
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_execution_id: str | None = None

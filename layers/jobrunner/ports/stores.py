@@ -91,7 +91,8 @@ class JobStore(Protocol):
         also read back as the first fire of the schedule version (``Job.schedule_from``, None when the store
         cannot know it). Any other change writes only version, payload, topic, retry, timeout and updated_at:
         the job's next run and the first fire of its version stay as the store holds them, even if a scan's
-        completion lands between the read and this write.
+        completion lands between the read and this write. Neither writes what its submit set: ``created_at`` and
+        ``created_by`` stay as created.
         Returns False when it is not: the job is unchanged, and the rows stay where they are. They are never
         removed: the winner of the race took the same version number and may have planned the very same rows
         (two resumes of one fire), so removing them could remove the winner's; a row the job does not want is

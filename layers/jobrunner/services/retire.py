@@ -9,8 +9,9 @@ then writes its row again to expire with its history (``JobStore.retire_job``): 
 a run now or a backfill requested just before (its row written, not yet published) still finds it and runs.
 
 Cost, for such a job only: after each execution that ends, a read of its newest records; once, when it is
-done, a conditional update and a write of its row, a change log entry and, where tenants' standing limits
-are counted, the count given back. No write per execution.
+done, a conditional update and a write of its row, a change log entry (two for a job never changed: its
+submit's too, ``ChangeBook.keep_submit``) and, where tenants' standing limits are counted, the count given
+back. No write per execution.
 
 ``Retirer`` deletes them; ``NoRetirer`` stands where nothing is deleted (a service built without it).
 """
@@ -90,6 +91,7 @@ class Retirer(Retirement):
                                        schedule_version=job.version + 1, updated_at=now, next_run_at=None,
                                        schedule_from=None)
             ttl = self._limits.of(job.user_id).history_ttl_s
+            self._changes.keep_submit(job)  # the row moves past version 1: its submit entry is written first
             # What the job held is given back once its delete has landed (a change that only gives back).
             if not self._quotas.counted(job.user_id, self._limits.change(job, None),
                                         lambda: self._store.retire_job(deleted, job.version, ttl)):

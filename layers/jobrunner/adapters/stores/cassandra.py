@@ -89,8 +89,8 @@ __all__ = [
 INSERT_JOB = (
     "INSERT INTO job_table_v2 (user_id, shard, job_id, schedule, payload, topic, state, version, schedule_version,"
     " schedule_version_set_at, retry, timeout_s, paused_at, trace_parent, created_at, updated_at, next_run_at,"
-    " last_run_at, last_execution_id, last_status, jitter_s, tags, policies)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " last_run_at, last_execution_id, last_status, jitter_s, tags, policies, created_by)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 SELECT_JOB = "SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id = ?"
 #: Several jobs of one tenant's shard (one partition) in one request.

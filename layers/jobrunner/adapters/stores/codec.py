@@ -76,6 +76,7 @@ def job_from_row(row: Any) -> Job:
         last_run_at=_ts(row.last_run_at),
         last_execution_id=row.last_execution_id,
         last_status=ExecutionStatus(row.last_status) if row.last_status else None,
+        created_by=getattr(row, "created_by", None),  # a row read from before the column: not known
     )
 
 
@@ -102,6 +103,7 @@ def job_values(job: Job) -> tuple[Any, ...]:
         job.paused_at, job.trace_parent, job.created_at, job.updated_at,
         job.next_run_at, job.last_run_at, job.last_execution_id,
         job.last_status.value if job.last_status else None, spec.jitter_s, _tags(job), policies_column(job),
+        job.created_by,
     )
 
 

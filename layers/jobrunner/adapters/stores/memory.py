@@ -150,7 +150,8 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
             # as it was written unless the schedule changes
             keeps_schedule = job.schedule_version != job.version
             self.jobs[(job.user_id, job.job_id)] = replace(
-                job, created_at=current.created_at, last_run_at=None, last_execution_id=None, last_status=None,
+                job, created_at=current.created_at, created_by=current.created_by, last_run_at=None,
+                last_execution_id=None, last_status=None,
                 next_run_at=current.next_run_at if keeps_schedule else job.next_run_at,
                 schedule_from=current.schedule_from if keeps_schedule else job.next_run_at,
             )

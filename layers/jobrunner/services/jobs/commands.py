@@ -210,7 +210,8 @@ class Commands(JobWriter):
         condition that no other change landed since the read. A change of schedule or state also becomes
         the schedule version, with its next run planned under it; any other change plans nothing (see
         ``domain.jobs``). A lost race re-reads and decides again (a user's intent applies to the job as it
-        now stands), a few times, then answers 409 with the current version."""
+        now stands), a few times, then answers 409 with the current version. A job at version 1 has its submit
+        entry written first (``ChangeBook.keep_submit``): once the row has moved on, nothing else holds it."""
         for _ in range(MAX_UPDATE_ATTEMPTS):
             job = self._queries.get(user_id, job_id)
             now = self._clock.now()
@@ -225,6 +226,9 @@ class Commands(JobWriter):
             updated = job.with_changes(version=version, schedule_version=version if replans else job.schedule_version,
                                        schedule_from=changes.get("next_run_at") if replans else job.schedule_from,
                                        updated_at=now, **changes)
+            # the submit entry the row stands for at version 1 is written before the row moves past it (a change
+            # that then loses its compare-and-set wrote the same entry its winner writes)
+            self._changes.keep_submit(job)
             if self._quotas.counted(user_id, self._rules.limits.change(job, updated),
                              lambda: self._write_update(updated, job.version),  # noqa: B023 - called at once
                              landed=lambda: self._stands(updated)):  # noqa: B023 - called at once

@@ -56,7 +56,7 @@ class Ledger:
         job = self._queries.get(user_id, job_id)  # tenancy check: another tenant's job is "not found"
         now = self._clock.now()
         low = after + timedelta(milliseconds=1) if after is not None else start
-        timeline = timeline_of(job, *self._changes.whole(job_id))
+        timeline = timeline_of(job, *self._changes.whole(job_id, job=job))
         planned = fires_between(timeline, low, end, limit + 1, now)
         high = planned[limit] if len(planned) > limit else end
         records = self._records_between(job_id, low, high)
@@ -103,8 +103,9 @@ class Ledger:
     ) -> list[JobChange]:
         """A page of the job's change log, newest first (``ChangeLog.changes``); of a job deleted after its last
         fire too, while its entries are kept."""
-        if self._store.get_job(user_id, job_id) is None:
-            newest = self._changes.page(job_id, 1)
+        job = self._store.get_job(user_id, job_id)
+        if job is None:
+            newest = self._changes.page(job_id, 1, job=None)
             if not newest or newest[0].user_id != user_id:  # another tenant's job is "not found"
                 raise JobNotFound(job_id)
-        return self._changes.page(job_id, limit, before)
+        return self._changes.page(job_id, limit, before, job=job)

@@ -1,5 +1,7 @@
 """Submitting jobs: one (``POST /jobs``) or a batch (``POST /jobs/batch``), each validated, counted against the
-tenant's rate and limits, written with its first run's row in time for its scan, and logged."""
+tenant's rate and limits, and written with its first run's row in time for its scan. The job row names who
+submitted it (``Job.created_by``) and is its change log's submit entry (``domain.changes.submit_entry``): a submit
+writes no entry of its own."""
 
 from __future__ import annotations
 
@@ -51,10 +53,10 @@ class Submissions(JobWriter):
         Every job is validated before anything is counted or written: if any is wrong, the error names each
         wrong field by its item (``jobs.3.schedule``) and nothing is written. The tenant's rate counts each
         job. Jobs without an idempotency key are written together (their rows and job rows in concurrent
-        atomic writes, one per job, and their change-log entries together), which is what makes loading
-        many jobs cheap; a job with a key, or every job where the tenant's standing limits are counted, goes
-        through ``submit``'s own steps one at a time. If the database fails part-way (503), the jobs written
-        before it stand: give each job an idempotency key to make a retried batch safe."""
+        atomic writes, one per job), which is what makes loading many jobs cheap; a job with a key, or every
+        job where the tenant's standing limits are counted, goes through ``submit``'s own steps one at a time.
+        If the database fails part-way (503), the jobs written before it stand: give each job an idempotency
+        key to make a retried batch safe."""
         if not 1 <= len(items) <= MAX_BATCH:
             raise InvalidField("jobs", f"must hold 1 to {MAX_BATCH} jobs")
         now = self._clock.now()
@@ -69,7 +71,8 @@ class Submissions(JobWriter):
             if key is not None or one_by_one:
                 done[index] = self._submit_admitted(user_id, new, topic, key, now, actor, trace_parent)
             else:
-                together.append((index, self._build(user_id, str(uuid.uuid4()), new, topic, now, trace_parent)))
+                together.append((index, self._build(user_id, str(uuid.uuid4()), new, topic, now, trace_parent,
+                                                    actor)))
         if together:
             jobs = [job for _, job in together]
 
@@ -87,8 +90,6 @@ class Submissions(JobWriter):
                 return [row for _, row in pairs]
 
             self._rows.write_in_time(write)
-            self._changes.record_many([(job, "submit", {"schedule": job.spec.schedule.to_dict()}) for job in jobs],
-                                      actor)
             done.update((index, (job, True)) for index, job in together)
         return [done[index] for index in range(len(items))]
 
@@ -138,7 +139,7 @@ class Submissions(JobWriter):
         self, user_id: str, new: JobSpec, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,
         trace_parent: str | None,
     ) -> tuple[Job, bool]:
-        """``submit``'s steps after validation and the rate: the key's claim, the write, the change log."""
+        """``submit``'s steps after validation and the rate: the key's claim, then the write."""
         job_id = str(uuid.uuid4())
         if idempotency_key is not None:
             fingerprint = new.digest()
@@ -156,7 +157,7 @@ class Submissions(JobWriter):
                     return job, False
                 # The first request died before its job was written: finish it, as of its own instant.
                 job_id, now = winner.job_id, winner.claimed_at
-        job = self._build(user_id, job_id, new, topic, now, trace_parent)
+        job = self._build(user_id, job_id, new, topic, now, trace_parent, actor)
         assert job.next_run_at is not None
         first = job.next_run_at
 
@@ -178,14 +179,13 @@ class Submissions(JobWriter):
         self._quotas.counted(user_id, self._rules.limits.change(None, job), lambda: self._rows.write_in_time(write),
                              landed=lambda: self._store.get_job(user_id, job.job_id) is not None,
                              key=job.job_id if idempotency_key is not None else None)
-        self._changes.record(job, "submit", actor, {"schedule": job.spec.schedule.to_dict()})
         return job, True
 
     @staticmethod
     def _build(user_id: str, job_id: str, new: JobSpec, topic: str, now: datetime,
-               trace_parent: str | None = None) -> Job:
-        """The job ``new`` makes when submitted at ``now`` (a pure function of its arguments): its schedule anchored
-        at ``now``, its topic the one resolved."""
+               trace_parent: str | None = None, actor: str | None = None) -> Job:
+        """The job ``new`` makes when submitted at ``now`` by ``actor`` (a pure function of its arguments): its
+        schedule anchored at ``now``, its topic the one resolved."""
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")
@@ -195,4 +195,4 @@ class Submissions(JobWriter):
             raise InvalidField("schedule", "never fires after now")
         return Job(user_id=user_id, job_id=job_id, spec=replace(new, schedule=schedule, topic=topic),
                    created_at=now, updated_at=now, next_run_at=first, schedule_from=first,
-                   trace_parent=trace_parent)
+                   trace_parent=trace_parent, created_by=actor or user_id)

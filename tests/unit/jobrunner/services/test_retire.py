@@ -89,9 +89,11 @@ def test_a_job_is_deleted_once_its_last_fire_has_reported_and_its_history_stays_
         world.jobs.get("alice", job.job_id)
     # and its history and change log are still its tenant's to read, and no one else's
     assert [r.status for r in world.jobs.executions("alice", job.job_id)] == [ExecutionStatus.SUCCESS] * 2
-    [deleted, *_] = world.jobs.changes("alice", job.job_id)
+    [deleted, submit] = world.jobs.changes("alice", job.job_id)
     assert (deleted.action, deleted.actor) == ("delete", "jobrunner") and "delete_after_last" in deleted.details[
         "reason"]
+    # (its submit's entry, which its row at version 1 stood for, written by the delete before it moved the row on)
+    assert (submit.action, submit.version, submit.details) == ("submit", 1, {"schedule": job.spec.schedule.to_dict()})
     for read in (world.jobs.executions, world.jobs.changes):
         with pytest.raises(JobNotFound):
             read("mallory", job.job_id)
