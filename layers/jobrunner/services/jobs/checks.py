@@ -1,5 +1,5 @@
-"""The checks of a job's fields that need the tenant, on submit and on a PATCH: its topic, payload and calendar (the
-rules a spec keeps on its own are ``JobSpec.checked``)."""
+"""The checks of a job's fields that need the tenant or the stage, on submit and on a PATCH: its topic or its
+target, its payload and calendar (the rules a spec keeps on its own are ``JobSpec.checked``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from jobrunner.services.calendars import check_calendar
 
 if TYPE_CHECKING:
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.spec import JobSpec
     from jobrunner.services.jobs.models import JobRules
 
 
@@ -50,6 +51,14 @@ class JobChecks:
             raise Forbidden("topic", f"{chosen!r} is not granted to this tenant; granted: {mine}" if chosen
                             else "no topic is granted to this tenant")
         return chosen
+
+    def destination(self, user_id: str, spec: JobSpec) -> str | None:
+        """Where ``spec``'s executions go, checked: a target the stage allows (422 naming the field otherwise;
+        the topic None), or the topic named or the tenant's default (``topic``)."""
+        if spec.target is not None:
+            self._rules.targets.check(spec.target)
+            return None
+        return self.topic(user_id, spec.topic)
 
     def payload_limit(self, user_id: str) -> int:
         """The largest payload (serialized, in bytes) the tenant may give a job: the lower of the deployment's
