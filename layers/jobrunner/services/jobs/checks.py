@@ -52,9 +52,9 @@ class JobChecks:
                             else "no topic is granted to this tenant")
         return chosen
 
-    def destination(self, user_id: str, spec: JobSpec) -> str | None:
-        """Where ``spec``'s executions go, checked: a target the stage allows (422 naming the field otherwise;
-        the topic None), or the topic named or the tenant's default (``topic``)."""
+    def route(self, user_id: str, spec: JobSpec) -> str | None:
+        """The topic ``spec``'s executions go to, checked: the one it names or the tenant's default (``topic``);
+        None for a job with a target, once the stage allows the target (``InvalidField`` naming it otherwise)."""
         if spec.target is not None:
             self._rules.targets.check(spec.target)
             return None

@@ -159,7 +159,7 @@ class Commands(JobWriter):
         self._check_not_cancelled(job)
         spec = change.applied_to(job.spec)
         if "topic" in change or "target" in change:
-            spec = replace(spec, topic=self._checks.destination(job.user_id, spec))
+            spec = replace(spec, topic=self._checks.route(job.user_id, spec))
         if "payload" in change:
             self._checks.payload(job.user_id, spec.payload)
         if "calendar" in change or (spec.calendar is not None and "schedule" in change):

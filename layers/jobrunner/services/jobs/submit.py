@@ -112,7 +112,7 @@ class Submissions(JobWriter):
     def _validate(self, user_id: str, new: JobSpec, now: datetime) -> str | None:
         """Check ``new`` as submitted at ``now`` (nothing written; its calendar, if it names one, read); returns
         its topic (None for a job with a target)."""
-        topic = self._checks.destination(user_id, new)
+        topic = self._checks.route(user_id, new)
         self._checks.payload(user_id, new.payload)
         new.checked()
         self._checks.calendar(user_id, new.calendar, new.schedule.recurring)
