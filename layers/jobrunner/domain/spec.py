@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.policies import CatchUp, Overlap, check_catch_up
 from jobrunner.domain.tags import parse_tags
-from jobrunner.domain.targets.templates import KEYWORDS, unknown_keywords
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from jobrunner.domain.schedules import Schedule
-    from jobrunner.domain.targets import Target
+    from jobrunner.domain.targets.model import Target
 
 #: The widest jitter window a job may have.
 MAX_JITTER_S = 3600
@@ -141,17 +140,14 @@ class JobSpec:
         return self
 
     def _check_target(self, target: Target) -> None:
-        """A job with a target: its target's own rules, no topic, no cancel (a call in flight cannot be
-        cancelled), and only context keywords the delivery knows in its payload (``domain.targets.templates``)."""
+        """A job with a target: its target's own rules, no topic, and no cancel (a call in flight cannot be
+        cancelled). (The context keywords its payload may use are the service's check: ``JobChecks.keywords``.)"""
         target.checked(f"target.{next(iter(target.to_dict()))}")
         if self.topic is not None:
             raise InvalidField("topic", "a job with a target has no topic: remove one of them")
         if self.overlap is Overlap.CANCEL_OTHER:
             raise InvalidField("overlap", "cancel_other needs workers that cancel; a target's call cannot be "
                                           "cancelled")
-        if unknown := unknown_keywords(self.payload):
-            known = ", ".join(f"<jobrunner.{name}>" for name in KEYWORDS)
-            raise InvalidField("payload", f"{unknown[0]} is not a context keyword; known: {known}")
 
     def plain(self) -> dict[str, Any]:
         """Each field's value as JSON holds it (a schedule, a retry policy or a catch-up policy as its dict)."""

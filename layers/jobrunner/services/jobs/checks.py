@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Forbidden, InvalidField
 from jobrunner.domain.limits import payload_refusal
+from jobrunner.domain.targets.templates import KEYWORDS, unknown_keywords
 from jobrunner.ports import CalendarStore
 from jobrunner.services.calendars import check_calendar
 
@@ -69,6 +70,15 @@ class JobChecks:
         refusal = payload_refusal(payload, self.payload_limit(user_id))
         if refusal is not None:
             raise InvalidField("payload", refusal)
+
+    @staticmethod
+    def keywords(spec: JobSpec) -> None:
+        """A job with a target uses only the context keywords its delivery substitutes in its payload
+        (``domain.targets.templates``): an unknown ``<jobrunner.NAME>`` is a wrong payload, named in the
+        reason. A worker's job keeps such text as written."""
+        if spec.target is not None and (unknown := unknown_keywords(spec.payload)):
+            known = ", ".join(f"<jobrunner.{name}>" for name in KEYWORDS)
+            raise InvalidField("payload", f"{unknown[0]} is not a context keyword; known: {known}")
 
     def calendar(self, user_id: str, name: str | None, recurring: bool) -> None:
         """``services.calendars.check_calendar`` on the tenant's calendars (one read, for a job that names one)."""

@@ -162,6 +162,8 @@ class Commands(JobWriter):
             spec = replace(spec, topic=self._checks.route(job.user_id, spec))
         if "payload" in change:
             self._checks.payload(job.user_id, spec.payload)
+        if "payload" in change or "target" in change:
+            self._checks.keywords(spec)
         if "calendar" in change or (spec.calendar is not None and "schedule" in change):
             self._checks.calendar(job.user_id, spec.calendar, spec.schedule.recurring)
         # a target given or removed moves the job from its topic or to one (``SpecChange.applied_to``)

@@ -115,6 +115,7 @@ class Submissions(JobWriter):
         topic = self._checks.route(user_id, new)
         self._checks.payload(user_id, new.payload)
         new.checked()
+        self._checks.keywords(new)
         self._checks.calendar(user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, str(uuid.uuid4()), new, topic, now)
         return topic

@@ -133,22 +133,11 @@ def test_a_spec_checks_its_own_rules_naming_the_field(changes: dict[str, Any], p
     ({"topic": "reports"}, "topic", "a job with a target has no topic: remove one of them"),
     ({"overlap": Overlap.CANCEL_OTHER}, "overlap",
      "cancel_other needs workers that cancel; a target's call cannot be cancelled"),
-    ({"payload": {"at": "<jobrunner.scheduled-time>", "n": ["<jobrunner.tries>"]}}, "payload",
-     "<jobrunner.tries> is not a context keyword; known: <jobrunner.execution-id>, <jobrunner.job-id>, "
-     "<jobrunner.scheduled-time>, <jobrunner.attempt>, <jobrunner.trigger>"),
 ])
 def test_a_job_with_a_target_keeps_the_target_rules(changes: dict[str, Any], path: str, reason: str) -> None:
     with pytest.raises(InvalidField) as wrong:
         replace(FULL_TARGET, **changes).checked()
     assert (wrong.value.field, wrong.value.reason) == (path, reason)
-
-
-def test_context_keywords_are_read_only_for_a_job_with_a_target() -> None:
-    # A worker reads its payload as written: what looks like a keyword is its own business
-    spec = replace(FULL, payload={"at": "<jobrunner.tries>"})
-    assert spec.checked() is spec
-    known = {"at": "<jobrunner.attempt>"}
-    assert replace(FULL_TARGET, payload=known).checked().payload == known
 
 
 def test_a_change_that_gives_a_target_removes_the_topic_unless_it_names_one() -> None:

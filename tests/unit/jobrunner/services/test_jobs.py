@@ -136,6 +136,27 @@ def test_a_change_moves_a_job_to_a_target_and_back_to_the_default_topic(service:
     assert (back.spec.target, back.spec.topic) == (None, "jobs")
 
 
+def test_a_job_with_a_target_uses_only_the_context_keywords_its_delivery_knows(service: JobService) -> None:
+    # Given a payload that names an unknown keyword beside a known one
+    payload = {"at": "<jobrunner.scheduled-time>", "n": ["<jobrunner.tries>"]}
+    # When it is submitted with a target: refused, naming the payload and the keyword
+    with pytest.raises(InvalidField) as wrong:
+        service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload, target=HOOK))
+    assert (wrong.value.field, wrong.value.reason) == ("payload", (
+        "<jobrunner.tries> is not a context keyword; known: <jobrunner.execution-id>, <jobrunner.job-id>, "
+        "<jobrunner.scheduled-time>, <jobrunner.attempt>, <jobrunner.trigger>"))
+    # And a worker's job keeps such text as written; given a target by a change, it is refused the same way
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload))[0]
+    assert job.spec.payload == payload
+    with pytest.raises(InvalidField, match="payload"):
+        service.change("alice", job.job_id, SpecChange(target=HOOK))
+    # As is a change of the payload of a job with a target
+    hooked = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {"at": "<jobrunner.attempt>"},
+                                             target=HOOK))[0]
+    with pytest.raises(InvalidField, match="payload"):
+        service.change("alice", hooked.job_id, SpecChange(payload=payload))
+
+
 def test_allowed_topic_is_kept(service: JobService) -> None:
     job, _ = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}, topic="reports"))
     assert job.spec.topic == "reports"
