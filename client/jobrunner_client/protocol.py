@@ -57,6 +57,9 @@ class ExecutionMessage(TypedDict):
     #: The proof of origin the worker sends back with its result (the results function refuses a result
     #: without the token of its execution).
     result_token: NotRequired[str]
+    #: The job's target (``{"https": {...}}``, ``{"lambda": {...}}`` or ``{"sqs": {...}}``, docs/targets.md), only
+    #: in the messages of a job with a target, which go to the delivery function's topic, not to workers.
+    target: NotRequired[dict[str, Any]]
 
 
 class CancelMessage(TypedDict):

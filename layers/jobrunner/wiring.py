@@ -300,6 +300,7 @@ class Container:
             topics=self.settings.topic_grants,
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
+            targets=self.settings.target_grants,
         )
         return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quota_book,
                           changes=self.change_book, calendars=self.calendars)
@@ -338,6 +339,7 @@ class Container:
     @functools.cached_property
     def scans(self) -> ScanService:
         rules = ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
+                          delivery_topic=self.settings.delivery_topic, targets=self.settings.target_grants,
                           dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                           idle_end=IDLE_END if self.waker.wakes else None)
         if self._scan_rules is not None:

@@ -159,6 +159,7 @@ def test_without_overrides_the_scan_and_the_tick_follow_the_settings_alone() -> 
                          invoker=RecordingInvoker(), clock=ManualClock(NOW))
     # Then what the settings name is theirs, and every other rule is the rules' own default
     assert services.scans._rules == ScanRules(segment_count=3, topics=settings.topic_grants, dead_letter_topic="dead",
+                                              targets=settings.target_grants,
                                               result_key=b"k", idle_end=IDLE_END)
     assert services.ticks._rules == TickRules(segment_count=3, initial_lookback=4 * MINUTE)
 
@@ -172,6 +173,7 @@ def test_the_rules_no_setting_names_reach_the_scan_and_the_tick_through_their_ov
                          tick_rules=lambda rules: replace(rules, max_catch_up=3))
     # Then the services built have those rules, on top of the settings' ones
     assert services.scans._rules == ScanRules(segment_count=2, topics=settings.topic_grants, result_key=b"k",
+                                              targets=settings.target_grants,
                                               idle_end=IDLE_END, fair_window=5)
     assert services.ticks._rules == TickRules(segment_count=2, max_catch_up=3)
 
