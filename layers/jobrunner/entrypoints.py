@@ -133,6 +133,8 @@ def parse_report(value: bytes) -> WorkerReport | None:
         execution_id=message.execution_id, job_id=message.job_id, success=success, error=message.error,
         scheduled_at=message.scheduled_at, attempt=message.attempt, traceparent=message.traceparent,
         result_token=message.result_token, cancelled=message.cancelled and not success,
+        retryable=message.retryable or success,
+        retry_after=timedelta(seconds=message.retry_after_s) if message.retry_after_s and not success else None,
     )
 
 

@@ -86,9 +86,22 @@ def test_parses_what_our_worker_sends(fails: bool) -> None:
          WorkerReport("e-1", "job-1", False, cancelled=True)),
         ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "cancelled": True},
          WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retryable": False},
+         WorkerReport("e-1", "job-1", False, retryable=False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retryable": "no"},
+         WorkerReport("e-1", "job-1", False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "retryable": False},
+         WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": 30},
+         WorkerReport("e-1", "job-1", False, retry_after=timedelta(seconds=30))),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": "30"},
+         WorkerReport("e-1", "job-1", False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": -1},
+         WorkerReport("e-1", "job-1", False)),
     ],
     ids=["success", "failure", "failure-with-error", "lowercase-status", "unknown-field", "offset-and-attempt",
-         "cancelled", "cancelled-but-succeeded"],
+         "cancelled", "cancelled-but-succeeded", "not-retryable", "retryable-not-a-bool", "not-retryable-success",
+         "retry-after", "retry-after-text", "retry-after-negative"],
 )
 def test_parses_the_minimal_form_of_the_design(message: dict[str, Any], expected: WorkerReport) -> None:
     assert parse_report(json.dumps(message).encode()) == expected
