@@ -117,6 +117,21 @@ class Settings(BaseSettings):
                                           "none: no limits")
     results_topic: str = _var("JOBRUNNER_RESULTS_TOPIC", "job-results", "where workers report", min_length=1)
     dead_letter_topic: str = _var("JOBRUNNER_DLQ_TOPIC", "job-dlq", "where exhausted executions go", min_length=1)
+    delivery_topic: str = _var("JOBRUNNER_DELIVERY_TOPIC", "job-deliveries",
+                               "where executions of jobs with a target go, for the delivery function", min_length=1)
+    target_address_allow: Names = _var("JOBRUNNER_TARGET_ADDRESS_ALLOW", (),
+                                       "comma-separated CIDRs deliveries may reach although private or loopback "
+                                       "(``domain/targets/addresses.py``); none: only global addresses")
+    webhook_secret_prefix: str = _var("JOBRUNNER_WEBHOOK_SECRET_PREFIX", "jobrunner/webhooks/",
+                                      "AWS: name prefix of each tenant's Secrets Manager secret of webhook signing "
+                                      "secrets (``adapters/webhook_secrets``)", min_length=1)
+    webhook_secrets: JsonObject = _var("JOBRUNNER_WEBHOOK_SECRETS", {},
+                                       "local use: JSON tenant -> its whsec_ secrets, newest first (none: kept in "
+                                       "memory, created on first use); AWS leaves it empty: Secrets Manager")
+    delivery_tenant_concurrency: int = _var("JOBRUNNER_DELIVERY_TENANT_CONCURRENCY", 4,
+                                            "deliveries of one tenant in flight at once, per batch", ge=1)
+    delivery_concurrency: int = _var("JOBRUNNER_DELIVERY_CONCURRENCY", 16,
+                                     "deliveries in flight at once, per batch", ge=1)
 
     contact_points: Names = _var("CASSANDRA_CONTACT_POINTS", ("127.0.0.1",), "comma-separated Cassandra hosts")
     cassandra_port: int = _var("CASSANDRA_PORT", 9042, "CQL port (9142 for Keyspaces)", ge=1, le=65535)
@@ -196,6 +211,14 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"tenant {tenant!r}: {exc}") from None
         return out
+
+    @field_validator("target_address_allow")
+    @classmethod
+    def _target_address_allow(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from jobrunner.domain.targets.addresses import parse_allow_list
+
+        parse_allow_list(value)  # raises naming the CIDR that is not one
+        return value
 
     @field_validator("allowed_topics")
     @classmethod
