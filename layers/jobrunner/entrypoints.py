@@ -1,4 +1,5 @@
-"""Event -> service call -> plain result, for the tick, scan, results and reconcile functions (and the local stack).
+"""Event -> service call -> plain result, for the tick, scan, results, delivery and reconcile functions (and the
+local stack).
 
 Kept apart from ``functions/`` so the handlers stay a few lines and the local stack calls the very
 same code.
@@ -164,6 +165,20 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     if outcomes.get("dead_lettered"):
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=outcomes["dead_lettered"])
     logger.info("results", extra=dict(outcomes))
+    return dict(outcomes)
+
+
+def run_delivery(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` is an MSK event-source batch of ``job-deliveries`` records (``run_results``' shape).
+
+    Each execution's target is called once and its outcome published to ``job-results``; a failure to read a
+    tenant's secrets or to publish the outcomes raises, so the event source delivers the batch again (a receiver
+    dedups on ``webhook-id``; the results function ignores a second result of an ended execution).
+    """
+    outcomes = container().delivery.deliver_batch(list(_values(event)))
+    for outcome, count in outcomes.items():
+        metrics.add_metric(name=f"Deliveries_{outcome}", unit=MetricUnit.Count, value=count)
+    logger.info("deliveries", extra=dict(outcomes))
     return dict(outcomes)
 
 
