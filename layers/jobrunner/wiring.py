@@ -350,39 +350,16 @@ class Container:
         return ResultsService(self.store, self.outcomes, rules)
 
     @functools.cached_property
-    def deliverer(self) -> Deliverer:
-        """What calls the targets: given (tests), or an HTTPS, a Lambda and an SQS deliverer, each built on its
-        first call (a batch of HTTPS targets creates no AWS client)."""
-        if self._deliverer is None:
-            allowed = parse_allow_list(self.settings.target_address_allow)
-            self._deliverer = adapter("deliverers").RoutingDeliverer(
-                https=lambda: adapter("https_deliverer").HttpsDeliverer(allowed=allowed),
-                lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
-                    self.boto3_client("lambda", budget="lambda-targets")),
-                sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(self.boto3_client("sqs")),
-            )
-        return self._deliverer
-
-    @functools.cached_property
-    def webhook_secrets(self) -> WebhookSecrets:
-        """The tenants' signing secrets: given (tests), those the settings list (the local stack: in memory, a
-        tenant without any gets one), or Secrets Manager in Lambda."""
-        if self._webhook_secrets is None:
-            settings = self.settings
-            if settings.webhook_secrets or not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-                self._webhook_secrets = adapter("local_webhook_secrets").MemoryWebhookSecrets(settings.webhook_secrets)
-            else:
-                self._webhook_secrets = adapter("webhook_secrets").SecretsManagerWebhookSecrets(
-                    settings.webhook_secret_prefix, self.boto3_client("secretsmanager"), self.clock)
-        return self._webhook_secrets
-
-    @functools.cached_property
     def delivery(self) -> DeliveryService:
-        """The delivery function's service: calls each execution's target, reports to the results topic."""
+        """The delivery function's service: calls each execution's target (through the deliverer given, or
+        ``build_deliverer``'s) and reports to the results topic; signs with the webhook secrets given, or
+        ``build_webhook_secrets``'."""
         settings = self.settings
         rules = DeliveryRules(results_topic=settings.results_topic, concurrency=settings.delivery_concurrency,
                               tenant_concurrency=settings.delivery_tenant_concurrency)
-        return DeliveryService(self.deliverer, self.webhook_secrets, self.publisher, self.clock, rules)
+        deliverer = self._deliverer or build_deliverer(self)
+        secrets = self._webhook_secrets or build_webhook_secrets(self)
+        return DeliveryService(deliverer, secrets, self.publisher, self.clock, rules)
 
     @functools.cached_property
     def retirer(self) -> Retirer:
@@ -417,6 +394,31 @@ class Container:
     @functools.cached_property
     def segments(self) -> SegmentService:
         return SegmentService(self.leases, self.clock, self.settings.segments)
+
+
+def build_deliverer(services: Container) -> Deliverer:
+    """What calls the targets: an HTTPS, a Lambda and an SQS deliverer, each built on its first call (a batch of
+    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list."""
+    allowed = parse_allow_list(services.settings.target_address_allow)
+    deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
+        https=lambda: adapter("https_deliverer").HttpsDeliverer(allowed=allowed),
+        lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
+            services.boto3_client("lambda", budget="lambda-targets")),
+        sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs")),
+    )
+    return deliverer
+
+
+def build_webhook_secrets(services: Container) -> WebhookSecrets:
+    """The tenants' signing secrets: those the settings list (the local stack: in memory, a tenant without any
+    gets one there), or Secrets Manager in Lambda."""
+    settings = services.settings
+    if settings.webhook_secrets or not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        local: WebhookSecrets = adapter("local_webhook_secrets").MemoryWebhookSecrets(settings.webhook_secrets)
+        return local
+    kept: WebhookSecrets = adapter("webhook_secrets").SecretsManagerWebhookSecrets(
+        settings.webhook_secret_prefix, services.boto3_client("secretsmanager"), services.clock)
+    return kept
 
 
 _container: Container | None = None

@@ -25,7 +25,7 @@ from jobrunner.services.jobs import CountedQuotas, KeptChangeLog, NoChangeLog, N
 from jobrunner.services.results import WorkerReport
 from jobrunner.services.scan import ScanRules
 from jobrunner.services.tick import TickRules
-from jobrunner.wiring import IDLE_END, Container
+from jobrunner.wiring import IDLE_END, Container, build_deliverer, build_webhook_secrets
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -261,14 +261,14 @@ def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addr
     settings = {"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.0/8", "JOBRUNNER_DELIVERY_TENANT_CONCURRENCY": "3"}
     services = Container(Settings.from_env(settings), store=MemoryJobStore(), publisher=MemoryPublisher(),
                          leases=MemoryLeaseStore(), clock=ManualClock(datetime(2026, 11, 22, tzinfo=UTC)))
-    deliverer = services.deliverer
+    deliverer = build_deliverer(services)
     assert isinstance(deliverer, RoutingDeliverer)
     https = deliverer._of(HttpsTarget)
     assert isinstance(https, HttpsDeliverer) and deliverer._of(HttpsTarget) is https
     # loopback is not in this stage's allow-list: refused before any connection
     refused = deliverer.deliver(DeliveryCall(HttpsTarget("https://127.0.0.1:9/").checked(), b""))
     assert isinstance(refused, AddressRefused) and refused.reason == "a loopback address"
-    assert isinstance(services.webhook_secrets, MemoryWebhookSecrets)  # off Lambda: in memory
+    assert isinstance(build_webhook_secrets(services), MemoryWebhookSecrets)  # off Lambda: in memory
     assert services.delivery._rules.tenant_concurrency == 3
 
 
@@ -278,7 +278,7 @@ def test_in_lambda_the_webhook_secrets_are_in_secrets_manager_under_the_prefix(m
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "jobrunner-delivery")
     services = Container(Settings.from_env({"JOBRUNNER_WEBHOOK_SECRET_PREFIX": "prod/hooks/"}),
                          store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore())
-    secrets = services.webhook_secrets
+    secrets = build_webhook_secrets(services)
     assert isinstance(secrets, SecretsManagerWebhookSecrets) and secrets.secret_name("alice") == "prod/hooks/alice"
 
 
