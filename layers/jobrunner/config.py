@@ -26,6 +26,7 @@ from pydantic_settings import (
 
 from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.targets.addresses import parse_allow_list
 from jobrunner.domain.topics import TopicGrants, is_topic_name
 
 if TYPE_CHECKING:
@@ -215,8 +216,6 @@ class Settings(BaseSettings):
     @field_validator("target_address_allow")
     @classmethod
     def _target_address_allow(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from jobrunner.domain.targets.addresses import parse_allow_list
-
         parse_allow_list(value)  # raises naming the CIDR that is not one
         return value
 
