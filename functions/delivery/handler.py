@@ -13,4 +13,4 @@ load_adapters(publisher=True)  # the Kafka driver loads at init, not on the firs
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return run_delivery(event)
+    return run_delivery(event, context.get_remaining_time_in_millis())

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 LATENESS_SAMPLES = 50
 #: Time a reconciler invocation keeps, after its walk, to save its progress and flush its metrics.
 RECONCILE_SAVE_MARGIN = timedelta(seconds=10)
+#: Time a delivery invocation keeps, after its last call, to publish the outcomes and flush its metrics.
+DELIVERY_PUBLISH_MARGIN = timedelta(seconds=10)
 
 
 def run_tick(event: dict[str, Any]) -> dict[str, Any]:
@@ -168,14 +170,19 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     return dict(outcomes)
 
 
-def run_delivery(event: dict[str, Any]) -> dict[str, Any]:
-    """``event`` is an MSK event-source batch of ``job-deliveries`` records (``run_results``' shape).
+def run_delivery(event: dict[str, Any], remaining_ms: int | None = None) -> dict[str, Any]:
+    """``event`` is an MSK event-source batch of ``job-deliveries`` records (``run_results``' shape);
+    ``remaining_ms``: the invocation's time left, of which the calls leave ``DELIVERY_PUBLISH_MARGIN``.
 
     Each execution's target is called once and its outcome published to ``job-results``; a failure to read a
     tenant's secrets or to publish the outcomes raises, so the event source delivers the batch again (a receiver
     dedups on ``webhook-id``; the results function ignores a second result of an ended execution).
     """
-    outcomes = container().delivery.deliver_batch(list(_values(event)))
+    services = container()
+    deadline = None
+    if remaining_ms is not None:
+        deadline = services.clock.now() + timedelta(milliseconds=remaining_ms) - DELIVERY_PUBLISH_MARGIN
+    outcomes = services.delivery.deliver_batch(list(_values(event)), deadline)
     for outcome, count in outcomes.items():
         metrics.add_metric(name=f"Deliveries_{outcome}", unit=MetricUnit.Count, value=count)
     logger.info("deliveries", extra=dict(outcomes))

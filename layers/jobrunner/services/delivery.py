@@ -10,8 +10,10 @@ under the job's policy, ``retry_after_s`` carrying a ``Retry-After``), a permane
 ``retryable: false`` (dead-lettered at once).
 
 The calls of a batch run concurrently, at most ``DeliveryRules.concurrency`` at once and at most
-``DeliveryRules.tenant_concurrency`` of one tenant, taken from the tenants in turn: a tenant's slow endpoint
-holds its own deliveries, not the others'. A message that is not a delivery (no target, malformed) is counted
+``DeliveryRules.tenant_concurrency`` of one tenant, taken from the tenants in turn, and each outcome is published
+as its call ends: a tenant's slow endpoint holds its own deliveries, not the others'. A call that could not end
+within the function's time is not made, but reported as a retryable failure (in a batch with its slow calls,
+those are the slow tenant's own). A message that is not a delivery (no target, malformed) is counted
 and skipped, never raised. A failure to read secrets or to publish the results raises, so the batch is
 delivered again: a receiver dedups on ``webhook-id`` (the execution id), the results function ignores a
 second result of an ended execution.
@@ -25,6 +27,7 @@ import math
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField
@@ -61,7 +64,7 @@ from jobrunner.ports import (
 from jobrunner_client.protocol import parse_rfc3339
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from datetime import datetime
 
     from jobrunner.domain.targets import Target
@@ -75,6 +78,10 @@ NO_TARGET = "ignored_no_target"
 #: What a delivery counts as, by its verdict.
 COUNTED = {Verdict.SUCCESS: "delivered", Verdict.RETRYABLE: "failed_retryable",
            Verdict.PERMANENT: "failed_permanent"}
+#: A delivery not attempted because its call could not end within the batch's time: retried as a failure.
+OUT_OF_TIME = "not_attempted_out_of_time"
+OUT_OF_TIME_OUTCOME = Outcome(Verdict.RETRYABLE, "not delivered: the delivery batch ran out of time "
+                                                 "(the tenant's other deliveries were slow)")
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,8 @@ class DeliveryRules:
     concurrency: int = 16
     #: Calls of one tenant in flight at once, per batch.
     tenant_concurrency: int = 4
+    #: The longest a Lambda or SQS call may take, in seconds (their clients' budgets, ``wiring.CLIENT_BUDGETS``).
+    aws_call_s: float = 31.0
 
 
 @dataclass(frozen=True)
@@ -173,10 +182,12 @@ class DeliveryService:
         self._clock = clock
         self._rules = rules
 
-    def deliver_batch(self, values: Sequence[bytes]) -> Counter[str]:
-        """Deliver each message of a batch (the values of its records) and publish every outcome to the results
-        topic in one call; returns how many messages ended how (``COUNTED``, ``MALFORMED``, ``NO_TARGET``).
-        Raises when a tenant's secrets cannot be read or the results cannot be published (module docstring)."""
+    def deliver_batch(self, values: Sequence[bytes], deadline: datetime | None = None) -> Counter[str]:
+        """Deliver each message of a batch (the values of its records), publishing the outcomes to the results
+        topic as the calls end; returns how many messages ended how (``COUNTED``, ``OUT_OF_TIME``, ``MALFORMED``,
+        ``NO_TARGET``). A call that could not end by ``deadline`` (the function's own time, less what publishing
+        needs) is not made: reported as a retryable failure, so the job's next attempt makes it. Raises when a
+        tenant's secrets cannot be read or outcomes cannot be published (module docstring)."""
         counted: Counter[str] = Counter()
         deliveries: list[Delivery] = []
         for value in values:
@@ -188,12 +199,11 @@ class DeliveryService:
         if not deliveries:
             return counted
         secrets = self._signing_secrets(deliveries)
-        outcomes = self._run_all(deliveries, secrets)
-        messages = [OutboundMessage(topic=self._rules.results_topic, key=delivery.context.job_id,
-                                    value=result_message(delivery, outcome), headers={})
-                    for delivery, outcome in zip(deliveries, outcomes, strict=True)]
-        self._publisher.publish(messages)
-        counted.update(COUNTED[outcome.verdict] for outcome in outcomes)
+        for ended in self._run_all(deliveries, secrets, deadline):
+            self._publisher.publish([OutboundMessage(topic=self._rules.results_topic, key=delivery.context.job_id,
+                                                     value=result_message(delivery, outcome), headers={})
+                                     for delivery, outcome, _ in ended])
+            counted.update(name for _, _, name in ended)
         return counted
 
     def _signing_secrets(self, deliveries: Sequence[Delivery]) -> dict[str, list[WebhookSecret]]:
@@ -202,19 +212,21 @@ class DeliveryService:
         return {tenant: [WebhookSecret.parse(text) for text in self._secrets.signing_secrets(tenant)]
                 for tenant in tenants}
 
-    def _run_all(self, deliveries: Sequence[Delivery], secrets: dict[str, list[WebhookSecret]]) -> list[Outcome]:
-        """Each delivery's outcome, in order; the calls run as the module docstring says (tenants in turn, each
-        within its cap, all within the batch's)."""
+    def _run_all(self, deliveries: Sequence[Delivery], secrets: dict[str, list[WebhookSecret]],
+                 deadline: datetime | None) -> Iterator[list[tuple[Delivery, Outcome, str]]]:
+        """Each delivery with its outcome and what it counts as, in groups as they end; the calls run as the
+        module docstring says (tenants in turn, each within its cap, all within the batch's), and one that could
+        not end by ``deadline`` is not started (``OUT_OF_TIME``)."""
         rules = self._rules
-        waiting: dict[str, deque[int]] = {}
-        for index, delivery in enumerate(deliveries):
-            waiting.setdefault(delivery.user_id, deque()).append(index)
-        outcomes: list[Outcome | None] = [None] * len(deliveries)
-        running: dict[Future[Outcome], tuple[int, str]] = {}
+        waiting: dict[str, deque[Delivery]] = {}
+        for delivery in deliveries:
+            waiting.setdefault(delivery.user_id, deque()).append(delivery)
+        running: dict[Future[Outcome], Delivery] = {}
         per_tenant: Counter[str] = Counter()
         with ThreadPoolExecutor(max_workers=min(rules.concurrency, len(deliveries)),
                                 thread_name_prefix="delivery") as pool:
             while waiting or running:
+                ended: list[tuple[Delivery, Outcome, str]] = []
                 started = True
                 while started and len(running) < rules.concurrency:
                     started = False
@@ -223,19 +235,30 @@ class DeliveryService:
                             break
                         if per_tenant[tenant] >= rules.tenant_concurrency:
                             continue
-                        index = waiting[tenant].popleft()
+                        delivery = waiting[tenant].popleft()
                         if not waiting[tenant]:
                             del waiting[tenant]
-                        future = pool.submit(self._deliver, deliveries[index], secrets.get(tenant, []))
-                        running[future] = (index, tenant)
-                        per_tenant[tenant] += 1
                         started = True
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                        if deadline is not None and self._clock.now() + self._bound(delivery) > deadline:
+                            ended.append((delivery, OUT_OF_TIME_OUTCOME, OUT_OF_TIME))
+                            continue
+                        running[pool.submit(self._deliver, delivery, secrets.get(tenant, []))] = delivery
+                        per_tenant[tenant] += 1
+                done, _ = wait(running, return_when=FIRST_COMPLETED) if running else (set(), set())
                 for future in done:
-                    index, tenant = running.pop(future)
-                    per_tenant[tenant] -= 1
-                    outcomes[index] = future.result()
-        return [outcome for outcome in outcomes if outcome is not None]
+                    delivery = running.pop(future)
+                    per_tenant[delivery.user_id] -= 1
+                    outcome = future.result()
+                    ended.append((delivery, outcome, COUNTED[outcome.verdict]))
+                if ended:
+                    yield ended
+
+    def _bound(self, delivery: Delivery) -> timedelta:
+        """The longest a call of ``delivery`` may take (``Deliverer``'s contract)."""
+        target = delivery.target
+        if isinstance(target, HttpsTarget):
+            return timedelta(seconds=target.timeout_s + 1)
+        return timedelta(seconds=self._rules.aws_call_s)
 
     def _deliver(self, delivery: Delivery, secrets: Sequence[WebhookSecret]) -> Outcome:
         """Call one delivery's target and judge the answer. An adapter that raises (against its contract) is a

@@ -326,6 +326,24 @@ def test_run_delivery_delivers_a_batch_and_its_results_end_the_executions(
     assert (good.job_id, gone.job_id) == (results[0]["job_id"], results[1]["job_id"])
 
 
+def test_run_delivery_makes_no_call_that_could_outlast_the_invocation(
+    monkeypatch: pytest.MonkeyPatch, clock: ManualClock
+) -> None:
+    monkeypatch.setattr(wiring, "_container", None)
+    deliverer = MemoryDeliverer()
+    services = Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=clock, deliverer=deliverer,
+        webhook_secrets=MemoryWebhookSecrets(),
+    )
+    wiring.install(services)
+    _, message = published(services)
+    event = msk_event([json.dumps({**message, "target": {"https": {"url": "https://hooks.example.com/"}}}).encode()])
+    # 12 s left, 10 of them kept to publish: a call of up to 11 s (the 10 s default timeout) is not started
+    assert run_delivery(event, remaining_ms=12_000) == {"not_attempted_out_of_time": 1}
+    assert deliverer.calls == []
+
+
 def test_lateness_sample_keeps_the_extremes_and_spreads_evenly() -> None:
     from jobrunner.entrypoints import _sample
 

@@ -46,6 +46,8 @@ from tests.support.results import RESULT_KEY
 from tests.support.waiting import waiting
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from jobrunner.domain.jobs import ExecutionRecord, ScheduledExecution
     from jobrunner.ports import OutboundMessage
 
@@ -348,7 +350,15 @@ def test_a_tenants_slow_calls_take_at_most_its_share_and_the_others_go_through()
             fast_done.release()
 
     deliverer.before = hold
-    publisher = MemoryPublisher()
+    fast_reported = threading.Event()
+
+    class Watched(MemoryPublisher):
+        def publish(self, messages: Sequence[OutboundMessage], timeout_s: float | None = None) -> None:
+            super().publish(messages, timeout_s)
+            if sum(m.value["execution_id"].startswith("fast") for m in self.sent) == 3:
+                fast_reported.set()
+
+    publisher = Watched()
     service = DeliveryService(deliverer, MemoryWebhookSecrets(), publisher, ManualClock(FIRE),
                               DeliveryRules(concurrency=4, tenant_concurrency=2))
 
@@ -364,9 +374,31 @@ def test_a_tenants_slow_calls_take_at_most_its_share_and_the_others_go_through()
     # When the slow tenant's calls hang, the other tenant's are all made meanwhile
     for _ in range(3):
         assert fast_done.acquire(timeout=10)
+    # and their outcomes are published while the slow ones still hang
+    assert fast_reported.wait(timeout=10)
+    assert not released.is_set()
     released.set()
     runner.join(timeout=10)
     # Then no tenant had more than its share in flight, and every delivery was made and reported
     assert most["slow"] == 2 and most["fast"] <= 2
     assert outcome == [Counter({"delivered": 9})]
     assert len(publisher.sent) == 9
+
+
+def test_a_call_that_could_not_end_before_the_deadline_is_not_made_and_is_retried(world: World) -> None:
+    # Given a batch with 5 s left, and an endpoint whose timeout is 10 s
+    value = world.execution({"https": {"url": URL, "timeout_s": 10}})
+    deadline = world.clock.now() + timedelta(seconds=5)
+    # When it is delivered
+    counted = world.delivery.deliver_batch([value], deadline)
+    # Then no call is made, and the execution fails, to be retried
+    assert counted == Counter({"not_attempted_out_of_time": 1}) and world.deliverer.calls == []
+    [result] = [m for m in world.publisher.sent if m.topic == "job-results"]
+    assert (result.value["status"], result.value["retryable"]) == ("FAILED", True)
+    assert "ran out of time" in result.value["error"]
+
+
+def test_a_call_that_can_end_before_the_deadline_is_made(world: World) -> None:
+    value = world.execution({"https": {"url": URL, "timeout_s": 3}})
+    assert world.delivery.deliver_batch([value], world.clock.now() + timedelta(seconds=5)) == Counter(
+        {"delivered": 1})
