@@ -116,18 +116,9 @@ class HttpsDeliverer(Deliverer):
         deadline = _Deadline(float(target.timeout_s))
         parts = urlsplit(target.url)
         host, port = (parts.hostname or "").removesuffix("."), parts.port or HTTPS_PORT
-        literal = literal_address(host)
-        try:
-            addresses = [literal] if literal is not None else self._resolver(host, port)
-        except OSError as error:  # socket.gaierror: no such name, no answer
-            return ConnectionFailed(f"DNS: {host} did not resolve ({error})")
-        if not addresses:
-            return ConnectionFailed(f"DNS: {host} has no address")
-        for address in addresses:  # every one: the connect may go to any of them
-            reason = refusal(address, self._allowed)
-            if reason is not None:
-                shown = host if literal is not None else f"{host} ({address})"
-                return AddressRefused(shown, reason)
+        addresses = self._checked_addresses(host, port, deadline)
+        if not isinstance(addresses, list):
+            return addresses
         url = target.url
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -145,6 +136,44 @@ class HttpsDeliverer(Deliverer):
             if deadline.passed:
                 return TimedOut(deadline.seconds)
             return ConnectionFailed(f"{type(error).__name__}: {error}")
+
+    def _checked_addresses(self, host: str, port: int, deadline: _Deadline) -> list[Address] | DeliveryResult:
+        """Every address ``host`` names or resolves to, if each may be reached; else why the call ends here."""
+        literal = literal_address(host)
+        try:
+            addresses = [literal] if literal is not None else self._resolve(host, port, deadline)
+        except TimeoutError:
+            return TimedOut(deadline.seconds)
+        except OSError as error:  # socket.gaierror: no such name, no answer
+            return ConnectionFailed(f"DNS: {host} did not resolve ({error})")
+        if not addresses:
+            return ConnectionFailed(f"DNS: {host} has no address")
+        for address in addresses:  # every one: the connect may go to any of them
+            reason = refusal(address, self._allowed)
+            if reason is not None:
+                return AddressRefused(host if literal is not None else f"{host} ({address})", reason)
+        return addresses
+
+    def _resolve(self, host: str, port: int, deadline: _Deadline) -> list[Address]:
+        """``host``'s addresses, or ``TimeoutError`` at the deadline: the system resolver has no timeout of its
+        own (it may wait out several servers' retries), so it runs aside and is abandoned if it is late."""
+        found: list[list[Address]] = []
+        failed: list[OSError] = []
+
+        def run() -> None:
+            try:
+                found.append(self._resolver(host, port))
+            except OSError as error:
+                failed.append(error)
+
+        resolving = threading.Thread(target=run, name="delivery-dns", daemon=True)
+        resolving.start()
+        resolving.join(deadline.left())
+        if failed:
+            raise failed[0]
+        if not found:
+            raise TimeoutError(f"{host} did not resolve in time")
+        return found[0]
 
     def _request(self, host: str, port: int, addresses: Sequence[Address], url: str, call: DeliveryCall,
                  deadline: _Deadline) -> tuple[Answered, str | None]:

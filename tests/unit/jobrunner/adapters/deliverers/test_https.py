@@ -290,3 +290,14 @@ def test_an_endpoint_that_answers_a_byte_at_a_time_is_abandoned_at_the_targets_t
     result = deliverer(receiver).deliver(call(receiver.url("/drip"), timeout_s=1))
     assert result == TimedOut(1.0)
     assert 0.9 <= time.monotonic() - started < 3
+
+
+def test_a_name_that_resolves_too_slowly_is_abandoned_at_the_targets_timeout(receiver: Receiver) -> None:
+    def stuck(host: str, port: int) -> list[Any]:
+        receiver.released.wait(timeout=10)
+        return []
+
+    started = time.monotonic()
+    assert deliverer(receiver, resolver=stuck).deliver(call("https://slow-dns.example.com/", timeout_s=1)) == TimedOut(
+        1.0)
+    assert time.monotonic() - started < 3
