@@ -133,6 +133,16 @@ class Settings(BaseSettings):
                                           "none: no limits")
     results_topic: str = _var("JOBRUNNER_RESULTS_TOPIC", "job-results", "where workers report", min_length=1)
     dead_letter_topic: str = _var("JOBRUNNER_DLQ_TOPIC", "job-dlq", "where exhausted executions go", min_length=1)
+    webhook_secret_prefix: str = _var("JOBRUNNER_WEBHOOK_SECRET_PREFIX", "jobrunner/webhooks/",
+                                      "AWS: name prefix of each tenant's Secrets Manager secret of webhook signing "
+                                      "secrets (``adapters/webhook_secrets``)", min_length=1)
+    webhook_secrets: JsonObject = _var("JOBRUNNER_WEBHOOK_SECRETS", {},
+                                       "local use: JSON tenant -> its whsec_ secrets, newest first (none: kept in "
+                                       "memory, created on first use); AWS leaves it empty: Secrets Manager")
+    delivery_tenant_concurrency: int = _var("JOBRUNNER_DELIVERY_TENANT_CONCURRENCY", 4,
+                                            "deliveries of one tenant in flight at once, per batch", ge=1)
+    delivery_concurrency: int = _var("JOBRUNNER_DELIVERY_CONCURRENCY", 16,
+                                     "deliveries in flight at once, per batch", ge=1)
 
     contact_points: Names = _var("CASSANDRA_CONTACT_POINTS", ("127.0.0.1",), "comma-separated Cassandra hosts")
     cassandra_port: int = _var("CASSANDRA_PORT", 9042, "CQL port (9142 for Keyspaces)", ge=1, le=65535)

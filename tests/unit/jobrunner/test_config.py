@@ -137,7 +137,10 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         reconcile_rate=500, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
         accept_unsigned_results=True, accept_v1_result_tokens=False, cassandra_tls_server_name="cassandra.internal",
         otel_exporter="file", otel_file="/tmp/traces.jsonl", delivery_topic="deliveries", target_kinds=("https",),
-        target_lambda_allow=("123456789012",), target_sqs_allow=("*",), target_address_allow=("10.1.0.0/16",),
+        target_lambda_allow=("123456789012",), target_sqs_allow=("*",),
+        target_address_allow=("10.0.0.0/8", "fd00::/8"), webhook_secret_prefix="prod/hooks/",
+        webhook_secrets={"alice": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}, delivery_tenant_concurrency=2,
+        delivery_concurrency=8,
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back
