@@ -31,8 +31,7 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.messages import dead_letter_message
 from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
-from jobrunner.domain.retry import should_retry
-from jobrunner.domain.targets.outcomes import next_attempt_delay
+from jobrunner.domain.retry import next_attempt_delay, should_retry
 from jobrunner.ports import HistoryStore, JobStore, OutboundMessage, Outcome, ScheduledRowStore
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ class Ending:
     #: A failure that would recur (a delivery's 404): dead-lettered at once, whatever retries are left.
     retryable: bool = True
     #: The least wait before a retry the failed call asked for (``Retry-After``): it lengthens the job's backoff,
-    #: within its ``max_delay_s`` (``domain.targets.outcomes.next_attempt_delay``).
+    #: within its ``max_delay_s`` (``domain.retry.next_attempt_delay``).
     retry_after: timedelta | None = None
 
 
