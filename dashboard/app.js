@@ -297,7 +297,7 @@
     timeCell(job.next_run_at),
     timeCell(job.last_run_at),
     el('td', {}, job.last_status ? badge(job.last_status) : el('span', { class: 'muted' }, '—')),
-    el('td', { class: 'mono' }, job.topic)));
+    el('td', { class: 'mono' }, job.target ? `${Object.keys(job.target)[0]} target` : job.topic)));
     $('#jobs-table tbody').replaceChildren(...rows);
     $('#jobs-empty').hidden = shown.length > 0;
     $('#jobs-more').hidden = !jobs.cursor;
@@ -446,6 +446,17 @@
     return parts.join('; ');
   }
 
+  /** Where a job's executions are delivered, in one line (an https target's headers by name: values may be secrets). */
+  function targetSummary(target) {
+    const [kind, f] = Object.entries(target)[0];
+    if (kind === 'https') {
+      const names = Object.keys(f.headers || {}).sort();
+      return `HTTPS ${f.method || 'POST'} ${f.url} (timeout ${f.timeout_s} s${names.length ? `; headers ${names.join(', ')}` : ''})`;
+    }
+    if (kind === 'lambda') return `Lambda ${f.function_arn}`;
+    return `SQS ${f.queue_url}${f.message_group_id ? ` (group ${f.message_group_id})` : ''}`;
+  }
+
   function renderJob(job) {
     $('#job-title').textContent = `Job ${job.job_id}`;
     $('#job-status').replaceWith(Object.assign(badge(job.status), { id: 'job-status' }));
@@ -457,7 +468,9 @@
       ...field('State', `${job.state} (version ${job.version})`),
       ...field('Next run', fmtTime(job.next_run_at), ' ', el('span', { class: 'rel' }, relative(job.next_run_at))),
       ...field('Last run', fmtTime(job.last_run_at), ' ', job.last_status ? badge(job.last_status) : ''),
-      ...field('Topic', el('span', { class: 'mono' }, job.topic)),
+      // a job with a target has no topic: where its executions go is the target
+      ...(job.target ? field('Target', el('span', { class: 'mono' }, targetSummary(job.target)))
+        : field('Topic', el('span', { class: 'mono' }, job.topic))),
       ...field('Retries', `${job.max_retries}; backoff ${backoff.initial_delay_s} s × ${backoff.multiplier}, `
         + `at most ${backoff.max_delay_s} s`),
       ...field('Timeout', job.timeout_s ? `${job.timeout_s} s` : 'none'),
@@ -637,6 +650,7 @@
   const input = (name) => form().elements.namedItem(name);
   const valueOf = (name) => (input(name) ? input(name).value.trim() : '');
   const selectedKind = () => form().elements.namedItem('kind').value;
+  const selectedTarget = () => form().elements.namedItem('target_kind').value;
 
   const touched = new Set();
   let submitted = false;
@@ -721,8 +735,12 @@
       return parsed;
     }) ?? {};
 
+    const targetKind = selectedTarget();
     const topic = valueOf('topic');
-    if (topic) {
+    if (targetKind !== 'topic') {
+      // a job with a target has no topic; the API checks the target's rules (https, ARN, queue URL...)
+      body.target = { [targetKind]: readTarget(targetKind, check, required) };
+    } else if (topic) {
       body.topic = topic;
       check('topic', () => {
         if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new Invalid('a Kafka topic name: letters, digits, . _ - (at most 249)');
@@ -776,6 +794,42 @@
       if (key.length > 128) errors.idempotency_key = 'at most 128 characters';
     }
     return { body, errors };
+  }
+
+  /** The fields of a target of kind ``kind`` as POST /jobs takes them (its shape; the API holds its rules). */
+  function readTarget(kind, check, required) {
+    if (kind === 'lambda') {
+      return { function_arn: check('target.lambda.function_arn', () => required('target.lambda.function_arn')) ?? '' };
+    }
+    if (kind === 'sqs') {
+      const sqs = { queue_url: check('target.sqs.queue_url', () => required('target.sqs.queue_url')) ?? '' };
+      const group = valueOf('target.sqs.message_group_id');
+      if (group) sqs.message_group_id = group;
+      return sqs;
+    }
+    const https = { url: check('target.https.url', () => {
+      const url = required('target.https.url');
+      if (!/^https:\/\//i.test(url)) throw new Invalid('must be an https URL');
+      return url;
+    }) ?? valueOf('target.https.url') };
+    if (valueOf('target.https.method') && valueOf('target.https.method') !== 'POST') https.method = valueOf('target.https.method');
+    const headers = check('target.https.headers', () => {
+      const lines = input('target.https.headers').value.split('\n').map((line) => line.trim()).filter(Boolean);
+      return Object.fromEntries(lines.map((line) => {
+        const at = line.indexOf(':');
+        if (at < 1) throw new Invalid(`"${line}" is not Name: value`);
+        return [line.slice(0, at).trim(), line.slice(at + 1).trim()];
+      }));
+    });
+    if (headers && Object.keys(headers).length) https.headers = headers;
+    const timeout = valueOf('target.https.timeout_s');
+    if (timeout) {
+      https.timeout_s = Number(timeout);
+      check('target.https.timeout_s', () => {
+        if (!Number.isInteger(https.timeout_s) || https.timeout_s < 1 || https.timeout_s > 30) throw new Invalid('a whole number of seconds from 1 to 30');
+      });
+    }
+    return https;
   }
 
   function showFieldErrors(errors, everyField) {
@@ -838,6 +892,11 @@
     $('#ends').hidden = kind === 'at';
   }
 
+  function showTarget() {
+    const kind = selectedTarget();
+    for (const group of $$('.target-fields', form())) group.hidden = group.dataset.target !== kind;
+  }
+
   async function onSubmit(event) {
     event.preventDefault();
     submitted = true;
@@ -894,6 +953,7 @@
     f.addEventListener('input', onFormInput);
     f.addEventListener('change', (event) => {
       if (event.target.name === 'kind') showKind();
+      if (event.target.name === 'target_kind') showTarget();
       onFormInput(event);
     });
     f.addEventListener('submit', onSubmit);
@@ -906,6 +966,7 @@
       });
     }
     showKind();
+    showTarget();
     setInterval(() => { if (route.view === 'submit' && !serverPreview) updatePreview(); }, 1000);
   }
 

@@ -40,7 +40,7 @@ from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from jobrunner.ports import Invoker
 
@@ -129,7 +129,7 @@ class LocalStack:
         if self._environments is not None:
             self._environments.start(api_port=self.port)
         self.token = tokens.token_for(self.tenant)
-        loops = [("results", self._results_loop)]
+        loops = [("results", self._results_loop), ("delivery", self._delivery_loop)]
         if self.auto_tick:
             self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
             loops.append(("ticker", self._ticker))
@@ -147,9 +147,20 @@ class LocalStack:
         """The MSK trigger of the results function: batches of `job-results` records, as Lambda gets them."""
         from functions.results.handler import handler as results_handler
 
+        self._consume(self.settings.results_topic, "results", results_handler)
+
+    def _delivery_loop(self) -> None:
+        """The MSK trigger of the delivery function: batches of `job-deliveries` records, as Lambda gets them."""
+        from functions.delivery.handler import handler as delivery_handler
+
+        self._consume(self.settings.delivery_topic, "delivery", delivery_handler)
+
+    def _consume(self, topic: str, function: str, handler: Callable[[dict[str, Any], Any], Any]) -> None:
+        """Feed ``handler`` (function ``jobrunner-<function>``) the batches of ``topic`` until the stack stops; a batch
+        that fails is polled again, from its first record, a second later (an event source retries it)."""
         consumer = KafkaConsumer(
-            self.settings.results_topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","),
-            group_id=f"jobrunner-results-{self.settings.cassandra.keyspace}", enable_auto_commit=False,
+            topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","),
+            group_id=f"jobrunner-{function}-{self.settings.cassandra.keyspace}", enable_auto_commit=False,
             auto_offset_reset="earliest", max_poll_records=100,
         )
         try:
@@ -158,10 +169,10 @@ class LocalStack:
                 if not batches:
                     continue
                 try:
-                    results_handler(msk_event(batches), LocalContext("jobrunner-results"))
+                    handler(msk_event(batches), LocalContext(f"jobrunner-{function}"))
                     consumer.commit()
                 except Exception:
-                    log.exception("results batch failed; it is retried")
+                    log.exception("%s batch failed; it is retried", function)
                     for tp, records in batches.items():
                         consumer.seek(tp, records[0].offset)
                     self._stop.wait(1)
@@ -188,7 +199,8 @@ class LocalStack:
     def _bootstrap(self) -> None:
         migrate(self.settings.cassandra)
         ensure_topics(self.settings.kafka.bootstrap, [self.settings.topic, self.settings.results_topic,
-                                                      self.settings.dead_letter_topic, *self.settings.allowed_topics],
+                                                      self.settings.dead_letter_topic, self.settings.delivery_topic,
+                                                      *self.settings.allowed_topics],
                       replication=self.settings.kafka.topic_replication)
         dynamodb = boto3.client("dynamodb", region_name=self.settings.region,
                                 endpoint_url=self.settings.dynamodb_endpoint)

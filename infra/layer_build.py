@@ -68,14 +68,12 @@ PYTHON_ENV = "JOBRUNNER_LAYER_PYTHON"
 CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/__init__.py"),
     ("layers", "jobrunner/config.py"),  # Settings.from_env: the container's settings
-    ("layers", "jobrunner/entrypoints.py"),  # the tick, scan, results and reconcile handlers' entry points
+    ("layers", "jobrunner/entrypoints.py"),  # the tick, scan, results, delivery and reconcile handlers' entry points
     ("layers", "jobrunner/observability.py"),  # Powertools' logger, metrics and tracer of every handler
     ("layers", "jobrunner/ports/*.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
     ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
-    ("layers", "jobrunner/domain/*.py"),  # the pure rules, all of them used by the services
-    ("layers", "jobrunner/domain/schedules/*.py"),  # the kinds of schedule
-    # Not yet: domain/targets/ (#35), which no function imports until jobs name targets.
+    ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
     ("layers", "jobrunner/services/*.py"),  # the use cases
     ("layers", "jobrunner/services/jobs/*.py"),  # the job use cases, one module per use case
     ("layers", "jobrunner/services/scan/*.py"),  # the segment scan, one module per step
@@ -109,6 +107,14 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/quotas/dynamodb.py"),  # Container.quotas, when a tenant's limit is counted
     ("layers", "jobrunner/adapters/invokers/__init__.py"),
     ("layers", "jobrunner/adapters/invokers/lambda_.py"),  # Container.invoker: the tick's, and scan wakes
+    ("layers", "jobrunner/adapters/deliverers/__init__.py"),
+    ("layers", "jobrunner/adapters/deliverers/routing.py"),  # Container.delivery: a deliverer per kind of target
+    ("layers", "jobrunner/adapters/deliverers/https.py"),  # its HTTPS targets
+    ("layers", "jobrunner/adapters/deliverers/lambda_.py"),  # its Lambda targets
+    ("layers", "jobrunner/adapters/deliverers/sqs.py"),  # its SQS targets
+    ("layers", "jobrunner/adapters/deliverers/aws_errors.py"),  # what a Lambda or SQS call's failure was
+    ("layers", "jobrunner/adapters/webhook_secrets/__init__.py"),
+    ("layers", "jobrunner/adapters/webhook_secrets/secretsmanager.py"),  # the tenants' webhook signing secrets
     # The one module the server shares with the clients (the messages, statuses, RFC 3339, traceparent):
     ("client", "jobrunner_client/__init__.py"), ("client", "jobrunner_client/protocol.py"),
 )

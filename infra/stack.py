@@ -258,6 +258,9 @@ class JobRunnerStack(Stack):
             "heartbeat_table": self.heartbeats.table_name, "quota_table": self.quotas.table_name,
             # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
             "scan_function": self.scan_function_name, "wake_scans": True,
+            # No delivery function is deployed yet (#35): a job may name no target here, or its executions would
+            # go to a topic nothing consumes.
+            "target_kinds": ("none",),
         }
         if config.existing_cassandra is None:
             settings.update(cassandra_mode="keyspaces", contact_points=(f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",),

@@ -57,6 +57,9 @@ class ExecutionMessage(TypedDict):
     #: The proof of origin the worker sends back with its result (the results function refuses a result
     #: without the token of its execution).
     result_token: NotRequired[str]
+    #: The job's target (``{"https": {...}}``, ``{"lambda": {...}}`` or ``{"sqs": {...}}``, docs/targets.md), only
+    #: in the messages of a job with a target, which go to the delivery function's topic, not to workers.
+    target: NotRequired[dict[str, Any]]
 
 
 class CancelMessage(TypedDict):
@@ -132,6 +135,12 @@ class ResultMessage(BaseModel):
     result_token: str | None = None
     #: The worker stopped it on a cancel message (only with FAILED).
     cancelled: bool = False
+    #: Only with FAILED: ``False`` says the failure would recur (a delivery's 404): dead-lettered at once, never
+    #: retried. Absent or anything but ``false``: retried under the job's retry policy.
+    retryable: bool = True
+    #: Only with a retryable FAILED: the least wait the failed call asked for (a ``Retry-After``), in seconds; it
+    #: lengthens the job's backoff for the next attempt, never past the job's ``max_delay_s``.
+    retry_after_s: int | None = None
 
     @field_validator("status", mode="before")
     @classmethod
@@ -167,3 +176,13 @@ class ResultMessage(BaseModel):
     @classmethod
     def _cancelled(cls, value: Any) -> bool:
         return value is True
+
+    @field_validator("retryable", mode="before")
+    @classmethod
+    def _retryable(cls, value: Any) -> bool:
+        return value is not False
+
+    @field_validator("retry_after_s", mode="before")
+    @classmethod
+    def _retry_after(cls, value: Any) -> int | None:
+        return value if type(value) is int and value >= 0 else None

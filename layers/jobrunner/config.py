@@ -26,6 +26,8 @@ from pydantic_settings import (
 
 from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.target_grants import TARGET_KINDS, TargetGrants, check_allow_entry
+from jobrunner.domain.targets import parse_allow_list
 from jobrunner.domain.topics import TopicGrants, is_topic_name
 
 if TYPE_CHECKING:
@@ -106,6 +108,20 @@ class Settings(BaseSettings):
     #: The topics named, then the default topic and every granted one (a granted topic is allowed by that alone).
     allowed_topics: Names = Field((), alias="JOBRUNNER_ALLOWED_TOPICS", validate_default=True,
                                   description="comma-separated topics a job may name (besides the default topic)")
+    delivery_topic: str = _var("JOBRUNNER_DELIVERY_TOPIC", "job-deliveries",
+                               "where the executions of jobs with a target go, for the delivery function (not a "
+                               "topic a job may name)", min_length=1)
+    target_kinds: Names = _var("JOBRUNNER_TARGET_KINDS", TARGET_KINDS,
+                               "comma-separated kinds of target a job may name (https, lambda, sqs), or none")
+    target_lambda_allow: Names = _var("JOBRUNNER_TARGET_LAMBDA_ALLOW", (),
+                                      "comma-separated Lambda functions a target may name: * (any), an account id, "
+                                      "or a function ARN (``domain/target_grants.py``); none: no function")
+    target_sqs_allow: Names = _var("JOBRUNNER_TARGET_SQS_ALLOW", (),
+                                   "comma-separated SQS queues a target may name: * (any), an account id, or a "
+                                   "queue URL (``domain/target_grants.py``); none: no queue")
+    target_address_allow: Names = _var("JOBRUNNER_TARGET_ADDRESS_ALLOW", (),
+                                       "comma-separated networks (CIDRs) an HTTPS delivery may reach despite the "
+                                       "address rules (private, loopback...: ``domain/targets/addresses.py``)")
     tenant_map: JsonObject = _var("JOBRUNNER_TENANT_MAP", {},
                                   "JSON: principal -> the tenant it acts as (``api/tenancy.py``)")
     operators: Names = _var("JOBRUNNER_OPERATORS", (),
@@ -117,6 +133,16 @@ class Settings(BaseSettings):
                                           "none: no limits")
     results_topic: str = _var("JOBRUNNER_RESULTS_TOPIC", "job-results", "where workers report", min_length=1)
     dead_letter_topic: str = _var("JOBRUNNER_DLQ_TOPIC", "job-dlq", "where exhausted executions go", min_length=1)
+    webhook_secret_prefix: str = _var("JOBRUNNER_WEBHOOK_SECRET_PREFIX", "jobrunner/webhooks/",
+                                      "AWS: name prefix of each tenant's Secrets Manager secret of webhook signing "
+                                      "secrets (``adapters/webhook_secrets``)", min_length=1)
+    webhook_secrets: JsonObject = _var("JOBRUNNER_WEBHOOK_SECRETS", {},
+                                       "local use: JSON tenant -> its whsec_ secrets, newest first (none: kept in "
+                                       "memory, created on first use); AWS leaves it empty: Secrets Manager")
+    delivery_tenant_concurrency: int = _var("JOBRUNNER_DELIVERY_TENANT_CONCURRENCY", 4,
+                                            "deliveries of one tenant in flight at once, per batch", ge=1)
+    delivery_concurrency: int = _var("JOBRUNNER_DELIVERY_CONCURRENCY", 16,
+                                     "deliveries in flight at once, per batch", ge=1)
 
     contact_points: Names = _var("CASSANDRA_CONTACT_POINTS", ("127.0.0.1",), "comma-separated Cassandra hosts")
     cassandra_port: int = _var("CASSANDRA_PORT", 9042, "CQL port (9142 for Keyspaces)", ge=1, le=65535)
@@ -202,6 +228,38 @@ class Settings(BaseSettings):
     def _with_default_and_granted(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         granted = [t for ts in info.data.get("tenant_topics", {}).values() for t in ts]
         return _topic_names(tuple(dict.fromkeys([*value, info.data.get("topic", "jobs"), *granted])))
+
+    @field_validator("delivery_topic")
+    @classmethod
+    def _delivery_topic_of_its_own(cls, value: str, info: ValidationInfo) -> str:
+        """A topic no job may name: a message on it is a delivery the delivery function makes."""
+        _topic_names((value,))
+        if value in info.data.get("allowed_topics", ()):
+            raise ValueError(f"{value!r} is a topic jobs may name; the delivery topic must be another")
+        return value
+
+    @field_validator("target_kinds")
+    @classmethod
+    def _known_kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """``none`` is kept as written, so that it is written back (an empty list would read as the default)."""
+        if value == ("none",):
+            return value
+        if unknown := sorted(set(value) - set(TARGET_KINDS)):
+            raise ValueError(f"not a kind of target: {', '.join(unknown)} (expected {', '.join(TARGET_KINDS)} "
+                             "or none)")
+        return tuple(dict.fromkeys(value))
+
+    @field_validator("target_lambda_allow", "target_sqs_allow")
+    @classmethod
+    def _allow_entries(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        kind = "lambda" if info.field_name == "target_lambda_allow" else "sqs"
+        return tuple(check_allow_entry(entry, kind) for entry in value)
+
+    @field_validator("target_address_allow")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        parse_allow_list(value)
+        return value
 
     @field_validator("tenant_map")
     @classmethod
@@ -297,6 +355,10 @@ class Settings(BaseSettings):
     @property
     def topic_grants(self) -> TopicGrants:
         return TopicGrants(self.topic, frozenset(self.allowed_topics), self.tenant_topics)
+
+    @property
+    def target_grants(self) -> TargetGrants:
+        return TargetGrants(frozenset(self.target_kinds) - {"none"}, self.target_lambda_allow, self.target_sqs_allow)
 
     @cached_property
     def tenant_limits(self) -> TenantLimits:

@@ -1,4 +1,5 @@
-"""Event -> service call -> plain result, for the tick, scan, results and reconcile functions (and the local stack).
+"""Event -> service call -> plain result, for the tick, scan, results, delivery and reconcile functions (and the
+local stack).
 
 Kept apart from ``functions/`` so the handlers stay a few lines and the local stack calls the very
 same code.
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 LATENESS_SAMPLES = 50
 #: Time a reconciler invocation keeps, after its walk, to save its progress and flush its metrics.
 RECONCILE_SAVE_MARGIN = timedelta(seconds=10)
+#: Time a delivery invocation keeps, after its last call, to publish the outcomes and flush its metrics.
+DELIVERY_PUBLISH_MARGIN = timedelta(seconds=10)
 
 
 def run_tick(event: dict[str, Any]) -> dict[str, Any]:
@@ -133,6 +136,8 @@ def parse_report(value: bytes) -> WorkerReport | None:
         execution_id=message.execution_id, job_id=message.job_id, success=success, error=message.error,
         scheduled_at=message.scheduled_at, attempt=message.attempt, traceparent=message.traceparent,
         result_token=message.result_token, cancelled=message.cancelled and not success,
+        retryable=message.retryable or success,
+        retry_after=timedelta(seconds=message.retry_after_s) if message.retry_after_s and not success else None,
     )
 
 
@@ -162,6 +167,25 @@ def run_results(event: dict[str, Any]) -> dict[str, Any]:
     if outcomes.get("dead_lettered"):
         metrics.add_metric(name="DeadLetters", unit=MetricUnit.Count, value=outcomes["dead_lettered"])
     logger.info("results", extra=dict(outcomes))
+    return dict(outcomes)
+
+
+def run_delivery(event: dict[str, Any], remaining_ms: int | None = None) -> dict[str, Any]:
+    """``event`` is an MSK event-source batch of ``job-deliveries`` records (``run_results``' shape);
+    ``remaining_ms``: the invocation's time left, of which the calls leave ``DELIVERY_PUBLISH_MARGIN``.
+
+    Each execution's target is called once and its outcome published to ``job-results``; a failure to read a
+    tenant's secrets or to publish the outcomes raises, so the event source delivers the batch again (a receiver
+    dedups on ``webhook-id``; the results function ignores a second result of an ended execution).
+    """
+    services = container()
+    deadline = None
+    if remaining_ms is not None:
+        deadline = services.clock.now() + timedelta(milliseconds=remaining_ms) - DELIVERY_PUBLISH_MARGIN
+    outcomes = services.delivery.deliver_batch(list(_values(event)), deadline)
+    for outcome, count in outcomes.items():
+        metrics.add_metric(name=f"Deliveries_{outcome}", unit=MetricUnit.Count, value=count)
+    logger.info("deliveries", extra=dict(outcomes))
     return dict(outcomes)
 
 

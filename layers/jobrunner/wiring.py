@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,8 +21,10 @@ from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
+from jobrunner.domain.targets import parse_allow_list
 from jobrunner.ports import ReconcilerStateStore
 from jobrunner.services.calendars import CalendarService
+from jobrunner.services.delivery import DeliveryRules, DeliveryService
 from jobrunner.services.jobs import (
     ChangeBook,
     CountedQuotas,
@@ -52,11 +55,13 @@ if TYPE_CHECKING:
         CalendarStore,
         ChangeLog,
         Clock,
+        Deliverer,
         Invoker,
         LeaseStore,
         Publisher,
         Stores,
         TenantQuotas,
+        WebhookSecrets,
     )
 
 #: How long a scan with nothing to do waits before it ends, where late writes wake scans.
@@ -93,6 +98,10 @@ CLIENT_BUDGETS: Mapping[str, ClientBudget] = {
     "dynamodb": ClientBudget(connect_timeout_s=1.0, read_timeout_s=3.0, attempts=3),
     "lambda": ClientBudget(connect_timeout_s=1.0, read_timeout_s=2.0, attempts=2),
     "secretsmanager": ClientBudget(connect_timeout_s=1.0, read_timeout_s=2.0, attempts=2),
+    # A delivery's call of a target: one attempt (the job's retry policy retries it), and a function invoked
+    # synchronously may run as long as an HTTPS target may answer (``domain.targets.model.MAX_TIMEOUT_S``).
+    "lambda-targets": ClientBudget(connect_timeout_s=1.0, read_timeout_s=30.0, attempts=1),
+    "sqs": ClientBudget(connect_timeout_s=1.0, read_timeout_s=5.0, attempts=1),
 }
 
 
@@ -108,6 +117,12 @@ ADAPTER_MODULES: Mapping[str, str] = {
     "leases": "jobrunner.adapters.leases.dynamodb",
     "quotas": "jobrunner.adapters.quotas.dynamodb",
     "invoker": "jobrunner.adapters.invokers.lambda_",
+    "deliverers": "jobrunner.adapters.deliverers.routing",
+    "https_deliverer": "jobrunner.adapters.deliverers.https",
+    "lambda_deliverer": "jobrunner.adapters.deliverers.lambda_",
+    "sqs_deliverer": "jobrunner.adapters.deliverers.sqs",
+    "webhook_secrets": "jobrunner.adapters.webhook_secrets.secretsmanager",
+    "local_webhook_secrets": "jobrunner.adapters.webhook_secrets.memory",
 }
 
 
@@ -146,8 +161,11 @@ class Container:
         quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
         session: Session | None = None, scan_rules: Callable[[ScanRules], ScanRules] | None = None,
         tick_rules: Callable[[TickRules], TickRules] | None = None, jitter: Callable[[], float] = random.random,
+        deliverer: Deliverer | None = None, webhook_secrets: WebhookSecrets | None = None,
     ) -> None:
         self.settings = settings
+        self._deliverer = deliverer
+        self._webhook_secrets = webhook_secrets
         self._scan_rules = scan_rules
         self._tick_rules = tick_rules
         #: How the outcomes draw a retry's jitter, a fraction of its backoff in [0, 1) (``services.outcomes``).
@@ -230,11 +248,12 @@ class Container:
             return traced
         return self._publisher
 
-    def boto3_client(self, service: str) -> Any:
-        """A client of ``service`` with its ``CLIENT_BUDGETS`` entry (KeyError: a service without one)."""
+    def boto3_client(self, service: str, *, budget: str | None = None) -> Any:
+        """A client of ``service`` with its ``CLIENT_BUDGETS`` entry, or the entry ``budget`` names (KeyError: a
+        service without one)."""
         import boto3
 
-        config = CLIENT_BUDGETS[service].config()
+        config = CLIENT_BUDGETS[budget or service].config()
         endpoint = self.settings.dynamodb_endpoint if service == "dynamodb" else None
         return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
@@ -300,6 +319,7 @@ class Container:
             topics=self.settings.topic_grants,
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
+            targets=self.settings.target_grants,
         )
         return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quota_book,
                           changes=self.change_book, calendars=self.calendars)
@@ -331,6 +351,18 @@ class Container:
         return ResultsService(self.store, self.outcomes, rules)
 
     @functools.cached_property
+    def delivery(self) -> DeliveryService:
+        """The delivery function's service: calls each execution's target (through the deliverer given, or
+        ``build_deliverer``'s) and reports to the results topic; signs with the webhook secrets given, or
+        ``build_webhook_secrets``'."""
+        settings = self.settings
+        rules = DeliveryRules(results_topic=settings.results_topic, concurrency=settings.delivery_concurrency,
+                              tenant_concurrency=settings.delivery_tenant_concurrency)
+        deliverer = self._deliverer or build_deliverer(self)
+        secrets = self._webhook_secrets or build_webhook_secrets(self)
+        return DeliveryService(deliverer, secrets, self.publisher, self.clock, rules)
+
+    @functools.cached_property
     def retirer(self) -> Retirer:
         return Retirer(self.store, self.clock, changes=self.change_book, quotas=self.quota_book,
                        limits=self.settings.tenant_limits)
@@ -338,6 +370,7 @@ class Container:
     @functools.cached_property
     def scans(self) -> ScanService:
         rules = ScanRules(segment_count=self.start_segments(), topics=self.settings.topic_grants,
+                          delivery_topic=self.settings.delivery_topic, targets=self.settings.target_grants,
                           dead_letter_topic=self.settings.dead_letter_topic, result_key=self.result_key,
                           idle_end=IDLE_END if self.waker.wakes else None)
         if self._scan_rules is not None:
@@ -363,6 +396,31 @@ class Container:
     @functools.cached_property
     def segments(self) -> SegmentService:
         return SegmentService(self.leases, self.clock, self.settings.segments)
+
+
+def build_deliverer(services: Container) -> Deliverer:
+    """What calls the targets: an HTTPS, a Lambda and an SQS deliverer, each built on its first call (a batch of
+    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list."""
+    allowed = parse_allow_list(services.settings.target_address_allow)
+    deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
+        https=lambda: adapter("https_deliverer").HttpsDeliverer(allowed=allowed),
+        lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
+            services.boto3_client("lambda", budget="lambda-targets")),
+        sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs")),
+    )
+    return deliverer
+
+
+def build_webhook_secrets(services: Container) -> WebhookSecrets:
+    """The tenants' signing secrets: those the settings list (the local stack: in memory, a tenant without any
+    gets one there), or Secrets Manager in Lambda."""
+    settings = services.settings
+    if settings.webhook_secrets or not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        local: WebhookSecrets = adapter("local_webhook_secrets").MemoryWebhookSecrets(settings.webhook_secrets)
+        return local
+    kept: WebhookSecrets = adapter("webhook_secrets").SecretsManagerWebhookSecrets(
+        settings.webhook_secret_prefix, services.boto3_client("secretsmanager"), services.clock)
+    return kept
 
 
 _container: Container | None = None

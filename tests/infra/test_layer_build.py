@@ -131,10 +131,16 @@ FIRST_CALL_IMPORTS = {
     "jobrunner.adapters.leases.dynamodb": "Container.leases",
     "jobrunner.adapters.quotas.dynamodb": "Container.quotas, when a tenant's limit is counted",
     "jobrunner.adapters.invokers.lambda_": "Container.invoker (the tick; writers that wake scans)",
+    "jobrunner.adapters.deliverers.routing": "Container.delivery (the delivery function)",
+    "jobrunner.adapters.deliverers.https": "the delivery's first HTTPS target",
+    "jobrunner.adapters.deliverers.lambda_": "the delivery's first Lambda target",
+    "jobrunner.adapters.deliverers.sqs": "the delivery's first SQS target",
+    "jobrunner.adapters.webhook_secrets.secretsmanager": "the delivery's first HTTPS target, in Lambda",
 }
 #: Lazy imports of the shipped code that no function makes in AWS (so the layer does not carry them).
 LOCAL_ONLY_IMPORTS = {
     "jobrunner.adapters.publishers.tracing": "Container.publisher under telemetry.enabled(): the local stack's spans",
+    "jobrunner.adapters.webhook_secrets.memory": "Container.delivery off Lambda (or JOBRUNNER_WEBHOOK_SECRETS set)",
 }
 #: The AWS configuration at import: what Lambda sets, and the settings of a deployed stack that choose adapters.
 AWS_ENV = {**LAMBDA_ENV, "CASSANDRA_MODE": "keyspaces", "CASSANDRA_PORT": "9142", "KAFKA_SECURITY": "msk-iam",

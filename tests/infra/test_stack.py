@@ -83,6 +83,8 @@ def test_functions_get_the_settings_they_read(default_app: Synthesized) -> None:
         variables = function["Environment"]["Variables"]
         wakes = (variables["SCAN_FUNCTION_NAME"], variables["JOBRUNNER_WAKE_SCANS"])
         assert wakes == ("jobrunner-dev-scan", "true"), unit
+        # no delivery function is deployed yet (#35): no job may name a target
+        assert variables["JOBRUNNER_TARGET_KINDS"] == "none", unit
 
 
 def test_the_tick_and_the_writers_of_late_rows_invoke_the_scan_by_its_name(default_app: Synthesized) -> None:

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
         CalendarStore,
         ChangeLog,
         Clock,
+        Deliverer,
         Invoker,
         LeaseStore,
         Publisher,
         Stores,
         TenantQuotas,
+        WebhookSecrets,
     )
     from jobrunner.services.scan import ScanRules
     from jobrunner.services.tick import TickRules
@@ -41,6 +43,7 @@ def memory_container(
     quotas: TenantQuotas | None = None, changes: ChangeLog | None = None, calendars: CalendarStore | None = None,
     scan_rules: Callable[[ScanRules], ScanRules] | None = None,
     tick_rules: Callable[[TickRules], TickRules] | None = None, jitter: Callable[[], float] = random.random,
+    deliverer: Deliverer | None = None, webhook_secrets: WebhookSecrets | None = None,
 ) -> Container:
     """Wiring's ``Container`` with the settings ``env`` and the ports given, the others in memory, and the rules
     no setting names varied by ``scan_rules``, ``tick_rules`` and ``jitter`` (see ``Container``). Limits that
@@ -50,4 +53,4 @@ def memory_container(
     return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
                      leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
                      changes=changes, calendars=calendars, scan_rules=scan_rules, tick_rules=tick_rules,
-                     jitter=jitter)
+                     jitter=jitter, deliverer=deliverer, webhook_secrets=webhook_secrets)

@@ -255,6 +255,21 @@ def ends_text(job: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def target_summary(target: dict[str, Any]) -> str:
+    """Where a job's executions are delivered, in one line: its kind and address (an https target's headers by
+    name only: their values may be credentials)."""
+    kind, fields = next(iter(target.items()))
+    if kind == "https":
+        extra = [f"timeout {fields.get('timeout_s')} s"]
+        if fields.get("headers"):
+            extra.append("headers " + ", ".join(sorted(fields["headers"])))
+        return f"https {fields.get('method', 'POST')} {fields.get('url')} ({'; '.join(extra)})"
+    if kind == "lambda":
+        return f"lambda {fields.get('function_arn')}"
+    group = f" (group {fields['message_group_id']})" if fields.get("message_group_id") else ""
+    return f"{kind} {fields.get('queue_url')}{group}"
+
+
 def job_detail(job: dict[str, Any], now: datetime) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
@@ -282,6 +297,9 @@ def job_detail(job: dict[str, Any], now: datetime) -> Table:
         ("created", fmt_time(job.get("created_at"))),
         ("updated", fmt_time(job.get("updated_at"))),
     ]
+    if job.get("target"):
+        # a job with a target has no topic: where its executions go is the target
+        rows[rows.index(("topic", job.get("topic", "")))] = ("target", Text(target_summary(job["target"])))
     if job.get("description"):
         # the user's note on the job, right after its id: shown as written, never marked up
         rows.insert(1, ("description", Text(job["description"])))

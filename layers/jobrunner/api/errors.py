@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from jobrunner.api.schedules import TAGS
 from jobrunner.api.schemas import ErrorDetail, ErrorOut
+from jobrunner.api.schemas.targets import RULE_ERROR, TARGET_TAGS
 from jobrunner.domain.errors import (
     Conflict,
     Forbidden,
@@ -73,8 +74,10 @@ def error_response(
 def _detail(error: Mapping[str, Any]) -> ErrorDetail:
     """One of Pydantic's errors as the api names it: the field's dotted path (without ``body``, nor the tag
     of the schedule kind that was tried) and the reason."""
-    loc = [part for part in error.get("loc", ()) if part not in ("body", "[key]")]  # a dict's key: named by itself
+    loc = [part for part in error.get("loc", ()) if part not in ("body", "[key]") and part not in TARGET_TAGS]
     tags = [index for index, part in enumerate(loc) if part in TAGS]
+    if error.get("type") == RULE_ERROR and error.get("ctx", {}).get("field"):  # a target's rule names its field
+        loc = [*loc, error["ctx"]["field"]]
     path = ".".join(str(part) for part in loc if part not in TAGS) or "body"
     reason = str(error.get("msg", "invalid"))
     if error.get("type") == "extra_forbidden":

@@ -23,11 +23,18 @@ if TYPE_CHECKING:
     from jobrunner.domain.jobs import ExecutionRecord, Job, ScheduledExecution
 
 
+def destination(job: Job, delivery_topic: str) -> str:
+    """The topic ``job``'s messages go to: the delivery function's (``delivery_topic``) for a job with a target,
+    else the job's own."""
+    return delivery_topic if job.spec.target is not None else job.spec.topic or ""
+
+
 def execution_message(
     job: Job, row: ScheduledExecution, result_token: str
 ) -> tuple[str, dict[str, Any], dict[str, str]]:
-    """(key, value, headers) of the message that hands ``row`` to the workers; ``result_token`` is what the
-    worker sends back with its result (``domain.receipts``)."""
+    """(key, value, headers) of the message that hands ``row`` to the workers, or for a job with a target to the
+    delivery function (the value then holds the target); ``result_token`` is what the worker (or the delivery
+    function) sends back with its result (``domain.receipts``)."""
     value: ExecutionMessage = {
         "execution_id": row.execution_id,
         "job_id": job.job_id,
@@ -38,6 +45,8 @@ def execution_message(
         "payload": job.spec.payload,
         "result_token": result_token,
     }
+    if job.spec.target is not None:
+        value["target"] = job.spec.target.to_dict()
     headers = {
         EXECUTION_ID_HEADER: row.execution_id,
         SCHEDULED_AT_HEADER: value["scheduled_at"],
@@ -48,7 +57,7 @@ def execution_message(
     return job.job_id, dict(value), headers
 
 
-__all__ = ["CANCEL_HEADER", "cancel_message", "dead_letter_message", "execution_message"]
+__all__ = ["CANCEL_HEADER", "cancel_message", "dead_letter_message", "destination", "execution_message"]
 
 
 def cancel_message(

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from jobrunner.domain.schedules import Schedule
+    from jobrunner.domain.targets.model import Target
 
 #: The widest jitter window a job may have.
 MAX_JITTER_S = 3600
@@ -99,7 +100,8 @@ class JobSpec:
     schedule: Schedule
     #: Any JSON value, handed to the job's executions (its size is bounded per tenant: ``JobChecks.payload``).
     payload: Any
-    #: The topic its executions are published to; None (in a request only): the tenant's default.
+    #: The topic its executions are published to; None: in a request, the tenant's default; in a job, it has a
+    #: ``target`` instead (the two are exclusive).
     topic: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: Seconds an execution may run without reporting before it counts as failed (None: no limit).
@@ -120,6 +122,9 @@ class JobSpec:
     catch_up: CatchUp = field(default_factory=CatchUp)
     #: A note in the user's words (what the job is for, who to ask), shown with the job; it changes nothing else.
     description: str | None = None
+    #: Where its executions are delivered when no worker consumes them (``domain.targets``: an HTTPS endpoint, a
+    #: Lambda function or an SQS queue); None: to the workers of its topic. A job with a target has no topic.
+    target: Target | None = None
 
     def checked(self) -> JobSpec:
         """This spec, if every field keeps its own rule; else ``InvalidField`` naming the first that does not."""
@@ -130,7 +135,19 @@ class JobSpec:
         self.retry.check()
         if self.description is not None and len(self.description) > MAX_DESCRIPTION:
             raise InvalidField("description", f"must be at most {MAX_DESCRIPTION} characters")
+        if self.target is not None:
+            self._check_target(self.target)
         return self
+
+    def _check_target(self, target: Target) -> None:
+        """A job with a target: its target's own rules, no topic, and no cancel (a call in flight cannot be
+        cancelled). (The context keywords its payload may use are the service's check: ``JobChecks.keywords``.)"""
+        target.checked(f"target.{next(iter(target.to_dict()))}")
+        if self.topic is not None:
+            raise InvalidField("topic", "a job with a target has no topic: remove one of them")
+        if self.overlap is Overlap.CANCEL_OTHER:
+            raise InvalidField("overlap", "cancel_other needs workers that cancel; a target's call cannot be "
+                                          "cancelled")
 
     def plain(self) -> dict[str, Any]:
         """Each field's value as JSON holds it (a schedule, a retry policy or a catch-up policy as its dict)."""
@@ -187,7 +204,11 @@ class SpecChange:
         return f"SpecChange({', '.join(f'{k}={v!r}' for k, v in self.named.items())})"
 
     def applied_to(self, spec: JobSpec) -> JobSpec:
-        """``spec`` with the named fields changed, checked again (``JobSpec.checked``)."""
+        """``spec`` with the named fields changed, checked again (``JobSpec.checked``). A change that gives a
+        target and names no topic also removes the topic: the job moves from its topic's workers to the target.
+        (One that removes a target leaves the topic it names, or none: the service gives the tenant's default.)"""
         updates: dict[str, Any] = {name: value.applied_to(getattr(spec, name)) if isinstance(value, RetryChange)
                                    else value for name, value in self.named.items()}
+        if self.named.get("target") is not None and "topic" not in self.named:
+            updates["topic"] = None
         return replace(spec, **updates).checked()

@@ -31,12 +31,12 @@ from jobrunner.domain.jobs import (
 )
 from jobrunner.domain.messages import dead_letter_message
 from jobrunner.domain.placement import placed_anew, placed_in_time, plan_execution
-from jobrunner.domain.retry import retry_delay, should_retry
+from jobrunner.domain.retry import next_attempt_delay, should_retry
 from jobrunner.ports import HistoryStore, JobStore, OutboundMessage, Outcome, ScheduledRowStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from jobrunner.ports import Clock, Publisher
     from jobrunner.services.retire import Retirement
@@ -44,8 +44,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: What ends one execution: (its record, or None when unknown; success; error; cancelled by a newer fire).
-Ending = tuple[ExecutionRecord | None, bool, str | None, bool]
+@dataclass(frozen=True)
+class Ending:
+    """What ends one execution: a result or a timeout."""
+
+    #: The execution's record, or None when unknown.
+    record: ExecutionRecord | None
+    success: bool
+    error: str | None = None
+    #: Replaced by a newer fire (overlap policy ``cancel_other``): failed, neither retried nor dead-lettered.
+    cancelled: bool = False
+    #: A failure that would recur (a delivery's 404): dead-lettered at once, whatever retries are left.
+    retryable: bool = True
+    #: The least wait before a retry the failed call asked for (``Retry-After``): it lengthens the job's backoff,
+    #: within its ``max_delay_s`` (``domain.retry.next_attempt_delay``).
+    retry_after: timedelta | None = None
 
 
 class OutcomeStores(JobStore, ScheduledRowStore, HistoryStore, Protocol):
@@ -119,7 +132,7 @@ class Outcomes(Expiry):
             return self.count("watchdog_cleared")
         job = self._store.get_job(record.user_id, record.job_id)
         timeout = f"{job.spec.timeout_s} s" if job and job.spec.timeout_s else "its timeout"
-        [outcome] = self.conclude([(record, False, f"no result within {timeout}", False)])
+        [outcome] = self.conclude([Ending(record, False, f"no result within {timeout}")])
         return self.count("timed_out_" + outcome, record)
 
     def conclude(self, results: Sequence[Ending]) -> list[str]:
@@ -130,13 +143,13 @@ class Outcomes(Expiry):
         no dead letter. A result for an execution that already failed with a retry planned re-asserts that
         retry's row if the retry has not started (a redelivery after a write that failed half-way). Returns what
         happened to each, in order (not counted: the caller names it)."""
-        outcomes = ["ignored_unknown" if record is None else "ignored_finished" for record, *_ in results]
-        ended_before = [record for record, *_ in results if record is not None and record.retry_at is not None
-                        and record.status is ExecutionStatus.FAILED]
-        running = [n for n, (record, *_) in enumerate(results)
-                   if record is not None and record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
+        outcomes = ["ignored_unknown" if ending.record is None else "ignored_finished" for ending in results]
+        ended_before = [ending.record for ending in results if ending.record is not None
+                        and ending.record.retry_at is not None and ending.record.status is ExecutionStatus.FAILED]
+        running = [n for n, ending in enumerate(results) if ending.record is not None
+                   and ending.record.status not in (ExecutionStatus.SUCCESS, ExecutionStatus.FAILED)]
         keys = {(r.user_id, r.job_id) for r in ended_before} | {
-            (r.user_id, r.job_id) for n in running if (r := results[n][0]) is not None}
+            (r.user_id, r.job_id) for n in running if (r := results[n].record) is not None}
         if not keys:
             return outcomes
         jobs = self._store.get_jobs(sorted(keys))
@@ -146,7 +159,7 @@ class Outcomes(Expiry):
         dead: list[OutboundMessage] = []
         ended: list[Job] = []
         for n in running:
-            record, success, error, cancelled = results[n]
+            record, success, error = results[n].record, results[n].success, results[n].error
             assert record is not None
             job = jobs.get((record.user_id, record.job_id))
             if job is None or job.state is JobState.CANCELLED:
@@ -154,13 +167,13 @@ class Outcomes(Expiry):
                 continue
             status = ExecutionStatus.SUCCESS if success else ExecutionStatus.FAILED
             finished = replace(record, status=status, finished_at=now, error=None if success else (error or "failed"))
-            if success or cancelled:
+            if success or results[n].cancelled:
                 ending.append((finished, None))
                 ended.append(job)
                 outcomes[n] = "succeeded" if success else "cancelled"
-            elif should_retry(job.spec.retry, record.attempt):
-                ending.append((finished, self._retry_of(job, record, now + retry_delay(job.spec.retry, record.attempt,
-                                                                                       self._jitter()), now)))
+            elif results[n].retryable and should_retry(job.spec.retry, record.attempt):
+                delay = next_attempt_delay(job.spec.retry, record.attempt, self._jitter(), results[n].retry_after)
+                ending.append((finished, self._retry_of(job, record, now + delay, now)))
                 outcomes[n] = "retrying"
             else:
                 dead.append(dead_letter(job, finished, self._rules.dead_letter_topic))

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.receipts import token_fits, v1_token_fits
+from jobrunner.services.outcomes import Ending
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from jobrunner.domain.jobs import ExecutionRecord
     from jobrunner.ports import HistoryStore, RecordKey
@@ -44,6 +45,10 @@ class WorkerReport:
     result_token: str | None = None
     #: The worker stopped it on a cancel message (overlap policy ``cancel_other``): failed, never retried.
     cancelled: bool = False
+    #: A failure that would recur (a delivery's 404): dead-lettered at once rather than retried.
+    retryable: bool = True
+    #: The wait the failed call asked for before another attempt (a delivery's ``Retry-After``), if any.
+    retry_after: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,8 @@ class ResultsService:
                 else:
                     outcomes[index] = self._refuse(reports[index])
             concluded = self._outcomes.conclude([
-                (record, reports[index].success, reports[index].error, reports[index].cancelled)
-                for index, record in fitting])
+                Ending(record, r.success, r.error, r.cancelled, r.retryable, r.retry_after)
+                for index, record in fitting for r in (reports[index],)])
             for (index, record), outcome in zip(fitting, concluded, strict=True):
                 outcomes[index] = self._outcomes.count(outcome, record)
             pending = later

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -168,6 +168,64 @@ def test_show_says_the_description_when_the_job_has_one(cli: Cli, transport: Fak
     shown = cli("show", "j-1").stdout
     assert "description" in shown and "nightly report [bold]for ops[/bold]" in shown
     assert "description" not in cli("show", "j-2").stdout
+
+
+FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:export"
+QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/work.fifo"
+
+
+@pytest.mark.parametrize(("options", "target"), [
+    (["--target-url", "https://hooks.example.com/run"], {"https": {"url": "https://hooks.example.com/run"}}),
+    (["--target-url", "https://hooks.example.com/run", "--target-method", "PUT", "--target-header",
+      "Authorization=Bearer t", "--target-header", "X-Team=payments", "--target-timeout", "5"],
+     {"https": {"url": "https://hooks.example.com/run", "method": "PUT", "timeout_s": 5,
+                "headers": {"Authorization": "Bearer t", "X-Team": "payments"}}}),
+    (["--target-lambda", FUNCTION], {"lambda": {"function_arn": FUNCTION}}),
+    (["--target-sqs", QUEUE, "--target-group-id", "g1"], {"sqs": {"queue_url": QUEUE, "message_group_id": "g1"}}),
+])
+def test_submit_sends_a_target(cli: Cli, transport: FakeTransport, options: list[str], target: dict[str, Any]) -> None:
+    transport.on("POST", "/jobs", reply(201, job("j-1")))
+    result = cli("submit", "--every", "PT5M", *options)
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"schedule": {"every": "PT5M"}, "target": target}
+
+
+def test_a_target_option_replaces_the_topic_of_a_json_body(cli: Cli, transport: FakeTransport) -> None:
+    transport.on("POST", "/jobs", reply(201, job("j-1")))
+    body = {"schedule": {"every": "PT5M"}, "topic": "jobs"}
+    result = cli("submit", "--json", "-", "--target-lambda", FUNCTION, input=json.dumps(body))
+    assert result.exit_code == 0, result.output
+    assert transport.sent[0].body == {"schedule": {"every": "PT5M"}, "target": {"lambda": {"function_arn": FUNCTION}}}
+
+
+@pytest.mark.parametrize("options", [
+    ["--target-url", "https://x.example", "--target-lambda", FUNCTION],
+    ["--target-url", "https://x.example", "--topic", "jobs"],
+    ["--target-method", "PUT"],
+    ["--target-lambda", FUNCTION, "--target-timeout", "5"],
+    ["--target-group-id", "g1"],
+    ["--target-url", "https://x.example", "--target-header", "Authorization"],
+])
+def test_target_options_that_do_not_go_together_exit_2(cli: Cli, transport: FakeTransport,
+                                                       options: list[str]) -> None:
+    result = cli("submit", "--every", "PT5M", *options)
+    assert result.exit_code == 2, result.output
+    assert transport.sent == []
+
+
+def test_show_says_where_a_job_with_a_target_delivers_without_header_values(
+    cli: Cli, transport: FakeTransport,
+) -> None:
+    # Given a job delivered to a webhook with a credential in a header, and one of a topic's workers
+    hook = {"https": {"url": "https://hooks.example.com/run", "method": "POST", "timeout_s": 10,
+                      "headers": {"Authorization": "Bearer secret"}}}
+    transport.on("GET", "/jobs/j-1", reply(200, job("j-1", target=hook, topic=None)))
+    transport.on("GET", "/jobs/j-2", reply(200, job("j-2")))
+    # Then show prints the target in the topic's place, its headers by name only
+    shown = " ".join(cli("show", "j-1").stdout.split())
+    assert "target https POST https://hooks.example.com/run (timeout 10 s; headers Authorization)" in shown
+    assert "secret" not in shown and "topic" not in shown
+    assert "target" not in cli("show", "j-2").stdout
 
 
 def test_job_ids_are_escaped_in_paths(cli: Cli, transport: FakeTransport) -> None:

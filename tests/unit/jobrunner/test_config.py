@@ -7,6 +7,7 @@ import pickle
 import pytest
 
 from jobrunner.config import Settings, SettingsError, table
+from jobrunner.domain.target_grants import TargetGrants
 
 
 def test_the_span_exporter_of_the_local_stack_is_off_unless_named() -> None:
@@ -135,7 +136,11 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         change_log=False, reconcile_interval_s=300, reconcile_grace_s=60, reconcile_page_size=100,
         reconcile_rate=500, region="eu-west-1", result_key="key", result_key_secret_arn="arn:key",
         accept_unsigned_results=True, accept_v1_result_tokens=False, cassandra_tls_server_name="cassandra.internal",
-        otel_exporter="file", otel_file="/tmp/traces.jsonl",
+        otel_exporter="file", otel_file="/tmp/traces.jsonl", delivery_topic="deliveries", target_kinds=("https",),
+        target_lambda_allow=("123456789012",), target_sqs_allow=("*",),
+        target_address_allow=("10.0.0.0/8", "fd00::/8"), webhook_secret_prefix="prod/hooks/",
+        webhook_secrets={"alice": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}, delivery_tenant_concurrency=2,
+        delivery_concurrency=8,
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back
@@ -144,6 +149,40 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
     assert Settings.from_env(environment) == settings
     assert set(environment) == set(Settings.variables())
     assert environment["JOBRUNNER_TENANT_TOPICS"] == '{"payments": ["payments"], "*": ["work"]}'
+
+
+def test_the_target_rules_of_a_stage_are_read_and_checked() -> None:
+    # Given a stage that allows lambda targets of one account, and sqs targets of one queue
+    queue = "https://sqs.eu-west-1.amazonaws.com/123456789012/work"
+    settings = Settings.from_env({"JOBRUNNER_TARGET_KINDS": "lambda, sqs",
+                                  "JOBRUNNER_TARGET_LAMBDA_ALLOW": "123456789012", "JOBRUNNER_TARGET_SQS_ALLOW": queue})
+    # Then its grants say so
+    assert settings.target_grants == TargetGrants(frozenset({"lambda", "sqs"}), ("123456789012",), (queue,))
+    # And by default every kind is allowed, no function nor queue, and deliveries go to their own topic
+    assert Settings.from_env({}).target_grants == TargetGrants()
+    assert Settings.from_env({}).delivery_topic == "job-deliveries"
+    # And a stage may allow no kind at all, which it writes back as such
+    none = Settings.from_env({"JOBRUNNER_TARGET_KINDS": "none"})
+    assert none.target_grants.kinds == frozenset()
+    assert Settings.from_env(none.to_environment()) == none
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("JOBRUNNER_TARGET_KINDS", "https,ftp", "JOBRUNNER_TARGET_KINDS: not a kind of target: ftp (expected https, "
+                                            "lambda, sqs or none)"),
+    ("JOBRUNNER_TARGET_LAMBDA_ALLOW", "*,1234", "JOBRUNNER_TARGET_LAMBDA_ALLOW: '1234' is neither *, a 12-digit "
+                                                "account id nor a function ARN"),
+    ("JOBRUNNER_TARGET_SQS_ALLOW", "https://example.com/q", "JOBRUNNER_TARGET_SQS_ALLOW: 'https://example.com/q' "
+                                                            "is neither *, a 12-digit account id nor a queue URL"),
+    ("JOBRUNNER_TARGET_ADDRESS_ALLOW", "10.0.0.1/8", "JOBRUNNER_TARGET_ADDRESS_ALLOW: not a network in CIDR "
+                                                     "notation: '10.0.0.1/8' (10.0.0.1/8 has host bits set)"),
+    ("JOBRUNNER_DELIVERY_TOPIC", "jobs", "JOBRUNNER_DELIVERY_TOPIC: 'jobs' is a topic jobs may name; the delivery "
+                                         "topic must be another"),
+])
+def test_a_wrong_target_rule_names_its_variable(name: str, value: str, message: str) -> None:
+    with pytest.raises(SettingsError) as wrong:
+        Settings.from_env({name: value})
+    assert str(wrong.value) == message
 
 
 def test_only_the_given_variables_are_written_when_asked() -> None:

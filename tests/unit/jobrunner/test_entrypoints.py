@@ -12,10 +12,12 @@ from opentelemetry.trace import SpanKind
 
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
+from jobrunner.adapters.deliverers.memory import MemoryDeliverer
 from jobrunner.adapters.invokers.memory import RecordingInvoker
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.adapters.webhook_secrets.memory import MemoryWebhookSecrets
 from jobrunner.config import Settings
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger
@@ -24,8 +26,8 @@ from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.spec import JobSpec, RetryPolicy
-from jobrunner.entrypoints import parse_report, run_results
-from jobrunner.ports import Completion
+from jobrunner.entrypoints import parse_report, run_delivery, run_results
+from jobrunner.ports import Answered, Completion
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
 from tests.support.spans import ids, parent
@@ -86,9 +88,22 @@ def test_parses_what_our_worker_sends(fails: bool) -> None:
          WorkerReport("e-1", "job-1", False, cancelled=True)),
         ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "cancelled": True},
          WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retryable": False},
+         WorkerReport("e-1", "job-1", False, retryable=False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retryable": "no"},
+         WorkerReport("e-1", "job-1", False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "SUCCESS", "retryable": False},
+         WorkerReport("e-1", "job-1", True)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": 30},
+         WorkerReport("e-1", "job-1", False, retry_after=timedelta(seconds=30))),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": "30"},
+         WorkerReport("e-1", "job-1", False)),
+        ({"execution_id": "e-1", "job_id": "job-1", "status": "FAILED", "retry_after_s": -1},
+         WorkerReport("e-1", "job-1", False)),
     ],
     ids=["success", "failure", "failure-with-error", "lowercase-status", "unknown-field", "offset-and-attempt",
-         "cancelled", "cancelled-but-succeeded"],
+         "cancelled", "cancelled-but-succeeded", "not-retryable", "retryable-not-a-bool", "not-retryable-success",
+         "retry-after", "retry-after-text", "retry-after-negative"],
 )
 def test_parses_the_minimal_form_of_the_design(message: dict[str, Any], expected: WorkerReport) -> None:
     assert parse_report(json.dumps(message).encode()) == expected
@@ -273,6 +288,60 @@ def test_run_results_skips_a_poison_message_and_applies_the_rest(container: Cont
     assert run_results(msk_event([poison, worker_result(to_succeed, False)])) == {
         "ignored_malformed": 1, "succeeded": 1,
     }
+
+
+# -- run_delivery -----------------------------------------------------------------------------------------
+
+
+def test_run_delivery_delivers_a_batch_and_its_results_end_the_executions(
+    monkeypatch: pytest.MonkeyPatch, clock: ManualClock
+) -> None:
+    # Given two published executions of jobs with a target, one whose endpoint answers 404
+    monkeypatch.setattr(wiring, "_container", None)
+    deliverer = MemoryDeliverer()
+    services = Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=clock, deliverer=deliverer,
+        webhook_secrets=MemoryWebhookSecrets(),
+    )
+    wiring.install(services)
+    good, to_deliver = published(services, max_retries=3)
+    gone, to_fail = published(services, max_retries=3)
+    deliverer.script("https://hooks.example.com/gone", Answered(404, b"no such hook"))
+    clock.set(FIRE + timedelta(seconds=1))
+    # When the delivery function gets them (and a message that is no delivery), then the results function
+    # gets what it published
+    event = msk_event([json.dumps({**to_deliver, "target": {"https": {"url": "https://hooks.example.com/ok"}}})
+                       .encode(), b"garbage"],
+                      [json.dumps({**to_fail, "target": {"https": {"url": "https://hooks.example.com/gone"}}})
+                       .encode()])
+    assert run_delivery(event) == {"delivered": 1, "failed_permanent": 1, "ignored_malformed": 1}
+    publisher = services.publisher
+    assert isinstance(publisher, MemoryPublisher)
+    results = [m.value for m in publisher.sent if m.topic == "job-results"]
+    outcomes = run_results(msk_event([json.dumps(value).encode() for value in results]))
+    # Then one succeeded, and the other is dead-lettered at once, its retries notwithstanding
+    assert outcomes == {"succeeded": 1, "dead_lettered": 1}
+    assert [m.value["error"] for m in publisher.sent if m.topic == "job-dlq"] == ["HTTP 404: no such hook"]
+    assert {good.job_id, gone.job_id} == {value["job_id"] for value in results}
+
+
+def test_run_delivery_makes_no_call_that_could_outlast_the_invocation(
+    monkeypatch: pytest.MonkeyPatch, clock: ManualClock
+) -> None:
+    monkeypatch.setattr(wiring, "_container", None)
+    deliverer = MemoryDeliverer()
+    services = Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=MemoryPublisher(),
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=clock, deliverer=deliverer,
+        webhook_secrets=MemoryWebhookSecrets(),
+    )
+    wiring.install(services)
+    _, message = published(services)
+    event = msk_event([json.dumps({**message, "target": {"https": {"url": "https://hooks.example.com/"}}}).encode()])
+    # 12 s left, 10 of them kept to publish: a call of up to 11 s (the 10 s default timeout) is not started
+    assert run_delivery(event, remaining_ms=12_000) == {"not_attempted_out_of_time": 1}
+    assert deliverer.calls == []
 
 
 def test_lateness_sample_keeps_the_extremes_and_spreads_evenly() -> None:

@@ -25,7 +25,7 @@ from jobrunner.services.jobs import CountedQuotas, KeptChangeLog, NoChangeLog, N
 from jobrunner.services.results import WorkerReport
 from jobrunner.services.scan import ScanRules
 from jobrunner.services.tick import TickRules
-from jobrunner.wiring import IDLE_END, Container
+from jobrunner.wiring import IDLE_END, Container, build_deliverer, build_webhook_secrets
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -159,6 +159,7 @@ def test_without_overrides_the_scan_and_the_tick_follow_the_settings_alone() -> 
                          invoker=RecordingInvoker(), clock=ManualClock(NOW))
     # Then what the settings name is theirs, and every other rule is the rules' own default
     assert services.scans._rules == ScanRules(segment_count=3, topics=settings.topic_grants, dead_letter_topic="dead",
+                                              targets=settings.target_grants,
                                               result_key=b"k", idle_end=IDLE_END)
     assert services.ticks._rules == TickRules(segment_count=3, initial_lookback=4 * MINUTE)
 
@@ -172,6 +173,7 @@ def test_the_rules_no_setting_names_reach_the_scan_and_the_tick_through_their_ov
                          tick_rules=lambda rules: replace(rules, max_catch_up=3))
     # Then the services built have those rules, on top of the settings' ones
     assert services.scans._rules == ScanRules(segment_count=2, topics=settings.topic_grants, result_key=b"k",
+                                              targets=settings.target_grants,
                                               idle_end=IDLE_END, fair_window=5)
     assert services.ticks._rules == TickRules(segment_count=2, max_catch_up=3)
 
@@ -200,6 +202,7 @@ def test_the_outcomes_place_a_retry_with_the_jitter_given(jitter: float) -> None
 @pytest.mark.parametrize(("function", "drivers"), [
     ("api", {"cassandra.cluster"}), ("scan", {"cassandra.cluster", "kafka"}),
     ("results", {"cassandra.cluster", "kafka"}), ("tick", set()), ("reconcile", {"cassandra.cluster"}),
+    ("delivery", {"kafka"}),
 ])
 def test_a_function_loads_the_drivers_it_uses_at_init_and_no_other(function: str, drivers: set[str]) -> None:
     import os
@@ -245,3 +248,44 @@ def test_the_change_log_and_the_calendars_go_on_the_session_given_with_a_store_a
     beside = Container(settings, store=MemoryJobStore(), session=session)  # type: ignore[arg-type]
     assert isinstance(beside.changes, CassandraChangeLog) and isinstance(beside.calendars, CassandraCalendarStore)
     assert beside.session is session
+
+
+def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addresses_against_the_allow_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jobrunner.adapters.deliverers.https import HttpsDeliverer
+    from jobrunner.adapters.deliverers.routing import RoutingDeliverer
+    from jobrunner.adapters.webhook_secrets.memory import MemoryWebhookSecrets
+    from jobrunner.domain.targets import HttpsTarget
+    from jobrunner.ports import AddressRefused, DeliveryCall
+
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    settings = {"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.0/8", "JOBRUNNER_DELIVERY_TENANT_CONCURRENCY": "3"}
+    services = Container(Settings.from_env(settings), store=MemoryJobStore(), publisher=MemoryPublisher(),
+                         leases=MemoryLeaseStore(), clock=ManualClock(datetime(2026, 11, 22, tzinfo=UTC)))
+    deliverer = build_deliverer(services)
+    assert isinstance(deliverer, RoutingDeliverer)
+    https = deliverer._of(HttpsTarget)
+    assert isinstance(https, HttpsDeliverer) and deliverer._of(HttpsTarget) is https
+    # loopback is not in this stage's allow-list: refused before any connection
+    refused = deliverer.deliver(DeliveryCall(HttpsTarget("https://127.0.0.1:9/").checked(), b""))
+    assert isinstance(refused, AddressRefused) and refused.reason == "a loopback address"
+    assert isinstance(build_webhook_secrets(services), MemoryWebhookSecrets)  # off Lambda: in memory
+    assert services.delivery._rules.tenant_concurrency == 3
+
+
+def test_in_lambda_the_webhook_secrets_are_in_secrets_manager_under_the_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jobrunner.adapters.webhook_secrets.secretsmanager import SecretsManagerWebhookSecrets
+
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "jobrunner-delivery")
+    services = Container(Settings.from_env({"JOBRUNNER_WEBHOOK_SECRET_PREFIX": "prod/hooks/"}),
+                         store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore())
+    secrets = build_webhook_secrets(services)
+    assert isinstance(secrets, SecretsManagerWebhookSecrets) and secrets.secret_name("alice") == "prod/hooks/alice"
+
+
+def test_a_target_address_allow_list_that_is_no_cidr_is_refused() -> None:
+    from jobrunner.config import SettingsError
+
+    with pytest.raises(SettingsError, match="JOBRUNNER_TARGET_ADDRESS_ALLOW"):
+        Settings.from_env({"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.1/8"})

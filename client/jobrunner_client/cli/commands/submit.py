@@ -1,5 +1,5 @@
-"""``jobrunner submit``: one schedule option (or a ``--json`` body), a payload and delivery options, as a
-``POST /jobs`` body.
+"""``jobrunner submit``: one schedule option (or a ``--json`` body), a payload and delivery options (a topic,
+or a target: an https URL, a Lambda function or an SQS queue), as a ``POST /jobs`` body.
 
 Typer reads the parameter annotations at run time: no ``from __future__ import annotations`` here.
 """
@@ -55,12 +55,30 @@ def submit(
     catch_up_window: Annotated[int | None, typer.Option(help="replay only the missed fires of the last this many "
                                                              "seconds")] = None,
     catch_up_most: Annotated[int | None, typer.Option(help="replay only the latest this many missed fires")] = None,
+    target_url: Annotated[str | None, typer.Option(help="deliver each execution to this https URL (a signed "
+                                                        "webhook) instead of a topic's workers",
+                                                   rich_help_panel="Target (instead of a topic)")] = None,
+    target_method: Annotated[str | None, typer.Option(help="with --target-url: POST (default), PUT, PATCH, GET or "
+                                                           "DELETE",
+                                                      rich_help_panel="Target (instead of a topic)")] = None,
+    target_header: Annotated[list[str] | None, typer.Option(help="with --target-url: a Name=value header to send "
+                                                                 "(repeat for more)",
+                                                            rich_help_panel="Target (instead of a topic)")] = None,
+    target_timeout: Annotated[int | None, typer.Option(help="with --target-url: seconds a call may take (1-30, "
+                                                            "default 10)",
+                                                       rich_help_panel="Target (instead of a topic)")] = None,
+    target_lambda: Annotated[str | None, typer.Option(help="invoke this Lambda function ARN with each execution",
+                                                      rich_help_panel="Target (instead of a topic)")] = None,
+    target_sqs: Annotated[str | None, typer.Option(help="send each execution to this SQS queue URL",
+                                                   rich_help_panel="Target (instead of a topic)")] = None,
+    target_group_id: Annotated[str | None, typer.Option(help="with --target-sqs: the message group id (FIFO queues)",
+                                                        rich_help_panel="Target (instead of a topic)")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="the same key never makes a second job")] = None,
     body: Annotated[str | None, typer.Option("--json", help="a whole POST /jobs body (text, @file or -); the "
                                                             "other options override its fields")] = None,
     output: OutputOption = None,
 ) -> None:
-    """Submit a job: one schedule option, a payload, and delivery options."""
+    """Submit a job: one schedule option, a payload, and delivery options (a topic's workers, or a target)."""
     session = current()
     now = session.deps.now()
     request = json_body(body)
@@ -84,6 +102,13 @@ def submit(
     merge(request, "tags", dict(tag_of(text) for text in tag or []))
     merge(request, "backoff", {"initial_delay_s": backoff_initial, "multiplier": backoff_multiplier,
                                "max_delay_s": backoff_max})
+    target = target_of(url=target_url, method=target_method, headers=target_header, timeout=target_timeout,
+                       function=target_lambda, queue=target_sqs, group=target_group_id)
+    if target is not None:
+        if topic is not None:
+            raise UsageError("a job with a target has no topic: give --topic or a target, not both")
+        request["target"] = target
+        request.pop("topic", None)  # a --json body's topic gives way to the target the options name
     show_submitted(session, session.client().submit(request), output)
 
 
@@ -123,6 +148,36 @@ def merge(request: dict[str, Any], name: str, options: dict[str, Any]) -> None:
     fields = given(options)
     if fields:
         request[name] = {**request.get(name, {}), **fields}
+
+
+def target_of(*, url: str | None, method: str | None, headers: list[str] | None, timeout: int | None,
+              function: str | None, queue: str | None, group: str | None) -> dict[str, Any] | None:
+    """The ``target`` the options give (the API checks its rules), or None when they give none; options that
+    do not go together are refused."""
+    kinds = given({"--target-url": url, "--target-lambda": function, "--target-sqs": queue})
+    if len(kinds) > 1:
+        raise UsageError(f"give one target, not {' and '.join(kinds)}")
+    if (method or headers or timeout is not None) and url is None:
+        raise UsageError("--target-method, --target-header and --target-timeout go with --target-url")
+    if group is not None and queue is None:
+        raise UsageError("--target-group-id goes with --target-sqs")
+    if url is not None:
+        https = given({"url": url, "method": method, "timeout_s": timeout})
+        if headers:
+            https["headers"] = dict(header_of(text) for text in headers)
+        return {"https": https}
+    if function is not None:
+        return {"lambda": {"function_arn": function}}
+    if queue is not None:
+        return {"sqs": given({"queue_url": queue, "message_group_id": group})}
+    return None
+
+
+def header_of(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise typer.BadParameter(f"{text!r} is not Name=value", param_hint="--target-header")
+    return name.strip(), value.strip()
 
 
 def tag_of(text: str) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import schedule_from_dict
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.spec import JobSpec, RetryPolicy
+from jobrunner.domain.targets import HttpsTarget, LambdaTarget, SqsTarget
 from jobrunner.domain.time import utc
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ _IN_POLICIES: dict[str, Callable[[Any], Any]] = {
     "overlap": Overlap,
     "catch_up": CatchUp.from_dict,
     "description": str,
+    "target": lambda shape: _target(shape),
 }
 #: A spec that leaves every one out.
 _DEFAULTS = JobSpec(schedule=None, payload=None)  # type: ignore[arg-type]
@@ -151,6 +153,17 @@ def policies_from_column(text: str | None) -> dict[str, Any]:
     policies = json.loads(text) if text else {}
     return {name: read(policies[name]) if name in policies else getattr(_DEFAULTS, name)
             for name, read in _IN_POLICIES.items()}
+
+
+_TARGETS: dict[str, type[HttpsTarget] | type[LambdaTarget] | type[SqsTarget]] = {
+    "https": HttpsTarget, "lambda": LambdaTarget, "sqs": SqsTarget}
+
+
+def _target(shape: dict[str, dict[str, Any]]) -> HttpsTarget | LambdaTarget | SqsTarget:
+    """A stored target, read as written and not checked again: a rule made stricter later must not make a job
+    unreadable (what the stage no longer allows, the scan dead-letters)."""
+    [(kind, fields)] = shape.items()
+    return _TARGETS[kind](**fields)
 
 
 def _tags(job: Job) -> str | None:

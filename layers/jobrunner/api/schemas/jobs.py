@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, JsonValue, StrictBool
 
 from jobrunner.api.schedules import ScheduleIn
 from jobrunner.api.schemas.common import Payload, Strict, Tags
+from jobrunner.api.schemas.targets import TargetIn, TargetShape, target_of
 from jobrunner.domain.jobs import Job, JobStatus
 from jobrunner.domain.policies import MAX_CATCH_UP_FIRES, MAX_CATCH_UP_WINDOW_S, CatchUp, Overlap
 from jobrunner.domain.spec import (
@@ -72,13 +73,18 @@ _DELETE_AFTER_LAST = (
 )
 
 
+_TARGET = (
+    "where its executions are delivered instead of a topic's workers: exactly one of https, lambda or sqs "
+    "(docs/targets.md); a job with a target has no topic"
+)
 _DESCRIPTION = f"a note on the job in your words (what it is for, who to ask), at most {MAX_DESCRIPTION} characters"
 
 
 class JobIn(Strict):
     schedule: ScheduleIn
     payload: Payload = Field(default_factory=dict, description="any JSON value, size-limited")
-    topic: str | None = Field(None, min_length=1, max_length=249, description="an allowed topic; default jobs")
+    topic: str | None = Field(None, min_length=1, max_length=249,
+                              description="an allowed topic; default jobs; none with a target")
     max_retries: int = Field(0, ge=0, le=MAX_RETRIES, description="retries after the first attempt fails")
     backoff: BackoffIn | None = None
     timeout_s: int | None = Field(None, ge=1, le=MAX_TIMEOUT_S, description="an execution not reported by then fails")
@@ -103,6 +109,7 @@ class JobIn(Strict):
     overlap: OverlapName = Field("allow_all", description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy; none: replay every missed fire")
     description: str | None = Field(None, max_length=MAX_DESCRIPTION, description=_DESCRIPTION)
+    target: TargetIn | None = Field(None, description=_TARGET)
     idempotency_key: str | None = Field(
         None,
         min_length=1,
@@ -129,6 +136,7 @@ _TO_SPEC: dict[str, Callable[[Any], Any]] = {
     "tags": lambda tags: tags or {},
     "overlap": Overlap,
     "catch_up": lambda catch_up: catch_up.policy() if catch_up is not None else CatchUp(),
+    "target": lambda target: target_of(target) if target is not None else None,
 }
 
 
@@ -146,7 +154,8 @@ class JobPatchIn(Strict):
 
     schedule: ScheduleIn | None = None
     payload: Payload = None
-    topic: str | None = Field(None, min_length=1, max_length=249)
+    topic: str | None = Field(None, min_length=1, max_length=249,
+                              description="not with a target (remove it, null, to name a topic)")
     max_retries: int | None = Field(None, ge=0, le=MAX_RETRIES)
     backoff: BackoffIn | None = None
     timeout_s: int | None = Field(None, ge=1, le=MAX_TIMEOUT_S)
@@ -166,6 +175,9 @@ class JobPatchIn(Strict):
     overlap: OverlapName | None = Field(None, description=_OVERLAP)
     catch_up: CatchUpIn | None = Field(None, description="the misfire policy, replacing the job's ({}: replay all)")
     description: str | None = Field(None, max_length=MAX_DESCRIPTION, description="null to remove; " + _DESCRIPTION)
+    target: TargetIn | None = Field(None, description=(
+        "null to remove (its executions then go to the topic given, or the default one); setting one removes "
+        "the job's topic; " + _TARGET))
 
     def to_change(self) -> SpecChange:
         """The spec's fields this body names (``model_fields_set``), to apply to the job as its change reads it. A
@@ -190,7 +202,7 @@ class JobPatchIn(Strict):
 
 
 #: The fields of a PATCH whose null removes what the job has ("null to remove"); a null elsewhere changes nothing.
-NULL_CLEARS = frozenset({"payload", "timeout_s", "jitter_s", "calendar", "description"})
+NULL_CLEARS = frozenset({"payload", "timeout_s", "jitter_s", "calendar", "description", "target"})
 
 
 class ResumeIn(Strict):
@@ -208,7 +220,7 @@ class JobOut(BaseModel):
     status: str
     schedule: dict[str, Any]
     payload: JsonValue
-    topic: str
+    topic: str | None = Field(description="null for a job with a target")
     max_retries: int
     backoff: BackoffIn
     timeout_s: int | None
@@ -219,6 +231,7 @@ class JobOut(BaseModel):
     overlap: str = "allow_all"
     catch_up: dict[str, int] = Field(default_factory=dict, description="{}: every missed fire is replayed")
     description: str | None = None
+    target: TargetShape | None = Field(None, description="where its executions are delivered (null: its topic)")
     remaining_fires: int | None = Field(
         None,
         description=(

@@ -13,12 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-from jobrunner.domain.retry import retry_delay
-
-if TYPE_CHECKING:
-    from jobrunner.domain.spec import RetryPolicy
 
 #: The longest excerpt of an answer's body kept in an execution's error, in characters.
 MAX_EXCERPT = 512
@@ -148,14 +142,3 @@ def parse_retry_after(value: str, now: datetime) -> timedelta | None:
     if when.tzinfo is None:  # an HTTP date is always GMT
         when = when.replace(tzinfo=UTC)
     return max(timedelta(0), when - now)
-
-
-def next_attempt_delay(policy: RetryPolicy, failed_attempt: int, jitter: float,
-                       retry_after: timedelta | None) -> timedelta:
-    """The wait before the attempt after ``failed_attempt``: the job's backoff (``retry.retry_delay``),
-    lengthened to the target's ``Retry-After`` if it asked for more, but never past the job's ``max_delay_s``:
-    a target cannot make a job retry sooner than its policy, nor later than its bounds."""
-    backoff = retry_delay(policy, failed_attempt, jitter)
-    if retry_after is None:
-        return backoff
-    return max(backoff, min(retry_after, timedelta(seconds=policy.max_delay_s)))

@@ -1,5 +1,5 @@
-"""The checks of a job's fields that need the tenant, on submit and on a PATCH: its topic, payload and calendar (the
-rules a spec keeps on its own are ``JobSpec.checked``)."""
+"""The checks of a job's fields that need the tenant or the stage, on submit and on a PATCH: its topic or its
+target, its payload and calendar (the rules a spec keeps on its own are ``JobSpec.checked``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import Forbidden, InvalidField
 from jobrunner.domain.limits import payload_refusal
+from jobrunner.domain.targets.templates import KEYWORDS, unknown_keywords
 from jobrunner.ports import CalendarStore
 from jobrunner.services.calendars import check_calendar
 
 if TYPE_CHECKING:
     from jobrunner.domain.calendars import Calendar
+    from jobrunner.domain.spec import JobSpec
     from jobrunner.services.jobs.models import JobRules
 
 
@@ -51,6 +53,14 @@ class JobChecks:
                             else "no topic is granted to this tenant")
         return chosen
 
+    def route(self, user_id: str, spec: JobSpec) -> str | None:
+        """The topic ``spec``'s executions go to, checked: the one it names or the tenant's default (``topic``);
+        None for a job with a target, once the stage allows the target (``InvalidField`` naming it otherwise)."""
+        if spec.target is not None:
+            self._rules.targets.check(spec.target)
+            return None
+        return self.topic(user_id, spec.topic)
+
     def payload_limit(self, user_id: str) -> int:
         """The largest payload (serialized, in bytes) the tenant may give a job: the lower of the deployment's
         and its own limit."""
@@ -60,6 +70,15 @@ class JobChecks:
         refusal = payload_refusal(payload, self.payload_limit(user_id))
         if refusal is not None:
             raise InvalidField("payload", refusal)
+
+    @staticmethod
+    def keywords(spec: JobSpec) -> None:
+        """A job with a target uses only the context keywords its delivery substitutes in its payload
+        (``domain.targets.templates``): an unknown ``<jobrunner.NAME>`` is a wrong payload, named in the
+        reason. A worker's job keeps such text as written."""
+        if spec.target is not None and (unknown := unknown_keywords(spec.payload)):
+            known = ", ".join(f"<jobrunner.{name}>" for name in KEYWORDS)
+            raise InvalidField("payload", f"{unknown[0]} is not a context keyword; known: {known}")
 
     def calendar(self, user_id: str, name: str | None, recurring: bool) -> None:
         """``services.calendars.check_calendar`` on the tenant's calendars (one read, for a job that names one)."""

@@ -158,13 +158,17 @@ class Commands(JobWriter):
         schedule, the next run it plans."""
         self._check_not_cancelled(job)
         spec = change.applied_to(job.spec)
-        if "topic" in change:
-            spec = replace(spec, topic=self._checks.topic(job.user_id, spec.topic))
+        if "topic" in change or "target" in change:
+            spec = replace(spec, topic=self._checks.route(job.user_id, spec))
         if "payload" in change:
             self._checks.payload(job.user_id, spec.payload)
+        if "payload" in change or "target" in change:
+            self._checks.keywords(spec)
         if "calendar" in change or (spec.calendar is not None and "schedule" in change):
             self._checks.calendar(job.user_id, spec.calendar, spec.schedule.recurring)
-        named = {name: getattr(spec, name) for name in change.named}
+        # a target given or removed moves the job from its topic or to one (``SpecChange.applied_to``)
+        names = set(change.named) | ({"topic"} if "target" in change else set())
+        named = {name: getattr(spec, name) for name in names}
         if "schedule" not in change:
             return named  # the planned rows and the next run stay as they are
         schedule = anchor(spec.schedule, now)

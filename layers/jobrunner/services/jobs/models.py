@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.target_grants import TargetGrants
 from jobrunner.domain.topics import TopicGrants
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ class JobRules:
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     #: Per-tenant limits (``domain.limits``); the payload bound is the lower of theirs and the one above.
     limits: TenantLimits = field(default_factory=TenantLimits)
+    #: Which targets a job may name (``domain.target_grants``); by default every kind, no function nor queue.
+    targets: TargetGrants = field(default_factory=TargetGrants)
 
 
 @dataclass(frozen=True)

@@ -95,11 +95,11 @@ class Submissions(JobWriter):
 
     def _check_many(
         self, user_id: str, items: Sequence[tuple[JobSpec, str | None]], now: datetime,
-    ) -> tuple[list[str], list[InvalidField]]:
+    ) -> tuple[list[str | None], list[InvalidField]]:
         """What is wrong with each of a batch's jobs, each error named by its item (``jobs.3.payload``), so that
         a batch refused for one wrong job names every other wrong field too. A topic not granted raises
         ``Forbidden`` (403), naming its item."""
-        topics: list[str] = []
+        topics: list[str | None] = []
         wrong: list[InvalidField] = []
         for index, (new, key) in enumerate(items):
             try:
@@ -110,17 +110,18 @@ class Submissions(JobWriter):
                 raise Forbidden(f"jobs.{index}.{exc.field}", exc.reason) from exc
         return topics, wrong
 
-    def _validate(self, user_id: str, new: JobSpec, now: datetime) -> str:
+    def _validate(self, user_id: str, new: JobSpec, now: datetime) -> str | None:
         """Check ``new`` as submitted at ``now`` (nothing written; its calendar, if it names one, read); returns
-        its topic."""
-        topic = self._checks.topic(user_id, new.topic)
+        its topic (None for a job with a target)."""
+        topic = self._checks.route(user_id, new)
         self._checks.payload(user_id, new.payload)
         new.checked()
+        self._checks.keywords(new)
         self._checks.calendar(user_id, new.calendar, new.schedule.recurring)
         self._build(user_id, str(uuid.uuid4()), new, topic, now)
         return topic
 
-    def _validate_keyed(self, user_id: str, new: JobSpec, idempotency_key: str | None, now: datetime) -> str:
+    def _validate_keyed(self, user_id: str, new: JobSpec, idempotency_key: str | None, now: datetime) -> str | None:
         """``_validate``, but a repeat of a request whose key is bound is judged as of the first request's instant:
         the same key answers the same job even once its schedule has no fire after now (#31: a submit answered
         503 after its job landed, retried after the job's last fire, was refused 422 while its job ran). A request
@@ -136,7 +137,8 @@ class Submissions(JobWriter):
             return self._validate(user_id, new, bound.claimed_at)
 
     def _submit_admitted(
-        self, user_id: str, new: JobSpec, topic: str, idempotency_key: str | None, now: datetime, actor: str | None,
+        self, user_id: str, new: JobSpec, topic: str | None, idempotency_key: str | None, now: datetime,
+        actor: str | None,
         trace_parent: str | None,
     ) -> tuple[Job, bool]:
         """``submit``'s steps after validation and the rate: the key's claim, then the write."""
@@ -182,10 +184,10 @@ class Submissions(JobWriter):
         return job, True
 
     @staticmethod
-    def _build(user_id: str, job_id: str, new: JobSpec, topic: str, now: datetime,
+    def _build(user_id: str, job_id: str, new: JobSpec, topic: str | None, now: datetime,
                trace_parent: str | None = None, actor: str | None = None) -> Job:
         """The job ``new`` makes when submitted at ``now`` by ``actor`` (a pure function of its arguments): its
-        schedule anchored at ``now``, its topic the one resolved."""
+        schedule anchored at ``now``, its topic the one resolved (None: it delivers to its target)."""
         schedule = new.schedule
         if isinstance(schedule, At) and schedule.at < now - AT_PAST_TOLERANCE:
             raise InvalidField("schedule.at", "is more than 5 minutes in the past")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from jobrunner.domain.calendars import exclusion_note
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, Trigger
-from jobrunner.domain.messages import cancel_message
+from jobrunner.domain.messages import cancel_message, destination
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.policies import Overlap, SkipReason
 from jobrunner.domain.policy_decisions import (
@@ -207,7 +207,8 @@ class FireGate:
         assert previous.execution_id is not None and previous.at is not None
         key, value, headers = cancel_message(job, previous.execution_id, previous.at, previous.attempt,
                                              row.scheduled_at)
-        message = OutboundMessage(topic=job.spec.topic or "", key=key, value=value, headers=headers)
+        message = OutboundMessage(topic=destination(job, self._rules.delivery_topic), key=key, value=value,
+                                  headers=headers)
         try:
             self._publisher.publish([message], timeout_s=self._rules.publish_timeout.total_seconds())
         except PublishError as exc:

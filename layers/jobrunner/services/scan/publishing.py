@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionStatus, Lane, Trigger
-from jobrunner.domain.messages import execution_message
+from jobrunner.domain.messages import destination, execution_message
 from jobrunner.domain.publication import ENDED, planned_ahead, publishable, row_identity, started_record
 from jobrunner.domain.receipts import result_token
 from jobrunner.ports import OutboundMessage, Outcome, PublishError
@@ -73,7 +73,7 @@ class Publishing:
     ) -> tuple[list[tuple[ScheduledExecution, Job]], list[ScheduledExecution]]:
         """Sort due rows (their jobs read) into those to publish, with their jobs, and the stale ones; a row
         whose job or version has not landed yet waits (then is settled by reading), a replay whose result is in
-        is only completed, and a row whose topic is no longer allowed is dead-lettered."""
+        is only completed, and a row whose topic or target is no longer allowed is dead-lettered."""
         live: list[tuple[ScheduledExecution, Job]] = []
         stale: list[ScheduledExecution] = []
         for row in rows:
@@ -99,11 +99,22 @@ class Publishing:
                 # landed late (#31): the result is in, only the completion is left
                 part.report.replays_skipped += 1
                 part.completions.add(row, job, ended=True)
-            elif self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.spec.topic or ""):
-                self._dead_letter(part, row, job, f"topic {job.spec.topic or ''!r} is no longer allowed for its tenant")
+            elif (refused := self._no_longer_allowed(job)) is not None:
+                self._dead_letter(part, row, job, refused)
             else:
                 live.append((row, job))
         return live, stale
+
+    def _no_longer_allowed(self, job: Job) -> str | None:
+        """Why ``job``'s executions may no longer go where they go (its target, or its topic for its tenant), or
+        None: the deployment's rules changed since the job was submitted."""
+        target = job.spec.target
+        if target is not None:
+            refusal = self._rules.targets.refusal(target) if self._rules.targets is not None else None
+            return f"target no longer allowed: {refusal}" if refusal is not None else None
+        if self._rules.topics is not None and not self._rules.topics.permits(job.user_id, job.spec.topic or ""):
+            return f"topic {job.spec.topic or ''!r} is no longer allowed for its tenant"
+        return None
 
     def _landed_by_now(self, part: Partition, row: ScheduledExecution, now: datetime) -> Job | Literal[False] | None:
         """A row planned by a change whose compare-and-set on the job has not shown yet (a change writes its rows
@@ -170,7 +181,8 @@ class Publishing:
             token = result_token(self._rules.result_key, tenant=row.user_id, execution_id=row.execution_id,
                                  attempt=row.attempt)
             key, value, headers = execution_message(job, row, token)
-            messages.append(OutboundMessage(topic=job.spec.topic or "", key=key, value=value, headers=headers,
+            messages.append(OutboundMessage(topic=destination(job, self._rules.delivery_topic), key=key, value=value,
+                                            headers=headers,
                                             parent_trace=job.trace_parent))
         failed: dict[int, str] = {}
         refused: set[int] = set()
@@ -193,8 +205,9 @@ class Publishing:
         """A row whose publish failed: dead-lettered once the broker refused it enough, else tried again later."""
         failures = part.failures
         tries, refusals = failures.failed(row, refused=refused, shared=shared)
-        if refusals >= failures.enough(job.spec.topic or "", self._rules.max_publish_attempts):
-            failures.refusing_topics.add(job.spec.topic or "")
+        topic = destination(job, self._rules.delivery_topic)
+        if refusals >= failures.enough(topic, self._rules.max_publish_attempts):
+            failures.refusing_topics.add(topic)
             self._dead_letter(part, row, job, f"refused {refusals} times: {error}")
         else:
             assert part.retry_at is not None

@@ -10,6 +10,7 @@ from jobrunner.domain.placement import SETTLE
 from jobrunner.ports import HistoryStore, JobStore, ScheduledRowStore
 
 if TYPE_CHECKING:
+    from jobrunner.domain.target_grants import TargetGrants
     from jobrunner.domain.topics import TopicGrants
 
 
@@ -49,6 +50,11 @@ class ScanRules:
     #: Topics a row's tenant may still publish to (None: any); a row for another is dead-lettered at once
     #: (the topic left the deployment's allowed list, or the tenant's grant was taken back).
     topics: TopicGrants | None = None
+    #: Where the executions of jobs with a target go, for the delivery function (no topic grant applies to it).
+    delivery_topic: str = "job-deliveries"
+    #: Targets a row's job may still be delivered to (None: any); a row for another is dead-lettered at once (the
+    #: stage stopped allowing its kind, or took its function or queue off the allow-list).
+    targets: TargetGrants | None = None
     dead_letter_topic: str = "job-dlq"
     #: The key that signs each message's result token (``domain.receipts``); the results function checks it.
     result_key: bytes = b""

@@ -6,8 +6,10 @@ from datetime import timedelta
 from itertools import pairwise
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from jobrunner.domain.retry import retry_delay, should_retry
+from jobrunner.domain.retry import next_attempt_delay, retry_delay, should_retry
 from jobrunner.domain.spec import RetryPolicy
 
 POLICY = RetryPolicy(max_retries=5, initial_delay_s=10.0, multiplier=2.0, max_delay_s=300.0)
@@ -64,3 +66,19 @@ def test_with_two_retries_three_attempts_run() -> None:
     while should_retry(policy, attempts[-1]):
         attempts.append(attempts[-1] + 1)
     assert attempts == [1, 2, 3]
+
+
+def test_retry_after_lengthens_the_backoff_within_the_jobs_bounds() -> None:
+    backoff = retry_delay(POLICY, 1, 0.5)  # 7.5 s
+    assert next_attempt_delay(POLICY, 1, 0.5, None) == backoff
+    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(seconds=60)) == timedelta(seconds=60)
+    # never sooner than the job's own backoff
+    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(seconds=1)) == backoff
+    # never later than the job's max_delay_s
+    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(days=2)) == timedelta(seconds=300)
+
+
+@given(st.integers(1, 20), st.floats(0, 0.999), st.integers(0, 10**6))
+def test_the_delay_stays_within_the_backoff_and_the_cap(failed_attempt: int, jitter: float, asked_s: int) -> None:
+    delay = next_attempt_delay(POLICY, failed_attempt, jitter, timedelta(seconds=asked_s))
+    assert retry_delay(POLICY, failed_attempt, jitter) <= delay <= timedelta(seconds=POLICY.max_delay_s)

@@ -23,6 +23,7 @@ from jobrunner.domain.jobs import Job
 from jobrunner.domain.policies import CatchUp, Overlap
 from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.spec import SPEC_FIELDS, JobSpec, RetryChange, RetryPolicy, SpecChange
+from jobrunner.domain.targets import HttpsTarget, LambdaTarget
 
 T0 = datetime(2026, 11, 22, 10, tzinfo=UTC)
 #: Every field of the spec, each not its default (``test_full_sets_every_field`` keeps it so).
@@ -32,7 +33,12 @@ FULL = JobSpec(
     calendar="holidays", delete_after_last=True, overlap=Overlap.SKIP, catch_up=CatchUp(window_s=3600, most=2),
     description="the payroll export, ask #payments",
 )
+#: A job delivered to a target has no topic: every field ``FULL`` leaves at its default is set here.
+FULL_TARGET = replace(FULL, topic=None, target=HttpsTarget("https://hooks.example.com/run", "PUT",
+                                                           {"Authorization": "Bearer t"}, 5))
 LEAST = JobSpec(schedule=At(T0), payload=None)
+#: Every field not at its default, in one of the full specs.
+FULLS = [FULL, FULL_TARGET]
 #: The API's names of the spec's fields that the API does not take as they are: the retries are two fields.
 API_NAMES = {"retry": {"max_retries", "backoff"}}
 
@@ -42,8 +48,8 @@ def api_names(spec_fields: tuple[str, ...]) -> set[str]:
 
 
 def test_full_sets_every_field() -> None:
-    unset = [f.name for f in fields(JobSpec) if getattr(FULL, f.name) == getattr(LEAST, f.name)]
-    assert unset == [], "give FULL a value other than the default for each new field"
+    unset = [f.name for f in fields(JobSpec) if all(getattr(full, f.name) == getattr(LEAST, f.name) for full in FULLS)]
+    assert unset == [], "give FULL (or FULL_TARGET) a value other than the default for each new field"
 
 
 @pytest.mark.parametrize("model", [JobIn, JobPatchIn, JobOut])
@@ -51,9 +57,10 @@ def test_every_field_of_the_spec_is_a_field_of_each_api_model(model: type[Any]) 
     assert api_names(SPEC_FIELDS) - set(model.model_fields) == set()
 
 
-def test_every_field_the_codec_writes_is_read_back_on_each_write() -> None:
+@pytest.mark.parametrize("full", FULLS)
+def test_every_field_the_codec_writes_is_read_back_on_each_write(full: JobSpec) -> None:
     # Given a job with every field of its spec set
-    job = Job(user_id="alice", job_id="j1", spec=FULL, created_at=T0, updated_at=T0, version=2)
+    job = Job(user_id="alice", job_id="j1", spec=full, created_at=T0, updated_at=T0, version=2)
     # When it is inserted, or updated by either statement, and read back
     inserted = dict(zip(columns(INSERT_JOB), codec.job_values(job), strict=True))
     for statement, values in ((None, ()), (UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)),
@@ -66,20 +73,21 @@ def test_every_field_the_codec_writes_is_read_back_on_each_write() -> None:
             if statement is UPDATE_JOB_SETTINGS:
                 row["schedule"] = inserted["schedule"]  # a change of settings keeps the schedule
         # Then the spec read is the spec written
-        assert codec.job_from_row(SimpleNamespace(**row)).spec == FULL, statement
+        assert codec.job_from_row(SimpleNamespace(**row)).spec == full, statement
 
 
-def test_a_spec_goes_through_the_api_whole() -> None:
+@pytest.mark.parametrize("full", FULLS)
+def test_a_spec_goes_through_the_api_whole(full: JobSpec) -> None:
     # Given the body of a submit asking for every field, as an answer shows a job
-    job = Job(user_id="alice", job_id="j1", spec=FULL, created_at=T0, updated_at=T0)
+    job = Job(user_id="alice", job_id="j1", spec=full, created_at=T0, updated_at=T0)
     shown = json.loads(JobOut.of(job).model_dump_json())
     body = {name: shown[name] for name in api_names(SPEC_FIELDS)}
     # When the API reads it, submitted or as a PATCH of the least job
     submitted = JobIn.model_validate(body).to_spec()
-    patched = JobPatchIn.model_validate(body).to_change().applied_to(replace(LEAST, topic="jobs"))
+    patched = JobPatchIn.model_validate(body).to_change().applied_to(replace(LEAST, topic=full.topic))
     # Then both are the spec shown
-    assert submitted == FULL
-    assert patched == FULL
+    assert submitted == full
+    assert patched == full
 
 
 def test_a_patch_names_only_the_fields_it_holds_and_a_null_clears_only_where_it_means_none() -> None:
@@ -118,6 +126,39 @@ def test_a_spec_checks_its_own_rules_naming_the_field(changes: dict[str, Any], p
     assert (wrong.value.field, wrong.value.reason) == (path, reason)
 
 
+@pytest.mark.parametrize(("changes", "path", "reason"), [
+    ({"target": HttpsTarget("http://hooks.example.com/")}, "target.https.url", "must be an https URL"),
+    ({"target": LambdaTarget("arn:aws:lambda:eu-west-1:123:function:f")}, "target.lambda.function_arn",
+     "must be a Lambda function ARN: arn:aws:lambda:<region>:<12-digit account>:function:<name>[:<version or alias>]"),
+    ({"topic": "reports"}, "topic", "a job with a target has no topic: remove one of them"),
+    ({"overlap": Overlap.CANCEL_OTHER}, "overlap",
+     "cancel_other needs workers that cancel; a target's call cannot be cancelled"),
+])
+def test_a_job_with_a_target_keeps_the_target_rules(changes: dict[str, Any], path: str, reason: str) -> None:
+    with pytest.raises(InvalidField) as wrong:
+        replace(FULL_TARGET, **changes).checked()
+    assert (wrong.value.field, wrong.value.reason) == (path, reason)
+
+
+def test_a_change_that_gives_a_target_removes_the_topic_unless_it_names_one() -> None:
+    # Given a job of a topic's workers
+    assert FULL.topic == "reports"
+    # When a change gives it a target: it has no topic any more
+    moved = SpecChange(target=FULL_TARGET.target).applied_to(FULL)
+    assert (moved.topic, moved.target) == (None, FULL_TARGET.target)
+    # When a change gives both: they are exclusive
+    with pytest.raises(InvalidField, match="topic"):
+        SpecChange(target=FULL_TARGET.target, topic="reports").applied_to(FULL)
+    # When a change names a topic for a job with a target, not removing it: the same
+    with pytest.raises(InvalidField, match="topic"):
+        SpecChange(topic="reports").applied_to(FULL_TARGET)
+    # When a change removes the target and names a topic: the job is its topic's again
+    back = SpecChange(target=None, topic="reports").applied_to(FULL_TARGET)
+    assert (back.topic, back.target) == ("reports", None)
+    # (removing it without naming one leaves no topic: the service gives the tenant's default)
+    assert SpecChange(target=None).applied_to(FULL_TARGET).topic is None
+
+
 def test_a_change_is_checked_by_the_same_rules() -> None:
     with pytest.raises(InvalidField, match="jitter_s"):
         SpecChange(jitter_s=0).applied_to(FULL)
@@ -139,7 +180,8 @@ def test_a_digest_is_the_one_the_same_request_had_before_the_spec(spec: JobSpec,
 
 
 def test_each_field_changes_the_digest() -> None:
-    digests = {replace(LEAST, **{f.name: getattr(FULL, f.name)}).digest() for f in fields(JobSpec)}
+    values = {f.name: getattr(FULL, f.name) for f in fields(JobSpec)} | {"target": FULL_TARGET.target}
+    digests = {replace(LEAST, **{name: value}).digest() for name, value in values.items()}
     assert len(digests | {LEAST.digest()}) == len(SPEC_FIELDS) + 1
 
 

@@ -33,6 +33,7 @@ from jobrunner.domain.placement import LATE_LEAD, LATE_WRITE_WITHIN
 from jobrunner.domain.schedules import At, Cron, Every
 from jobrunner.domain.segments import segment_of
 from jobrunner.domain.spec import JobSpec, RetryChange, RetryPolicy, SpecChange
+from jobrunner.domain.targets import HttpsTarget, LambdaTarget
 from jobrunner.domain.time import minute_bucket
 from jobrunner.domain.topics import TopicGrants
 from jobrunner.ports import IdempotencyClaim, Invoker, ScanRequest
@@ -101,6 +102,59 @@ def test_every_is_stored_anchored_one_interval_after_submission(store: MemoryJob
     assert store.jobs[("alice", job.job_id)].spec.schedule == job.spec.schedule
     [row] = store.rows.values()
     assert row.due_at == job.next_run_at == NOW + timedelta(hours=1)
+
+
+HOOK = HttpsTarget("https://hooks.example.com/run")
+
+
+def test_a_job_with_a_target_is_stored_without_a_topic_even_for_a_tenant_granted_none(
+    store: MemoryJobStore, clock: ManualClock,
+) -> None:
+    # Given a stage whose tenant alice is granted no topic, and which allows https targets only
+    service = memory_container({**SETTINGS, "JOBRUNNER_TENANT_TOPICS": '{"bob": ["jobs"]}',
+                                "JOBRUNNER_TARGET_KINDS": "https"}, clock=clock, store=store).jobs
+    # When alice submits a job with an https target: it is kept with its target and no topic
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}, target=HOOK))[0]
+    assert (store.jobs[("alice", job.job_id)].spec.target, job.spec.topic) == (HOOK, None)
+    # And a lambda target, or a job of a topic's workers, is refused
+    with pytest.raises(InvalidField) as wrong:
+        service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {},
+                                        target=LambdaTarget("arn:aws:lambda:eu-west-1:123456789012:function:f")))
+    assert (wrong.value.field, wrong.value.reason) == ("target", "lambda targets are not allowed here; allowed: https")
+    with pytest.raises(Forbidden):
+        service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {}))
+
+
+def test_a_change_moves_a_job_to_a_target_and_back_to_the_default_topic(service: JobService) -> None:
+    # Given a job of the reports topic
+    job = service.submit("alice", JobSpec(Every(timedelta(hours=1)), {}, topic="reports"))[0]
+    # When a change gives it a target, then another removes it
+    moved = service.change("alice", job.job_id, SpecChange(target=HOOK))
+    back = service.change("alice", job.job_id, SpecChange(target=None))
+    # Then the first has no topic, and the second the default one
+    assert (moved.spec.target, moved.spec.topic) == (HOOK, None)
+    assert (back.spec.target, back.spec.topic) == (None, "jobs")
+
+
+def test_a_job_with_a_target_uses_only_the_context_keywords_its_delivery_knows(service: JobService) -> None:
+    # Given a payload that names an unknown keyword beside a known one
+    payload = {"at": "<jobrunner.scheduled-time>", "n": ["<jobrunner.tries>"]}
+    # When it is submitted with a target: refused, naming the payload and the keyword
+    with pytest.raises(InvalidField) as wrong:
+        service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload, target=HOOK))
+    assert (wrong.value.field, wrong.value.reason) == ("payload", (
+        "<jobrunner.tries> is not a context keyword; known: <jobrunner.execution-id>, <jobrunner.job-id>, "
+        "<jobrunner.scheduled-time>, <jobrunner.attempt>, <jobrunner.trigger>"))
+    # And a worker's job keeps such text as written; given a target by a change, it is refused the same way
+    job = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), payload))[0]
+    assert job.spec.payload == payload
+    with pytest.raises(InvalidField, match="payload"):
+        service.change("alice", job.job_id, SpecChange(target=HOOK))
+    # As is a change of the payload of a job with a target
+    hooked = service.submit("alice", JobSpec(At(NOW + timedelta(hours=1)), {"at": "<jobrunner.attempt>"},
+                                             target=HOOK))[0]
+    with pytest.raises(InvalidField, match="payload"):
+        service.change("alice", hooked.job_id, SpecChange(payload=payload))
 
 
 def test_allowed_topic_is_kept(service: JobService) -> None:

@@ -826,3 +826,41 @@ def test_a_result_delivered_again_re_asserts_a_retry_whose_row_is_missing() -> N
     world.clock.set(retry.bucket - timedelta(seconds=30))
     world.scans.scan(ScanRequest(segment=0, bucket=retry.bucket))
     assert [m.value["attempt"] for m in world.publisher.sent] == [2]
+
+
+# -- failures that say how to retry (a delivery's outcome) ---------------------------------------------------
+
+
+def test_a_failure_that_would_recur_is_dead_lettered_at_once_with_retries_left(
+    world: World, running: tuple[Job, ExecutionRecord]
+) -> None:
+    # Given a job with two retries left, whose attempt failed in a way that would recur (a delivery's 404)
+    job, record = running
+    outcome = world.results.apply(signed(WorkerReport(
+        execution_id=record.execution_id, job_id=job.job_id, success=False, error="HTTP 404: not found",
+        scheduled_at=record.scheduled_at, attempt=1, retryable=False), "alice"))
+    # Then it is dead-lettered now, no retry planned
+    assert outcome == "dead_lettered"
+    assert world.waiting() == []
+    [letter] = world.publisher.sent
+    assert (letter.topic, letter.value["error"]) == ("job-dlq", "HTTP 404: not found")
+
+
+@pytest.mark.parametrize(("retry_after_s", "due_after_s"), [
+    (None, 7.5),   # the job's own backoff (base 10 s, jitter 0.5)
+    (3, 7.5),      # a shorter wait asked for: never sooner than the backoff
+    (60, 60),      # a longer one: honoured
+    (3600, 300),   # beyond the job's max_delay_s: bounded by it
+])
+def test_a_retry_after_lengthens_the_backoff_within_the_jobs_bounds(
+    world: World, running: tuple[Job, ExecutionRecord], retry_after_s: int | None, due_after_s: float
+) -> None:
+    job, record = running
+    now = world.clock.now()
+    wait = timedelta(seconds=retry_after_s) if retry_after_s is not None else None
+    outcome = world.results.apply(signed(WorkerReport(
+        execution_id=record.execution_id, job_id=job.job_id, success=False, error="HTTP 429",
+        scheduled_at=record.scheduled_at, attempt=1, retry_after=wait), "alice"))
+    assert outcome == "retrying"
+    [retry] = world.waiting()
+    assert retry.due_at == now + timedelta(seconds=due_after_s)

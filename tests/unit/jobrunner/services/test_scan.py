@@ -32,7 +32,8 @@ from jobrunner.domain.jobs import (
 from jobrunner.domain.placement import LATE_LEAD, plan_execution
 from jobrunner.domain.receipts import token_fits
 from jobrunner.domain.schedules import At, Every
-from jobrunner.domain.spec import JobSpec, SpecChange
+from jobrunner.domain.spec import JobSpec, RetryPolicy, SpecChange
+from jobrunner.domain.targets import HttpsTarget, LambdaTarget
 from jobrunner.domain.tracing import child_traceparent
 from jobrunner.ports import Invoker, PublishError, ScanRequest
 from jobrunner.services.results import WorkerReport
@@ -553,6 +554,90 @@ def test_a_row_whose_tenant_lost_its_topic_grant_is_dead_lettered_and_others_sti
     assert dead.value["job_id"] == lost.job_id and "no longer allowed for its tenant" in dead.value["error"]
     assert [m.value["job_id"] for m in world.publisher.sent if m.topic == "jobs"] == [kept.job_id]
     assert (report.dead_lettered, report.published) == (1, 1)
+
+
+HOOK = HttpsTarget("https://hooks.example.com/run", headers={"Authorization": "Bearer t"})
+FUNCTION = LambdaTarget("arn:aws:lambda:eu-west-1:123456789012:function:export")
+
+
+def test_a_job_with_a_target_goes_to_the_delivery_topic_with_its_target(world: World) -> None:
+    # Given a job delivered to an HTTPS endpoint and a job of the workers of its topic, due together
+    world.clock.set(SUBMITTED)
+    hooked = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, target=HOOK))[0]
+    worked = world.submit(At(at(17)))
+    # When their partition is scanned
+    report = world.scan()
+    # Then the first goes to the delivery function's topic, its message holding its target, and the other to its
+    # topic as before, with no target
+    sent = {m.value["job_id"]: m for m in world.publisher.sent}
+    assert (sent[hooked.job_id].topic, sent[hooked.job_id].value["target"]) == ("job-deliveries", HOOK.to_dict())
+    assert sent[worked.job_id].topic == "jobs" and "target" not in sent[worked.job_id].value
+    # And both are published executions like any other: recorded RUNNING, with a result token
+    assert world.record(hooked.job_id, at(17)).status is ExecutionStatus.RUNNING
+    assert sent[hooked.job_id].value["result_token"]
+    assert (report.published, report.dead_lettered) == (2, 0)
+
+
+def test_the_delivery_topic_is_the_stages_and_no_topic_grant_applies_to_it(world: World) -> None:
+    # Given a stage whose deliveries go to a topic of its own, and a tenant granted no topic at all
+    world.build({**ONE_SEGMENT, "JOBRUNNER_DELIVERY_TOPIC": "deliveries",
+                 "JOBRUNNER_TENANT_TOPICS": '{"bob": ["jobs"]}'})
+    world.clock.set(SUBMITTED)
+    job = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, target=HOOK))[0]
+    # When its job with a target comes due
+    world.scan()
+    # Then it is delivered through that topic
+    [message] = world.publisher.sent
+    assert (message.topic, message.value["job_id"]) == ("deliveries", job.job_id)
+
+
+def test_a_row_whose_target_is_no_longer_allowed_is_dead_lettered_at_once(world: World) -> None:
+    # Given a job with a Lambda target, then a stage that no longer allows lambda targets
+    world.build({**ONE_SEGMENT, "JOBRUNNER_TARGET_LAMBDA_ALLOW": "123456789012"})
+    world.clock.set(SUBMITTED)
+    gone = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, target=FUNCTION))[0]
+    kept = world.jobs.submit("alice", JobSpec(At(at(18)), {"n": 1}, target=HOOK))[0]
+    world.build({**ONE_SEGMENT, "JOBRUNNER_TARGET_KINDS": "https,sqs", "JOBRUNNER_TARGET_LAMBDA_ALLOW": "*"})
+    # When its partition is scanned
+    report = world.scan()
+    # Then it goes to the dead letters with the reason, and the other target's job is delivered
+    [dead] = [m for m in world.publisher.sent if m.topic == "job-dlq"]
+    assert dead.value["job_id"] == gone.job_id
+    assert dead.value["error"] == ("target no longer allowed: target lambda targets are not allowed here; "
+                                   "allowed: https, sqs")
+    assert world.record(gone.job_id, at(17)).status is ExecutionStatus.FAILED
+    assert [m.value["job_id"] for m in world.publisher.sent if m.topic == "job-deliveries"] == [kept.job_id]
+    assert (report.dead_lettered, report.published) == (1, 1)
+
+
+def test_a_row_whose_function_left_the_allow_list_is_dead_lettered(world: World) -> None:
+    world.build({**ONE_SEGMENT, "JOBRUNNER_TARGET_LAMBDA_ALLOW": "123456789012"})
+    world.clock.set(SUBMITTED)
+    gone = world.jobs.submit("alice", JobSpec(At(at(17)), {"n": 1}, target=FUNCTION))[0]
+    world.build(ONE_SEGMENT)  # the allow-list emptied
+    world.scan()
+    [dead] = world.publisher.sent
+    assert (dead.topic, dead.value["job_id"]) == ("job-dlq", gone.job_id)
+    assert "function_arn is not a function this deployment may invoke" in dead.value["error"]
+
+
+def test_a_retry_of_a_job_with_a_target_goes_to_the_delivery_topic_again(world: World) -> None:
+    # Given a job with a target and a retry left, whose first attempt the delivery reports failed a second later
+    world.clock.set(SUBMITTED)
+    retry = RetryPolicy(max_retries=1, initial_delay_s=10)
+    job = world.jobs.submit("alice", JobSpec(At(at(5)), {"n": 1}, target=HOOK, retry=retry))[0]
+
+    def report_failure() -> None:
+        [first] = world.publisher.sent
+        world.container.results.apply(WorkerReport(first.value["execution_id"], job.job_id, False, "HTTP 503: busy",
+                                                   result_token=first.value["result_token"]))
+
+    world.clock.script = [(at(6), report_failure)]
+    # When its partition is scanned
+    world.scan()
+    # Then the retry is published like the first attempt: to the delivery topic, with its target
+    assert [(m.topic, m.value["attempt"], m.value["target"]) for m in world.publisher.sent] == [
+        ("job-deliveries", 1, HOOK.to_dict()), ("job-deliveries", 2, HOOK.to_dict())]
 
 
 class SlowPublisher(TimedPublisher):

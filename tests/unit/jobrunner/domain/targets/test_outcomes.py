@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobrunner.domain.retry import retry_delay
 from jobrunner.domain.spec import RetryPolicy
 from jobrunner.domain.targets.outcomes import (
     MAX_EXCERPT,
@@ -19,7 +18,6 @@ from jobrunner.domain.targets.outcomes import (
     excerpt,
     http_outcome,
     lambda_outcome,
-    next_attempt_delay,
     parse_retry_after,
     refused_address_outcome,
     timeout_outcome,
@@ -77,22 +75,6 @@ def test_a_retryable_answer_keeps_its_retry_after(status: int) -> None:
 
 def test_a_permanent_answer_ignores_retry_after() -> None:
     assert http_outcome(404, b"", retry_after="30", now=NOW).retry_after is None
-
-
-def test_retry_after_lengthens_the_backoff_within_the_jobs_bounds() -> None:
-    backoff = retry_delay(POLICY, 1, 0.5)  # 7.5 s
-    assert next_attempt_delay(POLICY, 1, 0.5, None) == backoff
-    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(seconds=60)) == timedelta(seconds=60)
-    # never sooner than the job's own backoff
-    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(seconds=1)) == backoff
-    # never later than the job's max_delay_s
-    assert next_attempt_delay(POLICY, 1, 0.5, timedelta(days=2)) == timedelta(seconds=300)
-
-
-@given(st.integers(1, 20), st.floats(0, 0.999), st.integers(0, 10**6))
-def test_the_delay_stays_within_the_backoff_and_the_cap(failed_attempt: int, jitter: float, asked_s: int) -> None:
-    delay = next_attempt_delay(POLICY, failed_attempt, jitter, timedelta(seconds=asked_s))
-    assert retry_delay(POLICY, failed_attempt, jitter) <= delay <= timedelta(seconds=POLICY.max_delay_s)
 
 
 def test_timeouts_and_connection_errors_are_retried() -> None:
