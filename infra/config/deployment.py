@@ -26,8 +26,8 @@ from infra.config.levers import (
     sized_partitions,
     sized_segments,
 )
-from infra.config.parts import CustomDomain, ExistingCassandra, KafkaClientVpc, ProvisionedKafka, zones
-from infra.config.runtime import CASSANDRA, RUNTIME, runtime_settings
+from infra.config.parts import CustomDomain, ExistingCassandra, KafkaClientVpc, ProvisionedKafka, Targets, zones
+from infra.config.runtime import CASSANDRA, RUNTIME, TARGETS, runtime_settings
 from infra.config.stages import stage_values
 from infra.config.types import Flag, OptionalText, Text, a_match, a_whole, names, one_of, share, whole
 from jobrunner.config import Settings
@@ -108,6 +108,8 @@ class DeploymentConfig(Sizing):
     dashboard_domain: CustomDomain | None
     keyspace: str
     existing_cassandra: ExistingCassandra | None
+    #: The targets jobs may name, and so the delivery function; None: none (no delivery function).
+    targets: Targets | None
     #: The keyspace and its tables exist already: used, not created (nor deleted with the stack).
     adopt_keyspace: Flag
     #: A stage admitting more than one tenant may leave tenant_topics empty (its tenants then share ``jobs``).
@@ -266,6 +268,17 @@ class DeploymentConfig(Sizing):
         settings: Settings = info.data["settings"]
         read = {key: getattr(settings, attribute) for key, attribute in CASSANDRA.items()}
         return {key: read[key] if key in read and value[key] not in (None, "", [], ()) else given
+                for key, given in value.items()}
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any, info: ValidationInfo) -> Any:
+        """The kinds and allow-lists as ``Settings`` read them (``runtime_settings``); no kinds as given (``Settings``
+        would read none as its default, every kind), for ``Targets`` to refuse."""
+        if not isinstance(value, dict):
+            return value
+        settings: Settings = info.data["settings"]
+        return {key: getattr(settings, TARGETS[key]) if key in TARGETS and given not in (None, "", [], ()) else given
                 for key, given in value.items()}
 
     @field_validator("adopt_keyspace")
