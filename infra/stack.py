@@ -137,7 +137,7 @@ class JobRunnerStack(Stack):
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
                                interface_endpoints=endpoints, endpoint_zones=config.endpoint_zones,
                                flow_log_retention=retention, delivery=targets is not None,
-                               nat_gateways=self._nat_gateways())
+                               nat_gateways=config.nat_gateways)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
@@ -242,14 +242,6 @@ class JobRunnerStack(Stack):
             runbooks=config.runbook_url or (self.dashboard.runbooks_url if self.dashboard else ""),
         )
         self._outputs()
-
-    def _nat_gateways(self) -> int:
-        """NAT gateways for the delivery function's HTTPS targets: none without them; one per zone on a protected
-        stage (a zone's outage then stops no other zone's deliveries), else one (about $33 a month each, plus
-        data: ``bench/cost``; a zone's outage fails deliveries through it, retried by the jobs' policies)."""
-        if self.config.targets is None or not self.config.targets.https:
-            return 0
-        return (len(self.config.availability_zones) or 2) if self.config.protected else 1
 
     def _delivery(self, base: FunctionBase, code: Path) -> Delivery | None:
         """The delivery function, on a stage that allows targets: in the egress subnets with its own security group,

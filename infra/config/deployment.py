@@ -200,6 +200,15 @@ class DeploymentConfig(Sizing):
         return self.existing_cassandra is None
 
     @property
+    def nat_gateways(self) -> int:
+        """NAT gateways for the delivery function's HTTPS targets: none without them; one per zone on a protected
+        stage (a zone's outage then stops no other zone's deliveries), else one (a zone's outage fails the
+        deliveries through it, retried under each job's policy). Priced in ``bench/cost``."""
+        if self.targets is None or not self.targets.https:
+            return 0
+        return (len(self.availability_zones) or 2) if self.protected else 1
+
+    @property
     def shared_topics(self) -> tuple[str, ...]:
         """The allowed topics no named tenant has to itself (granted to ``*``, or to no tenant): what the stack's
         ``WorkerPolicy`` reads. A topic granted to named tenants only is read by their own worker policies."""
