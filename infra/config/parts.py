@@ -12,7 +12,7 @@ from pydantic import ConfigDict, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
-from infra.config.types import an_object, matching, names, whole
+from infra.config.types import Flag, an_object, matching, names, whole
 
 _PART = ConfigDict(extra="forbid")
 
@@ -188,7 +188,7 @@ class Targets:
     lambda_allow: Annotated[tuple[str, ...], names("function ARNs or account ids")] = ()
     sqs_allow: Annotated[tuple[str, ...], names("queue URLs or account ids")] = ()
     address_allow: Annotated[tuple[str, ...], names("networks (CIDRs)")] = ()
-    allow_any: bool = False
+    allow_any: Flag = False
 
     @model_validator(mode="before")
     @classmethod

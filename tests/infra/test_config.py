@@ -723,6 +723,7 @@ def test_targets_given_on_the_command_line_are_read_as_json() -> None:
     # anyone's functions or queues only in writing
     ({"kinds": ["lambda"], "lambda_allow": ["*"]}, "lambda_allow holds *"),
     ({"kinds": ["sqs"], "sqs_allow": ["123456789012", "*"]}, "sqs_allow holds *"),
+    ({"kinds": ["sqs"], "sqs_allow": ["*"], "allow_any": "yes"}, "targets.allow_any: expected true or false"),
 ])
 def test_targets_refused_name_the_key_and_the_reason(targets: Any, reason: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(reason)):
