@@ -160,6 +160,8 @@ class Monitoring(Construct):
         self.dashboard = self._dashboard(dashboard_name, scan, functions, failure_queues, rest_api, results)
         if reconciler is not None:
             self.dashboard.add_widgets(self._reconciler_widget())
+        if delivery is not None:
+            self.dashboard.add_widgets(*self._delivery_widgets(delivery))
 
     def _alarm_topic(self, *, budgets_publish: bool, alarm_email: str | None) -> sns.Topic:
         """The SNS topic every alarm notifies (and the cost budget, with ``budgets_publish``), under a key of its
@@ -351,6 +353,18 @@ class Monitoring(Construct):
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
         dashboard.add_widgets(*bottom)
         return dashboard
+
+    @staticmethod
+    def _delivery_widgets(delivery: lambda_.IFunction) -> list[cw.IWidget]:
+        """Deliveries by outcome, and how late they are: the batches' duration and the trigger's lag."""
+        outcomes = [app_metric(name, "Sum", label=name.removeprefix("Deliveries_"))
+                    for name in ("Deliveries_delivered", *DELIVERY_FAILURES)]
+        return [
+            cw.GraphWidget(title="Deliveries per minute, by outcome", width=12, left=outcomes),
+            cw.GraphWidget(title="Delivery batches: p99 duration (ms), records behind job-deliveries", width=12,
+                           left=[delivery.metric_duration(label="p99 duration", period=MINUTE, statistic="p99")],
+                           right=[results_offset_lag(delivery).with_(period=MINUTE, label="offset lag")]),
+        ]
 
     @staticmethod
     def _reconciler_widget() -> cw.IWidget:

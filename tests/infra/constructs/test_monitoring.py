@@ -186,6 +186,8 @@ def test_delivery_failures_are_a_share_of_the_deliveries_and_latency_is_duration
     duration = alarms["deliveryduration"]
     assert (duration["MetricName"], duration["ExtendedStatistic"], duration["Threshold"]) == (
         "Duration", "p99", 0.8 * 144_000)
+    body = json.dumps(full.find_resources("AWS::CloudWatch::Dashboard"))
+    assert "Deliveries per minute, by outcome" in body and "Deliveries_failed_permanent" in body
     lag = alarms["deliveryoffsetlag"]
     assert (lag["MetricName"], lag["Threshold"]) == ("OffsetLag", 500)
     assert "fn-delivery" in json.dumps(lag["Dimensions"])
