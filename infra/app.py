@@ -63,6 +63,7 @@ def prepare_assets(config: DeploymentConfig, *, results_code: Path) -> StackAsse
         topic_admin=TOPIC_ADMIN,
         results=results_code,
         reconcile=FUNCTIONS / "reconcile",
+        delivery=FUNCTIONS / "delivery",
         dashboard=DASHBOARD_DIR,
     )
 

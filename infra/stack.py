@@ -8,6 +8,8 @@ Constructs never reach into each other; every cross-unit permission is granted h
            give quota counts back (a job deleted after its last fire)
 - results: Keyspaces read/write, consume ``job-results``, produce to ``job-dlq``; read the result key; give
            quota counts back
+- delivery (a stage with ``targets``): consume ``job-deliveries`` (which the scan also produces to), produce to
+           ``job-results``; its targets and the tenants' webhook secrets (``infra.constructs.delivery``)
 - reconcile: read ``job_table_v2``, ``task_history_v2`` and ``task_schedule_v2``, write ``task_schedule_v2`` and
            ``job_changes`` (its repairs and their change-log entries); read the segments and update its own items of
            the heartbeat table; wake the scans of the partitions it writes to
@@ -29,6 +31,7 @@ from aws_cdk import aws_logs as logs
 
 from infra.constructs.api import Api
 from infra.constructs.dashboard import Dashboard
+from infra.constructs.delivery import Delivery, target_resources
 from infra.constructs.edge import WebAcl
 from infra.constructs.function import FunctionBase, FunctionNetwork, JobRunnerFunction
 from infra.constructs.heartbeats import HeartbeatTable
@@ -46,6 +49,7 @@ from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
 from infra.layer_build import KEYSPACES_BUNDLE
 from jobrunner.domain.topics import EVERY_OTHER_TENANT
+from jobrunner.services.delivery import DeliveryRules
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,6 +60,9 @@ if TYPE_CHECKING:
     from infra.config import DeploymentConfig
 
 DEAD_LETTER_TOPIC = "job-dlq"
+#: Where each tenant's webhook signing secrets are kept in Secrets Manager: a prefix of the stage's own, so that
+#: two stages in one account neither share secrets nor reach each other's.
+WEBHOOK_SECRET_PREFIX = "jobrunner/{stage}/webhooks/"
 KEYSPACES_PORT = 9142
 #: ``xray_tracing`` -> the tracing of the tick and the reconciler (a few invocations a minute), and of the busy
 #: functions (scan, results, API), which "sampled" traces only when the caller's trace is sampled.
@@ -76,6 +83,8 @@ class StackAssets:
     topic_admin: Path
     results: Path
     reconcile: Path
+    #: The delivery function's code (deployed on a stage with ``targets`` only).
+    delivery: Path
     #: The dashboard's static files (``dashboard/``), copied to S3 and served by CloudFront.
     dashboard: Path
     #: The interpreter that precompiled the layers (the runtime's version); None: they carry no bytecode.
@@ -109,7 +118,11 @@ class JobRunnerStack(Stack):
         retention = logs.RetentionDays[config.log_retention_name]
         architecture = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
             config.lambda_architecture]
-        topics = {name: config.kafka_partitions for name in (*config.allowed_topics, RESULTS_TOPIC, DEAD_LETTER_TOPIC)}
+        targets = config.targets
+        #: The topic of the executions of jobs with a target, when the stage allows them (and so the delivery function).
+        self.delivery_topic = config.settings.delivery_topic if targets is not None else None
+        topics = {name: config.kafka_partitions for name in (*config.allowed_topics, RESULTS_TOPIC, DEAD_LETTER_TOPIC,
+                                                             *([self.delivery_topic] if self.delivery_topic else []))}
 
         # X-Ray: the functions in the VPC trace actively, and their subsegments need a way out. Secrets Manager:
         # the scan (and results) function reads the result key at cold start (and, with an existing Cassandra
@@ -123,7 +136,8 @@ class JobRunnerStack(Stack):
         endpoints |= {InterfaceEndpoint.STS, InterfaceEndpoint.SQS}  # the results function's MSK trigger
         self.network = Network(self, "Network", cidr=config.vpc_cidr, availability_zones=config.availability_zones,
                                interface_endpoints=endpoints, endpoint_zones=config.endpoint_zones,
-                               flow_log_retention=retention)
+                               flow_log_retention=retention, delivery=targets is not None,
+                               nat_gateways=config.nat_gateways)
         function_network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.subnets,
                                            security_group=self.network.function_security_group)
         self.heartbeats = HeartbeatTable(self, "Heartbeats", removal_policy=removal,
@@ -177,6 +191,7 @@ class JobRunnerStack(Stack):
                                consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.results_pollers)
         self.reconciler = Reconciler(self, "Reconcile", base=base, code=assets.reconcile,
                                      interval_minutes=config.reconcile_interval_minutes)
+        self.delivery = self._delivery(busy, assets.delivery)
         # Only the signer (scan) and the checker (results) know where the result key is.
         for holder in self._result_key_holders():
             for name, value in self.result_key.environment.items():
@@ -185,6 +200,8 @@ class JobRunnerStack(Stack):
         # Nothing publishes or consumes before the topics exist (the cluster does not auto-create them).
         self.tick.rule.node.add_dependency(self.streaming.topics_resource)
         self.results.event_source.node.add_dependency(self.streaming.topics_resource)
+        if self.delivery is not None:
+            self.delivery.event_source.node.add_dependency(self.streaming.topics_resource)
         self._grant()
         self._existing_cassandra_access()
         # What a worker's role needs (attach it to the role of your EC2 instance, task or function): the topics no
@@ -205,12 +222,18 @@ class JobRunnerStack(Stack):
         ]
         functions = {"api": self.api.handler.function, "tick": self.tick.function, "scan": self.scanners.function,
                      "results": self.results.function, "reconcile": self.reconciler.function}
+        failure_queues = {"TickDeadLetters": self.tick.dead_letter_queue,
+                          "ScanFailedInvocations": self.scanners.failed_invocations,
+                          "ResultsFailedBatches": self.results.failed_batches}
+        if self.delivery is not None:
+            functions["delivery"] = self.delivery.function
+            failure_queues["DeliveryFailedBatches"] = self.delivery.failed_batches
         self.monitoring = Monitoring(
             self, "Monitoring", dashboard_name=f"jobrunner-{config.stage}", tick=self.tick.function,
             scan=self.scanners.function, functions=functions,
-            failure_queues={"TickDeadLetters": self.tick.dead_letter_queue,
-                            "ScanFailedInvocations": self.scanners.failed_invocations,
-                            "ResultsFailedBatches": self.results.failed_batches},
+            failure_queues=failure_queues,
+            delivery=self.delivery.function if self.delivery is not None else None,
+            delivery_timeout=self.delivery.timeout if self.delivery is not None else None,
             rest_api=self.api.rest_api, results=self.results.function, reconciler=self.reconciler.function,
             alarm_email=config.alarm_email, heartbeat_table=self.heartbeats.table,
             keyspace=config.keyspace if config.uses_keyspaces else None,
@@ -219,6 +242,25 @@ class JobRunnerStack(Stack):
             runbooks=config.runbook_url or (self.dashboard.runbooks_url if self.dashboard else ""),
         )
         self._outputs()
+
+    def _delivery(self, base: FunctionBase, code: Path) -> Delivery | None:
+        """The delivery function, on a stage that allows targets: in the egress subnets with its own security group,
+        granted what the allow-lists name (``infra.constructs.delivery``)."""
+        config, targets, group = self.config, self.config.targets, self.network.delivery_security_group
+        if targets is None or group is None:
+            return None
+        network = FunctionNetwork(vpc=self.network.vpc, subnets=self.network.delivery_subnets, security_group=group)
+        settings = config.settings
+        return Delivery(
+            self, "Delivery", base=dataclasses.replace(base, network=network), code=code,
+            cluster_arn=self.streaming.cluster_arn, consumer_group=f"jobrunner-{config.stage}-delivery",
+            targets=target_resources(kinds=settings.target_kinds, lambda_allow=settings.target_lambda_allow,
+                                     sqs_allow=settings.target_sqs_allow),
+            secret_prefix=WEBHOOK_SECRET_PREFIX.format(stage=config.stage), topic=settings.delivery_topic,
+            rules=DeliveryRules(concurrency=settings.delivery_concurrency,
+                                tenant_concurrency=settings.delivery_tenant_concurrency),
+            max_pollers=config.results_pollers,
+        )
 
     def _web_acl(self) -> WebAcl | None:
         """The API stage's web ACL (``waf_rate_limit``), or the reason the stage goes without one."""
@@ -258,10 +300,11 @@ class JobRunnerStack(Stack):
             "heartbeat_table": self.heartbeats.table_name, "quota_table": self.quotas.table_name,
             # The tick dispatches scans; the writers of late rows wake them, so idle scans end early.
             "scan_function": self.scan_function_name, "wake_scans": True,
-            # No delivery function is deployed yet (#35): a job may name no target here, or its executions would
-            # go to a topic nothing consumes.
-            "target_kinds": ("none",),
         }
+        # The targets' kinds and allow-lists are in config.settings (``targets``; none when off: a job may name no
+        # target, or its executions would go to a topic nothing consumes); their secrets under the stage's prefix.
+        if config.targets is not None:
+            settings["webhook_secret_prefix"] = WEBHOOK_SECRET_PREFIX.format(stage=config.stage)
         if config.existing_cassandra is None:
             settings.update(cassandra_mode="keyspaces", contact_points=(f"cassandra.{Aws.REGION}.{Aws.URL_SUFFIX}",),
                             cassandra_port=KEYSPACES_PORT, keyspace=config.keyspace, ca_bundle=KEYSPACES_BUNDLE)
@@ -290,7 +333,9 @@ class JobRunnerStack(Stack):
         self.heartbeats.grant_leases(scan)
         for invoker in (tick, *writers):  # the tick dispatches scans; the writers of late rows wake them
             self.scanners.grant_dispatch(invoker)
-        self.streaming.grant_produce(scan, [*self.config.allowed_topics, DEAD_LETTER_TOPIC])
+        # The scan publishes the executions of jobs with a target to the delivery topic.
+        self.streaming.grant_produce(scan, [*self.config.allowed_topics, DEAD_LETTER_TOPIC,
+                                            *([self.delivery_topic] if self.delivery_topic else [])])
         role = self.results.handler.role
         self.streaming.grant_consume(role, topic=self.results.topic, group=self.results.consumer_group)
         self.streaming.grant_produce(role, [DEAD_LETTER_TOPIC])
@@ -298,6 +343,10 @@ class JobRunnerStack(Stack):
         for holder in self._result_key_holders():
             self.result_key.grant_read(holder.role)
         self._grant_reconciler()
+        if self.delivery is not None:
+            self.streaming.grant_consume(self.delivery.role, topic=self.delivery.topic,
+                                         group=self.delivery.consumer_group)
+            self.streaming.grant_produce(self.delivery.role, [RESULTS_TOPIC])
 
     def _grant_reconciler(self) -> None:
         """What the reconciler reads (jobs, history, the done partitions' rows, the segments) and writes (its repairs,
@@ -351,6 +400,9 @@ class JobRunnerStack(Stack):
             "ResultKeySecretArn": (self.result_key.secret_arn,
                                    "Secret holding the result tokens' key (scan and results only; rotate per docs)"),
         }
+        if self.delivery is not None:
+            outputs["DeliveryFunctionName"] = (self.delivery.function.function_name,
+                                               "Delivery function (targets: HTTPS, Lambda, SQS)")
         if self.dashboard is not None:
             outputs["DashboardUrl"] = (self.dashboard.url, "The web dashboard (CloudFront); the API is also at its "
                                                            "origin's root, for bearer tokens (api_auth=cognito)")

@@ -42,6 +42,10 @@ BUSY_MINUTE_DRAIN_S = 15
 #: Interface endpoints the stack creates (infra/stack.py): X-Ray, Secrets Manager, Lambda, STS, SQS, and
 #: Keyspaces unless the stage uses an existing Cassandra cluster.
 ENDPOINTS_WITHOUT_KEYSPACES = 5
+#: Bytes a NAT gateway processes per HTTPS delivery, both directions: a new TLS connection (the handshake with
+#: the receiver's certificate chain, ~5 KB), the signed request (~1.5 KB of headers and a small payload) and the
+#: answer (~1 KB). An estimate, not a measurement: a larger payload or answer adds its bytes.
+HTTPS_DELIVERY_BYTES = 8_000
 #: Every Keyspaces table of cql/.
 ALL_TABLES = ("job_table_v2", "task_schedule_v2", "task_history_v2", "job_idempotency", "job_changes", "calendars")
 #: Placeholders for the settings that gate a deploy but not the bill (``StageConfig.from_cdk_json``).
@@ -92,6 +96,8 @@ class StageConfig(BaseModel):
     one_time_rows_expire: bool = False
     #: The API stage's throttle, requests a second (``api_rate_limit``): a limit, not a cost.
     api_rate_limit: int = 50
+    #: NAT gateways for the delivery function's HTTPS targets (``targets`` with https; ``nat_gateways``).
+    nat_gateways: int = 0
 
     @classmethod
     def from_cdk_json(cls, cdk_json: Path, stage: str | None = None) -> StageConfig:
@@ -128,7 +134,8 @@ class StageConfig(BaseModel):
         return cls(
             stage=config.stage, segments=config.segments, scan_memory_mb=config.scan_memory_mb,
             kafka_partitions=config.kafka_partitions,
-            topics=len(config.allowed_topics) + 2,  # + job-results and the dead letters
+            # + job-results and the dead letters, and job-deliveries on a stage with targets
+            topics=len(config.allowed_topics) + 2 + (1 if config.targets is not None else 0),
             kafka_brokers=brokers, kafka_broker_storage_gib=storage, kafka_broker_type=broker_type,
             endpoints=ENDPOINTS_WITHOUT_KEYSPACES + (1 if config.uses_keyspaces else 0)
             - (1 if config.xray_tracing == "off" else 0),
@@ -140,7 +147,7 @@ class StageConfig(BaseModel):
             expected_executions_per_day=config.expected_executions_per_day,
             results_pollers=config.results_pollers, results_log_sample_rate=config.results_log_sample_rate,
             xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,
-            api_rate_limit=config.api_rate_limit,
+            api_rate_limit=config.api_rate_limit, nat_gateways=config.nat_gateways,
         )
 
 
@@ -453,7 +460,24 @@ def _network(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list
         Line(service="VPC endpoints", item="data processed", at_rest=False,
              usd=u.executions * i.endpoint_bytes.value / GB * p.vpc_endpoint_gb.value,
              how=f"{i.endpoint_bytes.value:,.0f} B per execution"),
+        *_nat(u, c, p),
         *_edge(u, c, p),
+    ]
+
+
+def _nat(u: Usage, c: StageConfig, p: PriceTable) -> list[Line]:
+    """The NAT gateways of a stage whose jobs may name HTTPS targets: their hours (and Elastic IPs) at rest, and the
+    bytes of the deliveries, priced as if every execution were an HTTPS delivery (an upper bound: Kafka, Lambda
+    and SQS deliveries do not cross it). Internet data transfer out is not counted (nor anywhere in the model)."""
+    if not c.nat_gateways:
+        return []
+    return [
+        Line(service="NAT gateway", item="gateway-hours and their public IPv4 addresses", at_rest=True,
+             usd=c.nat_gateways * HOURS * (p.nat_gateway_hour.value + p.public_ipv4_hour.value),
+             how=f"{c.nat_gateways} NAT gateway{'s' if c.nat_gateways > 1 else ''} (HTTPS targets)"),
+        Line(service="NAT gateway", item="data processed (HTTPS deliveries)", at_rest=False,
+             usd=u.executions * HTTPS_DELIVERY_BYTES / GB * p.nat_gateway_gb.value,
+             how=f"{HTTPS_DELIVERY_BYTES:,} B per delivery, every execution an HTTPS delivery (an upper bound)"),
     ]
 
 

@@ -14,6 +14,9 @@ REGION = "us-east-1"
 CHECKED = "2026-11-28"
 _DOCS = f"as stated in docs/scaling.md (written 2026-11-22) on {CHECKED}, to re-verify"
 _ISSUE = f"as stated in issue #33's recomputation on {CHECKED}, to re-verify"
+_THIRD_PARTY = (f"not read from the AWS page; as several 2026 third-party pricing guides give it (e.g. "
+                "cloudburn.io/blog/aws-nat-gateway-pricing, basavytix.com/blog/aws-nat-gateway-pricing), read on "
+                f"{CHECKED}, to re-verify")
 _RECALLED = f"AWS list price as recalled on {CHECKED}, not read from the pricing page, to re-verify"
 
 
@@ -67,6 +70,9 @@ class PriceTable(BaseModel):
     waf_rule_month: Price
     waf_request: Price
     eventbridge_scheduler_invocation: Price
+    nat_gateway_hour: Price
+    nat_gateway_gb: Price
+    public_ipv4_hour: Price
 
 
 PER_MILLION = 1e-6
@@ -175,4 +181,13 @@ PRICES = PriceTable(
     eventbridge_scheduler_invocation=Price(
         value=1.00 * PER_MILLION, unit="scheduled invocation (after 14 million free a month)",
         source=f"https://aws.amazon.com/eventbridge/pricing/ — {_DOCS}"),
+    nat_gateway_hour=Price(
+        value=0.045, unit="NAT gateway-hour",
+        source=f"https://aws.amazon.com/vpc/pricing/ — $0.045 per NAT gateway-hour, {_THIRD_PARTY}"),
+    nat_gateway_gb=Price(
+        value=0.045, unit="GB processed by a NAT gateway (either direction)",
+        source=f"https://aws.amazon.com/vpc/pricing/ — $0.045 per GB processed, {_THIRD_PARTY}"),
+    public_ipv4_hour=Price(
+        value=0.005, unit="public IPv4 address-hour (a NAT gateway's Elastic IP)",
+        source=f"https://aws.amazon.com/vpc/pricing/ — $0.005 per public IPv4 address-hour, {_THIRD_PARTY}"),
 )

@@ -70,6 +70,13 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # null: Amazon Keyspaces (created here, tables derived from cql/). Or an existing Cassandra cluster:
     # {"contact_points": ["10.0.0.10", ...], "port": 9042, "secret_arn": "arn:aws:secretsmanager:..."}.
     "existing_cassandra": None,
+    # Targets (issue 35; docs/targets.md, docs/deploy.md "Targets"): null, jobs name none and no delivery function is
+    # deployed. Or {"kinds": ["https", "lambda", "sqs"] (some of them), "lambda_allow": [...], "sqs_allow": [...],
+    # "address_allow": [...], "allow_any": false}: the delivery function, granted exactly the functions (ARNs, or
+    # account ids) and queues (URLs, or account ids) listed; "*" only with "allow_any": true. With https, a NAT
+    # gateway (one per zone on a protected stage) gives it the internet; address_allow: networks (CIDRs) a webhook
+    # may reach despite the address rules.
+    "targets": None,
     # Topics a job may name (the scan may publish to them); "jobs" is always included.
     "allowed_topics": ["jobs"],
     # Topics granted per tenant (JOBRUNNER_TENANT_TOPICS): {"<tenant>": ["topic", ...], "*": [...]} ("*": every

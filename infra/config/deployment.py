@@ -26,8 +26,8 @@ from infra.config.levers import (
     sized_partitions,
     sized_segments,
 )
-from infra.config.parts import CustomDomain, ExistingCassandra, KafkaClientVpc, ProvisionedKafka, zones
-from infra.config.runtime import CASSANDRA, RUNTIME, runtime_settings
+from infra.config.parts import CustomDomain, ExistingCassandra, KafkaClientVpc, ProvisionedKafka, Targets, zones
+from infra.config.runtime import CASSANDRA, RUNTIME, TARGETS, runtime_settings
 from infra.config.stages import stage_values
 from infra.config.types import Flag, OptionalText, Text, a_match, a_whole, names, one_of, share, whole
 from jobrunner.config import Settings
@@ -108,6 +108,8 @@ class DeploymentConfig(Sizing):
     dashboard_domain: CustomDomain | None
     keyspace: str
     existing_cassandra: ExistingCassandra | None
+    #: The targets jobs may name, and so the delivery function; None: none (no delivery function).
+    targets: Targets | None
     #: The keyspace and its tables exist already: used, not created (nor deleted with the stack).
     adopt_keyspace: Flag
     #: A stage admitting more than one tenant may leave tenant_topics empty (its tenants then share ``jobs``).
@@ -198,6 +200,15 @@ class DeploymentConfig(Sizing):
         return self.existing_cassandra is None
 
     @property
+    def nat_gateways(self) -> int:
+        """NAT gateways for the delivery function's HTTPS targets: none without them; one per zone on a protected
+        stage (a zone's outage then stops no other zone's deliveries), else one (a zone's outage fails the
+        deliveries through it, retried under each job's policy). Priced in ``bench/cost``."""
+        if self.targets is None or not self.targets.https:
+            return 0
+        return (len(self.availability_zones) or 2) if self.protected else 1
+
+    @property
     def shared_topics(self) -> tuple[str, ...]:
         """The allowed topics no named tenant has to itself (granted to ``*``, or to no tenant): what the stack's
         ``WorkerPolicy`` reads. A topic granted to named tenants only is read by their own worker policies."""
@@ -266,6 +277,17 @@ class DeploymentConfig(Sizing):
         settings: Settings = info.data["settings"]
         read = {key: getattr(settings, attribute) for key, attribute in CASSANDRA.items()}
         return {key: read[key] if key in read and value[key] not in (None, "", [], ()) else given
+                for key, given in value.items()}
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any, info: ValidationInfo) -> Any:
+        """The kinds and allow-lists as ``Settings`` read them (``runtime_settings``); no kinds as given (``Settings``
+        would read none as its default, every kind), for ``Targets`` to refuse."""
+        if not isinstance(value, dict):
+            return value
+        settings: Settings = info.data["settings"]
+        return {key: getattr(settings, TARGETS[key]) if key in TARGETS and given not in (None, "", [], ()) else given
                 for key, given in value.items()}
 
     @field_validator("adopt_keyspace")

@@ -1,5 +1,6 @@
 """The context's composite values: an existing Cassandra cluster, other VPCs reaching Kafka, a provisioned MSK
-cluster, a custom domain, and the VPC's zones. Each is a frozen pydantic dataclass that checks its own fields."""
+cluster, a custom domain, the targets a stage allows, and the VPC's zones. Each is a frozen pydantic dataclass
+that checks its own fields."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pydantic import ConfigDict, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
-from infra.config.types import an_object, matching, names, whole
+from infra.config.types import Flag, an_object, matching, names, whole
 
 _PART = ConfigDict(extra="forbid")
 
@@ -166,3 +167,51 @@ class CustomDomain:
     @property
     def certificate_region(self) -> str:
         return self.certificate_arn.split(":")[3]
+
+
+#: A ``targets`` value, shown when one is refused for its shape.
+TARGETS_EXAMPLE = '{"kinds": ["https", "lambda"], "lambda_allow": ["123456789012"], "sqs_allow": []}'
+
+
+@dataclass(frozen=True, config=_PART)
+class Targets:
+    """The targets a stage lets jobs name (issue 35), and so deploys the delivery function for. The kinds and the
+    allow-lists are runtime settings, checked by ``Settings`` (``infra.config.runtime.TARGETS``); the delivery
+    function's IAM grants are derived from the allow-lists (``infra.constructs.delivery``).
+
+    A ``*`` in ``lambda_allow`` or ``sqs_allow`` would grant the delivery function every function (or queue) of
+    every account that trusts it: refused unless the stage says ``allow_any: true`` as well, so that a stage
+    reaching anyone's functions does so in writing, not by a copied example.
+    """
+
+    kinds: Annotated[tuple[str, ...], names("kinds of target (https, lambda, sqs)")]
+    lambda_allow: Annotated[tuple[str, ...], names("function ARNs or account ids")] = ()
+    sqs_allow: Annotated[tuple[str, ...], names("queue URLs or account ids")] = ()
+    address_allow: Annotated[tuple[str, ...], names("networks (CIDRs)")] = ()
+    allow_any: Flag = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, value: Any) -> Any:
+        return _shaped(value, cls, TARGETS_EXAMPLE)
+
+    @field_validator("kinds")
+    @classmethod
+    def _some(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or "none" in value:
+            raise ValueError("expected one or more of https, lambda, sqs (for none, set targets to null)")
+        return value
+
+    @model_validator(mode="after")
+    def _any_in_writing(self) -> Targets:
+        for key in ("lambda_allow", "sqs_allow"):
+            if "*" in getattr(self, key) and not self.allow_any:
+                raise ValueError(f"{key} holds *: the delivery function could reach every account's "
+                                 f"{'functions' if key == 'lambda_allow' else 'queues'} that admit it; list the "
+                                 f"accounts or ARNs, or add \"allow_any\": true to say so")
+        return self
+
+    @property
+    def https(self) -> bool:
+        """HTTPS targets allowed: the delivery function needs the internet (a NAT gateway)."""
+        return "https" in self.kinds

@@ -26,6 +26,9 @@ RUNTIME: dict[str, str] = {
 #: ``existing_cassandra``'s keys -> the ``Settings`` attributes they set.
 CASSANDRA: dict[str, str] = {"contact_points": "contact_points", "port": "cassandra_port",
                              "secret_arn": "cassandra_secret_arn"}
+#: ``targets``' keys -> the ``Settings`` attributes they set; with ``targets`` null, no kind (``none``).
+TARGETS: dict[str, str] = {"kinds": "target_kinds", "lambda_allow": "target_lambda_allow",
+                           "sqs_allow": "target_sqs_allow", "address_allow": "target_address_allow"}
 #: The topic of a job that names none: the first allowed topic, created by the stack.
 DEFAULT_TOPIC = "jobs"
 
@@ -41,6 +44,11 @@ def runtime_settings(values: dict[str, Any], stage: str) -> Settings:
     if isinstance(cassandra, dict):
         given |= {attribute: _written(attribute, cassandra[key])
                   for key, attribute in CASSANDRA.items() if key in cassandra}
+    targets = values.get("targets")
+    if isinstance(targets, dict):
+        given |= {attribute: _written(attribute, targets[key]) for key, attribute in TARGETS.items() if key in targets}
+    elif targets is None:
+        given["target_kinds"] = ("none",)  # no delivery function: a job may name no target
     try:
         # Written as the stack writes them and read back as the functions read them (``true`` is no count there),
         # then taken as the stack takes them (an object where names belong would be written as a name).
@@ -49,6 +57,7 @@ def runtime_settings(values: dict[str, Any], stage: str) -> Settings:
     except SettingsError as exc:
         keys = {attribute: key for key, attribute in RUNTIME.items()}
         keys |= {attribute: f"existing_cassandra.{key}" for key, attribute in CASSANDRA.items()}
+        keys |= {attribute: f"targets.{key}" for key, attribute in TARGETS.items()}
         raise ConfigError("\n".join(f"stage {stage}: {keys.get(attribute, attribute)}: {reason}"
                                     for attribute, reason in exc.problems)) from None
     return settings

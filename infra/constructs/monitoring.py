@@ -66,6 +66,17 @@ API_P99_ALARM_MS = 2_000
 API_5XX_RATE_ALARM = 1
 API_4XX_RATE_ALARM = 10
 API_RATE_MIN_REQUESTS = 20
+#: Deliveries that failed (retryable, permanent, or not attempted for lack of time), as a share (%) of those made
+#: over 15 minutes, once there are at least DELIVERY_RATE_MIN: one tenant's broken endpoint is its own business,
+#: a share this high is more likely the delivery's (its network path, its grants, a secret it cannot read).
+DELIVERY_FAILURE_RATE_ALARM = 25
+DELIVERY_RATE_MIN = 20
+DELIVERY_FAILURES = ("Deliveries_failed_retryable", "Deliveries_failed_permanent",
+                     "Deliveries_not_attempted_out_of_time")
+#: A delivery batch's p99 duration as a share of the function's timeout: slow endpoints hold the batches.
+DELIVERY_DURATION_ALARM_SHARE = 0.8
+#: Records behind the end of job-deliveries (worst partition), for 15 minutes: deliveries are late.
+DELIVERY_LAG_ALARM_RECORDS = 500
 #: Scan concurrency near its reservation (share of ``reserved_concurrency``): throttling is next.
 CONCURRENCY_ALARM_SHARE = 0.8
 #: Keyspaces' throttling metrics (AWS/Cassandra), each summed over the keyspace's tables.
@@ -114,6 +125,8 @@ class Monitoring(Construct):
         scan_reserved_concurrency: int | None = None,
         monthly_budget_usd: int | None = None,
         budget_name: str | None = None,
+        delivery: lambda_.IFunction | None = None,
+        delivery_timeout: Duration | None = None,
     ) -> None:
         """``runbooks``: the https URL of the rendered ``docs/runbooks.md`` (a token, such as the web dashboard's
         ``runbooks_url``, is taken as one); each alarm links ``<runbooks>#<alarm name, lowercased>``."""
@@ -129,6 +142,8 @@ class Monitoring(Construct):
                         description="The API answered 5xx.")
         if results is not None:
             self._results_alarms(results)
+        if delivery is not None and delivery_timeout is not None:
+            self._delivery_alarms(delivery, delivery_timeout)
         if reconciler is not None:
             self._alarm("Reconciled", app_metric("Reconciled", "Sum", FIVE_MINUTES), 1,
                         description="The reconciler re-planned executions it found lost (a row, a retry's row or a "
@@ -145,6 +160,8 @@ class Monitoring(Construct):
         self.dashboard = self._dashboard(dashboard_name, scan, functions, failure_queues, rest_api, results)
         if reconciler is not None:
             self.dashboard.add_widgets(self._reconciler_widget())
+        if delivery is not None:
+            self.dashboard.add_widgets(*self._delivery_widgets(delivery))
 
     def _alarm_topic(self, *, budgets_publish: bool, alarm_email: str | None) -> sns.Topic:
         """The SNS topic every alarm notifies (and the cost budget, with ``budgets_publish``), under a key of its
@@ -218,6 +235,33 @@ class Monitoring(Construct):
                     comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                     description=f"The results trigger is more than {RESULTS_LAG_ALARM_RECORDS} records behind "
                                 "job-results for 15 minutes: results wait, retries and dead letters are late.")
+
+    def _delivery_alarms(self, delivery: lambda_.IFunction, timeout: Duration) -> None:
+        """Deliveries failing (the function's errors, the targets' failures) and late (slow batches, a lag)."""
+        self._alarm("DeliveryErrors", delivery.metric_errors(period=FIVE_MINUTES, statistic="Sum"), 1,
+                    description="The delivery function failed on a batch (a tenant's secrets unreadable, job-results "
+                                "unreachable, a timeout): the mapping retries it; receivers dedup on webhook-id.")
+        using = {f"f{index}": app_metric(name, "Sum", FIVE_MINUTES) for index, name in enumerate(DELIVERY_FAILURES)}
+        using["ok"] = app_metric("Deliveries_delivered", "Sum", FIVE_MINUTES)
+        failed = " + ".join(f"FILL(f{index}, 0)" for index in range(len(DELIVERY_FAILURES)))
+        rate = cw.MathExpression(
+            expression=f"IF(({failed}) + FILL(ok, 0) >= {DELIVERY_RATE_MIN}, "
+                       f"100 * ({failed}) / (({failed}) + FILL(ok, 0)), 0)",
+            using_metrics=using, label="failed deliveries (%)", period=FIVE_MINUTES)
+        self._alarm("DeliveryFailures", rate, DELIVERY_FAILURE_RATE_ALARM, periods=3,
+                    comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description=f"More than {DELIVERY_FAILURE_RATE_ALARM}% of deliveries failed for 15 minutes "
+                                "(they are retried under each job's policy, then dead-lettered).")
+        slow_ms = int(timeout.to_milliseconds() * DELIVERY_DURATION_ALARM_SHARE)
+        self._alarm("DeliveryDuration", delivery.metric_duration(period=FIVE_MINUTES, statistic="p99"), slow_ms,
+                    periods=3, comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description=f"Delivery batches take more than {DELIVERY_DURATION_ALARM_SHARE:.0%} of the "
+                                "function's timeout (p99, 15 minutes): slow endpoints hold them, and calls that "
+                                "cannot end in time are put off as retries.")
+        self._alarm("DeliveryOffsetLag", results_offset_lag(delivery), DELIVERY_LAG_ALARM_RECORDS, periods=3,
+                    comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    description=f"The delivery trigger is more than {DELIVERY_LAG_ALARM_RECORDS} records behind "
+                                "job-deliveries for 15 minutes: deliveries reach their targets late.")
 
     def _keyspaces_alarms(self, keyspace: str) -> None:
         for name, metric_name in KEYSPACES_THROTTLES.items():
@@ -309,6 +353,18 @@ class Monitoring(Construct):
         bottom.append(cw.AlarmStatusWidget(title="Alarms", width=8, alarms=list(self.alarms.values())))
         dashboard.add_widgets(*bottom)
         return dashboard
+
+    @staticmethod
+    def _delivery_widgets(delivery: lambda_.IFunction) -> list[cw.IWidget]:
+        """Deliveries by outcome, and how late they are: the batches' duration and the trigger's lag."""
+        outcomes = [app_metric(name, "Sum", label=name.removeprefix("Deliveries_"))
+                    for name in ("Deliveries_delivered", *DELIVERY_FAILURES)]
+        return [
+            cw.GraphWidget(title="Deliveries per minute, by outcome", width=12, left=outcomes),
+            cw.GraphWidget(title="Delivery batches: p99 duration (ms), records behind job-deliveries", width=12,
+                           left=[delivery.metric_duration(label="p99 duration", period=MINUTE, statistic="p99")],
+                           right=[results_offset_lag(delivery).with_(period=MINUTE, label="offset lag")]),
+        ]
 
     @staticmethod
     def _reconciler_widget() -> cw.IWidget:

@@ -1,4 +1,5 @@
-"""The VPC: isolated subnets only (no NAT, no internet), VPC endpoints, flow logs, security groups.
+"""The VPC: isolated subnets (no NAT, no internet), VPC endpoints, flow logs, security groups; and, for a stage whose
+jobs may name HTTPS targets, a way out for the delivery function alone.
 
 Functions in the VPC reach AWS only through endpoints: DynamoDB (gateway, free) always, and the
 interface endpoints the stack asks for: Keyspaces (``cassandra``, port 9142); Lambda, for the functions'
@@ -9,7 +10,14 @@ result key; an existing Cassandra cluster's credentials). Three security groups,
 - ``functions``: HTTPS to the endpoints (Lambda's too: #32), 9098 to Kafka (and 9142 to Keyspaces' endpoint);
 - ``kafka``: the MSK cluster (serverless or provisioned brokers); 9098 in from the functions, the workers
   and itself (the pollers);
-- ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints.
+- ``workers``: for the user's workers in these subnets: 9098 to Kafka, HTTPS to the endpoints;
+- ``delivery`` (a stage with targets): the delivery function: 9098 to Kafka, HTTPS to the endpoints, and with
+  HTTPS targets any TCP port anywhere (a webhook's URL may name a port; which addresses it may reach is the
+  delivery's own rule, checked on the resolved address at connect time: ``domain/targets/addresses.py``).
+With HTTPS targets (``nat_gateways``), the VPC gets public subnets holding NAT gateways, and "egress" subnets
+routed through them, for the delivery function only: every other function stays in the isolated subnets. The new
+subnet groups come after the isolated one, so its subnets keep their addresses and logical ids. Lambda and SQS
+targets need no NAT: their calls go to the Lambda and SQS endpoints (both there for the MSK trigger's pollers).
 Each interface endpoint has its own group, open on its port to the groups above that use it: those whose
 callers (``FUNCTION_CALLS``, ``POLLER_CALLS``) name its service. An
 interface endpoint sits in every zone, or (``endpoint_zones``) in the first N only: private DNS gives
@@ -66,7 +74,12 @@ FUNCTION_CALLS: Mapping[str, frozenset[str]] = MappingProxyType({
     "results": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "kafka", "xray"}),
     "reconcile": frozenset({"dynamodb", "lambda", "cassandra", "secretsmanager", "xray"}),
     "topic_admin": frozenset({"kafka", "xray"}),  # infra/handlers/kafka_topics
+    # The targets (Lambda, SQS, and "https": the internet, through a NAT gateway, when HTTPS targets are allowed),
+    # the tenants' webhook secrets, and the outcomes it publishes.
+    "delivery": frozenset({"lambda", "sqs", "secretsmanager", "kafka", "xray", "https"}),
 })
+#: What only a NAT route reaches: an HTTPS target (any host on the internet).
+INTERNET = "https"
 #: What the MSK event source mapping's pollers call, with the cluster's group: Lambda (the results function),
 #: STS (its role), SQS (its on-failure destination).
 POLLER_CALLS = frozenset({"lambda", "sts", "sqs"})
@@ -103,7 +116,11 @@ class Network(Construct):
         interface_endpoints: Collection[InterfaceEndpoint],
         endpoint_zones: int | None = None,
         flow_log_retention: logs.RetentionDays,
+        delivery: bool = False,
+        nat_gateways: int = 0,
     ) -> None:
+        """``delivery``: a security group for the delivery function; ``nat_gateways``: that many NAT gateways (one
+        per zone at most) and the egress subnets routed through them (module docstring)."""
         super().__init__(scope, construct_id)
         zone_names = [] if not availability_zones or is_zone_id(availability_zones[0]) else list(availability_zones)
         zone_ids = [] if zone_names else list(availability_zones) or self._default_zone_ids()
@@ -114,21 +131,29 @@ class Network(Construct):
             # go in as tokens: in a stack pinned to an account and region, the Vpc checks the zones it is given
             # against the zone *names* the cdk CLI looked up, and a zone ID is never among them.
             availability_zones=zone_names or [_opaque(z) for z in zone_ids],
-            nat_gateways=0,
+            nat_gateways=nat_gateways,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22),
+                *([ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=26,
+                                           map_public_ip_on_launch=False),
+                   ec2.SubnetConfiguration(name="egress", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                                           cidr_mask=22)] if nat_gateways else []),
             ],
             restrict_default_security_group=False,  # nothing uses it; restricting needs a custom resource
         )
         self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        #: Where the delivery function runs: the egress subnets (with a NAT route), or the isolated ones.
+        self.delivery_subnets = (ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS) if nat_gateways
+                                 else self.subnets)
         #: The zone ID of each subnet (strings, or tokens resolved from the mapping at deploy time); empty
         #: when the zones were given by name.
         self.zone_ids = zone_ids
-        for subnet, zone_id in zip(self.vpc.isolated_subnets if zone_ids else [], zone_ids, strict=True):
-            cfn_subnet = subnet.node.default_child
-            assert isinstance(cfn_subnet, ec2.CfnSubnet)
-            cfn_subnet.add_property_deletion_override("AvailabilityZone")
-            cfn_subnet.add_property_override("AvailabilityZoneId", zone_id)
+        for tier in (self.vpc.isolated_subnets, self.vpc.public_subnets, self.vpc.private_subnets):
+            for subnet, zone_id in zip(tier if tier and zone_ids else [], zone_ids if tier else [], strict=True):
+                cfn_subnet = subnet.node.default_child
+                assert isinstance(cfn_subnet, ec2.CfnSubnet)
+                cfn_subnet.add_property_deletion_override("AvailabilityZone")
+                cfn_subnet.add_property_override("AvailabilityZoneId", zone_id)
         flow_logs = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
         self.vpc.add_gateway_endpoint("DynamoDB", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
@@ -148,11 +173,24 @@ class Network(Construct):
             self, "Workers", vpc=self.vpc, allow_all_outbound=False,
             description="Job runner workers: consume jobs, report to job-results (attach to your worker)",
         )
+        self.delivery_security_group = (ec2.SecurityGroup(
+            self, "Delivery", vpc=self.vpc, allow_all_outbound=False,
+            description="Job runner delivery function: the targets, Kafka and the VPC endpoints",
+        ) if delivery else None)
         # The subnets have no route but to the VPC endpoints, so HTTPS "anywhere" reaches only those
         # (and DynamoDB through its gateway endpoint, whose prefix list is not known offline).
         for group in (self.function_security_group, self.kafka_security_group, self.worker_security_group):
             group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs through the VPC endpoints")
         kafka = ec2.Port.tcp(KAFKA_IAM_PORT)
+        if self.delivery_security_group is not None:
+            out = self.delivery_security_group
+            if nat_gateways:
+                out.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp_range(1, 65535),
+                                    "HTTPS targets on any port (the delivery checks each address), AWS APIs")
+            else:
+                out.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "AWS APIs through the VPC endpoints")
+            self.kafka_security_group.add_ingress_rule(out, kafka, "Kafka (IAM) from the delivery function")
+            out.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM)")
         self.kafka_security_group.add_ingress_rule(self.function_security_group, kafka, "Kafka (IAM) from functions")
         self.function_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM)")
         self.kafka_security_group.add_ingress_rule(self.worker_security_group, kafka, "Kafka (IAM) from workers")
@@ -161,8 +199,11 @@ class Network(Construct):
         self.kafka_security_group.add_egress_rule(self.kafka_security_group, kafka, "Kafka (IAM) to the brokers")
 
         # Each interface endpoint has its own security group, open only to the groups whose callers use it.
-        function_calls = frozenset().union(*FUNCTION_CALLS.values())
-        callers = ((self.function_security_group, function_calls), (self.kafka_security_group, POLLER_CALLS))
+        function_calls = frozenset().union(*(calls for name, calls in FUNCTION_CALLS.items() if name != "delivery"))
+        callers: list[tuple[ec2.SecurityGroup, frozenset[str]]] = [
+            (self.function_security_group, function_calls), (self.kafka_security_group, POLLER_CALLS)]
+        if self.delivery_security_group is not None:
+            callers.append((self.delivery_security_group, FUNCTION_CALLS["delivery"]))
         clients = {endpoint: [group for group, calls in callers if endpoint.value in calls]
                    for endpoint in InterfaceEndpoint}
         self.endpoint_subnets = self._endpoint_subnets(endpoint_zones)

@@ -364,3 +364,29 @@ def test_the_small_tier_costs_at_most_150_dollars_a_month_at_rest(inputs: Measur
     small = stages_of(CDK_JSON)["small"]
     assert total(at_rest(small, inputs, PRICES)) <= 150
     assert per_million(total(monthly_lines(small, inputs, PRICES, Load(executions_per_day=1e6))), 1e6) <= 10
+
+
+def test_a_stage_allowing_https_targets_pays_for_its_nat_gateways_and_their_bytes(
+        tmp_path: Path, inputs: MeasuredInputs) -> None:
+    # Given cdk.json with a stage allowing HTTPS targets, another (protected) one too, and one with Lambda only
+    cdk = json.loads(CDK_JSON.read_text())
+    cdk["context"]["stages"]["hooks"] = {"targets": {"kinds": ["https"]}, "alarm_email": "ops@example.com"}
+    cdk["context"]["stages"]["prod"]["targets"] = {"kinds": ["https", "sqs"], "sqs_allow": ["123456789012"]}
+    cdk["context"]["stages"]["functions"] = {"targets": {"kinds": ["lambda"], "lambda_allow": ["123456789012"]},
+                                             "alarm_email": "ops@example.com"}
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(cdk))
+    hooks, prod, functions = (StageConfig.from_cdk_json(path, stage) for stage in ("hooks", "prod", "functions"))
+
+    # Then one NAT gateway, one per zone on the protected stage, none without HTTPS; and a topic more for each
+    assert (hooks.nat_gateways, prod.nat_gateways, functions.nat_gateways) == (1, 2, 0)
+    assert hooks.topics == StageConfig.from_cdk_json(path).topics + 1 == functions.topics
+    # And the gateways are paid at rest, the bytes per execution
+    load_ = Load(executions_per_day=1e6)
+    bill = _by_item(monthly_lines(hooks, inputs, PRICES, load_))
+    gateways = bill["NAT gateway: gateway-hours and their public IPv4 addresses"]
+    assert gateways.at_rest and gateways.usd == pytest.approx(720 * (0.045 + 0.005))
+    assert bill["NAT gateway: data processed (HTTPS deliveries)"].usd == pytest.approx(30e6 * 8_000 / 1e9 * 0.045)
+    assert _by_item(at_rest(prod, inputs, PRICES))[
+        "NAT gateway: gateway-hours and their public IPv4 addresses"].usd == pytest.approx(2 * 720 * 0.05)
+    assert not [item for item in _by_item(monthly_lines(functions, inputs, PRICES, load_)) if item.startswith("NAT")]

@@ -49,6 +49,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "small": {"stage": "small", "stages": {"small": {
         **json.loads(CDK_JSON.read_text())["context"]["stages"]["small"],
         "alarm_email": "oncall@example.com", "api_principals": ["arn:aws:iam::123456789012:role/ci"]}}},
+    # Targets (issue 35): every kind, so HTTPS through a NAT gateway; the allow-lists by ARN, URL and account.
+    "targets": {"targets": {"kinds": ["https", "lambda", "sqs"],
+                            "lambda_allow": ["arn:aws:lambda:eu-west-1:123456789012:function:reports",
+                                             "arn:aws:lambda:eu-west-1:123456789012:function:billing:live",
+                                             "210987654321"],
+                            "sqs_allow": ["https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo"],
+                            "address_allow": ["10.9.0.0/16"]}},
+    # Lambda and SQS targets only: no NAT, the endpoints suffice.
+    "targets-aws": {"targets": {"kinds": ["lambda", "sqs"], "lambda_allow": ["123456789012"],
+                                "sqs_allow": ["123456789012"]}},
     "existing-cassandra": {"existing_cassandra": {
         "contact_points": ["10.1.0.10", "10.1.0.11"], "port": 9042,
         "secret_arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:cassandra-AbCdEf",

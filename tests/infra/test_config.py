@@ -381,7 +381,7 @@ def test_the_functions_are_handed_the_settings_the_context_gives() -> None:
     assert parsed.settings == Settings.of(
         segments=8, topic="jobs", allowed_topics=("jobs", "reports"), tenant_map={CI_ROLE: "ci"}, operators=("ci",),
         tenant_limit_table={"*": {"submissions_per_second": 25, "jobs_held": 100_000}},
-        contact_points=("10.0.0.1", "10.0.0.2"), cassandra_port=9043)
+        contact_points=("10.0.0.1", "10.0.0.2"), cassandra_port=9043, target_kinds=("none",))
     assert (parsed.segments, parsed.allowed_topics, parsed.tenant_map, parsed.operators) == (
         8, ("jobs", "reports"), ((CI_ROLE, "ci"),), ("ci",))
     assert parsed.existing_cassandra == ExistingCassandra(contact_points=("10.0.0.1", "10.0.0.2"), port=9043)
@@ -679,3 +679,58 @@ def test_the_small_tier_is_a_stage_of_cdk_json() -> None:
     assert (small.segments, small.kafka_partitions, small.results_pollers) == (1, 3, 0)
     assert small.kafka_provisioned == ProvisionedKafka(instance_type="kafka.t3.small", brokers_per_zone=1)
     assert (small.endpoint_zones, small.xray_tracing, small.keyspaces_capacity) == (1, "off", "on-demand")
+
+
+# Targets (issue 35) ----------------------------------------------------------------------------------------------
+
+
+def test_targets_are_off_by_default_and_the_functions_then_allow_no_kind() -> None:
+    stage = config()
+
+    assert stage.targets is None
+    assert stage.settings.target_kinds == ("none",)
+    assert Settings.from_env(stage.settings.to_environment(given_only=True)).target_grants.kinds == frozenset()
+
+
+def test_targets_on_give_the_functions_the_kinds_and_allow_lists_as_they_read_them() -> None:
+    function = "arn:aws:lambda:eu-west-1:123456789012:function:reports"
+    stage = config(targets={"kinds": ["https", "lambda"], "lambda_allow": [function, "210987654321"],
+                            "address_allow": ["10.9.0.0/16"]})
+
+    assert stage.targets is not None and stage.targets.https
+    assert stage.targets.lambda_allow == (function, "210987654321")
+    settings = Settings.from_env(stage.settings.to_environment(given_only=True))
+    assert (settings.target_kinds, settings.target_lambda_allow, settings.target_sqs_allow,
+            settings.target_address_allow) == (("https", "lambda"), (function, "210987654321"), (), ("10.9.0.0/16",))
+
+
+def test_targets_given_on_the_command_line_are_read_as_json() -> None:
+    stage = config(targets='{"kinds": ["sqs"], "sqs_allow": "123456789012"}')
+
+    assert stage.targets is not None and not stage.targets.https
+    assert stage.settings.target_sqs_allow == ("123456789012",)
+
+
+@pytest.mark.parametrize(("targets", "reason"), [
+    ({"kinds": []}, "targets.kinds: expected one or more of https, lambda, sqs"),
+    ({"kinds": ["none"]}, "targets.kinds: expected one or more"),
+    ({"kinds": ["ftp"]}, "targets.kinds: not a kind of target: ftp"),
+    ({"kinds": ["sqs"], "sqs_allow": ["queue"]}, "targets.sqs_allow: 'queue' is neither"),
+    ({"kinds": ["lambda"], "lambda_allow": ["arn:aws:lambda:eu-west-1:1:function:f"]}, "targets.lambda_allow"),
+    ({"kinds": ["https"], "address_allow": ["10.0.0.0/33"]}, "targets.address_allow: not a network"),
+    ({"kinds": ["https"], "allow": []}, "unknown keys ['allow']"),
+    ("https", "expected null or an object"),
+    # anyone's functions or queues only in writing
+    ({"kinds": ["lambda"], "lambda_allow": ["*"]}, "lambda_allow holds *"),
+    ({"kinds": ["sqs"], "sqs_allow": ["123456789012", "*"]}, "sqs_allow holds *"),
+    ({"kinds": ["sqs"], "sqs_allow": ["*"], "allow_any": "yes"}, "targets.allow_any: expected true or false"),
+])
+def test_targets_refused_name_the_key_and_the_reason(targets: Any, reason: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(reason)):
+        config(targets=targets)
+
+
+def test_a_star_is_allowed_when_the_stage_says_so() -> None:
+    stage = config(targets={"kinds": ["lambda", "sqs"], "lambda_allow": ["*"], "sqs_allow": ["*"], "allow_any": True})
+
+    assert stage.settings.target_lambda_allow == ("*",) and stage.settings.target_sqs_allow == ("*",)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from infra.constructs.network import FUNCTION_CALLS, KAFKA_IAM_PORT, POLLER_CALLS
+from infra.constructs.network import FUNCTION_CALLS, INTERNET, KAFKA_IAM_PORT, POLLER_CALLS
 from tests.infra.conftest import VARIANTS
 
 if TYPE_CHECKING:
@@ -243,6 +243,8 @@ def missing_paths(app: Synthesized) -> Iterator[str]:
         calls = set(FUNCTION_CALLS[name])
         if function.get("TracingConfig", {}).get("Mode") != "Active":
             calls.discard("xray")
+        if "https" not in environment(function).get("JOBRUNNER_TARGET_KINDS", "").split(","):
+            calls.discard(INTERNET)  # the delivery function of a stage without HTTPS targets
         for service in sorted(calls):
             if service == "kafka":
                 why = network.kafka_path(groups, subnets)
@@ -356,7 +358,66 @@ def test_the_msk_triggers_pollers_reach_lambda_sts_sqs_and_the_brokers(
 def test_every_function_in_the_template_declares_what_it_calls(
     synth: Callable[[str], Synthesized], variant: str,
 ) -> None:
-    assert set(functions(synth(variant))) == set(FUNCTION_CALLS)
+    # (the delivery function is there on a stage with targets only)
+    with_delivery = "targets" in VARIANTS[variant]
+    assert set(functions(synth(variant))) == set(FUNCTION_CALLS) - (set() if with_delivery else {"delivery"})
+
+
+@pytest.mark.parametrize("variant", ["targets", "targets-aws"])
+def test_the_delivery_function_reaches_the_internet_only_with_https_targets(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    app = synth(variant)
+    network = Network(app)
+    delivery = functions(app)["delivery"]["VpcConfig"]
+    tables = {network.route_table_of_subnet[_ref(s)] for s in delivery["SubnetIds"]}
+    https = variant == "targets"
+
+    # With HTTPS targets, a NAT route from each of its subnets; without, none (Lambda and SQS through endpoints)
+    assert all(network.nat_routes(table) for table in tables) == any(network.nat_routes(table) for table in tables)
+    assert any(network.nat_routes(table) for table in tables) == https
+    # And no other function's subnet routes to the NAT
+    others = {network.route_table_of_subnet[_ref(s)] for name, f in functions(app).items()
+              if name != "delivery" and "VpcConfig" in f for s in f["VpcConfig"]["SubnetIds"]}
+    assert not any(network.nat_routes(table) for table in others)
+    # And the endpoints it calls admit its group (the delivery has a group of its own)
+    groups = [_ref(g) for g in delivery["SecurityGroupIds"]]
+    assert [network.path(groups, [_ref(s) for s in delivery["SubnetIds"]], service) for service in
+            ("lambda", "sqs", "secretsmanager")] == [None, None, None]
+
+
+def test_the_delivery_functions_wiring_creates_only_the_clients_it_is_declared_to_call(
+    synth: Callable[[str], Synthesized], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the delivery function's container, with its environment from the template, in Lambda
+    import boto3
+
+    from jobrunner.config import Settings
+    from jobrunner.domain.targets import HttpsTarget, LambdaTarget, SqsTarget
+    from jobrunner.wiring import Container, build_deliverer, build_webhook_secrets
+
+    function = functions(synth("targets"))["delivery"]
+    created: list[str] = []
+    real_client = boto3.client
+
+    def client(service: str, *args: Any, **kwargs: Any) -> _Unreachable:
+        real_client(service, *args, **kwargs)
+        created.append(service)
+        return _Unreachable(service)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(boto3, "client", client)
+        patch.setenv("AWS_LAMBDA_FUNCTION_NAME", "jobrunner-delivery")
+        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        container = Container(Settings.from_env(environment(function)))
+        # When it builds its secrets and each deliverer (built on first use)
+        build_webhook_secrets(container)
+        deliverer = build_deliverer(container)
+        for kind in (HttpsTarget, LambdaTarget, SqsTarget):
+            deliverer._of(kind)  # type: ignore[attr-defined]
+    # Then it created clients only of the services the delivery is declared to call
+    assert set(created) == {"secretsmanager", "lambda", "sqs"} <= FUNCTION_CALLS["delivery"]
 
 
 @pytest.mark.parametrize("variant", ["default", "existing-cassandra"])

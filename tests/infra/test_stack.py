@@ -431,10 +431,16 @@ def test_the_api_and_the_tick_read_no_secret_without_an_existing_cassandra(defau
 def test_the_functions_reach_secrets_manager_through_an_endpoint(
     synth: Callable[[str], Synthesized], variant: str,
 ) -> None:
-    # The subnets have no NAT and no internet gateway: the result key is reached through the VPC endpoint
+    # The functions' subnets have no NAT and no internet gateway: the result key is reached through the VPC endpoint
     app = synth(variant)
 
-    assert not app.resources("AWS::EC2::NatGateway") and not app.resources("AWS::EC2::InternetGateway")
+    # (but a stage allowing HTTPS targets has a NAT for the delivery function, which alone runs where it routes)
+    https = "https" in VARIANTS[variant].get("targets", {}).get("kinds", ())
+    assert bool(app.resources("AWS::EC2::NatGateway")) == bool(app.resources("AWS::EC2::InternetGateway")) == https
+    isolated = {lid for lid, subnet in app.resources("AWS::EC2::Subnet").items() if lid.startswith("NetworkVpcprivate")}
+    for unit, function in _functions(app).items():
+        if "VpcConfig" in function and unit != "Delivery":
+            assert {s["Ref"] for s in function["VpcConfig"]["SubnetIds"]} <= isolated, unit
     assert "secretsmanager" in _endpoint_services(app)
 
 
@@ -575,3 +581,80 @@ def test_the_small_tier_pays_nothing_it_can_leave_at_rest(synth: Callable[[str],
     assert cluster["Properties"]["NumberOfBrokerNodes"] == 2
     assert {t["Properties"]["BillingMode"]["Mode"] for t in small.resources("AWS::Cassandra::Table").values()} == {
         "ON_DEMAND"}
+
+
+# Targets (issue 35) ----------------------------------------------------------------------------------------------
+
+
+def _topic_names(app: Synthesized) -> list[str]:
+    (topics,) = app.resources("Custom::KafkaTopics").values()
+    return [t["Name"] for t in topics["Properties"]["Topics"]]
+
+
+def _writes(app: Synthesized, unit: str) -> str:
+    """The topics ``unit`` may write, as the template names them (joined)."""
+    return json.dumps([s["Resource"] for s in _statements(app, unit) if "kafka-cluster:WriteData" in s["Action"]])
+
+
+def test_targets_off_deploy_no_delivery_function_no_nat_and_allow_no_kind(default_app: Synthesized) -> None:
+    functions = _functions(default_app)
+
+    assert "Delivery" not in functions
+    assert not default_app.resources("AWS::EC2::NatGateway")
+    assert "job-deliveries" not in _topic_names(default_app) and "job-deliveries" not in _writes(default_app, "Scan")
+    assert {f["Environment"]["Variables"]["JOBRUNNER_TARGET_KINDS"] for f in functions.values()} == {"none"}
+    assert "DeliveryFunctionName" not in default_app.template["Outputs"]
+    assert len(default_app.resources("AWS::Lambda::EventSourceMapping")) == 1  # the results function's
+
+
+@pytest.mark.parametrize("variant", ["targets", "targets-aws"])
+def test_targets_on_deploy_the_delivery_function_on_its_topic(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    app = synth(variant)
+    functions = _functions(app)
+    kinds = ",".join(VARIANTS[variant]["targets"]["kinds"])
+
+    # Every function reads the kinds the stage allows (the API and the scan check a job's target against them)
+    assert {f["Environment"]["Variables"]["JOBRUNNER_TARGET_KINDS"] for f in functions.values()} == {kinds}
+    variables = functions["Delivery"]["Environment"]["Variables"]
+    assert variables["JOBRUNNER_WEBHOOK_SECRET_PREFIX"] == "jobrunner/dev/webhooks/"
+    # The delivery topic is created, the scan may publish to it, the delivery function reads it as its group
+    assert "job-deliveries" in _topic_names(app) and "/job-deliveries" in _writes(app, "Scan")
+    (mapping,) = [m["Properties"] for m in app.resources("AWS::Lambda::EventSourceMapping").values()
+                  if m["Properties"]["Topics"] == ["job-deliveries"]]
+    assert mapping["AmazonManagedKafkaEventSourceConfig"]["ConsumerGroupId"] == "jobrunner-dev-delivery"
+    assert mapping["FunctionName"]["Ref"].startswith("DeliveryHandlerFunction")
+    # It reports to job-results, and writes no other topic
+    assert "/job-results" in _writes(app, "Delivery") and "/jobs" not in _writes(app, "Delivery")
+    assert "DeliveryFunctionName" in app.template["Outputs"]
+
+
+def test_the_delivery_role_may_call_exactly_the_allow_lists(synth: Callable[[str], Synthesized]) -> None:
+    app = synth("targets")
+    statements = _statements(app, "Delivery")
+
+    (invoke,) = [s for s in statements if s["Action"] == "lambda:InvokeFunction"]
+    function, qualified = VARIANTS["targets"]["targets"]["lambda_allow"][:2]
+    assert invoke["Resource"][:3] == [qualified, function, f"{function}:*"]
+    assert invoke["Resource"][3]["Fn::Join"][1][-1] == ":lambda:*:210987654321:function:*"
+    (send,) = [s for s in statements if s["Action"] == "sqs:SendMessage"]
+    assert send["Resource"]["Fn::Join"][1][-1] == ":sqs:eu-west-1:123456789012:orders.fifo"
+    # No other function may call the targets, nor read the webhook secrets
+    for unit in set(_functions(app)) - {"Delivery"}:
+        others = json.dumps(_statements(app, unit))
+        assert not [name for name in ("reports", "billing", "210987654321", "orders.fifo", "webhooks")
+                    if name in others], unit
+
+
+def test_a_protected_stage_with_https_targets_has_a_nat_gateway_per_zone(
+    synth: Callable[[str], Synthesized], offline_context: dict[str, Any], tmp_path: Path,
+) -> None:
+    from tests.infra.conftest import synthesize
+
+    context = {**offline_context, **VARIANTS["cognito-x86"], "targets": {"kinds": ["https"]}}
+    _app, prod = synthesize("prod-targets", context, tmp_path / "out", None, nag=False)
+
+    assert len(prod.resources("AWS::EC2::NatGateway")) == 2  # the VPC's two zones
+    assert len(synth("targets").resources("AWS::EC2::NatGateway")) == 1
+    assert not synth("targets-aws").resources("AWS::EC2::NatGateway")

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
@@ -140,8 +141,10 @@ def full(stack: cdk.Stack) -> Template:
     table = dynamodb.Table(stack, "Heartbeats", partition_key=dynamodb.Attribute(
         name="segment", type=dynamodb.AttributeType.NUMBER))
     Monitoring(stack, "Mon", dashboard_name="d", tick=functions["tick"], scan=functions["scan"], functions=functions,
-               failure_queues={"ScanFailedInvocations": sqs.Queue(stack, "Q")}, rest_api=api,
+               failure_queues={"ScanFailedInvocations": sqs.Queue(stack, "Q"),
+                               "DeliveryFailedBatches": sqs.Queue(stack, "QD")}, rest_api=api,
                reconciler=_function(stack, "reconcile"),
+               delivery=_function(stack, "delivery"), delivery_timeout=Duration.seconds(144),
                heartbeat_table=table, keyspace="jobrunner_prod", scan_reserved_concurrency=36,
                monthly_budget_usd=1500, budget_name="jobrunner-prod",
                runbooks=RUNBOOKS)
@@ -164,6 +167,30 @@ def test_every_alarm_links_its_runbook_and_the_runbook_exists(full: Template) ->
     # every alarm of the whole stack, results included
     assert {"resultsoffsetlag", "resultserrors", "resultsfailedbatchesqueued", "tickdeadlettersqueued",
             "budget"} <= anchors
+    # and the delivery function's (a stage with targets)
+    assert {"deliveryerrors", "deliveryfailures", "deliveryduration", "deliveryoffsetlag",
+            "deliveryfailedbatchesqueued"} <= set(alarms)
+
+
+def test_delivery_failures_are_a_share_of_the_deliveries_and_latency_is_duration_and_lag(full: Template) -> None:
+    alarms = _by_runbook(full)
+
+    assert (alarms["deliveryerrors"]["MetricName"], alarms["deliveryerrors"]["Threshold"]) == ("Errors", 1)
+    failures = alarms["deliveryfailures"]
+    (expression,) = [m["Expression"] for m in failures["Metrics"] if "Expression" in m]
+    names = {m["MetricStat"]["Metric"]["MetricName"] for m in failures["Metrics"] if "MetricStat" in m}
+    assert names == {"Deliveries_delivered", "Deliveries_failed_retryable", "Deliveries_failed_permanent",
+                     "Deliveries_not_attempted_out_of_time"}
+    assert expression.startswith("IF(") and ">= 20" in expression
+    assert (failures["Threshold"], failures["EvaluationPeriods"]) == (25, 3)
+    duration = alarms["deliveryduration"]
+    assert (duration["MetricName"], duration["ExtendedStatistic"], duration["Threshold"]) == (
+        "Duration", "p99", 0.8 * 144_000)
+    body = json.dumps(full.find_resources("AWS::CloudWatch::Dashboard"))
+    assert "Deliveries per minute, by outcome" in body and "Deliveries_failed_permanent" in body
+    lag = alarms["deliveryoffsetlag"]
+    assert (lag["MetricName"], lag["Threshold"]) == ("OffsetLag", 500)
+    assert "fn-delivery" in json.dumps(lag["Dimensions"])
 
 
 def test_scan_throttles_event_age_dropped_events_and_concurrency_near_the_reservation(full: Template) -> None:

@@ -7,6 +7,9 @@ item). ``authorizations`` turns one request into the authorizations AWS makes (a
 keys) and ``decide`` evaluates them against the caller's policies; ``tests.infra.rehearsal.moto_iam`` puts this
 in place of moto's check, after moto has checked the signature and found the caller's policies.
 
+A secret named rather than given by ARN (a tenant's webhook secrets) is checked as ``<name>-<SECRET_SUFFIX>``,
+the ARN Secrets Manager gives it; an SQS send, on the queue its URL names.
+
 Fails closed: a request it cannot translate is evaluated as ``<service>:<operation>`` on ``*``; a condition
 operator it does not know raises. The attributes a DynamoDB request touches are counted generously (the key,
 and every name in its update, condition and projection expressions; a read with no projection counts as
@@ -31,6 +34,10 @@ _KEYWORDS = {"SET", "ADD", "REMOVE", "DELETE", "AND", "OR", "NOT", "BETWEEN", "I
 _PATH = re.compile(r"(?<![\w.#:])(#?[A-Za-z_]\w*)((?:\.#?[A-Za-z_]\w*|\[\d+\])*)(\s*\()?")
 #: DynamoDB operations whose item is one key of one table, as IAM names the action.
 _SINGLE_ITEM = {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
+#: Secrets Manager operations on one secret, by ARN or by name.
+_SECRET_OPERATIONS = {"GetSecretValue", "DescribeSecret", "CreateSecret", "PutSecretValue"}
+#: What stands for the six random characters Secrets Manager appends to a secret's name in its ARN.
+SECRET_SUFFIX = "AbCdEf"
 _TRANSACT_ACTIONS = {"Get": "GetItem", "Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
                      "ConditionCheck": "ConditionCheckItem"}
 
@@ -64,11 +71,15 @@ def authorizations(request: Request, hash_key_of: Callable[[str], str]) -> list[
         name = unquote(request.path.split("/functions/", 1)[1].split("/", 1)[0])
         arn = name if name.startswith("arn:") else f"arn:aws:lambda:{request.region}:{request.account}:function:{name}"
         return [Authorization("lambda:InvokeFunction", arn)]
-    if request.service == "secretsmanager" and request.operation in ("GetSecretValue", "DescribeSecret"):
-        secret = str(json.loads(request.body)["SecretId"])
-        if not secret.startswith("arn:"):
-            raise ValueError(f"the rehearsal knows secrets by ARN only, not {secret!r}")
+    if request.service == "secretsmanager" and request.operation in _SECRET_OPERATIONS:
+        body = json.loads(request.body)
+        secret = str(body.get("SecretId", body.get("Name")))
+        if not secret.startswith("arn:"):  # by name (the webhook secrets): IAM checks the ARN, whose suffix is random
+            secret = f"arn:aws:secretsmanager:{request.region}:{request.account}:secret:{secret}-{SECRET_SUFFIX}"
         return [Authorization(f"secretsmanager:{request.operation}", secret)]
+    if request.service == "sqs" and request.operation == "SendMessage":
+        *_, account, name = str(json.loads(request.body)["QueueUrl"]).split("/")
+        return [Authorization("sqs:SendMessage", f"arn:aws:sqs:{request.region}:{account}:{name}")]
     return [Authorization(f"{request.service}:{request.operation}", "*")]
 
 

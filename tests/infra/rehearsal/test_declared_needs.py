@@ -242,3 +242,47 @@ def test_the_adapters_declared_for_a_function_are_those_its_handler_loads(unit: 
     assert (HISTORY in declared) == (STORE in declared)  # composed by the store
     modules = importlib.import_module("jobrunner.wiring").ADAPTER_MODULES  # what load_adapters imports
     assert (modules["store"], modules["publisher"]) == (STORE, PUBLISHER)
+
+
+@pytest.mark.parametrize("variant", ["targets", "targets-aws"])
+def test_the_delivery_trigger_reads_its_topic_and_the_function_reports_to_job_results(
+    synth: Callable[[str], Synthesized], variant: str,
+) -> None:
+    # Given a stage with targets: the delivery function, whose MSK trigger reads job-deliveries as its group
+    app = synth(variant)
+    (cluster,) = clusters(app.template).refs.values()
+    name, cluster_id = cluster.split(":cluster/")[1].split("/")
+    (mapping,) = [m["Properties"] for m in app.resources("AWS::Lambda::EventSourceMapping").values()
+                  if m["Properties"]["FunctionName"]["Ref"].startswith("DeliveryHandlerFunction")]
+    (topic,) = mapping["Topics"]
+    group = mapping["AmazonManagedKafkaEventSourceConfig"]["ConsumerGroupId"]
+    settings = settings_of(app, "Delivery")
+    base = f"arn:aws:kafka:{REGION}:{ACCOUNT}"
+    assert topic == settings.delivery_topic
+    needs = {(action, cluster) for action in (*TRIGGER_CLUSTER, *PRODUCE_CLUSTER)}
+    needs |= {(action, f"{base}:topic/{name}/{cluster_id}/{topic}") for action in TRIGGER_TOPIC}
+    needs |= {(action, f"{base}:group/{name}/{cluster_id}/{group}") for action in TRIGGER_GROUP}
+    # And the function publishes each outcome to the results topic, as a worker does
+    needs |= {(action, f"{base}:topic/{name}/{cluster_id}/{settings.results_topic}") for action in PRODUCE_TOPIC}
+    assert missing(app, "Delivery", needs) == []
+    # But it may write no topic a job names, nor the dead letters
+    for other in (*settings.allowed_topics, settings.dead_letter_topic):
+        assert missing(app, "Delivery", {("kafka-cluster:WriteData",
+                                          f"{base}:topic/{name}/{cluster_id}/{other}")}) != [], other
+    # And the scan may publish the executions of jobs with a target to the delivery topic
+    assert missing(app, "Scan", {(action, f"{base}:topic/{name}/{cluster_id}/{topic}")
+                                 for action in PRODUCE_TOPIC}) == []
+
+
+def test_the_delivery_may_use_the_tenants_webhook_secrets_of_its_stage_only(
+    synth: Callable[[str], Synthesized],
+) -> None:
+    app = synth("targets")
+    settings = settings_of(app, "Delivery")
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{settings.webhook_secret_prefix}payments-AbCdEf"
+    other_stage = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:jobrunner/prod/webhooks/payments-AbCdEf"
+
+    assert missing(app, "Delivery", {(action, secret) for action in (
+        "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")}) == []
+    assert missing(app, "Delivery", {("secretsmanager:GetSecretValue", other_stage)}) != []
+    assert missing(app, "Delivery", {("secretsmanager:DeleteSecret", secret)}) != []
