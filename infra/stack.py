@@ -202,6 +202,7 @@ class JobRunnerStack(Stack):
         self.results.event_source.node.add_dependency(self.streaming.topics_resource)
         if self.delivery is not None:
             self.delivery.event_source.node.add_dependency(self.streaming.topics_resource)
+        self._after_the_tables()
         self._grant()
         self._existing_cassandra_access()
         # What a worker's role needs (attach it to the role of your EC2 instance, task or function): the topics no
@@ -313,6 +314,18 @@ class JobRunnerStack(Stack):
         tracer = {"POWERTOOLS_TRACE_DISABLED": "true"} if config.xray_tracing == "off" else {}
         return {**config.settings.replace(**settings).to_environment(given_only=True),
                 "POWERTOOLS_SERVICE_NAME": SERVICE, "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE, **tracer}
+
+    def _after_the_tables(self) -> None:
+        """Every function of the job runner is created and updated after the keyspace's tables: a release whose code
+        writes a column it adds (``job_table_v2.created_by``) finds the column there, never a window where its
+        writes are refused."""
+        if self.keyspaces is None:
+            return
+        functions = [self.api.handler.function, self.tick.function, self.scanners.function, self.results.function,
+                     self.reconciler.function, *([self.delivery.function] if self.delivery is not None else [])]
+        for function in functions:
+            for table in self.keyspaces.tables.values():
+                function.node.add_dependency(table)
 
     def _result_key_holders(self) -> list[JobRunnerFunction]:
         """The functions that sign (scan) or check (results) result tokens: the only readers of the key."""

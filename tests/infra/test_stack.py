@@ -658,3 +658,15 @@ def test_a_protected_stage_with_https_targets_has_a_nat_gateway_per_zone(
     assert len(prod.resources("AWS::EC2::NatGateway")) == 2  # the VPC's two zones
     assert len(synth("targets").resources("AWS::EC2::NatGateway")) == 1
     assert not synth("targets-aws").resources("AWS::EC2::NatGateway")
+
+
+def test_every_function_is_updated_after_the_tables(default_app: Synthesized) -> None:
+    # A release that writes a column its schema adds (job_table_v2.created_by) must find it there: every function
+    # of the job runner waits for every Keyspaces table (the topic admin function writes no table)
+    tables = set(default_app.resources("AWS::Cassandra::Table"))
+    assert len(tables) == 6  # every table of cql/
+    functions = {name: f for name, f in default_app.resources("AWS::Lambda::Function").items()
+                 if "CASSANDRA_KEYSPACE" in f["Properties"].get("Environment", {}).get("Variables", {})}
+    assert len(functions) == 5  # api, tick, scan, results, reconcile (no delivery on the default stage)
+    for name, function in functions.items():
+        assert tables <= set(function.get("DependsOn", [])), name
