@@ -275,9 +275,11 @@ def use_local_aws_credentials() -> None:
 
 
 def endpoint_settings(endpoints: servers.Endpoints) -> dict[str, object]:
-    """The settings (attributes of ``Settings``) that point the system at ``endpoints``."""
+    """The settings (attributes of ``Settings``) that point the system at ``endpoints``: moto serves DynamoDB and
+    the Lambda and SQS targets."""
     return {"contact_points": endpoints.cassandra_host, "cassandra_port": endpoints.cassandra_port,
-            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint}
+            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint,
+            "target_aws_endpoint": endpoints.dynamodb_endpoint}
 
 
 def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] | None = None,

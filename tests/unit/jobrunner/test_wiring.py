@@ -274,6 +274,26 @@ def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addr
     assert services.delivery._rules.tenant_concurrency == 3
 
 
+@pytest.mark.parametrize(("variables", "endpoint"), [
+    ({"JOBRUNNER_TARGET_AWS_ENDPOINT": "http://127.0.0.1:5001"}, "http://127.0.0.1:5001"),  # the local stack's moto
+    ({}, "https://{service}.eu-west-1.amazonaws.com"),  # AWS's own
+])
+def test_the_lambda_and_sqs_targets_are_called_at_the_target_endpoint_the_settings_name(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], endpoint: str,
+) -> None:
+    from jobrunner.domain.targets import LambdaTarget, SqsTarget
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    # DynamoDB's endpoint is another setting: the targets never follow it
+    settings = Settings.from_env({**variables, "AWS_REGION": "eu-west-1", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9"})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore())
+    deliverer = build_deliverer(services)
+    for kind, service in ((LambdaTarget, "lambda"), (SqsTarget, "sqs")):
+        client = deliverer._of(kind)._client  # type: ignore[attr-defined]
+        assert client.meta.endpoint_url == endpoint.format(service=service)
+
+
 def test_in_lambda_the_webhook_secrets_are_in_secrets_manager_under_the_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     from jobrunner.adapters.webhook_secrets.secretsmanager import SecretsManagerWebhookSecrets
 
