@@ -400,13 +400,20 @@ class Container:
 
 def build_deliverer(services: Container) -> Deliverer:
     """What calls the targets: an HTTPS, a Lambda and an SQS deliverer, each built on its first call (a batch of
-    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list, Lambda and SQS
-    called at the settings' ``target_aws_endpoint`` (the local stack's moto) or AWS's own."""
+    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list and trusting the
+    system's CAs (and the settings' ``target_ca_bundle``), Lambda and SQS called at the settings'
+    ``target_aws_endpoint`` (the local stack's moto) or AWS's own."""
     settings = services.settings
     allowed = parse_allow_list(settings.target_address_allow)
     aws = settings.target_aws_endpoint
+
+    def https() -> Deliverer:
+        module = adapter("https_deliverer")
+        built: Deliverer = module.HttpsDeliverer(allowed=allowed, context=module.tls_trust(settings.target_ca_bundle))
+        return built
+
     deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
-        https=lambda: adapter("https_deliverer").HttpsDeliverer(allowed=allowed),
+        https=https,
         lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
             services.boto3_client("lambda", budget="lambda-targets", endpoint=aws)),
         sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs", endpoint=aws)),
