@@ -406,14 +406,9 @@ def build_deliverer(services: Container) -> Deliverer:
     settings = services.settings
     allowed = parse_allow_list(settings.target_address_allow)
     aws = settings.target_aws_endpoint
-
-    def https() -> Deliverer:
-        module = adapter("https_deliverer")
-        built: Deliverer = module.HttpsDeliverer(allowed=allowed, context=module.tls_trust(settings.target_ca_bundle))
-        return built
-
     deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
-        https=https,
+        https=lambda: adapter("https_deliverer").HttpsDeliverer(
+            allowed=allowed, context=adapter("https_deliverer").tls_trust(settings.target_ca_bundle)),
         lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
             services.boto3_client("lambda", budget="lambda-targets", endpoint=aws)),
         sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs", endpoint=aws)),
