@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import boto3
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 
 from cql.migrate import migrate
 from devstack import servers, tokens
@@ -129,6 +130,9 @@ class LocalStack:
         if self._environments is not None:
             self._environments.start(api_port=self.port)
         self.token = tokens.token_for(self.tenant)
+        # Before any scan of this stack publishes: a new stack delivers its own executions, not those that other
+        # stacks (other keyspaces) left on the shared topic.
+        start_at_the_end(self.settings.kafka.bootstrap, self.settings.delivery_topic, self._group("delivery"))
         loops = [("results", self._results_loop), ("delivery", self._delivery_loop)]
         if self.auto_tick:
             self.tick(datetime.now(UTC))  # dispatch the running and the next minute at once
@@ -159,9 +163,8 @@ class LocalStack:
         """Feed ``handler`` (function ``jobrunner-<function>``) the batches of ``topic`` until the stack stops; a batch
         that fails is polled again, from its first record, a second later (an event source retries it)."""
         consumer = KafkaConsumer(
-            topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","),
-            group_id=f"jobrunner-{function}-{self.settings.cassandra.keyspace}", enable_auto_commit=False,
-            auto_offset_reset="earliest", max_poll_records=100,
+            topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","), group_id=self._group(function),
+            enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=100,
         )
         try:
             while not self._stop.is_set():
@@ -178,6 +181,11 @@ class LocalStack:
                     self._stop.wait(1)
         finally:
             consumer.close()
+
+    def _group(self, function: str) -> str:
+        """The consumer group of function ``jobrunner-<function>``'s trigger: one per keyspace, so a stack
+        restarted on its keyspace goes on from where it stopped."""
+        return f"jobrunner-{function}-{self.settings.cassandra.keyspace}"
 
     def build_example_worker(self) -> Any:
         """examples/worker.py's worker on this stack's topics (its executions' and its results')."""
@@ -267,6 +275,22 @@ class LocalStack:
         telemetry.shutdown()
 
 
+def start_at_the_end(bootstrap: str, topic: str, group_id: str) -> None:
+    """Give ``group_id`` the end of each partition of ``topic`` where it has no position yet, as an event source
+    mapping created with the starting position LATEST does; a partition where it has one keeps it. The records
+    already on a shared topic (another stack's deliveries) are then not its own to act on."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group_id, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        new = [tp for tp in partitions if consumer.committed(tp) is None]
+        if new:
+            consumer.assign(new)
+            consumer.seek_to_end(*new)
+            consumer.commit({tp: OffsetAndMetadata(consumer.position(tp), "", -1) for tp in new})
+    finally:
+        consumer.close()
+
+
 def use_local_aws_credentials() -> None:
     """moto accepts any credentials; set dummy ones so that boto3 never looks for real ones."""
     for key, value in (("AWS_ACCESS_KEY_ID", "local"), ("AWS_SECRET_ACCESS_KEY", "local"),
@@ -275,9 +299,11 @@ def use_local_aws_credentials() -> None:
 
 
 def endpoint_settings(endpoints: servers.Endpoints) -> dict[str, object]:
-    """The settings (attributes of ``Settings``) that point the system at ``endpoints``."""
+    """The settings (attributes of ``Settings``) that point the system at ``endpoints``: moto serves DynamoDB and
+    the Lambda and SQS targets."""
     return {"contact_points": endpoints.cassandra_host, "cassandra_port": endpoints.cassandra_port,
-            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint}
+            "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint,
+            "target_aws_endpoint": endpoints.dynamodb_endpoint}
 
 
 def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +13,7 @@ from hypothesis import settings as hypothesis_settings
 from devstack import servers
 from devstack.stack import LocalStack, local_settings, use_local_aws_credentials
 from tests.chaos.fault_runs import FaultRuns
+from tests.support.tls import Certificates
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -61,9 +64,23 @@ def run_id() -> str:
     return uuid.uuid4().hex[:10]
 
 
+#: The account moto serves (its functions' ARNs and queues' URLs name it).
+MOTO_ACCOUNT = "123456789012"
+
+
 @pytest.fixture(scope="session")
-def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
-    """Settings isolated per test session: own keyspace and heartbeat table, shared servers."""
+def target_certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """A self-signed test root that the stack trusts for HTTPS targets, besides the system's CAs, and that signs
+    the certificates of the receivers the end-to-end tests start (tests/e2e/test_targets.py)."""
+    return Certificates(tmp_path_factory.mktemp("target-tls"))
+
+
+@pytest.fixture(scope="session")
+def settings(endpoints: servers.Endpoints, run_id: str, target_certificates: Certificates) -> Settings:
+    """Settings isolated per test session: own keyspace and heartbeat table, shared servers.
+
+    The targets' settings are the session's, not one test's: a scan holds the settings it started with for its
+    whole minute, so a test that changed them would see the scans of the running minute keep the old ones."""
     return local_settings(
         endpoints,
         keyspace=f"jr_test_{run_id}",
@@ -76,6 +93,11 @@ def settings(endpoints: servers.Endpoints, run_id: str) -> Settings:
         # standing limit set for one, every tenant's jobs are counted.
         tenant_limit_table={team("limited", run_id): {"submissions_per_second": 5},
                             team("held", run_id): {"jobs_held": 3, "executions_per_minute": 20}},
+        # Targets (tests/e2e/test_targets.py): receivers on loopback with a certificate of the test root, the
+        # functions and queues of moto's account, and a tenant whose webhook secret a receiver verifies with.
+        target_address_allow=("127.0.0.0/8",), target_ca_bundle=str(target_certificates.bundle),
+        target_lambda_allow=(MOTO_ACCOUNT,), target_sqs_allow=(MOTO_ACCOUNT,),
+        webhook_secrets={team("hooks", run_id): [f"whsec_{base64.b64encode(os.urandom(24)).decode()}"]},
     )
 
 

@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     target_address_allow: Names = _var("JOBRUNNER_TARGET_ADDRESS_ALLOW", (),
                                        "comma-separated networks (CIDRs) an HTTPS delivery may reach despite the "
                                        "address rules (private, loopback...: ``domain/targets/addresses.py``)")
+    target_ca_bundle: str | None = _var("JOBRUNNER_TARGET_CA_BUNDLE", None,
+                                        "local stacks and tests: a CA bundle HTTPS targets are also trusted by, "
+                                        "besides the system's CAs (certificates are always checked)")
+    target_aws_endpoint: str | None = _var("JOBRUNNER_TARGET_AWS_ENDPOINT", None,
+                                           "local use: the endpoint the Lambda and SQS targets are called at "
+                                           "(moto's server on the local stack); AWS leaves it empty")
     tenant_map: JsonObject = _var("JOBRUNNER_TENANT_MAP", {},
                                   "JSON: principal -> the tenant it acts as (``api/tenancy.py``)")
     operators: Names = _var("JOBRUNNER_OPERATORS", (),

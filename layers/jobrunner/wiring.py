@@ -248,13 +248,13 @@ class Container:
             return traced
         return self._publisher
 
-    def boto3_client(self, service: str, *, budget: str | None = None) -> Any:
+    def boto3_client(self, service: str, *, budget: str | None = None, endpoint: str | None = None) -> Any:
         """A client of ``service`` with its ``CLIENT_BUDGETS`` entry, or the entry ``budget`` names (KeyError: a
-        service without one)."""
+        service without one), at ``endpoint`` if given (DynamoDB: the settings' ``dynamodb_endpoint``)."""
         import boto3
 
         config = CLIENT_BUDGETS[budget or service].config()
-        endpoint = self.settings.dynamodb_endpoint if service == "dynamodb" else None
+        endpoint = endpoint or (self.settings.dynamodb_endpoint if service == "dynamodb" else None)
         return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
     @functools.cached_property
@@ -400,13 +400,18 @@ class Container:
 
 def build_deliverer(services: Container) -> Deliverer:
     """What calls the targets: an HTTPS, a Lambda and an SQS deliverer, each built on its first call (a batch of
-    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list."""
-    allowed = parse_allow_list(services.settings.target_address_allow)
+    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list and trusting the
+    system's CAs (and the settings' ``target_ca_bundle``), Lambda and SQS called at the settings'
+    ``target_aws_endpoint`` (the local stack's moto) or AWS's own."""
+    settings = services.settings
+    allowed = parse_allow_list(settings.target_address_allow)
+    aws = settings.target_aws_endpoint
     deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
-        https=lambda: adapter("https_deliverer").HttpsDeliverer(allowed=allowed),
+        https=lambda: adapter("https_deliverer").HttpsDeliverer(
+            allowed=allowed, context=adapter("https_deliverer").tls_trust(settings.target_ca_bundle)),
         lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
-            services.boto3_client("lambda", budget="lambda-targets")),
-        sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs")),
+            services.boto3_client("lambda", budget="lambda-targets", endpoint=aws)),
+        sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs", endpoint=aws)),
     )
     return deliverer
 

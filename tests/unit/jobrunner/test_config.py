@@ -138,7 +138,9 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         accept_unsigned_results=True, accept_v1_result_tokens=False, cassandra_tls_server_name="cassandra.internal",
         otel_exporter="file", otel_file="/tmp/traces.jsonl", delivery_topic="deliveries", target_kinds=("https",),
         target_lambda_allow=("123456789012",), target_sqs_allow=("*",),
-        target_address_allow=("10.0.0.0/8", "fd00::/8"), webhook_secret_prefix="prod/hooks/",
+        target_address_allow=("10.0.0.0/8", "fd00::/8"), target_aws_endpoint="http://127.0.0.1:5000",
+        target_ca_bundle="/opt/hooks-ca.pem",
+        webhook_secret_prefix="prod/hooks/",
         webhook_secrets={"alice": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}, delivery_tenant_concurrency=2,
         delivery_concurrency=8,
     )

@@ -28,6 +28,8 @@ from jobrunner.services.tick import TickRules
 from jobrunner.wiring import IDLE_END, Container, build_deliverer, build_webhook_secrets
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
@@ -272,6 +274,53 @@ def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addr
     assert isinstance(refused, AddressRefused) and refused.reason == "a loopback address"
     assert isinstance(build_webhook_secrets(services), MemoryWebhookSecrets)  # off Lambda: in memory
     assert services.delivery._rules.tenant_concurrency == 3
+
+
+@pytest.mark.parametrize(("variables", "endpoint"), [
+    ({"JOBRUNNER_TARGET_AWS_ENDPOINT": "http://127.0.0.1:5001"}, "http://127.0.0.1:5001"),  # the local stack's moto
+    ({}, "https://{service}.eu-west-1.amazonaws.com"),  # AWS's own
+])
+def test_the_lambda_and_sqs_targets_are_called_at_the_target_endpoint_the_settings_name(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], endpoint: str,
+) -> None:
+    from jobrunner.domain.targets import LambdaTarget, SqsTarget
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    # DynamoDB's endpoint is another setting: the targets never follow it
+    settings = Settings.from_env({**variables, "AWS_REGION": "eu-west-1", "DYNAMODB_ENDPOINT": "http://127.0.0.1:9"})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore())
+    deliverer = build_deliverer(services)
+    for kind, service in ((LambdaTarget, "lambda"), (SqsTarget, "sqs")):
+        client = deliverer._of(kind)._client  # type: ignore[attr-defined]
+        assert client.meta.endpoint_url == endpoint.format(service=service)
+
+
+def test_https_targets_are_also_trusted_by_the_ca_bundle_the_settings_name(tmp_path: Path) -> None:
+    import ssl
+
+    from cryptography import x509
+
+    from jobrunner.adapters.deliverers.https import HttpsDeliverer
+    from jobrunner.domain.targets import HttpsTarget
+    from tests.support.tls import Certificates, handshake
+
+    certificates = Certificates(tmp_path)
+    receiver = certificates.server(x509.DNSName("hooks.test"))
+
+    def trust(variables: dict[str, str]) -> ssl.SSLContext:
+        services = Container(Settings.from_env(variables), store=MemoryJobStore(), publisher=MemoryPublisher(),
+                             leases=MemoryLeaseStore())
+        https = build_deliverer(services)._of(HttpsTarget)  # type: ignore[attr-defined]
+        assert isinstance(https, HttpsDeliverer)
+        return https._context
+
+    trusting = trust({"JOBRUNNER_TARGET_CA_BUNDLE": str(certificates.bundle)})
+    handshake(trusting, receiver, "hooks.test")
+    with pytest.raises(ssl.SSLCertVerificationError):  # the name is still checked
+        handshake(trusting, receiver, "other.test")
+    with pytest.raises(ssl.SSLCertVerificationError):  # without the bundle: the system's CAs only
+        handshake(trust({}), receiver, "hooks.test")
 
 
 def test_in_lambda_the_webhook_secrets_are_in_secrets_manager_under_the_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,6 +59,16 @@ def resolve(host: str, port: int) -> list[Address]:
     return list(found.values())
 
 
+def tls_trust(ca_bundle: str | None = None) -> ssl.SSLContext:
+    """The TLS trust of HTTPS targets: the system's CAs, and the CAs of ``ca_bundle`` besides (a local stack's or a
+    test's own, ``Settings.target_ca_bundle``). Every call checks the chain and the host name; nothing turns that
+    off."""
+    context = ssl.create_default_context()  # CERT_REQUIRED and check_hostname
+    if ca_bundle:
+        context.load_verify_locations(cafile=ca_bundle)
+    return context
+
+
 class _Deadline:
     """The instant a call must end by (a monotonic clock), and what is left of it."""
 
@@ -100,13 +110,14 @@ class _PinnedConnection(http.client.HTTPSConnection):
 
 class HttpsDeliverer(Deliverer):
     """Calls HTTPS targets. ``allowed``: the stage's allow-listed networks (``Settings.target_address_allow``);
-    ``context``: the TLS trust (the system's CAs by default; a test trusts its own certificate); ``resolver``:
+    ``context``: the TLS trust (``tls_trust()``: the system's CAs by default; a test trusts its own certificate);
+    ``resolver``:
     how a host name becomes addresses."""
 
     def __init__(self, *, allowed: Sequence[IPv4Network | IPv6Network] = (), context: ssl.SSLContext | None = None,
                  resolver: Resolver = resolve) -> None:
         self._allowed = tuple(allowed)
-        self._context = context or ssl.create_default_context()
+        self._context = context or tls_trust()
         self._resolver = resolver
 
     def deliver(self, call: DeliveryCall) -> DeliveryResult:

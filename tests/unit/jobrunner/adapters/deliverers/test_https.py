@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from standardwebhooks.webhooks import Webhook
 
-from jobrunner.adapters.deliverers.https import HttpsDeliverer
+from jobrunner.adapters.deliverers.https import HttpsDeliverer, tls_trust
 from jobrunner.domain.jobs import Trigger
 from jobrunner.domain.targets import (
     DeliveryContext,
@@ -73,6 +73,8 @@ class Receiver:
 
     port: int = 0
     trust: ssl.SSLContext = field(default_factory=ssl.create_default_context)
+    #: The certificate's PEM file, a CA bundle of one.
+    bundle: str = ""
     received: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
     #: Set when the test ends: a hanging answer gives up then.
     released: threading.Event = field(default_factory=threading.Event)
@@ -130,7 +132,7 @@ def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     cert_file, key_file = self_signed(tmp_path_factory.mktemp("tls"))
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert_file, key_file)
-    receiver = Receiver(trust=ssl.create_default_context(cafile=str(cert_file)))
+    receiver = Receiver(trust=ssl.create_default_context(cafile=str(cert_file)), bundle=str(cert_file))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(receiver))
     server.daemon_threads = True
     server.socket = tls.wrap_socket(server.socket, server_side=True)
@@ -241,6 +243,21 @@ def test_the_certificate_is_checked_for_the_urls_host_though_the_address_is_pinn
     # Then TLS fails: the pinned address does not stand in for the name
     assert isinstance(result, ConnectionFailed) and result.reason.startswith("TLS:")
     assert receiver.received == []
+
+
+def test_the_trust_is_the_systems_cas_and_a_ca_bundle_besides_with_every_check_kept(receiver: Receiver) -> None:
+    # Given the trust a stage sets with JOBRUNNER_TARGET_CA_BUNDLE: the receiver's certificate is trusted
+    trusting = tls_trust(receiver.bundle)
+    assert (trusting.verify_mode, trusting.check_hostname) == (ssl.CERT_REQUIRED, True)
+    with_bundle = HttpsDeliverer(allowed=LOOPBACK, context=trusting, resolver=to_localhost)
+    assert with_bundle.deliver(call(receiver.url("/ok"))) == Answered(200, b"thanks")
+    # and the host name is still checked against the certificate
+    assert isinstance(other := with_bundle.deliver(call(receiver.url("/ok", "hooks.example.com"))), ConnectionFailed)
+    assert other.reason.startswith("TLS:")
+    # When no bundle is named, Then the system's CAs alone do not trust it
+    system = HttpsDeliverer(allowed=LOOPBACK, resolver=to_localhost).deliver(call(receiver.url("/ok")))
+    assert isinstance(system, ConnectionFailed) and "CERTIFICATE_VERIFY_FAILED" in system.reason
+    assert len(receiver.received) == 1
 
 
 def test_a_closed_port_is_a_connection_failure(receiver: Receiver) -> None:
