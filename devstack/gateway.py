@@ -28,7 +28,7 @@ MAX_BODY = 6 * 1024 * 1024  # API Gateway's payload limit
 
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes, tenant: str | None) -> dict[str, Any]:
     url = urlsplit(target)
-    query = parse_qs(url.query)
+    query = parse_qs(url.query, keep_blank_values=True)  # as API Gateway: `?kind=` is kind ""
     # Like API Gateway, a body that is not text reaches the function base64-encoded.
     try:
         text, encoded = (body.decode("utf-8") if body else None), False
