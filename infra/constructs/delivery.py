@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
-from infra.constructs.results import MAX_RECORD_AGE, RETRY_ATTEMPTS
+from infra.constructs.results import kafka_trigger
 from infra.constructs.tick import dead_letter_queue
 from jobrunner.domain.target_grants import ANY
 from jobrunner.domain.targets import LambdaTarget, SqsTarget
@@ -138,25 +136,9 @@ class Delivery(Construct):
         ))
         self._grant_targets(targets, secret_prefix)
         self.failed_batches = dead_letter_queue(self, "FailedBatches", "the job-deliveries trigger")
-        bounded: dict[str, Any] = {}
-        if max_pollers:
-            bounded = {
-                "retry_attempts": RETRY_ATTEMPTS, "bisect_batch_on_error": True, "max_record_age": MAX_RECORD_AGE,
-                "on_failure": event_sources.SqsDlq(self.failed_batches),
-                "provisioned_poller_config": lambda_.ProvisionedPollerConfig(minimum_pollers=1,
-                                                                             maximum_pollers=max_pollers),
-            }
-        self.event_source = lambda_.EventSourceMapping(
-            self, "JobDeliveries",
-            target=self.function,
-            event_source_arn=cluster_arn,
-            kafka_topic=topic,
-            kafka_consumer_group_id=consumer_group,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=self.batch_size,
-            max_batching_window=Duration.seconds(1),
-            **bounded,
-        )
+        self.event_source = kafka_trigger(self, "JobDeliveries", self.function, cluster_arn=cluster_arn, topic=topic,
+                                          consumer_group=consumer_group, batch_size=self.batch_size,
+                                          max_pollers=max_pollers, failed_batches=self.failed_batches)
 
     def _grant_targets(self, targets: TargetResources, secret_prefix: str) -> None:
         """The allow-lists' functions and queues, and the tenants' webhook secrets."""

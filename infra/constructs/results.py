@@ -24,6 +24,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.function import FunctionBase, JobRunnerFunction
@@ -73,25 +74,38 @@ class Results(Construct):
             actions=["ec2:DescribeVpcs", "ec2:DescribeSecurityGroups"], resources=["*"],
         ))
         self.failed_batches = dead_letter_queue(self, "FailedBatches", "the job-results trigger")
-        # A plain mapping rather than ManagedKafkaEventSource, which attaches the AWS managed policy
-        # AWSLambdaMSKExecutionRole (kafka and ec2 actions on every resource); the stack grants the
-        # kafka-cluster actions on this cluster, topic and group instead.
-        bounded: dict[str, Any] = {}
-        if max_pollers:
-            bounded = {
-                "retry_attempts": RETRY_ATTEMPTS, "bisect_batch_on_error": True, "max_record_age": MAX_RECORD_AGE,
-                "on_failure": event_sources.SqsDlq(self.failed_batches),
-                "provisioned_poller_config": lambda_.ProvisionedPollerConfig(minimum_pollers=1,
-                                                                             maximum_pollers=max_pollers),
-            }
-        self.event_source = lambda_.EventSourceMapping(
-            self, "JobResults",
-            target=self.function,
-            event_source_arn=cluster_arn,
-            kafka_topic=topic,
-            kafka_consumer_group_id=consumer_group,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=batch_size,
-            max_batching_window=Duration.seconds(1),
-            **bounded,
-        )
+        self.event_source = kafka_trigger(self, "JobResults", self.function, cluster_arn=cluster_arn, topic=topic,
+                                          consumer_group=consumer_group, batch_size=batch_size,
+                                          max_pollers=max_pollers, failed_batches=self.failed_batches)
+
+
+def kafka_trigger(
+    scope: Construct, construct_id: str, function: lambda_.IFunction, *, cluster_arn: str, topic: str,
+    consumer_group: str, batch_size: int, max_pollers: int | None, failed_batches: sqs.IQueue,
+) -> lambda_.EventSourceMapping:
+    """An MSK trigger of ``function`` on ``topic`` from its oldest record, under a fixed ``consumer_group``.
+
+    A plain mapping rather than ManagedKafkaEventSource, which attaches the AWS managed policy
+    AWSLambdaMSKExecutionRole (kafka and ec2 actions on every resource); the stack grants the kafka-cluster
+    actions on this cluster, topic and group instead. With provisioned pollers (``max_pollers``) a batch that
+    keeps failing is retried a bounded number of times, split, then sent to ``failed_batches``; without them
+    (on-demand mode) it holds its partition until it succeeds."""
+    bounded: dict[str, Any] = {}
+    if max_pollers:
+        bounded = {
+            "retry_attempts": RETRY_ATTEMPTS, "bisect_batch_on_error": True, "max_record_age": MAX_RECORD_AGE,
+            "on_failure": event_sources.SqsDlq(failed_batches),
+            "provisioned_poller_config": lambda_.ProvisionedPollerConfig(minimum_pollers=1,
+                                                                         maximum_pollers=max_pollers),
+        }
+    return lambda_.EventSourceMapping(
+        scope, construct_id,
+        target=function,
+        event_source_arn=cluster_arn,
+        kafka_topic=topic,
+        kafka_consumer_group_id=consumer_group,
+        starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+        batch_size=batch_size,
+        max_batching_window=Duration.seconds(1),
+        **bounded,
+    )
