@@ -30,18 +30,22 @@ _FAULT_SUITES = pytest.StashKey[bool]()
 
 
 def _phase(item: pytest.Item) -> int:
-    """0: needs the tests' servers; 1: needs none; 2: judges a fault suite's small run (``fault_suite``)."""
+    """0: needs the whole machine (an end-to-end test timing its fires, or a test marked ``solo`` timing a call);
+    1: needs the tests' servers; 2: needs none; 3: judges a fault suite's small run (``fault_suite``). The fault
+    suites' runs start with phase 1: from there on, what a test checks does not depend on how fast it goes."""
     if item.get_closest_marker("fault_suite"):
-        return 2
-    return 0 if item.get_closest_marker("e2e") or item.get_closest_marker("integration") else 1
+        return 3
+    if item.get_closest_marker("e2e") or item.get_closest_marker("solo"):
+        return 0
+    return 1 if item.get_closest_marker("integration") else 2
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test on the tests' servers first, then those that need no server while the fault suites' small
-    runs go on in the background on servers of their own (``tests/chaos/fault_runs.py``), their judges last.
-    Within each phase the order is the usual one."""
+    """The end-to-end tests (and the ``solo`` ones) first, alone on the machine; then, while the fault suites' small
+    runs go on in the background on servers of their own (``tests/chaos/fault_runs.py``), the other tests on the
+    tests' servers and those that need none; the fault suites' judges last. Within each phase the usual order."""
     items.sort(key=_phase)
-    config.stash[_FAULT_SUITES] = any(_phase(item) == 2 for item in items)
+    config.stash[_FAULT_SUITES] = any(_phase(item) == 3 for item in items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -5,11 +5,12 @@ Each run is ``python -m chaos [--operations] --small --keep-servers`` in a proce
 and restarts its servers; they run one after the other on one set of servers (their own ports and
 DEVSTACK_HOME, never the tests' or `make run`'s), started once before the first and stopped after the last.
 
-Together they take about 8 minutes, mostly waiting for minutes to come. The session runs every test that
-uses the tests' servers first (``tests/conftest.py`` orders them), and starts these runs as the first test
-that needs none begins (``FaultRuns.start``): the two never share the machine's cores with an end-to-end test
-that times its fires, and the unit, infrastructure and contract tests run in the time the fault suites wait.
-The smoke tests come last and judge the reports; run alone, a smoke test starts the runs itself and waits.
+Together they take about 8 minutes, mostly waiting for minutes to come. The session runs the end-to-end
+tests first, and the few marked ``solo`` that time a call (``tests/conftest.py`` orders them), and starts these
+runs as the first other test begins (``FaultRuns.start``): the two never share the machine's cores with a test
+whose verdict depends on its speed, and the integration, contract, unit and infrastructure tests run in the
+time the fault suites wait. The smoke tests come last and judge the reports; run alone, a smoke test starts the
+runs itself and waits.
 
 Each run leaves its servers healthy for the next: the crash suite's restarts end with the server up, and the
 operations suite resumes the writes it stopped. Each also checks at its start what it needs

@@ -37,6 +37,7 @@ def test_a_request_starts_a_scan_of_its_own_partition(scan_starter: Starter) -> 
     assert sorted(scan_starter.started(2), key=lambda r: r.segment) == requests
 
 
+@pytest.mark.solo  # it times the call
 def test_invoking_does_not_wait_for_the_scan(scan_starter: Starter) -> None:
     # (the thread pool's scan is held until the test ends; a process takes seconds to start and scan)
     request = ScanRequest(2, past_minute())
@@ -73,6 +74,7 @@ def scan_function(lambda_client: Any, settings: Settings) -> str:
 
 
 @pytest.mark.integration
+@pytest.mark.solo  # it times the call
 def test_the_lambda_invoker_returns_once_lambda_accepted_the_request(lambda_client: Any, scan_function: str) -> None:
     began = time.monotonic()
     LambdaInvoker(scan_function, lambda_client).invoke_scan(ScanRequest(1, past_minute()))

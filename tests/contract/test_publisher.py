@@ -77,6 +77,7 @@ def test_a_message_refused_for_good_is_named_and_not_written_and_the_next_publis
     assert {n for n in (0, 2) if n not in error.failed} | {3, 4} <= delivered <= {0, 2, 3, 4}
 
 
+@pytest.mark.solo  # it times the bound
 def test_a_broker_that_cannot_be_reached_fails_every_message_within_the_bound_and_refuses_none(bus: Bus) -> None:
     publisher = bus.unreachable()
     started = time.monotonic()

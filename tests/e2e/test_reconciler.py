@@ -81,16 +81,18 @@ def test_rows_deleted_behind_the_systems_back_are_repaired_once_within_five_minu
 ) -> None:
     container = local_stack.container
     segments = container.settings.segments
-    # Given a minute M far enough ahead, three jobs firing every minute from M + 5 s, and a one-time job at M + 5 s
-    # whose first attempt fails (the example worker's "flaky") and is retried 60 to 120 s later
+    # Given a minute M at least 15 s ahead (the leases below must be taken before the scans of M + 1 start, up to
+    # 59 s early), three jobs firing every minute from M + 5 s, and a one-time job at M + 5 s whose first attempt
+    # fails (the example worker's "flaky") and is retried 55 to 110 s later: in minute M + 1, like the others' next
+    # fires, so that every lost execution is repaired once that one partition is done (about M + 2:07)
     now = datetime.now(UTC)
-    start = minute_bucket(now) + (2 if now.second > 35 else 1) * MINUTE
+    start = minute_bucket(now) + (2 if now.second > 45 else 1) * MINUTE
     fire = start + timedelta(seconds=5)
     every = [_submit(local_stack, {"schedule": {"every": "PT1M", "start": rfc3339(fire)}, "payload": {"type": "echo"}})
              for _ in range(3)]
     retried = _submit(local_stack, {"schedule": {"at": rfc3339(fire)}, "payload": {"type": "flaky", "fail_attempts": 1},
-                                    "max_retries": 1, "backoff": {"initial_delay_s": 120, "multiplier": 1,
-                                                                  "max_delay_s": 120}})
+                                    "max_retries": 1, "backoff": {"initial_delay_s": 110, "multiplier": 1,
+                                                                  "max_delay_s": 110}})
     # and no scan may take the next two minutes' partitions until we say so: we hold their leases (so the rows
     # written there wait, unread, for us to delete them)
     owner = f"test-{uuid.uuid4()}"

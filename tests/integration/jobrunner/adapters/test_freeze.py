@@ -17,7 +17,7 @@ from bench.freeze import run_once
 if TYPE_CHECKING:
     from jobrunner.config import Settings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]  # it times the first calls
 
 
 @pytest.mark.parametrize("mode", ["reset", "drop"])
