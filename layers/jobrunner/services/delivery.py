@@ -26,6 +26,10 @@ exact across instances, but at a conditional DynamoDB write, a round trip and on
 every delivery (about as much as the delivery's own Lambda time, docs/scaling.md); the rate guards receivers
 and the stage against one tenant's bursts, which a bound per instance does for nothing.
 
+A record's ``traceparent`` header (the execution's span, ``domain.tracing``) is carried on: in the call (the
+deliverer's span is its child, and an HTTPS request sends it as its ``traceparent`` header) and in the result,
+so the results function's span joins the same trace, as with a worker.
+
 A message that is not a delivery (no target, malformed) is counted
 and skipped, never raised. A failure to read secrets or to publish the results raises, so the batch is
 delivered again: a receiver dedups on ``webhook-id`` (the execution id), the results function ignores a
@@ -76,7 +80,7 @@ from jobrunner.ports import (
     Sent,
     TimedOut,
 )
-from jobrunner_client.protocol import parse_rfc3339
+from jobrunner_client.protocol import parse_rfc3339, parse_traceparent
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -128,10 +132,21 @@ class Delivery:
     payload: Any
     #: The execution message's result token, sent back with the outcome (``domain.receipts``).
     result_token: str | None = None
+    #: The execution's trace context (its message's ``traceparent`` header), continued by the call and the result.
+    traceparent: str | None = None
 
 
-def delivery_of(value: bytes) -> Delivery | str:
-    """The delivery a message's value describes, or why it is none (``MALFORMED``, ``NO_TARGET``)."""
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """A record of the delivery topic: its value, and its ``traceparent`` header (the execution's span) if any."""
+
+    value: bytes
+    traceparent: str | None = None
+
+
+def delivery_of(value: bytes, traceparent: str | None = None) -> Delivery | str:
+    """The delivery a message's value describes (continuing the trace ``traceparent``, when valid), or why it is
+    none (``MALFORMED``, ``NO_TARGET``)."""
     try:
         message = json.loads(value)
     except (ValueError, UnicodeDecodeError):
@@ -154,7 +169,7 @@ def delivery_of(value: bytes) -> Delivery | str:
         return MALFORMED
     context = DeliveryContext(execution_id=execution_id, job_id=job_id, scheduled_at=scheduled_at, attempt=attempt,
                               trigger=trigger)
-    return Delivery(target, context, user_id, message.get("payload"), token)
+    return Delivery(target, context, user_id, message.get("payload"), token, parse_traceparent(traceparent))
 
 
 def outcome_of(result: DeliveryResult, now: datetime) -> Outcome:
@@ -187,6 +202,8 @@ def result_message(delivery: Delivery, outcome: Outcome) -> dict[str, Any]:
     }
     if delivery.result_token is not None:
         value["result_token"] = delivery.result_token
+    if delivery.traceparent is not None:  # the results function's span joins the execution's trace
+        value["traceparent"] = delivery.traceparent
     if outcome.verdict is not Verdict.SUCCESS:
         value["error"] = outcome.error
         value["retryable"] = outcome.verdict is Verdict.RETRYABLE
@@ -206,16 +223,18 @@ class DeliveryService:
         #: The tenants' recent starts, kept from batch to batch: the rate holds across them.
         self._pace = TenantPace()
 
-    def deliver_batch(self, values: Sequence[bytes], deadline: datetime | None = None) -> Counter[str]:
-        """Deliver each message of a batch (the values of its records), publishing the outcomes to the results
+    def deliver_batch(self, records: Sequence[bytes | DeliveryRecord], deadline: datetime | None = None,
+                      ) -> Counter[str]:
+        """Deliver each message of a batch (its records, or their values alone), publishing the outcomes to the results
         topic as the calls end; returns how many messages ended how (``COUNTED``, ``OUT_OF_TIME``, ``MALFORMED``,
         ``NO_TARGET``). A call that could not end by ``deadline`` (the function's own time, less what publishing
         needs) is not made: reported as a retryable failure, so the job's next attempt makes it. Raises when a
         tenant's secrets cannot be read or outcomes cannot be published (module docstring)."""
         counted: Counter[str] = Counter()
         deliveries: list[Delivery] = []
-        for value in values:
-            parsed = delivery_of(value)
+        for record in records:
+            parsed = (delivery_of(record.value, record.traceparent) if isinstance(record, DeliveryRecord)
+                      else delivery_of(record))
             if isinstance(parsed, str):
                 counted[parsed] += 1
             else:
@@ -335,7 +354,8 @@ class DeliveryService:
         """The call of ``delivery``, rendered now (an HTTPS request signed with the time it is sent)."""
         target, context = delivery.target, delivery.context
         if isinstance(target, HttpsTarget):
-            request = webhook_request(target, delivery.payload, context, secrets, self._clock.now())
-            return DeliveryCall(target, request.body, request.headers, context.execution_id)
+            request = webhook_request(target, delivery.payload, context, secrets, self._clock.now(),
+                                      delivery.traceparent)
+            return DeliveryCall(target, request.body, request.headers, context.execution_id, delivery.traceparent)
         return DeliveryCall(target, render_body(delivery.payload, context), context_headers(context),
-                            context.execution_id)
+                            context.execution_id, delivery.traceparent)

@@ -41,7 +41,7 @@ from jobrunner.ports import (
     ScanRequest,
     TimedOut,
 )
-from jobrunner.services.delivery import MALFORMED, NO_TARGET, DeliveryRules, DeliveryService
+from jobrunner.services.delivery import MALFORMED, NO_TARGET, DeliveryRecord, DeliveryRules, DeliveryService
 from tests.support.memory import memory_container
 from tests.support.results import RESULT_KEY
 from tests.support.waiting import waiting
@@ -490,3 +490,40 @@ def test_a_tenants_own_rate_overrides_the_stages() -> None:
     paced.service.deliver_batch([tenant_message("gold", n) for n in range(5)]
                                 + [tenant_message("basic", n) for n in range(2)])
     assert paced.seconds("gold") == [0] * 5 and paced.seconds("basic") == [0, 1]
+
+
+# -- the execution's trace, carried on ---------------------------------------------------------------------
+
+TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize("target", [HTTPS, {"lambda": {"function_arn": FUNCTION}}])
+def test_a_delivery_carries_its_records_trace_to_the_call_and_the_result(world: World, target: dict[str, Any]) -> None:
+    # Given an execution's record with the trace context the scan put in its header
+    value = world.execution(target)
+    # When it is delivered
+    world.delivery.deliver_batch([DeliveryRecord(value, TRACE)])
+    # Then the call continues that trace, an HTTPS request sending it as its traceparent header
+    [call] = world.deliverer.calls
+    assert call.traceparent == TRACE
+    assert call.headers.get("traceparent") == (TRACE if "https" in target else None)
+    # and so does the result, which the results function's span continues
+    [result] = [m for m in world.publisher.sent if m.topic == "job-results"]
+    assert result.value["traceparent"] == TRACE
+    report = parse_report(json.dumps(result.value).encode())
+    assert report is not None and report.traceparent == TRACE
+
+
+def test_the_trace_replaces_a_targets_own_traceparent_header(world: World) -> None:
+    target = {"https": {"url": URL, "headers": {"Traceparent": "00-stale"}}}
+    world.delivery.deliver_batch([DeliveryRecord(world.execution(target), TRACE)])
+    [call] = world.deliverer.calls
+    assert call.headers["traceparent"] == TRACE and "Traceparent" not in call.headers
+
+
+def test_a_record_without_a_valid_trace_sends_none(world: World) -> None:
+    world.delivery.deliver_batch([DeliveryRecord(world.execution(HTTPS), "not a traceparent")])
+    [call] = world.deliverer.calls
+    assert call.traceparent is None and "traceparent" not in call.headers
+    [result] = [m for m in world.publisher.sent if m.topic == "job-results"]
+    assert "traceparent" not in result.value
