@@ -46,6 +46,8 @@ DELIVERY_TOPIC = "job-deliveries"
 #: a test keeps the two equal) and, on top, for a cold start and reading the tenants' secrets.
 PUBLISH_MARGIN_S = 10
 START_MARGIN_S = 10
+#: The function's memory unless a stage says otherwise (the cost model prices it).
+MEMORY_MB = 512
 #: Lambda's longest timeout.
 MAX_LAMBDA_TIMEOUT_S = 900
 SECRET_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")
@@ -110,7 +112,7 @@ class Delivery(Construct):
         secret_prefix: str,
         topic: str = DELIVERY_TOPIC,
         rules: DeliveryRules | None = None,
-        memory_size: int = 512,
+        memory_size: int = MEMORY_MB,
         max_pollers: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
