@@ -58,6 +58,8 @@ def msk_event(batches: dict[Any, list[Any]]) -> dict[str, Any]:
                 {
                     "topic": r.topic, "partition": r.partition, "offset": r.offset, "timestamp": r.timestamp,
                     "key": base64.b64encode(r.key or b"").decode(), "value": base64.b64encode(r.value).decode(),
+                    # MSK's shape: one object per header, its value as a list of byte values
+                    "headers": [{name: list(value or b"")} for name, value in (r.headers or [])],
                 }
                 for r in records
             ]

@@ -42,7 +42,8 @@ QUOTA_CODE = "L-B99A9384"
 QUOTA_NAME = "Concurrent executions"
 #: Lambda keeps at least this much of the account's concurrency unreserved.
 UNRESERVED_FLOOR = 100
-#: Concurrency of the other functions at their busiest: tick, api, results, and a little for retries.
+#: Concurrency of the other functions at their busiest: tick, api, results, and a little for retries (the delivery
+#: function, on a stage with targets, is counted apart: ``delivery_concurrency``).
 OTHER_FUNCTIONS = 6
 
 
@@ -61,9 +62,15 @@ class AccountConcurrency:
     own_reservation: int = 0
 
 
+def delivery_concurrency(config: DeploymentConfig) -> int:
+    """The delivery function's concurrent executions at its busiest: one per partition of ``job-deliveries`` (Lambda
+    hands a partition's batches to one invocation at a time); none on a stage without targets (no such function)."""
+    return 0 if config.targets is None else config.kafka_partitions
+
+
 def needed_concurrency(config: DeploymentConfig) -> int:
     """Concurrent executions the stack may use at once: its scans at a minute edge, plus the other functions."""
-    return scan_concurrency(config.segments) + OTHER_FUNCTIONS
+    return scan_concurrency(config.segments) + OTHER_FUNCTIONS + delivery_concurrency(config)
 
 
 def problems(config: DeploymentConfig, account: AccountConcurrency, region: str) -> list[Finding]:
@@ -83,7 +90,7 @@ def problems(config: DeploymentConfig, account: AccountConcurrency, region: str)
         found.append(Finding(False,
             f"'{QUOTA_NAME}' (Service Quotas {QUOTA_CODE}) is {account.limit} in {region}; {config.segments} segments "
             f"need about {needed} at once, so scans would be throttled and run late. Either {raise_it}, or deploy "
-            f"with fewer segments (-c segments=N needs about 2N + {max(4, config.segments // 4) + OTHER_FUNCTIONS})."
+            f"with fewer segments (-c segments=N needs about 2N + {needed - 2 * config.segments})."
         ))
     return found
 

@@ -60,6 +60,10 @@ class MeasuredInputs(BaseModel):
     results_gb_seconds: Figure
     results_gb_seconds_per_invocation: Figure
     results_per_partition_per_second: Figure
+    # The delivery function (a stage with targets): per invocation, per delivery.
+    delivery_call_seconds: Figure
+    delivery_overhead_seconds_per_invocation: Figure
+    delivery_log_bytes: Figure
     api_gb_seconds_per_request: Figure
     api_gb_seconds_per_batch_request: Figure
     api_batch_size: Figure

@@ -36,6 +36,14 @@ POLLERS_PER_EPU = 10
 #: The results function's trigger (infra/constructs/results.py): batch size and batching window.
 RESULTS_BATCH_SIZE = 100
 RESULTS_BATCHING_WINDOW_S = 1.0
+#: The delivery function's trigger (infra/constructs/delivery.py): a batch is at most ``DeliveryRules.concurrency``
+#: records (16), with the results trigger's 1-s window.
+DELIVERY_BATCH_SIZE = 16
+#: What a stage with targets adds to CloudWatch (infra/constructs/monitoring.py): the ``Deliveries_*`` metrics
+#: and the delivery's alarms (errors, the failure rate over four of those metrics, duration, offset lag), each
+#: metric an alarm reads billed as an alarm.
+DELIVERY_METRICS = 4
+DELIVERY_ALARM_METRICS = 7
 #: A busy minute (an assumption): all of a minute's executions due at its first second, published and
 #: answered within this many seconds (the drain benchmark publishes 100,000 due at one instant in 35 s).
 BUSY_MINUTE_DRAIN_S = 15
@@ -98,6 +106,11 @@ class StageConfig(BaseModel):
     api_rate_limit: int = 50
     #: NAT gateways for the delivery function's HTTPS targets (``targets`` with https; ``nat_gateways``).
     nat_gateways: int = 0
+    #: Jobs may name targets (``targets``): the delivery function, its trigger, topic and alarms are deployed, and
+    #: every execution is priced as a delivery (an upper bound: a job of a topic's workers costs less).
+    targets: bool = False
+    #: The delivery function's memory (``infra.constructs.delivery.MEMORY_MB``).
+    delivery_memory_mb: int = 512
 
     @classmethod
     def from_cdk_json(cls, cdk_json: Path, stage: str | None = None) -> StageConfig:
@@ -148,9 +161,16 @@ class StageConfig(BaseModel):
             results_pollers=config.results_pollers, results_log_sample_rate=config.results_log_sample_rate,
             xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,
             api_rate_limit=config.api_rate_limit, nat_gateways=config.nat_gateways,
+            targets=config.targets is not None, delivery_memory_mb=_delivery_memory_mb(),
         )
 
 
+
+
+def _delivery_memory_mb() -> int:
+    from infra.constructs.delivery import MEMORY_MB
+
+    return MEMORY_MB
 
 
 class Load(BaseModel):
@@ -231,6 +251,11 @@ class Usage(BaseModel):
     results_invocations: float
     ticks: float
     reconciler_runs: float
+    #: Executions delivered to targets by the delivery function (every one, on a stage with targets), its
+    #: records per invocation and its invocations.
+    deliveries: float = 0.0
+    delivery_batch: float = 1.0
+    delivery_invocations: float = 0.0
 
 
 def usage(config: StageConfig, inputs: MeasuredInputs, load: Load) -> Usage:
@@ -244,6 +269,9 @@ def usage(config: StageConfig, inputs: MeasuredInputs, load: Load) -> Usage:
     one_time = executions * inputs.one_time_share.value
     batch = min(max(per_second / config.kafka_partitions * RESULTS_BATCHING_WINDOW_S, 1.0), RESULTS_BATCH_SIZE)
     ticks = MINUTES_A_DAY * DAYS
+    deliveries = executions if config.targets else 0.0
+    delivery_batch = min(max(per_second / config.kafka_partitions * RESULTS_BATCHING_WINDOW_S, 1.0),
+                         DELIVERY_BATCH_SIZE)
     return Usage(
         executions=executions, one_time=one_time, per_second=per_second, partitions=partitions, busy=busy,
         busy_scan_s=inputs.busy_scan_seconds.value + max(0.0, rows / scan_rate(config, inputs) - 60),
@@ -251,6 +279,7 @@ def usage(config: StageConfig, inputs: MeasuredInputs, load: Load) -> Usage:
         api_requests=one_time / (inputs.api_batch_size.value if load.submit == "batch" else 1),
         results_batch=batch, results_invocations=executions / batch,
         ticks=ticks, reconciler_runs=ticks / config.reconcile_interval_minutes,
+        deliveries=deliveries, delivery_batch=delivery_batch, delivery_invocations=deliveries / delivery_batch,
     )
 
 
@@ -265,6 +294,7 @@ def monthly_lines(config: StageConfig, inputs: MeasuredInputs, prices: PriceTabl
         *_kafka(u, config, inputs, prices),
         *_observability(u, config, inputs, prices),
         *_network(u, config, inputs, prices),
+        *_deliveries(u, config, inputs, prices),
     ]
 
 
@@ -491,6 +521,46 @@ def _edge(u: Usage, c: StageConfig, p: PriceTable) -> list[Line]:
         Line(service="AWS WAF", item="requests inspected", at_rest=False,
              usd=u.api_requests * p.waf_request.value,
              how=f"{_per(u.api_requests, u.executions, 4)} API requests per execution"),
+    ]
+
+
+def _deliveries(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> list[Line]:
+    """The delivery function of a stage with targets: its Lambda time (each invocation lasting its slowest call,
+    plus its own work), its trigger's pollers, its log lines, traces, metrics and alarms. Its messages and results
+    are the per-execution lines' (a delivery publishes a result like a worker; its execution's message goes to
+    ``job-deliveries`` instead of ``jobs``), its topic is in the partition-hours and the NAT gateway in
+    ``_nat``."""
+    if not c.targets:
+        return []
+    seconds = i.delivery_call_seconds.value + i.delivery_overhead_seconds_per_invocation.value
+    gb_s = u.delivery_invocations * seconds * c.delivery_memory_mb / 1024
+    # The trigger has the results trigger's pollers (``max_pollers=results_pollers``): one EPU at least, all month.
+    epus = math.ceil(min(c.kafka_partitions, c.results_pollers) / POLLERS_PER_EPU) if c.results_pollers else 0
+    log_bytes = u.deliveries * i.delivery_log_bytes.value + u.delivery_invocations * (
+        i.platform_log_bytes_per_invocation.value)
+    traces = _sampled(u.delivery_invocations, i) if c.xray == "active" else 0.0
+    return [
+        Line(service="Lambda", item="delivery function", at_rest=False,
+             usd=gb_s * p.lambda_gb_second.value + u.delivery_invocations * p.lambda_request.value,
+             how=f"batches of {u.delivery_batch:,.0f} deliveries, each invocation {seconds:.2f} s (its slowest call "
+                 f"and its own work) of {c.delivery_memory_mb} MB"),
+        Line(service="Lambda", item="delivery trigger: provisioned pollers", at_rest=True,
+             usd=epus * HOURS * p.lambda_kafka_epu_hour.value,
+             how=f"the results trigger's pollers, billed as {epus} EPU all month" if epus
+                 else "on-demand mode, as the results trigger: no provisioned pollers"),
+        Line(service="CloudWatch Logs", item="the delivery function's lines", at_rest=False,
+             usd=log_bytes / GB * (p.logs_ingested_gb.value + p.logs_stored_gb_month.value * c.log_retention_days
+                                   / DAYS),
+             how=f"{i.delivery_log_bytes.value:.0f} B (its INFO line) per delivery, "
+                 f"{i.platform_log_bytes_per_invocation.value:.0f} B per invocation; kept {c.log_retention_days} days"),
+        Line(service="X-Ray", item="the delivery function's traces", at_rest=False,
+             usd=traces * p.xray_trace_recorded.value,
+             how=f"{c.xray}: {i.xray_reservoir_per_second.value:.0f} a second, then "
+                 f"{i.xray_sampled_share.value:.0%}" if c.xray == "active" else f"{c.xray}: not traced"),
+        Line(service="CloudWatch", item="the delivery's metrics and alarms", at_rest=True,
+             usd=DELIVERY_METRICS * p.cloudwatch_custom_metric.value
+             + DELIVERY_ALARM_METRICS * p.cloudwatch_alarm.value,
+             how=f"{DELIVERY_METRICS} metrics (Deliveries_*), 4 alarms reading {DELIVERY_ALARM_METRICS} metrics"),
     ]
 
 

@@ -140,8 +140,10 @@ def quota_checks(config: StageConfig, inputs: MeasuredInputs, executions_per_day
         ("keyspaces_account_writes", all_writes, None, "every table in a busy minute (provisioned capacity)"),
         ("keyspaces_partition_reads", job_reads / JOB_SHARDS, None,
          f"one tenant holding the whole busy minute: its jobs span {JOB_SHARDS} partitions"),
-        ("lambda_concurrency", scan_concurrency(sized.segments) + OTHER_FUNCTIONS + sized.kafka_partitions, None,
-         f"scans of {sized.segments} segments, results on {sized.kafka_partitions} partitions, the others"),
+        ("lambda_concurrency", scan_concurrency(sized.segments) + OTHER_FUNCTIONS
+         + sized.kafka_partitions * (2 if sized.targets else 1), None,
+         f"scans of {sized.segments} segments, results{' and deliveries' if sized.targets else ''} on "
+         f"{sized.kafka_partitions} partitions, the others"),
         ("api_account", requests, None, f"one-time submits in batches of {batch:,.0f}, at the mean rate"),
         ("api_account", submits, None, "one-time submits one a request, at the mean rate"),
         ("api_stage", requests, float(sized.api_rate_limit), f"submits in batches of {batch:,.0f}, through this stage"),

@@ -243,12 +243,68 @@ def targets_table(stages: Mapping[str, StageConfig], inputs: MeasuredInputs, pri
                  header=["figure", "before the levers", "now", "target"], rows=rows)
 
 
+#: The loads of the deliveries table: deliveries a day (every execution delivered to a target).
+DELIVERY_LOADS: tuple[tuple[float, str], ...] = ((1e6, "1 M/day"), (50e6, "50 M/day"))
+#: The lines of the results path a delivery takes like a worker's execution (its result), shown beside what
+#: targets add.
+SHARED_WITH_A_WORKER = {"Lambda: results function": "its result",
+                        "MSK Serverless: data in and out": "its message and result"}
+
+
+def with_targets(config: StageConfig) -> StageConfig:
+    """``config`` allowing HTTPS targets: the delivery function, its topic and (one, or as the stage has) NAT
+    gateway."""
+    return config.model_copy(update={"targets": True, "nat_gateways": max(config.nat_gateways, 1),
+                                     "topics": config.topics + (0 if config.targets else 1)})
+
+
+def deliveries_table(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable) -> Table:
+    """What a stage with HTTPS targets pays for its deliveries: per million deliveries at each load (the at-rest
+    lines' share included) and a month with nothing to do, line by line, as the difference between the stage with
+    targets and without; then the results path a delivery shares with a worker's execution, and the totals."""
+    plain = config.model_copy(update={"targets": False, "nat_gateways": 0,
+                                      "topics": config.topics - (1 if config.targets else 0)})
+    hooks = with_targets(plain)
+    columns: list[tuple[float, dict[str, float], dict[str, float]]] = []
+    for deliveries, _ in DELIVERY_LOADS:
+        load = Load(executions_per_day=deliveries)
+        bills = [{_key(line): line.usd for line in monthly_lines(sized_for(stage, deliveries), inputs, prices, load)}
+                 for stage in (hooks, plain)]
+        columns.append((deliveries, bills[0], bills[1]))
+    rest_with = {_key(line): line.usd for line in at_rest(hooks, inputs, prices, hooks.keyspaces_capacity)}
+    rest_without = {_key(line): line.usd for line in at_rest(plain, inputs, prices, plain.keyspaces_capacity)}
+    added = [key for key in columns[0][1]
+             if any(abs(with_.get(key, 0.0) - without.get(key, 0.0)) > 1e-9 for _, with_, without in columns)]
+    rows = [[key, *(_money(per_million(with_.get(key, 0.0) - without.get(key, 0.0), n))
+                    for n, with_, without in columns),
+             _money(rest_with.get(key, 0.0) - rest_without.get(key, 0.0))] for key in added]
+    rows += [[f"{key} ({what}, as a worker's)", *(_money(per_million(with_.get(key, 0.0), n))
+                                                  for n, with_, _ in columns), ""]
+             for key, what in SHARED_WITH_A_WORKER.items() if key in columns[0][1]]
+    totals = [
+        ["what targets add", *(_money(per_million(total_of(with_) - total_of(without), n))
+                               for n, with_, without in columns),
+         _money(total_of(rest_with) - total_of(rest_without))],
+        ["a delivered execution, all in (the stage's whole bill)",
+         *(_money(per_million(total_of(with_), n)) for n, with_, _ in columns), _money(total_of(rest_with))],
+    ]
+    return Table(name="deliveries", title=f"Dollars per million deliveries (every execution delivered to an HTTPS "
+                 f"target), {config.stage} sized for each load, on-demand; and a month with nothing to do",
+                 header=["line", *(f"per million, {label}" for _, label in DELIVERY_LOADS), "a month at rest"],
+                 rows=rows + totals, bold_from=len(rows))
+
+
+def total_of(bill: Mapping[str, float]) -> float:
+    return sum(bill.values())
+
+
 def doc_tables(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable,
                stages: Mapping[str, StageConfig]) -> list[Table]:
     return [prices_table(prices), per_million_table(config, inputs, prices), capacity_table(config, inputs),
             at_rest_table(stages, inputs, prices), kafka_table(config, inputs, prices),
             targets_table(stages, inputs, prices), quotas_table(stages.get("prod", config), inputs),
-            quota_sources_table(), levers_table(stages.get("prod", config), inputs, prices)]
+            quota_sources_table(), levers_table(stages.get("prod", config), inputs, prices),
+            deliveries_table(config, inputs, prices)]
 
 
 _BLOCK = re.compile(r"(<!-- cost:begin (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- cost:end -->)", re.DOTALL)

@@ -9,7 +9,9 @@ results function's, and it needs no reserved concurrency of its own).
 Its timeout covers a batch in the worst case: every record of one tenant, so the calls run ``tenant_concurrency``
 at a time, each up to the longest a target call may take (``MAX_TIMEOUT_S`` + 1 s for HTTPS, ``aws_call_s`` for
 Lambda and SQS), then the margin the function keeps to publish the outcomes. A call that could not end in time is
-not made anyway (``services.delivery``: reported as a retryable failure), so the sizing only spares such retries.
+not made anyway (``services.delivery``: reported as a retryable failure), so the sizing only spares such retries;
+a tenant's delivery rate (``JOBRUNNER_DELIVERY_TENANT_RATE``, 20 a second by default) may hold its calls' starts
+too, and a call it leaves no time for is put off the same way.
 
 Its role holds exactly what the stage's allow-lists name (``target_resources``): ``lambda:InvokeFunction`` on the
 functions (an account id: every function of that account, in any region; an unqualified ARN: the function and
@@ -46,6 +48,8 @@ DELIVERY_TOPIC = "job-deliveries"
 #: a test keeps the two equal) and, on top, for a cold start and reading the tenants' secrets.
 PUBLISH_MARGIN_S = 10
 START_MARGIN_S = 10
+#: The function's memory unless a stage says otherwise (the cost model prices it).
+MEMORY_MB = 512
 #: Lambda's longest timeout.
 MAX_LAMBDA_TIMEOUT_S = 900
 SECRET_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")
@@ -110,7 +114,7 @@ class Delivery(Construct):
         secret_prefix: str,
         topic: str = DELIVERY_TOPIC,
         rules: DeliveryRules | None = None,
-        memory_size: int = 512,
+        memory_size: int = MEMORY_MB,
         max_pollers: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)

@@ -25,7 +25,7 @@ from pydantic_settings import (
 )
 
 from jobrunner.adapters.stores.cassandra_settings import CassandraSettings
-from jobrunner.domain.limits import DEFAULT_MAX_PAYLOAD_BYTES, TenantLimits
+from jobrunner.domain.limits import DEFAULT_DELIVERY_TENANT_RATE, DEFAULT_MAX_PAYLOAD_BYTES, DeliveryRates, TenantLimits
 from jobrunner.domain.target_grants import TARGET_KINDS, TargetGrants, check_allow_entry
 from jobrunner.domain.targets import parse_allow_list
 from jobrunner.domain.topics import TopicGrants, is_topic_name
@@ -149,6 +149,10 @@ class Settings(BaseSettings):
                                             "deliveries of one tenant in flight at once, per batch", ge=1)
     delivery_concurrency: int = _var("JOBRUNNER_DELIVERY_CONCURRENCY", 16,
                                      "deliveries in flight at once, per batch", ge=1)
+    delivery_tenant_rate: int = _var("JOBRUNNER_DELIVERY_TENANT_RATE", DEFAULT_DELIVERY_TENANT_RATE,
+                                     "deliveries of one tenant started a second, per delivery function instance "
+                                     "(one per partition of the delivery topic); 0: no rate; a tenant's own: "
+                                     "deliveries_per_second in JOBRUNNER_TENANT_LIMITS", ge=0)
 
     contact_points: Names = _var("CASSANDRA_CONTACT_POINTS", ("127.0.0.1",), "comma-separated Cassandra hosts")
     cassandra_port: int = _var("CASSANDRA_PORT", 9042, "CQL port (9142 for Keyspaces)", ge=1, le=65535)
@@ -369,6 +373,11 @@ class Settings(BaseSettings):
     @cached_property
     def tenant_limits(self) -> TenantLimits:
         return TenantLimits.parse(self.tenant_limit_table, self.max_payload_bytes)
+
+    @cached_property
+    def delivery_rates(self) -> DeliveryRates:
+        """Each tenant's delivery rate: its own ``deliveries_per_second``, else the stage's."""
+        return DeliveryRates.of_stage(self.delivery_tenant_rate, self.tenant_limits)
 
     @cached_property
     def cassandra(self) -> CassandraSettings:

@@ -21,9 +21,10 @@ from jobrunner.domain.orphans import Reason
 from jobrunner.domain.schedules import parse_instant
 from jobrunner.observability import NAMESPACE, logger, metrics
 from jobrunner.ports import ScanRequest
+from jobrunner.services.delivery import DeliveryRecord
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import container
-from jobrunner_client.protocol import ResultMessage
+from jobrunner_client.protocol import TRACEPARENT_HEADER, ResultMessage
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -182,7 +183,7 @@ def run_delivery(event: dict[str, Any], remaining_ms: int | None = None) -> dict
     deadline = None
     if remaining_ms is not None:
         deadline = services.clock.now() + timedelta(milliseconds=remaining_ms) - DELIVERY_PUBLISH_MARGIN
-    outcomes = services.delivery.deliver_batch(list(_values(event)), deadline)
+    outcomes = services.delivery.deliver_batch(list(_delivery_records(event)), deadline)
     for outcome, count in outcomes.items():
         metrics.add_metric(name=f"Deliveries_{outcome}", unit=MetricUnit.Count, value=count)
     logger.info("deliveries", extra=dict(outcomes))
@@ -196,6 +197,17 @@ def _values(event: dict[str, Any]) -> Iterator[bytes]:
         return
     for record in KafkaEvent(event).records:
         yield record.decoded_value if record.get("value") else b""
+
+
+def _delivery_records(event: dict[str, Any]) -> Iterator[DeliveryRecord]:
+    """Each record of an MSK batch as the delivery reads it: its value (``_values``) and its ``traceparent`` header,
+    the execution's trace context, if it has one."""
+    if not event.get("records"):
+        return
+    for record in KafkaEvent(event).records:
+        trace = record.decoded_headers.get(TRACEPARENT_HEADER) if record.get("headers") else None
+        yield DeliveryRecord(record.decoded_value if record.get("value") else b"",
+                             trace.decode("ascii", "replace") if trace else None)
 
 
 def _apply(results: ResultsService, report: WorkerReport) -> str:

@@ -357,7 +357,7 @@ class Container:
         ``build_webhook_secrets``'."""
         settings = self.settings
         rules = DeliveryRules(results_topic=settings.results_topic, concurrency=settings.delivery_concurrency,
-                              tenant_concurrency=settings.delivery_tenant_concurrency)
+                              tenant_concurrency=settings.delivery_tenant_concurrency, rates=settings.delivery_rates)
         deliverer = self._deliverer or build_deliverer(self)
         secrets = self._webhook_secrets or build_webhook_secrets(self)
         return DeliveryService(deliverer, secrets, self.publisher, self.clock, rules)

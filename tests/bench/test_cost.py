@@ -58,7 +58,7 @@ def test_the_docs_tables_are_the_models() -> None:
     # Then nothing changes (else: `python -m bench.cost --write-docs`)
     assert regenerated == text, "docs/scaling.md's cost tables differ from the model: python -m bench.cost --write-docs"
     assert set(blocks_in(text)) == {"prices", "per-million", "capacity", "at-rest", "kafka", "targets", "quotas",
-                                    "quota-sources", "levers"}
+                                    "quota-sources", "levers", "deliveries"}
 
 
 def test_a_marker_naming_no_table_is_an_error() -> None:
@@ -390,3 +390,76 @@ def test_a_stage_allowing_https_targets_pays_for_its_nat_gateways_and_their_byte
     assert _by_item(at_rest(prod, inputs, PRICES))[
         "NAT gateway: gateway-hours and their public IPv4 addresses"].usd == pytest.approx(2 * 720 * 0.05)
     assert not [item for item in _by_item(monthly_lines(functions, inputs, PRICES, load_)) if item.startswith("NAT")]
+
+
+# -- the delivery function (issue 35) ----------------------------------------------------------------------
+
+DELIVERY_LINES = ("Lambda: delivery function", "Lambda: delivery trigger: provisioned pollers",
+                  "CloudWatch Logs: the delivery function's lines", "X-Ray: the delivery function's traces",
+                  "CloudWatch: the delivery's metrics and alarms")
+
+
+def test_a_stage_with_targets_reads_them_and_the_delivery_functions_memory_from_the_app(tmp_path: Path) -> None:
+    from infra.constructs.delivery import MEMORY_MB
+
+    cdk = json.loads(CDK_JSON.read_text())
+    cdk["context"]["stages"]["hooks"] = {"targets": {"kinds": ["https"]}, "alarm_email": "ops@example.com"}
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(cdk))
+    hooks, dev = StageConfig.from_cdk_json(path, "hooks"), StageConfig.from_cdk_json(path)
+    assert (hooks.targets, dev.targets) == (True, False)
+    assert hooks.delivery_memory_mb == MEMORY_MB == 512
+
+
+def test_the_delivery_function_is_priced_per_delivery_and_its_trigger_at_rest(inputs: MeasuredInputs) -> None:
+    # Given a stage with targets (3 partitions, a provisioned poller, every function traced) at 1 M deliveries a day
+    stage = StageConfig(targets=True, nat_gateways=1, topics=4, xray="active")
+    bill = _by_item(monthly_lines(stage, inputs, PRICES, Load(executions_per_day=1e6)))
+    # Then each invocation takes a batch of a partition's second and lasts its slowest call plus its own work
+    batch = 1e6 / 86_400 / 3
+    invocations = 30e6 / batch
+    gb_s = invocations * (0.3 + 0.05) * 512 / 1024
+    assert bill["Lambda: delivery function"].usd == pytest.approx(gb_s * 0.0000133334 + invocations * 0.2e-6)
+    assert not bill["Lambda: delivery function"].at_rest
+    # and its lines, a line per delivery and the platform's per invocation, kept 30 days
+    log_gb = (30e6 * 640 + invocations * 700) / 1e9
+    assert bill["CloudWatch Logs: the delivery function's lines"].usd == pytest.approx(log_gb * (0.5 + 0.03))
+    assert bill["X-Ray: the delivery function's traces"].usd > 0
+    # And at rest: its trigger's poller (one EPU all month), its metrics and alarms
+    rest = _by_item(at_rest(stage, inputs, PRICES))
+    assert rest["Lambda: delivery trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    assert rest["CloudWatch: the delivery's metrics and alarms"].usd == pytest.approx(4 * 0.30 + 7 * 0.10)
+    assert "Lambda: delivery function" not in rest
+
+
+def test_a_stage_without_targets_pays_nothing_for_deliveries(config: StageConfig, inputs: MeasuredInputs) -> None:
+    assert not config.targets
+    for executions in (0.0, 1e6, 1e9):
+        bill = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=executions)))
+        assert not set(DELIVERY_LINES) & set(bill)
+        assert not [item for item in bill if item.startswith("NAT")]
+
+
+def test_the_deliveries_table_shows_what_targets_add_per_million_and_at_rest(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    from bench.cost.tables import deliveries_table
+
+    table = deliveries_table(config, inputs, PRICES)
+    rows = {row[0]: row[1:] for row in table.rows}
+    # Every line a delivery adds is there, with the results path it shares with a worker's execution
+    for line in ("Lambda: delivery function", "Lambda: delivery trigger: provisioned pollers",
+                 "CloudWatch Logs: the delivery function's lines", "NAT gateway: data processed (HTTPS deliveries)",
+                 "NAT gateway: gateway-hours and their public IPv4 addresses", "MSK Serverless: partition-hours",
+                 "Lambda: results function (its result, as a worker's)"):
+        assert line in rows, line
+    # The NAT gateway's bytes: 8 KB a delivery at $0.045 a GB, whatever the load
+    assert rows["NAT gateway: data processed (HTTPS deliveries)"][:2] == ["$0.36", "$0.36"]
+    # At rest: one NAT gateway and its address, the delivery trigger's poller, the topic's partitions
+    assert rows["NAT gateway: gateway-hours and their public IPv4 addresses"][2] == "$36.00"
+    assert rows["Lambda: delivery trigger: provisioned pollers"][2] == "$133"
+    assert rows["MSK Serverless: partition-hours"][2] == "$3.24"
+    # and the stage's figures without targets are those of the other tables
+    dev_rest = total(at_rest(config, inputs, PRICES, config.keyspaces_capacity))
+    added = float(rows["what targets add"][2].strip("$").replace(",", ""))
+    whole = float(rows["a delivered execution, all in (the stage's whole bill)"][2].strip("$").replace(",", ""))
+    assert whole == pytest.approx(dev_rest + added, abs=1)

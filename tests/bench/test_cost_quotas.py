@@ -91,3 +91,15 @@ def test_a_serverless_cluster_has_no_partitions_per_broker_to_check(inputs: Meas
 def test_nothing_needed_is_endless_headroom() -> None:
     assert QuotaCheck(quota="api_stage", needed=0, limit=50, advice="").headroom == math.inf
 
+
+
+def test_a_stage_with_targets_needs_the_delivery_functions_concurrency_too(
+        prod: StageConfig, inputs: MeasuredInputs) -> None:
+    def concurrency(stage: StageConfig) -> QuotaCheck:
+        return next(c for c in quota_checks(stage, inputs, 50e6) if c.quota == "lambda_concurrency")
+
+    without, with_targets = concurrency(prod), concurrency(prod.model_copy(update={"targets": True}))
+    # one delivery invocation per partition at once, beside the results function's
+    partitions = with_targets.advice.split(" on ")[1].split(" partitions")[0]
+    assert with_targets.needed - without.needed == int(partitions)
+    assert "results and deliveries on" in with_targets.advice and "deliveries" not in without.advice

@@ -50,6 +50,16 @@ def test_the_dev_defaults_reserve_nothing_a_new_account_cannot_hold() -> None:
     assert f"--quota-code {QUOTA_CODE}" in found.text
 
 
+def test_a_stage_with_targets_counts_the_delivery_function_one_invocation_per_partition() -> None:
+    # Given dev's 16 segments (42 at once without targets) and targets on, over 3 partitions of job-deliveries
+    stage = config(targets={"kinds": ["https"]})
+    (found,) = problems(stage, NEW_ACCOUNT, "eu-west-1")
+    # Then the delivery function's 3 invocations at once are counted too, in the need and in the advice
+    assert "16 segments need about 45" in found.text and "needs about 2N + 13" in found.text
+    assert problems(stage, AccountConcurrency(limit=44, unreserved=44), "eu-west-1") != []
+    assert problems(config(), AccountConcurrency(limit=44, unreserved=44), "eu-west-1") == []
+
+
 def test_a_reservation_on_a_new_account_is_refused_naming_the_quota_and_the_fix() -> None:
     # Given a stage other than dev (auto reserves 36) on an account whose quota is still 10
     (reservation, throttling) = problems(config(stage="staging"), NEW_ACCOUNT, "eu-west-1")

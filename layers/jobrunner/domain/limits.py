@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 #: The largest payload a deployment accepts unless ``JOBRUNNER_MAX_PAYLOAD_BYTES`` says otherwise.
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
+#: Deliveries of one tenant a delivery function instance starts a second unless the stage says otherwise
+#: (``JOBRUNNER_DELIVERY_TENANT_RATE``): about what its ``tenant_concurrency`` of 4 calls in flight make of an
+#: endpoint answering in 200 ms, so a tenant's own burst is spread, not refused.
+DEFAULT_DELIVERY_TENANT_RATE = 20
 #: How long history is kept unless the limits say otherwise, and the bounds of what they may say.
 DEFAULT_HISTORY_DAYS = 30
 HISTORY_DAYS = (2, 3650)
@@ -60,6 +64,8 @@ class Limits:
     jobs_held: int | None = None
     executions_per_minute: int | None = None
     history_days: int = DEFAULT_HISTORY_DAYS
+    #: None: the stage's delivery rate (``DeliveryRates``).
+    deliveries_per_second: int | None = None
 
     @property
     def history_ttl_s(self) -> int:
@@ -134,7 +140,7 @@ _COUNTS = ("submissions_per_second", "jobs_held", "executions_per_minute")
 def _merged(base: Limits, values: Any, tenant: str, max_payload_bytes: int) -> Limits:
     if not isinstance(values, dict):
         raise ValueError(f"tenant {tenant!r}: expected an object of limits, got {values!r}")
-    unknown = sorted(set(values) - {*_COUNTS, "payload_bytes", "history_days"})
+    unknown = sorted(set(values) - {*_COUNTS, "payload_bytes", "history_days", "deliveries_per_second"})
     if unknown:
         raise ValueError(f"tenant {tenant!r}: unknown limits {unknown}")
     limits = base
@@ -155,7 +161,32 @@ def _merged(base: Limits, values: Any, tenant: str, max_payload_bytes: int) -> L
         if not isinstance(days, int) or isinstance(days, bool) or not low <= days <= high:
             raise ValueError(f"tenant {tenant!r}: history_days must be between {low} and {high}")
         limits = replace(limits, history_days=days)
+    if "deliveries_per_second" in values:
+        rate = values["deliveries_per_second"]
+        if not isinstance(rate, int) or isinstance(rate, bool) or rate < 1:
+            raise ValueError(f"tenant {tenant!r}: deliveries_per_second must be a positive integer")
+        limits = replace(limits, deliveries_per_second=rate)
     return limits
+
+
+@dataclass(frozen=True)
+class DeliveryRates:
+    """Deliveries of one tenant a delivery function instance starts a second: the stage's ``default`` (None: no
+    rate), or the tenant's own ``deliveries_per_second`` (``JOBRUNNER_TENANT_LIMITS``: ``*`` for every tenant)."""
+
+    default: int | None = None
+    overrides: Mapping[str, int] = field(default_factory=dict)
+
+    def of(self, tenant: str) -> int | None:
+        return self.overrides.get(tenant, self.default)
+
+    @classmethod
+    def of_stage(cls, stage_rate: int, limits: TenantLimits) -> DeliveryRates:
+        """The rates a stage sets: ``stage_rate`` (0: none) unless the tenant limits say otherwise."""
+        default = limits.default.deliveries_per_second or stage_rate or None
+        overrides = {tenant: own.deliveries_per_second for tenant, own in limits.overrides.items()
+                     if own.deliveries_per_second is not None}
+        return cls(default, overrides)
 
 
 # -- standing limits: what jobs hold, and the counts the quota counter keeps --------------------------

@@ -23,12 +23,15 @@ class DeliveryCall:
 
     ``headers`` are the HTTPS request's headers (the user's, the context's and the signature's); for SQS, the
     context (``jobrunner-*``) among them become the message's attributes. ``message_id`` is the execution id:
-    ``webhook-id``, and a FIFO queue's deduplication id."""
+    ``webhook-id``, and a FIFO queue's deduplication id. ``traceparent`` is the execution's trace context (W3C),
+    the parent of the call's span where the deliverer traces one (an HTTPS request also carries it as its
+    ``traceparent`` header, which such a deliverer replaces with its span's)."""
 
     target: Target
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     message_id: str = ""
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)

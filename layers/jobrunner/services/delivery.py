@@ -13,7 +13,25 @@ The calls of a batch run concurrently, at most ``DeliveryRules.concurrency`` at 
 ``DeliveryRules.tenant_concurrency`` of one tenant, taken from the tenants in turn, and each outcome is published
 as its call ends: a tenant's slow endpoint holds its own deliveries, not the others'. A call that could not end
 within the function's time is not made, but reported as a retryable failure (in a batch with its slow calls,
-those are the slow tenant's own). A message that is not a delivery (no target, malformed) is counted
+those are the slow tenant's own).
+
+Each tenant's calls also start at most ``DeliveryRules.rates.of(tenant)`` a second (``domain.targets.pacing``, a
+sliding window): one over its rate waits its turn while the other tenants' calls go on, and one whose turn would
+come too late to end within the function's time is not made but reported like any call out of time (a retryable
+failure naming the rate: the job's next attempt makes it; nothing is lost). The window is kept by the service,
+so in memory per delivery function instance, from batch to batch: Lambda gives the batches of one partition of
+the delivery topic to one invocation at a time, so a tenant's deliveries across a stage start at most its rate x
+the topic's partitions a second. Sharing one count through the quota table (``TenantQuotas.admit``) would make it
+exact across instances, but at a conditional DynamoDB write, a round trip and one more failure to handle for
+every delivery ($0.625 a million: as much as the delivery function's own Lambda time at 1 M deliveries a day,
+four times it at 50 M, docs/scaling.md); the rate guards receivers and the stage against one tenant's bursts,
+which a bound per instance does for nothing.
+
+A record's ``traceparent`` header (the execution's span, ``domain.tracing``) is carried on: in the call (the
+deliverer's span is its child, and an HTTPS request sends it as its ``traceparent`` header) and in the result,
+so the results function's span joins the same trace, as with a worker.
+
+A message that is not a delivery (no target, malformed) is counted
 and skipped, never raised. A failure to read secrets or to publish the results raises, so the batch is
 delivered again: a receiver dedups on ``webhook-id`` (the execution id), the results function ignores a
 second result of an ended execution.
@@ -26,12 +44,13 @@ import logging
 import math
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobrunner.domain.errors import InvalidField
 from jobrunner.domain.jobs import Trigger
+from jobrunner.domain.limits import DeliveryRates
 from jobrunner.domain.targets import (
     DeliveryContext,
     HttpsTarget,
@@ -49,6 +68,7 @@ from jobrunner.domain.targets import (
     timeout_outcome,
     webhook_request,
 )
+from jobrunner.domain.targets.pacing import TenantPace
 from jobrunner.domain.time import rfc3339
 from jobrunner.ports import (
     AddressRefused,
@@ -61,11 +81,10 @@ from jobrunner.ports import (
     Sent,
     TimedOut,
 )
-from jobrunner_client.protocol import parse_rfc3339
+from jobrunner_client.protocol import parse_rfc3339, parse_traceparent
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-    from datetime import datetime
 
     from jobrunner.domain.targets import Target
     from jobrunner.ports import Clock, Deliverer, DeliveryResult, Publisher, WebhookSecrets
@@ -84,6 +103,12 @@ OUT_OF_TIME_OUTCOME = Outcome(Verdict.RETRYABLE, "not delivered: the delivery ba
                                                  "(the tenant's other deliveries were slow)")
 
 
+def over_rate_outcome(per_second: int) -> Outcome:
+    """A delivery not attempted because the tenant's rate left it no start in time (``OUT_OF_TIME``)."""
+    return Outcome(Verdict.RETRYABLE, f"not delivered: the delivery batch ran out of time (the tenant's "
+                                      f"deliveries are paced at {per_second} a second)")
+
+
 @dataclass(frozen=True)
 class DeliveryRules:
     #: Where the outcomes are reported (``Settings.results_topic``).
@@ -94,6 +119,8 @@ class DeliveryRules:
     tenant_concurrency: int = 4
     #: The longest a Lambda or SQS call may take, in seconds (their clients' budgets, ``wiring.CLIENT_BUDGETS``).
     aws_call_s: float = 31.0
+    #: Deliveries of each tenant started a second, per instance (``Settings.delivery_rates``); default: no rate.
+    rates: DeliveryRates = field(default_factory=DeliveryRates)
 
 
 @dataclass(frozen=True)
@@ -106,10 +133,21 @@ class Delivery:
     payload: Any
     #: The execution message's result token, sent back with the outcome (``domain.receipts``).
     result_token: str | None = None
+    #: The execution's trace context (its message's ``traceparent`` header), continued by the call and the result.
+    traceparent: str | None = None
 
 
-def delivery_of(value: bytes) -> Delivery | str:
-    """The delivery a message's value describes, or why it is none (``MALFORMED``, ``NO_TARGET``)."""
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """A record of the delivery topic: its value, and its ``traceparent`` header (the execution's span) if any."""
+
+    value: bytes
+    traceparent: str | None = None
+
+
+def delivery_of(value: bytes, traceparent: str | None = None) -> Delivery | str:
+    """The delivery a message's value describes (continuing the trace ``traceparent``, when valid), or why it is
+    none (``MALFORMED``, ``NO_TARGET``)."""
     try:
         message = json.loads(value)
     except (ValueError, UnicodeDecodeError):
@@ -132,7 +170,7 @@ def delivery_of(value: bytes) -> Delivery | str:
         return MALFORMED
     context = DeliveryContext(execution_id=execution_id, job_id=job_id, scheduled_at=scheduled_at, attempt=attempt,
                               trigger=trigger)
-    return Delivery(target, context, user_id, message.get("payload"), token)
+    return Delivery(target, context, user_id, message.get("payload"), token, parse_traceparent(traceparent))
 
 
 def outcome_of(result: DeliveryResult, now: datetime) -> Outcome:
@@ -165,6 +203,8 @@ def result_message(delivery: Delivery, outcome: Outcome) -> dict[str, Any]:
     }
     if delivery.result_token is not None:
         value["result_token"] = delivery.result_token
+    if delivery.traceparent is not None:  # the results function's span joins the execution's trace
+        value["traceparent"] = delivery.traceparent
     if outcome.verdict is not Verdict.SUCCESS:
         value["error"] = outcome.error
         value["retryable"] = outcome.verdict is Verdict.RETRYABLE
@@ -181,17 +221,21 @@ class DeliveryService:
         self._publisher = publisher
         self._clock = clock
         self._rules = rules
+        #: The tenants' recent starts, kept from batch to batch: the rate holds across them.
+        self._pace = TenantPace()
 
-    def deliver_batch(self, values: Sequence[bytes], deadline: datetime | None = None) -> Counter[str]:
-        """Deliver each message of a batch (the values of its records), publishing the outcomes to the results
+    def deliver_batch(self, records: Sequence[bytes | DeliveryRecord], deadline: datetime | None = None,
+                      ) -> Counter[str]:
+        """Deliver each message of a batch (its records, or their values alone), publishing the outcomes to the results
         topic as the calls end; returns how many messages ended how (``COUNTED``, ``OUT_OF_TIME``, ``MALFORMED``,
         ``NO_TARGET``). A call that could not end by ``deadline`` (the function's own time, less what publishing
         needs) is not made: reported as a retryable failure, so the job's next attempt makes it. Raises when a
         tenant's secrets cannot be read or outcomes cannot be published (module docstring)."""
         counted: Counter[str] = Counter()
         deliveries: list[Delivery] = []
-        for value in values:
-            parsed = delivery_of(value)
+        for record in records:
+            parsed = (delivery_of(record.value, record.traceparent) if isinstance(record, DeliveryRecord)
+                      else delivery_of(record))
             if isinstance(parsed, str):
                 counted[parsed] += 1
             else:
@@ -215,36 +259,43 @@ class DeliveryService:
     def _run_all(self, deliveries: Sequence[Delivery], secrets: dict[str, list[WebhookSecret]],
                  deadline: datetime | None) -> Iterator[list[tuple[Delivery, Outcome, str]]]:
         """Each delivery with its outcome and what it counts as, in groups as they end; the calls run as the
-        module docstring says (tenants in turn, each within its cap, all within the batch's), and one that could
-        not end by ``deadline`` is not started (``OUT_OF_TIME``)."""
+        module docstring says (tenants in turn, each within its cap and its rate, all within the batch's), and
+        one that could not end by ``deadline`` is not started (``OUT_OF_TIME``)."""
         rules = self._rules
         waiting: dict[str, deque[Delivery]] = {}
         for delivery in deliveries:
             waiting.setdefault(delivery.user_id, deque()).append(delivery)
         running: dict[Future[Outcome], Delivery] = {}
         per_tenant: Counter[str] = Counter()
+        self._pace.forget_idle(self._clock.now())
         with ThreadPoolExecutor(max_workers=min(rules.concurrency, len(deliveries)),
                                 thread_name_prefix="delivery") as pool:
             while waiting or running:
                 ended: list[tuple[Delivery, Outcome, str]] = []
+                paced_until: datetime | None = None  # the first start a tenant's rate holds back
                 started = True
                 while started and len(running) < rules.concurrency:
-                    started = False
+                    started, paced_until = False, None
                     for tenant in list(waiting):  # one call of each tenant with room, in turn
                         if len(running) >= rules.concurrency:
                             break
                         if per_tenant[tenant] >= rules.tenant_concurrency:
                             continue
-                        delivery = waiting[tenant].popleft()
+                        delivery = waiting[tenant][0]
+                        turn = self._turn(delivery, deadline)
+                        if isinstance(turn, datetime):  # its turn comes later; the other tenants' go meanwhile
+                            paced_until = turn if paced_until is None else min(paced_until, turn)
+                            continue
+                        waiting[tenant].popleft()
                         if not waiting[tenant]:
                             del waiting[tenant]
                         started = True
-                        if deadline is not None and self._clock.now() + self._bound(delivery) > deadline:
-                            ended.append((delivery, OUT_OF_TIME_OUTCOME, OUT_OF_TIME))
+                        if turn is not None:
+                            ended.append((delivery, turn, OUT_OF_TIME))
                             continue
                         running[pool.submit(self._deliver, delivery, secrets.get(tenant, []))] = delivery
                         per_tenant[tenant] += 1
-                done, _ = wait(running, return_when=FIRST_COMPLETED) if running else (set(), set())
+                done = self._wait(running, paced_until)
                 for future in done:
                     delivery = running.pop(future)
                     per_tenant[delivery.user_id] -= 1
@@ -252,6 +303,30 @@ class DeliveryService:
                     ended.append((delivery, outcome, COUNTED[outcome.verdict]))
                 if ended:
                     yield ended
+
+    def _turn(self, delivery: Delivery, deadline: datetime | None) -> datetime | Outcome | None:
+        """Whether ``delivery`` starts now (None: counted as started), later (when its tenant's rate lets it), or
+        never (the outcome of a call that could not end by ``deadline``)."""
+        tenant, now = delivery.user_id, self._clock.now()
+        rate = self._rules.rates.of(tenant)
+        start = self._pace.next_start(tenant, rate, now)
+        if deadline is not None and start + self._bound(delivery) > deadline:
+            return OUT_OF_TIME_OUTCOME if now + self._bound(delivery) > deadline else over_rate_outcome(rate or 0)
+        if start > now:
+            return start
+        self._pace.started(tenant, rate, now)
+        return None
+
+    def _wait(self, running: dict[Future[Outcome], Delivery], paced_until: datetime | None) -> set[Future[Outcome]]:
+        """The calls that ended, waiting for one to end or, when a tenant's rate holds one back, until its turn
+        (on the clock when no call runs, so a test's clock jumps there)."""
+        if not running:
+            if paced_until is not None:
+                self._clock.sleep_until(paced_until)
+            return set()
+        timeout = None if paced_until is None else max(0.0, (paced_until - self._clock.now()).total_seconds())
+        done, _ = wait(running, timeout=timeout, return_when=FIRST_COMPLETED)
+        return done
 
     def _bound(self, delivery: Delivery) -> timedelta:
         """The longest a call of ``delivery`` may take (``Deliverer``'s contract)."""
@@ -280,7 +355,8 @@ class DeliveryService:
         """The call of ``delivery``, rendered now (an HTTPS request signed with the time it is sent)."""
         target, context = delivery.target, delivery.context
         if isinstance(target, HttpsTarget):
-            request = webhook_request(target, delivery.payload, context, secrets, self._clock.now())
-            return DeliveryCall(target, request.body, request.headers, context.execution_id)
+            request = webhook_request(target, delivery.payload, context, secrets, self._clock.now(),
+                                      delivery.traceparent)
+            return DeliveryCall(target, request.body, request.headers, context.execution_id, delivery.traceparent)
         return DeliveryCall(target, render_body(delivery.payload, context), context_headers(context),
-                            context.execution_id)
+                            context.execution_id, delivery.traceparent)

@@ -13,12 +13,16 @@ from devstack.stack import msk_event
 def test_the_local_msk_event_reads_as_powertools_kafka_event() -> None:
     # Given two records a local consumer polled from one partition, one without a key
     partition = TopicPartition("job-results", 2)
+    trace = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     polled = [SimpleNamespace(topic="job-results", partition=2, offset=offset, timestamp=1795000000000, key=key,
-                              value=value)
-              for offset, (key, value) in enumerate([(b"j-1", b'{"a": 1}'), (None, b"\xff")])]
+                              value=value, headers=headers)
+              for offset, (key, value, headers) in enumerate([(b"j-1", b'{"a": 1}', [("traceparent", trace)]),
+                                                               (None, b"\xff", [])])]
     # When they are put in the shape of an MSK event
     event = KafkaEvent(msk_event({partition: polled}))
     # Then Powertools reads each record's topic, offset and raw value back
     assert event.event_source == "aws:kafka"
     assert [(r.topic, r.partition, r.offset, r.decoded_key, r.decoded_value) for r in event.records] == [
         ("job-results", 2, 0, b"j-1", b'{"a": 1}'), ("job-results", 2, 1, b"", b"\xff")]
+    # and each record's headers, as MSK sends them (the execution's trace context for the delivery)
+    assert [dict(r.decoded_headers) for r in event.records] == [{"traceparent": trace}, {}]

@@ -13,6 +13,7 @@ from opentelemetry.trace import SpanKind
 from jobrunner import wiring
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.deliverers.memory import MemoryDeliverer
+from jobrunner.adapters.deliverers.routing import RoutingDeliverer
 from jobrunner.adapters.invokers.memory import RecordingInvoker
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.publishers.memory import MemoryPublisher
@@ -26,11 +27,12 @@ from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.receipts import result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.spec import JobSpec, RetryPolicy
+from jobrunner.domain.targets import HttpsTarget
 from jobrunner.entrypoints import parse_report, run_delivery, run_results
-from jobrunner.ports import Answered, Completion
+from jobrunner.ports import Answered, Completion, DeliveryCall
 from jobrunner.services.results import WorkerReport
 from jobrunner.wiring import Container
-from tests.support.spans import ids, parent
+from tests.support.spans import ids, own, parent
 from tests.support.worker_run import run_worker_once
 
 if TYPE_CHECKING:
@@ -342,6 +344,54 @@ def test_run_delivery_makes_no_call_that_could_outlast_the_invocation(
     # 12 s left, 10 of them kept to publish: a call of up to 11 s (the 10 s default timeout) is not started
     assert run_delivery(event, remaining_ms=12_000) == {"not_attempted_out_of_time": 1}
     assert deliverer.calls == []
+
+
+def test_a_delivery_continues_the_executions_trace_to_the_receiver_and_the_result(
+    monkeypatch: pytest.MonkeyPatch, clock: ManualClock, spans: InMemorySpanExporter
+) -> None:
+    # Given an execution of a job with an HTTPS target, its record carrying the execution's trace context
+    monkeypatch.setattr(wiring, "_container", None)
+    receiver, publisher = MemoryDeliverer(), MemoryPublisher()
+    services = Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4"}), store=MemoryJobStore(), publisher=publisher,
+        leases=MemoryLeaseStore(), invoker=RecordingInvoker(), clock=clock, webhook_secrets=MemoryWebhookSecrets(),
+        deliverer=RoutingDeliverer(https=lambda: receiver, lambda_=MemoryDeliverer, sqs=MemoryDeliverer),
+    )
+    wiring.install(services)
+    _, message = published(services)
+    event = msk_event([json.dumps({**message, "target": {"https": {"url": "https://hooks.example.com/"}}}).encode()])
+    [record] = event["records"]["job-results-0"]
+    record["headers"] = [{"traceparent": list(WORKER_TRACE.encode())}]
+    clock.set(FIRE + timedelta(seconds=1))
+    # When the delivery function delivers it, and the results function applies what it reported
+    assert run_delivery(event) == {"delivered": 1}
+    [result] = [m.value for m in publisher.sent if m.topic == "job-results"]
+    assert run_results(msk_event([json.dumps(result).encode()])) == {"succeeded": 1}
+    # Then the delivery's span is a CLIENT child of the execution's, the receiver is sent the delivery's span as
+    # its traceparent, and applying the result continues the execution's trace too
+    delivered, applied = spans.get_finished_spans()
+    assert (delivered.name, delivered.kind, parent(delivered)) == ("deliver https", SpanKind.CLIENT,
+                                                                    ids(WORKER_TRACE))
+    [call] = receiver.calls
+    assert ids(call.headers["traceparent"]) == own(delivered)
+    assert (applied.name, parent(applied)) == ("apply result", ids(WORKER_TRACE))
+
+
+def test_a_failed_call_ends_its_span_in_error(spans: InMemorySpanExporter) -> None:
+    receiver = MemoryDeliverer()
+    receiver.script("https://hooks.example.com/", Answered(503))
+    routing = RoutingDeliverer(https=lambda: receiver, lambda_=MemoryDeliverer, sqs=MemoryDeliverer)
+    routing.deliver(DeliveryCall(HttpsTarget("https://hooks.example.com/"), b"", {}, "e-1", WORKER_TRACE))
+    [span] = spans.get_finished_spans()
+    assert not span.status.is_ok and span.attributes == {"jobrunner.execution_id": "e-1", "jobrunner.target": "https"}
+
+
+def test_without_tracing_the_call_sends_the_executions_trace_as_it_came() -> None:
+    receiver = MemoryDeliverer()
+    routing = RoutingDeliverer(https=lambda: receiver, lambda_=MemoryDeliverer, sqs=MemoryDeliverer)
+    routing.deliver(DeliveryCall(HttpsTarget("https://hooks.example.com/"), b"", {"traceparent": WORKER_TRACE},
+                                 "e-1", WORKER_TRACE))
+    assert receiver.calls[0].headers == {"traceparent": WORKER_TRACE}
 
 
 def test_lateness_sample_keeps_the_extremes_and_spreads_evenly() -> None:

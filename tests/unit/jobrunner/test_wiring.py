@@ -262,7 +262,9 @@ def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addr
     from jobrunner.ports import AddressRefused, DeliveryCall
 
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
-    settings = {"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.0/8", "JOBRUNNER_DELIVERY_TENANT_CONCURRENCY": "3"}
+    settings = {"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.0/8", "JOBRUNNER_DELIVERY_TENANT_CONCURRENCY": "3",
+                "JOBRUNNER_DELIVERY_TENANT_RATE": "7",
+                "JOBRUNNER_TENANT_LIMITS": '{"payments": {"deliveries_per_second": 50}}'}
     services = Container(Settings.from_env(settings), store=MemoryJobStore(), publisher=MemoryPublisher(),
                          leases=MemoryLeaseStore(), clock=ManualClock(datetime(2026, 11, 22, tzinfo=UTC)))
     deliverer = build_deliverer(services)
@@ -274,6 +276,8 @@ def test_the_delivery_calls_each_kind_of_target_with_its_adapter_and_checks_addr
     assert isinstance(refused, AddressRefused) and refused.reason == "a loopback address"
     assert isinstance(build_webhook_secrets(services), MemoryWebhookSecrets)  # off Lambda: in memory
     assert services.delivery._rules.tenant_concurrency == 3
+    rates = services.delivery._rules.rates
+    assert (rates.of("payments"), rates.of("anyone")) == (50, 7)
 
 
 @pytest.mark.parametrize(("variables", "endpoint"), [

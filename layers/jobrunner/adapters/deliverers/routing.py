@@ -1,15 +1,35 @@
-"""The Deliverer the delivery function uses: each call to the deliverer of its target's kind, built on first use."""
+"""The Deliverer the delivery function uses: each call to the deliverer of its target's kind, built on first use,
+in a CLIENT span that continues the execution's trace (when tracing is on, ``jobrunner.telemetry``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import TYPE_CHECKING
 
+from jobrunner import telemetry
 from jobrunner.domain.targets import HttpsTarget, LambdaTarget, SqsTarget
-from jobrunner.ports import Deliverer, DeliveryCall, DeliveryResult
+from jobrunner.ports import Answered, Deliverer, DeliveryCall, DeliveryResult, Invoked, Sent
+from jobrunner_client.protocol import TRACEPARENT_HEADER
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+#: The name of each kind of target, in span names.
+KINDS: dict[type, str] = {HttpsTarget: "https", LambdaTarget: "lambda", SqsTarget: "sqs"}
+
+
+def succeeded(result: DeliveryResult) -> bool:
+    """Whether the target took the call (the span's status; the outcome rules are the service's)."""
+    match result:
+        case Answered(status=status):
+            return 200 <= status < 300
+        case Invoked(function_error=error):
+            return error is None
+        case Sent():
+            return True
+    return False
 
 
 class RoutingDeliverer(Deliverer):
@@ -24,7 +44,17 @@ class RoutingDeliverer(Deliverer):
         self._built: dict[type, Deliverer] = {}
 
     def deliver(self, call: DeliveryCall) -> DeliveryResult:
-        return self._of(type(call.target)).deliver(call)
+        """The call, in a span child of ``call.traceparent`` (the execution's) when tracing is on; an HTTPS request
+        then carries the span's own ``traceparent``, so the receiver's span is the delivery's child."""
+        kind = KINDS.get(type(call.target), "target")
+        attributes = {"jobrunner.execution_id": call.message_id, "jobrunner.target": kind}
+        with telemetry.span(f"deliver {kind}", parent=call.traceparent, kind="client", attributes=attributes) as span:
+            if isinstance(call.target, HttpsTarget) and span.traceparent and span.traceparent != call.traceparent:
+                call = dataclasses.replace(call, headers={**call.headers, TRACEPARENT_HEADER: span.traceparent})
+            result = self._of(type(call.target)).deliver(call)
+            if not succeeded(result):
+                span.fail(type(result).__name__)
+            return result
 
     def _of(self, kind: type) -> Deliverer:
         if kind not in self._factories:

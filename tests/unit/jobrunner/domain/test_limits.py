@@ -11,6 +11,8 @@ import pytest
 
 from jobrunner.domain.jobs import Job, JobState
 from jobrunner.domain.limits import (
+    DEFAULT_DELIVERY_TENANT_RATE,
+    DeliveryRates,
     Holding,
     Limits,
     QuotaChange,
@@ -52,10 +54,27 @@ def test_without_entries_there_is_no_rate_limit_and_the_deployments_payload_boun
     ({"a": {"payload_bytes": 70000}}, "payload_bytes must be between 1 and 65536"),
     ({"a": {"jobs": 3}}, r"unknown limits \['jobs'\]"),
     ({"a": 3}, "expected an object of limits"),
+    ({"a": {"deliveries_per_second": 0}}, "deliveries_per_second must be a positive integer"),
+    ({"*": {"deliveries_per_second": None}}, "deliveries_per_second must be a positive integer"),
 ])
 def test_a_wrong_limit_names_the_tenant_and_why(entries: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TenantLimits.parse(entries, max_payload_bytes=65536)
+
+
+def test_a_tenants_delivery_rate_is_its_own_else_every_tenants_else_the_stages() -> None:
+    # Given a stage rate of 20, and limits giving every tenant 10 and one tenant 100
+    limits = TenantLimits.parse({"*": {"deliveries_per_second": 10}, "payments": {"deliveries_per_second": 100},
+                                 "reports": {"jobs_held": 5}}, 65536)
+    rates = DeliveryRates.of_stage(DEFAULT_DELIVERY_TENANT_RATE, limits)
+    # Then each tenant gets the most specific one, and a tenant named for another limit gets every tenant's
+    assert (rates.of("payments"), rates.of("reports"), rates.of("anyone")) == (100, 10, 10)
+    # and without limits of deliveries the stage's rate holds, 0 meaning none
+    assert DeliveryRates.of_stage(20, TenantLimits.parse({}, 65536)).of("anyone") == 20
+    assert DeliveryRates.of_stage(0, TenantLimits.parse({}, 65536)).of("anyone") is None
+    assert DeliveryRates.of_stage(0, limits).of("payments") == 100
+    # a rate of deliveries counts nothing in the quota table
+    assert not TenantLimits.parse({"*": {"deliveries_per_second": 10}}, 65536).counted
 
 
 # -- standing limits: jobs held and executions a minute ------------------------------------------------

@@ -26,6 +26,7 @@ from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.adapters.webhook_secrets.memory import MemoryWebhookSecrets
 from jobrunner.domain.jobs import ExecutionStatus
+from jobrunner.domain.limits import DeliveryRates
 from jobrunner.domain.schedules import At
 from jobrunner.domain.spec import JobSpec, RetryPolicy
 from jobrunner.entrypoints import parse_report
@@ -40,7 +41,7 @@ from jobrunner.ports import (
     ScanRequest,
     TimedOut,
 )
-from jobrunner.services.delivery import MALFORMED, NO_TARGET, DeliveryRules, DeliveryService
+from jobrunner.services.delivery import MALFORMED, NO_TARGET, DeliveryRecord, DeliveryRules, DeliveryService
 from tests.support.memory import memory_container
 from tests.support.results import RESULT_KEY
 from tests.support.waiting import waiting
@@ -402,3 +403,127 @@ def test_a_call_that_can_end_before_the_deadline_is_made(world: World) -> None:
     value = world.execution({"https": {"url": URL, "timeout_s": 3}})
     assert world.delivery.deliver_batch([value], world.clock.now() + timedelta(seconds=5)) == Counter(
         {"delivered": 1})
+
+
+# -- each tenant's delivery rate ---------------------------------------------------------------------------
+
+
+def tenant_message(tenant: str, n: int, target: dict[str, Any] = HTTPS) -> bytes:
+    return json.dumps({"execution_id": f"{tenant}-{n}", "job_id": f"job-{tenant}-{n}", "user_id": tenant,
+                       "scheduled_at": "2026-11-22T10:10:00Z", "attempt": 1, "payload": {"t": tenant},
+                       "target": target}).encode()
+
+
+@dataclass
+class Paced:
+    """A delivery service on a manual clock, each call recorded with its tenant and the instant it was made."""
+
+    rates: dict[str, int]
+    default: int | None = None
+    concurrency: int = 16
+    clock: ManualClock = field(default_factory=lambda: ManualClock(FIRE))
+    publisher: MemoryPublisher = field(default_factory=MemoryPublisher)
+    made: list[tuple[str, datetime]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        deliverer = MemoryDeliverer()
+        lock = threading.Lock()
+
+        def record(call: DeliveryCall) -> None:
+            with lock:
+                self.made.append((json.loads(call.body)["t"], self.clock.now()))
+
+        deliverer.before = record
+        rules = DeliveryRules(concurrency=self.concurrency, tenant_concurrency=4,
+                              rates=DeliveryRates(self.default, self.rates))
+        self.service = DeliveryService(deliverer, MemoryWebhookSecrets(), self.publisher, self.clock, rules)
+
+    def seconds(self, tenant: str) -> list[float]:
+        """When each call of ``tenant`` was made, in seconds from the fire."""
+        return sorted((at - FIRE).total_seconds() for who, at in self.made if who == tenant)
+
+
+def test_a_tenant_over_its_rate_is_paced_and_does_not_slow_another_tenant() -> None:
+    # Given a batch of 7 deliveries of a tenant paced at 2 a second, beside 6 of a tenant without a rate
+    paced = Paced(rates={"busy": 2})
+    batch = [tenant_message("busy", n) for n in range(7)] + [tenant_message("calm", n) for n in range(6)]
+    # When it is delivered
+    counted = paced.service.deliver_batch(batch)
+    # Then the paced tenant's calls start 2 a second, and the other tenant's all start at once
+    assert paced.seconds("busy") == [0, 0, 1, 1, 2, 2, 3]
+    assert paced.seconds("calm") == [0] * 6
+    # and every delivery is made and reported
+    assert counted == Counter({"delivered": 13}) and len(paced.publisher.sent) == 13
+
+
+def test_the_rate_holds_across_the_batches_of_one_instance() -> None:
+    # Given a tenant paced at 3 a second whose first batch of 3 started at once
+    paced = Paced(rates={}, default=3)
+    paced.service.deliver_batch([tenant_message("a", n) for n in range(3)])
+    # When its next batch comes within the same second
+    paced.clock.advance(timedelta(milliseconds=400))
+    paced.service.deliver_batch([tenant_message("a", n) for n in range(3, 7)])
+    # Then the next batch's calls wait for the first batch's second to pass
+    assert paced.seconds("a") == [0, 0, 0, 1, 1, 1, 2]
+
+
+def test_a_delivery_the_rate_leaves_no_time_for_is_not_made_and_is_retried() -> None:
+    # Given 4 deliveries of a tenant paced at 1 a second, endpoint timeout 10 s, and 13.5 s left in the batch
+    paced = Paced(rates={"a": 1})
+    target = {"https": {"url": URL, "timeout_s": 10}}
+    deadline = FIRE + timedelta(seconds=13.5)
+    # When they are delivered, beside another tenant's
+    counted = paced.service.deliver_batch([tenant_message("a", n, target) for n in range(4)]
+                                          + [tenant_message("b", 0, target)], deadline)
+    # Then the calls that can end in time are made at the rate, and the others are not made: each is
+    # reported as a retryable failure naming the rate, so none is lost
+    assert paced.seconds("a") == [0, 1, 2] and paced.seconds("b") == [0]
+    assert counted == Counter({"delivered": 4, "not_attempted_out_of_time": 1})
+    [refused] = [m.value for m in paced.publisher.sent if m.value["status"] == "FAILED"]
+    assert refused["execution_id"] == "a-3" and refused["retryable"] is True
+    assert "paced at 1 a second" in refused["error"]
+    assert len(paced.publisher.sent) == 5
+
+
+def test_a_tenants_own_rate_overrides_the_stages() -> None:
+    paced = Paced(rates={"gold": 5}, default=1)
+    paced.service.deliver_batch([tenant_message("gold", n) for n in range(5)]
+                                + [tenant_message("basic", n) for n in range(2)])
+    assert paced.seconds("gold") == [0] * 5 and paced.seconds("basic") == [0, 1]
+
+
+# -- the execution's trace, carried on ---------------------------------------------------------------------
+
+TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize("target", [HTTPS, {"lambda": {"function_arn": FUNCTION}}])
+def test_a_delivery_carries_its_records_trace_to_the_call_and_the_result(world: World, target: dict[str, Any]) -> None:
+    # Given an execution's record with the trace context the scan put in its header
+    value = world.execution(target)
+    # When it is delivered
+    world.delivery.deliver_batch([DeliveryRecord(value, TRACE)])
+    # Then the call continues that trace, an HTTPS request sending it as its traceparent header
+    [call] = world.deliverer.calls
+    assert call.traceparent == TRACE
+    assert call.headers.get("traceparent") == (TRACE if "https" in target else None)
+    # and so does the result, which the results function's span continues
+    [result] = [m for m in world.publisher.sent if m.topic == "job-results"]
+    assert result.value["traceparent"] == TRACE
+    report = parse_report(json.dumps(result.value).encode())
+    assert report is not None and report.traceparent == TRACE
+
+
+def test_the_trace_replaces_a_targets_own_traceparent_header(world: World) -> None:
+    target = {"https": {"url": URL, "headers": {"Traceparent": "00-stale"}}}
+    world.delivery.deliver_batch([DeliveryRecord(world.execution(target), TRACE)])
+    [call] = world.deliverer.calls
+    assert call.headers["traceparent"] == TRACE and "Traceparent" not in call.headers
+
+
+def test_a_record_without_a_valid_trace_sends_none(world: World) -> None:
+    world.delivery.deliver_batch([DeliveryRecord(world.execution(HTTPS), "not a traceparent")])
+    [call] = world.deliverer.calls
+    assert call.traceparent is None and "traceparent" not in call.headers
+    [result] = [m for m in world.publisher.sent if m.topic == "job-results"]
+    assert "traceparent" not in result.value
