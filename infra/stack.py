@@ -110,6 +110,8 @@ class JobRunnerStack(Stack):
         self.config = config
         #: The scan function's own name: the tick and the writers that wake scans invoke it by name.
         self.scan_function_name = f"jobrunner-{config.stage}-scan"
+        #: The stage's MSK triggers (results, deliveries) share their provisioned pollers' units.
+        self.poller_group = f"jobrunner-{config.stage}"
         Tags.of(self).add("project", "distributed-job-runner")
         Tags.of(self).add("stage", config.stage)
         # Data is kept on update and delete, but not when its own creation rolls back: a failed first
@@ -188,7 +190,8 @@ class JobRunnerStack(Stack):
         results_base = dataclasses.replace(busy, environment={**busy.environment, **self._results_logging()})
         self.results = Results(self, "Results", base=results_base, code=assets.results,
                                cluster_arn=self.streaming.cluster_arn,
-                               consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.results_pollers)
+                               consumer_group=f"jobrunner-{config.stage}-results", max_pollers=config.results_pollers,
+                               poller_group=self.poller_group)
         self.reconciler = Reconciler(self, "Reconcile", base=base, code=assets.reconcile,
                                      interval_minutes=config.reconcile_interval_minutes)
         self.delivery = self._delivery(busy, assets.delivery)
@@ -260,7 +263,7 @@ class JobRunnerStack(Stack):
             secret_prefix=WEBHOOK_SECRET_PREFIX.format(stage=config.stage), topic=settings.delivery_topic,
             rules=DeliveryRules(concurrency=settings.delivery_concurrency,
                                 tenant_concurrency=settings.delivery_tenant_concurrency),
-            max_pollers=config.results_pollers,
+            max_pollers=config.results_pollers, poller_group=self.poller_group,
         )
 
     def _web_acl(self) -> WebAcl | None:

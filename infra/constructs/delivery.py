@@ -116,6 +116,7 @@ class Delivery(Construct):
         rules: DeliveryRules | None = None,
         memory_size: int = MEMORY_MB,
         max_pollers: int = 3,
+        poller_group: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if not (code / "handler.py").is_file():
@@ -142,7 +143,8 @@ class Delivery(Construct):
         self.failed_batches = dead_letter_queue(self, "FailedBatches", "the job-deliveries trigger")
         self.event_source = kafka_trigger(self, "JobDeliveries", self.function, cluster_arn=cluster_arn, topic=topic,
                                           consumer_group=consumer_group, batch_size=self.batch_size,
-                                          max_pollers=max_pollers, failed_batches=self.failed_batches)
+                                          max_pollers=max_pollers, failed_batches=self.failed_batches,
+                                          poller_group=poller_group)
 
     def _grant_targets(self, targets: TargetResources, secret_prefix: str) -> None:
         """The allow-lists' functions and queues, and the tenants' webhook secrets."""

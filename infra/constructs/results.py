@@ -56,6 +56,7 @@ class Results(Construct):
         batch_size: int = 100,
         memory_size: int = 512,
         max_pollers: int = 3,
+        poller_group: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if not (code / "handler.py").is_file():
@@ -76,12 +77,14 @@ class Results(Construct):
         self.failed_batches = dead_letter_queue(self, "FailedBatches", "the job-results trigger")
         self.event_source = kafka_trigger(self, "JobResults", self.function, cluster_arn=cluster_arn, topic=topic,
                                           consumer_group=consumer_group, batch_size=batch_size,
-                                          max_pollers=max_pollers, failed_batches=self.failed_batches)
+                                          max_pollers=max_pollers, failed_batches=self.failed_batches,
+                                          poller_group=poller_group)
 
 
 def kafka_trigger(
     scope: Construct, construct_id: str, function: lambda_.IFunction, *, cluster_arn: str, topic: str,
     consumer_group: str, batch_size: int, max_pollers: int | None, failed_batches: sqs.IQueue,
+    poller_group: str | None = None,
 ) -> lambda_.EventSourceMapping:
     """An MSK trigger of ``function`` on ``topic`` from its oldest record, under a fixed ``consumer_group``.
 
@@ -89,14 +92,16 @@ def kafka_trigger(
     AWSLambdaMSKExecutionRole (kafka and ec2 actions on every resource); the stack grants the kafka-cluster
     actions on this cluster, topic and group instead. With provisioned pollers (``max_pollers``) a batch that
     keeps failing is retried a bounded number of times, split, then sent to ``failed_batches``; without them
-    (on-demand mode) it holds its partition until it succeeds."""
+    (on-demand mode) it holds its partition until it succeeds. Provisioned pollers are billed by the event
+    poller unit, whether they poll or not: the mappings of one ``poller_group`` (the stack's, on one cluster)
+    share their units instead of each paying its own at rest."""
     bounded: dict[str, Any] = {}
     if max_pollers:
         bounded = {
             "retry_attempts": RETRY_ATTEMPTS, "bisect_batch_on_error": True, "max_record_age": MAX_RECORD_AGE,
             "on_failure": event_sources.SqsDlq(failed_batches),
-            "provisioned_poller_config": lambda_.ProvisionedPollerConfig(minimum_pollers=1,
-                                                                         maximum_pollers=max_pollers),
+            "provisioned_poller_config": lambda_.ProvisionedPollerConfig(
+                minimum_pollers=1, maximum_pollers=max_pollers, poller_group_name=poller_group),
         }
     return lambda_.EventSourceMapping(
         scope, construct_id,

@@ -670,3 +670,16 @@ def test_every_function_is_updated_after_the_tables(default_app: Synthesized) ->
     assert len(functions) == 5  # api, tick, scan, results, reconcile (no delivery on the default stage)
     for name, function in functions.items():
         assert tables <= set(function.get("DependsOn", [])), name
+
+
+def test_the_results_and_delivery_triggers_share_their_provisioned_pollers(
+    synth: Callable[[str], Synthesized],
+) -> None:
+    # Provisioned pollers are billed by the unit at rest; the stage's two MSK triggers share one group's units
+    app = synth("targets")
+    assert app.error is None, app.error
+    configs = [m["Properties"]["ProvisionedPollerConfig"]
+               for m in app.resources("AWS::Lambda::EventSourceMapping").values()]
+    assert len(configs) == 2
+    assert {c["PollerGroupName"] for c in configs} == {"jobrunner-dev"}
+    assert all(c["MinimumPollers"] == 1 for c in configs)
