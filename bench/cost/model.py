@@ -387,13 +387,18 @@ def _dynamodb(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> lis
     return lines
 
 
+def _results_pollers(u: Usage, c: StageConfig, i: MeasuredInputs) -> int:
+    """The results trigger's provisioned pollers at this load (1, its minimum, at rest)."""
+    return 1 if not u.executions else min(c.kafka_partitions, c.results_pollers, max(1, math.ceil(
+        u.per_second / i.results_per_partition_per_second.value)))
+
+
 def _functions(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, submit: Submit) -> list[Line]:
     """The results function and its trigger, the API (one-time jobs, submitted once per execution), the ticks
     and the reconciler (every minute whatever the load)."""
     results_gb_s = (u.results_invocations * i.results_gb_seconds_per_invocation.value
                     + u.executions * i.results_gb_seconds.value)
-    pollers = 1 if not u.executions else min(c.kafka_partitions, c.results_pollers, max(1, math.ceil(
-        u.per_second / i.results_per_partition_per_second.value)))
+    pollers = _results_pollers(u, c, i)
     epus = math.ceil(pollers / POLLERS_PER_EPU) if c.results_pollers else 0
     poller_how = (f"{pollers} poller(s), billed as {epus} EPU all month (minimum 1 poller)" if epus
                   else "on-demand mode: no provisioned pollers (and no bounded retries)")
@@ -534,8 +539,11 @@ def _deliveries(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> l
         return []
     seconds = i.delivery_call_seconds.value + i.delivery_overhead_seconds_per_invocation.value
     gb_s = u.delivery_invocations * seconds * c.delivery_memory_mb / 1024
-    # The trigger has the results trigger's pollers (``max_pollers=results_pollers``): one EPU at least, all month.
-    epus = math.ceil(min(c.kafka_partitions, c.results_pollers) / POLLERS_PER_EPU) if c.results_pollers else 0
+    # The trigger has as many pollers as the results trigger (``max_pollers=results_pollers``), in the same poller
+    # group (infra ``kafka_trigger``): the group pays whole EPUs for both, so the delivery adds only the units its
+    # pollers take beyond the results trigger's (none while both fit in one: at rest, and up to 5 pollers each).
+    pollers = _results_pollers(u, c, i)
+    epus = (math.ceil(2 * pollers / POLLERS_PER_EPU) - math.ceil(pollers / POLLERS_PER_EPU)) if c.results_pollers else 0
     log_bytes = u.deliveries * i.delivery_log_bytes.value + u.delivery_invocations * (
         i.platform_log_bytes_per_invocation.value)
     traces = _sampled(u.delivery_invocations, i) if c.xray == "active" else 0.0
@@ -546,8 +554,8 @@ def _deliveries(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable) -> l
                  f"and its own work) of {c.delivery_memory_mb} MB"),
         Line(service="Lambda", item="delivery trigger: provisioned pollers", at_rest=True,
              usd=epus * HOURS * p.lambda_kafka_epu_hour.value,
-             how=f"the results trigger's pollers, billed as {epus} EPU all month" if epus
-                 else "on-demand mode, as the results trigger: no provisioned pollers"),
+             how=(f"{pollers} poller(s) in the results trigger's poller group: {epus} EPU more all month"
+                  if c.results_pollers else "on-demand mode, as the results trigger: no provisioned pollers")),
         Line(service="CloudWatch Logs", item="the delivery function's lines", at_rest=False,
              usd=log_bytes / GB * (p.logs_ingested_gb.value + p.logs_stored_gb_month.value * c.log_retention_days
                                    / DAYS),

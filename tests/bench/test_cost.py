@@ -425,9 +425,11 @@ def test_the_delivery_function_is_priced_per_delivery_and_its_trigger_at_rest(in
     log_gb = (30e6 * 640 + invocations * 700) / 1e9
     assert bill["CloudWatch Logs: the delivery function's lines"].usd == pytest.approx(log_gb * (0.5 + 0.03))
     assert bill["X-Ray: the delivery function's traces"].usd > 0
-    # And at rest: its trigger's poller (one EPU all month), its metrics and alarms
+    # And at rest: its trigger's poller shares the results trigger's EPU (one poller group), so only its metrics and
+    # alarms cost anything
     rest = _by_item(at_rest(stage, inputs, PRICES))
-    assert rest["Lambda: delivery trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    assert rest["Lambda: results trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    assert "Lambda: delivery trigger: provisioned pollers" not in rest  # (a line of no cost is left out)
     assert rest["CloudWatch: the delivery's metrics and alarms"].usd == pytest.approx(4 * 0.30 + 7 * 0.10)
     assert "Lambda: delivery function" not in rest
 
@@ -447,19 +449,32 @@ def test_the_deliveries_table_shows_what_targets_add_per_million_and_at_rest(
     table = deliveries_table(config, inputs, PRICES)
     rows = {row[0]: row[1:] for row in table.rows}
     # Every line a delivery adds is there, with the results path it shares with a worker's execution
-    for line in ("Lambda: delivery function", "Lambda: delivery trigger: provisioned pollers",
+    for line in ("Lambda: delivery function",
                  "CloudWatch Logs: the delivery function's lines", "NAT gateway: data processed (HTTPS deliveries)",
                  "NAT gateway: gateway-hours and their public IPv4 addresses", "MSK Serverless: partition-hours",
                  "Lambda: results function (its result, as a worker's)"):
         assert line in rows, line
     # The NAT gateway's bytes: 8 KB a delivery at $0.045 a GB, whatever the load
     assert rows["NAT gateway: data processed (HTTPS deliveries)"][:2] == ["$0.36", "$0.36"]
-    # At rest: one NAT gateway and its address, the delivery trigger's poller, the topic's partitions
+    # At rest: one NAT gateway and its address, the topic's partitions; the delivery trigger's poller shares the
+    # results trigger's EPU (one poller group), so it adds nothing at any of these loads
     assert rows["NAT gateway: gateway-hours and their public IPv4 addresses"][2] == "$36.00"
-    assert rows["Lambda: delivery trigger: provisioned pollers"][2] == "$133"
+    assert "Lambda: delivery trigger: provisioned pollers" not in rows
     assert rows["MSK Serverless: partition-hours"][2] == "$3.24"
     # and the stage's figures without targets are those of the other tables
     dev_rest = total(at_rest(config, inputs, PRICES, config.keyspaces_capacity))
     added = float(rows["what targets add"][2].strip("$").replace(",", ""))
     whole = float(rows["a delivered execution, all in (the stage's whole bill)"][2].strip("$").replace(",", ""))
     assert whole == pytest.approx(dev_rest + added, abs=1)
+
+
+def test_the_delivery_trigger_pays_an_epu_of_its_own_only_beyond_what_the_results_trigger_leaves(
+        inputs: MeasuredInputs) -> None:
+    # Given a stage with targets whose triggers may take 8 pollers each: together 16, two EPUs of ten pollers
+    stage = StageConfig(targets=True, nat_gateways=1, topics=4, kafka_partitions=8, results_pollers=8)
+    busy = _by_item(monthly_lines(stage, inputs, PRICES, Load(executions_per_day=1e9)))
+    assert busy["Lambda: results trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    assert busy["Lambda: delivery trigger: provisioned pollers"].usd == pytest.approx(720 * 0.185)
+    # and at rest one poller each: one EPU for the two
+    rest = _by_item(at_rest(stage, inputs, PRICES))
+    assert "Lambda: delivery trigger: provisioned pollers" not in rest  # (a line of no cost is left out)
