@@ -8,7 +8,10 @@
   duplicates. A line whose text changed since it was done is a different job and is submitted again.
 
 JSONL: one POST /jobs body per line. CSV: a header row naming columns from ``CSV_COLUMNS``; ``payload``
-is JSON text; empty cells are left out. Blank lines and lines starting with ``#`` are skipped.
+is JSON text; empty cells are left out. Blank lines and lines starting with ``#`` are skipped. A CSV line's
+target is one of ``target_url`` (an https URL, signed POSTs), ``target_lambda`` (a function ARN),
+``target_sqs`` (a queue URL, with ``target_group_id`` for a FIFO queue), or ``target`` (the API's JSON, for
+an https target's method, headers or timeout); the API checks it like any other field.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ STATE_SUFFIX = ".import-state.json"
 _SCHEDULE = ("at", "every", "start", "end", "cron", "timezone", "iso8601")
 _BACKOFF = ("initial_delay_s", "multiplier", "max_delay_s")
 _INTEGERS = ("max_retries", "timeout_s", "jitter_s")
-CSV_COLUMNS = (*_SCHEDULE, "payload", "topic", *_INTEGERS, *_BACKOFF, "idempotency_key")
+_TARGETS = ("target", "target_url", "target_lambda", "target_sqs")
+CSV_COLUMNS = (*_SCHEDULE, "payload", "topic", *_TARGETS, "target_group_id", *_INTEGERS, *_BACKOFF,
+               "idempotency_key")
 
 
 class BadLine(ValueError):
@@ -125,12 +130,24 @@ def _body_of(cells: dict[str, str]) -> dict[str, Any]:
             raise BadLine(f"payload is not valid JSON: {exc}") from None
     if "topic" in values:
         body["topic"] = values["topic"]
+    target = _target_of(values)
+    if target is not None:
+        body["target"] = target
     for name in _INTEGERS:
         if name in values:
             try:
                 body[name] = int(values[name])
             except ValueError:
                 raise BadLine(f"{name} must be a whole number, not {values[name]!r}") from None
+    backoff = _backoff_of(values)
+    if backoff:
+        body["backoff"] = backoff
+    if "idempotency_key" in values:
+        body["idempotency_key"] = values["idempotency_key"]
+    return body
+
+
+def _backoff_of(values: dict[str, str]) -> dict[str, float]:
     backoff: dict[str, float] = {}
     for name in _BACKOFF:
         if name in values:
@@ -138,11 +155,35 @@ def _body_of(cells: dict[str, str]) -> dict[str, Any]:
                 backoff[name] = float(values[name])
             except ValueError:
                 raise BadLine(f"{name} must be a number, not {values[name]!r}") from None
-    if backoff:
-        body["backoff"] = backoff
-    if "idempotency_key" in values:
-        body["idempotency_key"] = values["idempotency_key"]
-    return body
+    return backoff
+
+
+def _target_of(values: dict[str, str]) -> dict[str, Any] | None:
+    """The ``target`` a line's cells give, or None; cells that do not go together are the line's problem."""
+    named = [name for name in _TARGETS if name in values]
+    if len(named) > 1:
+        raise BadLine(f"give one target, not {' and '.join(named)}")
+    if "target_group_id" in values and named != ["target_sqs"]:
+        raise BadLine("target_group_id goes with target_sqs")
+    if not named:
+        return None
+    value = values[named[0]]
+    if named[0] == "target":
+        try:
+            target = json.loads(value)
+        except ValueError as exc:
+            raise BadLine(f"target is not valid JSON: {exc}") from None
+        if not isinstance(target, dict):
+            raise BadLine("target must be a JSON object, e.g. {\"https\": {\"url\": \"https://...\"}}")
+        return target
+    if named[0] == "target_url":
+        return {"https": {"url": value}}
+    if named[0] == "target_lambda":
+        return {"lambda": {"function_arn": value}}
+    sqs = {"queue_url": value}
+    if "target_group_id" in values:
+        sqs["message_group_id"] = values["target_group_id"]
+    return {"sqs": sqs}
 
 
 def idempotency_key(path: Path, line: int, text: str) -> str:

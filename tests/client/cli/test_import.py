@@ -130,6 +130,33 @@ def test_csv_columns_become_the_body(cli: Cli, transport: FakeTransport, tmp_pat
     assert [j["line"] for j in summary["jobs"]] == [2, 3, 4]
 
 
+def test_csv_target_columns_become_the_bodys_target(cli: Cli, transport: FakeTransport, tmp_path: Path) -> None:
+    source = tmp_path / "jobs.csv"
+    source.write_text(
+        "every,target_url,target_lambda,target_sqs,target_group_id,target\n"
+        "PT5M,https://hooks.example.com/a,,,,\n"
+        "PT5M,,arn:aws:lambda:eu-west-1:123456789012:function:f,,,\n"
+        "PT5M,,,https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo,g1,\n"
+        'PT5M,,,,,"{""https"": {""url"": ""https://hooks.example.com/b"", ""method"": ""PUT""}}"\n'
+        "PT5M,https://hooks.example.com/a,arn:aws:lambda:eu-west-1:123456789012:function:f,,,\n"
+        "PT5M,https://hooks.example.com/a,,,g1,\n"
+        "PT5M,,,,,[1]\n"
+    )
+    transport.on("POST", "/jobs", FakeApi())
+    summary = json.loads(cli("-o", "json", "import", str(source)).stdout)
+    assert [s.body["target"] for s in transport.sent] == [
+        {"https": {"url": "https://hooks.example.com/a"}},
+        {"lambda": {"function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:f"}},
+        {"sqs": {"queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo", "message_group_id": "g1"}},
+        {"https": {"url": "https://hooks.example.com/b", "method": "PUT"}},
+    ]
+    assert [(f["line"], f["message"]) for f in summary["failed"]] == [
+        (6, "give one target, not target_url and target_lambda"),
+        (7, "target_group_id goes with target_sqs"),
+        (8, 'target must be a JSON object, e.g. {"https": {"url": "https://..."}}'),
+    ]
+
+
 def test_an_unknown_csv_column_or_format_is_a_usage_error(cli: Cli, transport: FakeTransport, tmp_path: Path) -> None:
     (tmp_path / "jobs.csv").write_text("at,colour\nnow,red\n")
     result = cli("import", str(tmp_path / "jobs.csv"))
