@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.publishers.memory import MemoryPublisher
-from jobrunner.wiring import Container, build_webhook_secrets
+from jobrunner.delivery_wiring import build_webhook_secrets
+from jobrunner.wiring import Container
 from tests.infra.rehearsal.policy import SECRET_SUFFIX
 from tests.infra.rehearsal.stage import _code
 from tests.infra.rehearsal.template import ACCOUNT, REGION
