@@ -25,7 +25,10 @@ import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from jobrunner.adapters.webhook_secrets import KeptWebhookSecrets, Snapshot
+from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.targets import TenantSecrets
 
 if TYPE_CHECKING:
@@ -68,7 +71,7 @@ class SecretsManagerWebhookSecrets(KeptWebhookSecrets):
             return cached[1]
         name = self.secret_name(user_id)
         try:
-            response = self._client.get_secret_value(SecretId=name)
+            response = self._call("get_secret_value", SecretId=name)
         except self._client.exceptions.ResourceNotFoundException:
             return None
         try:
@@ -79,7 +82,7 @@ class SecretsManagerWebhookSecrets(KeptWebhookSecrets):
 
     def _create(self, user_id: str, first: TenantSecrets) -> TenantSecrets:
         try:
-            response = self._client.create_secret(Name=self.secret_name(user_id), SecretString=json.dumps(
+            response = self._call("create_secret", Name=self.secret_name(user_id), SecretString=json.dumps(
                 first.to_list()), Description=f"webhook signing secrets of tenant {user_id}")
         except self._client.exceptions.ResourceExistsException:
             return self._settled(user_id)
@@ -88,11 +91,22 @@ class SecretsManagerWebhookSecrets(KeptWebhookSecrets):
     def _replace(self, user_id: str, secrets: TenantSecrets, based_on: str) -> TenantSecrets:
         name = self.secret_name(user_id)
         try:
-            response = self._client.put_secret_value(SecretId=name, SecretString=json.dumps(secrets.to_list()),
-                                                     ClientRequestToken=successor_token(name, based_on))
+            response = self._call("put_secret_value", SecretId=name, SecretString=json.dumps(secrets.to_list()),
+                                  ClientRequestToken=successor_token(name, based_on))
         except self._client.exceptions.ResourceExistsException:
             return self._settled(user_id)
         return self._remember(user_id, (secrets, str(response["VersionId"])))[0]
+
+    def _call(self, operation: str, **arguments: Any) -> Any:
+        """One call of the client; a failure other than the two this store acts on (no such secret, a name or
+        token already taken) is ``Unavailable`` (the API answers 503; a delivery batch is retried)."""
+        expected = (self._client.exceptions.ResourceNotFoundException, self._client.exceptions.ResourceExistsException)
+        try:
+            return getattr(self._client, operation)(**arguments)
+        except expected:
+            raise
+        except (BotoCoreError, ClientError) as error:
+            raise Unavailable(f"Secrets Manager: {type(error).__name__}: {error}") from error
 
     def _settled(self, user_id: str) -> TenantSecrets:
         """What another write left, after this one lost to it."""

@@ -106,3 +106,23 @@ def test_the_memory_twin_creates_one_secret_per_tenant_once() -> None:
     for thread in threads:
         thread.join()
     assert len({tuple(r) for r in results}) == 1 and len(results[0]) == 1
+
+
+def test_secrets_manager_out_of_reach_is_unavailable_and_its_message_holds_no_secret(
+    client: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from jobrunner.domain.errors import Unavailable
+
+    secrets = SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW))
+    [secret] = secrets.signing_secrets("alice")
+
+    def unreachable(**arguments: Any) -> Any:
+        raise EndpointConnectionError(endpoint_url="https://secretsmanager.eu-west-1.amazonaws.com")
+
+    monkeypatch.setattr(client, "put_secret_value", unreachable)
+    with pytest.raises(Unavailable, match="EndpointConnectionError") as refused:
+        secrets.rotate("alice", timedelta(hours=1))
+    assert secret not in str(refused.value)
+    assert secrets.secrets_of("alice")[0].text == secret  # nothing changed

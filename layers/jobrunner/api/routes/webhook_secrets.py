@@ -1,0 +1,47 @@
+"""/webhook-secrets: the tenant's webhook signing secrets: read, rotate, end a rotation (docs/targets.md)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from jobrunner.api.routes.common import _tenant, documented
+from jobrunner.api.schemas import RotationIn, WebhookSecretsOut
+from jobrunner.wiring import container
+
+router = Router()
+
+#: A secret is never kept by a browser's or a proxy's cache.
+NOT_CACHED = {"Cache-Control": "no-store"}
+
+
+def _secrets(body: WebhookSecretsOut) -> Response[Any]:
+    return Response(status_code=HTTPStatus.OK, content_type=content_types.APPLICATION_JSON,
+                    body=body.model_dump_json(), headers=NOT_CACHED)
+
+
+@router.get("/webhook-secrets", responses=documented({200: WebhookSecretsOut}),
+            description="The tenant's webhook signing secrets valid now, newest first: the current one, and the "
+                        "previous one during a rotation's grace. A tenant without one gets it created.")
+def list_webhook_secrets() -> Response[Any]:
+    return _secrets(WebhookSecretsOut.of(container().delivery_adapters.webhook_secrets.secrets_of(_tenant())))
+
+
+@router.post("/webhook-secrets/rotate", responses=documented({200: (WebhookSecretsOut, "rotated")}),
+             description="A new secret signs from now on; the current one keeps signing beside it for grace_s "
+                         "(24 h unless given), and one still in an earlier rotation's grace stops now.")
+def rotate_webhook_secret(body: Annotated[RotationIn | None, Body()] = None) -> Response[Any]:
+    grace = timedelta(seconds=(body or RotationIn()).grace_s)
+    return _secrets(WebhookSecretsOut.of(container().delivery_adapters.webhook_secrets.rotate(_tenant(), grace)))
+
+
+@router.delete("/webhook-secrets/previous", responses=documented({200: (WebhookSecretsOut, "the rotation ended")}),
+               description="End a rotation's grace now: the previous secret stops signing (a receiver that "
+                           "still knows only it no longer verifies).")
+def end_webhook_secret_rotation() -> Response[Any]:
+    return _secrets(WebhookSecretsOut.of(container().delivery_adapters.webhook_secrets.end_rotation(_tenant())))
