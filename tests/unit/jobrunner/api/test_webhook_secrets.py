@@ -7,6 +7,7 @@ in memory, on the container's manual clock).
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -109,3 +110,44 @@ def test_a_tenant_reads_and_rotates_its_own_secrets_only(secrets: MemoryWebhookS
     # and without a tenant nothing is answered
     response = handle(event("GET", "/webhook-secrets", tenant=None), None)
     assert response["statusCode"] == 401 and "whsec_" not in response["body"]
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_a_secret_never_reaches_a_log_or_the_trace_of_the_api_function(
+    secrets: MemoryWebhookSecrets, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from functions.api.handler import handler
+    from jobrunner.observability import tracer
+
+    # Given a tracer that records what the handler puts on its segments, and every log at DEBUG
+    recorded: list[Any] = []
+
+    class Segment:
+        def put_metadata(self, key: str, value: Any, namespace: str = "") -> None:
+            recorded.append((key, value))
+
+        def put_annotation(self, key: str, value: Any) -> None:
+            recorded.append((key, value))
+
+    class Provider:
+        def in_subsegment(self, name: str) -> Any:
+            from contextlib import nullcontext
+
+            return nullcontext(Segment())
+
+    monkeypatch.setattr(tracer, "provider", Provider())
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
+    caplog.set_level(logging.DEBUG)
+    context = type("Context", (), {"function_name": "jobrunner-api", "memory_limit_in_mb": 512,
+                                   "invoked_function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:api",
+                                   "aws_request_id": "r-1"})()
+    # When the tenant reads and rotates its secrets through the function
+    texts: list[str] = []
+    for method, path in (("GET", "/webhook-secrets"), ("POST", "/webhook-secrets/rotate")):
+        response = handler(event(method, path), context)
+        texts += [item["secret"] for item in json.loads(response["body"])["items"]]
+    # Then no secret is in a log line or on a trace segment
+    out = capsys.readouterr()
+    written = caplog.text + out.out + out.err + json.dumps(recorded, default=str)
+    assert texts and not [text for text in texts if text in written]
