@@ -151,3 +151,19 @@ def test_a_secret_never_reaches_a_log_or_the_trace_of_the_api_function(
     out = capsys.readouterr()
     written = caplog.text + out.out + out.err + json.dumps(recorded, default=str)
     assert texts and not [text for text in texts if text in written]
+
+
+def test_a_stage_that_delivers_to_no_https_target_keeps_no_webhook_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wiring, "_container", None)  # restored after the test
+    secrets = MemoryWebhookSecrets()
+    wiring.install(Container(
+        Settings.from_env({"JOBRUNNER_SEGMENTS": "4", "JOBRUNNER_TARGET_KINDS": "lambda,sqs"}),
+        store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore(), invoker=RecordingInvoker(),
+        clock=ManualClock(NOW), webhook_secrets=secrets,
+    ))
+    for method, path in (("GET", "/webhook-secrets"), ("POST", "/webhook-secrets/rotate"),
+                         ("DELETE", "/webhook-secrets/previous")):
+        status, refused = answered(method, path)
+        assert (status, refused["error"]) == (404, "not_found"), refused
+        assert "no HTTPS target" in refused["message"]
+    assert secrets._by_tenant == {}  # nothing created
