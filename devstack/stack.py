@@ -300,12 +300,18 @@ def use_local_aws_credentials() -> None:
         os.environ.setdefault(key, value)
 
 
+#: How long the local delivery reuses a tenant's webhook secrets: a rotation through the API (served by another
+#: process) signs the deliveries a second later, where AWS's 60 s would hold a test for a minute.
+LOCAL_SECRET_CACHE_S = 1.0
+
+
 def endpoint_settings(endpoints: servers.Endpoints) -> dict[str, object]:
-    """The settings (attributes of ``Settings``) that point the system at ``endpoints``: moto serves DynamoDB and
-    the Lambda and SQS targets."""
+    """The settings (attributes of ``Settings``) that point the system at ``endpoints``: moto serves DynamoDB,
+    the Lambda and SQS targets, and Secrets Manager (the tenants' webhook secrets, which the API's processes and
+    the delivery then share)."""
     return {"contact_points": endpoints.cassandra_host, "cassandra_port": endpoints.cassandra_port,
             "kafka_bootstrap": endpoints.kafka_bootstrap, "dynamodb_endpoint": endpoints.dynamodb_endpoint,
-            "target_aws_endpoint": endpoints.dynamodb_endpoint}
+            "target_aws_endpoint": endpoints.dynamodb_endpoint, "secrets_endpoint": endpoints.dynamodb_endpoint}
 
 
 def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] | None = None,
@@ -313,5 +319,6 @@ def local_settings(endpoints: servers.Endpoints, environment: Mapping[str, str] 
     """The settings of a local stack on ``endpoints``: ``overrides`` (attributes of ``Settings``) over them, and
     ``environment`` (variables, e.g. those of this process a person chose) over both."""
     use_local_aws_credentials()
-    given = Settings.of(**{**endpoint_settings(endpoints), "region": "us-east-1", **overrides})
+    given = Settings.of(**{**endpoint_settings(endpoints), "region": "us-east-1",
+                           "webhook_secret_cache_s": LOCAL_SECRET_CACHE_S, **overrides})
     return Settings.from_env({**given.to_environment(given_only=True), **(environment or {})})

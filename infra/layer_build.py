@@ -73,6 +73,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/ports/*.py"),  # the ports' records (ScanRequest, ...), imported by the services
     ("layers", "jobrunner/telemetry.py"),  # spans around the work; off in AWS, imported by the entry points
     ("layers", "jobrunner/wiring.py"),  # the container: picks the adapters and builds the services
+    ("layers", "jobrunner/delivery_wiring.py"),  # the container's deliverer and webhook secrets
     ("layers", "jobrunner/domain/**/*.py"),  # the pure rules, all of them used by the services
     ("layers", "jobrunner/services/*.py"),  # the use cases
     ("layers", "jobrunner/services/jobs/*.py"),  # the job use cases, one module per use case

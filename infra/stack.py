@@ -43,7 +43,7 @@ from infra.constructs.quotas import QuotaTable
 from infra.constructs.reconciler import Reconciler
 from infra.constructs.results import RESULTS_TOPIC, Results
 from infra.constructs.scanners import Scanners
-from infra.constructs.secrets import ResultKey
+from infra.constructs.secrets import ResultKey, grant_webhook_secrets
 from infra.constructs.storage import KeyspacesSchema, TableCapacity, provisioned_capacity
 from infra.constructs.streaming import Streaming
 from infra.constructs.tick import Tick
@@ -363,6 +363,9 @@ class JobRunnerStack(Stack):
             self.streaming.grant_consume(self.delivery.role, topic=self.delivery.topic,
                                          group=self.delivery.consumer_group)
             self.streaming.grant_produce(self.delivery.role, [RESULTS_TOPIC])
+            # The tenants read and rotate the secrets their deliveries are signed with through the API.
+            grant_webhook_secrets(api, WEBHOOK_SECRET_PREFIX.format(stage=self.config.stage),
+                                  why="read, created on first use and rotated through the API by its tenant")
 
     def _grant_reconciler(self) -> None:
         """What the reconciler reads (jobs, history, the done partitions' rows, the segments) and writes (its repairs,

@@ -33,6 +33,7 @@ from constructs import Construct
 from infra.constructs.function import FunctionBase, JobRunnerFunction
 from infra.constructs.nag import acknowledge
 from infra.constructs.results import kafka_trigger
+from infra.constructs.secrets import grant_webhook_secrets
 from infra.constructs.tick import dead_letter_queue
 from jobrunner.domain.target_grants import ANY
 from jobrunner.domain.targets import LambdaTarget, SqsTarget
@@ -52,7 +53,6 @@ START_MARGIN_S = 10
 MEMORY_MB = 512
 #: Lambda's longest timeout.
 MAX_LAMBDA_TIMEOUT_S = 900
-SECRET_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")
 
 
 def delivery_timeout_s(batch_size: int, tenant_concurrency: int, concurrency: int, aws_call_s: float) -> int:
@@ -153,13 +153,8 @@ class Delivery(Construct):
                                                         resources=list(targets.functions)))
         if targets.queues:
             self.role.add_to_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=list(targets.queues)))
-        secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{secret_prefix}*"
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(SECRET_ACTIONS), resources=[secrets]))
-        findings = {
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
-            f"{secret_prefix}*]": "One secret per tenant, named <prefix><tenant>, created on the tenant's first "
-                                  "delivery: the tenants are not known at deploy time; the prefix is the stage's.",
-        }
+        grant_webhook_secrets(self.role, secret_prefix, why="created on the tenant's first delivery or read")
+        findings: dict[str, str] = {}
         for arn in (*targets.functions, *targets.queues):
             if "*" in arn:
                 findings[f"AwsSolutions-IAM5[Resource::{arn.replace(Aws.PARTITION, '<AWS::Partition>')}]"] = (

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aws_cdk import Aws
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -23,7 +25,6 @@ from jobrunner.config import Settings
 
 if TYPE_CHECKING:
     from aws_cdk import RemovalPolicy
-    from aws_cdk import aws_iam as iam
 
 #: The variable the runtime reads the secret's ARN from (``JOBRUNNER_RESULT_KEY`` carries a key itself,
 #: for local use only).
@@ -63,3 +64,21 @@ class ResultKey(Construct):
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """``secretsmanager:GetSecretValue`` (and ``DescribeSecret``) on this secret only."""
         return self.secret.grant_read(grantee)
+
+
+#: What a holder of the tenants' webhook secrets calls (``adapters/webhook_secrets/secretsmanager.py``): reads
+#: them, creates a tenant's on its first use, writes a rotation and its end. Never a delete or a policy change.
+WEBHOOK_SECRET_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret",
+                          "secretsmanager:PutSecretValue")
+
+
+def grant_webhook_secrets(role: iam.IRole, prefix: str, *, why: str) -> None:
+    """Let ``role`` keep the tenants' webhook secrets: ``WEBHOOK_SECRET_ACTIONS`` on the secrets named ``<prefix>*``
+    only (a stage's own prefix: another stage's secrets are out of reach). ``why`` the role needs them."""
+    secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{prefix}*"
+    role.add_to_principal_policy(iam.PolicyStatement(actions=list(WEBHOOK_SECRET_ACTIONS), resources=[secrets]))
+    acknowledge(role, {
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
+        f"{prefix}*]": f"One secret per tenant, named <prefix><tenant>, {why}: the tenants are not known at deploy "
+                       "time; the prefix is the stage's.",
+    })

@@ -143,8 +143,15 @@ class Settings(BaseSettings):
                                       "AWS: name prefix of each tenant's Secrets Manager secret of webhook signing "
                                       "secrets (``adapters/webhook_secrets``)", min_length=1)
     webhook_secrets: JsonObject = _var("JOBRUNNER_WEBHOOK_SECRETS", {},
-                                       "local use: JSON tenant -> its whsec_ secrets, newest first (none: kept in "
-                                       "memory, created on first use); AWS leaves it empty: Secrets Manager")
+                                       "tests: JSON tenant -> its first whsec_ secrets, newest first, instead of "
+                                       "new ones (none: each tenant's created on its first use)")
+    webhook_secret_cache_s: float = _var("JOBRUNNER_WEBHOOK_SECRET_CACHE_S", 60.0,
+                                         "how long a delivery reuses a tenant's webhook secrets before reading "
+                                         "them again: a rotation reaches the deliveries within it", ge=0, le=3600)
+    secrets_endpoint: str | None = _var("SECRETSMANAGER_ENDPOINT", None,
+                                        "local use: Secrets Manager's endpoint (moto's server on the local stack), "
+                                        "where the webhook secrets are then kept; none: in Lambda, AWS's own, "
+                                        "elsewhere in memory")
     delivery_tenant_concurrency: int = _var("JOBRUNNER_DELIVERY_TENANT_CONCURRENCY", 4,
                                             "deliveries of one tenant in flight at once, per batch", ge=1)
     delivery_concurrency: int = _var("JOBRUNNER_DELIVERY_CONCURRENCY", 16,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,7 +20,7 @@ from jobrunner.adapters import secrets
 from jobrunner.adapters.clocks.system import SystemClock
 from jobrunner.api.tenancy import Tenancy
 from jobrunner.config import Settings
-from jobrunner.domain.targets import parse_allow_list
+from jobrunner.delivery_wiring import DELIVERY_ADAPTER_MODULES, DeliveryAdapters
 from jobrunner.ports import ReconcilerStateStore
 from jobrunner.services.calendars import CalendarService
 from jobrunner.services.delivery import DeliveryRules, DeliveryService
@@ -117,12 +116,7 @@ ADAPTER_MODULES: Mapping[str, str] = {
     "leases": "jobrunner.adapters.leases.dynamodb",
     "quotas": "jobrunner.adapters.quotas.dynamodb",
     "invoker": "jobrunner.adapters.invokers.lambda_",
-    "deliverers": "jobrunner.adapters.deliverers.routing",
-    "https_deliverer": "jobrunner.adapters.deliverers.https",
-    "lambda_deliverer": "jobrunner.adapters.deliverers.lambda_",
-    "sqs_deliverer": "jobrunner.adapters.deliverers.sqs",
-    "webhook_secrets": "jobrunner.adapters.webhook_secrets.secretsmanager",
-    "local_webhook_secrets": "jobrunner.adapters.webhook_secrets.memory",
+    **DELIVERY_ADAPTER_MODULES,
 }
 
 
@@ -164,8 +158,8 @@ class Container:
         deliverer: Deliverer | None = None, webhook_secrets: WebhookSecrets | None = None,
     ) -> None:
         self.settings = settings
-        self._deliverer = deliverer
-        self._webhook_secrets = webhook_secrets
+        #: What the delivery calls targets with and signs with (the API reads and rotates the same secrets).
+        self.delivery_adapters = DeliveryAdapters(self, deliverer=deliverer, webhook_secrets=webhook_secrets)
         self._scan_rules = scan_rules
         self._tick_rules = tick_rules
         #: How the outcomes draw a retry's jitter, a fraction of its backoff in [0, 1) (``services.outcomes``).
@@ -250,11 +244,12 @@ class Container:
 
     def boto3_client(self, service: str, *, budget: str | None = None, endpoint: str | None = None) -> Any:
         """A client of ``service`` with its ``CLIENT_BUDGETS`` entry, or the entry ``budget`` names (KeyError: a
-        service without one), at ``endpoint`` if given (DynamoDB: the settings' ``dynamodb_endpoint``)."""
+        service without one), at ``endpoint`` if given (DynamoDB, Secrets Manager: the settings' endpoint)."""
         import boto3
 
         config = CLIENT_BUDGETS[budget or service].config()
-        endpoint = endpoint or (self.settings.dynamodb_endpoint if service == "dynamodb" else None)
+        endpoint = endpoint or {"dynamodb": self.settings.dynamodb_endpoint,
+                                "secretsmanager": self.settings.secrets_endpoint}.get(service)
         return boto3.client(service, region_name=self.settings.region, endpoint_url=endpoint, config=config)
 
     @functools.cached_property
@@ -354,13 +349,12 @@ class Container:
     def delivery(self) -> DeliveryService:
         """The delivery function's service: calls each execution's target (through the deliverer given, or
         ``build_deliverer``'s) and reports to the results topic; signs with the webhook secrets given, or
-        ``build_webhook_secrets``'."""
+        ``build_webhook_secrets``' (``delivery_adapters``, which the API's routes of the secrets share)."""
         settings = self.settings
         rules = DeliveryRules(results_topic=settings.results_topic, concurrency=settings.delivery_concurrency,
                               tenant_concurrency=settings.delivery_tenant_concurrency, rates=settings.delivery_rates)
-        deliverer = self._deliverer or build_deliverer(self)
-        secrets = self._webhook_secrets or build_webhook_secrets(self)
-        return DeliveryService(deliverer, secrets, self.publisher, self.clock, rules)
+        adapters = self.delivery_adapters
+        return DeliveryService(adapters.deliverer, adapters.webhook_secrets, self.publisher, self.clock, rules)
 
     @functools.cached_property
     def retirer(self) -> Retirer:
@@ -396,36 +390,6 @@ class Container:
     @functools.cached_property
     def segments(self) -> SegmentService:
         return SegmentService(self.leases, self.clock, self.settings.segments)
-
-
-def build_deliverer(services: Container) -> Deliverer:
-    """What calls the targets: an HTTPS, a Lambda and an SQS deliverer, each built on its first call (a batch of
-    HTTPS targets creates no AWS client), HTTPS reaching the networks the settings allow-list and trusting the
-    system's CAs (and the settings' ``target_ca_bundle``), Lambda and SQS called at the settings'
-    ``target_aws_endpoint`` (the local stack's moto) or AWS's own."""
-    settings = services.settings
-    allowed = parse_allow_list(settings.target_address_allow)
-    aws = settings.target_aws_endpoint
-    deliverer: Deliverer = adapter("deliverers").RoutingDeliverer(
-        https=lambda: adapter("https_deliverer").HttpsDeliverer(
-            allowed=allowed, context=adapter("https_deliverer").tls_trust(settings.target_ca_bundle)),
-        lambda_=lambda: adapter("lambda_deliverer").LambdaDeliverer(
-            services.boto3_client("lambda", budget="lambda-targets", endpoint=aws)),
-        sqs=lambda: adapter("sqs_deliverer").SqsDeliverer(services.boto3_client("sqs", endpoint=aws)),
-    )
-    return deliverer
-
-
-def build_webhook_secrets(services: Container) -> WebhookSecrets:
-    """The tenants' signing secrets: those the settings list (the local stack: in memory, a tenant without any
-    gets one there), or Secrets Manager in Lambda."""
-    settings = services.settings
-    if settings.webhook_secrets or not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-        local: WebhookSecrets = adapter("local_webhook_secrets").MemoryWebhookSecrets(settings.webhook_secrets)
-        return local
-    kept: WebhookSecrets = adapter("webhook_secrets").SecretsManagerWebhookSecrets(
-        settings.webhook_secret_prefix, services.boto3_client("secretsmanager"), services.clock)
-    return kept
 
 
 _container: Container | None = None

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.leases.dynamodb import DynamoDBLeaseStore, ensure_table
 from jobrunner.adapters.leases.memory import MemoryLeaseStore
 from jobrunner.adapters.quotas.dynamodb import DynamoDBTenantQuotas
@@ -16,6 +19,8 @@ from jobrunner.adapters.stores.calendars import CassandraCalendarStore, MemoryCa
 from jobrunner.adapters.stores.cassandra import CassandraJobStore
 from jobrunner.adapters.stores.changes import CassandraChangeLog, MemoryChangeLog
 from jobrunner.adapters.stores.memory import MemoryJobStore
+from jobrunner.adapters.webhook_secrets.memory import MemoryWebhookSecrets
+from jobrunner.adapters.webhook_secrets.secretsmanager import SecretsManagerWebhookSecrets
 from tests.support.buses import kafka_bus, memory_bus
 from tests.support.scan_starters import memory_starter, process_starter, thread_starter
 
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from devstack.servers import Endpoints
+    from jobrunner.adapters.webhook_secrets import KeptWebhookSecrets
     from jobrunner.config import Settings
     from jobrunner.ports import CalendarStore, ChangeLog, LeaseStore, Stores, TenantQuotas
     from tests.support.buses import Bus
@@ -126,6 +132,34 @@ def scan_starter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sta
         settings: Settings = request.getfixturevalue("settings")
         ensure_table(request.getfixturevalue("dynamodb_client"), settings.heartbeat_table)
         yield from process_starter(settings, tmp_path / "scans.log")
+
+
+@dataclass(frozen=True)
+class SecretStores:
+    """Webhook secret stores over the same secrets, as the API's and the delivery's processes each have one, and
+    the clock they share. In memory the secrets live in the instance, so every call returns that one."""
+
+    clock: ManualClock
+    instance: Callable[[], KeptWebhookSecrets]
+
+
+@pytest.fixture(params=["memory", "secretsmanager"])
+def webhook_secret_stores(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[SecretStores]:
+    """Secrets Manager is moto's in-process mock (the adapter's calls are plain API calls; no server needed)."""
+    clock = ManualClock(datetime(2026, 11, 22, 10, 0, tzinfo=UTC))
+    if request.param == "memory":
+        memory = MemoryWebhookSecrets(clock=clock)
+        yield SecretStores(clock, lambda: memory)
+        return
+    import boto3
+    from moto import mock_aws
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_DEFAULT_REGION": "eu-west-1"}.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name="eu-west-1")
+        yield SecretStores(clock, lambda: SecretsManagerWebhookSecrets("contract/webhooks/", client, clock))
 
 
 @pytest.fixture

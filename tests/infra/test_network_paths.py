@@ -393,8 +393,9 @@ def test_the_delivery_functions_wiring_creates_only_the_clients_it_is_declared_t
     import boto3
 
     from jobrunner.config import Settings
+    from jobrunner.delivery_wiring import build_deliverer, build_webhook_secrets
     from jobrunner.domain.targets import HttpsTarget, LambdaTarget, SqsTarget
-    from jobrunner.wiring import Container, build_deliverer, build_webhook_secrets
+    from jobrunner.wiring import Container
 
     function = functions(synth("targets"))["delivery"]
     created: list[str] = []

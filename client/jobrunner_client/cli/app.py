@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from jobrunner_client.cli.commands import bulk_import, calendars, jobs, submit, tail
+from jobrunner_client.cli.commands import bulk_import, calendars, jobs, secrets, submit, tail
 from jobrunner_client.cli.session import Deps, OutputMode, Session, begin
 
 app = typer.Typer(
@@ -60,6 +60,7 @@ app.command()(jobs.fires)
 app.command()(jobs.backfill)
 app.command()(jobs.executions)
 app.command()(jobs.segments)
+app.add_typer(secrets.app, name="secrets")
 app.command()(tail.tail)
 app.command("import")(bulk_import.import_jobs)
 

@@ -239,6 +239,19 @@ class ApiClient:
         data: dict[str, Any] = self.call("GET", "/segments").data
         return data
 
+    def webhook_secrets(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("GET", "/webhook-secrets").data
+        return data
+
+    def rotate_webhook_secret(self, grace_s: int | None = None) -> dict[str, Any]:
+        body = {} if grace_s is None else {"grace_s": grace_s}
+        data: dict[str, Any] = self.call("POST", "/webhook-secrets/rotate", body).data
+        return data
+
+    def end_webhook_secret_rotation(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.call("DELETE", "/webhook-secrets/previous").data
+        return data
+
 
 def _id(job_id: str) -> str:
     return quote(job_id, safe="")

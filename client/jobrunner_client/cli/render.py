@@ -340,3 +340,17 @@ def segments_table(items: list[dict[str, Any]]) -> Table:
             fmt_time(s.get("last_heartbeat"), millis=False), s.get("last_owner") or "-", f"{s['published_total']:,}",
         )
     return table
+
+
+def webhook_secrets_table(items: list[dict[str, Any]]) -> Table:
+    """The tenant's webhook secrets, newest first: the current one, and the previous one during a rotation."""
+    table = Table(header_style="bold", show_edge=False)
+    for name in ("ID", "STATE", "CREATED", "VALID UNTIL"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("SECRET", overflow="fold")
+    for secret in items:
+        state = Text("current", style="green") if secret["current"] else Text("previous", style="yellow")
+        table.add_row(secret["id"], state, fmt_time(secret.get("created_at"), millis=False),
+                      fmt_time(secret.get("valid_until"), millis=False) if secret.get("valid_until") else "-",
+                      secret["secret"])
+    return table

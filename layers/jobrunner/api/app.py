@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from jobrunner import telemetry
 from jobrunner.api import body_limits, errors
 from jobrunner.api.resolver import Resolver
-from jobrunner.api.routes import calendars, changes, executions, fires, jobs, segments
+from jobrunner.api.routes import calendars, changes, executions, fires, jobs, segments, webhook_secrets
 from jobrunner.api.routes.common import _header, _json, documented
 from jobrunner.api.schemas import PAYLOAD_LIMIT, ErrorOut, HealthOut
 from jobrunner.wiring import container
@@ -58,6 +58,7 @@ app.include_router(changes.router)
 app.include_router(fires.router)
 app.include_router(executions.router)
 app.include_router(calendars.router)
+app.include_router(webhook_secrets.router)
 app.include_router(segments.router)
 
 

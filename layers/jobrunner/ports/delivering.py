@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobrunner.domain.targets import Target
+    from datetime import timedelta
+
+    from jobrunner.domain.targets import SigningSecret, Target
 
 #: The most of an answer's body a deliverer keeps, in bytes (its excerpt in a history is shorter still).
 MAX_ANSWER_BYTES = 4096
@@ -121,15 +123,36 @@ class Deliverer(ABC):
 
 
 class WebhookSecrets(ABC):
-    """The tenants' webhook signing secrets (Standard Webhooks, ``domain.targets.signing``).
+    """The tenants' webhook signing secrets (Standard Webhooks, ``domain.targets.signing``), and their rotation
+    (``domain.targets.rotation``: the current secret, and the previous one during its grace).
 
     Contract:
-    - ``signing_secrets(user_id)`` returns the tenant's current secrets, newest first, each written
-      ``whsec_<base64 key>``: one, or two during a rotation (a delivery is signed under each).
-    - A tenant that has none gets one, created and kept on this first use (so every delivery is signed, and the
-      tenant reads the secret it must verify with through the API); calls racing on a first use return the same.
-    - A store that cannot be reached raises (the delivery batch is retried); it never returns an empty list.
+    - ``signing_secrets(user_id)`` returns the texts (``whsec_<base64 key>``) of the tenant's secrets valid now,
+      newest first: the current one, and the previous one while its grace lasts (a delivery is signed under
+      each). A store may serve it from a cache kept for a bounded time (a rotation reaches it within that).
+    - ``secrets_of(user_id)`` returns the same secrets whole (id, text, created, valid until), read afresh.
+    - A tenant that has none gets one, created and kept on this first use of either (so every delivery is
+      signed, and the tenant reads the secret it must verify with through the API); calls racing on a first use
+      return the same.
+    - ``rotate(user_id, grace)`` makes a new secret current and keeps the current one valid until now + grace
+      (a grace of 0: dropped now); an older one still in its grace is dropped, so at most two are ever valid. A
+      grace outside 0..``MAX_GRACE`` raises ``InvalidField`` naming ``grace_s``, before anything is read.
+      ``end_rotation(user_id)`` drops the previous secret now. Each returns the secrets then kept, as
+      ``secrets_of`` would (a tenant without any gets its first one).
+    - Writes never lose a secret some caller was answered: two writes based on the same state cannot both land;
+      the one that does not answers what the other left (racing rotations both answer the one rotation made).
+    - A store that cannot be reached raises (the delivery batch, the request, is retried); it never returns an
+      empty list.
     """
 
     @abstractmethod
     def signing_secrets(self, user_id: str) -> list[str]: ...
+
+    @abstractmethod
+    def secrets_of(self, user_id: str) -> list[SigningSecret]: ...
+
+    @abstractmethod
+    def rotate(self, user_id: str, grace: timedelta) -> list[SigningSecret]: ...
+
+    @abstractmethod
+    def end_rotation(self, user_id: str) -> list[SigningSecret]: ...

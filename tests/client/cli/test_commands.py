@@ -420,3 +420,30 @@ def test_a_json_body_that_is_not_an_object_is_a_usage_error(cli: Cli, transport:
     assert result.exit_code == 2, result.output
     assert "must be a JSON object" in result.output
     assert transport.sent == []
+
+
+def test_secrets_show_rotate_and_end_rotation(cli: Cli, transport: FakeTransport) -> None:
+    current = {"id": "sec_2", "secret": "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY", "created_at": "2026-11-22T10:00:00Z",
+               "current": True, "valid_until": None}
+    previous = {"id": "sec_1", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "created_at": "2026-10-01T00:00:00Z", "current": False, "valid_until": "2026-11-22T11:00:00Z"}
+    transport.on("GET", "/webhook-secrets", reply(200, {"items": [previous | {"current": True,
+                                                                              "valid_until": None}]}))
+    result = cli("secrets", "show")
+    assert result.exit_code == 0, result.output
+    assert previous["secret"] in result.stdout and "current" in result.stdout
+    # a rotation with a grace sends it, and shows both secrets with what to do next
+    transport.on("POST", "/webhook-secrets/rotate", reply(200, {"items": [current, previous]}))
+    result = cli("secrets", "rotate", "--grace", "3600")
+    assert result.exit_code == 0, result.output
+    assert transport.sent[-1].body == {"grace_s": 3600}
+    assert "previous" in result.stdout and "2026-11-22 11:00:00" in result.stdout
+    assert "jobrunner secrets end-rotation" in result.stderr
+    # without --grace the API's default applies (an empty body)
+    assert cli("secrets", "rotate", "-o", "json").exit_code == 0 and transport.sent[-1].body == {}
+    # a grace out of bounds is refused before any request
+    sent = len(transport.sent)
+    assert cli("secrets", "rotate", "--grace", "604801").exit_code != 0 and len(transport.sent) == sent
+    transport.on("DELETE", "/webhook-secrets/previous", reply(200, {"items": [current]}))
+    result = cli("secrets", "end-rotation", "-o", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"items": [current]}

@@ -286,3 +286,23 @@ def test_the_delivery_may_use_the_tenants_webhook_secrets_of_its_stage_only(
         "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")}) == []
     assert missing(app, "Delivery", {("secretsmanager:GetSecretValue", other_stage)}) != []
     assert missing(app, "Delivery", {("secretsmanager:DeleteSecret", secret)}) != []
+
+
+def test_the_api_may_read_and_rotate_the_tenants_webhook_secrets_of_its_stage_only(
+    synth: Callable[[str], Synthesized],
+) -> None:
+    app = synth("targets")
+    settings = settings_of(app, "Api")
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{settings.webhook_secret_prefix}payments-AbCdEf"
+    other_stage = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:jobrunner/prod/webhooks/payments-AbCdEf"
+
+    # The API reads a tenant's secrets, creates them on a first read and writes a rotation and its end
+    assert missing(app, "Api", {(action, secret) for action in (
+        "secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:PutSecretValue")}) == []
+    # and nothing more: not another stage's, not a delete, a policy or a listing of every secret
+    assert missing(app, "Api", {("secretsmanager:GetSecretValue", other_stage)}) != []
+    for action in ("secretsmanager:DeleteSecret", "secretsmanager:PutResourcePolicy",
+                   "secretsmanager:UpdateSecretVersionStage", "secretsmanager:RotateSecret"):
+        assert missing(app, "Api", {(action, secret)}) != [], action
+    # and a stage without targets grants the API no webhook secret at all
+    assert missing(synth("default"), "Api", {("secretsmanager:GetSecretValue", secret)}) != []

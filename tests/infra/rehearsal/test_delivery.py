@@ -6,7 +6,7 @@ Kafka is the memory publisher (``test_declared_needs`` covers the delivery's top
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import boto3
@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 
 from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.publishers.memory import MemoryPublisher
-from jobrunner.wiring import Container, build_webhook_secrets
+from jobrunner.delivery_wiring import build_webhook_secrets
+from jobrunner.wiring import Container
 from tests.infra.rehearsal.policy import SECRET_SUFFIX
 from tests.infra.rehearsal.stage import _code
 from tests.infra.rehearsal.template import ACCOUNT, REGION
@@ -91,3 +92,25 @@ def test_no_other_function_may_call_a_target(targets_stage: Stage, unit: str) ->
                 QueueUrl=queue, MessageBody="{}", MessageGroupId="g", MessageDeduplicationId="d")
 
     assert len(targets_stage.denied()) == 2
+
+
+def test_the_api_reads_rotates_and_ends_a_rotation_of_a_tenants_secrets_under_its_role(
+    targets_stage: Stage, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the API function in Lambda, on a stage with targets
+    stage = targets_stage
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "jobrunner-dev-api")
+    container = Container(stage.settings("Api"), publisher=MemoryPublisher(), clock=ManualClock(NOW))
+    # When a tenant reads its secret (created on that first read), rotates it and ends the rotation
+    with stage.acting_as("Api"):
+        secrets = container.delivery_adapters.webhook_secrets
+        [first] = secrets.secrets_of(TENANT)
+        new, previous = secrets.rotate(TENANT, timedelta(hours=1))
+        [kept] = secrets.end_rotation(TENANT)
+    # Then every call was granted, and the secrets are the ones a delivery signs with
+    assert stage.denied() == []
+    assert (previous.text, kept.text) == (first.text, new.text)
+    prefix = stage.settings("Api").webhook_secret_prefix
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{prefix}{TENANT}-{SECRET_SUFFIX}"
+    assert {("secretsmanager:CreateSecret", secret), ("secretsmanager:GetSecretValue", secret),
+            ("secretsmanager:PutSecretValue", secret)} <= stage.allowed("Api")

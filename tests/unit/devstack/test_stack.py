@@ -26,3 +26,14 @@ def test_the_local_msk_event_reads_as_powertools_kafka_event() -> None:
         ("job-results", 2, 0, b"j-1", b'{"a": 1}'), ("job-results", 2, 1, b"", b"\xff")]
     # and each record's headers, as MSK sends them (the execution's trace context for the delivery)
     assert [dict(r.decoded_headers) for r in event.records] == [{"traceparent": trace}, {}]
+
+
+def test_the_local_stack_keeps_the_webhook_secrets_on_moto_read_again_each_second() -> None:
+    from devstack.servers import Endpoints
+    from devstack.stack import local_settings
+
+    endpoints = Endpoints("127.0.0.1", 31042, "127.0.0.1:31092", "http://127.0.0.1:31501")
+    settings = local_settings(endpoints)
+    assert settings.secrets_endpoint == settings.dynamodb_endpoint == "http://127.0.0.1:31501"
+    assert settings.webhook_secret_cache_s == 1.0
+    assert local_settings(endpoints, webhook_secret_cache_s=5.0).webhook_secret_cache_s == 5.0

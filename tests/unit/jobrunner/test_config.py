@@ -142,7 +142,8 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         target_ca_bundle="/opt/hooks-ca.pem",
         webhook_secret_prefix="prod/hooks/",
         webhook_secrets={"alice": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}, delivery_tenant_concurrency=2,
-        delivery_concurrency=8, delivery_tenant_rate=5,
+        delivery_concurrency=8, delivery_tenant_rate=5, webhook_secret_cache_s=5.0,
+        secrets_endpoint="http://127.0.0.1:5000",
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back

@@ -16,6 +16,7 @@ from jobrunner.adapters.publishers.tracing import TracingPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.config import Settings
+from jobrunner.delivery_wiring import build_deliverer, build_webhook_secrets
 from jobrunner.domain.receipts import result_token, v1_result_token
 from jobrunner.domain.schedules import At
 from jobrunner.domain.segments import segment_of
@@ -25,7 +26,7 @@ from jobrunner.services.jobs import CountedQuotas, KeptChangeLog, NoChangeLog, N
 from jobrunner.services.results import WorkerReport
 from jobrunner.services.scan import ScanRules
 from jobrunner.services.tick import TickRules
-from jobrunner.wiring import IDLE_END, Container, build_deliverer, build_webhook_secrets
+from jobrunner.wiring import IDLE_END, Container
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -342,3 +343,25 @@ def test_a_target_address_allow_list_that_is_no_cidr_is_refused() -> None:
 
     with pytest.raises(SettingsError, match="JOBRUNNER_TARGET_ADDRESS_ALLOW"):
         Settings.from_env({"JOBRUNNER_TARGET_ADDRESS_ALLOW": "10.0.0.1/8"})
+
+
+def test_where_secrets_manager_has_an_endpoint_the_webhook_secrets_are_kept_there_for_the_api_and_the_delivery(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jobrunner.adapters.webhook_secrets.secretsmanager import SecretsManagerWebhookSecrets
+
+    # Given a local stack off Lambda that names moto's endpoint, a short cache and a tenant's fixed secret
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    fixed = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    settings = Settings.from_env({"SECRETSMANAGER_ENDPOINT": "http://127.0.0.1:5001", "AWS_REGION": "eu-west-1",
+                                  "JOBRUNNER_WEBHOOK_SECRET_CACHE_S": "1",
+                                  "JOBRUNNER_WEBHOOK_SECRETS": f'{{"alice": ["{fixed}"]}}'})
+    services = Container(settings, store=MemoryJobStore(), publisher=MemoryPublisher(), leases=MemoryLeaseStore())
+    secrets = services.delivery_adapters.webhook_secrets
+    # Then they are Secrets Manager's, at that endpoint, and the delivery signs with the same store
+    assert isinstance(secrets, SecretsManagerWebhookSecrets)
+    assert secrets._client.meta.endpoint_url == "http://127.0.0.1:5001"
+    assert secrets._cache_for == timedelta(seconds=1) and secrets._seeds == {"alice": [fixed]}
+    assert services.delivery._secrets is secrets

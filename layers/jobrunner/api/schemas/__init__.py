@@ -44,6 +44,7 @@ from jobrunner.api.schemas.jobs import (
     ResumeIn,
     RunOut,
 )
+from jobrunner.api.schemas.webhook_secrets import RotationIn, WebhookSecretOut, WebhookSecretsOut
 
 __all__ = [
     "NULL_CLEARS",
@@ -80,6 +81,7 @@ __all__ = [
     "OverlapName",
     "Payload",
     "ResumeIn",
+    "RotationIn",
     "RunOut",
     "SegmentOut",
     "SegmentsOut",
@@ -87,4 +89,6 @@ __all__ = [
     "TagKey",
     "TagValue",
     "Tags",
+    "WebhookSecretOut",
+    "WebhookSecretsOut",
 ]

@@ -7,6 +7,7 @@ The pure rules, one concern per module; the delivery function (a later slice) pe
 - ``addresses``: which resolved addresses a delivery may connect to (no private, loopback, metadata...).
 - ``templates``: the body, the payload with the attempt's context keywords substituted.
 - ``signing``: Standard Webhooks secrets and signatures.
+- ``rotation``: a tenant's secrets over time: which are valid at an instant, what a rotation leaves.
 - ``webhooks``: the signed HTTPS request of one attempt.
 - ``outcomes``: what an answer means (success, retryable, permanent) and how long a retry waits.
 
@@ -33,23 +34,35 @@ from jobrunner.domain.targets.outcomes import (
     refused_address_outcome,
     timeout_outcome,
 )
+from jobrunner.domain.targets.rotation import (
+    DEFAULT_GRACE,
+    MAX_GRACE,
+    SigningSecret,
+    TenantSecrets,
+    check_grace,
+)
 from jobrunner.domain.targets.signing import WebhookSecret, signature, signature_header, signing_timestamp
 from jobrunner.domain.targets.templates import DeliveryContext, render_body, render_payload, unknown_keywords
 from jobrunner.domain.targets.urls import check_https_url, followable_redirect, literal_address
 from jobrunner.domain.targets.webhooks import WebhookRequest, context_headers, webhook_request
 
 __all__ = [
+    "DEFAULT_GRACE",
+    "MAX_GRACE",
     "DeliveryContext",
     "HttpsTarget",
     "LambdaTarget",
     "Outcome",
+    "SigningSecret",
     "SqsTarget",
     "Target",
+    "TenantSecrets",
     "Verdict",
     "WebhookRequest",
     "WebhookSecret",
     "aws_error_outcome",
     "carried_ipv4",
+    "check_grace",
     "check_https_url",
     "connection_outcome",
     "context_headers",

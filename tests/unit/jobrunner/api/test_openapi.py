@@ -62,11 +62,12 @@ def test_the_served_openapi_document_is_the_snapshot() -> None:
 def test_the_snapshot_holds_every_operation_with_its_parameters_and_schemas() -> None:
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     operations = [(method.upper(), path) for path, item in snapshot["paths"].items() for method in item]
-    # 21 routes: every one but GET /openapi.json itself is in the document
-    assert len(operations) == 20 and len(set(operations)) == 20 and ("GET", "/openapi.json") not in operations
+    # 24 routes: every one but GET /openapi.json itself is in the document
+    assert len(operations) == 23 and len(set(operations)) == 23 and ("GET", "/openapi.json") not in operations
     assert ("GET", "/jobs/{job_id}/fires") in operations and ("PUT", "/calendars/{name}") in operations
     assert {p["name"] for p in snapshot["paths"]["/jobs"]["get"]["parameters"]} >= {"limit", "cursor", "tag"}
-    assert {"JobIn", "JobPatchIn", "CalendarIn"} <= set(snapshot["components"]["schemas"])
+    assert {"JobIn", "JobPatchIn", "CalendarIn", "RotationIn"} <= set(snapshot["components"]["schemas"])
+    assert ("POST", "/webhook-secrets/rotate") in operations and ("DELETE", "/webhook-secrets/previous") in operations
 
 
 ERROR_OUT = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}

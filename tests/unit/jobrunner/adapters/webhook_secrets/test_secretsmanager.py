@@ -19,6 +19,8 @@ from jobrunner.domain.targets import WebhookSecret
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from jobrunner.adapters.webhook_secrets import Snapshot
+
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 PREFIX = "jobrunner/webhooks/"
 NEW = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -71,17 +73,27 @@ def test_two_first_uses_racing_return_the_secret_created_first(client: Any) -> N
     # Given the secret is created by another delivery between this one's read and its create
     created_by_other = SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW))
     secrets = SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW))
-    original = secrets._read
+    original = secrets._load
     calls: list[list[str]] = []
 
-    def read_then_race(user_id: str) -> list[str] | None:
-        found = original(user_id)
+    def read_then_race(user_id: str, *, fresh: bool) -> Snapshot | None:
+        found = original(user_id, fresh=fresh)
         if not calls:
             calls.append(created_by_other.signing_secrets(user_id))
         return found
 
-    secrets._read = read_then_race  # type: ignore[method-assign]
+    secrets._load = read_then_race  # type: ignore[method-assign]
     assert secrets.signing_secrets("alice") == calls[0]
+
+
+def test_fixed_secrets_are_a_tenants_first_ones_and_a_value_that_is_no_list_is_refused(client: Any) -> None:
+    secrets = SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW), seeds={"bob": [NEW, OLD]})
+    assert secrets.signing_secrets("bob") == [NEW, OLD]
+    assert [s.text for s in SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW)).secrets_of("bob")] == [
+        NEW, OLD]
+    client.create_secret(Name="jobrunner/webhooks/carol", SecretString='{"secret": "whsec_x"}')
+    with pytest.raises(ValueError, match="holds no list of signing secrets"):
+        secrets.signing_secrets("carol")
 
 
 def test_the_memory_twin_creates_one_secret_per_tenant_once() -> None:
@@ -94,3 +106,23 @@ def test_the_memory_twin_creates_one_secret_per_tenant_once() -> None:
     for thread in threads:
         thread.join()
     assert len({tuple(r) for r in results}) == 1 and len(results[0]) == 1
+
+
+def test_secrets_manager_out_of_reach_is_unavailable_and_its_message_holds_no_secret(
+    client: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from jobrunner.domain.errors import Unavailable
+
+    secrets = SecretsManagerWebhookSecrets(PREFIX, client, ManualClock(NOW))
+    [secret] = secrets.signing_secrets("alice")
+
+    def unreachable(**arguments: Any) -> Any:
+        raise EndpointConnectionError(endpoint_url="https://secretsmanager.eu-west-1.amazonaws.com")
+
+    monkeypatch.setattr(client, "put_secret_value", unreachable)
+    with pytest.raises(Unavailable, match="EndpointConnectionError") as refused:
+        secrets.rotate("alice", timedelta(hours=1))
+    assert secret not in str(refused.value)
+    assert secrets.secrets_of("alice")[0].text == secret  # nothing changed
