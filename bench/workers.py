@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import resource
+import sys
 import threading
 import traceback
 import uuid
@@ -170,10 +171,11 @@ class _Worker:
     def op_start_deliveries(self) -> dict[str, Any]:
         """The delivery function on this process's settings, fed by its MSK trigger as ``make run`` feeds it
         (``devstack.stack.consume``: batches of the delivery topic, committed after each), in a thread, until
-        ``op_stop_deliveries``. Its logs and metrics are quiet, as the local stack's environments' are."""
-        for name, value in (("POWERTOOLS_TRACE_DISABLED", "1"), ("POWERTOOLS_METRICS_DISABLED", "1"),
-                            ("POWERTOOLS_LOG_LEVEL", "WARNING")):
+        ``op_stop_deliveries``. Its metrics are written per batch as in Lambda (a cost of the function), into
+        ``os.devnull``: this process is the function's alone, and its standard output is the bench's."""
+        for name, value in (("POWERTOOLS_TRACE_DISABLED", "1"), ("POWERTOOLS_LOG_LEVEL", "WARNING")):
             os.environ.setdefault(name, value)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         from devstack.stack import consume
         from functions.delivery.handler import handler
 
