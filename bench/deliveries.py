@@ -35,6 +35,7 @@ import base64
 import ipaddress
 import json
 import os
+import shutil
 import threading
 import time
 from collections import Counter
@@ -343,6 +344,7 @@ def run_deliveries(bench: Bench) -> None:
                       f"{burst['unverified']} unverified; results {run['results']}", flush=True)
         finally:
             delivery.call(0, "stop_deliveries").result(timeout=120)
+            shutil.rmtree(directory, ignore_errors=True)
     rules = bench.settings
     bench.results["deliveries"] = {
         "runs": runs, "executions": o.deliveries_executions, "burst": o.deliveries_burst,
