@@ -17,7 +17,7 @@ help:
 	@echo "make soak    - the model test's long random search (2,000 examples of 60 steps; no servers)"
 	@echo "make lint    - ruff and mypy"
 	@echo "make browser - the dashboard in headless Chromium against the local stack"
-	@echo "make bench   - benchmarks against the real local servers (about an hour); writes docs/benchmarks.md, bench/cost_inputs.json, the cost tables"
+	@echo "make bench   - benchmarks against the real local servers (about 75 minutes); writes docs/benchmarks.md, bench/cost_inputs.json, the cost tables"
 	@echo "make chaos   - both fault suites: crashes (5,000 executions, kills, restarts, silent minutes), then operations"
 	@echo "make chaos-ops - the operations fault suite alone (PATCH, pause, resume, cancel racing the scans, a write outage)"
 	@echo "make chaos-cluster - the cluster fault suite: nodes and brokers killed under load, on a cluster of its own"

@@ -74,6 +74,11 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
                         "consecutive minutes, each due at its first instant)")
     p.add_argument("--fairness-margin", type=float, default=defaults.fairness_margin_s,
                    help="seconds before the first scans start, beyond the seeding's estimated time")
+    p.add_argument("--deliveries-executions", type=int, default=defaults.deliveries_executions,
+                   help="jobs with an HTTPS target due at random seconds of a minute (latency), and as many on Kafka")
+    p.add_argument("--deliveries-burst", type=int, default=defaults.deliveries_burst,
+                   help="jobs with an HTTPS target due at one instant (throughput), as many on Kafka, and the "
+                        "ceiling's requests")
     p.add_argument("--out", type=Path, default=defaults.out_md, help="markdown report")
     p.add_argument("--chart", type=Path, default=defaults.out_png, help="PNG chart")
     p.add_argument("--keep", action="store_true", help="keep the keyspace, table and topics (debugging)")
@@ -105,6 +110,7 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         fairness_heavy=args.fairness_heavy, fairness_light=args.fairness_light,
         fairness_segments=args.fairness_segments, fairness_gap_s=args.fairness_gap,
         fairness_margin_s=args.fairness_margin,
+        deliveries_executions=args.deliveries_executions, deliveries_burst=args.deliveries_burst,
         out_md=args.out, out_png=args.chart, keep=args.keep,
     ), args
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("ceilings", "drain", "variants", "scaling", "lateness", "submit", "memory", "writes", "shortperiod",
-            "idle", "fullstack", "fairness", "profile")
+            "idle", "fullstack", "fairness", "deliveries", "profile")
 VARIANT_NAMES = ("baseline", "driver-rows", "single-requests", "prefetch", "groups-2000", "all")
 
 
@@ -89,6 +89,13 @@ class Options:
     fairness_gap_s: float | None = None
     #: Time before the first scans start, beyond the seeding's own (estimated at ``fairness.SEED_RATE``).
     fairness_margin_s: float = 20.0
+    #: The deliveries section (issue #35): one-time jobs with an HTTPS target on a local receiver, due at random whole
+    #: seconds of a minute (latency), and all due at one instant (throughput); the same loads on the Kafka path.
+    deliveries_executions: int = 2_000
+    deliveries_burst: int = 5_000
+    #: "system": real minutes, the real clock (figures); "skip": far-future minutes, a clock that never waits (the
+    #: smoke test, which counts and never times).
+    deliveries_clock: str = "system"
     out_md: Path = ROOT / "docs" / "benchmarks.md"
     out_png: Path = ROOT / "docs" / "benchmarks.png"
     work_dir: Path = ROOT / ".local" / "bench"
@@ -102,7 +109,7 @@ class Options:
         return cls(
             runs=1, processes=2,
             sections=("ceilings", "drain", "variants", "scaling", "submit", "memory", "writes", "shortperiod",
-                      "idle", "fullstack", "fairness"),
+                      "idle", "fullstack", "fairness", "deliveries"),
             variants=("baseline", "driver-rows", "single-requests", "all"), variant_executions=200,
             drain_executions=200, drain_segments=2, scaling_segments=(1, 2), scaling_executions=100,
             lateness_executions=60, lateness_segments=2, submit_requests=20, submit_threads=2,
@@ -110,6 +117,7 @@ class Options:
             raw_concurrency=32, floor_samples=5, profile_executions=200, writes_executions=200, short_jobs=20,
             idle_segments=2, idle_minutes=3, fullstack_executions=40, fullstack_threads=4, fullstack_lead_s=10,
             fairness_heavy=400, fairness_light=5, fairness_segments=2, fairness_gap_s=2, fairness_margin_s=5,
+            deliveries_executions=20, deliveries_burst=40, deliveries_clock="skip",
             out_md=work_dir / "benchmarks.md", out_png=work_dir / "benchmarks.png", work_dir=work_dir,
             strict=True,
         )
@@ -195,15 +203,16 @@ class Bench:
 
     def seed(self, bucket: datetime, count: int, segment_count: int, topic: str | None = None,
              due: str = "start", want_keys: bool = False, tenant: str | None = None,
-             offset: timedelta = timedelta(0)) -> dict[str, Any]:
+             offset: timedelta = timedelta(0), **shape: Any) -> dict[str, Any]:
         """Seed ``count`` executions into ``bucket`` using every worker; returns totals (and keys). With
         ``tenant``, every job is that tenant's (otherwise they are spread over the bench tenants). With
-        ``due="start"``, every row is due ``offset`` after the bucket's first instant."""
+        ``due="start"``, every row is due ``offset`` after the bucket's first instant. ``shape``: other fields
+        of ``SeedSpec`` (``recurring_share``, ``tenants``, ``target_url``)."""
         parts = split(list(range(count)), len(self.pool))
         specs = [
             {"spec": SeedSpec(to_epoch_ms(bucket), len(part), segment_count, topic or self.names.topic, due=due,
                               seed=hash((bucket, tenant, index)) & 0xFFFFFFFF, tenant=tenant,
-                              offset_ms=offset // timedelta(milliseconds=1)),
+                              offset_ms=offset // timedelta(milliseconds=1), **shape),
              "want_keys": want_keys}
             for index, part in enumerate(parts) if part
         ]

@@ -105,7 +105,7 @@ def _submit(port: int, token: str, due: datetime, count: int, threads: int) -> d
             "job_ids": [j for j in job_ids if j is not None]}
 
 
-def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False)
@@ -116,11 +116,11 @@ def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def _read(bootstrap: str, topic: str, start: dict[int, int], timeout_s: float = 120) -> list[tuple[int, Any]]:
+def read_records(bootstrap: str, topic: str, start: dict[int, int], timeout_s: float = 120) -> list[tuple[int, Any]]:
     """(CreateTime ms, decoded value) of every record of ``topic`` from ``start`` up to its end offsets now."""
     from kafka import KafkaConsumer, TopicPartition
 
-    end = _end_offsets(bootstrap, topic)
+    end = end_offsets(bootstrap, topic)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False)
     try:
         partitions = {p: TopicPartition(topic, p) for p in end if end[p] > start.get(p, 0)}
@@ -200,8 +200,8 @@ def _once(bench: Bench, stack: LocalStack, settings: Settings, budget_s: float, 
         skipped += 1
         due = minute + DUE_OFFSET
     due_ms = to_epoch_ms(due)
-    jobs_start = _end_offsets(bootstrap, settings.topic)
-    results_start = _end_offsets(bootstrap, settings.results_topic)
+    jobs_start = end_offsets(bootstrap, settings.topic)
+    results_start = end_offsets(bootstrap, settings.results_topic)
     submitted = _submit(stack.port, stack.token, due, o.fullstack_executions, o.fullstack_threads)
     submit_end = datetime.now(UTC)
     job_ids: list[str] = submitted["job_ids"]
@@ -215,7 +215,7 @@ def _once(bench: Bench, stack: LocalStack, settings: Settings, budget_s: float, 
     published: dict[str, list[int]] = defaultdict(list)
     per_job: dict[str, set[str]] = defaultdict(set)
     foreign = 0
-    for created, value in _read(bootstrap, settings.topic, jobs_start):
+    for created, value in read_records(bootstrap, settings.topic, jobs_start):
         if value.get("job_id") in ours:
             published[value["execution_id"]].append(created)
             per_job[value["job_id"]].add(value["execution_id"])
@@ -223,7 +223,7 @@ def _once(bench: Bench, stack: LocalStack, settings: Settings, budget_s: float, 
             foreign += 1
     results: dict[str, list[int]] = defaultdict(list)
     statuses: Counter[str] = Counter()
-    for created, value in _read(bootstrap, settings.results_topic, results_start):
+    for created, value in read_records(bootstrap, settings.results_topic, results_start):
         if value.get("job_id") in ours:
             if value["execution_id"] not in results:
                 statuses[value.get("status", "?")] += 1

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bench import stack
 from bench.ceilings import run_ceilings
 from bench.context import Bench, Options, Section
+from bench.deliveries import run_deliveries
 from bench.drain import run_drain, run_scaling, run_variants
 from bench.fairness import run_fairness
 from bench.fullstack import run_fullstack
@@ -38,7 +39,8 @@ def _sections() -> dict[str, Callable[[Bench], None]]:
     return {"ceilings": run_ceilings, "drain": run_drain, "variants": run_variants, "scaling": run_scaling,
             "lateness": run_lateness,
             "submit": run_submit, "memory": run_memory, "writes": run_writes, "shortperiod": run_shortperiod,
-            "idle": run_idle, "fullstack": run_fullstack, "fairness": run_fairness, "profile": run_profile}
+            "idle": run_idle, "fullstack": run_fullstack, "fairness": run_fairness, "deliveries": run_deliveries,
+            "profile": run_profile}
 
 
 def _message_bytes(bench: Bench) -> int | None:
@@ -169,6 +171,9 @@ def result_counts(bench: Bench) -> dict[str, Any]:
                       for run in r.get("fullstack", {}).get("runs", [])],
         "fairness": [{kind: {k: run[kind][k] for k in ("seeded", "published", "unpublished", "duplicates", "foreign")}
                       for kind in ("unloaded", "loaded")} for run in r.get("fairness", {}).get("runs", [])],
+        "deliveries": [{load: {k: run[load][k] for k in ("expected", "unique", "duplicates", "missing")}
+                        for load in ("kafka_spread", "kafka_burst", "delivered_spread", "delivered_burst")}
+                       for run in r.get("deliveries", {}).get("runs", [])],
     }
 
 

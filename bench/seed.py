@@ -20,6 +20,7 @@ from jobrunner.domain.jobs import Job, Lane, Trigger
 from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.schedules import At, Every
 from jobrunner.domain.spec import JobSpec
+from jobrunner.domain.targets import HttpsTarget
 from jobrunner.domain.time import from_epoch_ms
 
 if TYPE_CHECKING:
@@ -46,13 +47,18 @@ class SeedSpec:
     tenant: str | None = None
     #: With ``due="start"``: every row due this long after the bucket's first instant instead.
     offset_ms: int = 0
+    #: An HTTPS target's URL: every job delivers there (no topic: its executions go to the delivery topic).
+    target_url: str | None = None
 
 
-def make_job(index: int, due_at: datetime, topic: str, recurring: bool, tenant: str, now: datetime) -> Job:
+def make_job(index: int, due_at: datetime, topic: str, recurring: bool, tenant: str, now: datetime,
+             target_url: str | None = None) -> Job:
     schedule = Every(every=RECURRING_EVERY, start=due_at) if recurring else At(at=due_at)
-    return Job(user_id=tenant, job_id=str(uuid.uuid4()),
-               spec=JobSpec(schedule=schedule, payload={"bench": True, "n": index, "pad": PAD}, topic=topic),
-               created_at=now, updated_at=now, next_run_at=due_at)
+    payload = {"bench": True, "n": index, "pad": PAD}
+    spec = (JobSpec(schedule=schedule, payload=payload, target=HttpsTarget(url=target_url)) if target_url
+            else JobSpec(schedule=schedule, payload=payload, topic=topic))
+    return Job(user_id=tenant, job_id=str(uuid.uuid4()), spec=spec, created_at=now, updated_at=now,
+               next_run_at=due_at)
 
 
 def generate(spec: SeedSpec) -> list[tuple[Job, ScheduledExecution]]:
@@ -65,7 +71,8 @@ def generate(spec: SeedSpec) -> list[tuple[Job, ScheduledExecution]]:
         due_at = (bucket + timedelta(milliseconds=spec.offset_ms) if spec.due == "start"
                   else bucket + timedelta(seconds=rng.randrange(60)))
         tenant = spec.tenant or f"{TENANT_PREFIX}-{rng.randrange(spec.tenants)}"
-        job = make_job(index, due_at, spec.topic, rng.random() < spec.recurring_share, tenant, planned_at)
+        job = make_job(index, due_at, spec.topic, rng.random() < spec.recurring_share, tenant, planned_at,
+                       spec.target_url)
         row = plan_execution(job, due_at, planned_at, spec.segment_count, trigger=Trigger.SCHEDULE)
         assert row.bucket == bucket and row.lane is Lane.PLANNED, (row.bucket, row.lane)
         out.append((job, row))

@@ -69,6 +69,18 @@ class BenchNames:
         return f"jr-bench-{self.run_id}-fairness"
 
     @property
+    def delivery_topic(self) -> str:
+        """Where the scans put the executions of jobs with a target (never the shared `job-deliveries`): the
+        deliveries section's delivery function consumes it."""
+        return f"jr-bench-{self.run_id}-deliveries"
+
+    @property
+    def kafka_path_topic(self) -> str:
+        """The deliveries section's executions without a target, beside the delivered ones: a consumer of its own
+        reads them as they come."""
+        return f"jr-bench-{self.run_id}-kafka-path"
+
+    @property
     def fullstack_heartbeat_table(self) -> str:
         """The full-stack section's ticker starts from a table of its own, not from the watermarks and leases
         that the other sections' scans left in the run's table."""
@@ -77,13 +89,13 @@ class BenchNames:
     @property
     def topics(self) -> list[str]:
         return [self.topic, self.lateness_topic, self.results_topic, self.dead_letter_topic, self.fullstack_topic,
-                self.fairness_topic]
+                self.fairness_topic, self.delivery_topic, self.kafka_path_topic]
 
     @property
     def consumer_groups(self) -> list[str]:
         """The groups of the local stack run on the run's keyspace (``devstack.stack.LocalStack``): its
-        results loop and its example worker."""
-        return [f"jobrunner-results-{self.keyspace}", f"example-{self.keyspace}"]
+        results loop and its example worker; and the deliveries section's delivery function."""
+        return [f"jobrunner-results-{self.keyspace}", f"example-{self.keyspace}", f"jobrunner-delivery-{self.keyspace}"]
 
 
 def new_names() -> BenchNames:
@@ -97,7 +109,9 @@ def bench_settings(endpoints: servers.Endpoints, names: BenchNames, segments: in
         heartbeat_table=names.heartbeat_table,
         segments=segments,
         topic=names.topic,
-        allowed_topics=(names.topic, names.lateness_topic, names.fullstack_topic, names.fairness_topic),
+        allowed_topics=(names.topic, names.lateness_topic, names.fullstack_topic, names.fairness_topic,
+                        names.kafka_path_topic),
+        delivery_topic=names.delivery_topic,
         results_topic=names.results_topic,
         dead_letter_topic=names.dead_letter_topic,
     )

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import resource
+import sys
 import threading
 import traceback
 import uuid
@@ -64,6 +65,8 @@ class _Worker:
         self._api: Any = None
         self._environments: Any = None
         self._api_container: Any = None
+        self._deliveries_stop = threading.Event()
+        self._deliveries: threading.Thread | None = None
 
     def session_for(self, variant: Variant) -> Any:
         """The driver session; the driver-rows variant gets one of its own (row factories are per profile)."""
@@ -164,6 +167,42 @@ class _Worker:
         if self._environments is not None:
             self._environments.stop()
             self._environments = None
+
+    def op_start_deliveries(self) -> dict[str, Any]:
+        """The delivery function on this process's settings, fed by its MSK trigger as ``make run`` feeds it
+        (``devstack.stack.consume``: batches of the delivery topic, committed after each), in a thread, until
+        ``op_stop_deliveries``. Its metrics are written per batch as in Lambda (a cost of the function), into
+        ``os.devnull``: this process is the function's alone, and its standard output is the bench's."""
+        for name, value in (("POWERTOOLS_TRACE_DISABLED", "1"), ("POWERTOOLS_LOG_LEVEL", "WARNING")):
+            os.environ.setdefault(name, value)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+        from devstack.stack import consume
+        from functions.delivery.handler import handler
+
+        container = wiring.Container(self.settings)
+        wiring.install(container)
+        container.delivery  # noqa: B018 - builds the service (secrets, deliverer, publisher) before the clock runs
+        self._deliveries_stop = threading.Event()
+        group = f"jobrunner-delivery-{self.settings.cassandra.keyspace}"
+        self._deliveries = threading.Thread(
+            target=consume, name="delivery-trigger",
+            args=(self.settings.kafka.bootstrap, self.settings.delivery_topic, group, "delivery", handler,
+                  self._deliveries_stop))
+        self._deliveries.start()
+        return {"pid": os.getpid(), "group": group}
+
+    def op_stop_deliveries(self) -> None:
+        self._deliveries_stop.set()
+        if self._deliveries is not None:
+            self._deliveries.join(timeout=60)
+
+    def op_https_ceiling(self, **kwargs: Any) -> dict[str, Any]:
+        """``bench.receiver.https_ceiling`` from this process (the delivery function's, between its runs)."""
+        from bench.receiver import https_ceiling
+
+        ceiling = https_ceiling(**kwargs)
+        return {"requests": ceiling.requests, "seconds": ceiling.seconds, "errors": ceiling.errors,
+                "statuses": ceiling.statuses, "rate": ceiling.rate}
 
     def _install_api_container(self) -> None:
         """The process-wide container the api handler uses, built once (connected before timing)."""

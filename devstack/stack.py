@@ -162,27 +162,8 @@ class LocalStack:
         self._consume(self.settings.delivery_topic, "delivery", delivery_handler)
 
     def _consume(self, topic: str, function: str, handler: Callable[[dict[str, Any], Any], Any]) -> None:
-        """Feed ``handler`` (function ``jobrunner-<function>``) the batches of ``topic`` until the stack stops; a batch
-        that fails is polled again, from its first record, a second later (an event source retries it)."""
-        consumer = KafkaConsumer(
-            topic, bootstrap_servers=self.settings.kafka.bootstrap.split(","), group_id=self._group(function),
-            enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=100,
-        )
-        try:
-            while not self._stop.is_set():
-                batches = consumer.poll(timeout_ms=500)
-                if not batches:
-                    continue
-                try:
-                    handler(msk_event(batches), LocalContext(f"jobrunner-{function}"))
-                    consumer.commit()
-                except Exception:
-                    log.exception("%s batch failed; it is retried", function)
-                    for tp, records in batches.items():
-                        consumer.seek(tp, records[0].offset)
-                    self._stop.wait(1)
-        finally:
-            consumer.close()
+        """Feed ``handler`` (function ``jobrunner-<function>``) the batches of ``topic`` until the stack stops."""
+        consume(self.settings.kafka.bootstrap, topic, self._group(function), function, handler, self._stop)
 
     def _group(self, function: str) -> str:
         """The consumer group of function ``jobrunner-<function>``'s trigger: one per keyspace, so a stack
@@ -275,6 +256,37 @@ class LocalStack:
         if current is not self.container:  # another stack installed its own since: that one stays
             wiring.install(current)
         telemetry.shutdown()
+
+
+#: Records per batch handed to a function, at most (an MSK event source mapping's batch size).
+BATCH_RECORDS = 100
+
+
+def consume(bootstrap: str, topic: str, group_id: str, function: str,
+            handler: Callable[[dict[str, Any], Any], Any], stop: threading.Event) -> None:
+    """An MSK event source mapping of function ``jobrunner-<function>``, locally: feed ``handler`` the batches of
+    ``topic`` (at most ``BATCH_RECORDS`` records, in MSK's event shape) until ``stop`` is set, committing each batch
+    after it returned; a batch that fails is polled again, from its first record, a second later (an event source
+    retries it)."""
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=bootstrap.split(","), group_id=group_id,
+        enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=BATCH_RECORDS,
+    )
+    try:
+        while not stop.is_set():
+            batches = consumer.poll(timeout_ms=500)
+            if not batches:
+                continue
+            try:
+                handler(msk_event(batches), LocalContext(f"jobrunner-{function}"))
+                consumer.commit()
+            except Exception:
+                log.exception("%s batch failed; it is retried", function)
+                for tp, records in batches.items():
+                    consumer.seek(tp, records[0].offset)
+                stop.wait(1)
+    finally:
+        consumer.close()
 
 
 def start_at_the_end(bootstrap: str, topic: str, group_id: str) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from bench.ceilings import implied_ceiling, shared_ceiling
 from bench.report.common import ceiling_rates, paired_ratios, table
+from bench.report.deliveries import deliveries_rows
 from bench.stats import fmt, median, pct, ratio, spread
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def _writes_rows(bench: Bench) -> list[list[str]]:
 
 #: The headline's rows, section by section, in the order they appear.
 HEADLINE_ROWS = (_drain_rows, _lateness_rows, _submit_rows, _memory_rows, _scaling_rows, _fullstack_rows,
-                 _fairness_rows, _writes_rows)
+                 _fairness_rows, deliveries_rows, _writes_rows)
 
 
 def headline_section(bench: Bench) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.report.counts import idle_section, shortperiod_section, writes_section
+from bench.report.deliveries import deliveries_section
 from bench.report.headline import headline_section, machine_section
 from bench.report.speed import (
     ceilings_section,
@@ -51,7 +52,8 @@ def write_markdown(bench: Bench, took_s: float, command: str) -> None:
         lines += [f"- `{name}`: {error.splitlines()[-1] if error else ''}" for name, error in failed.items()] + [""]
     for part in (machine_section, headline_section, drain_section, lateness_section, submit_section,
                  ceilings_section, memory_section, scaling_section, variants_section, writes_section,
-                 shortperiod_section, idle_section, fullstack_section, fairness_section, profile_section):
+                 shortperiod_section, idle_section, fullstack_section, fairness_section, deliveries_section,
+                 profile_section):
         lines += part(bench)
     if FINDINGS.exists() and bench.options.out_md.name == "benchmarks.md" and "docs" in bench.options.out_md.parts:
         lines += [FINDINGS.read_text().rstrip(), ""]

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from devstack.servers import Endpoints
 
 #: The full-stack and fairness sections wait for the real clock (at smoke sizes seconds for the full stack, and up
-#: to about 80 s for fairness's one minute): the default 600 s may be short on a busy machine.
+#: to about 80 s for fairness's one minute): the default 600 s may be short on a busy machine. The deliveries
+#: section does not (its smoke minutes skip the clock).
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 
@@ -123,3 +124,18 @@ def test_every_section_runs_and_accounts_for_every_execution(endpoints: Endpoint
     assert fair["loaded"]["light_rank"]["of"] == options.fairness_light + options.fairness_heavy
     assert 1 <= fair["loaded"]["light_rank"]["max"] <= options.fairness_light + options.fairness_heavy
     assert "## 12. Fairness between tenants" in report
+    # and every execution with an HTTPS target reached the receiver through the delivery function exactly once, its
+    # signature verified by the Standard Webhooks library, its outcome reported SUCCESS; and the same loads on the
+    # Kafka path were consumed once each; and the raw HTTPS ceiling's requests were all answered and verified
+    [deliveries] = counts["deliveries"]
+    sizes = {"spread": options.deliveries_executions, "burst": options.deliveries_burst}
+    for load, checked in deliveries.items():
+        size = sizes[load.split("_")[1]]
+        assert checked == {"expected": size, "unique": size, "duplicates": 0, "missing": 0}, load
+    [delivered] = bench.results["deliveries"]["runs"]
+    assert delivered["delivered_spread"]["unverified"] == delivered["delivered_burst"]["unverified"] == 0
+    assert delivered["results"] == {"SUCCESS": sum(sizes.values())} and delivered["foreign_arrivals"] == 0
+    for mode in ("new_connection", "keep_alive"):
+        ceiling = delivered["ceiling"][mode]
+        assert ceiling["errors"] == 0 and ceiling["received"] == ceiling["verified"] == options.deliveries_burst
+    assert "## 13. Deliveries to an HTTPS target" in report
