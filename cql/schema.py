@@ -222,11 +222,12 @@ def load_tables(directory: Path = CQL_DIR) -> list[TableSpec]:
     return tables
 
 
-_INSERT_WITH_TTL = re.compile(r"^INSERT INTO (?:\w+\.)?(\w+)\b.*\bUSING TTL\b", re.IGNORECASE)
+_INSERT_WITH_TTL = re.compile(r"^(?:INSERT INTO|UPDATE) (?:\w+\.)?(\w+)\b.*\bUSING TTL\b", re.IGNORECASE)
 
 
 def with_row_ttls(tables: Sequence[TableSpec], dml: Iterable[str]) -> list[TableSpec]:
-    """``tables`` with ``rows_expire`` set on each one that a statement of ``dml`` inserts into ``USING TTL``."""
+    """``tables`` with ``rows_expire`` set on each one that a statement of ``dml`` inserts into or updates
+    ``USING TTL``."""
     expiring = {m.group(1).lower() for m in (_INSERT_WITH_TTL.match(" ".join(s.split())) for s in dml) if m}
     return [replace(t, rows_expire=t.name in expiring) for t in tables]
 

@@ -100,8 +100,8 @@ class StageConfig(BaseModel):
     kafka_broker_type: str = "kafka.t3.small"
     #: A WAF web ACL with one rate-based rule on the API stage (``waf_rate_limit``; on for protected stages).
     web_acl: bool = False
-    #: One-time jobs' rows deleted after their last fire (the job table has no TTL; off by default).
-    one_time_rows_expire: bool = False
+    #: One-time jobs' rows expire after their last fire and its history (``one_time_rows_expire``, on by default).
+    one_time_rows_expire: bool = True
     #: The API stage's throttle, requests a second (``api_rate_limit``): a limit, not a cost.
     api_rate_limit: int = 50
     #: NAT gateways for the delivery function's HTTPS targets (``targets`` with https; ``nat_gateways``).
@@ -162,6 +162,7 @@ class StageConfig(BaseModel):
             xray=config.xray_tracing, keyspaces_capacity=config.keyspaces_capacity,
             api_rate_limit=config.api_rate_limit, nat_gateways=config.nat_gateways,
             targets=config.targets is not None, delivery_memory_mb=_delivery_memory_mb(),
+            one_time_rows_expire=config.one_time_rows_expire,
         )
 
 

@@ -39,10 +39,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(name="no TTL deletes of history and schedule rows", inputs={"ttl_deletes": 0.0},
           takes="rows expired by dropping whole time-bucketed tables (DROP TABLE is free; a TTL delete is not): "
                 "tables made ahead by the deploy, a ring the readers know, IAM for DDL at run time"),
-    Lever(name="one-time job rows expire after their last fire", stage={"one_time_rows_expire": True},
-          takes="every write of a one-time job's row carrying the row's time to live (the same instant in every "
-                "cell), a schedule change rewriting the whole row; pays a TTL delete now to save storage that "
-                "grows every month"),
 )
 
 

@@ -152,6 +152,9 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     # Share of the results function's invocations that log at INFO (its line per execution); the others log
     # warnings and errors only. 1: every invocation (as before issue #33).
     "results_log_sample_rate": 0.01,
+    # One-time jobs' rows expire by themselves once their last execution and its history are gone
+    # (layers/jobrunner/domain/expiry.py; a TTL delete each, no write). false: kept until deleted (before issue #33).
+    "one_time_rows_expire": True,
     # X-Ray: "active" (every function), "sampled" (the tick and the reconciler actively; the scan, results and API
     # functions only when their caller's trace is sampled), or "off" (no tracing and no X-Ray endpoint).
     "xray_tracing": "sampled",

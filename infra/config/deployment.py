@@ -164,6 +164,10 @@ class DeploymentConfig(Sizing):
         return self.settings.segments
 
     @property
+    def one_time_rows_expire(self) -> bool:
+        return self.settings.one_time_rows_expire
+
+    @property
     def allowed_topics(self) -> tuple[str, ...]:
         """``jobs``, the topics named, then those granted to tenants."""
         return self.settings.allowed_topics

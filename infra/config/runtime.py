@@ -22,6 +22,7 @@ RUNTIME: dict[str, str] = {
     "tenant_map": "tenant_map",
     "tenant_limits": "tenant_limit_table",
     "operators": "operators",
+    "one_time_rows_expire": "one_time_rows_expire",
 }
 #: ``existing_cassandra``'s keys -> the ``Settings`` attributes they set.
 CASSANDRA: dict[str, str] = {"contact_points": "contact_points", "port": "cassandra_port",

@@ -199,6 +199,8 @@ class Settings(BaseSettings):
                             "writers of late rows wake their scans, so scans with nothing to do end early")
     change_log: bool = _var("JOBRUNNER_CHANGE_LOG", True,
                             "keep each job's change log (``GET /jobs/{id}/changes``; one write per change)")
+    one_time_rows_expire: bool = _var("JOBRUNNER_ONE_TIME_ROWS_EXPIRE", True,
+                                      "one-time jobs' rows expire after their last run's history (domain.expiry)")
     reconcile_interval_s: int = _var("JOBRUNNER_RECONCILE_INTERVAL_S", 60,
                                      "how often the reconciler runs (AWS: its rule's rate, whole minutes)", ge=10)
     reconcile_grace_s: int = _var("JOBRUNNER_RECONCILE_GRACE_S", 120,

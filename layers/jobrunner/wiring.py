@@ -196,7 +196,8 @@ class Container:
             limits = self.settings.tenant_limits
             self._store = adapter("store").CassandraJobStore(
                 self.session, history_ttl_s=lambda tenant: limits.of(tenant).history_ttl_s,
-                serial_reads=self.settings.cassandra.mode != "keyspaces")
+                serial_reads=self.settings.cassandra.mode != "keyspaces",
+                one_time_rows_expire=self.settings.one_time_rows_expire)
         return self._store
 
     @functools.cached_property
@@ -315,6 +316,7 @@ class Container:
             max_payload_bytes=self.settings.max_payload_bytes,
             limits=self.settings.tenant_limits,
             targets=self.settings.target_grants,
+            one_time_rows_expire=self.settings.one_time_rows_expire,
         )
         return JobService(self.store, self.clock, rules, waker=self.waker, quotas=self.quota_book,
                           changes=self.change_book, calendars=self.calendars)

@@ -76,6 +76,20 @@ def test_tables_inserted_using_ttl_are_marked_for_keyspaces_to_turn_ttl_on() -> 
     assert [(t.name, t.rows_expire) for t in with_row_ttls(tables, dml)] == [("a", True), ("b", False)]
 
 
+def test_tables_updated_using_ttl_are_marked_too() -> None:
+    # (a one-time job's row is written by updates only, each with its time to live: adapters.stores.expiring)
+    tables = [parse_table(f"CREATE TABLE {name} (k int PRIMARY KEY, v int)") for name in ("a", "b")]
+    dml = ["UPDATE b USING TTL ? SET v = ? WHERE k = ? IF v = ?", "UPDATE a SET v = ? WHERE k = ?"]
+    assert [(t.name, t.rows_expire) for t in with_row_ttls(tables, dml)] == [("a", False), ("b", True)]
+
+
+def test_the_job_table_is_marked_for_keyspaces_to_turn_ttl_on() -> None:
+    from jobrunner.adapters.stores.cassandra import STATEMENTS
+
+    marked = {t.name for t in with_row_ttls(load_tables(), STATEMENTS) if t.rows_expire}
+    assert "job_table_v2" in marked
+
+
 def test_every_function_of_the_schema_tools_has_a_cyclomatic_complexity_of_at_most_12() -> None:
     import subprocess
     import sys

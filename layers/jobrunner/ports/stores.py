@@ -49,6 +49,11 @@ class JobStore(Protocol):
       job is idempotent.
     - No execution writes the job: ``get_job`` and ``get_jobs`` return the job row as the API last wrote it,
       and its run fields come from ``HistoryStore.latest_records`` (``domain.jobs.with_runs``).
+    - Expiry (where the stage lets one-time jobs' rows expire, the default): every write of a one-time job's row
+      (``create_job``, ``create_jobs``, ``update_job``) sets the instant it expires, ``domain.expiry.row_expires_at``
+      of the job as written (none for a paused one), with no write of its own. Until that instant the job reads
+      whole; from it, it is gone as if it had never been: no read, list or walk returns it, and a compare-and-set
+      on it fails (it resurrects nothing). A recurring job never expires this way.
     """
 
     @abstractmethod
@@ -82,7 +87,8 @@ class JobStore(Protocol):
         doubts only."""
 
     @abstractmethod
-    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                   was_one_time: bool = False) -> bool:
         """Write ``rows`` (planned under ``job.schedule_version``), then overwrite the job's user-controlled
         fields only if the stored job is still at ``expected_version`` (a compare-and-set, linearizable).
         A change of schedule or state (``job.schedule_version == job.version``) writes them all (state,
@@ -98,7 +104,12 @@ class JobStore(Protocol):
         (two resumes of one fire), so removing them could remove the winner's; a row the job does not want is
         dropped by its scan (``services.scan``: the version, the state and the schedule decide). If it raises,
         the compare-and-set may land later (an accepted Paxos round committed by the next one on the
-        partition): ``get_job_settled`` settles it."""
+        partition): ``get_job_settled`` settles it.
+        A one-time job's row (or, with ``was_one_time``, a job's that was one-time before this change: a PATCH
+        of its schedule to a recurring one) is written whole, each column with its new instant (Expiry, above):
+        ``job`` must then be the job as read with its changes (its ``created_at``, ``created_by`` and
+        ``trace_parent`` are written again, as read), and the next run a change of anything else writes is the
+        one the row holds (``job.schedule_from``)."""
 
     @abstractmethod
     def walk_jobs(self, after: str | None, limit: int) -> tuple[list[Job], str | None]:

@@ -143,7 +143,7 @@ def test_settings_written_to_the_environment_read_back_equal() -> None:
         webhook_secret_prefix="prod/hooks/",
         webhook_secrets={"alice": ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}, delivery_tenant_concurrency=2,
         delivery_concurrency=8, delivery_tenant_rate=5, webhook_secret_cache_s=5.0,
-        secrets_endpoint="http://127.0.0.1:5000",
+        secrets_endpoint="http://127.0.0.1:5000", one_time_rows_expire=False,
     )
     assert not [name for name, info in Settings.model_fields.items() if getattr(settings, name) == info.default]
     # When they are written as variables and read back

@@ -41,6 +41,7 @@ and a list reads them all and merges them in job id order (``list_jobs``).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cassandra import ConsistencyLevel
@@ -57,6 +58,7 @@ from jobrunner.adapters.stores.driver import (
     unset_nulls,
     write_many,
 )
+from jobrunner.adapters.stores.expiring import UPDATE_JOB_EXPIRING, UPSERT_JOB_EXPIRING, RowExpiry
 from jobrunner.adapters.stores.history import INSERT_RECORD, INSERT_RECORD_STARTED, CassandraHistory
 from jobrunner.domain.jobs import Lane, LanePosition
 from jobrunner.domain.limits import Limits
@@ -73,7 +75,6 @@ from jobrunner.ports import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from datetime import datetime
 
     from cassandra.cluster import Session
 
@@ -157,7 +158,8 @@ STATEMENTS = (
     INSERT_JOB, SELECT_JOB, SELECT_JOBS_BY_ID, INSERT_SCHEDULED, INSERT_SCHEDULED_HELD, SELECT_SCHEDULED,
     SELECT_SCHEDULED_FROM, SELECT_SCHEDULED_UNTIL, SELECT_SCHEDULED_WINDOW, DELETE_SCHEDULED, *history.STATEMENTS,
     UPDATE_JOB_USER_FIELDS, UPDATE_JOB_SETTINGS, SELECT_JOBS, SELECT_JOBS_AFTER, CLAIM_IDEMPOTENCY_KEY,
-    SELECT_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, WALK_JOBS, WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
+    SELECT_IDEMPOTENCY_KEY, INSERT_JOB_EXPIRING, UPSERT_JOB_EXPIRING, UPDATE_JOB_EXPIRING, WALK_JOBS,
+    WALK_JOBS_IN_PARTITION, WALK_JOBS_AFTER_PARTITION,
 )
 
 #: The settling read's consistency on Cassandra (``JobStore.get_job_settled``): a Paxos read, which completes or
@@ -172,12 +174,16 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
     One adapter for the four store ports: they share the session, its prepared statements and the unlogged
     batching (``driver.Statements``), and the writes that span two tables (``create_job``, ``update_job``,
     ``settle_published``, ``write_outcomes``) call the rows' own writes in the order the module doc gives. The
-    history table's statements are its own small adapter (``history.CassandraHistory``), which this one composes."""
+    history table's statements are its own small adapter (``history.CassandraHistory``), which this one composes.
+
+    Expiry (``one_time_rows_expire``, on by default): a one-time job's row expires by itself, each write of it
+    whole with one time to live (``expiring``, whose module doc says how and why, races included)."""
 
     def __init__(self, session: Session, *, page_size: int = 1000, concurrency: int = 64,
                  history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
                  batch_rows: int = DEFAULT_BATCH_ROWS, in_keys: int = KEYSPACES_MAX_IN,
-                 serial_reads: bool = True) -> None:
+                 serial_reads: bool = True, one_time_rows_expire: bool = True,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         if not 1 <= batch_rows <= KEYSPACES_MAX_BATCH:
             raise ValueError(f"batch_rows must be 1 to {KEYSPACES_MAX_BATCH}")
         if not 1 <= in_keys <= KEYSPACES_MAX_IN:
@@ -191,6 +197,7 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         self._settling_read = SERIAL_READ if serial_reads else ConsistencyLevel.LOCAL_QUORUM
         self._statements = Statements(session, concurrency=concurrency, batch_rows=batch_rows)
         self._history = CassandraHistory(self._statements, history_ttl_s)
+        self._expiry = RowExpiry(history_ttl_s, on=one_time_rows_expire, now=now)
 
     def _execute(self, cql: str, params: Sequence[Any]) -> Any:
         """The result of ``cql`` (a module constant) run once with ``params``."""
@@ -200,23 +207,31 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
     def create_job(self, job: Job, first: ScheduledExecution | None) -> None:
         if first is not None:  # the first run, then the job (see the module doc)
             self._execute(INSERT_SCHEDULED, codec.scheduled_values(first))
-        self._execute(INSERT_JOB, codec.job_values(job))
+        if self._expiry.applies(job):
+            self._execute(UPSERT_JOB_EXPIRING, self._expiry.upsert_values(job))
+        else:
+            self._execute(INSERT_JOB, codec.job_values(job))
 
     def create_jobs(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         # As ``create_job``, for all of them: every first run, then every job (see the module doc).
         self.write_scheduled([first for _, first in jobs if first is not None])
-        self._statements.write_many(INSERT_JOB, [codec.job_values(job) for job, _ in jobs],
+        expiring = [self._expiry.applies(job) for job, _ in jobs]
+        self._statements.write_many(INSERT_JOB, [codec.job_values(job) for (job, _), e in zip(jobs, expiring,
+                                                                                               strict=True) if not e],
                          partition=lambda v: v[:2])  # (user_id, shard)
+        self._statements.write_many(UPSERT_JOB_EXPIRING, [self._expiry.upsert_values(job) for (job, _), e in
+                                                          zip(jobs, expiring, strict=True) if e],
+                                    partition=lambda v: v[-3:-1])  # (user_id, shard), after the columns
 
     def get_job(self, user_id: str, job_id: str) -> Job | None:
         row = self._execute(SELECT_JOB, codec.job_key(user_id, job_id)).one()
-        return codec.job_from_row(row) if row is not None else None
+        return codec.job_from_row(row) if codec.is_job(row) else None
 
     def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
         bound = self._statements.prepared(SELECT_JOB).bind(codec.job_key(user_id, job_id))
         bound.consistency_level = self._settling_read
         row = guarded(lambda: self._session.execute(bound).one())
-        return codec.job_from_row(row) if row is not None else None
+        return codec.job_from_row(row) if codec.is_job(row) else None
 
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         by_partition: dict[tuple[str, int], list[str]] = {}
@@ -234,7 +249,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         found: dict[tuple[str, str], Job] = {}
         for result in self._statements.run_concurrently(requests):
             for row in result:
-                found[(row.user_id, row.job_id)] = codec.job_from_row(row)
+                if codec.is_job(row):
+                    found[(row.user_id, row.job_id)] = codec.job_from_row(row)
         return found
 
     def lane_rows(
@@ -278,10 +294,15 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
         self._statements.write_many(DELETE_SCHEDULED, [codec.scheduled_key(row) for row in rows],
                                     partition=lambda v: v[:2])
 
-    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                   was_one_time: bool = False) -> bool:
         # Rows first: a job that names a next run always has its row. A conditional write cannot share a
         # batch with other partitions, so the compare-and-set on the job is a statement of its own.
         self.write_scheduled(rows)
+        if self._expiry.applies(job, was_one_time):  # the whole row, one instant (class doc, "expiry")
+            params = (self._expiry.ttl(job), *codec.job_row_fields(job), *codec.job_key(job.user_id, job.job_id),
+                      expected_version)
+            return bool(self._execute(UPDATE_JOB_EXPIRING, params).one().applied)
         if job.schedule_version == job.version:
             cql, fields = UPDATE_JOB_USER_FIELDS, codec.job_user_fields(job)
         else:
@@ -310,8 +331,8 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
                         for shard in range(codec.JOB_SHARDS)]
         results = self._statements.run_concurrently(requests)
         rows = sorted((row for result in results for row in result), key=lambda r: r.job_id)
-        page = [codec.job_from_row(row) for row in rows[:limit]]
-        return page, encode_job_cursor(page[-1].job_id) if len(rows) > limit else None
+        page = [codec.job_from_row(row) for row in rows[:limit] if codec.is_job(row)]
+        return page, encode_job_cursor(rows[limit - 1].job_id) if len(rows) > limit else None
 
     def claim_idempotency_key(self, claim: IdempotencyClaim) -> IdempotencyClaim:
         bound = self._statements.prepared(CLAIM_IDEMPOTENCY_KEY).bind(
@@ -344,7 +365,7 @@ class CassandraJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencySt
             if len(rows) < limit:
                 rows += self._walk(WALK_JOBS_AFTER_PARTITION, (user_id, shard, limit - len(rows)), limit - len(rows))
         cursor = json.dumps([rows[-1].user_id, rows[-1].shard, rows[-1].job_id]) if len(rows) == limit else None
-        return [codec.job_from_row(row) for row in rows], cursor
+        return [codec.job_from_row(row) for row in rows if codec.is_job(row)], cursor
 
     def _walk(self, cql: str, params: tuple[Any, ...], limit: int) -> list[Any]:
         return guarded(lambda: list(self._session.execute(self._statements.stale(cql, params, fetch_size=limit))))

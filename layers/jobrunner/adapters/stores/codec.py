@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +81,13 @@ def job_from_row(row: Any) -> Job:
     )
 
 
+def is_job(row: Any) -> bool:
+    """Whether a ``job_table_v2`` row read is a job: not None, and not a key whose columns have all expired (the
+    row marker of an INSERT without a time to live outlives the cells a later write gave one: see
+    ``CassandraJobStore``, "expiry"). Such a key reads as no job, everywhere."""
+    return row is not None and row.version is not None
+
+
 def spec_from_row(row: Any) -> JobSpec:
     """The spec of a ``job_table_v2`` row: its own columns, and the policies column for the rest."""
     return JobSpec(
@@ -106,6 +113,18 @@ def job_values(job: Job) -> tuple[Any, ...]:
         job.last_status.value if job.last_status else None, spec.jitter_s, _tags(job), policies_column(job),
         job.created_by,
     )
+
+
+def job_row_fields(job: Job) -> tuple[Any, ...]:
+    """Values of every column after the key, in ``INSERT_JOB``'s order, for a compare-and-set that writes the whole
+    row (``UPDATE_JOB_EXPIRING``): the job as read with its changes. As the two partial updates do, a change of
+    schedule or state writes its next run, and any other change the next run the row holds (``schedule_from``:
+    the one the change that set the schedule version wrote); the run fields are derived from history, never
+    stored (null)."""
+    replans = job.schedule_version == job.version
+    values = job_values(replace(job, next_run_at=job.next_run_at if replans else job.schedule_from,
+                                last_run_at=None, last_execution_id=None, last_status=None))
+    return values[3:]
 
 
 def job_user_fields(job: Job) -> tuple[Any, ...]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import fields, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from jobrunner.adapters.stores.cursors import decode_job_cursor, encode_job_cursor
+from jobrunner.domain.expiry import row_expires_at
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Lane, LanePosition, ScheduledExecution
+from jobrunner.domain.limits import Limits
 from jobrunner.ports import (
     Completion,
     HistoryStore,
@@ -21,9 +23,9 @@ from jobrunner.ports import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
-    from jobrunner.ports import RecordKey
+    from jobrunner.ports import Clock, RecordKey
 
 _RowKey = tuple[datetime, int, Lane, datetime, str, str, int]
 #: A history record's key: (job_id, scheduled_at, attempt, execution_id), as in ``task_history_v2``.
@@ -58,11 +60,23 @@ def _after(record: ExecutionRecord, before: tuple[datetime, int, str | None]) ->
 class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore):
     """The four store ports in one class, as ``CassandraJobStore`` has them: the writes that span two tables (a
     job and its first run, a record and its retry) take the one lock over both, and the tests read the tables
-    (``jobs``, ``rows``, ``records``) from one object."""
+    (``jobs``, ``rows``, ``records``) from one object.
 
-    def __init__(self) -> None:
+    Given a ``clock``, a one-time job's row expires as in Cassandra (``JobStore``, "expiry"): each write of it
+    keeps the instant ``domain.expiry.row_expires_at`` gives for the job as written (with ``history_ttl_s``, the
+    tenant's history retention), and from that instant of the clock the job is gone, as if it had never been (a
+    retired job's, ``ttl_s`` after its retire). Without one (or with ``one_time_rows_expire`` False) nothing
+    expires."""
+
+    def __init__(self, clock: Clock | None = None, *,
+                 history_ttl_s: Callable[[str], int] = lambda _tenant: Limits().history_ttl_s,
+                 one_time_rows_expire: bool = True) -> None:
         self._lock = threading.RLock()
+        self._clock = clock if one_time_rows_expire else None
+        self._history_ttl_s = history_ttl_s
         self.jobs: dict[tuple[str, str], Job] = {}
+        #: When each expiring job's row goes (absent: never).
+        self.expires: dict[tuple[str, str], datetime] = {}
         self.rows: dict[_RowKey, ScheduledExecution] = {}
         self.records: dict[_RecordKey, ExecutionRecord] = {}
         self.idempotency: dict[tuple[str, str], IdempotencyClaim] = {}
@@ -76,12 +90,33 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
     def _create(self, jobs: Sequence[tuple[Job, ScheduledExecution | None]]) -> None:
         with self._lock:
             for job, first in jobs:
-                self.jobs[(job.user_id, job.job_id)] = replace(job, schedule_from=job.next_run_at)
+                self._put(replace(job, schedule_from=job.next_run_at))
                 if first is not None:
                     self.rows[_row_key(first)] = first
 
+    def _put(self, job: Job, expires_at: datetime | None = None) -> None:
+        """Store ``job`` with the instant its row expires: ``expires_at``, or as every write of it sets it."""
+        key = (job.user_id, job.job_id)
+        self.jobs[key] = job
+        if expires_at is None and self._clock is not None:
+            expires_at = row_expires_at(job, timedelta(seconds=self._history_ttl_s(job.user_id)))
+        if expires_at is None:
+            self.expires.pop(key, None)
+        else:
+            self.expires[key] = expires_at
+
+    def _expire(self) -> None:
+        """Drop the jobs whose row has expired by the clock (under the lock)."""
+        if self._clock is None or not self.expires:
+            return
+        now = self._clock.now()
+        for key in [key for key, at in self.expires.items() if at <= now]:
+            del self.expires[key]
+            self.jobs.pop(key, None)
+
     def get_job(self, user_id: str, job_id: str) -> Job | None:
         with self._lock:
+            self._expire()
             return self.jobs.get((user_id, job_id))
 
     def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
@@ -89,6 +124,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
 
     def get_jobs(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         with self._lock:
+            self._expire()
             return {k: self.jobs[k] for k in keys if k in self.jobs}
 
     def lane_rows(
@@ -138,23 +174,25 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
             mine = [r for r in mine if _after(r, before)]
         return mine[:limit]
 
-    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                   was_one_time: bool = False) -> bool:
         with self._lock:
             for row in rows:
                 self.rows[_row_key(row)] = row
         with self._lock:  # a separate step, as in Cassandra: a scan may read the rows in between
+            self._expire()  # an expired job is no job: the compare-and-set finds nothing
             current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:
                 return False  # the rows stay: the winner may have written the same ones (``JobStore.update_job``)
             # as stored: the API's fields only (run fields are derived from history); the next run stays
             # as it was written unless the schedule changes
             keeps_schedule = job.schedule_version != job.version
-            self.jobs[(job.user_id, job.job_id)] = replace(
+            self._put(replace(
                 job, created_at=current.created_at, created_by=current.created_by, last_run_at=None,
                 last_execution_id=None, last_status=None,
                 next_run_at=current.next_run_at if keeps_schedule else job.next_run_at,
                 schedule_from=current.schedule_from if keeps_schedule else job.next_run_at,
-            )
+            ))
             return True
 
     def write_scheduled(self, rows: Sequence[ScheduledExecution]) -> None:
@@ -164,6 +202,7 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
 
     def list_jobs(self, user_id: str, limit: int, cursor: str | None) -> tuple[list[Job], str | None]:
         with self._lock:
+            self._expire()
             mine = sorted((j for (u, _), j in self.jobs.items() if u == user_id), key=lambda j: j.job_id)
         if cursor is not None:
             after = decode_job_cursor(cursor)
@@ -209,16 +248,18 @@ class MemoryJobStore(JobStore, ScheduledRowStore, HistoryStore, IdempotencyStore
         # In (user_id, job_id) order; the cursor is the last key returned.
         start = tuple(json.loads(after)) if after is not None else None
         with self._lock:
+            self._expire()
             keys = sorted(k for k in self.jobs if start is None or k > start)[:limit]
             page = [self.jobs[k] for k in keys]
         return page, (json.dumps(list(keys[-1])) if len(keys) == limit else None)
 
     def retire_job(self, job: Job, expected_version: int, ttl_s: int) -> bool:
-        with self._lock:  # (it does not expire here: memory is for tests)
+        with self._lock:
+            self._expire()
             current = self.jobs.get((job.user_id, job.job_id))
             if current is None or current.version != expected_version:
                 return False
-            self.jobs[(job.user_id, job.job_id)] = replace(job, created_at=current.created_at, last_run_at=None,
-                                                           last_execution_id=None, last_status=None,
-                                                           schedule_from=job.next_run_at)
+            expires_at = self._clock.now() + timedelta(seconds=ttl_s) if self._clock is not None else None
+            self._put(replace(job, created_at=current.created_at, last_run_at=None, last_execution_id=None,
+                              last_status=None, schedule_from=job.next_run_at), expires_at)
             return True

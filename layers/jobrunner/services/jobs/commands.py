@@ -94,8 +94,9 @@ class Commands(JobWriter):
         return fire
 
     def run_now(self, user_id: str, job_id: str, *, actor: str | None = None) -> ScheduledExecution:
-        """A manual run, due now, recorded in history with trigger MANUAL (allowed on paused jobs)."""
-        job = self._queries.get(user_id, job_id)
+        """A manual run, due now, recorded in history with trigger MANUAL (allowed on paused jobs). A one-time
+        job's row is first written again (``_outlive``), so that it expires after the run, not under it."""
+        job = self._outlive(self._queries.get(user_id, job_id))
         self._check_not_cancelled(job)
         due = self._clock.now()
         rows: list[ScheduledExecution] = []
@@ -138,6 +139,7 @@ class Commands(JobWriter):
         queued = [fire for fire, key in zip(fires, keys, strict=True) if key not in run]
         if not queued:
             return Backfill(fires, [])
+        job = self._outlive(job)
 
         def write(at: datetime) -> list[ScheduledExecution]:
             return self._rows.write([self._rows.plan(job, at, at, Trigger.BACKFILL, scheduled_at=fire)
@@ -147,6 +149,26 @@ class Commands(JobWriter):
                              lambda: self._rows.write_in_time(write))
         self._changes.record(job, "backfill", actor, {"from": rfc3339(start), "to": rfc3339(end), "fires": len(queued)})
         return Backfill(fires, queued)
+
+    def _outlive(self, job: Job) -> Job:
+        """``job`` (as read), its row written again first if it is a one-time job whose row expires
+        (``domain.expiry``): a new version whose ``updated_at`` is now, so that the instant its row expires
+        counts from the run about to be asked (its execution needs the job until it ends). A compare-and-set
+        like any change (a lost race re-reads, a few times, then 409); a cancelled job is left as it is (the
+        caller refuses it). Costs one conditional write per run now or backfill of a one-time job, none for a
+        recurring one."""
+        if not self._rules.one_time_rows_expire or job.spec.schedule.recurring or job.state is JobState.CANCELLED:
+            return job
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            now = self._clock.now()
+            touched = job.with_changes(version=job.version + 1, updated_at=now)
+            self._changes.keep_submit(job)  # the row moves past its version (``_save``)
+            if self._compare_and_set(touched, [], job.version):
+                return touched
+            job = self._queries.get(job.user_id, job.job_id)
+            if job.state is JobState.CANCELLED:
+                return job
+        raise Conflict(f"the job kept changing while this request was applied; its version is now {job.version}")
 
     def change(self, user_id: str, job_id: str, change: SpecChange, *, actor: str | None = None) -> Job:
         """Apply a PATCH; it takes effect from the next fire (a new schedule starts from now)."""
@@ -233,8 +255,10 @@ class Commands(JobWriter):
             # the submit entry the row stands for at version 1 is written before the row moves past it (a change
             # that then loses its compare-and-set wrote the same entry its winner writes)
             self._changes.keep_submit(job)
+            # a one-time job made recurring (a PATCH of its schedule) has its whole row written without expiry
+            was_one_time = not job.spec.schedule.recurring and updated.spec.schedule.recurring
             if self._quotas.counted(user_id, self._rules.limits.change(job, updated),
-                             lambda: self._write_update(updated, job.version),  # noqa: B023 - called at once
+                             lambda: self._write_update(updated, job.version, was_one_time),  # noqa: B023
                              landed=lambda: self._stands(updated)):  # noqa: B023 - called at once
                 fields = sorted(set(changes) - _DERIVED) if action == "patch" else None
                 logged = {**(details or {}), **({"fields": fields} if fields else {})}
@@ -245,7 +269,7 @@ class Commands(JobWriter):
         current = self._queries.get(user_id, job_id)
         raise Conflict(f"the job kept changing while this request was applied; its version is now {current.version}")
 
-    def _write_update(self, updated: Job, expected_version: int) -> bool:
+    def _write_update(self, updated: Job, expected_version: int, was_one_time: bool = False) -> bool:
         """Compare-and-set ``updated`` with its next run's row placed as of the moment of writing; a row that
         landed too late for its scan is placed and written again under the same version (and only then is the
         change answered: verify, then commit). A change that keeps the schedule writes no row."""
@@ -253,7 +277,7 @@ class Commands(JobWriter):
         now = self._clock.now()
         rows = [] if due is None or updated.schedule_version != updated.version else [
             self._rows.plan(updated, due, now, Trigger.SCHEDULE)]
-        if not self._compare_and_set(updated, rows, expected_version):
+        if not self._compare_and_set(updated, rows, expected_version, was_one_time):
             return False
         if due is not None and rows:
             self._rows.wake(rows)
@@ -261,12 +285,15 @@ class Commands(JobWriter):
                 self._rows.place(updated, due)
         return True
 
-    def _compare_and_set(self, updated: Job, rows: list[ScheduledExecution], expected_version: int) -> bool:
+    def _compare_and_set(self, updated: Job, rows: list[ScheduledExecution], expected_version: int,
+                         was_one_time: bool = False) -> bool:
         """``JobStore.update_job``; an outcome it could not learn (it raised: a timed-out compare-and-set may
         still land) is settled by reading (``JobStore.get_job_settled``), never by waiting: True when this very
         change is the job now (its version and instant), False when it did not land and never will. If even
         that read fails, ``Unavailable`` (503): the caller may send the request again."""
         try:
+            if was_one_time:  # (the rare case that needs it: a store's other callers name no such thing)
+                return self._store.update_job(updated, rows, expected_version, was_one_time=True)
             return self._store.update_job(updated, rows, expected_version)
         except Unavailable as exc:
             log.warning("job %s: the outcome of a change is unknown (%s); settling it by reading", updated.job_id, exc)

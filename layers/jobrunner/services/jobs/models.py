@@ -24,6 +24,9 @@ class JobRules:
     limits: TenantLimits = field(default_factory=TenantLimits)
     #: Which targets a job may name (``domain.target_grants``); by default every kind, no function nor queue.
     targets: TargetGrants = field(default_factory=TargetGrants)
+    #: One-time jobs' rows expire by themselves (``domain.expiry``): a run now or a backfill of one first moves
+    #: the instant its row expires (a write of the row), so that the row outlives the run.
+    one_time_rows_expire: bool = True
 
 
 @dataclass(frozen=True)

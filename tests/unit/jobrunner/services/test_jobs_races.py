@@ -69,7 +69,8 @@ class DoubtfulStore(MemoryJobStore):
             self.pending.remove((job, expected))
             super().update_job(job, [], expected)
 
-    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                   was_one_time: bool = False) -> bool:
         self._commit_pending(job.job_id)
         if self.limbo:
             self.limbo = False

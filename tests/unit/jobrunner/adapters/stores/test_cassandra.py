@@ -60,13 +60,14 @@ def test_a_job_is_created_by_its_first_run_then_itself_without_a_logged_batch() 
 
     CassandraJobStore(session).create_job(job, first)  # type: ignore[arg-type]
 
-    assert [cql.split(" (")[0] for cql in session.executed] == [
-        "INSERT INTO task_schedule_v2", "INSERT INTO job_table_v2"]
+    # (a one-time job's row as an update that expires: ``UPSERT_JOB_EXPIRING``)
+    assert [cql.split(" (")[0].split(" SET")[0] for cql in session.executed] == [
+        "INSERT INTO task_schedule_v2", "UPDATE job_table_v2 USING TTL ?"]
 
 
 def test_a_create_whose_job_write_fails_leaves_no_job_only_a_run_no_scan_publishes() -> None:
     # (a scan drops a row whose job does not exist once the change grace has passed: services/scan/publishing.py)
-    session = RecordingSession(fail_on="INSERT INTO job_table_v2")
+    session = RecordingSession(fail_on="UPDATE job_table_v2")
     job, first = job_and_first_run()
 
     with pytest.raises(Unavailable):
