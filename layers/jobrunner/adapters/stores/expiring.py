@@ -1,18 +1,18 @@
 """A one-time job's row on Cassandra or Keyspaces, expiring by itself: the statements and the time to live.
 
-A one-time job's row expires by itself at the instant ``domain.expiry.row_expires_at`` gives for the job as
-written (its tenant's history retention from ``history_ttl_s``), with no write of its own. Time to live is per cell in Cassandra and Keyspaces: an UPDATE
-re-sets only the cells it writes, and an INSERT's row marker keeps the time to live it was written with. So
-every write of such a row writes every column with the one instant (``ttl_seconds`` of it at ``now``): the
-submit as an UPDATE (``UPSERT_JOB_EXPIRING``: no row marker at all), each compare-and-set of it as the whole
-row again (``UPDATE_JOB_EXPIRING``), a paused job's with none (TTL 0) until its resume writes one again. No
-cell outlives the others or dies before them, so the row is readable whole until its instant and not at all
-after it. Races with the expiry: a compare-and-set (``IF version = ?``) on a row that has expired reads no
-version and fails, so a change landing as the row expires resurrects nothing (the API answers 404: the job
-is gone); a change that lands just before moves the instant (every cell again). Recurring jobs are written as
-before (``INSERT_JOB``, the two updates), never expiring this way. A row written whole by an INSERT without a
-time to live (a recurring job, or one submitted before this release) and later made one-time keeps its marker
-after its cells expire: a key with no columns, which reads as no job (``codec.is_job``).
+A one-time job's row expires by itself at the instant ``domain.expiry.row_expires_at`` gives for the job as written
+(its tenant's history retention from ``history_ttl_s``), with no write of its own. Time to live is per cell in
+Cassandra and Keyspaces: an UPDATE re-sets only the cells it writes, and an INSERT's row marker keeps the time to
+live it was written with. So every write of such a row writes every column with the one instant (``ttl_seconds`` of
+it at ``now``): the submit as an UPDATE (``UPSERT_JOB_EXPIRING``: no row marker at all), each compare-and-set of it
+as the whole row again (``UPDATE_JOB_EXPIRING``), a paused job's with none (TTL 0) until its resume writes one
+again. No cell outlives the others or dies before them, so the row is readable whole until its instant and not at
+all after it. Races with the expiry: a compare-and-set (``IF version = ?``) on a row that has expired reads no
+version and fails, so a change landing as the row expires resurrects nothing (the API answers 404: the job is gone);
+a change that lands just before moves the instant (every cell again). Recurring jobs are written as before
+(``INSERT_JOB``, the two updates), never expiring this way. A row written whole by an INSERT without a time to live
+(a recurring job, or one submitted before this release) and later made one-time keeps its marker after its cells
+expire: a key with no columns, which reads as no job (``codec.is_job``).
 """
 
 from __future__ import annotations
