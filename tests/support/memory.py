@@ -50,7 +50,10 @@ def memory_container(
     are counted need ``quotas`` (the container would reach for DynamoDB otherwise)."""
     settings = Settings.from_env({"JOBRUNNER_CHANGE_LOG": "off", **(env or {})})
     assert quotas is not None or not settings.tenant_limits.counted, "counted limits need quotas in memory"
-    return Container(settings, store=store or MemoryJobStore(), publisher=publisher or MemoryPublisher(),
+    # (one-time jobs' rows expire by the container's clock, as the stage's setting says: ``domain.expiry``)
+    store = store or MemoryJobStore(clock, history_ttl_s=lambda tenant: settings.tenant_limits.of(tenant).history_ttl_s,
+                                    one_time_rows_expire=settings.one_time_rows_expire)
+    return Container(settings, store=store, publisher=publisher or MemoryPublisher(),
                      leases=leases or MemoryLeaseStore(), invoker=invoker, clock=clock, quotas=quotas,
                      changes=changes, calendars=calendars, scan_rules=scan_rules, tick_rules=tick_rules,
                      jitter=jitter, deliverer=deliverer, webhook_secrets=webhook_secrets)

@@ -626,7 +626,7 @@ class World:
         self.clocks: dict[str, Clock] = {
             role.name: self.clock if not getattr(self.skew, role.name) else
             SkewedClock(self.clock, getattr(self.skew, role.name)) for role in fields(Skew)}
-        self.store = MemoryJobStore()
+        self.store = MemoryJobStore(self.clock)  # one-time jobs' rows expire by virtual time (``domain.expiry``)
         self.calendars = MemoryCalendarStore()
         # The calendar jobs may name, excluding nothing until an ``Exclude`` op says otherwise.
         self.calendars.put(calendar_from_dict(USER, CALENDAR, {}, START))
