@@ -364,6 +364,13 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
     if c.one_time_rows_expire:  # each row deleted once, by its time to live, instead of kept
         add("TTL deletes of one-time job rows", u.one_time * p.keyspaces_ttl_delete.value,
             "a one-time job's row expires after its last fire (1 TTL delete a one-time job)")
+        # held while it lives: its history's days and a little more (``domain.expiry``: twice its longest execution
+        # and a day's margin; a day and a half counted, for jobs with a timeout and few retries)
+        live_days = i.history_ttl_days.value + 1.5
+        live_gb = u.one_time / DAYS * live_days * i.job_row_bytes.value / GB
+        price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)
+        add("one-time job rows while they live", live_gb * price,
+            f"{live_gb:,.1f} GB held: {live_days:.1f} days each (history, executions, a margin), then expired")
     else:
         kept_gb = u.one_time * i.job_row_bytes.value / GB
         price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)

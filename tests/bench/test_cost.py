@@ -101,7 +101,7 @@ def test_point_in_time_recovery_adds_its_line(config: StageConfig, inputs: Measu
     line = "Keyspaces: point-in-time recovery of the rows that expire"
     assert line in on and line not in off
     assert total(list(on.values())) - total(list(off.values())) == pytest.approx(
-        on[line].usd + on["Keyspaces: one-time job rows kept (this month's; +1 month's each month)"].usd
+        on[line].usd + on["Keyspaces: one-time job rows while they live"].usd
         * PRICES.keyspaces_pitr.value / (PRICES.keyspaces_storage.value + PRICES.keyspaces_pitr.value))
     assert on["Keyspaces: storage of the rows that expire"].usd == off["Keyspaces: storage of the rows that expire"].usd
 
@@ -123,7 +123,8 @@ def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
     # Given half the executions one-time, 600 B a job row (the figures)
     inputs = _with(inputs, one_time_share=0.5, job_row_bytes=600)
     line = "Keyspaces: one-time job rows kept (this month's; +1 month's each month)"
-    kept = _by_item(monthly_lines(config, inputs, PRICES, Load(executions_per_day=1e9)))[line]
+    kept_stage = config.model_copy(update={"one_time_rows_expire": False})  # (the stage setting turned off)
+    kept = _by_item(monthly_lines(kept_stage, inputs, PRICES, Load(executions_per_day=1e9)))[line]
     # Then a month's rows are 9 TB at 1 B a day, ≈ $0.135 per million executions a month (storage + PITR)
     assert kept.usd / (PRICES.keyspaces_storage.value + PRICES.keyspaces_pitr.value) == pytest.approx(9_000)
     assert per_million(kept.usd, 1e9) == pytest.approx(0.135)
@@ -133,6 +134,15 @@ def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
     assert line not in lines
     deletes = lines["Keyspaces: TTL deletes of one-time job rows"]
     assert per_million(deletes.usd, 1e9) == pytest.approx(0.5 * 0.275)
+    # and each row's storage while it lives (its history's 30 days and a day and a half), the same every month
+    live = lines["Keyspaces: one-time job rows while they live"]
+    assert live.usd / kept.usd == pytest.approx((30 + 1.5) / 30)
+
+
+def test_the_stage_setting_decides_whether_one_time_rows_expire() -> None:
+    # (on by default: cdk.json's ``one_time_rows_expire``, read as the CDK app reads it)
+    assert StageConfig.from_cdk_json(CDK_JSON).one_time_rows_expire
+    assert StageConfig.from_cdk_json(CDK_JSON, "prod").one_time_rows_expire
 
 
 def test_busy_scans_alone_cost_about_18_dollars_per_million_at_1_m_a_day(
