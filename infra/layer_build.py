@@ -91,6 +91,7 @@ CODE_LAYER: tuple[tuple[str, str], ...] = (
     ("layers", "jobrunner/adapters/stores/__init__.py"),
     ("layers", "jobrunner/adapters/stores/cassandra.py"),  # Container.store
     ("layers", "jobrunner/adapters/stores/history.py"),  # the store's history table
+    ("layers", "jobrunner/adapters/stores/expiring.py"),  # the store's one-time job rows, expiring
     ("layers", "jobrunner/adapters/stores/driver.py"),  # the store's prepared statements and batches
     ("layers", "jobrunner/adapters/stores/cassandra_settings.py"),  # how to reach the cluster (config builds it)
     ("layers", "jobrunner/adapters/stores/session.py"),  # its session
