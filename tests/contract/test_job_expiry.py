@@ -226,3 +226,13 @@ def test_a_one_time_jobs_row_expires_whole_never_half(cassandra_session: Any) ->
     first_gone = seen.index(None)
     assert all(s is not None and s.spec.payload == {"n": 2} for s in seen[:first_gone])
     assert all(s is None for s in seen[first_gone:])
+
+
+def test_a_one_time_job_due_to_expire_past_2038_is_kept_and_written(expiring: Expiring) -> None:
+    # (Cassandra refuses an expiry past 2038-01-19 by default: such a row is written with none, as before)
+    far = datetime(2037, 12, 1, tzinfo=UTC)
+    job = one_time(schedule=At(far), next_run_at=far)
+    expiring.store.create_job(job, None)
+    assert expiring.store.update_job(job.with_changes(version=2, schedule_version=2), [], expected_version=1)
+    expiring.clock.advance(timedelta(days=3650))
+    assert expiring.store.get_job(job.user_id, job.job_id) is not None

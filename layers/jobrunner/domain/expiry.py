@@ -40,6 +40,9 @@ EXPIRY_MARGIN = timedelta(days=1)
 #: The longest time to live the stores take (Keyspaces and Cassandra: 20 years); an instant further away is
 #: written with none (the job is kept, as any job was before).
 MAX_TTL_S = 630_720_000
+#: The latest instant Cassandra's storage can hold an expiry at (the year 2038 of its 32-bit seconds; a later one
+#: is refused by default, ``expiration_date_overflow_policy``): a row due to expire later is written with none.
+LATEST_EXPIRY = datetime(2038, 1, 19, 3, 14, 7, tzinfo=UTC)
 #: Where a non-recurring schedule's fire is looked for from: before any fire a job can have.
 _BEFORE_ANY_FIRE = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -70,8 +73,9 @@ def row_expires_at(job: Job, history: timedelta) -> datetime | None:
 
 def ttl_seconds(expires_at: datetime | None, now: datetime) -> int:
     """The time to live that makes a row written at ``now`` expire at ``expires_at``: 0 (none) for no instant or
-    one past ``MAX_TTL_S``; at least 1 (an instant already passed: the row goes at once, never kept)."""
-    if expires_at is None:
+    one past ``MAX_TTL_S`` or ``LATEST_EXPIRY`` (a job too far ahead is kept, as every job was before); at least 1
+    (an instant already passed: the row goes at once, never kept)."""
+    if expires_at is None or expires_at >= LATEST_EXPIRY:
         return 0
     seconds = math.ceil((expires_at - now).total_seconds())
     return 0 if seconds > MAX_TTL_S else max(1, seconds)

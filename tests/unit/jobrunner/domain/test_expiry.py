@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobrunner.domain.expiry import EXPIRY_MARGIN, MAX_TTL_S, execution_span, row_expires_at, ttl_seconds
+from jobrunner.domain.expiry import EXPIRY_MARGIN, LATEST_EXPIRY, MAX_TTL_S, execution_span, row_expires_at, ttl_seconds
 from jobrunner.domain.jobs import Job, JobState
 from jobrunner.domain.retry import next_attempt_delay
 from jobrunner.domain.schedules import At, Every
@@ -96,3 +96,5 @@ def test_the_time_to_live_counts_to_the_instant_from_now() -> None:
     assert ttl_seconds(NOW + timedelta(seconds=2.2), NOW) == 3  # (never before the instant)
     assert ttl_seconds(NOW - timedelta(seconds=5), NOW) == 1  # (passed: goes at once, never kept)
     assert ttl_seconds(NOW + timedelta(seconds=MAX_TTL_S + 1), NOW) == 0  # beyond the stores' longest: kept
+    assert ttl_seconds(LATEST_EXPIRY, NOW) == 0  # (Cassandra refuses an expiry past 2038)
+    assert ttl_seconds(LATEST_EXPIRY - timedelta(seconds=1), NOW) > 0
