@@ -77,17 +77,31 @@ def gone(store: Stores, job: Job) -> bool:
             and not store.get_jobs([(job.user_id, job.job_id)]) and listed == [])
 
 
+def walked(store: Stores) -> set[str]:
+    """The ids of every job a whole walk returns (``JobStore.walk_jobs``, the reconciler's)."""
+    ids: set[str] = set()
+    cursor: str | None = None
+    while True:
+        page, cursor = store.walk_jobs(cursor, 1000)
+        ids |= {j.job_id for j in page}
+        if cursor is None:
+            return ids
+
+
 def test_a_one_time_job_reads_whole_until_its_instant_and_is_gone_after(expiring: Expiring) -> None:
     # Given a one-time job written a little before its row's instant
     job = one_time()
     expiring.clock.set(expiring.instant(job) - LEAD)
     expiring.store.create_job(job, None)
-    # Then it reads as written
+    # Then it reads as written, and the reconciler's walk finds it
     assert expiring.store.get_job(job.user_id, job.job_id) == job.with_changes(schedule_from=AT)
+    assert job.job_id in walked(expiring.store)
     # When its instant passes
     expiring.let_pass(LEAD + timedelta(seconds=1))
-    # Then it is gone from every read, and a change racing the expiry lands nothing (no half row comes back)
+    # Then it is gone from every read, the reconciler's walk included (it repairs nothing of a job it never sees),
+    # and a change racing the expiry lands nothing (no half row comes back)
     assert gone(expiring.store, job)
+    assert job.job_id not in walked(expiring.store)
     assert not expiring.store.update_job(job.with_changes(version=2, payload={"n": 2}), [], expected_version=1)
     assert not expiring.store.update_job(job.with_changes(version=2, schedule_version=2), [], expected_version=1)
     assert gone(expiring.store, job)
