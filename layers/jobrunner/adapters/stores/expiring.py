@@ -13,6 +13,10 @@ a change that lands just before moves the instant (every cell again). Recurring 
 (``INSERT_JOB``, the two updates), never expiring this way. A row written whole by an INSERT without a time to live
 (a recurring job, or one submitted before this release) and later made one-time keeps its marker after its cells
 expire: a key with no columns, which reads as no job (``codec.is_job``).
+
+Amazon Keyspaces: its UPDATE takes ``USING TTL`` and ``IF`` together (its CQL reference's grammar; its page on
+lightweight transactions prices them on tables with TTL), on a table with TTL turned on: ``job_table_v2`` is, by
+the CDK app (``cql.schema.with_row_ttls`` finds these statements). A time to live of 0 is none, as on Cassandra.
 """
 
 from __future__ import annotations
