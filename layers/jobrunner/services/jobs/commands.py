@@ -292,9 +292,7 @@ class Commands(JobWriter):
         change is the job now (its version and instant), False when it did not land and never will. If even
         that read fails, ``Unavailable`` (503): the caller may send the request again."""
         try:
-            if was_one_time:  # (the rare case that needs it: a store's other callers name no such thing)
-                return self._store.update_job(updated, rows, expected_version, was_one_time=True)
-            return self._store.update_job(updated, rows, expected_version)
+            return self._store.update_job(updated, rows, expected_version, was_one_time=was_one_time)
         except Unavailable as exc:
             log.warning("job %s: the outcome of a change is unknown (%s); settling it by reading", updated.job_id, exc)
             return self._stands(updated)

@@ -394,12 +394,13 @@ def test_a_patch_that_loses_its_race_gives_back_what_it_took(store: MemoryJobSto
     job = service.submit("alice", JobSpec(Every(timedelta(minutes=5)), {}))[0]
     update, lost = store.update_job, []
 
-    def racing(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def racing(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+               was_one_time: bool = False) -> bool:
         if not lost:  # another change lands first, once
             lost.append(True)
             update(store.jobs[("alice", job.job_id)].with_changes(version=expected_version + 1), [], expected_version)
             return False
-        return update(updated, rows, expected_version)
+        return update(updated, rows, expected_version, was_one_time=was_one_time)
 
     store.update_job = racing  # type: ignore[method-assign]
     service.change("alice", job.job_id, SpecChange(schedule=Every(timedelta(seconds=20))))

@@ -1334,9 +1334,10 @@ class PendingStore(MemoryJobStore):
             job, expected = self.pending.pop()
             super().update_job(job, [], expected)
 
-    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+    def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                   was_one_time: bool = False) -> bool:
         self.commit_pending()
-        return super().update_job(job, rows, expected_version)
+        return super().update_job(job, rows, expected_version, was_one_time=was_one_time)
 
     def get_job_settled(self, user_id: str, job_id: str) -> Job | None:
         self.commit_pending()

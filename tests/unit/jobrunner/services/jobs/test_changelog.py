@@ -186,9 +186,10 @@ def test_a_change_past_version_1_writes_the_submit_entry_before_its_compare_and_
     class Dies(MemoryJobStore):
         landing = False
 
-        def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int) -> bool:
+        def update_job(self, job: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                       was_one_time: bool = False) -> bool:
             if self.landing:
-                super().update_job(job, rows, expected_version)
+                super().update_job(job, rows, expected_version, was_one_time=was_one_time)
             raise Crash
 
     store, changes, clock = Dies(), Writes(), ManualClock(NOW)
