@@ -52,6 +52,10 @@ class MeasuredInputs(BaseModel):
     change_log_bytes_per_one_time_job: Figure
     change_log_ttl_days: Figure
     job_row_bytes: Figure
+    # Days an expired row is still stored (and billed) before Keyspaces deletes it: the history's, and the other
+    # rows' that expire by their time to live (the change log's, one-time jobs').
+    history_purge_lag_days: Figure
+    ttl_purge_lag_days: Figure
     # Lambda.
     scan_cpu_ms: Figure
     busy_scan_seconds: Figure

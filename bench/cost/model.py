@@ -347,13 +347,17 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
         f"{i.reconciler_reads.value} RRU per execution (LOCAL_ONE)")
     add("TTL deletes", u.executions * i.ttl_deletes.value * p.keyspaces_ttl_delete.value,
         f"{i.ttl_deletes.value} rows expiring per execution")
-    history_gb = u.executions / DAYS * i.history_ttl_days.value * i.history_bytes_stored.value / GB
+    # held while they live, and after until Keyspaces purges them (billed until then: ``*_purge_lag_days``)
+    history_days = i.history_ttl_days.value + i.history_purge_lag_days.value
+    changes_days = i.change_log_ttl_days.value + i.ttl_purge_lag_days.value
+    history_gb = u.executions / DAYS * history_days * i.history_bytes_stored.value / GB
     changes_gb = u.executions / DAYS * (
-        i.one_time_share.value * i.change_log_ttl_days.value * i.change_log_bytes_per_one_time_job.value) / GB
+        i.one_time_share.value * changes_days * i.change_log_bytes_per_one_time_job.value) / GB
     stored_gb = history_gb + changes_gb
     add("storage of the rows that expire", stored_gb * p.keyspaces_storage.value,
-        f"{stored_gb:,.1f} GB held: history ({i.history_ttl_days.value:.0f} days) and change log "
-        f"({i.change_log_ttl_days.value:.0f} days)")
+        f"{stored_gb:,.1f} GB held: history ({i.history_ttl_days.value:.0f} days + "
+        f"{i.history_purge_lag_days.value:.0f} until purged) and change log ({i.change_log_ttl_days.value:.0f} + "
+        f"{i.ttl_purge_lag_days.value:.0f})")
     recovered = [name for name, gb in (("task_history_v2", history_gb), ("job_changes", changes_gb))
                  if name in c.pitr_tables]
     recovered_gb = (history_gb if "task_history_v2" in recovered else 0.0) + (
@@ -365,12 +369,12 @@ def _keyspaces(u: Usage, c: StageConfig, i: MeasuredInputs, p: PriceTable, capac
         add("TTL deletes of one-time job rows", u.one_time * p.keyspaces_ttl_delete.value,
             "a one-time job's row expires after its last fire (1 TTL delete a one-time job)")
         # held while it lives: its history's days and a little more (``domain.expiry``: twice its longest execution
-        # and a day's margin; a day and a half counted, for jobs with a timeout and few retries)
-        live_days = i.history_ttl_days.value + 1.5
+        # and a day's margin; a day and a half counted, for jobs with a timeout and few retries), then until purged
+        live_days = i.history_ttl_days.value + 1.5 + i.ttl_purge_lag_days.value
         live_gb = u.one_time / DAYS * live_days * i.job_row_bytes.value / GB
         price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)
         add("one-time job rows while they live", live_gb * price,
-            f"{live_gb:,.1f} GB held: {live_days:.1f} days each (history, executions, a margin), then expired")
+            f"{live_gb:,.1f} GB held: {live_days:.1f} days each (history, executions, a margin, until purged)")
     else:
         kept_gb = u.one_time * i.job_row_bytes.value / GB
         price = p.keyspaces_storage.value + (p.keyspaces_pitr.value if "job_table_v2" in c.pitr_tables else 0.0)

@@ -36,9 +36,15 @@ LEVERS: tuple[Lever, ...] = (
           takes="the RUNNING record replaced by one marker per published group: overlap, timeouts, the orphan "
                 "checks and the results' acceptance all read that record today (a redesign of the history store "
                 "and of every reader, with the model and both fault suites)"),
-    Lever(name="no TTL deletes of history and schedule rows", inputs={"ttl_deletes": 0.0},
-          takes="rows expired by dropping whole time-bucketed tables (DROP TABLE is free; a TTL delete is not): "
-                "tables made ahead by the deploy, a ring the readers know, IAM for DDL at run time"),
+    Lever(name="no TTL deletes of history and schedule rows", inputs={"ttl_deletes": 0.0,
+                                                                      "history_purge_lag_days": 0.5},
+          takes="rows expired by dropping whole time-bucketed tables, a table a day: a dropped table costs no TTL "
+                "delete, leaves storage at once instead of up to 10 days after its rows expire, and (with point-in-"
+                "time recovery) stays restorable 35 days at no additional cost; tables named by their day, never "
+                "reused (a new table of a dropped one's name ends its restore), made ahead by a scheduled function "
+                "(Keyspaces DDL is asynchronous), IAM for CREATE and DROP at run time, every history reader walking "
+                "tables by day (a job's newest records, an execution's record by its day), and schedule rows due "
+                "beyond the ring kept in a table that expires by TTL"),
 )
 
 

@@ -134,9 +134,27 @@ def test_one_time_rows_that_never_expire_cost_their_storage_every_month(
     assert line not in lines
     deletes = lines["Keyspaces: TTL deletes of one-time job rows"]
     assert per_million(deletes.usd, 1e9) == pytest.approx(0.5 * 0.275)
-    # and each row's storage while it lives (its history's 30 days and a day and a half), the same every month
+    # and each row's storage while it lives (its history's 30 days and a day and a half) and until Keyspaces purges
+    # it (up to 10 days after it expired), the same every month
     live = lines["Keyspaces: one-time job rows while they live"]
-    assert live.usd / kept.usd == pytest.approx((30 + 1.5) / 30)
+    assert live.usd / kept.usd == pytest.approx((30 + 1.5 + 10) / 30)
+
+
+def test_rows_that_expire_are_billed_until_keyspaces_purges_them(
+        config: StageConfig, inputs: MeasuredInputs) -> None:
+    # Given the history's rows kept 30 days, and Keyspaces purging expired rows up to 10 days later (its TTL page)
+    assert inputs.history_ttl_days.value == 30 and inputs.history_purge_lag_days.value == 10
+    load_ = Load(executions_per_day=50e6)
+    lagging = _by_item(monthly_lines(config, inputs, PRICES, load_))
+    purged_at_once = _by_item(monthly_lines(
+        config, _with(inputs, history_purge_lag_days=0, ttl_purge_lag_days=0), PRICES, load_))
+    # Then the history's storage, and its point-in-time recovery, are those of 40 days of rows, not 30
+    for item in ("Keyspaces: storage of the rows that expire",
+                 "Keyspaces: point-in-time recovery of the rows that expire"):
+        assert lagging[item].usd / purged_at_once[item].usd == pytest.approx(40 / 30)
+    # and a one-time job's row is billed 10 days more than it lives
+    live = "Keyspaces: one-time job rows while they live"
+    assert lagging[live].usd / purged_at_once[live].usd == pytest.approx((30 + 1.5 + 10) / (30 + 1.5))
 
 
 def test_the_stage_setting_decides_whether_one_time_rows_expire() -> None:
