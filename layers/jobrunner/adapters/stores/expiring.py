@@ -60,6 +60,11 @@ class RowExpiry:
         #: The wall clock a time to live is counted from (a test's, to see an instant come).
         self._now = now
 
+    @property
+    def on(self) -> bool:
+        """Whether the stage lets one-time jobs' rows expire (``one_time_rows_expire``)."""
+        return self._on
+
     def applies(self, job: Job, was_one_time: bool = False) -> bool:
         """Whether ``job``'s row is written whole with a time to live: a one-time job (or one that was, made
         recurring: its cells lose theirs), where the stage lets rows expire."""
