@@ -12,7 +12,8 @@ version and fails, so a change landing as the row expires resurrects nothing (th
 a change that lands just before moves the instant (every cell again). Recurring jobs are written as before
 (``INSERT_JOB``, the two updates), never expiring this way. A row written whole by an INSERT without a time to live
 (a recurring job, or one submitted before this release) and later made one-time keeps its marker after its cells
-expire: a key with no columns, which reads as no job (``codec.is_job``).
+expire: a key with no columns, which reads as no job (``codec.is_job``). The migration gives the rows of one-time
+jobs an older release wrote, not changed since, their time to live, marker included (``cql.kept_jobs``).
 
 Amazon Keyspaces: its UPDATE takes ``USING TTL`` and ``IF`` together (its CQL reference's grammar; its page on
 lightweight transactions prices them on tables with TTL), on a table with TTL turned on: ``job_table_v2`` is, by
