@@ -23,6 +23,9 @@ live. A job is copied if it has no row there yet, or written again if the legacy
 ``updated_at``): an older release still serving during the deploy writes the legacy table, so running
 it once more after the new code is live carries those changes over; a row the new code changed since
 is newer and kept. Both writes are conditional, so neither overwrites a change racing them.
+
+Last, it gives the one-time jobs' rows an older release wrote without a time to live their own, so that they
+expire as the rows this release writes do (``cql.kept_jobs``; nothing where the stage keeps them).
 """
 
 from __future__ import annotations
@@ -37,10 +40,19 @@ from cassandra import ConsistencyLevel
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
+from cql.kept_jobs import (
+    EXPIRE_KEPT_JOB,
+    EXPIRE_ROW_MARKER,
+    SELECT_KEPT_JOBS,
+    expire_kept_one_time_jobs,
+    row_expiry,
+)
 from cql.schema import CQL_DIR, TableSpec, parse_table, statements
 from jobrunner.adapters.stores import codec
 from jobrunner.adapters.stores.cassandra import CassandraJobStore, unset_nulls
+from jobrunner.adapters.stores.expiring import RowExpiry
 from jobrunner.adapters.stores.session import connect
+from jobrunner.domain.limits import Limits
 from jobrunner.domain.placement import placed_anew, placed_in_time
 
 if TYPE_CHECKING:
@@ -104,7 +116,8 @@ ENABLE_CLIENT_SIDE_TIMESTAMPS = (
 #: Every statement the migration sends besides ``cql/`` (checked by ``tests/infra/test_keyspaces_compat.py``).
 STATEMENTS = (DELETE_LEGACY_SCHEDULED, SELECT_LEGACY_SCHEDULED, SELECT_LEGACY_HISTORY, SELECT_HISTORY_KEY,
               COPY_HISTORY, SELECT_LEGACY_JOBS, SELECT_LEGACY_JOB_TTL, SELECT_JOB_COPY, COPY_JOB, RECOPY_JOB,
-              SELECT_TABLE_PROPERTIES, ENABLE_CLIENT_SIDE_TIMESTAMPS)
+              SELECT_TABLE_PROPERTIES, ENABLE_CLIENT_SIDE_TIMESTAMPS, SELECT_KEPT_JOBS, EXPIRE_KEPT_JOB,
+              EXPIRE_ROW_MARKER)
 
 
 def replication_for(mode: str, replication_factor: int = 1, datacenter: str | None = None) -> str:
@@ -296,9 +309,13 @@ def copy_legacy_jobs(session: Session, keyspace: str, page_size: int = 500) -> i
     return written
 
 
-def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]:
+def migrate(settings: CassandraSettings, directory: Path = CQL_DIR, *, expiry: RowExpiry | None = None) -> list[str]:
     """Apply the schema (tables created, missing columns added, default TTLs set, client-side timestamps on where
-    Keyspaces has them off); returns the statements run."""
+    Keyspaces has them off), then carry the data over (module doc); returns the statements run, and a line for
+    each data step that wrote rows.
+
+    ``expiry``: the rule one-time jobs' rows are written with (``cql.kept_jobs.row_expiry`` of the stage's
+    settings); by default the store's own default (on, ``Limits``' history retention)."""
     session = connect(settings, keyspace=False)
     try:
         session.execute(
@@ -328,6 +345,11 @@ def migrate(settings: CassandraSettings, directory: Path = CQL_DIR) -> list[str]
         jobs = copy_legacy_jobs(session, settings.keyspace)
         if jobs:
             applied.append(f"-- copied {jobs} job(s) from {LEGACY_JOBS} to job_table_v2")
+        if expiry is None:
+            expiry = RowExpiry(lambda _tenant: Limits().history_ttl_s, on=True, now=lambda: datetime.now(UTC))
+        expiring = expire_kept_one_time_jobs(session, expiry)
+        if expiring:
+            applied.append(f"-- gave {expiring} one-time job(s) of job_table_v2 their time to live")
         return applied
     finally:
         session.cluster.shutdown()
@@ -339,8 +361,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--keyspace", default=Settings.from_env().keyspace)
     args = parser.parse_args()
-    settings = Settings.from_env().replace(keyspace=args.keyspace).cassandra
-    applied = migrate(settings)
+    stage = Settings.from_env().replace(keyspace=args.keyspace)
+    settings = stage.cassandra
+    applied = migrate(settings, expiry=row_expiry(stage))
     print(f"schema applied to keyspace {settings.keyspace}: {len(applied)} statement(s)")
 
 

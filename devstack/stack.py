@@ -25,6 +25,7 @@ import boto3
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from cql.kept_jobs import row_expiry
 from cql.migrate import migrate
 from devstack import servers, tokens
 from devstack.environments import Environments
@@ -188,7 +189,7 @@ class LocalStack:
         self._threads.append(thread)
 
     def _bootstrap(self) -> None:
-        migrate(self.settings.cassandra)
+        migrate(self.settings.cassandra, expiry=row_expiry(self.settings))
         ensure_topics(self.settings.kafka.bootstrap, [self.settings.topic, self.settings.results_topic,
                                                       self.settings.dead_letter_topic, self.settings.delivery_topic,
                                                       *self.settings.allowed_topics],

@@ -12,7 +12,8 @@ version and fails, so a change landing as the row expires resurrects nothing (th
 a change that lands just before moves the instant (every cell again). Recurring jobs are written as before
 (``INSERT_JOB``, the two updates), never expiring this way. A row written whole by an INSERT without a time to live
 (a recurring job, or one submitted before this release) and later made one-time keeps its marker after its cells
-expire: a key with no columns, which reads as no job (``codec.is_job``).
+expire: a key with no columns, which reads as no job (``codec.is_job``). The migration gives the rows of one-time
+jobs an older release wrote, not changed since, their time to live, marker included (``cql.kept_jobs``).
 
 Amazon Keyspaces: its UPDATE takes ``USING TTL`` and ``IF`` together (its CQL reference's grammar; its page on
 lightweight transactions prices them on tables with TTL), on a table with TTL turned on: ``job_table_v2`` is, by
@@ -59,6 +60,11 @@ class RowExpiry:
         self._on = on
         #: The wall clock a time to live is counted from (a test's, to see an instant come).
         self._now = now
+
+    @property
+    def on(self) -> bool:
+        """Whether the stage lets one-time jobs' rows expire (``one_time_rows_expire``)."""
+        return self._on
 
     def applies(self, job: Job, was_one_time: bool = False) -> bool:
         """Whether ``job``'s row is written whole with a time to live: a one-time job (or one that was, made
