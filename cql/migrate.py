@@ -365,6 +365,8 @@ def main() -> None:
     settings = stage.cassandra
     applied = migrate(settings, expiry=row_expiry(stage))
     print(f"schema applied to keyspace {settings.keyspace}: {len(applied)} statement(s)")
+    for done in (line for line in applied if line.startswith("-- ")):  # the rows moved, copied or given a TTL
+        print(done[3:])
 
 
 if __name__ == "__main__":
