@@ -33,9 +33,10 @@ class Lever(BaseModel):
 
 LEVERS: tuple[Lever, ...] = (
     Lever(name="history written once, with its outcome", inputs={"history_rows_written": 1.0},
-          takes="the RUNNING record replaced by one marker per published group: overlap, timeouts, the orphan "
-                "checks and the results' acceptance all read that record today (a redesign of the history store "
-                "and of every reader, with the model and both fault suites)"),
+          takes="the RUNNING record, which sixteen readers ask today, replaced by a receipt in the result token, the "
+                "watchdog row and a marker per scan flush, for executions of jobs with no policy that reads it; "
+                "priced here as the ideal (the markers and their sweep give some of it back): "
+                "docs/history-written-once.md"),
     Lever(name="no TTL deletes of history and schedule rows", inputs={"ttl_deletes": 0.0,
                                                                       "history_purge_lag_days": 0.5},
           takes="rows expired by dropping whole time-bucketed tables, a table a day: a dropped table costs no TTL "
