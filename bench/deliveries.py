@@ -180,9 +180,18 @@ def tenants_for(settings: Settings) -> list[str]:
 
 def section_settings(bench: Bench, secret: str, ca_bundle: str) -> Settings:
     """The run's settings with the targets' local trust: loopback allow-listed, the local CA trusted, and the
-    section's secret for each of its tenants."""
+    section's secret for each of its tenants; and no per-tenant delivery rate (``delivery_tenant_rate`` 0), so that
+    the burst measures what the delivery function can do, not the pacing a stage sets (reported beside it:
+    ``paced_bound``)."""
     return bench.settings.replace(target_address_allow=("127.0.0.0/8",), target_ca_bundle=ca_bundle,
-                                  webhook_secrets={t: [secret] for t in tenants_for(bench.settings)})
+                                  webhook_secrets={t: [secret] for t in tenants_for(bench.settings)},
+                                  delivery_tenant_rate=0)
+
+
+def paced_bound(settings: Settings) -> int:
+    """The most deliveries a second the section's tenants would get from one delivery function instance under the
+    stage's default per-tenant rate (``delivery_tenant_rate``, 0: none)."""
+    return len(tenants_for(settings)) * settings.delivery_tenant_rate
 
 
 def _scan_skipping(bench: Bench, minutes: list[datetime], segments: int) -> None:
@@ -350,7 +359,7 @@ def run_deliveries(bench: Bench) -> None:
         "runs": runs, "executions": o.deliveries_executions, "burst": o.deliveries_burst,
         "segments": o.lateness_segments, "clock": o.deliveries_clock, "tenants": len(tenants_for(rules)),
         "concurrency": rules.delivery_concurrency, "tenant_concurrency": rules.delivery_tenant_concurrency,
-        "batch_records": _batch_records(),
+        "batch_records": _batch_records(), "tenant_rate": rules.delivery_tenant_rate, "paced_bound": paced_bound(rules),
     }
 
 

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from bench.context import Options
-from bench.deliveries import arrivals_by_minute, check_arrivals, tenants_for, throughput
+from bench.deliveries import (
+    arrivals_by_minute,
+    check_arrivals,
+    paced_bound,
+    section_settings,
+    tenants_for,
+    throughput,
+)
 from bench.report.deliveries import deliveries_rows, deliveries_section
 from jobrunner.config import Settings
 from jobrunner.domain.time import to_epoch_ms
@@ -57,6 +64,18 @@ def test_the_jobs_are_spread_over_as_many_tenants_as_a_batch_calls_at_once() -> 
     assert tenants_for(Settings.of(delivery_concurrency=16, delivery_tenant_concurrency=4)) == [
         "bench-tenant-0", "bench-tenant-1", "bench-tenant-2", "bench-tenant-3"]
     assert len(tenants_for(Settings.of(delivery_concurrency=2, delivery_tenant_concurrency=4))) == 1
+
+
+def test_the_burst_measures_the_delivery_function_not_the_stages_per_tenant_pacing() -> None:
+    # Given a stage pacing each tenant at 20 deliveries a second per instance, over the section's 4 tenants
+    stage = Settings.of(delivery_concurrency=16, delivery_tenant_concurrency=4, delivery_tenant_rate=20)
+    bench = SimpleNamespace(settings=stage)
+    # When the section sets up its delivery function
+    settings = section_settings(bench, "whsec_x", "/ca.pem")  # type: ignore[arg-type]
+    # Then it runs without the pacing (which would hold the burst to 4 x 20 a second), and says what it would be
+    assert settings.delivery_tenant_rate == 0
+    assert settings.delivery_rates.of("bench-tenant-0") is None
+    assert paced_bound(stage) == 80
 
 
 def _summary(p50: float) -> dict[str, float]:
