@@ -1,4 +1,4 @@
-"""A row's size as Amazon Keyspaces bills its storage, from the row as the driver reads it back and its table in ``cql/``.
+"""A row's size as Amazon Keyspaces bills its storage, from the row as the driver reads it back and its table.
 
 The rules are Keyspaces' developer guide, "Estimate row size in Amazon Keyspaces" (``PAGE``):
 
@@ -84,8 +84,8 @@ def row_bytes(table: TableSpec, row: Mapping[str, Any], *, written: Collection[s
     for column in table.partition_key:
         size += 2 * value_bytes(column.type, row[column.name]) + column_id + PARTITION_KEY_METADATA_BYTES
     for column, _ in table.clustering:
-        value = value_bytes(column.type, row[column.name])
-        size += 2 * value + math.ceil(value / CLUSTERING_BYTES_PER_METADATA_BYTE) + column_id
+        encoded = value_bytes(column.type, row[column.name])
+        size += 2 * encoded + math.ceil(encoded / CLUSTERING_BYTES_PER_METADATA_BYTE) + column_id
     for column in table.regular:
         value = row.get(column.name)
         if value is None and column.name not in written:
