@@ -9,16 +9,17 @@ The rules are Keyspaces' developer guide, "Estimate row size in Amazon Keyspaces
 * values: text as its UTF-8 bytes; ``int``, ``bigint``, ``smallint``, ``tinyint`` and ``varint`` about 1 byte per
   two significant digits (leading and trailing zeros trimmed) + 1; a blob its length; a boolean or a null 1 byte;
 * time to live turned on for the table: about 8 bytes a row and 8 a column (a scalar value);
-* client-side timestamps turned on: about 20 to 40 bytes (``CLIENT_TIMESTAMPS_BYTES`` takes the upper end, read
-  as the row's, since the page gives one range for the timestamps of a row);
+* client-side timestamps turned on: about 20 to 40 bytes (``CLIENT_TIMESTAMPS_BYTES`` takes the upper end);
 * storage (``BillableTableSizeInBytes``): the columns + 100 bytes of row metadata; a read or write unit counts the
   columns alone.
 
-Two readings the page leaves open, taken here and named so they can be changed in one place: a type it does not
-list (``timestamp``, ``uuid``, ``double``...) counts its CQL binary protocol size (``FIXED_BYTES``); a regular
-column that reads back null counts only if the write set it (a null written is a cell: the page's 1-byte null),
-since a column a write left unset has no cell at all. Collections are not priced (``value_bytes`` raises): the
-schema has none.
+Readings the page leaves open, taken here and named so they can be changed in one place: a type it does not list
+(``timestamp``, ``uuid``, ``double``...) counts its CQL binary protocol size (``FIXED_BYTES``); a regular column
+that reads back null counts only if the write set it (a null written is a cell: the page's 1-byte null), since a
+column a write left unset has no cell at all; the time to live's 8 bytes a column count for every column with a
+cell, the key columns and written nulls included (the page: "stored for every column of each row"); the client-side
+timestamps' range is the row's, not a column's. Collections are not priced (``value_bytes`` raises): the schema
+has none.
 """
 
 from __future__ import annotations
@@ -80,18 +81,20 @@ def row_bytes(table: TableSpec, row: Mapping[str, Any], *, written: Collection[s
     (the stored size), else the size read and write units count. Raises ``KeyError`` when a key column is missing.
     """
     column_id = column_id_bytes(len(table.columns))
-    size = 0
+    size = cells = 0
     for column in table.partition_key:
         size += 2 * value_bytes(column.type, row[column.name]) + column_id + PARTITION_KEY_METADATA_BYTES
+        cells += 1
     for column, _ in table.clustering:
         encoded = value_bytes(column.type, row[column.name])
         size += 2 * encoded + math.ceil(encoded / CLUSTERING_BYTES_PER_METADATA_BYTE) + column_id
+        cells += 1
     for column in table.regular:
         value = row.get(column.name)
         if value is None and column.name not in written:
             continue  # no cell
         size += (NULL_BYTES if value is None else value_bytes(column.type, value)) + column_id
-        size += TTL_BYTES if ttl else 0
-    size += TTL_BYTES if ttl else 0
+        cells += 1
+    size += TTL_BYTES * (1 + cells) if ttl else 0
     size += CLIENT_TIMESTAMPS_BYTES if client_timestamps else 0
     return size + (ROW_METADATA_BYTES if storage else 0)

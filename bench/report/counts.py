@@ -136,9 +136,9 @@ def _sizes(runs: list[dict[str, Any]]) -> list[str]:
         return []
     return ["Sizes, for the cost model: the rows read back once the run is done, sized as Amazon Keyspaces",
             "stores them (its row size page's rules, `bench/rowsize.py`: key columns twice, a column id per cell,",
-            "100 bytes of row metadata, 8 bytes of time-to-live metadata a row and a cell where the table has TTL",
-            "on, 40 of client-side timestamps), and each result message answered, as `jobrunner_client.worker`",
-            "sends it:", "",
+            "100 bytes of row metadata, 8 bytes of time-to-live metadata a row and a cell, key cells included,",
+            "where the table has TTL on, 40 of client-side timestamps), and each result message answered, as",
+            "`jobrunner_client.worker` sends it:", "",
             *table(["what", "bytes (median)", "least-most", "counted", "cost input"], rows)]
 
 

@@ -70,8 +70,8 @@ def test_a_null_counts_only_where_the_write_set_it() -> None:
 
 def test_time_to_live_and_client_timestamps_add_their_metadata() -> None:
     plain = row_bytes(EXAMPLE, EXAMPLE_ROW)
-    # TTL: 8 bytes for the row and 8 for its one regular column
-    assert row_bytes(EXAMPLE, EXAMPLE_ROW, ttl=True) == plain + 2 * TTL_BYTES
+    # TTL: 8 bytes for the row and 8 for each of its five columns, the key's included
+    assert row_bytes(EXAMPLE, EXAMPLE_ROW, ttl=True) == plain + 6 * TTL_BYTES
     assert row_bytes(EXAMPLE, EXAMPLE_ROW, client_timestamps=True) == plain + CLIENT_TIMESTAMPS_BYTES
 
 

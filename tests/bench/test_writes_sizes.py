@@ -56,8 +56,8 @@ def test_a_one_time_job_row_counts_its_written_nulls_time_to_live_and_timestamps
     values = dict(zip(written, codec.job_values(job), strict=True))
     row = namedtuple("Row", [c.name for c in table.columns])(**{c.name: values.get(c.name) for c in table.columns})
     # When it is sized as Keyspaces stores it, then its table has time to live on (one-time rows expire) and
-    # client-side timestamps: 8 bytes a row, 8 a cell (the written nulls too), and the timestamps
-    cells = len([c for c in table.regular if c.name in written])
+    # client-side timestamps: 8 bytes a row, 8 a cell (the key's and the written nulls too), and the timestamps
+    cells = len([c for c in table.columns if c.name in written])
     plain = row_bytes(table, row._asdict(), written=written)
     assert table.rows_expire
     assert stored_bytes(table, row, written) == plain + TTL_BYTES * (1 + cells) + CLIENT_TIMESTAMPS_BYTES
