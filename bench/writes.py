@@ -21,6 +21,11 @@ Cassandra store with a clock 55 s into the minute, so every retry lands in the n
 lane; that minute is scanned too and its retries are answered SUCCESS. Seeding happens before the
 first reading and is not counted. The driver's own tally of the write statements it sent is kept
 next to Cassandra's count, as a cross-check, with the model of ``docs/scaling.md`` for the same mix.
+
+Sizes, for the cost model: once the run is done, the history rows of its executions and the one-time job rows
+``submit_rows`` submitted are read back and sized as Amazon Keyspaces stores them (``bench.rowsize``: its row
+size page's rules, with the table features the deployment turns on), and each result message answered is sized
+as the worker produces it (key + value + headers, as ``bench.raw.message_bytes`` counts a job message).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import hashlib
 import itertools
 import json
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -38,7 +44,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from bench.instruments import CountingSession
-from bench.seed import SeedSpec, generate, insert
+from bench.rowsize import row_bytes
+from bench.seed import PAD, SeedSpec, generate, insert
+from bench.stats import median
 from bench.worker_pool import split
 from jobrunner.domain.spec import RetryPolicy
 from jobrunner.domain.time import MINUTE, to_epoch_ms
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from bench.context import Bench
+    from cql.schema import TableSpec
     from jobrunner.ports import OutboundMessage
 
 COUNTER = "system_views.local_write_latency"
@@ -168,6 +177,48 @@ def _report_bytes(value: dict[str, Any], headers: dict[str, bytes], fail: bool) 
     return json.dumps(result).encode()
 
 
+def result_message_bytes(value: dict[str, Any], report: bytes) -> int:
+    """The bytes of the result message ``report`` answering the execution ``value`` on Kafka, counted as
+    ``bench.raw.message_bytes`` counts a job message (key + value + headers): ``Worker`` keys it by the job id
+    and sends no headers."""
+    return len(value["job_id"].encode()) + len(report)
+
+
+def keyspaces_tables() -> dict[str, TableSpec]:
+    """The tables of ``cql/`` as the stack deploys them (``infra/app.py``): TTL turned on where a statement of the
+    stores writes ``USING TTL``."""
+    from cql.schema import load_tables, with_row_ttls
+    from jobrunner.adapters.stores.cassandra import STATEMENTS
+    from jobrunner.adapters.stores.changes import STATEMENTS as CHANGE_LOG_STATEMENTS
+
+    return {t.name: t for t in with_row_ttls(load_tables(), (*STATEMENTS, *CHANGE_LOG_STATEMENTS))}
+
+
+def stored_bytes(table: TableSpec, row: Any, written: Sequence[str] = ()) -> int:
+    """A row read back (a named tuple), sized as Amazon Keyspaces stores it (``bench.rowsize``): time to live on
+    where the stack turns it on (a default TTL, or rows written with one), client-side timestamps on every table
+    (``cql.migrate`` turns them on); ``written``: the regular columns its writes set, nulls included."""
+    return row_bytes(table, row._asdict(), written=written, client_timestamps=True,
+                     ttl=table.default_time_to_live is not None or table.rows_expire)
+
+
+def sizes(values: Sequence[int]) -> dict[str, float]:
+    """The median, least and most of ``values``, and how many (all 0 for none)."""
+    if not values:
+        return {"median": 0.0, "min": 0.0, "max": 0.0, "count": 0}
+    return {"median": median(values), "min": min(values), "max": max(values), "count": len(values)}
+
+
+def _history_row_bytes(session: Any, table: TableSpec, jobs: set[str], executions: set[str]) -> list[int]:
+    """The stored size of each history row of ``executions`` (rows of the seeded ``jobs``), read back. The
+    store writes a record with its nulls unset (``stores/history.py``): a null there is no cell."""
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    select = session.prepare("SELECT * FROM task_history_v2 WHERE job_id = ?")
+    results = execute_concurrent_with_args(session, select, [(job_id,) for job_id in sorted(jobs)], concurrency=32)
+    return [stored_bytes(table, row) for _, rows in results for row in rows if row.execution_id in executions]
+
+
 def _failing(values: list[dict[str, Any]], share: float) -> set[str]:
     """``round(share * n)`` of the executions, picked by a hash of their id (one-time and recurring alike)."""
     ids = sorted((hashlib.sha1(v["execution_id"].encode()).hexdigest(), v["execution_id"]) for v in values)
@@ -254,6 +305,7 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
                              enable_auto_commit=False)
     scans: list[dict[str, Any]] = []
     answered: list[dict[str, Any]] = []
+    message_bytes: list[int] = []
     try:
         spec = SeedSpec(to_epoch_ms(bucket), fires, segments, topic, seed=hash(("writes", bucket)) & 0xFFFFFFFF)
         pairs = [(job.with_changes(retry=RETRY), row) for job, row in generate(spec)]
@@ -277,6 +329,8 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
         def answer(messages: list[tuple[dict[str, Any], dict[str, bytes]]], fail: set[str], now: datetime) -> None:
             counting.reset()
             reports = [_report_bytes(value, headers, value["execution_id"] in fail) for value, headers in messages]
+            message_bytes.extend(result_message_bytes(value, report)
+                                 for (value, _), report in zip(messages, reports, strict=True))
             answered.append(_apply(bench, counting, segments, now, reports) | {"reports": len(reports)})
             tally = counting.reset()
             recorder.driver.update(tally.statements)
@@ -288,6 +342,8 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
         answer(first, fail, bucket + RESULTS_AT)
         retries = scan(retry_bucket)
         answer(retries, set(), retry_bucket + RESULTS_AT)
+        executions_run = {value["execution_id"] for value, _ in first + retries}
+        history_bytes = _history_row_bytes(session, keyspaces_tables()["task_history_v2"], jobs, executions_run)
     finally:
         consumer.close()
         session.cluster.shutdown()
@@ -313,6 +369,8 @@ def writes_once(bench: Bench, fires: int, segments: int, failures: float) -> dic
         "expected": expected_rows(fires, recurring, len(fail)),
         "per_execution": {t: v / n for t, v in tables.items()},
         "total_per_execution": sum(tables.values()) / n,
+        "stored_bytes": {"history_row": sizes(history_bytes)},
+        "result_message_bytes": sizes(message_bytes),
     }
 
 
@@ -321,14 +379,18 @@ SUBMITS = 100
 SUBMITTER = "bench-writes-submitter"
 
 
-def submit_rows(bench: Bench, count: int = SUBMITS) -> dict[str, dict[str, float]]:
+def submit_rows(bench: Bench, count: int = SUBMITS) -> tuple[dict[str, dict[str, float]], list[int]]:
     """Rows written per job submitted through the real ``JobService`` on the Cassandra store (its first run,
     the job, and whatever else a submit keeps: the change log as the deployment keeps it), counted by
-    Cassandra as the executions are: one-time jobs, then recurring ones, one request each. Rows a job per
-    table, by kind."""
+    Cassandra as the executions are: one-time jobs, then recurring ones, one request each, as the API submits
+    them (the benchmark's usual payload, a trace, the submitter as tenant and author). Returns the rows a job
+    per table, by kind, and the stored size of each one-time job row, read back (``stored_bytes``)."""
+    from jobrunner.adapters.stores import codec
+    from jobrunner.adapters.stores.cassandra import INSERT_JOB
     from jobrunner.adapters.stores.session import connect
     from jobrunner.domain.schedules import At, Every, Schedule
     from jobrunner.domain.spec import JobSpec
+    from jobrunner.domain.tracing import new_traceparent
     from jobrunner.wiring import Container
 
     session = connect(bench.settings.cassandra)
@@ -340,16 +402,29 @@ def submit_rows(bench: Bench, count: int = SUBMITS) -> dict[str, dict[str, float
         kinds: dict[str, list[Schedule]] = {
             "one_time": [At(later + timedelta(seconds=i % 60)) for i in range(count)],
             "recurring": [Every(timedelta(hours=1)) for _ in range(count)]}
+        submitted: dict[str, list[str]] = {kind: [] for kind in kinds}
         recorder.read()
-        for schedules in kinds.values():
+        for kind, schedules in kinds.items():
             for i, schedule in enumerate(schedules):
-                jobs.submit(SUBMITTER, JobSpec(schedule, {"bench": True, "n": i}, topic=bench.names.topic))
+                job, _ = jobs.submit(SUBMITTER, JobSpec(schedule, {"bench": True, "n": i, "pad": PAD},
+                                                        topic=bench.names.topic),
+                                     actor=SUBMITTER, trace_parent=new_traceparent())
+                submitted[kind].append(job.job_id)
             recorder.read()
+        # Every write of a job row sets each column of INSERT_JOB (``stores/expiring.py``), nulls included.
+        written = re.search(r"\(([^)]*)\) VALUES", INSERT_JOB)
+        assert written is not None, INSERT_JOB
+        select = session.prepare("SELECT * FROM job_table_v2 WHERE user_id = ? AND shard = ? AND job_id = ?")
+        table = keyspaces_tables()["job_table_v2"]
+        job_bytes = [stored_bytes(table, row, [c.strip() for c in written.group(1).split(",")])
+                     for job_id in submitted["one_time"]
+                     for row in session.execute(select, codec.job_key(SUBMITTER, job_id))]
     finally:
         session.cluster.shutdown()
     deltas = [_delta(a, b) for a, b in itertools.pairwise(recorder.snapshots)]
-    return {kind: {t: v / count for t, v in delta.items() if "." not in t}
+    rows = {kind: {t: v / count for t, v in delta.items() if "." not in t}
             for kind, delta in zip(kinds, deltas, strict=True)}
+    return rows, job_bytes
 
 
 def run_writes(bench: Bench) -> None:
@@ -357,7 +432,8 @@ def run_writes(bench: Bench) -> None:
     runs = []
     for index in range(o.runs):
         result = writes_once(bench, o.writes_executions, o.drain_segments, o.writes_failures)
-        result["submit"] = submit_rows(bench)
+        result["submit"], job_bytes = submit_rows(bench)
+        result["stored_bytes"]["one_time_job_row"] = sizes(job_bytes)
         per = ", ".join(f"{t} {v:.2f}" for t, v in result["per_execution"].items())
         print(f"  writes run {index + 1}/{o.runs}: {result['executions']} executions "
               f"({result['published_retries']} retries): {result['total_per_execution']:.2f} rows per execution "
@@ -366,5 +442,10 @@ def run_writes(bench: Bench) -> None:
         print("  writes run {}/{}: a submit writes {}".format(index + 1, o.runs, "; ".join(
             f"{kind} {sum(rows.values()):.2f} rows ({', '.join(f'{t} {v:.2f}' for t, v in rows.items())})"
             for kind, rows in result["submit"].items())), flush=True)
+        stored = result["stored_bytes"]
+        print(f"  writes run {index + 1}/{o.runs}: stored (Keyspaces' rules) a history row "
+              f"{stored['history_row']['median']:.0f} B, a one-time job row "
+              f"{stored['one_time_job_row']['median']:.0f} B; "
+              f"a result message {result['result_message_bytes']['median']:.0f} B (medians)", flush=True)
         runs.append(result)
     bench.results["writes"] = runs

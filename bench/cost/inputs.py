@@ -145,6 +145,22 @@ def measured_from(results: dict[str, Any], run: str) -> dict[str, Figure]:
     put("rows_per_one_time_submit", [sum(w["submit"]["one_time"].values()) for w in writes if "submit" in w],
         "bench/writes.py submit_rows: rows Cassandra counted per one-time job submitted through the real "
         "JobService; docs/benchmarks.md section 8")
+    stored = [w["stored_bytes"] for w in writes if "stored_bytes" in w]
+    put("history_bytes_stored", [s["history_row"]["median"] for s in stored if s["history_row"]["count"]],
+        "bench/writes.py writes_once: stored_bytes['history_row'], the median task_history_v2 row of its executions "
+        "read back, sized by bench/rowsize.py (Amazon Keyspaces' rules, "
+        "https://docs.aws.amazon.com/keyspaces/latest/devguide/calculating-row-size.html: row metadata, TTL and "
+        "client-side timestamps as deployed); docs/benchmarks.md section 8")
+    put("job_row_bytes", [s["one_time_job_row"]["median"] for s in stored
+                          if s.get("one_time_job_row", {}).get("count")],
+        "bench/writes.py submit_rows: stored_bytes['one_time_job_row'], the median one-time job row submitted through "
+        "the real JobService read back, sized by bench/rowsize.py (Amazon Keyspaces' rules, "
+        "https://docs.aws.amazon.com/keyspaces/latest/devguide/calculating-row-size.html); docs/benchmarks.md "
+        "section 8")
+    put("result_message_bytes", [w["result_message_bytes"]["median"] for w in writes
+                                 if w.get("result_message_bytes", {}).get("count")],
+        "bench/writes.py writes_once: result_message_bytes, the median result message answered (key + value + "
+        "headers, as jobrunner_client.worker sends it); docs/benchmarks.md section 8")
     idle = results.get("idle", [])
     put("idle_scan_seconds_per_partition", [r["scan_seconds_per_partition"] for r in idle],
         "bench/idle.py idle_once: scan_seconds_per_partition; docs/benchmarks.md section 10")

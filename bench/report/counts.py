@@ -79,6 +79,7 @@ def writes_section(bench: Bench) -> list[str]:
         lines += table(["job", *(f"`{t}`" for t in names), "total"], [
             [label, *(spread([s[kind].get(t, 0.0) for s in submits], 2) for t in names),
              spread([sum(s[kind].values()) for s in submits], 2)] for kind, label in kinds.items()])
+    lines += _sizes(runs)
     steps = {"scan": "published_first", "results": "published_first", "retry scan": "published_retries",
              "retry results": "published_retries"}
     columns = [*tables, "system.batches"]
@@ -112,6 +113,40 @@ def writes_section(bench: Bench) -> list[str]:
                   f"scans {r['scan_errors']}, results {sum(sum(a.values()) for a in r['applied_again'])}"
                   for r in runs) + ".", ""]
     return lines
+
+
+#: The sizes a writes run measures, for the cost model: (where in a run's results, what, its cost input).
+SIZES = (
+    (("stored_bytes", "history_row"), "a `task_history_v2` row of an execution, stored", "history_bytes_stored"),
+    (("stored_bytes", "one_time_job_row"), "a one-time `job_table_v2` row as submitted, stored", "job_row_bytes"),
+    (("result_message_bytes",), "a result message on `job-results` (key + value + headers)", "result_message_bytes"),
+)
+
+
+def _sizes(runs: list[dict[str, Any]]) -> list[str]:
+    """The sizes the runs measured (median of each run's median; its range over every run), one line each."""
+    rows = []
+    for path, what, name in SIZES:
+        found = [r for r in (_at(run, path) for run in runs) if r and r.get("count")]
+        if found:
+            rows.append([what, spread([r["median"] for r in found], 0, " B"),
+                         f"{fmt(min(r['min'] for r in found), 0)}-{fmt(max(r['max'] for r in found), 0)} B",
+                         f"{sum(r['count'] for r in found):,}", f"`{name}`"])
+    if not rows:
+        return []
+    return ["Sizes, for the cost model: the rows read back once the run is done, sized as Amazon Keyspaces",
+            "stores them (its row size page's rules, `bench/rowsize.py`: key columns twice, a column id per cell,",
+            "100 bytes of row metadata, 8 bytes of time-to-live metadata a row and a cell, key cells included,",
+            "where the table has TTL on, 40 of client-side timestamps), and each result message answered, as",
+            "`jobrunner_client.worker` sends it:", "",
+            *table(["what", "bytes (median)", "least-most", "counted", "cost input"], rows)]
+
+
+def _at(run: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    found: Any = run
+    for key in path:
+        found = found.get(key) if isinstance(found, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 def shortperiod_section(bench: Bench) -> list[str]:

@@ -252,7 +252,10 @@ def test_a_bench_run_records_what_it_measured_and_keeps_the_derived_figures(tmp_
                               "dynamodb_per_scan": {"update_item": 30.0, "get_item": 1.0, "batch_get_item": 2.0}}}],
         "writes": [{"executions": 100, "driver": {"task_history_v2": 210},
                     "submit": {"one_time": {"job_table_v2": 1.0, "task_schedule_v2": 1.0},
-                               "recurring": {"job_table_v2": 1.0, "task_schedule_v2": 1.0}}}],
+                               "recurring": {"job_table_v2": 1.0, "task_schedule_v2": 1.0}},
+                    "stored_bytes": {"history_row": {"median": 612.0, "min": 600, "max": 700, "count": 110},
+                                     "one_time_job_row": {"median": 850.0, "min": 849, "max": 851, "count": 100}},
+                    "result_message_bytes": {"median": 420.5, "min": 380, "max": 470, "count": 110}}],
         "idle": [{"scan_seconds_per_partition": 9.0, "invocations_per_partition": 2.5}],
         "message_bytes": 480,
     }
@@ -267,10 +270,25 @@ def test_a_bench_run_records_what_it_measured_and_keeps_the_derived_figures(tmp_
     assert after.lease_reads_per_busy_scan.value == pytest.approx(3.0)
     assert after.message_bytes.value == 480
     assert after.rows_per_one_time_submit.value == pytest.approx(2.0)  # counted on the submit path
+    # the sizes: the rows read back and sized by Keyspaces' rules, the result messages as the worker sends them
+    assert (after.history_bytes_stored.value, after.job_row_bytes.value) == (612.0, 850.0)
+    assert after.result_message_bytes.value == pytest.approx(420.5)
+    assert "calculating-row-size" in after.job_row_bytes.source
     assert "2026-12-01 10:00 UTC" in after.idle_scan_seconds_per_partition.source
     # And the derived ones stay as they were
     assert after.busy_scan_seconds == load().busy_scan_seconds
     assert all(getattr(after, name).kind == "measured" for name in names)
+
+
+def test_a_writes_run_from_before_the_sizes_keeps_the_derived_sizes() -> None:
+    # Given a writes run that measured no sizes (results of an older run), or that read back no row
+    older = {"writes": [{"executions": 100, "driver": {"task_history_v2": 210}}]}
+    empty = {"writes": [{"executions": 0, "driver": {},
+                         "stored_bytes": {"history_row": {"median": 0.0, "min": 0.0, "max": 0.0, "count": 0}},
+                         "result_message_bytes": {"median": 0.0, "min": 0.0, "max": 0.0, "count": 0}}]}
+    # Then neither gives a size
+    for results in (older, empty):
+        assert not {"history_bytes_stored", "job_row_bytes", "result_message_bytes"} & set(measured_from(results, "x"))
 
 
 def test_a_run_without_the_sections_records_nothing(tmp_path: Path) -> None:
