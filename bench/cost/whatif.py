@@ -1,8 +1,10 @@
-"""The runtime levers not taken (yet), priced by the same model: what each would save, one on top of the other.
+"""The levers not taken (yet), priced by the same model: what each would save, one on top of the other.
 
-A lever here changes what an execution writes, reads or keeps (the measured inputs) or a stage setting, so
-its price is the model's, not a guess. Each says what it would cost in design or guarantees: the
-figures are what is left between the targets of issue #33 and the code as it is, and what it would take.
+First the runtime levers (redesigns that keep every guarantee and feature), then product choices (what a tenant
+would keep less of). A lever here changes what an execution writes, reads or keeps (the measured inputs) or a
+stage setting, so its price is the model's, not a guess. Each says what it would cost in design, guarantees or
+features: the figures are what is left between the targets of issue #33 and the code as it is, and what it would
+take.
 """
 
 from __future__ import annotations
@@ -46,12 +48,28 @@ LEVERS: tuple[Lever, ...] = (
                 "(Keyspaces DDL is asynchronous), IAM for CREATE and DROP at run time, every history reader walking "
                 "tables by day (a job's newest records, an execution's record by its day), and schedule rows due "
                 "beyond the ring kept in a table that expires by TTL"),
+    Lever(name="history kept 7 days by default, not 30", inputs={"history_ttl_days": 7.0},
+          takes="a product choice, not a design: the tenants' default `history_days` 7 (a tenant may keep more and "
+                "pay for it); a one-time job's row goes with its history (domain.expiry), so it is held 8.5 days, "
+                "not 31.5; the change log's 30 days kept. EventBridge Scheduler keeps no history at all"),
+    Lever(name="no point-in-time recovery of the history", stage={"pitr_without": ("task_history_v2",)},
+          takes="a product choice: the history is the only record of each execution, and an operator's mistake "
+                "(a truncate, a bad migration) would lose it for good; jobs, calendars and the change log keep it"),
 )
 
 
 def _with(inputs: MeasuredInputs, values: dict[str, float]) -> MeasuredInputs:
     update = {name: getattr(inputs, name).model_copy(update={"value": value}) for name, value in values.items()}
     return inputs.model_copy(update=update)
+
+
+def _stage_update(stage: StageConfig, update: dict[str, Any]) -> dict[str, Any]:
+    """A lever's stage settings, with ``pitr_without``: the stage's point-in-time recovery less those tables."""
+    update = dict(update)
+    without = update.pop("pitr_without", ())
+    if without:
+        update["pitr_tables"] = tuple(t for t in stage.pitr_tables if t not in without)
+    return update
 
 
 def cumulative(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, executions_per_day: float,
@@ -66,6 +84,6 @@ def cumulative(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, 
     rows = [("now", price(stage, inputs))]
     for lever in LEVERS:
         inputs = _with(inputs, lever.inputs)
-        stage = stage.model_copy(update=lever.stage)
+        stage = stage.model_copy(update=_stage_update(stage, lever.stage))
         rows.append((lever.name, price(stage, inputs)))
     return rows
