@@ -180,11 +180,14 @@ def tenants_for(settings: Settings) -> list[str]:
 
 def section_settings(bench: Bench, secret: str, ca_bundle: str) -> Settings:
     """The run's settings with the targets' local trust: loopback allow-listed, the local CA trusted, and the
-    section's secret for each of its tenants; and no per-tenant delivery rate (``delivery_tenant_rate`` 0), so that
-    the burst measures what the delivery function can do, not the pacing a stage sets (reported beside it:
-    ``paced_bound``)."""
+    section's secret for each of its tenants, kept under a prefix of the run's own (where the secrets are kept in
+    moto's Secrets Manager, a tenant's secret outlives the run: the next run's seed would not replace it, and its
+    deliveries would be signed with the last run's); and no per-tenant delivery rate (``delivery_tenant_rate`` 0),
+    so that the burst measures what the delivery function can do, not the pacing a stage sets (reported beside
+    it: ``paced_bound``)."""
     return bench.settings.replace(target_address_allow=("127.0.0.0/8",), target_ca_bundle=ca_bundle,
                                   webhook_secrets={t: [secret] for t in tenants_for(bench.settings)},
+                                  webhook_secret_prefix=f"{bench.settings.webhook_secret_prefix}{bench.names.run_id}/",
                                   delivery_tenant_rate=0)
 
 

@@ -69,13 +69,24 @@ def test_the_jobs_are_spread_over_as_many_tenants_as_a_batch_calls_at_once() -> 
 def test_the_burst_measures_the_delivery_function_not_the_stages_per_tenant_pacing() -> None:
     # Given a stage pacing each tenant at 20 deliveries a second per instance, over the section's 4 tenants
     stage = Settings.of(delivery_concurrency=16, delivery_tenant_concurrency=4, delivery_tenant_rate=20)
-    bench = SimpleNamespace(settings=stage)
+    bench = SimpleNamespace(settings=stage, names=SimpleNamespace(run_id="run1"))
     # When the section sets up its delivery function
     settings = section_settings(bench, "whsec_x", "/ca.pem")  # type: ignore[arg-type]
     # Then it runs without the pacing (which would hold the burst to 4 x 20 a second), and says what it would be
     assert settings.delivery_tenant_rate == 0
     assert settings.delivery_rates.of("bench-tenant-0") is None
     assert paced_bound(stage) == 80
+
+
+def test_each_run_keeps_its_tenants_secrets_apart_from_the_last_runs() -> None:
+    # Given two runs on the same servers (a tenant's secret kept in moto outlives its run)
+    stage = Settings.of(webhook_secret_prefix="jobrunner/webhooks/")
+    first, second = (section_settings(SimpleNamespace(settings=stage, names=SimpleNamespace(run_id=run)),  # type: ignore[arg-type]
+                                      f"whsec_{run}", "/ca.pem") for run in ("run1", "run2"))
+    # Then each keeps its tenants' secrets under a prefix of its own, seeded with its own secret
+    assert first.webhook_secret_prefix == "jobrunner/webhooks/run1/"
+    assert second.webhook_secret_prefix == "jobrunner/webhooks/run2/"
+    assert second.webhook_secrets["bench-tenant-0"] == ["whsec_run2"]
 
 
 def _summary(p50: float) -> dict[str, float]:
