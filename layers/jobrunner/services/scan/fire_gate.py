@@ -103,7 +103,11 @@ class FireGate:
         holding = 0
         if job.spec.overlap is not Overlap.ALLOW_ALL:
             previous, own, holding = self._history.previous_of(job, row)
-        elif part.replaying:  # a replay: was this fire dealt with already? (as ``Publishing._already_ended`` asks)
+        elif part.replaying or job.spec.calendar is not None or not job.spec.catch_up.replays_all:
+            # was this fire dealt with already? On a replay (as ``Publishing._already_ended`` asks); and for a job
+            # whose calendar or catch-up window may have recorded it SKIPPED, on any copy of its row (one written
+            # again because it landed late comes due in another partition, no replay): it stays SKIPPED, whatever
+            # the calendar says now. One point read a fire, for such jobs only.
             own = self._store.get_record(row.job_id, row.scheduled_at, row.attempt, row.execution_id)
         if own is not None and own.published_at is not None:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
