@@ -19,7 +19,7 @@ from jobrunner.adapters.clocks.manual import ManualClock
 from jobrunner.adapters.publishers.memory import MemoryPublisher
 from jobrunner.adapters.quotas.memory import MemoryTenantQuotas
 from jobrunner.adapters.stores.memory import MemoryJobStore
-from jobrunner.domain.errors import InvalidField, LimitReached, Unavailable
+from jobrunner.domain.errors import Conflict, InvalidField, JobNotFound, LimitReached, Unavailable
 from jobrunner.domain.jobs import Job, JobState, Trigger, execution_id_for
 from jobrunner.domain.schedules import At, Every, RepeatingInterval
 from jobrunner.domain.segments import segment_of
@@ -451,3 +451,29 @@ def test_a_cancel_landing_while_a_submit_places_its_first_run_again_stands(clock
     assert created and store.jobs[("alice", job.job_id)].state is JobState.CANCELLED
     assert scan(store, clock, job, NOW.replace(second=0)) == []
     assert scan(store, clock, job, NOW.replace(second=0) + timedelta(minutes=1)) == []
+
+
+def test_a_change_in_doubt_is_not_taken_for_another_writers_of_the_same_version_and_millisecond(
+    store: DoubtfulStore, clock: ManualClock
+) -> None:
+    # Given a job whose PATCH's compare-and-set fails with its outcome unknown (it never landed), while another
+    # writer moved the job to the same next version in the same millisecond: its retirement after its last fire
+    # (found by the model-based test's long run, its clock's instants shared by the two)
+    service = memory_container(SETTINGS, clock=clock, store=store).jobs
+    job = service.submit("alice", JobSpec(At(BUCKET), {"v": 1}, delete_after_last=True))[0]
+
+    def retired_then_in_doubt(updated: Job, rows: Sequence[ScheduledExecution], expected_version: int, *,
+                              was_one_time: bool = False) -> bool:
+        current = store.jobs[("alice", job.job_id)]
+        retired = current.with_changes(state=JobState.DELETED, version=current.version + 1,
+                                       updated_at=clock.now(), next_run_at=None)
+        assert MemoryJobStore.retire_job(store, retired, current.version, 3600)
+        raise Unavailable("write timeout: the compare-and-set's outcome is unknown")
+
+    store.update_job = retired_then_in_doubt  # type: ignore[method-assign]
+    # When the PATCH of its payload is sent
+    with pytest.raises((JobNotFound, Conflict)):
+        service.change("alice", job.job_id, SpecChange(payload={"v": 5}))
+    # Then it is not acknowledged as applied: the job is as its retirement left it, the payload never written
+    stored = store.jobs[("alice", job.job_id)]
+    assert (stored.state, stored.spec.payload) == (JobState.DELETED, {"v": 1})
