@@ -553,3 +553,27 @@ def test_a_resume_with_catch_up_that_loses_to_a_plain_resume_replays_nothing_of_
     state.wait(seconds=30)
     state.published_only_what_is_allowed()
     state.teardown()
+
+
+@ONCE
+@given(st.none())
+def test_a_payload_change_in_doubt_is_not_answered_as_the_retirement_of_the_same_version_and_instant(_: None) -> None:
+    # A one-time job deleted after its last fire; a PATCH of its payload reads it, then its next read takes 35 s,
+    # during which the fire goes out with the payload it had, the execution times out and the job is retired (its
+    # version moved, at the instant the PATCH then writes); the PATCH's compare-and-set fails, its outcome unknown,
+    # and its settling read found the retirement's version and instant: it was answered as landed, so the model
+    # expected the new payload on the fire. A change in doubt is now taken as landed only if the job read back
+    # holds what it wrote.
+    state = SchedulerMachine()
+    state.begin(segments=1, first=[Submit(spec=Spec(kind="at", seconds=58), timeout_s=15, delete_after_last=True,
+                                          glitch=Glitch(nth=1, when="before", action=Slow(seconds=35),
+                                                        then=Glitch(nth=2, when="before",
+                                                                    action=SlowFail(seconds=3))))],
+                quotas=False, skew=None, wakes=False)
+    state.published_only_what_is_allowed()
+    state.time_passes(minute=Minute(second=0, ops=(
+        (0, Submit(spec=Spec(kind="at", seconds=0))),
+        (0, Payload(job=0, glitch=Glitch(nth=1, when="before", action=Slow(seconds=35),
+                                         then=Glitch(nth=2, when="before", action=Fail())))))))
+    state.published_only_what_is_allowed()
+    state.teardown()
