@@ -29,6 +29,8 @@ class Lever(BaseModel):
     name: str
     inputs: dict[str, float] = {}
     stage: dict[str, Any] = {}
+    #: Tables the stage's point-in-time recovery would no longer cover.
+    pitr_without: tuple[str, ...] = ()
     #: What it takes, or why it is not taken.
     takes: str
 
@@ -52,7 +54,7 @@ LEVERS: tuple[Lever, ...] = (
           takes="a product choice, not a design: the tenants' default `history_days` 7 (a tenant may keep more and "
                 "pay for it); a one-time job's row goes with its history (domain.expiry), so it is held 8.5 days, "
                 "not 31.5; the change log's 30 days kept. EventBridge Scheduler keeps no history at all"),
-    Lever(name="no point-in-time recovery of the history", stage={"pitr_without": ("task_history_v2",)},
+    Lever(name="no point-in-time recovery of the history", pitr_without=("task_history_v2",),
           takes="a product choice: the history is the only record of each execution, and an operator's mistake "
                 "(a truncate, a bad migration) would lose it for good; jobs, calendars and the change log keep it"),
 )
@@ -61,15 +63,6 @@ LEVERS: tuple[Lever, ...] = (
 def _with(inputs: MeasuredInputs, values: dict[str, float]) -> MeasuredInputs:
     update = {name: getattr(inputs, name).model_copy(update={"value": value}) for name, value in values.items()}
     return inputs.model_copy(update=update)
-
-
-def _stage_update(stage: StageConfig, update: dict[str, Any]) -> dict[str, Any]:
-    """A lever's stage settings, with ``pitr_without``: the stage's point-in-time recovery less those tables."""
-    update = dict(update)
-    without = update.pop("pitr_without", ())
-    if without:
-        update["pitr_tables"] = tuple(t for t in stage.pitr_tables if t not in without)
-    return update
 
 
 def cumulative(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, executions_per_day: float,
@@ -84,6 +77,9 @@ def cumulative(config: StageConfig, inputs: MeasuredInputs, prices: PriceTable, 
     rows = [("now", price(stage, inputs))]
     for lever in LEVERS:
         inputs = _with(inputs, lever.inputs)
-        stage = stage.model_copy(update=_stage_update(stage, lever.stage))
+        stage = stage.model_copy(update=lever.stage)
+        if lever.pitr_without:  # the stage's point-in-time recovery, less those tables
+            stage = stage.model_copy(update={"pitr_tables": tuple(
+                t for t in stage.pitr_tables if t not in lever.pitr_without)})
         rows.append((lever.name, price(stage, inputs)))
     return rows
