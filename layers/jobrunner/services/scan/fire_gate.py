@@ -113,6 +113,7 @@ class FireGate:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
         if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
             part.report.replays_skipped += 1
+            part.completions.plan_next(row, self._history.after_skipped(row, job, own))
             part.completions.add(row, job, ended=True)
             return False
         # Held before (the row says so; older held rows only by their record): its next fire was planned then,

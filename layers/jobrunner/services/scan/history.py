@@ -1,5 +1,6 @@
 """What a fire's policies read of its job's history (``FireGate``): the execution before the fire, and whether
-the fire after a held one was dealt with. Reads only; the rules they feed are ``domain.policy_decisions``'."""
+the fire after a held or skipped one was dealt with. Reads only; the rules they feed are
+``domain.policy_decisions``'."""
 
 from __future__ import annotations
 
@@ -78,3 +79,20 @@ class FireHistory:
             return True
         execution_id = execution_id_for(row.job_id, following, 1, Trigger.SCHEDULE)
         return self._store.get_record(row.job_id, following, 1, execution_id) is not None
+
+    def after_skipped(self, row: ScheduledExecution, job: Job, own: ExecutionRecord) -> datetime | None:
+        """What to plan after a copy of ``row`` whose fire is recorded SKIPPED (``own``): what its record says
+        followed it (a catch-up window plans the latest missed fire, not the next one), unless that fire has a
+        record under the same schedule version (dealt with: its own completion planned the rest). A copy that
+        planned the next fire of the schedule instead started a second chain of fires beside the first, with ids
+        of its own: a skip job with catch-up latest whose first row was written again had two fires out at once
+        (found by the model's long search). A record of another schedule version at the same instant says
+        nothing of this one: the schedule's next fire, as for any fire. One read, on this path only."""
+        if own.job_version != row.job_version:
+            return next_fire(row, job)
+        following = own.next_fire_at
+        if following is None:
+            return None
+        execution_id = execution_id_for(row.job_id, following, 1, Trigger.SCHEDULE)
+        record = self._store.get_record(row.job_id, following, 1, execution_id)
+        return None if record is not None and record.job_version == row.job_version else following

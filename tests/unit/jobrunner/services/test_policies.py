@@ -17,6 +17,7 @@ from jobrunner.adapters.stores.memory import MemoryJobStore
 from jobrunner.domain.errors import Unavailable
 from jobrunner.domain.jobs import ExecutionRecord, ExecutionStatus, Job, Trigger
 from jobrunner.domain.messages import CANCEL_HEADER
+from jobrunner.domain.placement import plan_execution
 from jobrunner.domain.policies import CatchUp, Overlap, SkipReason
 from jobrunner.domain.policy_decisions import skip_reason_of
 from jobrunner.domain.schedules import At, Every
@@ -214,6 +215,36 @@ def test_only_the_latest_missed_fire_is_replayed_after_an_outage_and_the_rest_re
     assert [at(m) in records for m in (12, 13, 14, 15)] == [False] * 4
     page = world.jobs.fires("alice", job.job_id, at(10), at(16))
     assert [f.outcome.value for f in page.fires] == ["published"] + ["dropped"] * 5 + ["caught_up"]
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW_ALL, Overlap.SKIP])
+def test_a_fire_the_catch_up_dropped_plans_no_second_chain_when_its_row_comes_again(
+        world: World, overlap: Overlap) -> None:
+    # Given a job every minute replaying only its latest missed fire, whose missed 10:11 to 10:15 were dropped
+    # (one SKIPPED record, naming 10:16 as what followed) when the scans ran late at 10:16:30
+    job = world.submit(every_s=60, catch_up=CatchUp(most=1), overlap=overlap)
+    for minute in (10, 11, 12, 13, 14, 15, 16):
+        if minute == 11:
+            world.clock.set(at(16, 30))
+        for message in world.scan(minute):
+            world.answer(message)  # each execution reports at once: no overlap
+    dropped = world.records(job)[at(11)]
+    assert skip_reason_of(dropped) is SkipReason.CATCH_UP and dropped.next_fire_at == at(16)
+    # When a second copy of 10:11's row comes due in a later minute (a write placed again because it landed late)
+    row = plan_execution(world.jobs.get("alice", job.job_id), at(11), at(10, 55), 1, trigger=Trigger.SCHEDULE)
+    assert row.execution_id == dropped.execution_id
+    world.store.write_scheduled([replace(row, bucket=at(17), due_at=at(17, 1))])
+    sent = []
+    for minute in (17, 18, 19):
+        for message in world.scan(minute):
+            sent.append(message)
+            world.answer(message)
+    # Then it stays dropped, and plans nothing of its own: what followed it (10:16) was planned and went out when
+    # it was dropped. Before, it planned the schedule's next fire, 10:12: a second chain of fires beside the
+    # first, with ids of its own (the model's long search found a skip job with two of its fires out at once)
+    assert world.records(job)[at(11)] == dropped
+    assert fires(sent) == ["17:00", "18:00", "19:00"]
+    assert [at(m) in world.records(job) for m in (12, 13, 14, 15)] == [False] * 4
 
 
 class LostStartAnswer(CountingStore):
