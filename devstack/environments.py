@@ -66,14 +66,17 @@ def _environment(settings: Settings, host: str, port: int, inbox: Queue[_Scan | 
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
     from devstack.gateway import serve
     from devstack.lambda_context import LocalContext
+    from devstack.metrics import per_thread
     from devstack.stopping import StoppableClock, Stopping
     from devstack.tracing import configure_tracing
     from functions.api.handler import handler as api_handler
     from functions.scan.handler import handler as scan_handler
     from jobrunner import telemetry, wiring
     from jobrunner.adapters.invokers.threads import ThreadInvoker
+    from jobrunner.observability import metrics
 
     configure_tracing(settings)
+    per_thread(metrics)  # scans and API requests run in threads of this process: each its own metrics
     stop = threading.Event()
     container = wiring.Container(settings, invoker=_Forward(outbox), clock=StoppableClock(stop))
     wiring.install(container)

@@ -31,6 +31,7 @@ from devstack import servers, tokens
 from devstack.environments import Environments
 from devstack.gateway import serve
 from devstack.lambda_context import LocalContext
+from devstack.metrics import per_thread
 from devstack.stopping import StoppableClock, Stopping
 from devstack.tracing import configure_tracing
 from jobrunner import telemetry, wiring
@@ -40,6 +41,7 @@ from jobrunner.adapters.publishers.topics import ensure_topics
 from jobrunner.adapters.quotas.dynamodb import ensure_table as ensure_quota_table
 from jobrunner.config import Settings
 from jobrunner.domain.time import minute_bucket, rfc3339
+from jobrunner.observability import metrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -117,6 +119,7 @@ class LocalStack:
         from functions.scan.handler import handler as scan_handler
 
         configure_tracing(self.settings)  # first: before the container, whose publisher traces only if it is on
+        per_thread(metrics)  # the handlers run in threads of this process: each its own metrics (devstack.metrics)
         # The tenant whose token the stack prints is an operator, so the dashboard shows the segments.
         self.settings = self.settings.replace(operators=(*self.settings.operators, self.tenant))
         self._bootstrap()
