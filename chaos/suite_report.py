@@ -121,7 +121,7 @@ class Tally:
                                            for _, _, p in copies):
                 cause = "the broker restart (acknowledgement lost, publish retried)"
             else:
-                cause = "unattributed"
+                cause = "none of the suite's faults (not traced)"
             causes[cause] += len(copies) - 1
         return dict(causes)
 
