@@ -11,12 +11,10 @@ thread a set of its own, as each invocation has on AWS; what is deployed is unch
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools import Metrics
 
 
 class _Sets(threading.local):
@@ -50,6 +48,24 @@ class PerThreadEMFProvider(AmazonCloudWatchEMFProvider):
     metadata_set = _per_thread("metadata_set")
 
 
+def _of_provider(name: str) -> property:
+    def get(self: Metrics) -> Any:
+        return getattr(self.provider, name)
+
+    def put(self: Metrics, value: Any) -> None:
+        setattr(self.provider, name, value)
+
+    return property(get, put)
+
+
+class PerThreadMetrics(Metrics):
+    """``Metrics`` whose sets, read on it (``metrics.metric_set``), are its provider's: this thread's."""
+
+    metric_set = _of_provider("metric_set")
+    dimension_set = _of_provider("dimension_set")
+    metadata_set = _of_provider("metadata_set")
+
+
 def per_thread(metrics: Metrics) -> None:
     """Give every thread its own set of ``metrics`` from now on (idempotent); what was added before is dropped."""
     provider = metrics.provider
@@ -59,3 +75,4 @@ def per_thread(metrics: Metrics) -> None:
         raise TypeError(f"metrics per thread need the EMF provider, not {type(provider).__name__}")
     provider.__class__ = PerThreadEMFProvider
     provider._sets = _Sets(provider.default_dimensions)  # type: ignore[attr-defined]
+    metrics.__class__ = PerThreadMetrics

@@ -52,6 +52,18 @@ def test_a_handler_flushing_in_one_thread_takes_none_of_another_threads_metrics(
     assert seen["tick"]["service"] == seen["results"]["service"] == "svc"
 
 
+def test_the_sets_read_on_the_metrics_are_the_threads_own() -> None:
+    # Given metrics per thread, with a metric added in another thread
+    metrics = fresh()
+    per_thread(metrics)
+    other = threading.Thread(target=lambda: metrics.add_metric(name="Other", unit=MetricUnit.Count, value=1))
+    other.start()
+    other.join(5)
+    # When this thread adds one, Then what it reads on the metrics (as a test of a handler does) is its own
+    metrics.add_metric(name="Mine", unit=MetricUnit.Count, value=2)
+    assert {name: metric["Value"] for name, metric in metrics.metric_set.items()} == {"Mine": [2.0]}
+
+
 def test_metrics_per_thread_are_set_once_and_need_the_emf_provider() -> None:
     metrics = fresh()
     per_thread(metrics)
