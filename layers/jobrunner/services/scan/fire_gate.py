@@ -112,8 +112,8 @@ class FireGate:
         if own is not None and own.published_at is not None:
             return True  # published before (a replay, a second copy of its row): again, as it was, same id
         if own is not None and own.status is ExecutionStatus.SKIPPED:  # not run before, for a reason: so it stays
+            part.completions.plan_next(row, self._history.after_skipped(row, job, own))  # (a read may fail)
             part.report.replays_skipped += 1
-            part.completions.plan_next(row, self._history.after_skipped(row, job, own))
             part.completions.add(row, job, ended=True)
             return False
         # Held before (the row says so; older held rows only by their record): its next fire was planned then,
