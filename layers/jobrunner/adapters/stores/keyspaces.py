@@ -73,4 +73,5 @@ def keyspaces_cluster(settings: CassandraSettings) -> Cluster:
         auth_provider=SigV4AuthProvider(boto3.Session(region_name=settings.region)),
         execution_profiles={EXEC_PROFILE_DEFAULT: execution_profile(settings)},
         protocol_version=4,
+        control_connection_timeout=settings.connect_timeout_s,  # its schema read, as for Cassandra (session.py)
     )

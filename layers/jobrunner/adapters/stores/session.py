@@ -148,6 +148,9 @@ def cassandra_cluster(settings: CassandraSettings, secrets_client: Any = None) -
         # A restarted node is found again within seconds (the default backs off to 10 minutes).
         reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=5.0),
         connect_timeout=settings.connect_timeout_s,
+        # The control connection reads the schema as it connects: the driver's 2 s for that failed every scan started
+        # on a loaded node for minutes ("NoHostAvailable ... OperationTimedOut", a fault suite on a starved machine).
+        control_connection_timeout=settings.connect_timeout_s,
     )
 
 

@@ -136,3 +136,9 @@ def test_compare_and_sets_carry_a_serial_consistency_only_where_it_is_taken(
         request = session.request(store._statements.prepared(cql))
         assert (request.consistency_level, request.serial_consistency_level) == (
             ConsistencyLevel.LOCAL_QUORUM, serial), cql
+
+
+def test_the_schema_read_on_connecting_has_the_connect_timeout(tmp_path: Path) -> None:
+    cluster = keyspaces_cluster(settings(Certificates(tmp_path).bundle))
+    assert cluster.control_connection_timeout == CassandraSettings().connect_timeout_s == 15.0
+

@@ -243,3 +243,11 @@ def test_a_session_connected_over_tls_checks_the_host_name(
 def test_without_tls_no_context_and_no_server_name() -> None:
     cluster = cassandra_cluster(CassandraSettings(tls_server_name="cassandra.internal"))
     assert cluster.ssl_context is None and cluster.ssl_options is None
+
+
+def test_the_schema_read_on_connecting_has_the_connect_timeout_not_the_drivers_two_seconds() -> None:
+    # the control connection reads every keyspace's schema as it connects; on a loaded node that took over 2 s and
+    # every scan process started then failed to connect (a fault suite on a starved machine)
+    cluster = session_module.cassandra_cluster(CassandraSettings(connect_timeout_s=15.0))
+    assert cluster.control_connection_timeout == 15.0
+
