@@ -27,12 +27,14 @@ class _Sets(threading.local):
         self.metadata_set: dict[str, Any] = {}
 
 
-def _per_thread(name: str) -> property:
-    def get(self: PerThreadEMFProvider) -> Any:
-        return getattr(self._sets, name)
+def _delegated(to: str, name: str) -> property:
+    """An attribute ``name`` read and written on the object the attribute ``to`` holds."""
 
-    def put(self: PerThreadEMFProvider, value: Any) -> None:
-        setattr(self._sets, name, value)
+    def get(self: Any) -> Any:
+        return getattr(getattr(self, to), name)
+
+    def put(self: Any, value: Any) -> None:
+        setattr(getattr(self, to), name, value)
 
     return property(get, put)
 
@@ -42,28 +44,18 @@ class PerThreadEMFProvider(AmazonCloudWatchEMFProvider):
     service, default dimensions) stay shared, as ``set_default_dimensions`` writes them once for all."""
 
     _sets: _Sets
-    metric_set = _per_thread("metric_set")
-    dimension_set = _per_thread("dimension_set")
-    dimension_sets = _per_thread("dimension_sets")
-    metadata_set = _per_thread("metadata_set")
-
-
-def _of_provider(name: str) -> property:
-    def get(self: Metrics) -> Any:
-        return getattr(self.provider, name)
-
-    def put(self: Metrics, value: Any) -> None:
-        setattr(self.provider, name, value)
-
-    return property(get, put)
+    metric_set = _delegated("_sets", "metric_set")
+    dimension_set = _delegated("_sets", "dimension_set")
+    dimension_sets = _delegated("_sets", "dimension_sets")
+    metadata_set = _delegated("_sets", "metadata_set")
 
 
 class PerThreadMetrics(Metrics):
     """``Metrics`` whose sets, read on it (``metrics.metric_set``), are its provider's: this thread's."""
 
-    metric_set = _of_provider("metric_set")
-    dimension_set = _of_provider("dimension_set")
-    metadata_set = _of_provider("metadata_set")
+    metric_set = _delegated("provider", "metric_set")
+    dimension_set = _delegated("provider", "dimension_set")
+    metadata_set = _delegated("provider", "metadata_set")
 
 
 def per_thread(metrics: Metrics) -> None:
