@@ -18,6 +18,8 @@ The rule (the issue's goal): the light tenant's loaded p99 within 1 s of its unl
 A short run (``Options.fairness_gap_s``, the smoke test's, which counts and never times) puts both in one
 minute instead: the unloaded executions due at the first whole second the seeding allows, the loaded ones
 that gap later, so that it waits for one minute's scans rather than for a minute to begin and two to end.
+With ``Options.fairness_clock="skip"`` as well (the smoke test), that minute is a far-future one, scanned at once
+on a clock that never waits: nothing waits for the real clock, and only the counts mean anything.
 """
 
 from __future__ import annotations
@@ -191,7 +193,12 @@ def run_fairness(bench: Bench) -> None:
     total = o.runs * (2 * o.fairness_light + o.fairness_heavy)
     lead = timedelta(seconds=o.fairness_margin_s + total / SEED_RATE) + START_AHEAD
     plan: list[tuple[datetime, datetime, str]]  # (minute, due, kind): unloaded, loaded, unloaded...
-    if o.fairness_gap_s is None:
+    skip = o.fairness_clock == "skip"
+    if skip:  # far-future minutes nothing else uses, each scanned at once on a clock that never waits
+        gap = timedelta(seconds=o.fairness_gap_s or 0)
+        plan = [entry for minute in (bench.next_bucket() for _ in range(o.runs))
+                for entry in ((minute, minute, "unloaded"), (minute, minute + gap, "loaded"))]
+    elif o.fairness_gap_s is None:
         plan = [(minute, minute, "unloaded" if i % 2 == 0 else "loaded")
                 for i, minute in enumerate(_free_minutes(bench, 2 * o.runs, segments, lead))]
     else:
@@ -210,7 +217,7 @@ def run_fairness(bench: Bench) -> None:
         seeded.append(counts)
     seed_s = time.monotonic() - seeding
     spare = (plan[0][1] - START_AHEAD - datetime.now(UTC)).total_seconds()
-    if spare < 1:
+    if spare < 1 and not skip:
         raise RuntimeError(f"fairness: seeding took {seed_s:.0f} s and ended {-spare:.0f} s after the first "
                            "minute's scans were due to start; a scan could miss rows seeded behind it")
     workers = bench.pool.all("code", [{} for _ in range(len(bench.pool))])
@@ -220,11 +227,11 @@ def run_fairness(bench: Bench) -> None:
         first_due = min(due for m, due, _ in plan if m == minute)
         kinds = "+".join(kind for m, _, kind in plan if m == minute)
         tokens = [bench.pool.call(i, "prepare", what="scan", segments=group, bucket_ms=to_epoch_ms(minute),
-                                  segment_count=segments, clock="system", tag=index % 2)
+                                  segment_count=segments, clock=o.fairness_clock, tag=index % 2)
                   for i, group in enumerate(groups)]
         ready = [t.result(timeout=600) for t in tokens]
         wait = (first_due - START_AHEAD - datetime.now(UTC)).total_seconds()
-        if wait > 0:
+        if wait > 0 and not skip:
             time.sleep(wait)
         start_at = time.monotonic()
         pending.append([bench.pool.call(i, "go", token=token, start_at=start_at) for i, token in enumerate(ready)])
@@ -255,7 +262,7 @@ def run_fairness(bench: Bench) -> None:
         runs.append({"unloaded": unloaded, "loaded": loaded, "light_p99_delta_ms": delta, "met": delta <= GOAL_MS})
     bench.results["fairness"] = {
         "heavy": o.fairness_heavy, "light": o.fairness_light, "segments": segments, "processes": processes,
-        "gap_s": o.fairness_gap_s,
+        "gap_s": o.fairness_gap_s, "clock": o.fairness_clock,
         "tenants": {"heavy": HEAVY, "light": LIGHT}, "goal_ms": GOAL_MS, "code": code_commit(), "path": _path(),
         "worker_code": sorted({f"{w['code']} ({w['path']})" for w in workers}), "seed_s": seed_s, "seed_spare_s": spare,
         "records_read": read.records, "messages_read": len(read.messages),

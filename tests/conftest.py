@@ -48,9 +48,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[_FAULT_SUITES] = any(_phase(item) == 3 for item in items)
 
 
+#: The session's local stack while it runs (``local_stack``).
+_STACKS: list[LocalStack] = []
+
+
+def _stop_stacks() -> None:
+    while _STACKS:
+        _STACKS.pop().stop()
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if _phase(item) >= 1 and item.config.stash.get(_FAULT_SUITES, False):
-        FaultRuns.start()
+    if _phase(item) >= 1:
+        # The end-to-end tests are over: their stack stops ticking and scanning (8 scans a minute, for the rest of
+        # the session, on the servers and cores the other tests and the fault suites share). Only they use it.
+        used = getattr(item, "fixturenames", ())
+        assert "local_stack" not in used, f"{item.nodeid}: only end-to-end tests use local_stack"
+        _stop_stacks()
+        if item.config.stash.get(_FAULT_SUITES, False):
+            FaultRuns.start()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -131,7 +146,9 @@ def dynamodb_client(settings: Settings) -> Any:
 
 @pytest.fixture(scope="session")
 def local_stack(settings: Settings, cassandra_session: Any) -> Iterator[LocalStack]:
-    """The whole system (api over HTTP, ticker, scans) on the real servers, on a free port."""
+    """The whole system (api over HTTP, ticker, scans) on the real servers, on a free port, for the end-to-end
+    tests (stopped once they are over: ``pytest_runtest_setup``)."""
     stack = LocalStack(settings, port=0, tenant=f"tenant-{uuid.uuid4().hex[:8]}").start()
+    _STACKS.append(stack)
     yield stack
-    stack.stop()
+    _stop_stacks()  # unless the first test after the end-to-end ones stopped it

@@ -112,7 +112,7 @@ def _fullstack_rows(bench: Bench) -> list[list[str]]:
 
 def _fairness_rows(bench: Bench) -> list[list[str]]:
     fair = bench.results.get("fairness", {})
-    if not fair.get("runs"):
+    if not fair.get("runs") or fair.get("clock") == "skip":  # untimed (the smoke test's)
         return []
     light = fair["tenants"]["light"]
     alone = [run["unloaded"]["lateness_ms"][light]["p99"] for run in fair["runs"]]

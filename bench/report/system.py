@@ -89,6 +89,13 @@ def fairness_section(bench: Bench) -> list[str]:
         return []
     runs = fair["runs"]
     light, heavy = fair["tenants"]["light"], fair["tenants"]["heavy"]
+    if fair.get("clock") == "skip":  # no real clock: counts only
+        return ["## 12. Fairness between tenants: a light tenant beside a heavy tenant's burst", "",
+                "Scanned on a clock that never waits (`fairness_clock=\"skip\"`): lateness and ranks mean nothing "
+                "and are not reported. Published / seeded (duplicates), unloaded ; loaded: "
+                + ", ".join(" ; ".join(f"{sum(r[k]['published'].values()):,} / {sum(r[k]['seeded'].values()):,} "
+                                       f"({r[k]['duplicates']})" for k in ("unloaded", "loaded")) for r in runs)
+                + ".", ""]
 
     def late(minute: dict[str, Any], tenant: str, keys: tuple[str, ...]) -> str:
         figures = minute["lateness_ms"][tenant]

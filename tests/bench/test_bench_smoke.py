@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 
     from devstack.servers import Endpoints
 
-#: The full-stack and fairness sections wait for the real clock (at smoke sizes seconds for the full stack, and up
-#: to about 80 s for fairness's one minute): the default 600 s may be short on a busy machine. The deliveries
-#: section does not (its smoke minutes skip the clock).
+#: The full-stack section waits for the real clock (seconds at smoke sizes): the default 600 s may be short on a
+#: busy machine. The fairness and deliveries sections do not (their smoke minutes skip the clock).
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 

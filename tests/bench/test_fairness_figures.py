@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any, cast
 
 from bench.fairness import HEAVY, LIGHT, _Message, _minute_figures
+from bench.report.headline import _fairness_rows
+from bench.report.system import fairness_section
 from jobrunner.domain.time import to_epoch_ms
 
 MINUTE = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
@@ -44,3 +48,22 @@ def test_a_minute_with_nothing_published_has_no_figures() -> None:
 
     assert figures["unpublished"] == 3
     assert math.isnan(figures["lateness_ms"][LIGHT]["p99"]) and math.isnan(figures["light_rank"]["max"])
+
+
+def test_a_run_on_the_skipping_clock_reports_its_counts_and_no_lateness() -> None:
+    # Given a run whose minute was scanned on a clock that never waits (the smoke test's): its lateness is the
+    # machine's clock minus a far-future due instant
+    loaded = _minute_figures(MINUTE, [message("l1", LIGHT, -86_400_000), message("h1", HEAVY, -86_400_000)],
+                             {LIGHT: 1, HEAVY: 1}, [SCAN])
+    unloaded = _minute_figures(MINUTE, [message("l2", LIGHT, -86_400_000)], {LIGHT: 1}, [SCAN])
+    run = {"unloaded": unloaded, "loaded": loaded, "light_p99_delta_ms": 0.0, "met": True}
+    fair = {"runs": [run], "tenants": {"light": LIGHT, "heavy": HEAVY}, "heavy": 1, "light": 1, "clock": "skip"}
+    bench = cast("Any", SimpleNamespace(results={"fairness": fair}))
+
+    # When the report is written
+    section = "\n".join(fairness_section(bench))
+
+    # Then it gives the counts, and no lateness or rank, and the headline leaves the section out
+    assert "1 / 1 (0) ; 2 / 2 (0)" in section
+    assert "p99" not in section and "| run |" not in section and "median" not in section
+    assert _fairness_rows(bench) == []
