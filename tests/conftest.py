@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +59,12 @@ def _stop_stacks() -> None:
         _STACKS.pop().stop()
 
 
+#: When each phase's first test began (``time.monotonic``), for the session's summary.
+_PHASE_STARTED: dict[int, float] = {}
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    _PHASE_STARTED.setdefault(_phase(item), time.monotonic())
     if _phase(item) >= 1:
         # The end-to-end tests are over: their stack stops ticking and scanning (8 scans a minute, for the rest of
         # the session, on the servers and cores the other tests and the fault suites share). Only they use it.
@@ -70,6 +77,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     FaultRuns.finish()
+    _PHASE_STARTED.setdefault(4, time.monotonic())  # the end
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Where the session's time went: each phase's wall time, and the fault suites' steps beside phases 1 and 2
+    (what to trim to keep ``make test`` short)."""
+    starts = sorted(_PHASE_STARTED.items())
+    names = {0: "end-to-end and solo", 1: "on the tests' servers", 2: "no server", 3: "fault suites' judges"}
+    phases = [f"{names[p]} {end - start:.0f} s" for (p, start), (_, end) in itertools.pairwise(starts) if p in names]
+    runs = ", ".join(f"{step} {seconds:.0f} s" for step, seconds in FaultRuns.took.items())
+    terminalreporter.write_line(f"phases: {'; '.join(phases)}" + (f" (fault suites: {runs})" if runs else ""))
 
 
 @pytest.fixture(scope="session")

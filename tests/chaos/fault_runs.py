@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class FaultRuns:
     _thread: threading.Thread | None = None
     _results: dict[str, Finished] = {}  # one set per session, filled by the thread
     _done: dict[str, threading.Event] = {name: threading.Event() for name in RUNS}
+    #: Seconds each step took ("servers up", then each run by name), for the session's summary.
+    took: dict[str, float] = {}
 
     @classmethod
     def start(cls) -> None:
@@ -90,14 +93,18 @@ class FaultRuns:
         env = isolated(os.environ)
         folder = Path(tempfile.mkdtemp(prefix="fault-suites-"))
         try:
+            started = time.monotonic()
             up = servers("up", env, timeout_s=600)
+            cls.took["servers up"] = time.monotonic() - started
             for name, (flags, limit) in RUNS.items():
+                started = time.monotonic()
                 if up.returncode != 0:
                     cls._results[name] = Finished(None, up.returncode,
                                                   f"the fault suites' servers did not start:\n{up.stdout[-3000:]}"
                                                   f"{up.stderr[-3000:]}")
                 else:
                     cls._results[name] = cls._one(flags, limit, env, folder / f"{name}.json")
+                cls.took[name] = time.monotonic() - started
                 cls._done[name].set()
         except Exception as error:  # every judge is told, none waits for ever
             for name in RUNS:
