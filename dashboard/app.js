@@ -76,24 +76,28 @@
     return t.toISOString().replace('T', ' ').replace(/\.(\d{3})Z$/, (_, f) => (f === '000' ? 'Z' : `.${f}Z`));
   }
 
+  // Each unit is rounded before it is split, so that 29 min 59.6 s reads 30 min 0 s, never 29 min 60 s.
   function fmtDuration(milliseconds) {
     if (milliseconds === null || milliseconds === undefined || Number.isNaN(milliseconds)) return '—';
     const abs = Math.abs(milliseconds);
     const sign = milliseconds < 0 ? '-' : '';
-    if (abs < 1000) return `${sign}${Math.round(abs)} ms`;
-    if (abs < 60000) return `${sign}${(abs / 1000).toFixed(abs < 10000 ? 2 : 1)} s`;
-    if (abs < 3600000) return `${sign}${Math.floor(abs / 60000)} min ${Math.round((abs % 60000) / 1000)} s`;
-    if (abs < 86400000) return `${sign}${Math.floor(abs / 3600000)} h ${Math.round((abs % 3600000) / 60000)} min`;
+    if (abs < 999.5) return `${sign}${Math.round(abs)} ms`;
+    if (abs < 9995) return `${sign}${(abs / 1000).toFixed(2)} s`;
+    if (abs < 59950) return `${sign}${(abs / 1000).toFixed(1)} s`;
+    const seconds = Math.round(abs / 1000);
+    if (seconds < 3600) return `${sign}${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+    const minutes = Math.round(abs / 60000);
+    if (minutes < 1440) return `${sign}${Math.floor(minutes / 60)} h ${minutes % 60} min`;
     return `${sign}${(abs / 86400000).toFixed(1)} d`;
   }
 
-  function relative(iso) {
+  function relative(iso, now = Date.now()) {
     const t = ms(iso);
     if (Number.isNaN(t)) return '';
-    const delta = t - Date.now();
-    const abs = Math.abs(delta);
-    if (abs < 1000) return 'now';
-    const text = abs < 60000 ? `${Math.round(abs / 1000)} s` : fmtDuration(abs);
+    const delta = t - now;
+    const seconds = Math.round(Math.abs(delta) / 1000);
+    if (seconds === 0) return 'now';
+    const text = seconds < 60 ? `${seconds} s` : fmtDuration(seconds * 1000);
     return delta > 0 ? `in ${text}` : `${text} ago`;
   }
 
@@ -1120,6 +1124,9 @@
     }
     onRoute();
   }
+
+  // The formatting, for the browser tests to check at its edges.
+  window.JobFormat = Object.freeze({ fmtDuration, relative });
 
   start();
 })();

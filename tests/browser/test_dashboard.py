@@ -158,6 +158,23 @@ def test_the_browser_computes_the_same_fire_times_as_the_api(dashboard: Dashboar
         assert in_browser == from_api, schedule
 
 
+def test_durations_and_relative_times_round_whole_units_and_never_show_60(dashboard: Dashboard) -> None:
+    """A preview 29 min 59.6 s away read "in 29 min 60 s" (a CI run of the form's test): each unit is rounded
+    before it is split."""
+    page = dashboard.open("#/submit")
+    durations = [0.4, 999.4, 999.6, 9_994, 9_996, 59_940, 59_960, 119_600, 1_799_600, 3_599_600, 5_399_600,
+                 86_369_999, 86_399_999, -1_799_600]
+    shown = page.evaluate("values => values.map(JobFormat.fmtDuration)", durations)
+    assert shown == ["0 ms", "999 ms", "1.00 s", "9.99 s", "10.0 s", "59.9 s", "1 min 0 s", "2 min 0 s",
+                     "30 min 0 s", "1 h 0 min", "1 h 30 min", "23 h 59 min", "1.0 d", "-30 min 0 s"]
+    base = 1_800_000_000_000
+    offsets = [200, 700, 59_400, 59_600, 1_799_600, -1_799_600, -400]
+    relative = page.evaluate(
+        "([base, offsets]) => offsets.map(o => JobFormat.relative(new Date(base + o).toISOString(), base))",
+        [base, offsets])
+    assert relative == ["now", "in 1 s", "in 59 s", "in 1 min 0 s", "in 30 min 0 s", "30 min 0 s ago", "now"]
+
+
 def test_pause_resume_and_cancel_from_the_job_page(dashboard: Dashboard) -> None:
     start = datetime.now(UTC) + timedelta(hours=1)
     job = submit(dashboard.stack, {"schedule": {"every": "PT30M", "start": rfc3339(start)}, "payload": {}})
